@@ -1,0 +1,60 @@
+package raftmux
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// ErrClosed is returned by a closed Mux, and by Accept on a virtual
+// listener that was closed or whose Mux was closed. It wraps net.ErrClosed,
+// so errors.Is(err, net.ErrClosed) holds too, as servers built on
+// net.Listener expect.
+var ErrClosed = fmt.Errorf("raftmux: closed: %w", net.ErrClosed)
+
+// ErrChannelExists means Listener (or Transport) was asked for a channel
+// that already has an open virtual listener on this Mux.
+var ErrChannelExists = errors.New("raftmux: channel already registered")
+
+// ErrUnknownChannel means the remote Mux has no listener for the channel
+// that Dial named; the remote closed the connection.
+var ErrUnknownChannel = errors.New("raftmux: unknown channel")
+
+// ErrInvalidChannel means a channel name is empty, longer than
+// MaxChannelNameLen, or holds a byte outside printable ASCII.
+var ErrInvalidChannel = errors.New("raftmux: invalid channel name")
+
+// ErrUnsupportedVersion means the two ends speak different versions of
+// the connection header.
+var ErrUnsupportedVersion = errors.New("raftmux: unsupported header version")
+
+// ErrProtocol means the peer did not speak the mux protocol: a bad magic
+// byte in a header, or an unknown status byte in a reply.
+var ErrProtocol = errors.New("raftmux: protocol error")
+
+// ErrInvalidConfig is wrapped by every error that Listen returns for a bad
+// Config.
+var ErrInvalidConfig = errors.New("raftmux: invalid config")
+
+// ErrNotAdvertisable means the Mux's advertised address has an empty or
+// unspecified host (such as 0.0.0.0), which peers cannot dial; set
+// Config.AdvertiseAddr.
+var ErrNotAdvertisable = errors.New("raftmux: address is not advertisable")
+
+// ChannelError says which operation on which channel failed, and why. Err is
+// one of this package's sentinels, a context error, or a network error.
+type ChannelError struct {
+	Op      string // "listen", "accept", "dial" or "transport"
+	Addr    string // the remote address for "dial"; empty otherwise
+	Channel string
+	Err     error
+}
+
+func (e *ChannelError) Error() string {
+	if e.Addr != "" {
+		return fmt.Sprintf("raftmux: %s %s channel %q: %v", e.Op, e.Addr, e.Channel, e.Err)
+	}
+	return fmt.Sprintf("raftmux: %s channel %q: %v", e.Op, e.Channel, e.Err)
+}
+
+func (e *ChannelError) Unwrap() error { return e.Err }

@@ -1,0 +1,286 @@
+package raftmux
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/minikafka/minikafka-go/logging"
+)
+
+// DefaultHeaderTimeout bounds how long an accepted connection may take to
+// send its header when Config.HeaderTimeout is zero.
+const DefaultHeaderTimeout = 5 * time.Second
+
+// Config configures a Mux. Only BindAddr is required.
+type Config struct {
+	// BindAddr is the host:port to listen on; port 0 picks a free port.
+	BindAddr string
+	// AdvertiseAddr is the host:port that peers dial, reported by Addr and
+	// used by raft as this node's address. Empty means the bound address.
+	AdvertiseAddr string
+	// Logger receives the mux's own logs (rejected connections at Debug,
+	// accept failures at Warn) and is the base of each default transport
+	// logger. Nil discards.
+	Logger *slog.Logger
+	// HeaderTimeout bounds how long an accepted connection may take to send
+	// its header. Zero means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+}
+
+// validate checks cfg and fills in defaults; it is the only place a Config
+// is checked.
+func (cfg *Config) validate() error {
+	if cfg.BindAddr == "" {
+		return fmt.Errorf("%w: BindAddr is empty", ErrInvalidConfig)
+	}
+	if cfg.AdvertiseAddr != "" {
+		host, port, err := net.SplitHostPort(cfg.AdvertiseAddr)
+		if err != nil {
+			return fmt.Errorf("%w: AdvertiseAddr %q: %v", ErrInvalidConfig, cfg.AdvertiseAddr, err)
+		}
+		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
+			return fmt.Errorf("%w: AdvertiseAddr %q needs a host and a port in 1..65535", ErrInvalidConfig, cfg.AdvertiseAddr)
+		}
+	}
+	switch {
+	case cfg.HeaderTimeout < 0:
+		return fmt.Errorf("%w: HeaderTimeout %v is negative", ErrInvalidConfig, cfg.HeaderTimeout)
+	case cfg.HeaderTimeout == 0:
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logging.Discard()
+	}
+	return nil
+}
+
+// Mux serves every channel of a node on one TCP listener. Its methods are
+// safe for concurrent use.
+type Mux struct {
+	ln            net.Listener
+	addr          net.Addr     // advertised address
+	base          *slog.Logger // Config.Logger, parent of transport loggers
+	log           *slog.Logger // base with logger=raftmux
+	headerTimeout time.Duration
+
+	conns connSet        // every accepted conn not yet closed, routed or not
+	done  chan struct{}  // closed by Close; wakes routing goroutines and the accept back-off
+	wg    sync.WaitGroup // the accept loop and every routing goroutine
+
+	mu       sync.Mutex           // guards channels and closed
+	channels map[string]*listener // open virtual listeners by channel name
+	closed   bool
+
+	routed, unknown, badHeader atomic.Uint64 // see Stats
+}
+
+// Stats counts what the Mux did with the connections it accepted.
+type Stats struct {
+	Routed         uint64 // returned by a virtual listener's Accept
+	UnknownChannel uint64 // named a channel with no listener
+	BadHeader      uint64 // bad or missing header: wrong magic, version or name, EOF, header timeout
+	Open           int    // accepted conns still open (routed or waiting for their header)
+}
+
+// Listen binds cfg.BindAddr and starts accepting. The caller must Close the
+// Mux.
+func Listen(cfg Config) (*Mux, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.BindAddr)
+	if err != nil {
+		return nil, err
+	}
+	var addr net.Addr = ln.Addr()
+	if cfg.AdvertiseAddr != "" {
+		addr = advertised(cfg.AdvertiseAddr)
+	}
+	m := &Mux{
+		ln:            ln,
+		addr:          addr,
+		base:          cfg.Logger,
+		log:           cfg.Logger.With("logger", "raftmux"),
+		headerTimeout: cfg.HeaderTimeout,
+		done:          make(chan struct{}),
+		channels:      make(map[string]*listener),
+	}
+	m.wg.Add(1)
+	go m.acceptLoop()
+	return m, nil
+}
+
+// advertised is an address given as text; it is never resolved here.
+type advertised string
+
+func (a advertised) Network() string { return "tcp" }
+func (a advertised) String() string  { return string(a) }
+
+// Addr is the address peers should dial: Config.AdvertiseAddr, or else the
+// bound address (with the real port when BindAddr asked for port 0).
+func (m *Mux) Addr() net.Addr { return m.addr }
+
+// ListenAddr is the address the Mux is bound to.
+func (m *Mux) ListenAddr() net.Addr { return m.ln.Addr() }
+
+// Stats returns the counters; they only grow, except Open.
+func (m *Mux) Stats() Stats {
+	return Stats{
+		Routed:         m.routed.Load(),
+		UnknownChannel: m.unknown.Load(),
+		BadHeader:      m.badHeader.Load(),
+		Open:           m.conns.len(),
+	}
+}
+
+// Close stops accepting, closes every virtual listener and every accepted
+// connection (including those already handed out), and waits for the Mux's
+// goroutines to end. Connections made by Dial belong to their caller and
+// stay open. Close is idempotent.
+func (m *Mux) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	ls := m.channels
+	m.channels = nil
+	m.mu.Unlock()
+
+	close(m.done)
+	err := m.ln.Close()
+	for _, l := range ls {
+		l.shut()
+	}
+	m.conns.closeAll()
+	m.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (m *Mux) isClosed() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// acceptLoop accepts until the listener closes, giving each conn its own
+// routing goroutine so that a slow or silent client never delays others.
+func (m *Mux) acceptLoop() {
+	defer m.wg.Done()
+	const minDelay, maxDelay = 5 * time.Millisecond, time.Second
+	var delay time.Duration
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			if m.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Probably out of file descriptors: back off like net/http.
+			delay = min(max(2*delay, minDelay), maxDelay)
+			m.log.Warn("accept failed", "error", err, "retry_in", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C: // retry
+			case <-m.done: // Close while backing off
+				t.Stop()
+				return
+			}
+			continue
+		}
+		delay = 0
+		tc, ok := m.conns.add(c)
+		if !ok {
+			return // Close ran between Accept and add; it closed c
+		}
+		m.wg.Add(1) // the loop itself holds the count above zero, so this cannot race Wait
+		go m.route(tc)
+	}
+}
+
+// route reads c's header and hands c to its channel's listener, or closes c.
+func (m *Mux) route(c *trackedConn) {
+	defer m.wg.Done()
+	_ = c.SetDeadline(time.Now().Add(m.headerTimeout))
+	name, err := readHeader(c)
+	if err != nil {
+		if !m.isClosed() {
+			m.badHeader.Add(1)
+			if errors.Is(err, ErrUnsupportedVersion) {
+				_, _ = c.Write([]byte{statusUnsupportedVersion})
+			}
+			m.log.Debug("rejected connection: bad header", "remote", c.RemoteAddr().String(), "error", err)
+		}
+		_ = c.Close()
+		return
+	}
+	l := m.lookup(name)
+	if l == nil {
+		m.unknown.Add(1)
+		m.log.Debug("rejected connection: unknown channel", "remote", c.RemoteAddr().String(), "channel", name)
+		_, _ = c.Write([]byte{statusUnknownChannel})
+		_ = c.Close()
+		return
+	}
+	if _, err := c.Write([]byte{statusOK}); err != nil {
+		_ = c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	if !l.deliver(c) {
+		_ = c.Close()
+	}
+}
+
+func (m *Mux) lookup(name string) *listener {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.channels[name]
+}
+
+// Listener registers channel name and returns its virtual listener. Accept
+// returns the connections whose header named it; Close unregisters the name
+// (it may then be registered again) but leaves accepted conns open, as a
+// net.Listener does. Errors: ErrInvalidChannel, ErrChannelExists, ErrClosed,
+// each inside a *ChannelError.
+func (m *Mux) Listener(name string) (net.Listener, error) {
+	return m.listen(name)
+}
+
+func (m *Mux) listen(name string) (*listener, error) {
+	if err := validName(name); err != nil {
+		return nil, &ChannelError{Op: "listen", Channel: name, Err: err}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, &ChannelError{Op: "listen", Channel: name, Err: ErrClosed}
+	}
+	if _, ok := m.channels[name]; ok {
+		return nil, &ChannelError{Op: "listen", Channel: name, Err: ErrChannelExists}
+	}
+	l := &listener{m: m, name: name, conns: make(chan net.Conn), done: make(chan struct{})}
+	m.channels[name] = l
+	return l, nil
+}
+
+// unregister removes l from the channel table if it is still there.
+func (m *Mux) unregister(l *listener) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.channels[l.name] == l {
+		delete(m.channels, l.name)
+	}
+}
