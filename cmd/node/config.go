@@ -1,0 +1,284 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cast"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/raftgroup"
+)
+
+// key is one configuration key: its YAML name (dots for nesting), its
+// default and the help text of its flag. The flag is the key with dots and
+// underscores turned into dashes; the environment variable is MINIKAFKA_
+// and the key in upper case with dots turned into underscores.
+type key struct {
+	name string
+	def  any
+	help string
+}
+
+func keys() []key {
+	d := broker.DefaultConfig()
+	t := raftgroup.DefaultTiming()
+	raftKeys := func(prefix, what string) []key {
+		return []key{
+			{prefix + ".heartbeat_timeout", t.HeartbeatTimeout, what + ": follower waits this long without a leader before an election"},
+			{prefix + ".election_timeout", t.ElectionTimeout, what + ": candidate waits this long for votes"},
+			{prefix + ".leader_lease_timeout", t.LeaderLeaseTimeout, what + ": leader steps down after this long without a quorum"},
+			{prefix + ".commit_timeout", t.CommitTimeout, what + ": longest wait before an idle leader sends the commit index"},
+			{prefix + ".max_append_entries", t.MaxAppendEntries, what + ": most entries per AppendEntries RPC"},
+			{prefix + ".snapshot_interval", t.SnapshotInterval, what + ": how often to check whether to snapshot"},
+			{prefix + ".snapshot_threshold", t.SnapshotThreshold, what + ": new entries since the last snapshot that trigger one"},
+			{prefix + ".trailing_logs", t.TrailingLogs, what + ": entries kept after a snapshot for followers to catch up"},
+		}
+	}
+	ks := []key{
+		{"node_id", int(d.NodeID), "this node's broker id (a positive integer, unique in the cluster)"},
+		{"data_dir", d.DataDir, "directory for all of this node's data"},
+		{"kafka_addr", d.KafkaAddr, "host:port the Kafka listener binds"},
+		{"advertised_kafka_addr", "", "host:port clients connect to (default kafka_addr)"},
+		{"raft_addr", d.RaftAddr, "host:port for Raft and internal RPC"},
+		{"advertised_raft_addr", "", "host:port other nodes reach raft_addr at (default raft_addr)"},
+		{"gossip_addr", d.GossipAddr, "host:port for membership gossip"},
+		{"advertised_gossip_addr", "", "host:port other nodes reach gossip_addr at (default gossip_addr)"},
+		{"join", []string{}, "gossip seeds, host:port, comma-separated"},
+		{"bootstrap_expect", d.BootstrapExpect, "number of nodes to wait for before creating the cluster"},
+		{"default_partitions", int(d.DefaultPartitions), "partitions of an auto-created topic"},
+		{"default_replication_factor", int(d.DefaultReplicationFactor), "replication factor of an auto-created topic"},
+		{"auto_create_topics", d.AutoCreateTopics, "create unknown topics on first use"},
+		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
+		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
+		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
+		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
+		{"log_level", "info", "debug, info, warn, error or off"},
+	}
+	ks = append(ks, raftKeys("raft", "partition Raft groups")...)
+	return append(ks, raftKeys("meta_raft", "metadata Raft group")...)
+}
+
+func flagName(k string) string { return strings.NewReplacer(".", "-", "_", "-").Replace(k) }
+
+// options are the loaded configuration plus what only the binary needs.
+type options struct {
+	broker.Config
+	LogLevel string
+}
+
+// errHelp is returned when --help was asked for; usage is already printed.
+var errHelp = errors.New("help requested")
+
+// loadConfig reads, in rising precedence: defaults, the --config YAML
+// file, MINIKAFKA_* environment variables, flags. Every value is parsed
+// strictly: a bad one is an error naming its key and value.
+func loadConfig(args []string, getenv func(string) (string, bool), usage io.Writer) (options, error) {
+	v := viper.New()
+	fs := pflag.NewFlagSet("minikafka-node", pflag.ContinueOnError)
+	fs.SetOutput(usage)
+	cfgFile := fs.String("config", "", "YAML configuration file")
+	ks := keys()
+	for _, k := range ks {
+		v.SetDefault(k.name, k.def)
+		fs.String(flagName(k.name), "", fmt.Sprintf("%s (env MINIKAFKA_%s, default %v)", k.help, envName(k.name), k.def))
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return options{}, errHelp
+		}
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *cfgFile != "" {
+		v.SetConfigFile(*cfgFile)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return options{}, fmt.Errorf("config file %s: %w", *cfgFile, err)
+		}
+		known := map[string]bool{}
+		for _, k := range ks {
+			known[k.name] = true
+		}
+		for _, k := range v.AllKeys() {
+			if !known[k] && v.InConfig(k) {
+				return options{}, fmt.Errorf("config file %s: unknown key %q", *cfgFile, k)
+			}
+		}
+	}
+	for _, k := range ks {
+		if val, ok := getenv(envName(k.name)); ok {
+			v.Set(k.name, val)
+		}
+		if f := fs.Lookup(flagName(k.name)); f.Changed {
+			v.Set(k.name, f.Value.String())
+		}
+	}
+	return fromViper(v)
+}
+
+func envName(k string) string {
+	return strings.ToUpper(strings.NewReplacer(".", "_").Replace(k))
+}
+
+// getter parses keys strictly and keeps the first error.
+type getter struct {
+	v   *viper.Viper
+	err error
+}
+
+func (g *getter) fail(key string, val any, err error) {
+	if g.err == nil {
+		g.err = &broker.ConfigError{Key: key, Value: val, Err: fmt.Errorf("%w: %v", broker.ErrInvalidConfig, err)}
+	}
+}
+
+func (g *getter) int(key string) int { return int(g.int64(key)) }
+
+// int64 parses decimal strings itself: cast would read "010" as octal.
+func (g *getter) int64(key string) int64 {
+	val := g.v.Get(key)
+	var n int64
+	var err error
+	if s, ok := val.(string); ok {
+		n, err = strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	} else {
+		n, err = cast.ToInt64E(val)
+	}
+	if err != nil {
+		g.fail(key, val, errors.New("not an integer"))
+	}
+	return n
+}
+
+func (g *getter) uint64(key string) uint64 {
+	n := g.int64(key)
+	if n < 0 {
+		g.fail(key, n, errors.New("must not be negative"))
+	}
+	return uint64(n)
+}
+
+func (g *getter) bool(key string) bool {
+	val := g.v.Get(key)
+	b, err := cast.ToBoolE(val)
+	if err != nil {
+		g.fail(key, val, errors.New("not true or false"))
+	}
+	return b
+}
+
+func (g *getter) duration(key string) time.Duration {
+	val := g.v.Get(key)
+	if s, ok := val.(string); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			g.fail(key, val, errors.New("not a duration such as 500ms or 2s"))
+		}
+		return d
+	}
+	d, err := cast.ToDurationE(val)
+	if err != nil {
+		g.fail(key, val, errors.New("not a duration such as 500ms or 2s"))
+	}
+	return d
+}
+
+func (g *getter) string(key string) string {
+	val := g.v.Get(key)
+	s, err := cast.ToStringE(val)
+	if err != nil {
+		g.fail(key, val, errors.New("not a string"))
+	}
+	return strings.TrimSpace(s)
+}
+
+func (g *getter) list(key string) []string {
+	val := g.v.Get(key)
+	var items []string
+	switch x := val.(type) {
+	case string:
+		items = strings.Split(x, ",")
+	default:
+		s, err := cast.ToStringSliceE(val)
+		if err != nil {
+			g.fail(key, val, errors.New("not a list"))
+		}
+		items = s
+	}
+	out := []string{}
+	for _, s := range items {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (g *getter) timing(prefix string) raftgroup.Timing {
+	return raftgroup.Timing{
+		HeartbeatTimeout:   g.duration(prefix + ".heartbeat_timeout"),
+		ElectionTimeout:    g.duration(prefix + ".election_timeout"),
+		LeaderLeaseTimeout: g.duration(prefix + ".leader_lease_timeout"),
+		CommitTimeout:      g.duration(prefix + ".commit_timeout"),
+		MaxAppendEntries:   g.int(prefix + ".max_append_entries"),
+		SnapshotInterval:   g.duration(prefix + ".snapshot_interval"),
+		SnapshotThreshold:  g.uint64(prefix + ".snapshot_threshold"),
+		TrailingLogs:       g.uint64(prefix + ".trailing_logs"),
+	}
+}
+
+func fromViper(v *viper.Viper) (options, error) {
+	g := &getter{v: v}
+	rangeInt := func(key string, n, lo, hi int) {
+		if n < lo || n > hi {
+			g.fail(key, n, fmt.Errorf("must be in %d..%d", lo, hi))
+		}
+	}
+	o := options{}
+	c := &o.Config
+	nodeID := g.int("node_id")
+	rangeInt("node_id", nodeID, 1, 1<<31-1)
+	c.NodeID = int32(nodeID)
+	c.DataDir = g.string("data_dir")
+	c.KafkaAddr = g.string("kafka_addr")
+	c.AdvertisedKafkaAddr = g.string("advertised_kafka_addr")
+	c.RaftAddr = g.string("raft_addr")
+	c.AdvertisedRaftAddr = g.string("advertised_raft_addr")
+	c.GossipAddr = g.string("gossip_addr")
+	c.AdvertisedGossip = g.string("advertised_gossip_addr")
+	c.Join = g.list("join")
+	c.BootstrapExpect = g.int("bootstrap_expect")
+	parts := g.int("default_partitions")
+	rangeInt("default_partitions", parts, 1, 1<<20)
+	c.DefaultPartitions = int32(parts)
+	rf := g.int("default_replication_factor")
+	rangeInt("default_replication_factor", rf, 1, 1<<15-1)
+	c.DefaultReplicationFactor = int16(rf)
+	c.AutoCreateTopics = g.bool("auto_create_topics")
+	c.SegmentBytes = g.int64("segment_bytes")
+	c.ProducerWindow = g.int("producer_window")
+	mrb := g.int("max_request_bytes")
+	rangeInt("max_request_bytes", mrb, 1, 1<<31-1)
+	c.MaxRequestBytes = int32(mrb)
+	c.LeaderRebalanceInterval = g.duration("leader_rebalance_interval")
+	c.PartitionRaft = g.timing("raft")
+	c.MetaRaft = g.timing("meta_raft")
+	o.LogLevel = g.string("log_level")
+	if g.err != nil {
+		return options{}, g.err
+	}
+	if err := c.Validate(); err != nil {
+		return options{}, err
+	}
+	return o, nil
+}

@@ -1,0 +1,296 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/minikafka/minikafka-go/producerstate"
+)
+
+// Durability of the applied state.
+//
+// The partition log is not fsynced per apply: acknowledged data is durable
+// in the Raft log until raft compacts it, and raft compacts only after a
+// snapshot, whose Persist first syncs the log and writes a checkpoint. So
+// the FSM's durable state is:
+//
+//   - checkpoint: applied index and term, log start and end, producer table;
+//     written atomically (temp file, fsync, rename, fsync dir) after syncing
+//     the log, at every snapshot, after a restore and on Close.
+//   - journal: one small record (applied index, term, log end) appended after
+//     every ApplyBatch, without fsync. After a crash of the process the page
+//     cache still holds it and the log, so a restart resumes exactly where
+//     the FSM stopped; after a power loss it may be short or ahead of the
+//     log, and recovery takes the newest record that the log still covers.
+//
+// Recovery cuts the log back to the chosen point and rebuilds the producer
+// table from the checkpoint's table plus the stored batch headers after the
+// checkpoint. Entries after the chosen point are replayed by raft.
+
+const (
+	checkpointFile = "checkpoint"
+	journalFile    = "applied.journal"
+
+	checkpointMagic   = "MKCP"
+	checkpointVersion = 1
+
+	journalRecordSize = 8 + 8 + 8 + 4
+	// journalRotateBytes bounds the journal: past it, the next append starts
+	// the file over with the latest record.
+	journalRotateBytes = 1 << 20
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorruptState means the FSM's checkpoint or the log disagree in a way
+// recovery cannot repair, such as a log shorter than its checkpoint.
+var ErrCorruptState = errors.New("fsm: corrupt durable state")
+
+// checkpoint is the applied state at one Raft index.
+type checkpoint struct {
+	index, term uint64
+	start, end  int64  // log start and end offsets
+	table       []byte // producerstate encoding
+}
+
+func (c checkpoint) encode() []byte {
+	b := make([]byte, 0, 45+len(c.table))
+	b = append(b, checkpointMagic...)
+	b = append(b, checkpointVersion)
+	b = binary.BigEndian.AppendUint64(b, c.index)
+	b = binary.BigEndian.AppendUint64(b, c.term)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.start))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.end))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.table)))
+	b = append(b, c.table...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+func decodeCheckpoint(b []byte) (checkpoint, error) {
+	const fixed = 4 + 1 + 8*4 + 4
+	if len(b) < fixed+4 || string(b[:4]) != checkpointMagic {
+		return checkpoint{}, fmt.Errorf("%w: checkpoint header", ErrCorruptState)
+	}
+	if b[4] != checkpointVersion {
+		return checkpoint{}, fmt.Errorf("%w: checkpoint version %d", ErrCorruptState, b[4])
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return checkpoint{}, fmt.Errorf("%w: checkpoint checksum", ErrCorruptState)
+	}
+	c := checkpoint{
+		index: binary.BigEndian.Uint64(b[5:]),
+		term:  binary.BigEndian.Uint64(b[13:]),
+		start: int64(binary.BigEndian.Uint64(b[21:])),
+		end:   int64(binary.BigEndian.Uint64(b[29:])),
+	}
+	n := int(binary.BigEndian.Uint32(b[37:]))
+	if n != len(body)-fixed {
+		return checkpoint{}, fmt.Errorf("%w: checkpoint table length", ErrCorruptState)
+	}
+	c.table = body[fixed:]
+	return c, nil
+}
+
+// checkpoint makes c durable: it syncs the log, then replaces the
+// checkpoint file atomically. It never replaces a newer checkpoint with an
+// older one (a Persist may finish after a Restore wrote a newer one).
+func (f *FSM) checkpoint(c checkpoint) error {
+	f.cpMu.Lock()
+	defer f.cpMu.Unlock()
+	if c.index < f.cpIndex {
+		return nil
+	}
+	if err := f.log.Sync(); err != nil {
+		return fmt.Errorf("fsm: sync log: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(f.dir, checkpointFile), c.encode()); err != nil {
+		return fmt.Errorf("fsm: write checkpoint: %w", err)
+	}
+	f.cpIndex = c.index
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	fh, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fh.Write(data); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Sync(); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// journalRecord is one applied point.
+type journalRecord struct {
+	index, term uint64
+	end         int64
+}
+
+// journal appends applied points to a file without fsync. Only the FSM
+// goroutine uses it.
+type journal struct {
+	fh   *os.File
+	size int64
+	buf  [journalRecordSize]byte
+}
+
+func openJournal(dir string, start journalRecord) (*journal, error) {
+	fh, err := os.OpenFile(filepath.Join(dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{fh: fh}
+	if err := j.append(start.index, start.term, start.end); err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+func (j *journal) append(index, term uint64, end int64) error {
+	if j.size >= journalRotateBytes {
+		if err := j.fh.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := j.fh.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		j.size = 0
+	}
+	b := j.buf[:0]
+	b = binary.BigEndian.AppendUint64(b, index)
+	b = binary.BigEndian.AppendUint64(b, term)
+	b = binary.BigEndian.AppendUint64(b, uint64(end))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	n, err := j.fh.Write(b)
+	j.size += int64(n)
+	return err
+}
+
+func (j *journal) close() error {
+	if j == nil || j.fh == nil {
+		return nil
+	}
+	err := j.fh.Close()
+	j.fh = nil
+	return err
+}
+
+// readJournal returns the whole, intact records of the journal in order,
+// stopping at the first torn or corrupt one.
+func readJournal(dir string) ([]journalRecord, error) {
+	b, err := os.ReadFile(filepath.Join(dir, journalFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []journalRecord
+	for len(b) >= journalRecordSize {
+		r := b[:journalRecordSize]
+		if crc32.Checksum(r[:24], crcTable) != binary.BigEndian.Uint32(r[24:]) {
+			break
+		}
+		out = append(out, journalRecord{
+			index: binary.BigEndian.Uint64(r),
+			term:  binary.BigEndian.Uint64(r[8:]),
+			end:   int64(binary.BigEndian.Uint64(r[16:])),
+		})
+		b = b[journalRecordSize:]
+	}
+	return out, nil
+}
+
+// recover loads the newest consistent applied state (see the comment at the
+// top of this file).
+func (f *FSM) recover(window int) error {
+	cp := checkpoint{start: f.log.StartOffset(), end: f.log.StartOffset()}
+	hasCheckpoint := false
+	if b, err := os.ReadFile(filepath.Join(f.dir, checkpointFile)); err == nil {
+		if cp, err = decodeCheckpoint(b); err != nil {
+			return err
+		}
+		hasCheckpoint = true
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("fsm: read checkpoint: %w", err)
+	}
+	logEnd := f.log.EndOffset()
+	if logEnd < cp.end || f.log.StartOffset() > cp.end {
+		return fmt.Errorf("%w: log holds [%d, %d) but the checkpoint at index %d ends at %d",
+			ErrCorruptState, f.log.StartOffset(), logEnd, cp.index, cp.end)
+	}
+	table := producerstate.New(window)
+	if hasCheckpoint {
+		t, err := producerstate.Decode(cp.table)
+		if err != nil {
+			return fmt.Errorf("%w: checkpoint producer table: %w", ErrCorruptState, err)
+		}
+		table = t
+	}
+	f.cpIndex = cp.index
+
+	target := journalRecord{index: cp.index, term: cp.term, end: cp.end}
+	records, err := readJournal(f.dir)
+	if err != nil {
+		return fmt.Errorf("fsm: read journal: %w", err)
+	}
+	for _, r := range records {
+		if r.index > target.index && r.end >= target.end && r.end <= logEnd {
+			target = r
+		}
+	}
+	if logEnd > target.end {
+		f.logger.Warn("cutting partition log back to the last applied point; raft replays the rest",
+			"from", logEnd, "to", target.end, "index", target.index)
+		if err := f.log.TruncateTo(target.end); err != nil {
+			return fmt.Errorf("fsm: truncate log to %d: %w", target.end, err)
+		}
+	}
+	for h, err := range f.log.Batches(cp.end) {
+		if err != nil {
+			return fmt.Errorf("fsm: rebuild producer state: %w", err)
+		}
+		if h.BaseOffset >= target.end {
+			break
+		}
+		table.Record(h)
+	}
+	f.table = table
+	f.applied.Store(target.index)
+	f.appliedTerm = target.term
+	j, err := openJournal(f.dir, target)
+	if err != nil {
+		return fmt.Errorf("fsm: open journal: %w", err)
+	}
+	f.journal = j
+	return nil
+}

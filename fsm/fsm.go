@@ -1,0 +1,311 @@
+// Package fsm is the state machine of one partition replica: it applies
+// committed Raft log entries to the partition's on-disk log and producer
+// table, identically on every replica.
+//
+// A caller (the partition replica) has these duties, in order:
+//
+//  1. Open the partition's log and call New with it and a directory of the
+//     FSM's own. New recovers: it loads the last checkpoint, cuts the log
+//     back to the newest applied point that is consistent on disk, and
+//     rebuilds the producer table up to there.
+//  2. Hand the FSM to raft.NewRaft with Config.NoSnapshotRestoreOnStart set.
+//     Raft then replays entries after its newest snapshot; the FSM skips
+//     every entry at or below its own durable applied index.
+//  3. Wrap the snapshot store with OpenSnapshot (see SnapshotStore in the
+//     partition package): Persist stores only a reference to the log, and
+//     OpenSnapshot expands it into the full form that followers install.
+//  4. After raft.Shutdown, call Close, which syncs and checkpoints so that
+//     the next start replays nothing.
+//
+// Apply is pure given its inputs: validation and offset assignment come from
+// the log and the producer table alone, with no clock, randomness or map
+// order, so replicas end byte-identical (contract B3). The leader epoch
+// stamped into each stored batch is the Raft term of its entry.
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka-go/producerstate"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// Log is what the FSM needs of a partition's on-disk log
+// (partition.Log implements it). Exactly one goroutine writes; readers may
+// run concurrently.
+type Log interface {
+	// Append stores one whole checked batch whose base offset equals
+	// EndOffset.
+	Append(batch []byte) error
+	// AppendAt stores batch with its base offset and leader epoch replaced,
+	// leaving the caller's slice unchanged.
+	AppendAt(batch []byte, baseOffset int64, leaderEpoch int32) error
+	StartOffset() int64
+	EndOffset() int64
+	// Size is the number of bytes of all stored batches.
+	Size() int64
+	// CopyTo writes the raw bytes of every batch below end.
+	CopyTo(w io.Writer, end int64) (int64, error)
+	// Batches yields the headers of stored batches from the one holding
+	// from.
+	Batches(from int64) iter.Seq2[record.Header, error]
+	TruncateTo(offset int64) error
+	Reset(start int64) error
+	Sync() error
+}
+
+// Config configures an FSM.
+type Config struct {
+	// Dir holds the FSM's checkpoint and applied-index journal. It must not
+	// be shared with another FSM. It is created if missing.
+	Dir string
+	// Window is the number of batches remembered per producer for
+	// duplicate detection. Zero means producerstate.DefaultWindow.
+	Window int
+	// Logger receives recovery messages. Nil discards.
+	Logger *slog.Logger
+}
+
+// ProduceResult is what applying a produce command returns through
+// raft.ApplyFuture.Response.
+type ProduceResult struct {
+	// BaseOffset is the offset of the batch's first record: newly assigned,
+	// or the original one for an exact retry. -1 when Err is set.
+	BaseOffset int64
+	// LogStartOffset is the log's first offset after the apply.
+	LogStartOffset int64
+	// Duplicate is true when the batch was an exact retry and nothing was
+	// appended.
+	Duplicate bool
+	// Err is nil or a *Error carrying the Kafka error code.
+	Err error
+}
+
+// Error is a rejected produce command: a Kafka error and why.
+type Error struct {
+	Code   *kerr.Error // the Kafka error the producer receives
+	Detail string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code.Message, e.Detail) }
+func (e *Error) Unwrap() error { return e.Code }
+
+// ErrClosed is returned by applies after Close.
+var ErrClosed = errors.New("fsm: closed")
+
+// FSM is the partition state machine. It implements raft.BatchingFSM.
+type FSM struct {
+	dir    string
+	log    Log
+	logger *slog.Logger
+
+	// Owned by the FSM goroutine (ApplyBatch, Apply, Snapshot, Restore) and
+	// by New and Close, which raft never runs concurrently with it.
+	table       *producerstate.Table
+	appliedTerm uint64
+	journal     *journal
+	failed      error // sticky: a storage failure stops all applies
+	closed      bool
+
+	applied atomic.Uint64 // last applied Raft index; written by the FSM goroutine
+	hw      atomic.Int64  // high watermark: the log end after the last apply
+
+	// cpMu serializes checkpoint writes (Persist runs beside the FSM
+	// goroutine) and guards cpIndex, the index of the newest checkpoint.
+	cpMu    sync.Mutex
+	cpIndex uint64
+
+	// mu guards changed, the channel closed when the high watermark moves.
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+// New opens the FSM over log, recovering its applied state from cfg.Dir.
+func New(cfg Config, log Log) (*FSM, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("fsm: Config.Dir is empty")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("fsm: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	f := &FSM{dir: cfg.Dir, log: log, logger: logger, changed: make(chan struct{})}
+	if err := f.recover(cfg.Window); err != nil {
+		return nil, err
+	}
+	f.hw.Store(log.EndOffset())
+	return f, nil
+}
+
+// HighWatermark is the offset after the last applied batch: every offset
+// below it is committed.
+func (f *FSM) HighWatermark() int64 { return f.hw.Load() }
+
+// LogStartOffset is the log's first offset.
+func (f *FSM) LogStartOffset() int64 { return f.log.StartOffset() }
+
+// AppliedIndex is the last Raft index the FSM applied.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Changed returns a channel that is closed the next time the high
+// watermark moves (or the FSM is restored or closed). Get a new one after
+// it fires.
+func (f *FSM) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+func (f *FSM) notify() {
+	f.mu.Lock()
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// Producers returns a copy of the producer table, for tests and debugging.
+// Call it only when no Apply runs (raft stopped, or in a test driving the
+// FSM directly).
+func (f *FSM) Producers() *producerstate.Table { return f.table.Clone() }
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch implements raft.BatchingFSM. Entries at or below the applied
+// index (replayed after a restart) are skipped and answered with nil.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	before := f.log.EndOffset()
+	applied := f.applied.Load()
+	advanced := false
+	for i, l := range logs {
+		if l.Index <= applied {
+			continue
+		}
+		advanced = true
+		applied, f.appliedTerm = l.Index, l.Term
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		out[i] = f.applyCommand(l)
+	}
+	if !advanced {
+		return out
+	}
+	f.applied.Store(applied)
+	if f.failed == nil && !f.closed {
+		if err := f.journal.append(applied, f.appliedTerm, f.log.EndOffset()); err != nil {
+			f.fail(fmt.Errorf("fsm: journal: %w", err))
+		}
+	}
+	if end := f.log.EndOffset(); end != before {
+		f.hw.Store(end)
+		f.notify()
+	}
+	return out
+}
+
+func (f *FSM) applyCommand(l *raft.Log) any {
+	if f.closed {
+		return &ProduceResult{BaseOffset: -1, Err: ErrClosed}
+	}
+	t, body, err := DecodeCommand(l.Data)
+	if err != nil {
+		return &ProduceResult{BaseOffset: -1, Err: &Error{Code: kerr.CorruptMessage, Detail: err.Error()}}
+	}
+	switch t {
+	case CmdNoop:
+		return nil
+	case CmdProduce:
+		return f.applyProduce(body, l.Term)
+	}
+	panic("unreachable: DecodeCommand accepted " + t.String())
+}
+
+func (f *FSM) applyProduce(batch []byte, term uint64) *ProduceResult {
+	res := &ProduceResult{BaseOffset: -1}
+	if f.failed != nil {
+		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
+		return res
+	}
+	h, err := record.CheckProduce(batch)
+	if err != nil {
+		res.Err = &Error{Code: kerr.CorruptMessage, Detail: err.Error()}
+		return res
+	}
+	v := f.table.Validate(h)
+	switch v.Verdict {
+	case producerstate.Append:
+		base := f.log.EndOffset()
+		if err := f.log.AppendAt(batch, base, int32(term)); err != nil {
+			f.fail(fmt.Errorf("fsm: append at offset %d: %w", base, err))
+			res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
+			return res
+		}
+		h.BaseOffset = base
+		f.table.Record(h)
+		res.BaseOffset = base
+	case producerstate.Duplicate:
+		res.BaseOffset = v.Original.BaseOffset
+		res.Duplicate = true
+	case producerstate.Fenced:
+		res.Err = &Error{Code: kerr.InvalidProducerEpoch,
+			Detail: fmt.Sprintf("producer %d epoch %d is older than the recorded epoch", h.ProducerID, h.ProducerEpoch)}
+	default:
+		res.Err = &Error{Code: kerr.OutOfOrderSequenceNumber,
+			Detail: fmt.Sprintf("producer %d epoch %d: sequence %d, expected %d", h.ProducerID, h.ProducerEpoch, h.BaseSequence, v.Expected)}
+	}
+	res.LogStartOffset = f.log.StartOffset()
+	return res
+}
+
+// fail records a storage failure. Later produce commands are answered with
+// KAFKA_STORAGE_ERROR: continuing to append after a failed write could
+// leave this replica different from the others.
+func (f *FSM) fail(err error) {
+	if f.failed == nil {
+		f.failed = err
+		f.logger.Error("partition log failed; replica stops applying", "err", err)
+	}
+}
+
+// Err returns the storage failure that stopped the FSM, if any.
+// Call it from the FSM goroutine or after raft stopped.
+func (f *FSM) Err() error { return f.failed }
+
+// Close checkpoints the applied state so that a restart replays nothing.
+// Call it after raft has shut down; it does not close the log.
+func (f *FSM) Close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	var err error
+	if f.failed == nil {
+		err = f.checkpoint(checkpoint{
+			index: f.applied.Load(), term: f.appliedTerm,
+			start: f.log.StartOffset(), end: f.log.EndOffset(),
+			table: f.table.AppendEncode(nil),
+		})
+	}
+	if jerr := f.journal.close(); err == nil {
+		err = jerr
+	}
+	f.notify()
+	return err
+}

@@ -1,0 +1,294 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/producerstate"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// Snapshot stream format, version 1:
+//
+//	"MKPS" | version u8 | form u8 | index u64 | term u64 | start i64 | end i64 |
+//	dataBytes i64 | tableLen u32 | table | crc32c u32 (of everything before it)
+//	[form full only: dataBytes bytes of stored batches, offsets start..end)
+//
+// Persist writes the reference form: the log's bytes stay in the log, which
+// is append-only below end, so a local snapshot costs a header, not a copy
+// of the partition. OpenSnapshot expands a reference into the full form,
+// which is what followers install and what Restore reads.
+const (
+	snapshotMagic   = "MKPS"
+	snapshotVersion = 1
+
+	formReference = 1
+	formFull      = 2
+
+	snapshotFixed = 4 + 1 + 1 + 8*5 + 4
+)
+
+// ErrSnapshotCorrupt means a snapshot stream failed its checks.
+var ErrSnapshotCorrupt = errors.New("fsm: corrupt snapshot")
+
+type snapshotHeader struct {
+	form       byte
+	cp         checkpoint
+	dataBytes  int64
+	headerSize int
+}
+
+func (h snapshotHeader) encode() []byte {
+	b := make([]byte, 0, snapshotFixed+len(h.cp.table)+4)
+	b = append(b, snapshotMagic...)
+	b = append(b, snapshotVersion, h.form)
+	b = binary.BigEndian.AppendUint64(b, h.cp.index)
+	b = binary.BigEndian.AppendUint64(b, h.cp.term)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.cp.start))
+	b = binary.BigEndian.AppendUint64(b, uint64(h.cp.end))
+	b = binary.BigEndian.AppendUint64(b, uint64(h.dataBytes))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(h.cp.table)))
+	b = append(b, h.cp.table...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// maxSnapshotTable bounds the producer table in a snapshot header so that a
+// corrupt length cannot make us allocate without limit.
+const maxSnapshotTable = 1 << 30
+
+func readSnapshotHeader(r io.Reader) (snapshotHeader, error) {
+	fixed := make([]byte, snapshotFixed)
+	if _, err := io.ReadFull(r, fixed); err != nil {
+		return snapshotHeader{}, fmt.Errorf("%w: header: %w", ErrSnapshotCorrupt, err)
+	}
+	if string(fixed[:4]) != snapshotMagic || fixed[4] != snapshotVersion {
+		return snapshotHeader{}, fmt.Errorf("%w: bad magic or version", ErrSnapshotCorrupt)
+	}
+	n := binary.BigEndian.Uint32(fixed[snapshotFixed-4:])
+	if n > maxSnapshotTable {
+		return snapshotHeader{}, fmt.Errorf("%w: table length %d", ErrSnapshotCorrupt, n)
+	}
+	rest := make([]byte, int(n)+4)
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return snapshotHeader{}, fmt.Errorf("%w: table: %w", ErrSnapshotCorrupt, err)
+	}
+	crc := crc32.Update(crc32.Checksum(fixed, crcTable), crcTable, rest[:n])
+	if crc != binary.BigEndian.Uint32(rest[n:]) {
+		return snapshotHeader{}, fmt.Errorf("%w: header checksum", ErrSnapshotCorrupt)
+	}
+	h := snapshotHeader{
+		form: fixed[5],
+		cp: checkpoint{
+			index: binary.BigEndian.Uint64(fixed[6:]),
+			term:  binary.BigEndian.Uint64(fixed[14:]),
+			start: int64(binary.BigEndian.Uint64(fixed[22:])),
+			end:   int64(binary.BigEndian.Uint64(fixed[30:])),
+			table: rest[:n],
+		},
+		dataBytes:  int64(binary.BigEndian.Uint64(fixed[38:])),
+		headerSize: snapshotFixed + int(n) + 4,
+	}
+	if (h.form != formReference && h.form != formFull) || h.dataBytes < 0 || h.cp.end < h.cp.start {
+		return snapshotHeader{}, fmt.Errorf("%w: form %d, %d bytes, offsets [%d, %d)",
+			ErrSnapshotCorrupt, h.form, h.dataBytes, h.cp.start, h.cp.end)
+	}
+	return h, nil
+}
+
+// fsmSnapshot is the applied state captured by Snapshot on the FSM
+// goroutine; Persist runs later beside further applies.
+type fsmSnapshot struct {
+	f         *FSM
+	cp        checkpoint
+	dataBytes int64
+}
+
+// Snapshot implements raft.FSM. It captures the applied index, the log's
+// extent and the producer table; the log's bytes are referenced, not copied.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if f.failed != nil {
+		return nil, f.failed
+	}
+	return &fsmSnapshot{
+		f: f,
+		cp: checkpoint{
+			index: f.applied.Load(), term: f.appliedTerm,
+			start: f.log.StartOffset(), end: f.log.EndOffset(),
+			table: f.table.AppendEncode(nil),
+		},
+		dataBytes: f.log.Size(),
+	}, nil
+}
+
+// Persist syncs the log, writes the checkpoint, then the reference snapshot.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.f.checkpoint(s.cp); err != nil {
+		sink.Cancel()
+		return err
+	}
+	h := snapshotHeader{form: formReference, cp: s.cp, dataBytes: s.dataBytes}
+	if _, err := sink.Write(h.encode()); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("fsm: write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.
+func (s *fsmSnapshot) Release() {}
+
+// OpenSnapshot turns a stored snapshot stream into the full form that
+// carries the log data, and returns its exact size. A full-form stream
+// passes through unchanged. Safe to call beside applies.
+func (f *FSM) OpenSnapshot(stored io.ReadCloser) (int64, io.ReadCloser, error) {
+	h, err := readSnapshotHeader(stored)
+	if err != nil {
+		stored.Close()
+		return 0, nil, err
+	}
+	if h.form == formFull {
+		full := h.encode()
+		return int64(len(full)) + h.dataBytes, &readCloser{io.MultiReader(bytes.NewReader(full), stored), stored}, nil
+	}
+	stored.Close()
+	if f.log.StartOffset() > h.cp.start || f.log.EndOffset() < h.cp.end {
+		return 0, nil, fmt.Errorf("%w: snapshot references offsets [%d, %d) but the log holds [%d, %d)",
+			ErrSnapshotCorrupt, h.cp.start, h.cp.end, f.log.StartOffset(), f.log.EndOffset())
+	}
+	h.form = formFull
+	full := h.encode()
+	data := &logReader{log: f.log, end: h.cp.end, remaining: h.dataBytes}
+	pr, pw := io.Pipe()
+	go func() {
+		// The goroutine's owner is the returned ReadCloser: closing it
+		// closes pr, which makes CopyTo's next write fail and return.
+		_, err := f.log.CopyTo(pw, h.cp.end)
+		pw.CloseWithError(err)
+	}()
+	data.r = pr
+	return int64(len(full)) + h.dataBytes, &readCloser{io.MultiReader(bytes.NewReader(full), data), pr}, nil
+}
+
+// logReader bounds the piped log bytes to what the header promised, so a
+// mismatch shows as an error instead of a wrong-sized snapshot.
+type logReader struct {
+	log       Log
+	r         io.Reader
+	end       int64
+	remaining int64
+}
+
+func (l *logReader) Read(p []byte) (int, error) {
+	if l.remaining == 0 {
+		// Drain to confirm the log had no more bytes below end.
+		var one [1]byte
+		if n, _ := l.r.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("%w: log holds more bytes below %d than the snapshot recorded", ErrSnapshotCorrupt, l.end)
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.remaining {
+		p = p[:l.remaining]
+	}
+	n, err := l.r.Read(p)
+	l.remaining -= int64(n)
+	if err == io.EOF && l.remaining > 0 {
+		err = fmt.Errorf("%w: log ended %d bytes short of the snapshot", ErrSnapshotCorrupt, l.remaining)
+	}
+	return n, err
+}
+
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (r *readCloser) Close() error { return r.c.Close() }
+
+// Restore implements raft.FSM: it replaces the log and producer table with
+// the snapshot's, then checkpoints.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	h, err := readSnapshotHeader(rc)
+	if err != nil {
+		return err
+	}
+	table, err := producerstate.Decode(h.cp.table)
+	if err != nil {
+		return fmt.Errorf("%w: producer table: %w", ErrSnapshotCorrupt, err)
+	}
+	switch h.form {
+	case formReference:
+		// Only a snapshot of this very log can be a reference.
+		if f.log.StartOffset() > h.cp.start || f.log.EndOffset() < h.cp.end {
+			return fmt.Errorf("%w: reference snapshot beyond the local log", ErrSnapshotCorrupt)
+		}
+		if err := f.log.TruncateTo(h.cp.end); err != nil {
+			return fmt.Errorf("fsm: restore: %w", err)
+		}
+	case formFull:
+		if err := f.log.Reset(h.cp.start); err != nil {
+			return fmt.Errorf("fsm: restore: %w", err)
+		}
+		if err := restoreBatches(f.log, bufio.NewReaderSize(rc, 1<<20), h.dataBytes); err != nil {
+			return err
+		}
+		if f.log.EndOffset() != h.cp.end {
+			return fmt.Errorf("%w: restored log ends at %d, snapshot says %d", ErrSnapshotCorrupt, f.log.EndOffset(), h.cp.end)
+		}
+	}
+	f.table = table
+	f.applied.Store(h.cp.index)
+	f.appliedTerm = h.cp.term
+	f.failed = nil
+	if err := f.checkpoint(h.cp); err != nil {
+		return err
+	}
+	if err := f.journal.close(); err != nil {
+		return err
+	}
+	if f.journal, err = openJournal(f.dir, journalRecord{index: h.cp.index, term: h.cp.term, end: h.cp.end}); err != nil {
+		return fmt.Errorf("fsm: restore journal: %w", err)
+	}
+	f.hw.Store(f.log.EndOffset())
+	f.notify()
+	return nil
+}
+
+// restoreBatches appends the n bytes of batches read from r to log.
+func restoreBatches(log Log, r io.Reader, n int64) error {
+	var buf []byte
+	prefix := make([]byte, record.LogOverhead)
+	for n > 0 {
+		if n < record.MinBatchSize {
+			return fmt.Errorf("%w: %d trailing bytes", ErrSnapshotCorrupt, n)
+		}
+		if _, err := io.ReadFull(r, prefix); err != nil {
+			return fmt.Errorf("%w: batch prefix: %w", ErrSnapshotCorrupt, err)
+		}
+		size := int64(binary.BigEndian.Uint32(prefix[8:])) + record.LogOverhead
+		if size < record.MinBatchSize || size > n {
+			return fmt.Errorf("%w: batch size %d with %d bytes left", ErrSnapshotCorrupt, size, n)
+		}
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		copy(buf, prefix)
+		if _, err := io.ReadFull(r, buf[record.LogOverhead:]); err != nil {
+			return fmt.Errorf("%w: batch body: %w", ErrSnapshotCorrupt, err)
+		}
+		if err := log.Append(buf); err != nil {
+			return fmt.Errorf("fsm: restore batch: %w", err)
+		}
+		n -= size
+	}
+	return nil
+}
