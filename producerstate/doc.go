@@ -1,0 +1,76 @@
+// Package producerstate is the per-partition producer table of an
+// idempotent Kafka producer: for every producer id it keeps the epoch and
+// the last few batches (Kafka keeps five), and decides whether a new batch
+// is in sequence, an exact retry, fenced, or out of order.
+//
+// The package is a pure state machine. It reads batch headers and returns
+// verdicts; it never touches the log, the clock, or the network, and no
+// output depends on randomness or map iteration order. Every replica of a
+// partition that feeds it the same headers in the same order reaches the
+// same table, byte for byte.
+//
+// # The caller's duties
+//
+// A Table is not safe for concurrent use. The partition FSM owns one per
+// partition and drives it from raft Apply, which is serial:
+//
+//  1. Start from New(DefaultWindow) for an empty partition, from Decode of
+//     the bytes AppendEncode produced for a snapshot, or from Rebuild over
+//     the stored batch headers in log order.
+//  2. For each produced batch, call Validate with its header and act on the
+//     verdict, as the list below says. Validate does not change the table.
+//  3. After appending a batch Validate called Append, call Record with its
+//     header, BaseOffset set to the offset the batch was given. Record
+//     trusts that verdict and does not check sequences. Handle the batches
+//     of one request one at a time, Validate then Record, so that a later
+//     batch is judged against the earlier ones.
+//  4. To snapshot while Apply goes on, Clone the table in the FSM's Snapshot
+//     call (serial with Apply) and encode the clone later, in Persist, with
+//     AppendEncode.
+//
+// What each verdict asks of the caller:
+//
+//   - Append: assign the next offset, append the batch, then Record it.
+//   - Duplicate: append nothing; answer with Result.Original.BaseOffset,
+//     the offset the first copy of the batch was given.
+//   - Fenced: append nothing; answer INVALID_PRODUCER_EPOCH.
+//   - OutOfOrder: append nothing; answer OUT_OF_ORDER_SEQUENCE_NUMBER.
+//
+// # Rules
+//
+// Validate applies, in this order:
+//
+//   - A batch without a producer id (ProducerID < 0) is not idempotent,
+//     and a control batch (a transaction marker, which only the broker
+//     writes) carries no sequence: Append. Record ignores both.
+//   - A negative producer epoch is lower than every epoch: Fenced.
+//   - An epoch lower than the one recorded for the producer: Fenced.
+//   - A malformed sequence range (BaseSequence < 0, or a LastOffsetDelta
+//     that is negative or would make the count overflow): OutOfOrder.
+//   - The recorded epoch and a sequence range (first, last) equal to a
+//     retained batch: Duplicate, carrying that batch.
+//   - An unknown producer, or an epoch higher than the recorded one: the
+//     first sequence must be 0. Record then starts a fresh window under
+//     the new epoch.
+//   - The recorded epoch: the first sequence must follow the last retained
+//     one, wrapping from MaxInt32 to 0.
+//   - Anything else (a gap, an overlap, a retry older than the window):
+//     OutOfOrder, with Result.Expected the sequence that would have been
+//     accepted.
+//
+// Record appends the batch to the producer's window and drops the oldest
+// batch beyond the window size.
+//
+// # Unknown producers
+//
+// This table never expires producer state: an entry lives as long as the
+// table. So a producer the table does not know has never had a batch
+// appended to this partition, and a first batch whose sequence is not 0
+// means batches were lost on the way; it is OutOfOrder with Expected 0.
+// Apache Kafka instead accepts any sequence from an unknown producer,
+// because it expires idle producers and trims logs, after which it cannot
+// tell a new producer from a forgotten one.
+//
+// Producers may not send control batches; reject them before Validate
+// (record.CheckProduce does).
+package producerstate

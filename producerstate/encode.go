@@ -1,0 +1,172 @@
+package producerstate
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
+
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// The encoding, version 1, all integers big endian:
+//
+//	u8   format version (1)
+//	u16  window
+//	u32  number of producers
+//	per producer, in ascending producer id order:
+//	  i64  producer id (>= 0, strictly ascending)
+//	  i16  epoch (>= 0)
+//	  u16  number of batches (1..window)
+//	  per batch, oldest first:
+//	    i32  first sequence (>= 0)
+//	    i32  last sequence (first + count - 1, wrapping past MaxInt32 to 0)
+//	    i64  base offset
+//	    i32  count (>= 1)
+//	u32  CRC32C (Castagnoli) of every byte before it
+//
+// Every field has a fixed width and Decode accepts only what AppendEncode
+// can write, so a table has exactly one encoding. A new format gets a new
+// version byte; Decode keeps reading the old ones.
+const (
+	formatVersion = 1
+
+	headerSize  = 1 + 2 + 4
+	entrySize   = 8 + 2 + 2
+	batchSize   = 4 + 4 + 8 + 4
+	trailerSize = 4
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// AppendEncode appends the table's deterministic binary form to dst and
+// returns the extended slice. Equal tables encode to identical bytes,
+// whatever order their producers were added in.
+func (t *Table) AppendEncode(dst []byte) []byte {
+	ids := t.ids()
+	size := headerSize + trailerSize + len(ids)*entrySize
+	for _, e := range t.producers {
+		size += len(e.batches) * batchSize
+	}
+	dst = slices.Grow(dst, size)
+	start := len(dst)
+
+	dst = append(dst, formatVersion)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(t.window))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(ids)))
+	for _, pid := range ids {
+		e := t.producers[pid]
+		dst = binary.BigEndian.AppendUint64(dst, uint64(pid))
+		dst = binary.BigEndian.AppendUint16(dst, uint16(e.epoch))
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(e.batches)))
+		for _, b := range e.batches {
+			dst = binary.BigEndian.AppendUint32(dst, uint32(b.FirstSeq))
+			dst = binary.BigEndian.AppendUint32(dst, uint32(b.LastSeq))
+			dst = binary.BigEndian.AppendUint64(dst, uint64(b.BaseOffset))
+			dst = binary.BigEndian.AppendUint32(dst, uint32(b.Count))
+		}
+	}
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// Decode is the inverse of AppendEncode: b must hold exactly one encoded
+// table. Any input that AppendEncode could not have written (truncated,
+// garbled, trailing bytes, an unknown version) gives an error wrapping
+// ErrCorrupt; Decode never panics and allocates no more than b's size
+// warrants.
+func Decode(b []byte) (*Table, error) {
+	if len(b) == 0 {
+		return nil, corrupt(0, "empty input")
+	}
+	if b[0] != formatVersion {
+		return nil, &VersionError{Version: b[0]}
+	}
+	if len(b) < headerSize+trailerSize {
+		return nil, corrupt(len(b), "truncated header")
+	}
+	body := b[:len(b)-trailerSize]
+	if want, got := binary.BigEndian.Uint32(b[len(body):]), crc32.Checksum(body, castagnoli); want != got {
+		return nil, corrupt(len(body), "checksum mismatch")
+	}
+
+	r := reader{b: body, off: 1}
+	window := int(r.u16())
+	if window == 0 {
+		return nil, corrupt(1, "window 0")
+	}
+	n := int(r.u32())
+	if n > r.left()/entrySize {
+		return nil, corrupt(r.off-4, "more producers than bytes")
+	}
+	t := &Table{window: window, producers: make(map[int64]*entry, n)}
+	prev := int64(-1)
+	for range n {
+		at := r.off
+		if r.left() < entrySize {
+			return nil, corrupt(at, "truncated producer")
+		}
+		pid := int64(r.u64())
+		epoch := int16(r.u16())
+		nb := int(r.u16())
+		switch {
+		case pid <= prev:
+			return nil, corrupt(at, "producer ids not ascending and non-negative")
+		case epoch < 0:
+			return nil, corrupt(at, "negative epoch")
+		case nb == 0 || nb > window:
+			return nil, corrupt(at, "batch count outside 1..window")
+		case nb > r.left()/batchSize:
+			return nil, corrupt(at, "truncated batches")
+		}
+		prev = pid
+		batches := make([]Batch, nb)
+		for i := range batches {
+			at := r.off
+			bt := Batch{
+				FirstSeq:   int32(r.u32()),
+				LastSeq:    int32(r.u32()),
+				BaseOffset: int64(r.u64()),
+				Count:      int32(r.u32()),
+			}
+			if bt.FirstSeq < 0 || bt.Count < 1 || bt.LastSeq != record.AddSequence(bt.FirstSeq, bt.Count-1) {
+				return nil, corrupt(at, "inconsistent batch sequence range")
+			}
+			batches[i] = bt
+		}
+		t.producers[pid] = &entry{epoch: epoch, batches: batches}
+	}
+	if r.left() != 0 {
+		return nil, corrupt(r.off, "trailing bytes")
+	}
+	return t, nil
+}
+
+func corrupt(off int, reason string) error {
+	return &CorruptError{Offset: off, Reason: reason}
+}
+
+// reader reads fixed-width big-endian fields; the caller checks left()
+// before reading.
+type reader struct {
+	b   []byte
+	off int
+}
+
+func (r *reader) left() int { return len(r.b) - r.off }
+
+func (r *reader) u16() uint16 {
+	v := binary.BigEndian.Uint16(r.b[r.off:])
+	r.off += 2
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	v := binary.BigEndian.Uint32(r.b[r.off:])
+	r.off += 4
+	return v
+}
+
+func (r *reader) u64() uint64 {
+	v := binary.BigEndian.Uint64(r.b[r.off:])
+	r.off += 8
+	return v
+}

@@ -1,0 +1,51 @@
+package producerstate
+
+import "strconv"
+
+// Verdict is what Validate decides about a batch.
+type Verdict uint8
+
+// Verdicts. New values only ever go at the end.
+const (
+	// Append means the batch is in sequence (or not idempotent): append
+	// it, then Record it.
+	Append Verdict = iota
+	// Duplicate means the batch is an exact retry of a retained batch:
+	// append nothing and answer with Result.Original.
+	Duplicate
+	// Fenced means the producer epoch is lower than the recorded one:
+	// INVALID_PRODUCER_EPOCH.
+	Fenced
+	// OutOfOrder means the sequence is neither next nor an exact retry:
+	// OUT_OF_ORDER_SEQUENCE_NUMBER.
+	OutOfOrder
+)
+
+// String returns the verdict's name.
+func (v Verdict) String() string {
+	switch v {
+	case Append:
+		return "Append"
+	case Duplicate:
+		return "Duplicate"
+	case Fenced:
+		return "Fenced"
+	case OutOfOrder:
+		return "OutOfOrder"
+	}
+	return "Verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Result is a Verdict with the facts the caller needs to answer.
+type Result struct {
+	Verdict Verdict
+	// Original is the retained batch that a Duplicate repeats; its
+	// BaseOffset is the offset to answer with.
+	Original Batch
+	// Expected is, for OutOfOrder, the first sequence that would have been
+	// accepted (for the error text).
+	Expected int32
+	// Epoch is, for Fenced, the epoch recorded for the producer, or -1 if
+	// the producer is unknown (for the error text).
+	Epoch int16
+}
