@@ -1,0 +1,209 @@
+package metadata
+
+import (
+	"maps"
+	"math"
+	"slices"
+)
+
+// Apply returns the state after cmd is applied as the log entry at index,
+// with the command's result (named in each command's doc) or the error that
+// rejected it. index is the entry's Raft log index: it becomes AppliedIndex
+// and goes into the ids of topics the entry creates. A rejected command
+// changes nothing but the applied index. Apply is pure: the same s, index and cmd always give the same outputs, and
+// s itself is never modified.
+//
+// Besides the FSM, a proposer may call it on the current state to check a
+// command before proposing it (CreateTopics with validate_only), passing
+// AppliedIndex()+1.
+func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any, err error) {
+	next = s.shallow()
+	next.index = index
+	if cmd, err = deref(cmd); err != nil {
+		return next, nil, err
+	}
+	if _, ok := cmd.(InitCluster); !ok && !s.Initialized() {
+		return next, nil, ErrClusterNotInitialized
+	}
+	// Each handler validates everything before it writes to next, so a
+	// rejected command leaves no partial change.
+	switch c := cmd.(type) {
+	case InitCluster:
+		result, err = next.initCluster(c)
+	case RegisterBroker:
+		result, err = next.registerBroker(c)
+	case CreateTopic:
+		result, err = next.createTopic(index, c)
+	case SetPartitionLeader:
+		result, err = next.setPartitionLeader(c)
+	case AllocateProducerID:
+		result, err = next.allocateProducerID(c)
+	}
+	if err != nil {
+		return next, nil, err
+	}
+	return next, result, nil
+}
+
+// cloneMap copies m into a new, non-nil map with room for one more entry.
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m)+1)
+	maps.Copy(c, m)
+	return c
+}
+
+func (s *Snapshot) initCluster(c InitCluster) (InitClusterResult, error) {
+	switch {
+	case c.ClusterID == "":
+		return InitClusterResult{}, ErrInvalidClusterID
+	case s.clusterID == c.ClusterID:
+		return InitClusterResult{ClusterID: s.clusterID}, nil
+	case s.clusterID != "":
+		return InitClusterResult{}, &ClusterIDMismatchError{Have: s.clusterID, Proposed: c.ClusterID}
+	}
+	s.clusterID = c.ClusterID
+	s.nextProducerID = FirstProducerID
+	return InitClusterResult{ClusterID: c.ClusterID, Changed: true}, nil
+}
+
+func (s *Snapshot) registerBroker(c RegisterBroker) (RegisterBrokerResult, error) {
+	if c.ID < 0 {
+		return RegisterBrokerResult{}, &InvalidBrokerError{ID: c.ID, Reason: "negative id"}
+	}
+	for _, addr := range []string{c.KafkaAddr, c.RaftAddr} {
+		if err := checkAddr(addr); err != nil {
+			return RegisterBrokerResult{}, &InvalidBrokerError{ID: c.ID, Reason: err.Error()}
+		}
+	}
+	b := Broker(c)
+	if old, ok := s.brokers[c.ID]; ok && old == b {
+		return RegisterBrokerResult{Broker: b}, nil
+	}
+	s.brokers = cloneMap(s.brokers)
+	s.brokers[c.ID] = b
+	return RegisterBrokerResult{Broker: b, Changed: true}, nil
+}
+
+func (s *Snapshot) createTopic(index uint64, c CreateTopic) (CreateTopicResult, error) {
+	if err := s.checkCreateTopic(c); err != nil {
+		return CreateTopicResult{}, err
+	}
+	t := &Topic{Name: c.Name, ID: s.newTopicID(index, c.Name), Partitions: make([]Partition, len(c.Assignment))}
+	for i, replicas := range c.Assignment {
+		t.Partitions[i] = Partition{Replicas: slices.Clone(replicas), Leader: NoLeader, LeaderEpoch: NoLeaderEpoch}
+	}
+	if len(c.Configs) > 0 {
+		t.Configs = maps.Clone(c.Configs)
+	}
+	s.topics = cloneMap(s.topics)
+	s.topics[t.Name] = t
+	s.topicIDs = cloneMap(s.topicIDs)
+	s.topicIDs[t.ID] = t.Name
+	return CreateTopicResult{Topic: t.clone()}, nil
+}
+
+// checkCreateTopic validates in a fixed order, so every replica reports the
+// same first error.
+func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
+	if err := ValidateTopicName(c.Name); err != nil {
+		return err
+	}
+	if _, ok := s.topics[c.Name]; ok {
+		return &TopicExistsError{Name: c.Name}
+	}
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		return &InvalidPartitionsError{Partitions: c.Partitions}
+	}
+	if c.ReplicationFactor < 1 || int(c.ReplicationFactor) > len(s.brokers) {
+		return &ReplicationFactorError{ReplicationFactor: c.ReplicationFactor, Brokers: len(s.brokers)}
+	}
+	if len(c.Assignment) != int(c.Partitions) {
+		return &AssignmentError{Partition: -1, Broker: -1, Err: ErrPartitionCount}
+	}
+	for i, replicas := range c.Assignment {
+		p := int32(i)
+		if len(replicas) != int(c.ReplicationFactor) {
+			return &AssignmentError{Partition: p, Broker: -1, Err: ErrReplicaCount}
+		}
+		for j, b := range replicas {
+			if _, ok := s.brokers[b]; !ok {
+				return &AssignmentError{Partition: p, Broker: b, Err: ErrUnknownBroker}
+			}
+			if slices.Contains(replicas[:j], b) {
+				return &AssignmentError{Partition: p, Broker: b, Err: ErrDuplicateReplica}
+			}
+		}
+	}
+	if _, ok := c.Configs[""]; ok {
+		return &InvalidConfigError{Key: "", Reason: "empty key"}
+	}
+	return nil
+}
+
+func (s *Snapshot) setPartitionLeader(c SetPartitionLeader) (SetPartitionLeaderResult, error) {
+	t, ok := s.topics[c.Topic]
+	if !ok {
+		return SetPartitionLeaderResult{}, &UnknownTopicError{Topic: c.Topic, Partition: -1}
+	}
+	if c.Partition < 0 || int(c.Partition) >= len(t.Partitions) {
+		return SetPartitionLeaderResult{}, &UnknownTopicError{Topic: c.Topic, Partition: c.Partition}
+	}
+	reject := func(reason error) (SetPartitionLeaderResult, error) {
+		return SetPartitionLeaderResult{}, &LeaderReportError{Topic: c.Topic, Partition: c.Partition, Leader: c.Leader, Epoch: c.Epoch, Err: reason}
+	}
+	p := t.Partitions[c.Partition]
+	stored := SetPartitionLeaderResult{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
+	switch {
+	case c.Epoch < 0:
+		return reject(ErrNegativeLeaderEpoch)
+	case !slices.Contains(p.Replicas, c.Leader):
+		return reject(ErrNotReplica)
+	case c.Epoch < p.LeaderEpoch:
+		return stored, nil // stale: a newer leader already reported
+	case c.Epoch == p.LeaderEpoch && c.Leader == p.Leader:
+		return stored, nil // a retried report
+	case c.Epoch == p.LeaderEpoch:
+		return reject(ErrLeaderEpochConflict)
+	}
+	nt := *t
+	nt.Partitions = slices.Clone(t.Partitions) // Replicas slices stay shared: never written
+	nt.Partitions[c.Partition].Leader = c.Leader
+	nt.Partitions[c.Partition].LeaderEpoch = c.Epoch
+	s.topics = cloneMap(s.topics)
+	s.topics[c.Topic] = &nt
+	return SetPartitionLeaderResult{Leader: c.Leader, LeaderEpoch: c.Epoch, Applied: true}, nil
+}
+
+func (s *Snapshot) allocateProducerID(c AllocateProducerID) (ProducerIdentity, error) {
+	if c.TransactionalID == nil {
+		return s.newProducerID()
+	}
+	tid := *c.TransactionalID
+	if tid == "" {
+		return ProducerIdentity{}, ErrInvalidTransactionalID
+	}
+	p, ok := s.transactional[tid]
+	switch {
+	case ok && p.Epoch < MaxProducerEpoch:
+		p.Epoch++ // fences the producer that holds the previous epoch
+	default: // first use, or the epoch is exhausted
+		var err error
+		if p, err = s.newProducerID(); err != nil {
+			return ProducerIdentity{}, err
+		}
+	}
+	s.transactional = cloneMap(s.transactional)
+	s.transactional[tid] = p
+	return p, nil
+}
+
+// newProducerID hands out the next id at epoch 0. MaxInt64 itself is never
+// handed out, so nextProducerID cannot wrap.
+func (s *Snapshot) newProducerID() (ProducerIdentity, error) {
+	if s.nextProducerID == math.MaxInt64 {
+		return ProducerIdentity{}, ErrProducerIDsExhausted
+	}
+	p := ProducerIdentity{ProducerID: s.nextProducerID}
+	s.nextProducerID++
+	return p, nil
+}

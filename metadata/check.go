@@ -1,0 +1,77 @@
+package metadata
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }
+
+// check verifies the invariants that Apply maintains and relies on.
+// DecodeSnapshot runs it so that a restored state is one Apply could have
+// produced; tests run it after every command.
+func (s *Snapshot) check() error {
+	if s.clusterID == "" {
+		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional) > 0 {
+			return errors.New("state without a cluster id")
+		}
+		return nil
+	}
+	if s.nextProducerID < FirstProducerID {
+		return fmt.Errorf("next producer id %d below %d", s.nextProducerID, FirstProducerID)
+	}
+	for _, id := range sortedKeys(s.brokers) {
+		b := s.brokers[id]
+		if b.ID != id || id < 0 || checkAddr(b.KafkaAddr) != nil || checkAddr(b.RaftAddr) != nil {
+			return fmt.Errorf("broker %d: bad registration %+v", id, b)
+		}
+	}
+	if len(s.topicIDs) != len(s.topics) {
+		return fmt.Errorf("%d topic ids for %d topics", len(s.topicIDs), len(s.topics))
+	}
+	for _, name := range sortedKeys(s.topics) {
+		if err := s.checkTopic(name, s.topics[name]); err != nil {
+			return fmt.Errorf("topic %q: %w", name, err)
+		}
+	}
+	for _, tid := range sortedKeys(s.transactional) {
+		p := s.transactional[tid]
+		if tid == "" || p.ProducerID < FirstProducerID || p.ProducerID >= s.nextProducerID || p.Epoch < 0 {
+			return fmt.Errorf("transactional id %q: bad producer %+v", tid, p)
+		}
+	}
+	return nil
+}
+
+func (s *Snapshot) checkTopic(name string, t *Topic) error {
+	switch {
+	case t.Name != name || ValidateTopicName(name) != nil:
+		return errors.New("bad name")
+	case s.topicIDs[t.ID] != name || !usableTopicID(t.ID):
+		return fmt.Errorf("bad id %v", t.ID)
+	case len(t.Partitions) < 1 || len(t.Partitions) > int(MaxPartitions):
+		return fmt.Errorf("%d partitions", len(t.Partitions))
+	}
+	rf := len(t.Partitions[0].Replicas)
+	for i, p := range t.Partitions {
+		if len(p.Replicas) != rf || rf == 0 {
+			return fmt.Errorf("partition %d: %d replicas, want %d", i, len(p.Replicas), rf)
+		}
+		for j, b := range p.Replicas {
+			if _, ok := s.brokers[b]; !ok || slices.Contains(p.Replicas[:j], b) {
+				return fmt.Errorf("partition %d: bad replica %d", i, b)
+			}
+		}
+		noLeader := p.Leader == NoLeader && p.LeaderEpoch == NoLeaderEpoch
+		if !noLeader && (p.LeaderEpoch < 0 || !slices.Contains(p.Replicas, p.Leader)) {
+			return fmt.Errorf("partition %d: bad leader %d epoch %d", i, p.Leader, p.LeaderEpoch)
+		}
+	}
+	if _, empty := t.Configs[""]; empty {
+		return errors.New("empty config key")
+	}
+	return nil
+}

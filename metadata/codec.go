@@ -1,0 +1,209 @@
+package metadata
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// commandVersion is the encoding version each command type is written in.
+// A type's version grows when its fields change; Decode keeps reading every
+// older version.
+var commandVersion = map[CommandType]uint8{
+	TypeInitCluster:        1,
+	TypeRegisterBroker:     1,
+	TypeCreateTopic:        1,
+	TypeSetPartitionLeader: 1,
+	TypeAllocateProducerID: 1,
+}
+
+// Encode returns the log entry for cmd: one byte of CommandType, one byte of
+// encoding version, then the fields (see wire.go for the primitives). The
+// encoding is canonical: Decode(Encode(c)) equals c, and equal commands
+// encode to equal bytes (config keys are written sorted).
+func Encode(cmd Command) ([]byte, error) {
+	cmd, err := deref(cmd)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 64)
+	b = append(b, byte(cmd.Type()), commandVersion[cmd.Type()])
+	return cmd.appendBody(b), nil
+}
+
+// Decode parses an entry written by Encode. Errors wrap ErrMalformedCommand
+// (*DecodeError) or ErrUnknownCommand (*UnknownCommandError). It never
+// allocates much more than len(b).
+func Decode(b []byte) (Command, error) {
+	r := newReader(b, ErrMalformedCommand)
+	typ := CommandType(r.u8("command type"))
+	ver := r.u8("command version")
+	if r.err != nil {
+		return nil, r.err
+	}
+	var cmd Command
+	switch {
+	case typ == TypeInitCluster && ver == 1:
+		cmd = InitCluster{ClusterID: r.str("cluster id")}
+	case typ == TypeRegisterBroker && ver == 1:
+		cmd = RegisterBroker{ID: r.i32("broker id"), KafkaAddr: r.str("kafka address"), RaftAddr: r.str("raft address")}
+	case typ == TypeCreateTopic && ver == 1:
+		cmd = decodeCreateTopic(r)
+	case typ == TypeSetPartitionLeader && ver == 1:
+		cmd = SetPartitionLeader{Topic: r.str("topic"), Partition: r.i32("partition"), Leader: r.i32("leader"), Epoch: r.i32("epoch")}
+	case typ == TypeAllocateProducerID && ver == 1:
+		var c AllocateProducerID
+		if r.boolean("transactional id present") {
+			s := r.str("transactional id")
+			c.TransactionalID = &s
+		}
+		cmd = c
+	default:
+		return nil, &UnknownCommandError{Type: typ, Version: ver}
+	}
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// deref turns a pointer to a command into the value, so both forms work.
+func deref(cmd Command) (Command, error) {
+	switch c := cmd.(type) {
+	case *InitCluster:
+		if c != nil {
+			return *c, nil
+		}
+	case *RegisterBroker:
+		if c != nil {
+			return *c, nil
+		}
+	case *CreateTopic:
+		if c != nil {
+			return *c, nil
+		}
+	case *SetPartitionLeader:
+		if c != nil {
+			return *c, nil
+		}
+	case *AllocateProducerID:
+		if c != nil {
+			return *c, nil
+		}
+	case nil:
+	default:
+		return cmd, nil
+	}
+	return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+}
+
+func (c InitCluster) appendBody(b []byte) []byte { return appendString(b, c.ClusterID) }
+
+func (c RegisterBroker) appendBody(b []byte) []byte {
+	b = appendI32(b, c.ID)
+	b = appendString(b, c.KafkaAddr)
+	return appendString(b, c.RaftAddr)
+}
+
+func (c CreateTopic) appendBody(b []byte) []byte {
+	b = appendString(b, c.Name)
+	b = appendI32(b, c.Partitions)
+	b = appendI16(b, c.ReplicationFactor)
+	b = appendAssignment(b, c.Assignment)
+	return appendConfigs(b, c.Configs)
+}
+
+func decodeCreateTopic(r *reader) CreateTopic {
+	c := CreateTopic{
+		Name:              r.str("topic name"),
+		Partitions:        r.i32("partitions"),
+		ReplicationFactor: r.i16("replication factor"),
+	}
+	if n := r.length("assignment", 4); n > 0 {
+		c.Assignment = make([][]int32, n)
+		for i := range c.Assignment {
+			c.Assignment[i] = readInt32s(r, "replicas")
+		}
+	}
+	c.Configs = readConfigs(r)
+	return c
+}
+
+func (c SetPartitionLeader) appendBody(b []byte) []byte {
+	b = appendString(b, c.Topic)
+	b = appendI32(b, c.Partition)
+	b = appendI32(b, c.Leader)
+	return appendI32(b, c.Epoch)
+}
+
+func (c AllocateProducerID) appendBody(b []byte) []byte {
+	b = appendBool(b, c.TransactionalID != nil)
+	if c.TransactionalID != nil {
+		b = appendString(b, *c.TransactionalID)
+	}
+	return b
+}
+
+func appendInt32s(b []byte, v []int32) []byte {
+	b = appendLen(b, len(v))
+	for _, x := range v {
+		b = appendI32(b, x)
+	}
+	return b
+}
+
+// readInt32s returns nil for an empty list, as appendInt32s cannot tell nil
+// from empty.
+func readInt32s(r *reader, what string) []int32 {
+	n := r.length(what, 4)
+	if n == 0 {
+		return nil
+	}
+	v := make([]int32, n)
+	for i := range v {
+		v[i] = r.i32(what)
+	}
+	return v
+}
+
+func appendAssignment(b []byte, a [][]int32) []byte {
+	b = appendLen(b, len(a))
+	for _, replicas := range a {
+		b = appendInt32s(b, replicas)
+	}
+	return b
+}
+
+// appendConfigs writes the entries sorted by key, the one canonical order.
+func appendConfigs(b []byte, m map[string]string) []byte {
+	b = appendLen(b, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b = appendString(b, k)
+		b = appendString(b, m[k])
+	}
+	return b
+}
+
+// readConfigs requires strictly increasing keys: that rejects duplicates and
+// any second encoding of the same map. Empty gives nil.
+func readConfigs(r *reader) map[string]string {
+	n := r.length("configs", 8)
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]string, n)
+	prev := ""
+	for i := range n {
+		k := r.str("config key")
+		v := r.str("config value")
+		if r.err != nil {
+			return nil
+		}
+		if i > 0 && k <= prev {
+			r.fail("config key %q not after %q", k, prev)
+			return nil
+		}
+		m[k], prev = v, k
+	}
+	return m
+}

@@ -1,0 +1,151 @@
+package metadata
+
+// CommandType is the first byte of an encoded command. Values are never
+// reused or reordered: new commands are appended at the end.
+type CommandType uint8
+
+// Command types. Zero is reserved so that a zeroed buffer never decodes.
+const (
+	TypeInitCluster        CommandType = 1
+	TypeRegisterBroker     CommandType = 2
+	TypeCreateTopic        CommandType = 3
+	TypeSetPartitionLeader CommandType = 4
+	TypeAllocateProducerID CommandType = 5
+)
+
+func (t CommandType) String() string {
+	switch t {
+	case TypeInitCluster:
+		return "InitCluster"
+	case TypeRegisterBroker:
+		return "RegisterBroker"
+	case TypeCreateTopic:
+		return "CreateTopic"
+	case TypeSetPartitionLeader:
+		return "SetPartitionLeader"
+	case TypeAllocateProducerID:
+		return "AllocateProducerID"
+	}
+	return "Unknown"
+}
+
+// Command is one entry of the metadata log. The set is closed: the
+// implementations are the value types of this file. Pass them by value.
+type Command interface {
+	Type() CommandType
+	// appendBody appends the encoding of the command's fields for the
+	// current version of its type.
+	appendBody(b []byte) []byte
+}
+
+var (
+	_ Command = InitCluster{}
+	_ Command = RegisterBroker{}
+	_ Command = CreateTopic{}
+	_ Command = SetPartitionLeader{}
+	_ Command = AllocateProducerID{}
+)
+
+// InitCluster sets the cluster id. It must be the first command of the log:
+// every other command fails with ErrClusterNotInitialized until it is
+// applied. Repeating it with the same id is a no-op, so every bootstrapping
+// node may propose it.
+//
+// Result: InitClusterResult.
+type InitCluster struct {
+	ClusterID string
+}
+
+// InitClusterResult answers InitCluster.
+type InitClusterResult struct {
+	ClusterID string
+	Changed   bool // false when the id was already set to the same value
+}
+
+// RegisterBroker adds a broker, or updates its addresses when the id is
+// known (a node that restarts on another address registers again).
+//
+// Result: RegisterBrokerResult.
+type RegisterBroker struct {
+	ID        int32  // >= 0
+	KafkaAddr string // host:port, host non-empty, port 1..65535
+	RaftAddr  string // host:port, same rules
+}
+
+// RegisterBrokerResult answers RegisterBroker.
+type RegisterBrokerResult struct {
+	Broker  Broker
+	Changed bool // false when the same registration was already stored
+}
+
+// CreateTopic creates a topic with a replica assignment computed by the
+// proposer, normally with Place over the live brokers. Apply checks it again
+// against the state at its log position: valid and free name, 1..MaxPartitions
+// partitions, 1..len(brokers) replication factor, one replica list per
+// partition of exactly ReplicationFactor distinct registered brokers, and
+// non-empty config keys. Every partition starts with NoLeader.
+//
+// The topic id is derived from the cluster id, the entry's log index and
+// the name, so it is known only once applied.
+//
+// Result: CreateTopicResult.
+type CreateTopic struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16
+	Assignment        [][]int32         // [partition] -> replicas, first = preferred leader
+	Configs           map[string]string // optional topic-level configs
+}
+
+// CreateTopicResult answers CreateTopic with the stored topic.
+type CreateTopicResult struct {
+	Topic Topic
+}
+
+// SetPartitionLeader records the leader a partition's Raft group elected,
+// reported by that leader. Reports with an epoch lower than the stored one
+// are stale and ignored (Applied is false, and the stored leader comes
+// back); a repeat of the stored leader and epoch is ignored the same way.
+//
+// Result: SetPartitionLeaderResult.
+type SetPartitionLeader struct {
+	Topic     string
+	Partition int32
+	Leader    int32
+	Epoch     int32 // the Raft term of the partition group's leader
+}
+
+// SetPartitionLeaderResult answers SetPartitionLeader with the partition's
+// leader after the command.
+type SetPartitionLeaderResult struct {
+	Leader      int32
+	LeaderEpoch int32
+	Applied     bool // false for a stale or repeated report
+}
+
+// AllocateProducerID hands out a producer id for InitProducerId.
+//
+// Without a transactional id: a new id, epoch 0. With one: the first time,
+// a new id at epoch 0; each later time, the same id with epoch+1, which
+// fences the older producer; after MaxProducerEpoch, a new id at epoch 0.
+// Ids increase from FirstProducerID and are never reused.
+//
+// Result: ProducerIdentity.
+type AllocateProducerID struct {
+	TransactionalID *string // nil for an idempotent, non-transactional producer
+}
+
+// Type implements Command.
+func (InitCluster) Type() CommandType { return TypeInitCluster }
+
+// Type implements Command.
+func (RegisterBroker) Type() CommandType { return TypeRegisterBroker }
+
+// Type implements Command.
+func (CreateTopic) Type() CommandType { return TypeCreateTopic }
+
+// Type implements Command.
+func (SetPartitionLeader) Type() CommandType { return TypeSetPartitionLeader }
+
+// Type implements Command.
+func (AllocateProducerID) Type() CommandType { return TypeAllocateProducerID }

@@ -1,0 +1,142 @@
+package metadata
+
+import "fmt"
+
+// Snapshot encoding, version 1 (primitives in wire.go):
+//
+//	"MKMD" u8(version=1)
+//	u64 appliedIndex, string clusterID, i64 nextProducerID
+//	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr
+//	array of topics, by name:        string name, [16]byte id,
+//	                                 array of partitions: array of i32 replicas, i32 leader, i32 leaderEpoch
+//	                                 array of configs, by key: string key, string value
+//	array of transactional ids, by id: string transactionalID, i64 producerID, i16 epoch
+//
+// Every list is sorted by its key, so a state has exactly one encoding.
+const (
+	snapshotMagic   = "MKMD"
+	snapshotVersion = 1
+)
+
+// MarshalBinary encodes the state canonically: equal states give equal
+// bytes. It never fails; the error is there for encoding.BinaryMarshaler.
+func (s *Snapshot) MarshalBinary() ([]byte, error) {
+	b := make([]byte, 0, 256)
+	b = append(b, snapshotMagic...)
+	b = appendU8(b, snapshotVersion)
+	b = appendU64(b, s.index)
+	b = appendString(b, s.clusterID)
+	b = appendI64(b, s.nextProducerID)
+
+	b = appendLen(b, len(s.brokers))
+	for _, id := range s.BrokerIDs() {
+		br := s.brokers[id]
+		b = appendI32(b, br.ID)
+		b = appendString(b, br.KafkaAddr)
+		b = appendString(b, br.RaftAddr)
+	}
+
+	b = appendLen(b, len(s.topics))
+	for _, name := range s.TopicNames() {
+		t := s.topics[name]
+		b = appendString(b, t.Name)
+		b = append(b, t.ID[:]...)
+		b = appendLen(b, len(t.Partitions))
+		for _, p := range t.Partitions {
+			b = appendInt32s(b, p.Replicas)
+			b = appendI32(b, p.Leader)
+			b = appendI32(b, p.LeaderEpoch)
+		}
+		b = appendConfigs(b, t.Configs)
+	}
+
+	tids := sortedKeys(s.transactional)
+	b = appendLen(b, len(tids))
+	for _, tid := range tids {
+		p := s.transactional[tid]
+		b = appendString(b, tid)
+		b = appendI64(b, p.ProducerID)
+		b = appendI16(b, p.Epoch)
+	}
+	return b, nil
+}
+
+// DecodeSnapshot parses bytes written by MarshalBinary. It accepts only the
+// canonical encoding (sorted, no duplicates, no trailing bytes) of a
+// consistent state; errors wrap ErrMalformedSnapshot.
+func DecodeSnapshot(b []byte) (*Snapshot, error) {
+	r := newReader(b, ErrMalformedSnapshot)
+	if magic := string(r.take(len(snapshotMagic), "magic")); r.err == nil && magic != snapshotMagic {
+		return nil, &DecodeError{Offset: 0, Reason: fmt.Sprintf("magic %q, want %q", magic, snapshotMagic), Err: ErrMalformedSnapshot}
+	}
+	if v := r.u8("version"); r.err == nil && v != snapshotVersion {
+		return nil, &DecodeError{Offset: len(snapshotMagic), Reason: fmt.Sprintf("version %d, want %d", v, snapshotVersion), Err: ErrMalformedSnapshot}
+	}
+	s := &Snapshot{index: r.u64("applied index"), clusterID: r.str("cluster id"), nextProducerID: r.i64("next producer id")}
+
+	if n := r.length("brokers", 12); n > 0 {
+		s.brokers = make(map[int32]Broker, n)
+		var prev int32
+		for i := range n {
+			br := Broker{ID: r.i32("broker id"), KafkaAddr: r.str("kafka address"), RaftAddr: r.str("raft address")}
+			if r.err != nil {
+				break
+			}
+			if i > 0 && br.ID <= prev {
+				r.fail("broker %d not after %d", br.ID, prev)
+			}
+			s.brokers[br.ID], prev = br, br.ID
+		}
+	}
+
+	if n := r.length("topics", 28); n > 0 {
+		s.topics = make(map[string]*Topic, n)
+		s.topicIDs = make(map[TopicID]string, n)
+		prev := ""
+		for i := range n {
+			t := decodeTopic(r)
+			if r.err != nil {
+				break
+			}
+			if i > 0 && t.Name <= prev {
+				r.fail("topic %q not after %q", t.Name, prev)
+			} else if other, dup := s.topicIDs[t.ID]; dup {
+				r.fail("topics %q and %q share id %v", other, t.Name, t.ID)
+			}
+			s.topics[t.Name], s.topicIDs[t.ID], prev = t, t.Name, t.Name
+		}
+	}
+
+	if n := r.length("transactional ids", 14); n > 0 {
+		s.transactional = make(map[string]ProducerIdentity, n)
+		prev := ""
+		for i := range n {
+			tid := r.str("transactional id")
+			p := ProducerIdentity{ProducerID: r.i64("producer id"), Epoch: r.i16("producer epoch")}
+			if r.err == nil && i > 0 && tid <= prev {
+				r.fail("transactional id %q not after %q", tid, prev)
+			}
+			s.transactional[tid], prev = p, tid
+		}
+	}
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, &DecodeError{Offset: len(b), Reason: err.Error(), Err: ErrMalformedSnapshot}
+	}
+	return s, nil
+}
+
+func decodeTopic(r *reader) *Topic {
+	t := &Topic{Name: r.str("topic name")}
+	copy(t.ID[:], r.take(len(t.ID), "topic id"))
+	if n := r.length("partitions", 12); n > 0 {
+		t.Partitions = make([]Partition, n)
+		for i := range t.Partitions {
+			t.Partitions[i] = Partition{Replicas: readInt32s(r, "replicas"), Leader: r.i32("leader"), LeaderEpoch: r.i32("leader epoch")}
+		}
+	}
+	t.Configs = readConfigs(r)
+	return t
+}

@@ -1,0 +1,189 @@
+package metadata
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// richState uses every part of the state.
+func richState(t testing.TB) *Snapshot {
+	t.Helper()
+	return must(t, cluster3(t),
+		RegisterBroker{ID: 7, KafkaAddr: "h7:9092", RaftAddr: "h7:9093"},
+		CreateTopic{Name: "events", Partitions: 2, ReplicationFactor: 3, Assignment: [][]int32{{1, 2, 3}, {2, 3, 7}}},
+		CreateTopic{Name: "cfg", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{7}},
+			Configs: map[string]string{"segment.bytes": "1024", "retention.ms": "-1"}},
+		SetPartitionLeader{Topic: "events", Partition: 1, Leader: 7, Epoch: 4},
+		AllocateProducerID{},
+		AllocateProducerID{TransactionalID: ptr("tx-b")},
+		AllocateProducerID{TransactionalID: ptr("tx-a")},
+		AllocateProducerID{TransactionalID: ptr("tx-b")},
+	)
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	for name, s := range map[string]*Snapshot{"empty": {}, "initialized": cluster3(t), "rich": richState(t)} {
+		t.Run(name, func(t *testing.T) {
+			b, err := s.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := DecodeSnapshot(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Equal(s) || !s.Equal(got) {
+				t.Fatal("DecodeSnapshot(MarshalBinary(s)) differs from s")
+			}
+			if again, _ := got.MarshalBinary(); !bytes.Equal(again, b) {
+				t.Fatal("re-encoding changed the bytes")
+			}
+		})
+	}
+	// Spot-check content, so that a field both sides dropped would show.
+	s := richState(t)
+	b, _ := s.MarshalBinary()
+	got, _ := DecodeSnapshot(b)
+	p, _ := got.Partition("events", 1)
+	tx, _ := got.TransactionalProducer("tx-b")
+	cfg, _ := got.Topic("cfg")
+	ev, _ := got.Topic("events")
+	byID, _ := got.TopicByID(ev.ID)
+	if p.Leader != 7 || p.LeaderEpoch != 4 || tx.Epoch != 1 || cfg.Configs["retention.ms"] != "-1" ||
+		got.NextProducerID() != FirstProducerID+3 || got.AppliedIndex() != s.AppliedIndex() ||
+		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 4 {
+		t.Fatalf("restored state lost data: %+v %+v %+v", p, tx, cfg)
+	}
+}
+
+// Equal must notice a difference in each part of the state.
+func TestSnapshotEqualDetectsDifferences(t *testing.T) {
+	base := richState(t)
+	variants := map[string]Command{
+		"broker":      RegisterBroker{ID: 8, KafkaAddr: "h:1", RaftAddr: "h:2"},
+		"topic":       CreateTopic{Name: "new", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}},
+		"leader":      SetPartitionLeader{Topic: "events", Partition: 0, Leader: 2, Epoch: 9},
+		"producer":    AllocateProducerID{},
+		"transaction": AllocateProducerID{TransactionalID: ptr("tx-a")},
+	}
+	for name, cmd := range variants {
+		next, _, err := base.Apply(base.index, cmd) // same index: only the content differs
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if next.Equal(base) || base.Equal(next) {
+			t.Errorf("%s: Equal missed the change", name)
+		}
+	}
+	moved := base.shallow()
+	moved.index++
+	if moved.Equal(base) {
+		t.Error("Equal missed the applied index")
+	}
+	if base.Equal(nil) || !(*Snapshot)(nil).Equal(nil) {
+		t.Error("Equal mishandles nil")
+	}
+}
+
+func TestDecodeSnapshotErrors(t *testing.T) {
+	good, _ := richState(t).MarshalBinary()
+	// A hand-built snapshot: header, then the given body.
+	build := func(body ...[]byte) []byte {
+		b := append([]byte(snapshotMagic), snapshotVersion)
+		for _, p := range body {
+			b = append(b, p...)
+		}
+		return b
+	}
+	hdr := func(index uint64, cluster string, next int64) []byte {
+		return appendI64(appendString(appendU64(nil, index), cluster), next)
+	}
+	brokerBytes := func(ids ...int32) []byte {
+		b := appendLen(nil, len(ids))
+		for _, id := range ids {
+			b = appendString(appendString(appendI32(b, id), "h:1"), "h:2")
+		}
+		return b
+	}
+	none := appendLen(nil, 0)
+
+	tests := []struct {
+		name string
+		in   []byte
+	}{
+		{"empty", nil},
+		{"bad magic", append([]byte("XXXX"), good[4:]...)},
+		{"future version", append(append([]byte(snapshotMagic), 2), good[5:]...)},
+		{"truncated", good[:len(good)-1]},
+		{"trailing byte", append(append([]byte{}, good...), 0)},
+		{"brokers out of order", build(hdr(1, "c", FirstProducerID), brokerBytes(2, 1), none, none)},
+		{"duplicate broker", build(hdr(1, "c", FirstProducerID), brokerBytes(1, 1), none, none)},
+		{"state without cluster id", build(hdr(1, "", 0), brokerBytes(1), none, none)},
+		{"producer id below first", build(hdr(1, "c", 5), none, none, none)},
+		{"producer ids before init", build(hdr(1, "", FirstProducerID), none, none, none)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := DecodeSnapshot(tc.in)
+			if !errors.Is(err, ErrMalformedSnapshot) || s != nil {
+				t.Fatalf("DecodeSnapshot = %v, %v; want ErrMalformedSnapshot", s, err)
+			}
+		})
+	}
+	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none)); err != nil {
+		t.Fatalf("the hand-built control case fails: %v", err)
+	}
+
+	// Inconsistent states that MarshalBinary will happily write.
+	bad := map[string]func(s *Snapshot){
+		"replica on unknown broker": func(s *Snapshot) { delete(s.brokers, 7) },
+		"leader not a replica": func(s *Snapshot) {
+			tp := *s.topics["events"]
+			tp.Partitions = append([]Partition{}, tp.Partitions...)
+			tp.Partitions[0].Leader, tp.Partitions[0].LeaderEpoch = 7, 1
+			s.topics["events"] = &tp
+		},
+		"transactional id ahead of next": func(s *Snapshot) { s.nextProducerID = FirstProducerID },
+		"two topics with one id": func(s *Snapshot) {
+			tp := *s.topics["cfg"]
+			tp.ID = s.topics["events"].ID
+			s.topics["cfg"] = &tp
+		},
+	}
+	for name, corrupt := range bad {
+		t.Run(name, func(t *testing.T) {
+			s := richState(t)
+			s.brokers, s.topics, s.transactional = cloneMap(s.brokers), cloneMap(s.topics), cloneMap(s.transactional)
+			corrupt(s)
+			b, _ := s.MarshalBinary()
+			if _, err := DecodeSnapshot(b); !errors.Is(err, ErrMalformedSnapshot) {
+				t.Fatalf("err = %v, want ErrMalformedSnapshot", err)
+			}
+		})
+	}
+}
+
+// FuzzDecodeSnapshot: no panics, only ErrMalformedSnapshot, and accepted
+// bytes are canonical and consistent.
+func FuzzDecodeSnapshot(f *testing.F) {
+	for _, s := range []*Snapshot{{}, cluster3(f), richState(f)} {
+		b, _ := s.MarshalBinary()
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := DecodeSnapshot(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedSnapshot) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		if again, _ := s.MarshalBinary(); !bytes.Equal(again, b) {
+			t.Fatalf("DecodeSnapshot(%x) re-encodes to %x", b, again)
+		}
+		if err := s.check(); err != nil {
+			t.Fatalf("accepted an inconsistent state: %v", err)
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package metadata
+
+import (
+	"encoding/base64"
+	"maps"
+	"slices"
+)
+
+// Limits and special values.
+const (
+	// NoLeader is the Leader of a partition whose Raft group has not yet
+	// reported a leader. Kafka clients read it as LEADER_NOT_AVAILABLE.
+	NoLeader int32 = -1
+	// NoLeaderEpoch is the LeaderEpoch that goes with NoLeader.
+	NoLeaderEpoch int32 = -1
+	// MaxPartitions bounds the partitions of one topic, so that a request
+	// cannot make the proposer or the log hold an absurd assignment.
+	MaxPartitions int32 = 1 << 16
+	// FirstProducerID is the first producer id handed out; lower ids are left
+	// free for tools and tests that pick their own.
+	FirstProducerID int64 = 1000
+	// MaxProducerEpoch is the last epoch a transactional id reaches before
+	// its next InitProducerId gets a fresh producer id at epoch 0.
+	MaxProducerEpoch int16 = 1<<15 - 1
+)
+
+// Broker is a node registered through the log.
+type Broker struct {
+	ID        int32
+	KafkaAddr string // host:port that Kafka clients connect to
+	RaftAddr  string // host:port of the node's Raft transport
+}
+
+// Partition is one partition of a topic; its number is its index in
+// Topic.Partitions.
+type Partition struct {
+	// Replicas are the brokers holding the partition's Raft group; the
+	// first is the preferred leader. Fixed at creation.
+	Replicas []int32
+	// Leader is the last leader the partition's group reported, or NoLeader.
+	Leader int32
+	// LeaderEpoch is the Raft term in which Leader won, or NoLeaderEpoch.
+	LeaderEpoch int32
+}
+
+// Topic is a topic and its partitions.
+type Topic struct {
+	Name       string
+	ID         TopicID
+	Partitions []Partition
+	// Configs are the topic-level overrides given at creation (for example
+	// "segment.bytes"). Keys are non-empty; values are not interpreted here.
+	Configs map[string]string
+}
+
+// clone returns a deep copy, so readers cannot reach the FSM's memory.
+func (t *Topic) clone() Topic {
+	c := Topic{Name: t.Name, ID: t.ID, Partitions: make([]Partition, len(t.Partitions))}
+	for i, p := range t.Partitions {
+		c.Partitions[i] = Partition{Replicas: slices.Clone(p.Replicas), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
+	}
+	if len(t.Configs) > 0 {
+		c.Configs = maps.Clone(t.Configs)
+	}
+	return c
+}
+
+func (t *Topic) equal(o *Topic) bool {
+	if t.Name != o.Name || t.ID != o.ID || len(t.Partitions) != len(o.Partitions) ||
+		!maps.Equal(t.Configs, o.Configs) {
+		return false
+	}
+	for i, p := range t.Partitions {
+		q := o.Partitions[i]
+		if p.Leader != q.Leader || p.LeaderEpoch != q.LeaderEpoch || !slices.Equal(p.Replicas, q.Replicas) {
+			return false
+		}
+	}
+	return true
+}
+
+// TopicID is a topic's 16-byte UUID, as Kafka Metadata v10+ and Fetch v13+
+// carry it. IDs are derived from the cluster id, the creating log index and
+// the name (see CreateTopic), so every replica computes the same one.
+type TopicID [16]byte
+
+// String is Kafka's text form: URL-safe base64 without padding.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// IsZero reports whether id is the all-zero UUID, which Kafka uses for
+// "no topic id".
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// ProducerIdentity is a producer id and epoch, the answer to InitProducerId.
+type ProducerIdentity struct {
+	ProducerID int64
+	Epoch      int16
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
