@@ -1,0 +1,210 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka-go/fsm"
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/partition"
+)
+
+// backend answers the Kafka front end from the node's state.
+type backend struct{ n *Node }
+
+var _ kafkaapi.Backend = (*backend)(nil)
+
+func (b *backend) AutoCreateTopics() bool { return b.n.cfg.AutoCreateTopics }
+
+// alive is the set of node ids gossip sees alive.
+func (b *backend) alive() map[int32]bool {
+	out := map[int32]bool{}
+	for _, m := range b.n.members.Members() {
+		out[m.ID] = true
+	}
+	return out
+}
+
+func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
+	n := b.n
+	state := n.meta.fsm.State()
+	alive := b.alive()
+	view := kafkaapi.ClusterView{ClusterID: state.ClusterID(), ControllerID: n.controllerID()}
+	for _, br := range state.Brokers() {
+		if !alive[br.ID] {
+			continue
+		}
+		host, port, err := net.SplitHostPort(br.KafkaAddr)
+		if err != nil {
+			continue
+		}
+		p, _ := strconv.Atoi(port)
+		view.Brokers = append(view.Brokers, kafkaapi.Broker{NodeID: br.ID, Host: host, Port: int32(p)})
+	}
+	for _, t := range state.Topics() {
+		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID}
+		for i, p := range t.Partitions {
+			pv := kafkaapi.PartitionView{
+				Partition:   int32(i),
+				Leader:      p.Leader,
+				LeaderEpoch: p.LeaderEpoch,
+				Replicas:    slices.Clone(p.Replicas),
+			}
+			// A local replica knows the leader first hand.
+			if lr, ok := n.reps.get(t.Name, int32(i)); ok {
+				if id, err := strconv.Atoi(string(lr.rep.Leader())); err == nil {
+					pv.Leader, pv.LeaderEpoch = int32(id), lr.rep.LeaderEpoch()
+				} else {
+					pv.Leader = -1
+				}
+			}
+			if pv.Leader >= 0 && !alive[pv.Leader] {
+				pv.Leader = -1
+			}
+			for _, r := range p.Replicas {
+				if alive[r] {
+					pv.ISR = append(pv.ISR, r)
+				} else {
+					pv.OfflineReplicas = append(pv.OfflineReplicas, r)
+				}
+			}
+			tv.Partitions = append(tv.Partitions, pv)
+		}
+		view.Topics = append(view.Topics, tv)
+	}
+	return view
+}
+
+func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, validateOnly bool) (kafkaapi.CreatedTopic, error) {
+	n := b.n
+	parts, rf := spec.Partitions, spec.ReplicationFactor
+	if parts == -1 {
+		parts = n.cfg.DefaultPartitions
+	}
+	if rf == -1 {
+		rf = n.cfg.DefaultReplicationFactor
+	}
+	state := n.meta.fsm.State()
+	if !state.Initialized() {
+		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
+	}
+	if _, ok := state.Topic(spec.Name); ok {
+		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, spec.Name)
+	}
+	alive := b.alive()
+	var live []int32
+	for _, id := range state.BrokerIDs() {
+		if alive[id] {
+			live = append(live, id)
+		}
+	}
+	if int(rf) > len(live) {
+		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: replication factor %d is larger than the %d live brokers",
+			kerr.InvalidReplicationFactor, rf, len(live))
+	}
+	assignment, err := metadata.Place(live, state.Load(), parts, rf)
+	if err != nil {
+		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: %w", metaErrorCode(err), err)
+	}
+	cmd := metadata.CreateTopic{Name: spec.Name, Partitions: parts, ReplicationFactor: rf, Assignment: assignment}
+	if validateOnly {
+		next, _, err := state.Apply(state.AppliedIndex()+1, cmd)
+		if err != nil {
+			return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: %w", metaErrorCode(err), err)
+		}
+		t, _ := next.Topic(spec.Name)
+		return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
+	}
+	if _, err := n.proposeMeta(ctx, cmd); err != nil {
+		return kafkaapi.CreatedTopic{}, err
+	}
+	t, _ := n.meta.fsm.State().Topic(spec.Name)
+	// Answer once every partition has a leader (or shortly), so that a
+	// client's next Metadata finds the topic usable.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n.meta.fsm.WaitFor(wctx, func(s *metadata.Snapshot) bool {
+		t, ok := s.Topic(spec.Name)
+		if !ok {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
+}
+
+func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
+	if lr, ok := b.n.reps.get(topic, p); ok {
+		return replicaPartition{lr.rep}, nil
+	}
+	if _, ok := b.n.meta.fsm.State().Partition(topic, p); ok {
+		return nil, fmt.Errorf("%w: node %d holds no replica of %s-%d", kerr.NotLeaderForPartition, b.n.cfg.NodeID, topic, p)
+	}
+	return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, p)
+}
+
+func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerIDRequest) (kafkaapi.ProducerIdentity, error) {
+	r, err := b.n.proposeMeta(ctx, metadata.AllocateProducerID{TransactionalID: req.TransactionalID})
+	if err != nil {
+		return kafkaapi.ProducerIdentity{}, err
+	}
+	return kafkaapi.ProducerIdentity{ID: r.ProducerID, Epoch: r.Epoch}, nil
+}
+
+// replicaPartition adapts a partition.Replica to the front end.
+type replicaPartition struct{ r *partition.Replica }
+
+var _ kafkaapi.Partition = replicaPartition{}
+
+// proposeTimeout bounds the wait for a slot in Raft's apply queue.
+const proposeTimeout = 10 * time.Second
+
+// Produce proposes the batch now, in call order. The wait does not end on
+// ctx: Raft resolves every proposal, at the latest when the leader's lease
+// runs out, and the answer then is the true outcome rather than a guess.
+func (p replicaPartition) Produce(batch []byte, acks int16) kafkaapi.ProduceWait {
+	prop := p.r.Propose(batch, proposeTimeout)
+	return func(ctx context.Context) (kafkaapi.ProduceResult, error) {
+		res, err := prop.Wait()
+		if err != nil {
+			return kafkaapi.ProduceResult{}, err
+		}
+		if res.Err != nil {
+			return kafkaapi.ProduceResult{}, res.Err
+		}
+		return kafkaapi.ProduceResult{BaseOffset: res.BaseOffset, LogStartOffset: res.LogStartOffset}, nil
+	}
+}
+
+func (p replicaPartition) Read(offset int64, maxBytes int) ([]byte, error) {
+	b, err := p.r.Read(offset, maxBytes)
+	if errors.Is(err, partition.ErrOffsetOutOfRange) {
+		return nil, fmt.Errorf("%w: %w", kerr.OffsetOutOfRange, err)
+	}
+	return b, err
+}
+
+func (p replicaPartition) HighWatermark() int64     { return p.r.HighWatermark() }
+func (p replicaPartition) LogStartOffset() int64    { return p.r.LogStartOffset() }
+func (p replicaPartition) Changed() <-chan struct{} { return p.r.Changed() }
+func (p replicaPartition) IsLeader() bool           { return p.r.IsLeader() }
+func (p replicaPartition) LeaderEpoch() int32       { return p.r.LeaderEpoch() }
+func (p replicaPartition) OffsetForTimestamp(ts int64) (kafkaapi.TimestampOffset, bool) {
+	off, maxTS, ok := p.r.OffsetForTimestamp(ts)
+	return kafkaapi.TimestampOffset{Offset: off, Timestamp: maxTS, LeaderEpoch: -1}, ok
+}
+
+var _ = fsm.ErrClosed

@@ -1,0 +1,244 @@
+// Package broker assembles a MiniKafka node: membership gossip, the
+// metadata Raft group, one Raft group per local partition replica, all
+// multiplexed over one Raft port, and the Kafka listener.
+//
+// Start brings a node up; Shutdown takes it down gracefully (hands its
+// leaderships to other replicas first). cmd/node is a thin wrapper that
+// loads a Config and handles signals; tests start nodes in-process.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/logging"
+	"github.com/minikafka/minikafka-go/membership"
+	"github.com/minikafka/minikafka-go/raftmux"
+)
+
+// Node is one running broker.
+type Node struct {
+	cfg    Config
+	id     raft.ServerID
+	logger *slog.Logger
+
+	ctx    context.Context // cancelled by Shutdown: stops every loop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the node starts
+
+	mux     *raftmux.Mux
+	members *membership.Membership
+	meta    *metaGroup
+	reps    *replicaSet
+	kafka   *kafkaapi.Server
+	kafkaLn net.Listener
+
+	// memberCh wakes the metadata duties loop on membership changes.
+	memberCh chan struct{}
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// Start brings a node up. It returns once the node listens on all its
+// ports; joining the cluster, bootstrapping and electing go on in the
+// background (see WaitReady).
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = logging.Discard()
+	}
+	logger = logger.With("node", cfg.NodeID)
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data_dir: %w", err)
+	}
+	nctx, cancel := context.WithCancel(context.Background())
+	n := &Node{
+		cfg:      cfg,
+		id:       raft.ServerID(strconv.Itoa(int(cfg.NodeID))),
+		logger:   logger,
+		ctx:      nctx,
+		cancel:   cancel,
+		memberCh: make(chan struct{}, 1),
+	}
+	if err := n.start(ctx); err != nil {
+		n.Shutdown(context.Background())
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start(ctx context.Context) error {
+	var err error
+	cfg := n.cfg
+	n.mux, err = raftmux.Listen(raftmux.Config{BindAddr: cfg.RaftAddr, AdvertiseAddr: cfg.AdvertisedRaftAddr, Logger: n.logger})
+	if err != nil {
+		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
+	}
+	if n.cfg.AdvertisedRaftAddr == n.cfg.RaftAddr {
+		n.cfg.AdvertisedRaftAddr = n.mux.Addr().String() // resolves port 0 in tests
+	}
+
+	// The Kafka listener binds early so that its real address (port 0 in
+	// tests) goes into the gossip metadata.
+	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
+	if err != nil {
+		return fmt.Errorf("broker: kafka_addr %s: %w", cfg.KafkaAddr, err)
+	}
+	if n.cfg.AdvertisedKafkaAddr == n.cfg.KafkaAddr {
+		n.cfg.AdvertisedKafkaAddr = n.kafkaLn.Addr().String()
+	}
+
+	n.reps = newReplicaSet(n)
+	if n.meta, err = openMetaGroup(n); err != nil {
+		return err
+	}
+	rpcLn, err := n.mux.Listener(metaRPCChannel)
+	if err != nil {
+		return err
+	}
+	n.wg.Add(1)
+	go n.serveMetaRPC(rpcLn)
+
+	n.members, err = membership.New(membership.Config{
+		Meta: membership.NodeMeta{
+			ID: cfg.NodeID, KafkaAddr: n.cfg.AdvertisedKafkaAddr, RaftAddr: n.cfg.AdvertisedRaftAddr,
+		},
+		BindAddr:      cfg.GossipAddr,
+		AdvertiseAddr: cfg.AdvertisedGossip,
+		Logger:        n.logger,
+		OnEvent:       n.onMemberEvent,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: gossip_addr %s: %w", cfg.GossipAddr, err)
+	}
+	if len(cfg.Join) > 0 {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if _, err := n.members.Join(n.ctx, cfg.Join); err != nil && n.ctx.Err() == nil {
+				n.logger.Warn("could not join the cluster through the join seeds", "seeds", cfg.Join, "err", err)
+			}
+		}()
+	}
+
+	// Replicas already on disk start at once, before the metadata group
+	// is up: their Raft groups know their members.
+	if err := n.reps.openFromDisk(); err != nil {
+		return err
+	}
+
+	n.kafka, err = kafkaapi.New(&backend{n: n}, kafkaapi.Config{MaxRequestBytes: cfg.MaxRequestBytes, Logger: n.logger})
+	if err != nil {
+		return err
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.kafka.Serve(n.ctx, n.kafkaLn); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
+			n.logger.Error("kafka listener stopped", "err", err)
+		}
+	}()
+
+	n.wg.Add(3)
+	go n.metaDuties()
+	go n.reps.reconcileLoop()
+	go n.reps.rebalanceLoop()
+	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,
+		"gossip", n.members.LocalAddr(), "data_dir", cfg.DataDir)
+	return nil
+}
+
+// onMemberEvent runs on membership's event goroutine.
+func (n *Node) onMemberEvent(ev membership.Event) {
+	n.logger.Debug("membership", "kind", ev.Kind, "node", ev.Node.ID)
+	select {
+	case n.memberCh <- struct{}{}:
+	default:
+	}
+	n.reps.memberChanged()
+}
+
+// ID is the node id.
+func (n *Node) ID() int32 { return n.cfg.NodeID }
+
+// KafkaAddr is the address Kafka clients connect to.
+func (n *Node) KafkaAddr() string { return n.cfg.AdvertisedKafkaAddr }
+
+// GossipAddr is the bound gossip address (for other nodes' join lists).
+func (n *Node) GossipAddr() string { return n.members.LocalAddr() }
+
+// WaitReady blocks until the node knows the cluster (the metadata group has
+// a leader and this node is registered) or ctx ends.
+func (n *Node) WaitReady(ctx context.Context) error {
+	for {
+		s := n.meta.fsm.State()
+		_, registered := s.Broker(n.cfg.NodeID)
+		if s.Initialized() && registered && n.controllerID() >= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.meta.fsm.Watch():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Shutdown stops the node gracefully: it hands the leadership of its
+// partitions and of the metadata group to other replicas (bounded by ctx),
+// stops the Kafka listener, closes every Raft group and store, leaves the
+// gossip cluster and closes the Raft port. Safe to call more than once.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownOnce.Do(func() {
+		var errs []error
+		if n.reps != nil && n.meta != nil {
+			n.reps.transferAll(ctx)
+			n.meta.transfer(ctx)
+		}
+		if n.kafka != nil {
+			errs = append(errs, n.kafka.Close())
+		} else if n.kafkaLn != nil {
+			n.kafkaLn.Close()
+		}
+		n.cancel()
+		if n.reps != nil {
+			errs = append(errs, n.reps.closeAll())
+		}
+		if n.meta != nil {
+			errs = append(errs, n.meta.close())
+		}
+		if n.members != nil {
+			lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if err := n.members.Leave(lctx); err != nil {
+				n.logger.Debug("gossip leave", "err", err)
+			}
+			cancel()
+			errs = append(errs, n.members.Shutdown())
+		}
+		if n.mux != nil {
+			errs = append(errs, n.mux.Close())
+		}
+		n.wg.Wait()
+		n.shutdownErr = errors.Join(errs...)
+		n.logger.Info("node stopped")
+	})
+	return n.shutdownErr
+}
+
+func (n *Node) partitionsDir() string { return filepath.Join(n.cfg.DataDir, "partitions") }

@@ -1,0 +1,326 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/raftmux"
+)
+
+// tp names a partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// replicaInfo is written next to each replica's data (replica.json) so
+// that a restarting node can start its replicas before the metadata group
+// is up.
+type replicaInfo struct {
+	Topic     string  `json:"topic"`
+	TopicID   string  `json:"topic_id"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+}
+
+// localReplica is one open replica with what the node needs to know of it.
+type localReplica struct {
+	info replicaInfo
+	rep  *partition.Replica
+}
+
+// replicaSet owns this node's partition replicas.
+type replicaSet struct {
+	n *Node
+
+	// mu guards reps and closed. Opening a replica (disk and Raft start-up)
+	// happens outside the lock, on the reconcile goroutine only.
+	mu     sync.RWMutex
+	reps   map[tp]*localReplica
+	closed bool
+
+	// memberCh wakes the rebalance loop when membership changes.
+	memberCh chan struct{}
+}
+
+func newReplicaSet(n *Node) *replicaSet {
+	return &replicaSet{n: n, reps: map[tp]*localReplica{}, memberCh: make(chan struct{}, 1)}
+}
+
+func (s *replicaSet) memberChanged() {
+	select {
+	case s.memberCh <- struct{}{}:
+	default:
+	}
+}
+
+func (s *replicaSet) get(topic string, p int32) (*localReplica, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.reps[tp{topic, p}]
+	return r, ok
+}
+
+func (s *replicaSet) all() []*localReplica {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*localReplica, 0, len(s.reps))
+	for _, r := range s.reps {
+		out = append(out, r)
+	}
+	return out
+}
+
+func replicaDirName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, p) }
+
+// openFromDisk starts every replica whose directory holds a replica.json.
+func (s *replicaSet) openFromDisk() error {
+	entries, err := os.ReadDir(s.n.partitionsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.n.partitionsDir(), e.Name(), "replica.json"))
+		if err != nil {
+			s.n.logger.Warn("skipping partition directory without replica.json", "dir", e.Name(), "err", err)
+			continue
+		}
+		var info replicaInfo
+		if err := json.Unmarshal(b, &info); err != nil {
+			return fmt.Errorf("broker: %s/replica.json: %w", e.Name(), err)
+		}
+		if err := s.open(info, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open starts one replica. addrs gives Raft addresses for a brand-new
+// group's bootstrap configuration; a group with state ignores them.
+func (s *replicaSet) open(info replicaInfo, addrs map[int32]string) error {
+	key := tp{info.Topic, info.Partition}
+	if _, ok := s.get(info.Topic, info.Partition); ok {
+		return nil
+	}
+	dir := filepath.Join(s.n.partitionsDir(), replicaDirName(info.Topic, info.Partition))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	b, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(dir, "replica.json"), b, 0o644); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	var servers []raft.Server
+	for _, id := range info.Replicas {
+		addr := addrs[id]
+		if addr == "" {
+			addr = "unknown-" + strconv.Itoa(int(id)) // resolved through addrProvider
+		}
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(strconv.Itoa(int(id))), Address: raft.ServerAddress(addr)})
+	}
+	trans, err := s.n.mux.Transport("p/"+info.TopicID+"/"+strconv.Itoa(int(info.Partition)),
+		raftmux.TransportConfig{ServerAddressProvider: addrProvider{s.n}})
+	if err != nil {
+		return fmt.Errorf("broker: transport for %s-%d: %w", info.Topic, info.Partition, err)
+	}
+	lr := &localReplica{info: info}
+	rep, err := partition.OpenReplica(partition.ReplicaConfig{
+		Dir:            dir,
+		LocalID:        s.n.id,
+		Servers:        servers,
+		Transport:      trans,
+		Timing:         s.n.cfg.PartitionRaft,
+		Log:            partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes},
+		ProducerWindow: s.n.cfg.ProducerWindow,
+		OnLeader:       func(leader bool, term uint64) { s.onLeader(lr, leader, term) },
+		Logger:         s.n.logger.With("partition", replicaDirName(info.Topic, info.Partition)),
+	})
+	if err != nil {
+		trans.Close()
+		return fmt.Errorf("broker: open replica %s-%d: %w", info.Topic, info.Partition, err)
+	}
+	lr.rep = rep
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		rep.Close()
+		return nil
+	}
+	s.reps[key] = lr
+	s.mu.Unlock()
+	s.n.logger.Debug("replica started", "topic", info.Topic, "partition", info.Partition, "replicas", info.Replicas)
+	return nil
+}
+
+// reconcileLoop opens a replica for every partition the metadata assigns
+// to this node. It is owned by the Node.
+func (s *replicaSet) reconcileLoop() {
+	defer s.n.wg.Done()
+	for {
+		watch := s.n.meta.fsm.Watch() // before State, so no change is missed
+		state := s.n.meta.fsm.State()
+		for _, p := range state.PartitionsOn(s.n.cfg.NodeID) {
+			if _, ok := s.get(p.Topic, p.Partition); ok {
+				continue
+			}
+			t, _ := state.Topic(p.Topic)
+			info := replicaInfo{Topic: t.Name, TopicID: t.ID.String(), Partition: p.Partition,
+				Replicas: slices.Clone(t.Partitions[p.Partition].Replicas)}
+			addrs := map[int32]string{}
+			for _, id := range info.Replicas {
+				if b, ok := state.Broker(id); ok {
+					addrs[id] = b.RaftAddr
+				}
+			}
+			if err := s.open(info, addrs); err != nil {
+				s.n.logger.Error("could not start replica", "topic", p.Topic, "partition", p.Partition, "err", err)
+			}
+			if s.n.ctx.Err() != nil {
+				return
+			}
+		}
+		select {
+		case <-s.n.ctx.Done():
+			return
+		case <-watch:
+		case <-time.After(5 * time.Second): // retry failed opens
+		}
+	}
+}
+
+// onLeader runs on the replica's goroutine when this node gains or loses
+// leadership: a new leader reports itself to the metadata group.
+func (s *replicaSet) onLeader(lr *localReplica, leader bool, term uint64) {
+	if !leader {
+		return
+	}
+	s.n.logger.Debug("became partition leader", "topic", lr.info.Topic, "partition", lr.info.Partition, "epoch", term)
+	s.n.wg.Add(1)
+	go func() {
+		defer s.n.wg.Done()
+		cmd := metadata.SetPartitionLeader{Topic: lr.info.Topic, Partition: lr.info.Partition,
+			Leader: s.n.cfg.NodeID, Epoch: int32(term)}
+		for s.n.ctx.Err() == nil && lr.rep.IsLeader() && int64(lr.rep.LeaderEpoch()) == int64(term) {
+			ctx, cancel := context.WithTimeout(s.n.ctx, 10*time.Second)
+			_, err := s.n.proposeMeta(ctx, cmd)
+			cancel()
+			if err == nil {
+				return
+			}
+			s.n.logger.Debug("leader report not applied yet", "topic", cmd.Topic, "partition", cmd.Partition, "err", err)
+			select {
+			case <-s.n.ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// rebalanceLoop hands leadership back to each partition's preferred
+// replica (the first in its list) when that replica is alive, so that
+// leaders stay spread as placement intended. It is owned by the Node.
+func (s *replicaSet) rebalanceLoop() {
+	defer s.n.wg.Done()
+	if s.n.cfg.LeaderRebalanceInterval <= 0 {
+		return
+	}
+	// The first pass comes soon after start so that new topics spread
+	// their leaders quickly.
+	timer := time.NewTimer(2 * time.Second)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.n.ctx.Done():
+			return
+		case <-timer.C:
+		}
+		s.rebalanceOnce()
+		timer.Reset(s.n.cfg.LeaderRebalanceInterval)
+	}
+}
+
+func (s *replicaSet) rebalanceOnce() {
+	alive := map[int32]bool{}
+	for _, m := range s.n.members.Members() {
+		alive[m.ID] = true
+	}
+	for _, lr := range s.all() {
+		pref := lr.info.Replicas[0]
+		if pref == s.n.cfg.NodeID || !alive[pref] || !lr.rep.IsLeader() {
+			continue
+		}
+		addr, err := addrProvider{s.n}.ServerAddr(raft.ServerID(strconv.Itoa(int(pref))))
+		if err != nil {
+			continue
+		}
+		f := lr.rep.Raft().LeadershipTransferToServer(raft.ServerID(strconv.Itoa(int(pref))), addr)
+		if err := f.Error(); err != nil {
+			s.n.logger.Debug("leadership transfer to preferred replica failed", "topic", lr.info.Topic,
+				"partition", lr.info.Partition, "to", pref, "err", err)
+		}
+		if s.n.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// transferAll hands every leadership this node holds to another replica,
+// in parallel, bounded by ctx.
+func (s *replicaSet) transferAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, lr := range s.all() {
+		if !lr.rep.IsLeader() || len(lr.info.Replicas) < 2 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lr.rep.TransferLeadership(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// closeAll closes every replica, in parallel.
+func (s *replicaSet) closeAll() error {
+	s.mu.Lock()
+	s.closed = true
+	reps := s.reps
+	s.reps = map[tp]*localReplica{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(reps))
+	for _, lr := range reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- lr.rep.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}

@@ -1,0 +1,82 @@
+// Command minikafka-node runs one MiniKafka broker.
+//
+//	minikafka-node --config configs/single.yaml
+//
+// Every configuration key can come from the YAML file, from an environment
+// variable MINIKAFKA_<KEY> (nested keys with _ for the dot, e.g.
+// MINIKAFKA_RAFT_HEARTBEAT_TIMEOUT) or from a flag --<key> with dashes
+// (e.g. --node-id, --raft-heartbeat-timeout); flags win over the
+// environment, which wins over the file. An invalid configuration exits
+// with status 2 and a message naming the key and the bad value.
+//
+// SIGTERM or SIGINT shuts the node down gracefully: leaderships move to
+// other replicas, the Kafka listener stops, Raft groups and stores close.
+// A second signal exits at once.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/logging"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Writer) int {
+	opts, err := loadConfig(args, getenv, stderr)
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "minikafka-node: %v\n", err)
+		return 2
+	}
+	level, err := logging.ParseLevel(opts.LogLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "minikafka-node: config log_level=%s: %v\n", opts.LogLevel, err)
+		return 2
+	}
+	logger := logging.New(stderr, level)
+	opts.Config.Logger = logger
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	startCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	node, err := broker.Start(startCtx, opts.Config)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "minikafka-node: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "minikafka-node %d: Kafka on %s (data in %s); stop with Ctrl-C\n",
+		node.ID(), node.KafkaAddr(), opts.DataDir)
+
+	sig := <-sigs
+	logger.Info("shutting down", "signal", sig.String())
+	done := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() { done <- node.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			logger.Warn("shutdown finished with errors", "err", err)
+		}
+		return 0
+	case sig := <-sigs:
+		logger.Warn("second signal: exiting at once", "signal", sig.String())
+		return 1
+	}
+}
