@@ -1,0 +1,321 @@
+// Package partition holds a partition replica and its on-disk log.
+//
+// The log (Log) stores Kafka v2 RecordBatch bytes exactly as given, in
+// segment files named by their first offset ("%020d.log"), each with a
+// sparse offset and time index ("%020d.index"). The broker rewrites only a
+// batch's base offset and partition leader epoch (AppendAt); records are
+// never decoded.
+//
+// A caller of the log has these duties, in order:
+//
+//  1. Open a directory with OpenLog, from one Log and one process at a
+//     time. OpenLog repairs crash damage: it checks every batch of the last
+//     segment (header, length, CRC32C, offset continuity) and cuts the file
+//     after the last whole valid batch; earlier segments are trusted.
+//  2. Decide what to keep. Appends are not fsynced: after a crash only what
+//     the last Sync (or Close) covered is guaranteed to be intact. A caller
+//     that tracks its own durable point (the FSM's checkpoint) calls
+//     TruncateTo with it, or Reset to start over from a snapshot, before
+//     appending again.
+//  3. Write from one goroutine: Append, AppendAt, TruncateTo, Reset and Sync
+//     are the writer's methods (they are serialized, but concurrent writers
+//     make no sense as each append must start at EndOffset). Any number of
+//     goroutines may call Read, CopyTo, Batches, OffsetForTimestamp,
+//     StartOffset, EndOffset and Size at the same time; they never see a
+//     partial batch.
+//  4. Call Sync at checkpoints to make the appended bytes durable.
+//  5. Call Close at shutdown; it writes the active segment's index and syncs.
+//     TruncateTo, Reset and Close wait for running reads to finish.
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sync"
+
+	"github.com/minikafka/minikafka-go/logging"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// LogOptions tunes a Log. The zero value gives the defaults.
+type LogOptions struct {
+	// SegmentBytes rolls the active segment when an append would take it
+	// past this many bytes (a single larger batch gets a segment of its
+	// own). Default 128 MiB; at most math.MaxUint32.
+	SegmentBytes int64
+	// IndexIntervalBytes is the spacing of sparse index entries in log
+	// bytes. Default 4096.
+	IndexIntervalBytes int
+	// Logger receives recovery warnings and segment events; nil discards.
+	Logger *slog.Logger
+}
+
+// Defaults of LogOptions.
+const (
+	DefaultSegmentBytes       = 128 << 20
+	DefaultIndexIntervalBytes = 4096
+)
+
+// maxRetainedBuf bounds the AppendAt copy buffer the Log keeps between
+// calls; larger batches use a one-off buffer.
+const maxRetainedBuf = 1 << 20
+
+func (o LogOptions) resolve() (LogOptions, error) {
+	switch {
+	case o.SegmentBytes == 0:
+		o.SegmentBytes = DefaultSegmentBytes
+	case o.SegmentBytes < 0 || o.SegmentBytes > math.MaxUint32:
+		return o, fmt.Errorf("%w: SegmentBytes %d not in [1, %d]", ErrInvalidOptions, o.SegmentBytes, int64(math.MaxUint32))
+	}
+	switch {
+	case o.IndexIntervalBytes == 0:
+		o.IndexIntervalBytes = DefaultIndexIntervalBytes
+	case o.IndexIntervalBytes < 0:
+		return o, fmt.Errorf("%w: IndexIntervalBytes %d is negative", ErrInvalidOptions, o.IndexIntervalBytes)
+	}
+	if o.Logger == nil {
+		o.Logger = logging.Discard()
+	}
+	return o, nil
+}
+
+// Log is a partition's segmented log of record batches. See the package
+// documentation for the caller's duties.
+//
+// Locks are taken in the order wmu, truncMu, mu.
+type Log struct {
+	dir    string
+	opts   LogOptions
+	logger *slog.Logger
+
+	// wmu serializes the writer's methods (Append, AppendAt, TruncateTo,
+	// Reset, Sync, Close). It guards wbuf, dirDirty, werr and the
+	// segments' dirty flags, and lets the writer read mu-guarded fields
+	// without mu, since only a wmu holder changes them.
+	wmu      sync.Mutex
+	wbuf     []byte // AppendAt's reusable copy of the batch
+	dirDirty bool   // files created or removed since the last directory fsync
+	werr     error  // sticky: a failed write could not be undone
+
+	// truncMu keeps segment files, and their bytes below the published
+	// sizes, in place. Readers hold it shared for the whole of their file
+	// I/O; TruncateTo, Reset and Close hold it exclusively while they
+	// shrink, delete or close files. Append does not take it: it only adds
+	// bytes past the published sizes.
+	truncMu sync.RWMutex
+
+	// mu guards the published view: segs (and each segment's size, next
+	// and idx), end, bytes and closed. Readers hold it shared only to take
+	// a snapshot, never during I/O; the writer holds it exclusively only to
+	// publish a change. closed is set with all three locks held.
+	mu     sync.RWMutex
+	segs   []*segment // in offset order; only the last one may be empty
+	end    int64      // log end offset: next offset to assign
+	bytes  int64      // sum of segment sizes
+	closed bool
+}
+
+// OpenLog opens the log in dir, creating the directory and an empty log
+// starting at offset 0 if needed, and repairs a torn tail (see the package
+// documentation). Files in dir that are not segments or indexes are left
+// alone.
+func OpenLog(dir string, opts LogOptions) (*Log, error) {
+	opts, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("partition: open log: %w", err)
+	}
+	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("dir", dir)}
+	if err := l.loadSegments(); err != nil {
+		for _, s := range l.segs {
+			s.f.Close()
+		}
+		return nil, err
+	}
+	last := l.segs[len(l.segs)-1]
+	l.end = last.next
+	for _, s := range l.segs {
+		l.bytes += s.size
+	}
+	l.logger.Debug("log opened", "start", l.segs[0].base, "end", l.end, "segments", len(l.segs), "bytes", l.bytes)
+	return l, nil
+}
+
+// StartOffset is the offset of the first batch the log holds (or would
+// hold: an empty log's start equals its end).
+func (l *Log) StartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.segs[0].base
+}
+
+// EndOffset is the log end offset: the offset the next batch must start at.
+func (l *Log) EndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.end
+}
+
+// Size is the number of bytes of batches across all segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.bytes
+}
+
+// Append writes one whole batch whose base offset must equal EndOffset.
+// It checks the header, that the length field covers exactly len(batch)
+// and the CRC32C; the batch is stored as given. The write is not fsynced.
+func (l *Log) Append(batch []byte) error {
+	h, err := record.Check(batch)
+	if err != nil {
+		return fmt.Errorf("partition: append: %w", err)
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return l.appendLocked(batch, h)
+}
+
+// AppendAt writes one whole batch with its base offset and partition
+// leader epoch replaced, leaving batch itself unchanged (the caller's bytes
+// may be shared, as raft's log entries are). baseOffset must equal
+// EndOffset. Only the header and the length are checked: the caller has
+// checked the CRC, which does not cover the two replaced fields.
+func (l *Log) AppendAt(batch []byte, baseOffset int64, leaderEpoch int32) error {
+	h, err := record.ParseHeader(batch)
+	if err == nil && h.Size() != len(batch) {
+		err = &record.LengthError{Length: h.Length, Have: len(batch) - record.LogOverhead}
+	}
+	if err != nil {
+		return fmt.Errorf("partition: append: %w", err)
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	var b []byte
+	if len(batch) <= maxRetainedBuf {
+		if cap(l.wbuf) < len(batch) {
+			l.wbuf = make([]byte, len(batch))
+		}
+		b = l.wbuf[:len(batch)]
+	} else {
+		b = make([]byte, len(batch))
+	}
+	copy(b, batch)
+	record.SetBaseOffset(b, baseOffset)
+	record.SetLeaderEpoch(b, leaderEpoch)
+	h.BaseOffset, h.PartitionLeaderEpoch = baseOffset, leaderEpoch
+	return l.appendLocked(b, h)
+}
+
+// appendLocked writes b, whose header is h, at the end of the log with one
+// write call and then publishes it. The caller holds wmu.
+func (l *Log) appendLocked(b []byte, h record.Header) error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.werr != nil:
+		return l.werr
+	case h.BaseOffset != l.end:
+		return &OffsetMismatchError{Got: h.BaseOffset, Want: l.end}
+	}
+	s := l.segs[len(l.segs)-1]
+	n := int64(len(b))
+	if s.size > 0 && (s.size+n > l.opts.SegmentBytes || h.BaseOffset-s.base > math.MaxUint32) {
+		var err error
+		if s, err = l.roll(h.BaseOffset); err != nil {
+			return err
+		}
+	}
+	if _, err := s.f.WriteAt(b, s.size); err != nil {
+		// Readers never look past s.size, but a later roll would seal
+		// the stray bytes into the middle of the log: cut them off.
+		if terr := s.f.Truncate(s.size); terr != nil {
+			l.werr = fmt.Errorf("partition: log unusable after failed write: %w", errors.Join(err, terr))
+		}
+		return fmt.Errorf("partition: append: %w", err)
+	}
+	s.dataDirty = true
+	l.mu.Lock()
+	s.idx.note(uint32(h.BaseOffset-s.base), uint32(s.size), h.MaxTimestamp, l.opts.IndexIntervalBytes)
+	s.size += n
+	s.next = h.NextOffset()
+	l.end = s.next
+	l.bytes += n
+	l.mu.Unlock()
+	return nil
+}
+
+// roll seals the active segment (writing its index file) and starts a new
+// one at base. The caller holds wmu.
+func (l *Log) roll(base int64) (*segment, error) {
+	old := l.segs[len(l.segs)-1]
+	if err := old.writeIndex(); err != nil {
+		return nil, err
+	}
+	s, err := createSegment(l.dir, base)
+	if err != nil {
+		return nil, err
+	}
+	l.dirDirty = true
+	l.mu.Lock()
+	l.segs = append(l.segs, s)
+	l.mu.Unlock()
+	l.logger.Debug("rolled segment", "sealed", old.base, "sealed_bytes", old.size, "new", base)
+	return s, nil
+}
+
+// Sync makes everything written so far durable: the segment data and
+// index files changed since the last Sync, then the directory if files
+// were created or removed.
+func (l *Log) Sync() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.syncLocked()
+}
+
+func (l *Log) syncLocked() error {
+	for _, s := range l.segs {
+		if err := s.sync(); err != nil {
+			return err
+		}
+	}
+	if l.dirDirty {
+		if err := syncPath(l.dir); err != nil {
+			return fmt.Errorf("partition: sync directory: %w", err)
+		}
+		l.dirDirty = false
+	}
+	return nil
+}
+
+// Close writes the active segment's index, syncs, and closes the files.
+// It waits for running reads; every later call returns ErrClosed.
+func (l *Log) Close() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	var errs []error
+	if l.werr == nil {
+		errs = append(errs, l.segs[len(l.segs)-1].writeIndex())
+	}
+	errs = append(errs, l.syncLocked())
+	for _, s := range l.segs {
+		errs = append(errs, s.f.Close())
+	}
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,143 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// File names: a segment is "<base offset, 20 digits>.log" and its sparse
+// index is the same name with ".index".
+const (
+	logSuffix   = ".log"
+	indexSuffix = ".index"
+	baseDigits  = 20
+)
+
+// segment is one file of the log: the batches from offset base up to next.
+type segment struct {
+	base int64    // immutable: offset of the first batch; also the file name
+	path string   // immutable: the .log file
+	f    *os.File // immutable; closed only while Log.truncMu is held exclusively
+
+	// Guarded by Log.mu; changed only by the writer, which also holds
+	// Log.wmu and may therefore read them without Log.mu.
+	size int64       // published bytes: always the end of a whole batch
+	next int64       // offset just past the last batch (base when empty)
+	idx  offsetIndex // sparse index of the published batches
+
+	// Guarded by Log.wmu.
+	dataDirty  bool // written or truncated since the last fsync
+	indexDirty bool // index file written since the last fsync
+}
+
+func segmentName(base int64, suffix string) string {
+	return fmt.Sprintf("%0*d%s", baseDigits, base, suffix)
+}
+
+func (s *segment) indexPath() string {
+	return strings.TrimSuffix(s.path, logSuffix) + indexSuffix
+}
+
+// parseSegmentName returns the base offset in a segment or index file name.
+func parseSegmentName(name, suffix string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, suffix)
+	if !ok || len(digits) != baseDigits {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	return base, err == nil
+}
+
+// createSegment makes an empty segment file, replacing any leftover file of
+// the same name (no segment in the log's list owns it).
+func createSegment(dir string, base int64) (*segment, error) {
+	path := filepath.Join(dir, segmentName(base, logSuffix))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("partition: create segment: %w", err)
+	}
+	s := &segment{base: base, path: path, f: f, next: base, dataDirty: true}
+	// A leftover index of the same name would describe other bytes.
+	if err := removeIfExists(s.indexPath()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSegment opens an existing segment file; its size, next and index are
+// filled in by recovery.
+func openSegment(dir string, base int64) (*segment, int64, error) {
+	path := filepath.Join(dir, segmentName(base, logSuffix))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("partition: open segment: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("partition: open segment: %w", err)
+	}
+	return &segment{base: base, path: path, f: f, next: base}, fi.Size(), nil
+}
+
+// writeIndex stores the segment's index file (not fsynced; Sync does that).
+// The caller is the writer and holds Log.wmu.
+func (s *segment) writeIndex() error {
+	data := encodeIndex(s.base, s.size, s.next, &s.idx)
+	if err := os.WriteFile(s.indexPath(), data, 0o644); err != nil {
+		return fmt.Errorf("partition: write index: %w", err)
+	}
+	s.indexDirty = true
+	return nil
+}
+
+// sync fsyncs what changed in the segment since the last sync. The caller
+// holds Log.wmu.
+func (s *segment) sync() error {
+	if s.dataDirty {
+		if err := s.f.Sync(); err != nil {
+			return fmt.Errorf("partition: sync segment: %w", err)
+		}
+		s.dataDirty = false
+	}
+	if s.indexDirty {
+		if err := syncPath(s.indexPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("partition: sync index: %w", err)
+		}
+		s.indexDirty = false
+	}
+	return nil
+}
+
+// remove closes and deletes the segment's files. The caller holds
+// Log.truncMu exclusively.
+func (s *segment) remove() error {
+	return errors.Join(s.f.Close(), removeIfExists(s.path), removeIfExists(s.indexPath()))
+}
+
+// syncPath fsyncs a file or directory by name.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("partition: %w", err)
+	}
+	return nil
+}
