@@ -116,7 +116,7 @@ func loadConfig(args []string, getenv func(string) (string, bool), usage io.Writ
 		}
 	}
 	for _, k := range ks {
-		if val, ok := getenv(envName(k.name)); ok {
+		if val, ok := getenv("MINIKAFKA_" + envName(k.name)); ok {
 			v.Set(k.name, val)
 		}
 		if f := fs.Lookup(flagName(k.name)); f.Changed {

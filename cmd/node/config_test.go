@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minikafka/minikafka-go/broker"
+)
+
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func writeYAML(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "node.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestShippedConfigsLoad(t *testing.T) {
+	for _, name := range []string{"single", "node1", "node2", "node3"} {
+		o, err := loadConfig([]string{"--config", "../../configs/" + name + ".yaml"}, env(), &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%s.yaml: %v", name, err)
+		}
+		if o.NodeID < 1 || o.DataDir == "" || o.KafkaAddr == "" {
+			t.Fatalf("%s.yaml loaded as %+v", name, o.Config)
+		}
+	}
+	o, _ := loadConfig([]string{"--config", "../../configs/node3.yaml"}, env(), &bytes.Buffer{})
+	if o.NodeID != 3 || o.KafkaAddr != "127.0.0.1:9094" || o.BootstrapExpect != 3 || len(o.Join) != 3 {
+		t.Fatalf("node3.yaml: %+v", o.Config)
+	}
+}
+
+func TestPrecedenceFileEnvFlag(t *testing.T) {
+	p := writeYAML(t, "node_id: 4\ndata_dir: /tmp/x\nraft:\n  heartbeat_timeout: 800ms\n  election_timeout: 900ms\ndefault_partitions: 2\n")
+	o, err := loadConfig([]string{"--config", p, "--default-partitions", "7"},
+		env("MINIKAFKA_NODE_ID", "5", "MINIKAFKA_DEFAULT_PARTITIONS", "6", "MINIKAFKA_RAFT_ELECTION_TIMEOUT", "1s",
+			"MINIKAFKA_JOIN", "127.0.0.1:1, 127.0.0.1:2"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.NodeID != 5 {
+		t.Errorf("node_id = %d, want 5 from the environment", o.NodeID)
+	}
+	if o.DefaultPartitions != 7 {
+		t.Errorf("default_partitions = %d, want 7 from the flag", o.DefaultPartitions)
+	}
+	if o.PartitionRaft.HeartbeatTimeout != 800*time.Millisecond || o.PartitionRaft.ElectionTimeout != time.Second {
+		t.Errorf("raft timing = %+v", o.PartitionRaft)
+	}
+	if strings.Join(o.Join, ",") != "127.0.0.1:1,127.0.0.1:2" {
+		t.Errorf("join = %q", o.Join)
+	}
+	if o.DataDir != "/tmp/x" {
+		t.Errorf("data_dir = %q from the file", o.DataDir)
+	}
+}
+
+func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
+	cases := []struct {
+		name  string
+		args  []string
+		env   []string
+		yaml  string
+		key   string
+		value string
+	}{
+		{name: "node id not a number", env: []string{"MINIKAFKA_NODE_ID", "abc"}, key: "node_id", value: "abc"},
+		{name: "node id zero", args: []string{"--node-id", "0"}, key: "node_id", value: "0"},
+		{name: "bad duration", yaml: "raft:\n  heartbeat_timeout: soon\n", key: "raft.heartbeat_timeout", value: "soon"},
+		{name: "bad bool", args: []string{"--auto-create-topics", "maybe"}, key: "auto_create_topics", value: "maybe"},
+		{name: "bad address", args: []string{"--kafka-addr", "localhost"}, key: "kafka_addr", value: "localhost"},
+		{name: "bad port", args: []string{"--raft-addr", "127.0.0.1:99999"}, key: "raft_addr", value: "99999"},
+		{name: "cluster without seeds", args: []string{"--bootstrap-expect", "3"}, key: "join", value: "[]"},
+		{name: "bind all without advertised", args: []string{"--kafka-addr", "0.0.0.0:9092"}, key: "advertised_kafka_addr"},
+		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
+		{name: "election below heartbeat", args: []string{"--raft-election-timeout", "10ms"}, key: "raft"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if c.yaml != "" {
+				args = append([]string{"--config", writeYAML(t, "node_id: 1\n"+c.yaml)}, args...)
+			}
+			_, err := loadConfig(args, env(c.env...), &bytes.Buffer{})
+			var ce *broker.ConfigError
+			if !errors.As(err, &ce) || !errors.Is(err, broker.ErrInvalidConfig) {
+				t.Fatalf("err = %v, want a *broker.ConfigError", err)
+			}
+			if ce.Key != c.key || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), c.value) {
+				t.Fatalf("err %q names key %q; want key %q and value %q", err, ce.Key, c.key, c.value)
+			}
+		})
+	}
+}
+
+func TestUnknownKeyInFile(t *testing.T) {
+	p := writeYAML(t, "node_id: 1\nnode_idd: 2\n")
+	_, err := loadConfig([]string{"--config", p}, env(), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `"node_idd"`) {
+		t.Fatalf("err = %v, want it to name the unknown key", err)
+	}
+}
+
+func TestRunExitsNonZeroOnBadConfig(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"--node-id", "x"}, env(), &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "node_id=x") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	if code := run([]string{"--config", "/does/not/exist.yaml"}, env(), &out, &errOut); code != 2 {
+		t.Fatalf("missing config file: exit %d", code)
+	}
+}
