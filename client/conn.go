@@ -1,0 +1,457 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// clientVersions is the range of versions the client speaks per API key.
+// The upper bounds stop before versions whose meaning we do not implement
+// (Produce 13 and Fetch 13 name topics by id).
+var clientVersions = map[int16][2]int16{
+	0:  {3, 12}, // Produce: v3 brought v2 record batches
+	1:  {4, 12}, // Fetch
+	2:  {1, 8},  // ListOffsets
+	3:  {1, 12}, // Metadata
+	10: {1, 4},  // FindCoordinator
+	18: {0, 3},  // ApiVersions
+	19: {2, 7},  // CreateTopics
+	22: {0, 4},  // InitProducerID
+	60: {0, 1},  // DescribeCluster
+}
+
+// maxResponseSize bounds a response frame, so that garbage on the wire
+// cannot make us allocate without limit.
+const maxResponseSize = 256 << 20
+
+// call is one request on a connection. cb is called exactly once, from the
+// connection's goroutines (or from send if the connection is already
+// dead), so it must not block and must not be called with a lock that cb
+// takes.
+type call struct {
+	req   kmsg.Request
+	cb    func(kmsg.Response, error)
+	extra time.Duration // broker-side wait (fetch max wait) added to the request timeout
+
+	corr     int32
+	deadline time.Time
+}
+
+// noResponse reports whether the broker sends no response: a produce with
+// acks=0.
+func (c *call) noResponse() bool {
+	p, ok := c.req.(*kmsg.ProduceRequest)
+	return ok && p.Acks == 0
+}
+
+// conn is one TCP connection to a broker, pipelining requests: a writer
+// goroutine dials, learns the broker's API versions, then writes queued
+// requests in order; a reader goroutine matches responses, which Kafka
+// sends in request order, to the oldest written request. Any failure kills
+// the connection and fails every request on it; the cluster then dials a
+// new one on the next send.
+type conn struct {
+	node   int32
+	addr   string
+	cfg    *config
+	log    *slog.Logger
+	onDead func(*conn)
+	fmt    *kmsg.RequestFormatter
+
+	mu      sync.Mutex // guards the fields below
+	queue   []*call    // accepted, not yet written, in send order
+	pending []*call    // written and awaiting a response, in send order
+	dead    error      // non-nil once the connection failed or closed
+	nc      net.Conn   // nil until dialed
+	vers    map[int16][2]int16
+	corr    int32
+	timer   *time.Timer // request timeout of the earliest pending deadline
+
+	wake   chan struct{} // capacity 1: the writer has queued work
+	quit   chan struct{} // closed when the connection dies
+	exited chan struct{} // closed when both goroutines have returned
+}
+
+func newConn(ctx context.Context, cfg *config, node int32, addr string, onDead func(*conn)) *conn {
+	c := &conn{
+		node: node, addr: addr, cfg: cfg, onDead: onDead,
+		log:    cfg.logger.With("broker", node, "addr", addr),
+		fmt:    kmsg.NewRequestFormatter(kmsg.FormatterClientID(cfg.clientID)),
+		wake:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	go c.writeLoop(ctx)
+	return c
+}
+
+// send queues a request. If the connection is dead, cb is called at once
+// with the error, from the caller's goroutine.
+func (c *conn) send(cl *call) {
+	c.mu.Lock()
+	if err := c.dead; err != nil {
+		c.mu.Unlock()
+		cl.cb(nil, &ConnError{Node: c.node, Addr: c.addr, Err: err})
+		return
+	}
+	c.queue = append(c.queue, cl)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close kills the connection and waits for its goroutines.
+func (c *conn) close() {
+	c.die(ErrClosed, false)
+	<-c.exited
+}
+
+func (c *conn) isDead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead != nil
+}
+
+// die marks the connection dead and fails every request on it. Requests
+// already written may have reached the broker; queued ones did not.
+func (c *conn) die(err error, logIt bool) {
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.dead = err
+	queued, pending := c.queue, c.pending
+	c.queue, c.pending = nil, nil
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	close(c.quit)
+	c.mu.Unlock()
+
+	if logIt {
+		c.log.Debug("connection failed", "err", err, "in_flight", len(pending))
+	}
+	for _, cl := range pending {
+		cl.cb(nil, &ConnError{Node: c.node, Addr: c.addr, Err: err, written: true})
+	}
+	for _, cl := range queued {
+		cl.cb(nil, &ConnError{Node: c.node, Addr: c.addr, Err: err})
+	}
+	c.onDead(c)
+}
+
+// writeLoop is the connection's main goroutine; the reader is its child.
+func (c *conn) writeLoop(ctx context.Context) {
+	defer close(c.exited)
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
+	nc, err := c.cfg.dialer(dctx, "tcp", c.addr)
+	cancel()
+	if err != nil {
+		c.die(err, true)
+		return
+	}
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		nc.Close()
+		return
+	}
+	c.nc = nc
+	c.mu.Unlock()
+
+	vers, err := c.handshake(nc)
+	if err != nil {
+		c.die(err, true)
+		return
+	}
+	c.mu.Lock()
+	c.vers = vers
+	c.mu.Unlock()
+
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		c.readLoop(nc)
+	}()
+	defer func() { <-readerDone }() // die closed nc, so the reader returns
+
+	var buf, frame []byte
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+		}
+		c.mu.Lock()
+		if c.dead != nil {
+			c.mu.Unlock()
+			return
+		}
+		batch := c.queue
+		c.queue = nil
+		buf = buf[:0]
+		type failed struct {
+			cl  *call
+			err error
+		}
+		var unsupported []failed
+		var noResp []*call
+		now := time.Now()
+		for _, cl := range batch {
+			v, verr := c.pickVersion(cl.req.Key())
+			if verr != nil {
+				unsupported = append(unsupported, failed{cl, verr})
+				continue
+			}
+			cl.req.SetVersion(v)
+			c.corr++
+			cl.corr = c.corr
+			// AppendRequest writes the frame's size at the start of the
+			// slice it is given, so each frame is built on its own.
+			frame = c.fmt.AppendRequest(frame[:0], cl.req, cl.corr)
+			buf = append(buf, frame...)
+			if cl.noResponse() {
+				noResp = append(noResp, cl)
+				continue
+			}
+			cl.deadline = now.Add(c.cfg.requestTimeout + cl.extra)
+			c.pending = append(c.pending, cl)
+		}
+		c.armTimerLocked(now)
+		c.mu.Unlock()
+
+		for _, f := range unsupported {
+			f.cl.cb(nil, f.err)
+		}
+		if len(buf) == 0 {
+			continue
+		}
+		if _, err := nc.Write(buf); err != nil {
+			for _, cl := range noResp {
+				cl.cb(nil, &ConnError{Node: c.node, Addr: c.addr, Err: err, written: true})
+			}
+			c.die(err, true)
+			return
+		}
+		for _, cl := range noResp {
+			cl.cb(nil, nil)
+		}
+	}
+}
+
+// pickVersion is the highest version both sides speak. Called with c.mu.
+func (c *conn) pickVersion(key int16) (int16, error) {
+	ours, ok := clientVersions[key]
+	if !ok {
+		return 0, &VersionError{Key: key, BrokerMax: -1}
+	}
+	theirs, ok := c.vers[key]
+	if !ok {
+		return 0, &VersionError{Key: key, BrokerMax: -1, ClientRange: ours}
+	}
+	v := min(ours[1], theirs[1])
+	if v < max(ours[0], theirs[0]) {
+		return 0, &VersionError{Key: key, BrokerMax: theirs[1], ClientRange: ours}
+	}
+	return v, nil
+}
+
+// armTimerLocked points the request timer at the earliest pending
+// deadline. Called with c.mu.
+func (c *conn) armTimerLocked(now time.Time) {
+	if len(c.pending) == 0 {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		return
+	}
+	earliest := c.pending[0].deadline
+	for _, cl := range c.pending[1:] {
+		if cl.deadline.Before(earliest) {
+			earliest = cl.deadline
+		}
+	}
+	d := earliest.Sub(now)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(d, c.checkTimeout)
+	} else {
+		c.timer.Reset(d)
+	}
+}
+
+// checkTimeout kills the connection if a pending request is past its
+// deadline: its outcome is unknown, and Kafka answers in order, so nothing
+// behind it can be answered either.
+func (c *conn) checkTimeout() {
+	now := time.Now()
+	c.mu.Lock()
+	expired := false
+	for _, cl := range c.pending {
+		if !now.Before(cl.deadline) {
+			expired = true
+			break
+		}
+	}
+	if !expired && c.dead == nil {
+		c.armTimerLocked(now)
+	}
+	c.mu.Unlock()
+	if expired {
+		c.die(ErrRequestTimeout, true)
+	}
+}
+
+// handshake learns the broker's API versions with ApiVersions, falling
+// back to the version the broker names (KIP-511) or to v0.
+func (c *conn) handshake(nc net.Conn) (map[int16][2]int16, error) {
+	nc.SetDeadline(time.Now().Add(c.cfg.requestTimeout))
+	defer nc.SetDeadline(time.Time{})
+	version := clientVersions[18][1]
+	for range 3 {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(version)
+		req.ClientSoftwareName = "minikafka-go"
+		req.ClientSoftwareVersion = "0.1.0"
+		if _, err := nc.Write(c.fmt.AppendRequest(nil, req, 0)); err != nil {
+			return nil, err
+		}
+		body, err := readFrame(nc)
+		if err != nil {
+			return nil, err
+		}
+		if len(body) < 6 {
+			return nil, errors.New("short ApiVersions response")
+		}
+		body = body[4:] // correlation id; ApiVersions responses have no header tags
+		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+		if binary.BigEndian.Uint16(body) == uint16(ErrUnsupportedVersion.Code) {
+			// The broker answers an unknown version with a v0 body.
+			resp.SetVersion(0)
+			if err := resp.ReadFrom(body); err != nil {
+				return nil, fmt.Errorf("ApiVersions: %w", err)
+			}
+			next := int16(0)
+			for _, k := range resp.ApiKeys {
+				if k.ApiKey == 18 {
+					next = k.MaxVersion
+				}
+			}
+			if next >= version || next < 0 {
+				next = 0
+			}
+			if version == 0 {
+				return nil, &KafkaError{Code: ErrUnsupportedVersion.Code, Message: "ApiVersions v0"}
+			}
+			version = next
+			continue
+		}
+		if err := resp.ReadFrom(body); err != nil {
+			return nil, fmt.Errorf("ApiVersions: %w", err)
+		}
+		if err := kafkaErr(resp.ErrorCode, nil); err != nil {
+			return nil, err
+		}
+		vers := make(map[int16][2]int16, len(resp.ApiKeys))
+		for _, k := range resp.ApiKeys {
+			vers[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+		}
+		return vers, nil
+	}
+	return nil, errors.New("ApiVersions: no version agreed")
+}
+
+// readFrame reads one size-prefixed frame.
+func readFrame(r io.Reader) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 4 || n > maxResponseSize {
+		return nil, fmt.Errorf("invalid response size %d", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+func (c *conn) readLoop(nc net.Conn) {
+	for {
+		body, err := readFrame(nc)
+		if err != nil {
+			c.die(err, true)
+			return
+		}
+		c.mu.Lock()
+		if len(c.pending) == 0 {
+			c.mu.Unlock()
+			c.die(errors.New("response without a request"), true)
+			return
+		}
+		cl := c.pending[0]
+		c.pending = c.pending[1:]
+		c.armTimerLocked(time.Now())
+		c.mu.Unlock()
+
+		if corr := int32(binary.BigEndian.Uint32(body)); corr != cl.corr {
+			// Put it back so die fails it as written.
+			c.mu.Lock()
+			c.pending = append([]*call{cl}, c.pending...)
+			c.mu.Unlock()
+			c.die(fmt.Errorf("correlation id %d, want %d", corr, cl.corr), true)
+			return
+		}
+		resp := cl.req.ResponseKind()
+		resp.SetVersion(cl.req.GetVersion())
+		body = body[4:]
+		if resp.IsFlexible() && resp.Key() != 18 {
+			if body, err = skipTags(body); err != nil {
+				cl.cb(nil, err)
+				continue
+			}
+		}
+		if err := resp.ReadFrom(body); err != nil {
+			cl.cb(nil, fmt.Errorf("decoding %s response: %w", kmsg.NameForKey(resp.Key()), err))
+			continue
+		}
+		cl.cb(resp, nil)
+	}
+}
+
+// skipTags skips a flexible response header's tagged fields.
+func skipTags(b []byte) ([]byte, error) {
+	n, l := binary.Uvarint(b)
+	if l <= 0 {
+		return nil, errors.New("bad response header tags")
+	}
+	b = b[l:]
+	for range n {
+		if _, l = binary.Uvarint(b); l <= 0 {
+			return nil, errors.New("bad response header tag")
+		}
+		b = b[l:]
+		size, l := binary.Uvarint(b)
+		if l <= 0 || size > uint64(len(b)-l) {
+			return nil, errors.New("bad response header tag size")
+		}
+		b = b[l+int(size):]
+	}
+	return b, nil
+}

@@ -1,0 +1,482 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/record"
+)
+
+type offsetKind uint8
+
+const (
+	offsetAt offsetKind = iota
+	offsetStart
+	offsetEnd
+)
+
+// Offset is where a consumer starts reading a partition.
+type Offset struct {
+	kind offsetKind
+	at   int64
+}
+
+// AtStart starts at the earliest offset the partition still has.
+func AtStart() Offset { return Offset{kind: offsetStart} }
+
+// AtEnd starts at the log end: only records produced from now on.
+func AtEnd() Offset { return Offset{kind: offsetEnd} }
+
+// At starts at an exact offset. Records below it in the same batch are
+// skipped; an offset outside the log restarts at ConsumeResetOffset.
+func At(offset int64) Offset { return Offset{kind: offsetAt, at: offset} }
+
+func (o Offset) String() string {
+	switch o.kind {
+	case offsetStart:
+		return "start"
+	case offsetEnd:
+		return "end"
+	}
+	return fmt.Sprintf("%d", o.at)
+}
+
+// consumePart is an assigned partition and where reading continues.
+type consumePart struct {
+	tp    tp
+	start Offset // where to (re)start while next < 0
+	next  int64  // next offset to return; -1 until resolved
+	epoch int32  // leader epoch from metadata, sent with fetches (KIP-320)
+	stale bool   // the last answer said our metadata is old
+}
+
+// Every consumePart field is guarded by Consumer.mu.
+
+// Consumer reads assigned partitions: no consumer group, no committed
+// offsets. Create it with NewConsumer, call Poll in a loop from one
+// goroutine (calls are serialized), and Close it when done.
+type Consumer struct {
+	cfg *config
+	cl  *cluster
+
+	pollMu sync.Mutex // serializes Poll, which owns parts' positions while it runs
+
+	mu     sync.Mutex // guards the fields below
+	parts  map[tp]*consumePart
+	order  []*consumePart
+	topics []string // ConsumeTopics, expanded to partitions by Poll
+	closed bool
+}
+
+// NewConsumer validates the options and creates a consumer. It does not
+// contact a broker until the first Poll.
+func NewConsumer(opts ...Opt) (*Consumer, error) {
+	cfg, err := newConfig(consumerOpt, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Consumer{cfg: cfg, cl: newCluster(cfg), parts: map[tp]*consumePart{}, topics: cfg.consumeTopics}
+	c.cl.addInterest(cfg.consumeTopics...)
+	c.Assign(cfg.consumePartitions)
+	return c, nil
+}
+
+// Assign adds partitions to read, or moves already assigned ones to a new
+// start offset.
+func (c *Consumer) Assign(parts map[string]map[int32]Offset) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	topics := make([]string, 0, len(parts))
+	for t := range parts {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	for _, t := range topics {
+		ps := make([]int32, 0, len(parts[t]))
+		for p := range parts[t] {
+			ps = append(ps, p)
+		}
+		slices.Sort(ps)
+		for _, p := range ps {
+			cp := c.partLocked(tp{t, p})
+			cp.start, cp.next = parts[t][p], -1
+		}
+	}
+	c.cl.addInterest(topics...)
+}
+
+func (c *Consumer) partLocked(t tp) *consumePart {
+	cp := c.parts[t]
+	if cp == nil {
+		cp = &consumePart{tp: t, start: c.cfg.resetOffset, next: -1, epoch: -1}
+		c.parts[t] = cp
+		c.order = append(c.order, cp)
+	}
+	return cp
+}
+
+// Position returns the next offset Poll returns from a partition, and
+// whether it is known yet.
+func (c *Consumer) Position(topic string, partition int32) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cp := c.parts[tp{topic, partition}]
+	if cp == nil || cp.next < 0 {
+		return -1, false
+	}
+	return cp.next, true
+}
+
+// Close releases the consumer's connections. Poll returns ErrClosed after.
+func (c *Consumer) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cl.close()
+}
+
+// Poll returns the next records of the assigned partitions, waiting until
+// there are some or ctx ends (then it returns ctx's error). Records come in
+// offset order per partition; records of control batches and records below
+// a partition's start offset are skipped. Leader changes are followed by
+// refreshing metadata. A non-retriable error (for example an authorization
+// failure) is returned as is; the next Poll tries again.
+func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
+	c.pollMu.Lock()
+	defer c.pollMu.Unlock()
+	for {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		if err := c.expandTopics(ctx); err != nil {
+			return nil, err
+		}
+		recs, progress, err := c.pollOnce(ctx)
+		if len(recs) > 0 || err != nil {
+			return recs, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !progress {
+			// Nothing could be asked: wait for fresh metadata, and back
+			// off if even that failed.
+			err := c.cl.waitRefresh(ctx)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err == nil {
+				continue
+			}
+			t := time.NewTimer(c.cfg.retryBackoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// expandTopics assigns the partitions of ConsumeTopics that metadata shows.
+func (c *Consumer) expandTopics(ctx context.Context) error {
+	for _, t := range c.topics {
+		n, err := c.cl.partitionCount(ctx, t)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		for p := int32(0); p < int32(n); p++ {
+			c.partLocked(tp{t, p})
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// pollOnce resolves start offsets and fetches once from every leader. It
+// reports whether any request could be sent.
+func (c *Consumer) pollOnce(ctx context.Context) ([]*Record, bool, error) {
+	type group struct {
+		node  int32
+		parts []*consumePart
+	}
+	var unresolved, ready []group
+	find := func(gs *[]group, node int32) *group {
+		for i := range *gs {
+			if (*gs)[i].node == node {
+				return &(*gs)[i]
+			}
+		}
+		*gs = append(*gs, group{node: node})
+		return &(*gs)[len(*gs)-1]
+	}
+	refresh := false
+	c.mu.Lock()
+	for _, cp := range c.order {
+		if cp.next < 0 && cp.start.kind == offsetAt {
+			cp.next = cp.start.at
+		}
+		node, epoch, ok := c.cl.leader(cp.tp.topic, cp.tp.partition)
+		if !ok || cp.stale {
+			refresh = true
+			if !ok {
+				continue
+			}
+		}
+		cp.epoch = epoch
+		if cp.next < 0 {
+			g := find(&unresolved, node)
+			g.parts = append(g.parts, cp)
+		} else {
+			g := find(&ready, node)
+			g.parts = append(g.parts, cp)
+		}
+	}
+	c.mu.Unlock()
+	if refresh {
+		c.cl.triggerRefresh()
+	}
+
+	var firstErr error
+	for _, g := range unresolved {
+		if err := c.listOffsets(ctx, g.node, g.parts); err != nil && firstErr == nil && !IsRetriable(err) && ctx.Err() == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return nil, true, firstErr
+	}
+	// Partitions just resolved are fetched on the next turn.
+	if len(ready) == 0 {
+		return nil, len(unresolved) > 0, nil
+	}
+
+	results := make([][]*Record, len(ready))
+	errs := make([]error, len(ready))
+	var wg sync.WaitGroup
+	for i, g := range ready {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = c.fetch(ctx, g.node, g.parts)
+		}()
+	}
+	wg.Wait()
+	var out []*Record
+	for i := range ready {
+		out = append(out, results[i]...)
+		if errs[i] != nil && firstErr == nil && !IsRetriable(errs[i]) && ctx.Err() == nil {
+			firstErr = errs[i]
+		}
+	}
+	if len(out) == 0 && firstErr == nil {
+		retriable := false
+		for _, err := range errs {
+			if err != nil {
+				retriable = true
+			}
+		}
+		if retriable {
+			return nil, false, nil // back off before the next turn
+		}
+	}
+	return out, true, firstErr
+}
+
+// listOffsets resolves AtStart/AtEnd positions through the leader.
+func (c *Consumer) listOffsets(ctx context.Context, node int32, parts []*consumePart) error {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	idx := map[string]int{}
+	c.mu.Lock()
+	for _, cp := range parts {
+		i, ok := idx[cp.tp.topic]
+		if !ok {
+			i = len(req.Topics)
+			idx[cp.tp.topic] = i
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = cp.tp.topic
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewListOffsetsRequestTopicPartition()
+		p.Partition = cp.tp.partition
+		p.CurrentLeaderEpoch = cp.epoch
+		p.Timestamp = -2 // earliest
+		if cp.start.kind == offsetEnd {
+			p.Timestamp = -1 // latest
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	c.mu.Unlock()
+	resp, err := c.cl.request(ctx, node, req, 0)
+	if err != nil {
+		c.cl.triggerRefresh()
+		return err
+	}
+	var firstErr error
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rt := range resp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, rp := range rt.Partitions {
+			cp := c.parts[tp{rt.Topic, rp.Partition}]
+			if cp == nil || cp.next >= 0 {
+				continue
+			}
+			if err := kafkaErr(rp.ErrorCode, nil); err != nil {
+				c.noteErr(cp, err)
+				if !IsRetriable(err) && firstErr == nil {
+					firstErr = fmt.Errorf("list offsets %s[%d]: %w", rt.Topic, rp.Partition, err)
+				}
+				continue
+			}
+			cp.next = rp.Offset
+		}
+	}
+	return firstErr
+}
+
+// noteErr marks a partition's metadata stale when the error says so.
+// Called with c.mu.
+func (c *Consumer) noteErr(cp *consumePart, err error) {
+	for _, stale := range []error{ErrNotLeaderOrFollower, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch,
+		ErrUnknownTopicOrPartition, ErrLeaderNotAvailable, ErrKafkaStorageError} {
+		if errors.Is(err, stale) {
+			cp.stale = true
+			c.cl.triggerRefresh()
+			return
+		}
+	}
+}
+
+// fetch fetches once from one leader and decodes what came back.
+func (c *Consumer) fetch(ctx context.Context, node int32, parts []*consumePart) ([]*Record, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(c.cfg.fetchMaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = c.cfg.fetchMaxBytes
+	req.SessionEpoch = -1 // no fetch session
+	idx := map[string]int{}
+	c.mu.Lock()
+	for _, cp := range parts {
+		i, ok := idx[cp.tp.topic]
+		if !ok {
+			i = len(req.Topics)
+			idx[cp.tp.topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = cp.tp.topic
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition = cp.tp.partition
+		p.CurrentLeaderEpoch = cp.epoch
+		p.FetchOffset = cp.next
+		p.LastFetchedEpoch = -1
+		p.LogStartOffset = -1
+		p.PartitionMaxBytes = c.cfg.fetchPartBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	c.mu.Unlock()
+	resp, err := c.cl.request(ctx, node, req, c.cfg.fetchMaxWait)
+	if err != nil {
+		c.cl.triggerRefresh()
+		return nil, err
+	}
+	var out []*Record
+	var firstErr error
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rt := range resp.(*kmsg.FetchResponse).Topics {
+		for _, rp := range rt.Partitions {
+			cp := c.parts[tp{rt.Topic, rp.Partition}]
+			if cp == nil || cp.next < 0 {
+				continue
+			}
+			if err := kafkaErr(rp.ErrorCode, nil); err != nil {
+				if errors.Is(err, ErrOffsetOutOfRange) {
+					cp.start, cp.next = c.cfg.resetOffset, -1
+					if cp.start.kind == offsetAt {
+						cp.start = AtStart()
+					}
+					continue
+				}
+				c.noteErr(cp, err)
+				if firstErr == nil {
+					firstErr = fmt.Errorf("fetch %s[%d]: %w", rt.Topic, rp.Partition, err)
+				}
+				continue
+			}
+			cp.stale = false
+			recs, err := decodeFetched(cp, rp.RecordBatches)
+			out = append(out, recs...)
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("fetch %s[%d]: %w", rt.Topic, rp.Partition, err)
+			}
+		}
+	}
+	return out, firstErr
+}
+
+// decodeFetched (called with c.mu) turns a partition's fetched batches into records from
+// cp.next on, and advances cp.next past what it consumed. A batch cut off
+// at the end of the response (the broker stops at a byte limit) is left
+// for the next fetch.
+func decodeFetched(cp *consumePart, b []byte) ([]*Record, error) {
+	var out []*Record
+	var scratch []record.Record
+	for len(b) >= record.HeaderSize {
+		batch, rest, h, err := record.Next(b)
+		if err != nil {
+			var le *record.LengthError
+			if errors.As(err, &le) {
+				break // truncated final batch
+			}
+			return out, err
+		}
+		b = rest
+		if h.NextOffset() <= cp.next {
+			continue // wholly before our position
+		}
+		if _, err := record.Check(batch); err != nil {
+			return out, err
+		}
+		if h.IsControl() {
+			cp.next = h.NextOffset()
+			continue
+		}
+		scratch, err = record.AppendRecords(scratch[:0], batch)
+		if err != nil {
+			return out, err
+		}
+		for _, r := range scratch {
+			if r.Offset < cp.next {
+				continue
+			}
+			rec := &Record{
+				Topic: cp.tp.topic, Partition: cp.tp.partition, Offset: r.Offset,
+				Key: r.Key, Value: r.Value, Timestamp: time.UnixMilli(r.Timestamp),
+				LeaderEpoch: h.PartitionLeaderEpoch,
+			}
+			if len(r.Headers) > 0 {
+				rec.Headers = make([]RecordHeader, len(r.Headers))
+				for i, hd := range r.Headers {
+					rec.Headers[i] = RecordHeader{Key: hd.Key, Value: hd.Value}
+				}
+			}
+			out = append(out, rec)
+		}
+		cp.next = h.NextOffset()
+	}
+	return out, nil
+}

@@ -1,0 +1,107 @@
+// Package client is MiniKafka's Kafka client: a producer, a consumer of
+// assigned partitions, and an admin client. It speaks the Kafka wire
+// protocol (requests are encoded with franz-go's kmsg) and works against
+// MiniKafka nodes and any Kafka-compatible broker. Batching, partitioning,
+// retries, idempotence and connections are this package's own.
+//
+// # Producing
+//
+// A caller's duties, in order:
+//
+//  1. Create a Producer with NewProducer and options (Brokers is required;
+//     every other option documents its default). Conflicting options are a
+//     *ConfigError: idempotence (on by default) with any acks but AllAcks
+//     wraps ErrIdempotenceNeedsAcksAll.
+//  2. Call Produce for each record. It returns at once with nil (the
+//     record is buffered and its promise will be called exactly once) or
+//     with an error (ErrBufferFull and the like; the promise is never
+//     called). The first record of a topic waits for the topic's metadata,
+//     bounded by ctx. ProduceSync is Produce plus waiting for the results.
+//  3. Read each record's result in its promise: on success Partition and
+//     Offset are set (Offset is -1 with NoAck). Promises run one at a time
+//     on the producer's goroutine, in offset order within a partition;
+//     keep them short, and do not call Flush or Close from them.
+//  4. Call Flush to wait for everything produced so far, and Close when
+//     done: Close flushes, then releases connections and goroutines.
+//
+// What the producer guarantees (DESIGN.md P1-P8):
+//
+//   - Placement: an explicit partition (Record.ExplicitPartition) wins; a
+//     keyed record goes to crc32.ChecksumIEEE(key) % n with the default
+//     CRC32Partitioner, or where the Java client puts it with
+//     Murmur2Partitioner; keyless records stick to one partition per
+//     partition count, starting at 0, moving to (p+1) % n when a batch
+//     holding them closes.
+//   - Buffering: each record counts 39 + len(key) + len(value) bytes. Past
+//     BufferLimit, Produce fails with ErrBufferFull (or waits, bounded by
+//     its ctx, with BlockOnBufferFull); nothing buffered is lost.
+//   - Batching: a partition's pending records close into one batch, in
+//     send order, when their estimated bytes reach BatchSize (and are sent
+//     at once), when the oldest has waited Linger, or on Flush and Close;
+//     nothing else closes a batch. A background goroutine drives linger.
+//   - Results: record i of a batch gets offset base+i; every record of a
+//     failed batch gets the same error.
+//   - Retries and order: retriable failures (connection loss, timeouts,
+//     NOT_LEADER_OR_FOLLOWER and other retriable codes) are retried with
+//     backoff until DeliveryTimeout, refreshing metadata when leaders
+//     move. Up to 5 requests are in flight per broker. The idempotent
+//     producer numbers each batch; when one fails, the partition's later
+//     batches are resent after it, in order, with the same sequences, and
+//     the broker deduplicates any that were already written. A retried
+//     batch goes alone, so that the broker's window of the last 5 batches
+//     still holds it if an earlier attempt was written. Sequences
+//     advance only past batches known written: a batch that fails for good
+//     frees its numbers for the next ones; one whose fate is unknown when
+//     it times out makes the producer move to a new epoch first.
+//   - Identity: TransactionalName gives a stable producer id; a newer
+//     producer with the same name fences this one, which then fails every
+//     record with a *FencedError (errors.Is ErrProducerFenced).
+//
+// Without idempotence (Idempotence(false)) a retry may write a batch twice
+// or after a later one, as with Kafka's producer.
+//
+// Why promises rather than futures: a callback per record costs no channel
+// or goroutine, composes into ProduceSync and Flush, and is what Go Kafka
+// clients use; a caller who wants a future wraps the promise around a
+// channel.
+//
+// Example:
+//
+//	p, err := client.NewProducer(client.Brokers("localhost:9092"), client.Linger(10*time.Millisecond))
+//	if err != nil {
+//		return err
+//	}
+//	defer p.Close(context.Background())
+//	err = p.Produce(ctx, &client.Record{Topic: "events", Key: []byte("same"), Value: []byte("hello")},
+//		func(r *client.Record, err error) {
+//			if err != nil {
+//				log.Printf("not delivered: %v", err)
+//				return
+//			}
+//			log.Printf("%s[%d]@%d", r.Topic, r.Partition, r.Offset)
+//		})
+//
+// # Consuming
+//
+// NewConsumer with ConsumeTopics (every partition, starting at
+// ConsumeResetOffset, AtStart by default) or ConsumePartitions (each at
+// AtStart, AtEnd or At(offset)); then call Poll in a loop from one
+// goroutine. Poll returns records in offset order per partition, skipping
+// control batches and records below the start offset, and follows leader
+// changes. There are no consumer groups or committed offsets: a caller
+// that needs to resume remembers its positions (Position) and assigns
+// them again.
+//
+// # Administration
+//
+// NewAdmin creates, lists and describes topics, and describes the cluster:
+// brokers, controller, and each partition's leader, leader epoch, replicas
+// and ISR.
+//
+// # Errors
+//
+// Broker error codes are *KafkaError values; compare them with errors.Is
+// against the exported Err* codes (ErrNotLeaderOrFollower, ...).
+// IsRetriable classifies an error. Every exported sentinel and typed error
+// is documented in errors.go.
+package client

@@ -1,0 +1,157 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Errors a caller checks with errors.Is.
+var (
+	// ErrBufferFull fails a Produce whose record would take the buffered
+	// bytes past BufferLimit (P3). Records already buffered are unaffected.
+	ErrBufferFull = errors.New("client: producer buffer full")
+
+	// ErrRecordTooLarge fails a Produce whose record alone is estimated
+	// larger than BufferLimit: it could never be buffered.
+	ErrRecordTooLarge = errors.New("client: record larger than the producer buffer")
+
+	// ErrClosed is returned by calls on a closed Producer, Consumer or
+	// Admin, and given to records that Close could not deliver in time.
+	ErrClosed = errors.New("client: closed")
+
+	// ErrDeliveryTimeout is matched by a DeliveryTimeoutError: the record
+	// was not acknowledged within DeliveryTimeout. If the batch was ever
+	// sent, it may or may not have been written.
+	ErrDeliveryTimeout = errors.New("client: delivery timeout")
+
+	// ErrProducerFenced is matched by a FencedError: a newer producer with
+	// the same TransactionalName (or a newer epoch) took over this
+	// producer's identity. The producer fails every record from then on.
+	ErrProducerFenced = errors.New("client: producer fenced")
+
+	// ErrRequestTimeout means a broker did not answer a request within
+	// RequestTimeout; the connection is closed and the request's outcome is
+	// unknown.
+	ErrRequestTimeout = errors.New("client: request timed out")
+
+	// ErrInvalidConfig is matched by every ConfigError.
+	ErrInvalidConfig = errors.New("client: invalid configuration")
+
+	// ErrIdempotenceNeedsAcksAll is the ConfigError of P8: an idempotent
+	// producer writes with acks=all, so asking for another acks is an error.
+	ErrIdempotenceNeedsAcksAll = errors.New("idempotence requires acks=all")
+
+	// ErrUnsupported means the broker does not support a request the
+	// client needs, in any version the client speaks.
+	ErrUnsupported = errors.New("client: request not supported by the broker")
+
+	// ErrNoTopic fails a Produce of a record without a topic.
+	ErrNoTopic = errors.New("client: record has no topic")
+
+	// ErrNoBrokers means no broker could be reached for a request.
+	ErrNoBrokers = errors.New("client: no broker reachable")
+)
+
+// ConfigError is a rejected option, returned by the constructors.
+type ConfigError struct {
+	Option string // the option's name, as in the Opt constructor
+	Err    error  // why
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("client: option %s: %v", e.Option, e.Err)
+}
+
+// Unwrap gives ErrInvalidConfig and the reason.
+func (e *ConfigError) Unwrap() []error { return []error{ErrInvalidConfig, e.Err} }
+
+// DeliveryTimeoutError fails a batch that was not acknowledged within
+// DeliveryTimeout. Last is the error of the last attempt, if there was one.
+type DeliveryTimeoutError struct {
+	Topic     string
+	Partition int32
+	Last      error
+}
+
+func (e *DeliveryTimeoutError) Error() string {
+	if e.Last == nil {
+		return fmt.Sprintf("client: %s[%d]: delivery timeout", e.Topic, e.Partition)
+	}
+	return fmt.Sprintf("client: %s[%d]: delivery timeout, last error: %v", e.Topic, e.Partition, e.Last)
+}
+
+// Unwrap gives ErrDeliveryTimeout and the last attempt's error.
+func (e *DeliveryTimeoutError) Unwrap() []error {
+	if e.Last == nil {
+		return []error{ErrDeliveryTimeout}
+	}
+	return []error{ErrDeliveryTimeout, e.Last}
+}
+
+// FencedError is the error of every record of a fenced producer.
+type FencedError struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Err           error // the broker's error, INVALID_PRODUCER_EPOCH or PRODUCER_FENCED
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("client: producer %d epoch %d fenced: %v", e.ProducerID, e.ProducerEpoch, e.Err)
+}
+
+// Unwrap gives ErrProducerFenced and the broker's error.
+func (e *FencedError) Unwrap() []error { return []error{ErrProducerFenced, e.Err} }
+
+// ConnError is a failed connection to a broker. Requests in flight on it
+// have an unknown outcome; the producer retries them.
+type ConnError struct {
+	Node int32  // the broker's node id, negative for a seed address
+	Addr string // host:port
+	Err  error
+	// written is true when the request may have reached the broker.
+	written bool
+}
+
+func (e *ConnError) Error() string {
+	return fmt.Sprintf("client: broker %d (%s): %v", e.Node, e.Addr, e.Err)
+}
+
+// Unwrap gives the underlying network error (or ErrRequestTimeout).
+func (e *ConnError) Unwrap() error { return e.Err }
+
+// VersionError is a request the broker does not support in any version the
+// client speaks.
+type VersionError struct {
+	Key         int16 // the API key
+	BrokerMax   int16 // -1 when the broker does not list the API
+	ClientRange [2]int16
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("client: api key %d: broker max version %d, client speaks %d..%d",
+		e.Key, e.BrokerMax, e.ClientRange[0], e.ClientRange[1])
+}
+
+// Unwrap gives ErrUnsupported.
+func (e *VersionError) Unwrap() error { return ErrUnsupported }
+
+// IsRetriable reports whether an operation that failed with err may succeed
+// if tried again: connection failures, timeouts and Kafka codes documented
+// as retriable. The producer and consumer retry these themselves; callers
+// see them only wrapped in a DeliveryTimeoutError or from Admin calls.
+func IsRetriable(err error) bool {
+	var ke *KafkaError
+	if errors.As(err, &ke) {
+		return ke.Retriable()
+	}
+	var ce *ConnError
+	if errors.As(err, &ce) {
+		return true
+	}
+	if errors.Is(err, ErrRequestTimeout) || errors.Is(err, ErrNoBrokers) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}

@@ -1,0 +1,392 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// Opt configures a Producer, Consumer or Admin. Options made by the
+// functions in this file apply to all three; those documented as producer
+// or consumer options are rejected (with a ConfigError) by the other
+// constructors.
+type Opt interface {
+	apply(*config)
+	name() string
+	kind() optKind
+}
+
+type optKind uint8
+
+const (
+	anyOpt optKind = iota
+	producerOpt
+	consumerOpt
+)
+
+type opt struct {
+	n  string
+	k  optKind
+	fn func(*config)
+}
+
+func (o opt) apply(c *config) { o.fn(c) }
+func (o opt) name() string    { return o.n }
+func (o opt) kind() optKind   { return o.k }
+func mk(n string, k optKind, fn func(*config)) Opt {
+	return opt{n: n, k: k, fn: fn}
+}
+
+// Acks is how many replicas must have a batch before the broker answers a
+// produce request.
+type Acks int16
+
+const (
+	// NoAck: the broker sends no response; results carry offset -1.
+	NoAck Acks = 0
+	// LeaderAck: the leader answers once it has the batch.
+	LeaderAck Acks = 1
+	// AllAcks: the leader answers once every in-sync replica has the batch.
+	AllAcks Acks = -1
+)
+
+func (a Acks) String() string {
+	switch a {
+	case NoAck:
+		return "0"
+	case LeaderAck:
+		return "1"
+	case AllAcks:
+		return "all"
+	}
+	return fmt.Sprintf("acks(%d)", int16(a))
+}
+
+// Codec is a batch compression codec.
+type Codec int8
+
+// The codecs Kafka defines.
+const (
+	NoCompression     Codec = record.CompressionNone
+	GzipCompression   Codec = record.CompressionGzip
+	SnappyCompression Codec = record.CompressionSnappy
+	LZ4Compression    Codec = record.CompressionLZ4
+	ZstdCompression   Codec = record.CompressionZstd
+)
+
+// DialFunc opens a connection to a broker.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// config is every option, validated in one place (validate).
+type config struct {
+	explicit map[string]bool // options the caller gave, by name
+
+	// all clients
+	brokers         []string
+	clientID        string
+	dialer          DialFunc
+	dialTimeout     time.Duration
+	requestTimeout  time.Duration
+	retryBackoff    time.Duration
+	retryBackoffMax time.Duration
+	metadataMaxAge  time.Duration
+	logger          *slog.Logger
+
+	// producer
+	batchSize       int
+	linger          time.Duration
+	bufferLimit     int
+	blockOnFull     bool
+	acks            Acks
+	idempotent      bool
+	txnName         string
+	compression     Codec
+	deliveryTimeout time.Duration
+	maxInFlight     int
+	partitioner     Partitioner
+
+	// consumer
+	consumeTopics     []string
+	consumePartitions map[string]map[int32]Offset
+	resetOffset       Offset
+	fetchMaxWait      time.Duration
+	fetchMaxBytes     int32
+	fetchPartBytes    int32
+}
+
+func defaultConfig() *config {
+	var d net.Dialer
+	return &config{
+		explicit:        map[string]bool{},
+		clientID:        "minikafka-go",
+		dialer:          d.DialContext,
+		dialTimeout:     10 * time.Second,
+		requestTimeout:  30 * time.Second,
+		retryBackoff:    100 * time.Millisecond,
+		retryBackoffMax: time.Second,
+		metadataMaxAge:  5 * time.Minute,
+		logger:          slog.New(slog.DiscardHandler),
+
+		batchSize:       16 << 10,
+		linger:          5 * time.Millisecond,
+		bufferLimit:     32 << 20,
+		acks:            AllAcks,
+		idempotent:      true,
+		compression:     NoCompression,
+		deliveryTimeout: 2 * time.Minute,
+		maxInFlight:     5,
+		partitioner:     CRC32Partitioner(),
+
+		resetOffset:    AtStart(),
+		fetchMaxWait:   500 * time.Millisecond,
+		fetchMaxBytes:  50 << 20,
+		fetchPartBytes: 1 << 20,
+	}
+}
+
+// newConfig applies opts for a client of the given kind and validates.
+func newConfig(k optKind, opts []Opt) (*config, error) {
+	c := defaultConfig()
+	for _, o := range opts {
+		if o.kind() != anyOpt && o.kind() != k {
+			what := "a producer"
+			if o.kind() == consumerOpt {
+				what = "a consumer"
+			}
+			return nil, &ConfigError{Option: o.name(), Err: fmt.Errorf("is %s option", what)}
+		}
+		o.apply(c)
+		c.explicit[o.name()] = true
+	}
+	return c, c.validate(k)
+}
+
+func (c *config) validate(k optKind) error {
+	bad := func(name, format string, args ...any) error {
+		return &ConfigError{Option: name, Err: fmt.Errorf(format, args...)}
+	}
+	if len(c.brokers) == 0 {
+		return bad("Brokers", "at least one seed broker is needed")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"DialTimeout", c.dialTimeout}, {"RequestTimeout", c.requestTimeout}, {"RetryBackoff", c.retryBackoff}} {
+		if d.v <= 0 {
+			return bad(d.name, "must be positive, got %v", d.v)
+		}
+	}
+	if c.retryBackoffMax < c.retryBackoff {
+		return bad("RetryBackoff", "max %v below base %v", c.retryBackoffMax, c.retryBackoff)
+	}
+	if c.dialer == nil {
+		return bad("Dialer", "nil dial function")
+	}
+	if c.logger == nil {
+		return bad("Logger", "nil logger")
+	}
+	if k != producerOpt {
+		if k == consumerOpt && c.fetchMaxWait < 0 {
+			return bad("FetchMaxWait", "negative")
+		}
+		return nil
+	}
+	switch {
+	case c.batchSize <= 0:
+		return bad("BatchSize", "must be positive, got %d", c.batchSize)
+	case c.linger < 0:
+		return bad("Linger", "negative")
+	case c.bufferLimit <= 0:
+		return bad("BufferLimit", "must be positive, got %d", c.bufferLimit)
+	case c.acks != NoAck && c.acks != LeaderAck && c.acks != AllAcks:
+		return bad("RequiredAcks", "must be NoAck, LeaderAck or AllAcks, got %d", int16(c.acks))
+	case c.compression < NoCompression || c.compression > ZstdCompression:
+		return bad("Compression", "unknown codec %d", c.compression)
+	case c.deliveryTimeout <= 0:
+		return bad("DeliveryTimeout", "must be positive")
+	case c.maxInFlight < 1 || c.maxInFlight > 5:
+		return bad("MaxInFlight", "must be 1..5 (the broker deduplicates the last 5 batches), got %d", c.maxInFlight)
+	case c.partitioner == nil:
+		return bad("WithPartitioner", "nil partitioner")
+	}
+	if c.deliveryTimeout < c.linger+c.requestTimeout {
+		// As Kafka's producer: a batch may wait Linger, then a request
+		// may take RequestTimeout; a shorter delivery timeout would fail
+		// records that never had a chance.
+		return bad("DeliveryTimeout", "%v is below Linger + RequestTimeout (%v)", c.deliveryTimeout, c.linger+c.requestTimeout)
+	}
+	if c.txnName != "" && !c.idempotent {
+		return bad("TransactionalName", "needs idempotence")
+	}
+	if c.idempotent && c.acks != AllAcks {
+		// P8: only an explicit conflict is an error; with idempotence
+		// explicitly off, any acks goes.
+		return &ConfigError{Option: "RequiredAcks", Err: ErrIdempotenceNeedsAcksAll}
+	}
+	return nil
+}
+
+// ---- options for every client ----
+
+// Brokers sets the seed brokers, as host:port. Required; no default.
+func Brokers(addrs ...string) Opt {
+	addrs = append([]string(nil), addrs...)
+	return mk("Brokers", anyOpt, func(c *config) { c.brokers = addrs })
+}
+
+// ClientID sets the client id sent with every request. Default
+// "minikafka-go".
+func ClientID(id string) Opt { return mk("ClientID", anyOpt, func(c *config) { c.clientID = id }) }
+
+// Dialer sets how connections are opened, for TLS, proxies or tests.
+// Default: a net.Dialer.
+func Dialer(fn DialFunc) Opt { return mk("Dialer", anyOpt, func(c *config) { c.dialer = fn }) }
+
+// DialTimeout bounds opening a connection. Default 10s.
+func DialTimeout(d time.Duration) Opt {
+	return mk("DialTimeout", anyOpt, func(c *config) { c.dialTimeout = d })
+}
+
+// RequestTimeout bounds the wait for any response; a request without an
+// answer by then has an unknown outcome and its connection is closed. It
+// is also the broker-side timeout of produce requests. Default 30s.
+func RequestTimeout(d time.Duration) Opt {
+	return mk("RequestTimeout", anyOpt, func(c *config) { c.requestTimeout = d })
+}
+
+// RetryBackoff sets the wait before a retry: base, doubling per attempt up
+// to max, each with ±20% jitter. Default 100ms up to 1s.
+func RetryBackoff(base, max time.Duration) Opt {
+	return mk("RetryBackoff", anyOpt, func(c *config) { c.retryBackoff, c.retryBackoffMax = base, max })
+}
+
+// MetadataMaxAge is how often metadata is refreshed when nothing asks for
+// it sooner. Default 5m.
+func MetadataMaxAge(d time.Duration) Opt {
+	return mk("MetadataMaxAge", anyOpt, func(c *config) { c.metadataMaxAge = d })
+}
+
+// Logger sets the log/slog logger. Default: discard everything.
+func Logger(l *slog.Logger) Opt { return mk("Logger", anyOpt, func(c *config) { c.logger = l }) }
+
+// ---- producer options ----
+
+// BatchSize is the estimated size (39 + len(key) + len(value) per record)
+// at which a partition's pending records close into a batch and are sent
+// at once. Default 16 KiB. Producer option.
+func BatchSize(bytes int) Opt {
+	return mk("BatchSize", producerOpt, func(c *config) { c.batchSize = bytes })
+}
+
+// Linger is how long a partition's oldest pending record may wait before
+// its records close into a batch. Default 5ms. Producer option.
+func Linger(d time.Duration) Opt { return mk("Linger", producerOpt, func(c *config) { c.linger = d }) }
+
+// BufferLimit bounds the estimated bytes of records produced but not yet
+// completed (buffered or in flight). Default 32 MiB. Producer option.
+func BufferLimit(bytes int) Opt {
+	return mk("BufferLimit", producerOpt, func(c *config) { c.bufferLimit = bytes })
+}
+
+// BlockOnBufferFull makes Produce wait, until its context ends, for room in
+// the buffer instead of failing with ErrBufferFull (like Kafka's
+// max.block.ms). Default off. Producer option.
+func BlockOnBufferFull() Opt {
+	return mk("BlockOnBufferFull", producerOpt, func(c *config) { c.blockOnFull = true })
+}
+
+// RequiredAcks sets the acks of produce requests. Default AllAcks. With
+// idempotence on (the default) anything but AllAcks is a ConfigError
+// wrapping ErrIdempotenceNeedsAcksAll. Producer option.
+func RequiredAcks(a Acks) Opt { return mk("RequiredAcks", producerOpt, func(c *config) { c.acks = a }) }
+
+// Idempotence turns the idempotent producer on or off. Default on: the
+// producer gets a producer id and numbers its batches, so that retries are
+// never written twice and order is kept with up to 5 requests in flight.
+// Producer option.
+func Idempotence(on bool) Opt {
+	return mk("Idempotence", producerOpt, func(c *config) { c.idempotent = on })
+}
+
+// TransactionalName gives the producer a stable identity: the producer id
+// comes from InitProducerID with this transactional id, and a newer
+// producer with the same name fences this one, which then fails every
+// record with a FencedError. Default none. Producer option.
+func TransactionalName(name string) Opt {
+	return mk("TransactionalName", producerOpt, func(c *config) { c.txnName = name })
+}
+
+// Compression sets the batch codec. Default NoCompression. Producer option.
+func Compression(codec Codec) Opt {
+	return mk("Compression", producerOpt, func(c *config) { c.compression = codec })
+}
+
+// DeliveryTimeout bounds the time from Produce to a record's result,
+// linger and retries included; a batch still unacknowledged then fails
+// with a DeliveryTimeoutError. It must be at least Linger +
+// RequestTimeout. Default 2m. Producer option.
+func DeliveryTimeout(d time.Duration) Opt {
+	return mk("DeliveryTimeout", producerOpt, func(c *config) { c.deliveryTimeout = d })
+}
+
+// MaxInFlight is the number of produce requests in flight per broker, 1 to
+// 5. Default 5. Producer option.
+func MaxInFlight(n int) Opt {
+	return mk("MaxInFlight", producerOpt, func(c *config) { c.maxInFlight = n })
+}
+
+// WithPartitioner sets how records without an explicit partition are
+// placed. Default CRC32Partitioner. Producer option.
+func WithPartitioner(p Partitioner) Opt {
+	return mk("WithPartitioner", producerOpt, func(c *config) { c.partitioner = p })
+}
+
+// ---- consumer options ----
+
+// ConsumeTopics assigns every partition of the topics, each starting at
+// ConsumeResetOffset. Consumer option.
+func ConsumeTopics(topics ...string) Opt {
+	topics = append([]string(nil), topics...)
+	return mk("ConsumeTopics", consumerOpt, func(c *config) { c.consumeTopics = append(c.consumeTopics, topics...) })
+}
+
+// ConsumePartitions assigns the given partitions, each starting at its own
+// offset. Consumer option.
+func ConsumePartitions(parts map[string]map[int32]Offset) Opt {
+	return mk("ConsumePartitions", consumerOpt, func(c *config) {
+		if c.consumePartitions == nil {
+			c.consumePartitions = map[string]map[int32]Offset{}
+		}
+		for t, ps := range parts {
+			if c.consumePartitions[t] == nil {
+				c.consumePartitions[t] = map[int32]Offset{}
+			}
+			for p, o := range ps {
+				c.consumePartitions[t][p] = o
+			}
+		}
+	})
+}
+
+// ConsumeResetOffset is where partitions from ConsumeTopics start, and
+// where a partition restarts when its offset is out of range. Default
+// AtStart. Consumer option.
+func ConsumeResetOffset(o Offset) Opt {
+	return mk("ConsumeResetOffset", consumerOpt, func(c *config) { c.resetOffset = o })
+}
+
+// FetchMaxWait is how long a broker may hold a fetch waiting for data.
+// Default 500ms. Consumer option.
+func FetchMaxWait(d time.Duration) Opt {
+	return mk("FetchMaxWait", consumerOpt, func(c *config) { c.fetchMaxWait = d })
+}
+
+// FetchMaxBytes bounds one fetch response, and FetchMaxPartitionBytes each
+// partition in it. Defaults 50 MiB and 1 MiB. Consumer option.
+func FetchMaxBytes(total, perPartition int32) Opt {
+	return mk("FetchMaxBytes", consumerOpt, func(c *config) { c.fetchMaxBytes, c.fetchPartBytes = total, perPartition })
+}

@@ -1,0 +1,75 @@
+package kafkaapi
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// wantAPIs is the advertised table, written out independently of apis.
+var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
+	{ApiKey: 0, MinVersion: 3, MaxVersion: 9},  // Produce
+	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
+	{ApiKey: 2, MinVersion: 1, MaxVersion: 7},  // ListOffsets
+	{ApiKey: 3, MinVersion: 1, MaxVersion: 12}, // Metadata
+	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
+	{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
+	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
+}
+
+func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {
+	return slices.EqualFunc(got, want, func(a, b kmsg.ApiVersionsResponseApiKey) bool {
+		return a.ApiKey == b.ApiKey && a.MinVersion == b.MinVersion && a.MaxVersion == b.MaxVersion
+	})
+}
+
+// Versions 0 to 3 are answered with the table, in a response with header
+// v0 even for the flexible v3 (client.read decodes ApiVersions that way).
+func TestAPIVersionsV0ToV3(t *testing.T) {
+	h := startServer(t, Config{})
+	c := h.dial()
+	for v := int16(0); v <= 3; v++ {
+		resp := c.roundTrip(apiVersionsRequest(v)).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
+		}
+		if !sameKeys(resp.ApiKeys, wantAPIs) {
+			t.Fatalf("v%d: keys %+v, want %+v", v, resp.ApiKeys, wantAPIs)
+		}
+	}
+}
+
+// A version above 3 gets what Kafka sends (KIP-511): a v0 body with
+// UNSUPPORTED_VERSION listing ApiVersions' own range, and the connection
+// stays open for the retry.
+func TestAPIVersionsV4GetsV0UnsupportedVersion(t *testing.T) {
+	h := startServer(t, Config{})
+	c := h.dial()
+	// A v4 request whose body we could not parse anyway: it is not read.
+	body := binary.BigEndian.AppendUint16(nil, 18)
+	body = binary.BigEndian.AppendUint16(body, 4)
+	body = binary.BigEndian.AppendUint32(body, 77)
+	body = append(body, 0xde, 0xad)
+	c.write(frameWith(int32(len(body)), body))
+
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	if corr := c.read(resp); corr != 77 {
+		t.Fatalf("correlation id %d, want 77", corr)
+	}
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("error %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
+	}
+	want := []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MinVersion: 0, MaxVersion: 3}}
+	if !sameKeys(resp.ApiKeys, want) {
+		t.Fatalf("keys %+v, want %+v", resp.ApiKeys, want)
+	}
+	// The client retries at v3 on the same connection.
+	retry := c.roundTrip(apiVersionsRequest(3)).(*kmsg.ApiVersionsResponse)
+	if retry.ErrorCode != 0 || !sameKeys(retry.ApiKeys, wantAPIs) {
+		t.Fatalf("retry: error %d keys %+v", retry.ErrorCode, retry.ApiKeys)
+	}
+}

@@ -1,0 +1,198 @@
+package kafkaapi
+
+import (
+	"context"
+	"time"
+)
+
+// Backend is everything the Kafka front end needs from the node. The server
+// calls it from many connection goroutines at once, so every method must be
+// safe for concurrent use.
+//
+// Errors returned by Backend and Partition methods should be, or wrap
+// (errors.As), a *kerr.Error; its code goes on the wire. Other errors are
+// answered as described at ErrorCode.
+type Backend interface {
+	// Cluster returns this node's current view of the cluster for a
+	// Metadata request. It must not block for long (it should read local
+	// state). The server answers topics in the order of View.Topics when a
+	// client asks for all topics, so the backend should list them in a
+	// stable order (e.g. sorted by name).
+	Cluster(ctx context.Context) ClusterView
+
+	// CreateTopic creates a topic or, with validateOnly, only reports
+	// whether it could be created. The server has already checked the name
+	// with ValidateTopicName and that Partitions and ReplicationFactor are
+	// positive or -1 (-1 means the node's default). It returns the topic as
+	// created, with defaults resolved. Expected errors: kerr.TopicAlreadyExists,
+	// kerr.InvalidPartitions, kerr.InvalidReplicationFactor (for example more
+	// replicas than live brokers), kerr.NotController, kerr.RequestTimedOut;
+	// ctx carries the request's deadline.
+	CreateTopic(ctx context.Context, spec TopicSpec, validateOnly bool) (CreatedTopic, error)
+
+	// AutoCreateTopics reports whether a Metadata request that names an
+	// unknown topic, and allows it, should create it with the defaults.
+	AutoCreateTopics() bool
+
+	// Partition returns the local replica of a partition. It must not
+	// block. Errors: kerr.UnknownTopicOrPartition if the partition does not
+	// exist, kerr.NotLeaderForPartition if this node holds no replica of it.
+	// A returned replica that is not the leader is answered
+	// NOT_LEADER_OR_FOLLOWER by the server (see Partition.IsLeader).
+	Partition(topic string, partition int32) (Partition, error)
+
+	// InitProducerID allocates a producer id (idempotent producer) or, for
+	// a transactional id, returns that id's producer id with its epoch
+	// bumped, which fences the previous holder (DESIGN B5). Ids are never
+	// reused. ctx carries the server's request timeout.
+	InitProducerID(ctx context.Context, req InitProducerIDRequest) (ProducerIdentity, error)
+}
+
+// Partition is the local replica of one partition, as the front end uses
+// it. All methods must be safe for concurrent use and, except for the
+// function Produce returns, must not block for long.
+type Partition interface {
+	// Produce starts appending one batch, which the server has checked
+	// with record.CheckProduce, and returns at once. Batches passed to
+	// Produce on one Partition must be proposed in call order: the server
+	// calls it in the order requests arrive on a connection. The batch
+	// belongs to the backend after the call. acks is -1, 0 or 1; the
+	// backend may treat 1 like -1. The returned ProduceWait reports the
+	// outcome; it may never be called (the connection closed first).
+	Produce(batch []byte, acks int16) ProduceWait
+
+	// Read returns whole committed batches (all below the high watermark),
+	// carrying their assigned base offsets, starting with the batch that
+	// holds offset and adding batches while the total stays within
+	// maxBytes; the first batch is returned whole even if it alone is
+	// larger than maxBytes (KIP-74). It returns nothing when offset equals
+	// the high watermark. Errors: kerr.OffsetOutOfRange if offset is below
+	// the log start offset or above the high watermark. The server drops
+	// anything past a batch boundary, the byte limits or the high
+	// watermark, so a generous Read is safe but wasteful.
+	Read(offset int64, maxBytes int) ([]byte, error)
+
+	// HighWatermark is the offset after the last record the partition's
+	// state machine has applied: what consumers may read.
+	HighWatermark() int64
+
+	// LogStartOffset is the first offset still in the log.
+	LogStartOffset() int64
+
+	// Changed returns a channel that is closed when the high watermark
+	// moves, or when anything else a waiting Fetch should re-check
+	// changes (the replica lost leadership or was removed). Callers get
+	// the channel before reading the state it guards, and call Changed
+	// again after it fires.
+	Changed() <-chan struct{}
+
+	// OffsetForTimestamp finds the first committed batch whose max
+	// timestamp is at or after ts and returns its offset, timestamp and
+	// leader epoch; ok is false if there is none.
+	OffsetForTimestamp(ts int64) (found TimestampOffset, ok bool)
+
+	// IsLeader reports whether this replica is the partition's leader.
+	IsLeader() bool
+
+	// LeaderEpoch is the current leader epoch: the Raft term of the
+	// partition's group.
+	LeaderEpoch() int32
+}
+
+// MaxTimestampReader is an optional Partition capability: a Partition that
+// implements it answers ListOffsets with timestamp -3 (KIP-734, the record
+// with the largest timestamp). Without it such requests get offset -1.
+type MaxTimestampReader interface {
+	// MaxTimestamp returns the offset and timestamp of the committed
+	// record with the largest timestamp; ok is false for an empty log.
+	MaxTimestamp() (found TimestampOffset, ok bool)
+}
+
+// ProduceWait waits for the outcome of one Produce. It returns when the
+// batch is committed and applied (for acks -1 and 1) or has failed, or when
+// ctx is done (then with an error wrapping ctx.Err(), or kerr.RequestTimedOut).
+// If the outcome is already known it should return it even when ctx is
+// done. Expected errors: kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition,
+// kerr.OutOfOrderSequenceNumber, kerr.InvalidProducerEpoch, kerr.RequestTimedOut.
+// A duplicate of a batch still in the producer window is not an error: it
+// returns the original batch's base offset.
+type ProduceWait func(ctx context.Context) (ProduceResult, error)
+
+// ProduceResult is the outcome of a successful Produce.
+type ProduceResult struct {
+	BaseOffset     int64 // offset of the batch's first record
+	LogStartOffset int64 // the partition's log start offset after the append
+}
+
+// TimestampOffset is a ListOffsets answer.
+type TimestampOffset struct {
+	Offset      int64
+	Timestamp   int64
+	LeaderEpoch int32 // epoch of the batch holding Offset; -1 if unknown
+}
+
+// ClusterView is a snapshot of the cluster for a Metadata answer.
+type ClusterView struct {
+	ClusterID    string // "" is answered as null
+	ControllerID int32  // -1 if unknown
+	Brokers      []Broker
+	Topics       []TopicView
+}
+
+// Broker is one live node's Kafka listener.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   string // "" is answered as null
+}
+
+// TopicView is one topic in a ClusterView.
+type TopicView struct {
+	Name       string
+	ID         [16]byte // all zero if the topic has no id
+	Internal   bool
+	Partitions []PartitionView
+}
+
+// PartitionView is one partition in a TopicView.
+type PartitionView struct {
+	Partition       int32
+	Leader          int32 // node id, -1 if no leader (answered LEADER_NOT_AVAILABLE)
+	LeaderEpoch     int32
+	Replicas        []int32
+	ISR             []int32
+	OfflineReplicas []int32
+}
+
+// TopicSpec asks for a topic. -1 means the node's default.
+type TopicSpec struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16
+}
+
+// CreatedTopic is a topic as CreateTopic made (or would make) it.
+type CreatedTopic struct {
+	ID                [16]byte
+	Partitions        int32
+	ReplicationFactor int16
+}
+
+// InitProducerIDRequest asks for a producer identity.
+type InitProducerIDRequest struct {
+	// TransactionalID is nil for an idempotent producer; never "" (the
+	// server answers that INVALID_REQUEST itself).
+	TransactionalID    *string
+	TransactionTimeout time.Duration
+	// ProducerID and ProducerEpoch are -1, or (InitProducerId v3+, KIP-360)
+	// the identity the client has now and wants bumped.
+	ProducerID    int64
+	ProducerEpoch int16
+}
+
+// ProducerIdentity is a producer id and epoch.
+type ProducerIdentity struct {
+	ID    int64
+	Epoch int16
+}

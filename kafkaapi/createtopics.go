@@ -1,0 +1,72 @@
+package kafkaapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Errors the server answers CreateTopics with before asking the backend.
+var (
+	errDuplicateTopic = fmt.Errorf("%w: topic named more than once in one request", kerr.InvalidRequest)
+	errAssignment     = fmt.Errorf("%w: manual replica assignment is not supported", kerr.InvalidReplicaAssignment)
+)
+
+// startCreateTopics creates the topics one by one, in request order, when
+// its turn comes. Topic configs are accepted and ignored.
+func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		timeout := s.cfg.RequestTimeout
+		if req.TimeoutMillis > 0 {
+			timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+
+		count := make(map[string]int, len(req.Topics))
+		for _, rt := range req.Topics {
+			count[rt.Topic]++
+		}
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
+		for i := range req.Topics {
+			rt := &req.Topics[i]
+			st := &resp.Topics[i]
+			*st = kmsg.NewCreateTopicsResponseTopic()
+			st.Topic = rt.Topic
+			created, err := s.createTopic(ctx, rt, count[rt.Topic] > 1, req.ValidateOnly)
+			if err != nil {
+				st.ErrorCode = ErrorCode(err)
+				st.ErrorMessage = errorMessage(err)
+				continue
+			}
+			st.TopicID = created.ID
+			st.NumPartitions = created.Partitions
+			st.ReplicationFactor = created.ReplicationFactor
+		}
+		return resp, nil
+	}
+}
+
+// createTopic checks one topic of the request and passes it to the
+// backend.
+func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool) (CreatedTopic, error) {
+	switch {
+	case duplicate:
+		return CreatedTopic{}, errDuplicateTopic
+	case len(rt.ReplicaAssignment) > 0:
+		return CreatedTopic{}, errAssignment
+	case rt.NumPartitions == 0 || rt.NumPartitions < -1:
+		return CreatedTopic{}, kerr.InvalidPartitions
+	case rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1:
+		return CreatedTopic{}, kerr.InvalidReplicationFactor
+	}
+	if err := ValidateTopicName(rt.Topic); err != nil {
+		return CreatedTopic{}, err
+	}
+	spec := TopicSpec{Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
+	return s.backend.CreateTopic(ctx, spec, validateOnly)
+}

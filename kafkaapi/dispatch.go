@@ -1,0 +1,115 @@
+package kafkaapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// responder produces a request's response when its turn to be answered
+// comes, on the connection's writer. A nil response with a nil error writes
+// no frame (acks=0 Produce); an error closes the connection.
+type responder func(ctx context.Context) (kmsg.Response, error)
+
+// started is a request that has been decoded and started and now waits for
+// its turn to be answered.
+type started struct {
+	correlationID int32
+	headerV1      bool // response header v1 (flexible), else v0
+	reply         responder
+}
+
+// api is one supported API and the versions the server advertises.
+type api struct {
+	key      kmsg.Key
+	min, max int16
+}
+
+const apiVersionsMax = 3
+
+// apis lists the supported APIs, ordered by key (ApiVersions answers in
+// this order). startAPI must handle each.
+var apis = []api{
+	{kmsg.Produce, 3, 9},
+	{kmsg.Fetch, 4, 12},
+	{kmsg.ListOffsets, 1, 7},
+	{kmsg.Metadata, 1, 12},
+	{kmsg.ApiVersions, 0, apiVersionsMax},
+	{kmsg.CreateTopics, 0, 7},
+	{kmsg.InitProducerID, 0, 4},
+}
+
+// startAPI begins a decoded request on the connection's reader. It must
+// not block for long; see the package doc.
+func (s *Server) startAPI(req kmsg.Request, received time.Time) responder {
+	switch req := req.(type) {
+	case *kmsg.ProduceRequest:
+		return s.startProduce(req, received)
+	case *kmsg.FetchRequest:
+		return s.startFetch(req, received)
+	case *kmsg.ListOffsetsRequest:
+		return s.startListOffsets(req, received)
+	case *kmsg.MetadataRequest:
+		return s.startMetadata(req, received)
+	case *kmsg.ApiVersionsRequest:
+		return s.startAPIVersions(req, received)
+	case *kmsg.CreateTopicsRequest:
+		return s.startCreateTopics(req, received)
+	case *kmsg.InitProducerIDRequest:
+		return s.startInitProducerID(req, received)
+	}
+	// Unreachable while apis and this switch agree (a test checks it);
+	// close the connection rather than crash the node.
+	unsupported := &UnsupportedRequestError{Key: req.Key(), Version: req.GetVersion()}
+	return func(context.Context) (kmsg.Response, error) { return nil, unsupported }
+}
+
+func lookupAPI(key int16) (api, bool) {
+	for _, a := range apis {
+		if int16(a.key) == key {
+			return a, true
+		}
+	}
+	return api{}, false
+}
+
+// startRequest decodes one frame and starts the request it holds. An error
+// means the connection must be closed.
+func (s *Server) startRequest(frame []byte, received time.Time) (started, error) {
+	h, err := peekHeader(frame)
+	if err != nil {
+		return started{}, err
+	}
+	if h.Key == int16(kmsg.ApiVersions) && h.Version > apiVersionsMax {
+		// Kafka answers an ApiVersions version it does not know with a
+		// v0 body, without reading the request, so that the client can
+		// retry at a version both sides know.
+		return started{correlationID: h.CorrelationID, reply: unsupportedAPIVersions}, nil
+	}
+	a, ok := lookupAPI(h.Key)
+	if !ok || h.Version < a.min || h.Version > a.max {
+		return started{}, &UnsupportedRequestError{Key: h.Key, Version: h.Version}
+	}
+	req := kmsg.RequestForKey(h.Key)
+	req.SetVersion(h.Version)
+	body, err := requestBody(frame, req.IsFlexible())
+	if err != nil {
+		return started{}, &DecodeError{Key: h.Key, Version: h.Version, Err: err}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return started{}, &DecodeError{Key: h.Key, Version: h.Version, Err: err}
+	}
+	return started{
+		correlationID: h.CorrelationID,
+		// ApiVersions responses always use header v0 (KIP-511), so that
+		// a client that does not yet know the version can read them.
+		headerV1: req.IsFlexible() && h.Key != int16(kmsg.ApiVersions),
+		reply:    s.startAPI(req, received),
+	}, nil
+}
+
+// answered wraps a response that is ready when the request starts.
+func answered(resp kmsg.Response) responder {
+	return func(context.Context) (kmsg.Response, error) { return resp, nil }
+}

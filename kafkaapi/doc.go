@@ -1,0 +1,50 @@
+// Package kafkaapi is the node's Kafka wire-protocol front end: a TCP
+// listener that frames, decodes (with franz-go's kmsg), answers and encodes
+// Kafka requests, and talks to the rest of the node only through Backend.
+//
+// A caller's duties, in order:
+//
+//  1. Implement Backend and Partition (see their contracts in backend.go).
+//     Errors a Backend returns should be, or wrap, a *kerr.Error from
+//     github.com/twmb/franz-go/pkg/kerr; that is the shared vocabulary for
+//     Kafka error codes. Anything else is answered UNKNOWN_SERVER_ERROR, or
+//     REQUEST_TIMED_OUT for an expired context (see ErrorCode).
+//  2. Build a Server with New, then call Serve with a listener. Serve blocks
+//     until its context is done or Close is called.
+//  3. Call Close (or cancel Serve's context) to stop: Close closes every
+//     listener and connection and returns only after every goroutine the
+//     server started has exited.
+//
+// Supported APIs and versions (anything else closes the connection, as
+// Kafka does, except an ApiVersions request above v3, which gets a v0
+// UNSUPPORTED_VERSION answer so that the client can retry lower):
+//
+//	Produce 3-9, Fetch 4-12, ListOffsets 1-7, Metadata 1-12,
+//	ApiVersions 0-3, CreateTopics 0-7, InitProducerId 0-4
+//
+// Connection model. One reader goroutine per connection reads frames,
+// decodes them and starts each request in arrival order; one writer
+// goroutine answers them in the same order. Starting a request must be
+// quick: only Produce does work when started (it hands its batches to
+// Partition.Produce in request order, so the Raft proposals keep the
+// client's order); every other API does its work when its turn to be
+// answered comes, on the writer, so it observes the effects of all earlier
+// requests on the connection. Config.MaxInFlight bounds started but
+// unanswered requests; when it is reached the reader stops reading, which
+// pushes back on the client through TCP.
+//
+// Semantics worth knowing:
+//   - acks=1 is treated like acks=-1 by the node (Raft has no leader-only
+//     acknowledgement); acks=0 writes no response frame, but the writer still
+//     waits for the outcome and closes the connection if any partition
+//     failed, as Kafka does, so the client refreshes its metadata.
+//   - Fetch sessions (KIP-227) are not supported: a full fetch (session
+//     epoch 0 or -1) is answered without a session (session id 0), which
+//     clients take as "no sessions on this broker"; an incremental fetch
+//     (epoch > 0) is answered FETCH_SESSION_ID_NOT_FOUND, as a Kafka broker
+//     with no session cache does.
+//   - A Fetch answers only data below the high watermark, long-polls up to
+//     MaxWaitMillis until MinBytes are available across all its partitions,
+//     and always returns at least one whole batch of the first non-empty
+//     partition even over MaxBytes or PartitionMaxBytes (KIP-74).
+package kafkaapi

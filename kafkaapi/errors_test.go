@@ -1,0 +1,51 @@
+package kafkaapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka-go/record"
+)
+
+func TestErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int16
+	}{
+		{nil, 0},
+		{kerr.NotLeaderForPartition, 6},
+		{fmt.Errorf("partition 3: %w", kerr.OutOfOrderSequenceNumber), 45},
+		{errors.Join(errors.New("first"), kerr.InvalidProducerEpoch), 47},
+		{context.DeadlineExceeded, kerr.RequestTimedOut.Code},
+		{fmt.Errorf("apply: %w", context.DeadlineExceeded), kerr.RequestTimedOut.Code},
+		{&record.CRCError{Want: 1, Got: 2}, kerr.CorruptMessage.Code},
+		{record.ErrControlBatch, kerr.CorruptMessage.Code},
+		{errors.New("mystery"), kerr.UnknownServerError.Code},
+		{context.Canceled, kerr.UnknownServerError.Code},
+		{&InvalidTopicNameError{Name: "a b"}, kerr.InvalidTopicException.Code},
+	} {
+		if got := ErrorCode(tc.err); got != tc.want {
+			t.Errorf("ErrorCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestProtocolErrorsUnwrap(t *testing.T) {
+	for _, err := range []error{
+		&FrameSizeError{Size: -1, Max: 10},
+		&UnsupportedRequestError{Key: 99},
+		&DecodeError{Key: 0, Version: 9, Err: io.ErrUnexpectedEOF},
+	} {
+		if !errors.Is(err, ErrProtocol) {
+			t.Errorf("%v does not wrap ErrProtocol", err)
+		}
+	}
+	if !errors.Is(&DecodeError{Err: io.ErrUnexpectedEOF}, io.ErrUnexpectedEOF) {
+		t.Error("DecodeError hides its cause")
+	}
+}

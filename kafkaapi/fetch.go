@@ -1,0 +1,176 @@
+package kafkaapi
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// startFetch defers all work to the responder, which long-polls: it reads
+// every requested partition, and unless MinBytes are available, an error
+// needs reporting, or MaxWaitMillis since the request arrived have passed,
+// it waits for any of the partitions to change and reads again.
+func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.SessionID = 0 // sessions are not supported; see the package doc
+		if req.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+			// An incremental fetch names a session we cannot have.
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp, nil
+		}
+		deadline := received.Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+		var timer *time.Timer
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
+		for {
+			r := s.readFetch(req)
+			resp.Topics = r.topics
+			if r.bytes >= int(req.MinBytes) || r.errored || len(r.changed) == 0 ||
+				ctx.Err() != nil || !time.Now().Before(deadline) {
+				return resp, nil
+			}
+			if timer == nil {
+				timer = time.NewTimer(time.Until(deadline))
+			}
+			waitAny(ctx, timer.C, r.changed)
+		}
+	}
+}
+
+// waitAny blocks until ctx is done, the timer fires, or any channel in
+// changed is closed.
+func waitAny(ctx context.Context, timer <-chan time.Time, changed []<-chan struct{}) {
+	cases := make([]reflect.SelectCase, 0, len(changed)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}, // conn or server closing
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)},      // MaxWaitMillis passed
+	)
+	for _, ch := range changed { // new data (or leadership change) on a partition
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	reflect.Select(cases)
+}
+
+// fetchRead is one pass over a Fetch request's partitions.
+type fetchRead struct {
+	topics  []kmsg.FetchResponseTopic
+	bytes   int               // record bytes returned
+	errored bool              // some partition has an error to report now
+	changed []<-chan struct{} // one per readable partition, taken before reading it
+}
+
+// readFetch reads every partition of req once, within the request's byte
+// limits: each partition gets at most PartitionMaxBytes and the whole
+// response at most MaxBytes, except that the first batch of the first
+// partition with data is returned whole even when larger (KIP-74).
+func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
+	var r fetchRead
+	remaining := int(req.MaxBytes)
+	r.topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := &r.topics[ti]
+		*st = kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			limit := min(int(rp.PartitionMaxBytes), remaining)
+			ch, err := s.readPartition(rt.Topic, rp, sp, limit, r.bytes == 0)
+			if err != nil {
+				sp.ErrorCode = ErrorCode(err)
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				sp.RecordBatches = nil
+				r.errored = true
+				continue
+			}
+			r.changed = append(r.changed, ch)
+			r.bytes += len(sp.RecordBatches)
+			remaining -= len(sp.RecordBatches)
+		}
+	}
+	return r
+}
+
+// readPartition fills sp for one partition and returns the channel that
+// tells when the partition changes after this read.
+func (s *Server) readPartition(topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, limit int, firstData bool) (<-chan struct{}, error) {
+	p, err := s.backend.Partition(topic, rp.Partition)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsLeader() {
+		return nil, kerr.NotLeaderForPartition
+	}
+	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); err != nil {
+		return nil, err
+	}
+	changed := p.Changed() // before reading the state it guards
+	hw, start := p.HighWatermark(), p.LogStartOffset()
+	if rp.FetchOffset < start || rp.FetchOffset > hw {
+		return nil, kerr.OffsetOutOfRange
+	}
+	if rp.FetchOffset < hw && (limit > 0 || firstData) {
+		data, err := p.Read(rp.FetchOffset, max(limit, 0))
+		if err != nil {
+			return nil, err
+		}
+		// The high watermark may have moved while reading; what Read
+		// returned must be below the newer one.
+		hw = max(hw, p.HighWatermark())
+		sp.RecordBatches = wholeBatches(data, limit, firstData, hw)
+	}
+	sp.HighWatermark = hw
+	sp.LastStableOffset = hw // no transactions: everything committed is stable
+	sp.LogStartOffset = start
+	return changed, nil
+}
+
+// wholeBatches keeps the leading whole batches of data that end below the
+// high watermark hw and fit in limit; with firstData the first batch is
+// kept even if it alone is larger than limit. It does not trust the backend
+// to have cut at batch boundaries or to have kept to committed data.
+func wholeBatches(data []byte, limit int, firstData bool, hw int64) []byte {
+	keep := 0
+	rest := data
+	for len(rest) > 0 {
+		batch, next, h, err := record.Next(rest)
+		if err != nil || h.NextOffset() > hw {
+			break
+		}
+		if keep+len(batch) > limit && !(keep == 0 && firstData) {
+			break
+		}
+		keep += len(batch)
+		rest = next
+	}
+	if keep == 0 {
+		return nil
+	}
+	return data[:keep]
+}
+
+// checkLeaderEpoch compares a client's leader epoch (-1: not given) with
+// the replica's, as Kafka does (KIP-320).
+func checkLeaderEpoch(requested, current int32) error {
+	switch {
+	case requested < 0 || requested == current:
+		return nil
+	case requested > current:
+		return kerr.UnknownLeaderEpoch
+	default:
+		return kerr.FencedLeaderEpoch
+	}
+}

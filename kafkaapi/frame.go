@@ -1,0 +1,98 @@
+package kafkaapi
+
+import (
+	"encoding/binary"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// minRequestHeader is the smallest request header: api key, api version and
+// correlation id.
+const minRequestHeader = 8
+
+// readChunk bounds each allocation while a frame is read, so that a client
+// announcing a large frame must send the bytes before the server holds the
+// memory.
+const readChunk = 1 << 20
+
+// readFrame reads one size-prefixed frame and returns its body.
+func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < minRequestHeader || n > maxBytes {
+		return nil, &FrameSizeError{Size: n, Max: maxBytes}
+	}
+	buf := make([]byte, 0, min(int(n), readChunk))
+	for len(buf) < int(n) {
+		chunk := min(int(n)-len(buf), readChunk)
+		if cap(buf)-len(buf) < chunk {
+			grown := make([]byte, len(buf), len(buf)+max(chunk, len(buf)))
+			copy(grown, buf)
+			buf = grown
+		}
+		got, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// requestHeader is the part of a request header the server uses.
+type requestHeader struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+}
+
+// peekHeader reads the fixed start of a request header.
+func peekHeader(frame []byte) (requestHeader, error) {
+	if len(frame) < minRequestHeader {
+		return requestHeader{}, &DecodeError{Key: -1, Version: -1, Err: io.ErrUnexpectedEOF}
+	}
+	return requestHeader{
+		Key:           int16(binary.BigEndian.Uint16(frame[0:])),
+		Version:       int16(binary.BigEndian.Uint16(frame[2:])),
+		CorrelationID: int32(binary.BigEndian.Uint32(frame[4:])),
+	}, nil
+}
+
+// requestBody skips the rest of the request header (v1: client id; v2,
+// used by flexible requests: client id and tagged fields) and returns the
+// body.
+func requestBody(frame []byte, flexible bool) ([]byte, error) {
+	b := kbin.Reader{Src: frame[minRequestHeader:]}
+	if n := b.Int16(); n > 0 { // client id: unused
+		b.Span(int(n))
+	}
+	if flexible {
+		kmsg.SkipTags(&b)
+	}
+	if err := b.Complete(); err != nil {
+		return nil, err
+	}
+	return b.Src, nil
+}
+
+// appendResponse appends a whole response frame: size, correlation id, the
+// response header's tagged fields if headerV1, and the body.
+func appendResponse(dst []byte, correlationID int32, headerV1 bool, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = kbin.AppendInt32(dst, correlationID)
+	if headerV1 {
+		dst = append(dst, 0) // no tagged fields
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

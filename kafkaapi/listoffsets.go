@@ -1,0 +1,82 @@
+package kafkaapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Special ListOffsets timestamps.
+const (
+	latestTimestamp   = -1 // the high watermark
+	earliestTimestamp = -2 // the log start offset
+	maxTimestamp      = -3 // the record with the largest timestamp (KIP-734)
+)
+
+// startListOffsets answers when its turn comes, from the partitions'
+// current state.
+func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) responder {
+	return func(context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
+		for ti := range req.Topics {
+			rt := &req.Topics[ti]
+			st := &resp.Topics[ti]
+			*st = kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
+			for pi := range rt.Partitions {
+				rp := &rt.Partitions[pi]
+				sp := &st.Partitions[pi]
+				*sp = kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				found, err := s.listOffset(rt.Topic, rp)
+				if err != nil {
+					sp.ErrorCode = ErrorCode(err)
+					continue
+				}
+				sp.Offset, sp.Timestamp, sp.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
+			}
+		}
+		return resp, nil
+	}
+}
+
+func (s *Server) listOffset(topic string, rp *kmsg.ListOffsetsRequestTopicPartition) (TimestampOffset, error) {
+	none := TimestampOffset{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
+	p, err := s.backend.Partition(topic, rp.Partition)
+	if err != nil {
+		return none, err
+	}
+	if !p.IsLeader() {
+		return none, kerr.NotLeaderForPartition
+	}
+	epoch := p.LeaderEpoch()
+	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, epoch); err != nil {
+		return none, err
+	}
+	var (
+		found TimestampOffset
+		ok    bool
+	)
+	switch rp.Timestamp {
+	case latestTimestamp:
+		// Read committed and uncommitted agree: without transactions
+		// the last stable offset is the high watermark.
+		return TimestampOffset{Offset: p.HighWatermark(), Timestamp: -1, LeaderEpoch: epoch}, nil
+	case earliestTimestamp:
+		return TimestampOffset{Offset: p.LogStartOffset(), Timestamp: -1, LeaderEpoch: epoch}, nil
+	case maxTimestamp:
+		if mt, can := p.(MaxTimestampReader); can {
+			found, ok = mt.MaxTimestamp()
+		}
+	default:
+		found, ok = p.OffsetForTimestamp(rp.Timestamp)
+	}
+	if !ok {
+		return none, nil // Kafka answers "no such record" with offset -1 and no error
+	}
+	return found, nil
+}

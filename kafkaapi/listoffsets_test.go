@@ -1,0 +1,94 @@
+package kafkaapi
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func listOffsetsRequest(version int16, topic string, epoch int32, timestamps ...int64) *kmsg.ListOffsetsRequest {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = version
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for _, ts := range timestamps {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = 0
+		rp.Timestamp = ts
+		rp.CurrentLeaderEpoch = epoch
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func TestListOffsets(t *testing.T) {
+	for _, version := range []int16{1, 4, 7} {
+		h := startServer(t, Config{})
+		h.fb.set(func(b *fakeBackend) { b.maxTS = true })
+		p := h.fb.addTopic("t", 1)[0]
+		p.append(makeBatch(100, "a", "b")) // offsets 0-1, timestamps 100-101
+		p.append(makeBatch(300, "c"))      // offset 2, timestamp 300
+		p.append(makeBatch(200, "d"))      // offset 3, timestamp 200
+		p.set(func(p *fakePartition) { p.start = 1 })
+
+		resp := h.dial().roundTrip(listOffsetsRequest(version, "t", -1, -2, -1, 101, 150, 999, -3)).(*kmsg.ListOffsetsResponse)
+		want := []struct{ offset, ts int64 }{
+			{1, -1},  // earliest: the log start offset
+			{4, -1},  // latest: the high watermark
+			{0, 101}, // first batch whose max timestamp >= 101
+			{2, 300}, // first batch whose max timestamp >= 150
+			{-1, -1}, // none
+			{2, 300}, // max timestamp
+		}
+		for i, w := range want {
+			got := resp.Topics[0].Partitions[i]
+			if got.ErrorCode != 0 || got.Offset != w.offset || got.Timestamp != w.ts {
+				t.Errorf("v%d answer %d: error %d offset %d ts %d, want offset %d ts %d", version, i, got.ErrorCode, got.Offset, got.Timestamp, w.offset, w.ts)
+			}
+			wantEpoch := int32(-1) // not on the wire before v4
+			if version >= 4 && w.offset >= 0 {
+				wantEpoch = 5
+			}
+			if got.LeaderEpoch != wantEpoch {
+				t.Errorf("v%d answer %d: leader epoch %d, want %d", version, i, got.LeaderEpoch, wantEpoch)
+			}
+		}
+	}
+}
+
+// Without the MaxTimestampReader capability, -3 answers "none".
+func TestListOffsetsMaxTimestampUnsupported(t *testing.T) {
+	h := startServer(t, Config{})
+	h.fb.addTopic("t", 1)[0].append(makeBatch(100, "a"))
+	got := h.dial().roundTrip(listOffsetsRequest(7, "t", -1, -3)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if got.ErrorCode != 0 || got.Offset != -1 || got.Timestamp != -1 {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func TestListOffsetsErrors(t *testing.T) {
+	h := startServer(t, Config{})
+	p := h.fb.addTopic("t", 1)[0]
+	c := h.dial()
+	for _, tc := range []struct {
+		topic string
+		epoch int32
+		want  *kerr.Error
+	}{
+		{"nope", -1, kerr.UnknownTopicOrPartition},
+		{"t", 6, kerr.UnknownLeaderEpoch},
+		{"t", 4, kerr.FencedLeaderEpoch},
+	} {
+		got := c.roundTrip(listOffsetsRequest(7, tc.topic, tc.epoch, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+		if got.ErrorCode != tc.want.Code || got.Offset != -1 {
+			t.Errorf("%s epoch %d: error %d offset %d, want %s", tc.topic, tc.epoch, got.ErrorCode, got.Offset, tc.want.Message)
+		}
+	}
+	p.set(func(p *fakePartition) { p.leader = false })
+	got := c.roundTrip(listOffsetsRequest(7, "t", -1, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if got.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Errorf("follower: error %d, want NOT_LEADER_OR_FOLLOWER", got.ErrorCode)
+	}
+}

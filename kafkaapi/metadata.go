@@ -1,0 +1,160 @@
+package kafkaapi
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// startMetadata answers from Backend.Cluster when its turn comes, creating
+// missing topics first if the backend and the request allow it.
+func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		view := s.backend.Cluster(ctx)
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		fillBrokers(resp, view)
+		if req.Topics == nil { // null: every topic
+			for i := range view.Topics {
+				resp.Topics = append(resp.Topics, topicMetadata(&view.Topics[i]))
+			}
+			return resp, nil
+		}
+
+		// Topics are answered in request order, each name once.
+		allowCreate := s.backend.AutoCreateTopics() && (req.Version < 4 || req.AllowAutoTopicCreation)
+		created := false
+		byName := indexTopics(view.Topics)
+		seen := make(map[string]bool, len(req.Topics))
+		for _, rt := range req.Topics {
+			if rt.Topic == nil { // v10+: by topic id
+				if t := findTopicID(view.Topics, rt.TopicID); t != nil && !seen[t.Name] {
+					seen[t.Name] = true
+					resp.Topics = append(resp.Topics, topicMetadata(t))
+				} else if t == nil {
+					resp.Topics = append(resp.Topics, topicError(nil, rt.TopicID, kerr.UnknownTopicID))
+				}
+				continue
+			}
+			name := *rt.Topic
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if t := byName[name]; t != nil {
+				resp.Topics = append(resp.Topics, topicMetadata(t))
+				continue
+			}
+			var err error
+			switch {
+			case ValidateTopicName(name) != nil:
+				err = kerr.InvalidTopicException
+			case !allowCreate:
+				err = kerr.UnknownTopicOrPartition
+			default:
+				err = s.autoCreate(ctx, name)
+				created = created || errors.Is(err, kerr.LeaderNotAvailable)
+			}
+			resp.Topics = append(resp.Topics, topicError(&name, [16]byte{}, err))
+		}
+		if created {
+			// A topic created just now may already have leaders; if so,
+			// spare the client a retry.
+			byName = indexTopics(s.backend.Cluster(ctx).Topics)
+			for i := range resp.Topics {
+				rt := &resp.Topics[i]
+				if rt.ErrorCode != kerr.LeaderNotAvailable.Code || rt.Topic == nil {
+					continue
+				}
+				if t := byName[*rt.Topic]; t != nil && len(t.Partitions) > 0 {
+					*rt = topicMetadata(t)
+				}
+			}
+		}
+		return resp, nil
+	}
+}
+
+// autoCreate creates a topic with the defaults and returns the error to
+// answer for it: LEADER_NOT_AVAILABLE while it comes up, as Kafka does.
+func (s *Server) autoCreate(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	_, err := s.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: -1, ReplicationFactor: -1}, false)
+	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+		return kerr.LeaderNotAvailable
+	}
+	return err
+}
+
+func fillBrokers(resp *kmsg.MetadataResponse, view ClusterView) {
+	resp.Brokers = make([]kmsg.MetadataResponseBroker, len(view.Brokers))
+	for i, b := range view.Brokers {
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.NodeID, b.Host, b.Port
+		if b.Rack != "" {
+			rb.Rack = &b.Rack
+		}
+		resp.Brokers[i] = rb
+	}
+	if view.ClusterID != "" {
+		id := view.ClusterID
+		resp.ClusterID = &id
+	}
+	resp.ControllerID = view.ControllerID
+}
+
+func topicMetadata(t *TopicView) kmsg.MetadataResponseTopic {
+	rt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	rt.Topic = &name
+	rt.TopicID = t.ID
+	rt.IsInternal = t.Internal
+	rt.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
+	for i, p := range t.Partitions {
+		rp := kmsg.NewMetadataResponseTopicPartition()
+		rp.Partition = p.Partition
+		rp.Leader = p.Leader
+		rp.LeaderEpoch = p.LeaderEpoch
+		rp.Replicas = p.Replicas
+		rp.ISR = p.ISR
+		rp.OfflineReplicas = p.OfflineReplicas
+		if p.Leader < 0 {
+			rp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		rt.Partitions[i] = rp
+	}
+	return rt
+}
+
+func topicError(name *string, id [16]byte, err error) kmsg.MetadataResponseTopic {
+	rt := kmsg.NewMetadataResponseTopic()
+	rt.Topic = name
+	rt.TopicID = id
+	rt.ErrorCode = ErrorCode(err)
+	return rt
+}
+
+// topicIndex finds a view's topics by name.
+type topicIndex map[string]*TopicView
+
+func indexTopics(topics []TopicView) topicIndex {
+	idx := make(topicIndex, len(topics))
+	for i := range topics {
+		idx[topics[i].Name] = &topics[i]
+	}
+	return idx
+}
+
+func findTopicID(topics []TopicView, id [16]byte) *TopicView {
+	if id == ([16]byte{}) {
+		return nil
+	}
+	if i := slices.IndexFunc(topics, func(t TopicView) bool { return t.ID == id }); i >= 0 {
+		return &topics[i]
+	}
+	return nil
+}
