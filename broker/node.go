@@ -85,13 +85,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 func (n *Node) start(ctx context.Context) error {
 	var err error
 	cfg := n.cfg
-	n.mux, err = raftmux.Listen(raftmux.Config{BindAddr: cfg.RaftAddr, AdvertiseAddr: cfg.AdvertisedRaftAddr, Logger: n.logger})
+	advRaft := cfg.AdvertisedRaftAddr
+	if advRaft == cfg.RaftAddr {
+		advRaft = "" // the bound address, with port 0 resolved
+	}
+	n.mux, err = raftmux.Listen(raftmux.Config{BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft, Logger: n.logger})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
-	if n.cfg.AdvertisedRaftAddr == n.cfg.RaftAddr {
-		n.cfg.AdvertisedRaftAddr = n.mux.Addr().String() // resolves port 0 in tests
-	}
+	n.cfg.AdvertisedRaftAddr = n.mux.Addr().String()
 
 	// The Kafka listener binds early so that its real address (port 0 in
 	// tests) goes into the gossip metadata.
@@ -179,6 +181,9 @@ func (n *Node) ID() int32 { return n.cfg.NodeID }
 // KafkaAddr is the address Kafka clients connect to.
 func (n *Node) KafkaAddr() string { return n.cfg.AdvertisedKafkaAddr }
 
+// RaftAddr is the address of the node's Raft and internal RPC port.
+func (n *Node) RaftAddr() string { return n.cfg.AdvertisedRaftAddr }
+
 // GossipAddr is the bound gossip address (for other nodes' join lists).
 func (n *Node) GossipAddr() string { return n.members.LocalAddr() }
 
@@ -205,9 +210,19 @@ func (n *Node) WaitReady(ctx context.Context) error {
 // stops the Kafka listener, closes every Raft group and store, leaves the
 // gossip cluster and closes the Raft port. Safe to call more than once.
 func (n *Node) Shutdown(ctx context.Context) error {
+	return n.stop(ctx, true)
+}
+
+// stop shuts down; graceful hands leaderships away first, otherwise the
+// Raft port closes first, so that to the others the node just goes silent
+// (tests use it to stand in for a crash).
+func (n *Node) stop(ctx context.Context, graceful bool) error {
 	n.shutdownOnce.Do(func() {
 		var errs []error
-		if n.reps != nil && n.meta != nil {
+		if !graceful && n.mux != nil {
+			n.mux.Close()
+		}
+		if graceful && n.reps != nil && n.meta != nil {
 			n.reps.transferAll(ctx)
 			n.meta.transfer(ctx)
 		}
@@ -224,14 +239,16 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			errs = append(errs, n.meta.close())
 		}
 		if n.members != nil {
-			lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			if err := n.members.Leave(lctx); err != nil {
-				n.logger.Debug("gossip leave", "err", err)
+			if graceful {
+				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				if err := n.members.Leave(lctx); err != nil {
+					n.logger.Debug("gossip leave", "err", err)
+				}
+				cancel()
 			}
-			cancel()
 			errs = append(errs, n.members.Shutdown())
 		}
-		if n.mux != nil {
+		if n.mux != nil && graceful {
 			errs = append(errs, n.mux.Close())
 		}
 		n.wg.Wait()
