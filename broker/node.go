@@ -213,6 +213,28 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	return n.stop(ctx, true)
 }
 
+// Halt stops the node without handing anything over: its Raft port goes
+// silent first, as if the process had died. Tests use it to stand in for a
+// crash; data written so far stays on disk as after a kill -9.
+func (n *Node) Halt() { n.stop(context.Background(), false) }
+
+// PartitionLeader reports the leader and leader epoch of a partition as
+// this node sees them (its own replica if it has one, else the metadata).
+func (n *Node) PartitionLeader(topic string, p int32) (leader, epoch int32, ok bool) {
+	view := (&backend{n: n}).Cluster(context.Background())
+	for _, t := range view.Topics {
+		if t.Name != topic {
+			continue
+		}
+		for _, pv := range t.Partitions {
+			if pv.Partition == p {
+				return pv.Leader, pv.LeaderEpoch, pv.Leader >= 0
+			}
+		}
+	}
+	return -1, -1, false
+}
+
 // stop shuts down; graceful hands leaderships away first, otherwise the
 // Raft port closes first, so that to the others the node just goes silent
 // (tests use it to stand in for a crash).

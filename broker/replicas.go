@@ -37,8 +37,9 @@ type replicaInfo struct {
 
 // localReplica is one open replica with what the node needs to know of it.
 type localReplica struct {
-	info replicaInfo
-	rep  *partition.Replica
+	info  replicaInfo
+	rep   *partition.Replica // set once, before ready is closed
+	ready chan struct{}
 }
 
 // replicaSet owns this node's partition replicas.
@@ -142,7 +143,7 @@ func (s *replicaSet) open(info replicaInfo, addrs map[int32]string) error {
 	if err != nil {
 		return fmt.Errorf("broker: transport for %s-%d: %w", info.Topic, info.Partition, err)
 	}
-	lr := &localReplica{info: info}
+	lr := &localReplica{info: info, ready: make(chan struct{})}
 	rep, err := partition.OpenReplica(partition.ReplicaConfig{
 		Dir:            dir,
 		LocalID:        s.n.id,
@@ -159,6 +160,7 @@ func (s *replicaSet) open(info replicaInfo, addrs map[int32]string) error {
 		return fmt.Errorf("broker: open replica %s-%d: %w", info.Topic, info.Partition, err)
 	}
 	lr.rep = rep
+	close(lr.ready)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -217,6 +219,11 @@ func (s *replicaSet) onLeader(lr *localReplica, leader bool, term uint64) {
 	s.n.wg.Add(1)
 	go func() {
 		defer s.n.wg.Done()
+		select { // the callback can come before OpenReplica returns
+		case <-lr.ready:
+		case <-s.n.ctx.Done():
+			return
+		}
 		cmd := metadata.SetPartitionLeader{Topic: lr.info.Topic, Partition: lr.info.Partition,
 			Leader: s.n.cfg.NodeID, Epoch: int32(term)}
 		for s.n.ctx.Err() == nil && lr.rep.IsLeader() && int64(lr.rep.LeaderEpoch()) == int64(term) {

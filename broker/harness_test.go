@@ -1,0 +1,124 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// memberlist's package-level DNS config and kgo's idle reapers end
+		// asynchronously after Close.
+		goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).packetHandler"),
+	)
+}
+
+func client(t *testing.T, c *testcluster.Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func createTopic(t *testing.T, cl *kgo.Client, name string, parts int32, rf int16) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, parts, rf
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 15000
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("CreateTopics: %v", err)
+	}
+	if code := resp.Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("CreateTopics %s: error code %d (%v)", name, code, resp.Topics[0].ErrorMessage)
+	}
+}
+
+// partitionInfo is one partition as Metadata reports it.
+type partitionInfo struct {
+	leader, epoch int32
+	replicas      []int32
+}
+
+func metadataOf(t *testing.T, cl *kgo.Client, topic string) map[int32]partitionInfo {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("Metadata: %v", err)
+	}
+	out := map[int32]partitionInfo{}
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			if p.ErrorCode == 0 {
+				out[p.Partition] = partitionInfo{leader: p.Leader, epoch: p.LeaderEpoch, replicas: p.Replicas}
+			}
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func values(n int, prefix string) []*kgo.Record {
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: []byte(strconv.Itoa(i % 13)), Value: []byte(fmt.Sprintf("%s-%06d", prefix, i))}
+	}
+	return recs
+}
+
+// consumeAll reads every record of topic from the start until want have
+// arrived.
+func consumeAll(t *testing.T, seeds []string, topic string, want int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records", len(out), want)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}

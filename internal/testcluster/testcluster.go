@@ -1,0 +1,205 @@
+// Package testcluster starts MiniKafka nodes in-process for tests: real
+// Raft over loopback TCP, real gossip, real files under t.TempDir(), and
+// fast Raft timing. Nodes can be stopped gracefully, halted (a stand-in
+// for kill -9) and restarted on the same ports and data.
+package testcluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/logging"
+	"github.com/minikafka/minikafka-go/raftgroup"
+)
+
+// Timing is fast Raft timing for loopback clusters.
+func Timing() raftgroup.Timing {
+	t := raftgroup.DefaultTiming()
+	t.HeartbeatTimeout = 300 * time.Millisecond
+	t.ElectionTimeout = 300 * time.Millisecond
+	t.LeaderLeaseTimeout = 150 * time.Millisecond
+	t.CommitTimeout = 10 * time.Millisecond
+	return t
+}
+
+// Cluster is a set of in-process nodes numbered 1..n.
+type Cluster struct {
+	t testing.TB
+
+	// mu guards nodes and cfgs: tests may stop and start nodes from
+	// helper goroutines.
+	mu    sync.Mutex
+	nodes []*broker.Node // nil where stopped
+	cfgs  []broker.Config
+}
+
+// Option adjusts every node's config before the first start.
+type Option func(*broker.Config)
+
+// Start starts n nodes (bootstrap_expect n, replication factor n by
+// default) and waits until all are ready. They are shut down at the end
+// of the test.
+func Start(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	base := t.TempDir()
+	for i := 1; i <= n; i++ {
+		cfg := broker.DefaultConfig()
+		cfg.NodeID = int32(i)
+		cfg.DataDir = filepath.Join(base, strconv.Itoa(i))
+		cfg.KafkaAddr, cfg.RaftAddr, cfg.GossipAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+		cfg.BootstrapExpect = n
+		cfg.PartitionRaft, cfg.MetaRaft = Timing(), Timing()
+		cfg.LeaderRebalanceInterval = time.Second
+		cfg.DefaultReplicationFactor = int16(n)
+		cfg.SegmentBytes = 1 << 20
+		if os.Getenv("MINIKAFKA_TEST_LOG") != "" {
+			cfg.Logger = logging.New(os.Stderr, -4).With("test", t.Name())
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		c.cfgs = append(c.cfgs, cfg)
+		c.nodes = append(c.nodes, nil)
+		c.StartNode(i)
+	}
+	t.Cleanup(func() {
+		c.mu.Lock()
+		nodes := c.nodes
+		c.nodes = make([]*broker.Node, len(nodes))
+		c.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, nd := range nodes {
+			if nd != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); nd.Shutdown(context.Background()) }()
+			}
+		}
+		wg.Wait()
+	})
+	c.WaitReady()
+	return c
+}
+
+// WaitReady waits until every running node knows the cluster.
+func (c *Cluster) WaitReady() {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, nd := range c.Running() {
+		if err := nd.WaitReady(ctx); err != nil {
+			c.t.Fatalf("node %d not ready: %v", nd.ID(), err)
+		}
+	}
+}
+
+// StartNode starts node id, joining through the running nodes. The first
+// start binds free ports; restarts reuse them, as a real node's config
+// would.
+func (c *Cluster) StartNode(id int) {
+	c.t.Helper()
+	c.mu.Lock()
+	cfg := c.cfgs[id-1]
+	cfg.Join = nil
+	for j, nd := range c.nodes {
+		if nd != nil && j != id-1 {
+			cfg.Join = append(cfg.Join, nd.GossipAddr())
+		}
+	}
+	c.mu.Unlock()
+	if len(cfg.Join) == 0 && cfg.BootstrapExpect > 1 {
+		cfg.Join = []string{"127.0.0.1:1"} // the first node is found by the others
+	}
+	nd, err := broker.Start(context.Background(), cfg)
+	if err != nil {
+		c.t.Fatalf("start node %d: %v", id, err)
+	}
+	c.mu.Lock()
+	c.nodes[id-1] = nd
+	c.cfgs[id-1].KafkaAddr = nd.KafkaAddr()
+	c.cfgs[id-1].RaftAddr = nd.RaftAddr()
+	c.cfgs[id-1].GossipAddr = nd.GossipAddr()
+	c.mu.Unlock()
+}
+
+func (c *Cluster) take(id int) *broker.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	nd := c.nodes[id-1]
+	c.nodes[id-1] = nil
+	return nd
+}
+
+// StopNode shuts node id down gracefully.
+func (c *Cluster) StopNode(id int) {
+	if nd := c.take(id); nd != nil {
+		nd.Shutdown(context.Background())
+	}
+}
+
+// HaltNode stops node id abruptly (see broker.Node.Halt).
+func (c *Cluster) HaltNode(id int) {
+	if nd := c.take(id); nd != nil {
+		nd.Halt()
+	}
+}
+
+// Node returns node id, or nil if it is stopped.
+func (c *Cluster) Node(id int) *broker.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[id-1]
+}
+
+// Running returns the running nodes.
+func (c *Cluster) Running() []*broker.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*broker.Node
+	for _, nd := range c.nodes {
+		if nd != nil {
+			out = append(out, nd)
+		}
+	}
+	return out
+}
+
+// Seeds returns the Kafka addresses of the running nodes.
+func (c *Cluster) Seeds() []string {
+	var s []string
+	for _, nd := range c.Running() {
+		s = append(s, nd.KafkaAddr())
+	}
+	return s
+}
+
+// Leader returns the node id leading topic's partition p as the running
+// nodes see it, once they agree, or -1 after timeout.
+func (c *Cluster) Leader(topic string, p int32, timeout time.Duration) (leader, epoch int32) {
+	deadline := time.Now().Add(timeout)
+	for {
+		leader, epoch = -1, -1
+		agree := true
+		for _, nd := range c.Running() {
+			l, e, ok := nd.PartitionLeader(topic, p)
+			if !ok || (leader >= 0 && (l != leader || e != epoch)) {
+				agree = false
+				break
+			}
+			leader, epoch = l, e
+		}
+		if agree && leader >= 0 && c.Node(int(leader)) != nil {
+			return leader, epoch
+		}
+		if time.Now().After(deadline) {
+			return -1, -1
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
