@@ -128,7 +128,7 @@ func TestSnapshotRestoreEqualsOriginal(t *testing.T) {
 	full := snapshotFull(t, src.f)
 
 	dst := openReplica(t, t.TempDir())
-	defer func() { dst.close() }() // dst is reopened below
+	defer func() { dst.close() }()      // dst is reopened below
 	applyAll(dst.f, history(99, 40), 4) // state that Restore must discard
 	if err := dst.f.Restore(io.NopCloser(bytes.NewReader(full))); err != nil {
 		t.Fatalf("Restore: %v", err)
