@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	)
 }
 
-func client(t *testing.T, c *testcluster.Cluster, opts ...kgo.Opt) *kgo.Client {
+func kgoClient(t *testing.T, c *testcluster.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...)}, opts...)...)
 	if err != nil {

@@ -1,0 +1,316 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/raftgroup"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// Six partitions with replication 3 on three nodes: leaders end up on
+// every node, and kgo produces idempotently and reads everything back in
+// order.
+func TestThreeNodesSpreadLeadersAndKeepOrder(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := kgoClient(t, c, kgo.DefaultProduceTopic("six"))
+	createTopic(t, cl, "six", 6, 3)
+	eventually(t, 15*time.Second, "leaders on all three nodes", func() bool {
+		lead := map[int32]int{}
+		for p := int32(0); p < 6; p++ {
+			l, _ := c.Leader("six", p, time.Second)
+			lead[l]++
+		}
+		return lead[1] == 2 && lead[2] == 2 && lead[3] == 2
+	})
+	for p, info := range metadataOf(t, cl, "six") {
+		if len(info.replicas) != 3 {
+			t.Fatalf("partition %d has replicas %v", p, info.replicas)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs := values(6000, "six")
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	sent := map[int32][]string{}
+	for _, r := range recs {
+		sent[r.Partition] = append(sent[r.Partition], string(r.Value))
+	}
+	got := map[int32][]string{}
+	for _, r := range consumeAll(t, c.Seeds(), "six", 6000) {
+		got[r.Partition] = append(got[r.Partition], string(r.Value))
+	}
+	for p := int32(0); p < 6; p++ {
+		if fmt.Sprint(got[p]) != fmt.Sprint(sent[p]) {
+			t.Fatalf("partition %d: consumed %d records, sent %d, or order differs", p, len(got[p]), len(sent[p]))
+		}
+	}
+}
+
+// With a partition's leader gone, Metadata names a new leader with a higher
+// epoch and a produce to it succeeds, within 3 s, with the default Raft
+// timing.
+func TestFailoverWithin3s(t *testing.T) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.PartitionRaft = raftgroup.DefaultTiming() })
+	cl := kgoClient(t, c, kgo.DefaultProduceTopic("fo"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "fo", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	old, oldEpoch := c.Leader("fo", 0, 10*time.Second)
+	if old < 0 {
+		t.Fatal("no leader")
+	}
+	killed := time.Now()
+	c.HaltNode(int(old))
+
+	newLeader, newEpoch := c.Leader("fo", 0, 3*time.Second)
+	if newLeader < 0 || newLeader == old || newEpoch <= oldEpoch {
+		t.Fatalf("after killing %d (epoch %d): leader %d epoch %d", old, oldEpoch, newLeader, newEpoch)
+	}
+	// Metadata from a surviving node says the same.
+	survivor := kgoClient(t, c)
+	eventually(t, 3*time.Second-time.Since(killed), "metadata names the new leader", func() bool {
+		info := metadataOf(t, survivor, "fo")[0]
+		return info.leader == newLeader && info.epoch == newEpoch
+	})
+	pctx, pcancel := context.WithDeadline(context.Background(), killed.Add(3*time.Second))
+	defer pcancel()
+	if err := survivor.ProduceSync(pctx, &kgo.Record{Topic: "fo", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("produce to the new leader within 3s of the kill: %v", err)
+	}
+	t.Logf("failover: leader %d -> %d, epoch %d -> %d, produce acknowledged %v after the kill",
+		old, newLeader, oldEpoch, newEpoch, time.Since(killed).Round(time.Millisecond))
+}
+
+// Two InitProducerId calls with the same transactional id return the same
+// producer id with epochs e and e+1; a produce with e after one with e+1 is
+// fenced.
+func TestTransactionalIDFencing(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := kgoClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "fence", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	initPID := func() (int64, int16) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = kmsg.StringPtr("orders-writer")
+		req.TransactionTimeoutMillis = 60000
+		// Straight to a broker: kgo would look for a transaction
+		// coordinator first, and MiniKafka has no transactions; any node
+		// forwards InitProducerId to the metadata leader.
+		kresp, err := cl.Broker(1).Request(ctx, req)
+		if err != nil {
+			t.Fatalf("InitProducerId: %v", err)
+		}
+		resp := kresp.(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerId: code %d", resp.ErrorCode)
+		}
+		return resp.ProducerID, resp.ProducerEpoch
+	}
+	pid1, e := initPID()
+	pid2, e2 := initPID()
+	if pid1 != pid2 || e2 != e+1 {
+		t.Fatalf("InitProducerId twice: (%d, %d) then (%d, %d)", pid1, e, pid2, e2)
+	}
+	newer := produceRaw(t, ctx, cl, "fence", batchFor(t, pid2, e2, 0, "new instance"), -1)
+	if newer.ErrorCode != 0 {
+		t.Fatalf("produce with epoch %d: code %d", e2, newer.ErrorCode)
+	}
+	older := produceRaw(t, ctx, cl, "fence", batchFor(t, pid1, e, 1, "zombie"), -1)
+	if err := kerr.ErrorForCode(older.ErrorCode); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("produce with the older epoch %d: %v, want INVALID_PRODUCER_EPOCH", e, err)
+	}
+}
+
+func batchFor(t *testing.T, pid int64, epoch int16, seq int32, values ...string) []byte {
+	t.Helper()
+	recs := make([]record.Record, len(values))
+	for i, v := range values {
+		recs[i] = record.Record{Timestamp: time.Now().UnixMilli(), Value: []byte(v)}
+	}
+	b, err := record.AppendBatch(nil, record.BatchOptions{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// produceRaw sends one hand-built batch to partition 0 of topic on its
+// leader and returns that partition's response.
+func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, batch []byte, acks int16) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = acks, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	for {
+		// kgo routes a produce request to the partition's leader.
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode == kerr.NotLeaderForPartition.Code || p.ErrorCode == kerr.LeaderNotAvailable.Code {
+			cl.ForceMetadataRefresh()
+			select {
+			case <-ctx.Done():
+				t.Fatalf("produce: no leader: %v", ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		return p
+	}
+}
+
+// Bad input each gets its own answer; the node stays up and the stored
+// data is unchanged.
+func TestBadInputLeavesNodeAndDataIntact(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	cl := kgoClient(t, c, kgo.DefaultProduceTopic("safe"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "safe", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, values(10, "safe")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	addr := c.Seeds()[0]
+	hw := func() int64 {
+		l, _ := kmsg.NewPtrListOffsetsRequest(), 0
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "safe"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		l.Topics = append(l.Topics, rt)
+		resp, err := l.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	before := hw()
+
+	rawConn := func(payload []byte) error {
+		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		conn.Write(payload)
+		var b [1]byte
+		_, err = conn.Read(b[:])
+		return err // the node closes the connection: io.EOF or reset
+	}
+	frame := func(body []byte) []byte {
+		return binary.BigEndian.AppendUint32(nil, uint32(len(body))) // header only: size of body
+	}
+	// A Produce v7 header followed by bytes that do not decode.
+	junk := binary.BigEndian.AppendUint16(nil, 0)
+	junk = binary.BigEndian.AppendUint16(junk, 7)
+	junk = binary.BigEndian.AppendUint32(junk, 1)
+	junk = binary.BigEndian.AppendUint16(junk, 0)
+	junk = append(junk, 0xde, 0xad, 0xbe, 0xef, 0xff, 0xff, 0xff, 0x7f, 1, 2, 3)
+	garbage := append(frame(junk), junk...)
+	huge := binary.BigEndian.AppendUint32(nil, 1<<31-1)
+	unknownKey := func() []byte {
+		body := binary.BigEndian.AppendUint16(nil, 9999) // api key
+		body = binary.BigEndian.AppendUint16(body, 0)    // version
+		body = binary.BigEndian.AppendUint32(body, 1)    // correlation id
+		body = binary.BigEndian.AppendUint16(body, 0xffff)
+		return append(frame(body), body...)
+	}()
+	for name, payload := range map[string][]byte{"garbage": garbage, "2 GiB frame": huge, "unknown api key": unknownKey} {
+		if err := rawConn(payload); err == nil {
+			t.Fatalf("%s: the node answered instead of closing the connection", name)
+		}
+	}
+
+	bad := batchFor(t, -1, -1, -1, "corrupt")
+	bad[len(bad)-1] ^= 0xff
+	if p := produceRaw(t, ctx, cl, "safe", bad, -1); p.ErrorCode != kerr.CorruptMessage.Code {
+		t.Fatalf("wrong CRC: code %d, want CORRUPT_MESSAGE", p.ErrorCode)
+	}
+	// kgo rewrites acks to its own setting, so acks=5 goes out by hand.
+	preq := kmsg.NewPtrProduceRequest()
+	preq.Acks, preq.TimeoutMillis = 5, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "safe"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batchFor(t, -1, -1, -1, "acks")
+	rt.Partitions = append(rt.Partitions, rp)
+	preq.Topics = append(preq.Topics, rt)
+	presp := rawRequest(t, addr, preq).(*kmsg.ProduceResponse)
+	if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRequiredAcks.Code {
+		t.Fatalf("acks=5: code %d, want INVALID_REQUIRED_ACKS", code)
+	}
+	if after := hw(); after != before {
+		t.Fatalf("high watermark moved from %d to %d after bad input", before, after)
+	}
+	got := consumeAll(t, c.Seeds(), "safe", 10)
+	for i, r := range got {
+		if string(r.Value) != fmt.Sprintf("safe-%06d", i) {
+			t.Fatalf("record %d changed: %q", i, r.Value)
+		}
+	}
+}
+
+// rawRequest sends one request on a fresh connection, exactly as given.
+func rawRequest(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	req.SetVersion(7)
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	body := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
+	body = binary.BigEndian.AppendUint32(body, 42) // correlation id
+	body = binary.BigEndian.AppendUint16(body, 4)  // client id length
+	body = append(body, "test"...)
+	body = req.AppendTo(body)
+	if _, err := conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
+		t.Fatal(err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	resp := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(conn, resp); err != nil {
+		t.Fatal(err)
+	}
+	if binary.BigEndian.Uint32(resp) != 42 {
+		t.Fatalf("correlation id %d", binary.BigEndian.Uint32(resp))
+	}
+	kresp := req.ResponseKind()
+	if err := kresp.ReadFrom(resp[4:]); err != nil {
+		t.Fatalf("decode response: %v", err)
+	}
+	return kresp
+}
