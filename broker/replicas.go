@@ -180,6 +180,8 @@ func (s *replicaSet) reconcileLoop() {
 	for {
 		watch := s.n.meta.fsm.Watch() // before State, so no change is missed
 		state := s.n.meta.fsm.State()
+		var todo []replicaInfo
+		var addrs []map[int32]string
 		for _, p := range state.PartitionsOn(s.n.cfg.NodeID) {
 			if _, ok := s.get(p.Topic, p.Partition); ok {
 				continue
@@ -187,18 +189,28 @@ func (s *replicaSet) reconcileLoop() {
 			t, _ := state.Topic(p.Topic)
 			info := replicaInfo{Topic: t.Name, TopicID: t.ID.String(), Partition: p.Partition,
 				Replicas: slices.Clone(t.Partitions[p.Partition].Replicas)}
-			addrs := map[int32]string{}
+			a := map[int32]string{}
 			for _, id := range info.Replicas {
 				if b, ok := state.Broker(id); ok {
-					addrs[id] = b.RaftAddr
+					a[id] = b.RaftAddr
 				}
 			}
-			if err := s.open(info, addrs); err != nil {
-				s.n.logger.Error("could not start replica", "topic", p.Topic, "partition", p.Partition, "err", err)
-			}
+			todo = append(todo, info)
+			addrs = append(addrs, a)
+		}
+		// Opening a replica is mostly waiting for the disk (bbolt and
+		// bootstrap fsyncs), so a topic with many partitions opens them
+		// several at a time.
+		parallel(len(todo), openParallelism, func(i int) {
 			if s.n.ctx.Err() != nil {
 				return
 			}
+			if err := s.open(todo[i], addrs[i]); err != nil {
+				s.n.logger.Error("could not start replica", "topic", todo[i].Topic, "partition", todo[i].Partition, "err", err)
+			}
+		})
+		if s.n.ctx.Err() != nil {
+			return
 		}
 		select {
 		case <-s.n.ctx.Done():
@@ -270,24 +282,54 @@ func (s *replicaSet) rebalanceOnce() {
 	for _, m := range s.n.members.Members() {
 		alive[m.ID] = true
 	}
+	var moves []*localReplica
 	for _, lr := range s.all() {
 		pref := lr.info.Replicas[0]
-		if pref == s.n.cfg.NodeID || !alive[pref] || !lr.rep.IsLeader() {
-			continue
+		if pref != s.n.cfg.NodeID && alive[pref] && lr.rep.IsLeader() {
+			moves = append(moves, lr)
 		}
-		addr, err := addrProvider{s.n}.ServerAddr(raft.ServerID(strconv.Itoa(int(pref))))
-		if err != nil {
-			continue
-		}
-		f := lr.rep.Raft().LeadershipTransferToServer(raft.ServerID(strconv.Itoa(int(pref))), addr)
-		if err := f.Error(); err != nil {
-			s.n.logger.Debug("leadership transfer to preferred replica failed", "topic", lr.info.Topic,
-				"partition", lr.info.Partition, "to", pref, "err", err)
-		}
+	}
+	parallel(len(moves), transferParallelism, func(i int) {
+		lr := moves[i]
 		if s.n.ctx.Err() != nil {
 			return
 		}
+		pref := raft.ServerID(strconv.Itoa(int(lr.info.Replicas[0])))
+		addr, err := addrProvider{s.n}.ServerAddr(pref)
+		if err != nil {
+			return
+		}
+		if err := lr.rep.Raft().LeadershipTransferToServer(pref, addr).Error(); err != nil {
+			s.n.logger.Debug("leadership transfer to preferred replica failed", "topic", lr.info.Topic,
+				"partition", lr.info.Partition, "to", pref, "err", err)
+		}
+	})
+}
+
+// How many replicas open, and how many leaderships move, at once.
+const (
+	openParallelism     = 8
+	transferParallelism = 16
+)
+
+// parallel calls f(0..n-1) on at most k goroutines and waits for them.
+func parallel(n, k int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(n, k) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
 	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // transferAll hands every leadership this node holds to another replica,

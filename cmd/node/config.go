@@ -29,8 +29,7 @@ type key struct {
 
 func keys() []key {
 	d := broker.DefaultConfig()
-	t := raftgroup.DefaultTiming()
-	raftKeys := func(prefix, what string) []key {
+	raftKeys := func(prefix, what string, t raftgroup.Timing) []key {
 		return []key{
 			{prefix + ".heartbeat_timeout", t.HeartbeatTimeout, what + ": follower waits this long without a leader before an election"},
 			{prefix + ".election_timeout", t.ElectionTimeout, what + ": candidate waits this long for votes"},
@@ -62,8 +61,8 @@ func keys() []key {
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
 	}
-	ks = append(ks, raftKeys("raft", "partition Raft groups")...)
-	return append(ks, raftKeys("meta_raft", "metadata Raft group")...)
+	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
+	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
 }
 
 func flagName(k string) string { return strings.NewReplacer(".", "-", "_", "-").Replace(k) }

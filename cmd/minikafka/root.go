@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/minikafka/minikafka-go/client"
+)
+
+// app is one command line being run: its streams, the global flags, and
+// the dial watcher of the command that runs.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	brokers []string      // --brokers
+	timeout time.Duration // --timeout
+
+	sig   context.Context // the caller's context: done means interrupted
+	reach *reach
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "minikafka",
+		Short: "Command-line client for a MiniKafka cluster",
+		Long: `minikafka talks to a MiniKafka cluster (or any Kafka-compatible broker)
+over the Kafka protocol: topics, produce, consume, cluster status.
+
+Errors are one line on stderr. Exit status: 0 ok, 1 failure, 2 bad usage,
+130 interrupted.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          groupRunE,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.checkGlobals()
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.StringSliceVar(&a.brokers, "brokers", []string{"127.0.0.1:9092"}, "seed brokers, comma-separated host:port")
+	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "how long to wait for the cluster (connecting, metadata, each record's delivery)")
+
+	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.clusterCommand())
+	return root
+}
+
+// groupRunE runs a command that only groups others: alone it prints help;
+// with an argument it names a subcommand that does not exist.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+}
+
+// usageArgs makes an argument validator's errors usage errors.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return &usageError{err: err}
+		}
+		return nil
+	}
+}
+
+func (a *app) checkGlobals() error {
+	if len(a.brokers) == 0 {
+		return usageErrorf("--brokers: at least one broker is needed")
+	}
+	for i, b := range a.brokers {
+		b = strings.TrimSpace(b)
+		a.brokers[i] = b
+		if host, port, err := net.SplitHostPort(b); err != nil || host == "" || port == "" {
+			return usageErrorf("--brokers: %q is not host:port", b)
+		}
+	}
+	if a.timeout <= 0 {
+		return usageErrorf("--timeout must be positive, got %v", a.timeout)
+	}
+	return nil
+}
+
+// start begins a command's work with the cluster: it returns a context
+// bounded by --timeout (bound=false: not bounded, for consuming) that also
+// ends early if no seed broker can be reached (failFast), and installs the
+// dial watcher that clientOpts uses. The caller must call the returned
+// cancel.
+func (a *app) start(parent context.Context, bound, failFast bool) (context.Context, context.CancelFunc) {
+	a.sig = parent
+	ctx, cancelCause := context.WithCancelCause(parent)
+	var giveUp context.CancelCauseFunc
+	if failFast {
+		giveUp = cancelCause
+	}
+	a.reach = newReach(a.brokers, giveUp)
+	cancel := func() { cancelCause(context.Canceled) }
+	if !bound {
+		return ctx, cancel
+	}
+	tctx, tcancel := context.WithTimeout(ctx, a.timeout)
+	return tctx, func() { tcancel(); cancel() }
+}
+
+// interrupted reports whether the user stopped the command.
+func (a *app) interrupted(context.Context) bool {
+	return a.sig != nil && a.sig.Err() != nil
+}
+
+// clientOpts are the options every client of a command gets, plus extra.
+func (a *app) clientOpts(extra ...client.Opt) []client.Opt {
+	return append([]client.Opt{
+		client.Brokers(a.brokers...),
+		client.ClientID("minikafka-cli"),
+		client.Dialer(a.reach.dial),
+		client.DialTimeout(min(a.timeout, 10*time.Second)),
+		client.RequestTimeout(a.timeout),
+	}, extra...)
+}
+
+// admin creates an admin client; the caller closes it.
+func (a *app) admin() (*client.Admin, error) {
+	return client.NewAdmin(a.clientOpts()...)
+}
+
+// describeTopic returns a topic's details, or a *TopicNotFoundError.
+func (a *app) describeTopic(ctx context.Context, adm *client.Admin, topic string) (client.TopicDetail, error) {
+	ds, err := adm.DescribeTopics(ctx, topic)
+	if err != nil {
+		return client.TopicDetail{}, a.explain(ctx, err)
+	}
+	d := ds[0]
+	if d.Err != nil {
+		if isUnknownTopic(d.Err) {
+			return d, &TopicNotFoundError{Topic: topic}
+		}
+		return d, fmt.Errorf("topic %q: %w", topic, d.Err)
+	}
+	return d, nil
+}

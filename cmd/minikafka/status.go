@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/minikafka/minikafka-go/client"
+)
+
+// waitProbeEvery is how often cluster status --wait asks again.
+const waitProbeEvery = 200 * time.Millisecond
+
+func (a *app) clusterCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Show the cluster",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRunE,
+	}
+	var wait time.Duration
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show brokers with addresses, the controller, and every partition's leader, epoch, replicas and ISR",
+		Long: `status prints the cluster id, the controller, every broker with its address,
+and every partition with its leader, leader epoch, replicas and in-sync
+replicas.
+
+With --wait DURATION it first waits until every broker named in --brokers
+answers a Metadata request, each answer names a controller among its
+brokers, and each lists at least as many brokers as --brokers names: the
+cluster has formed. For scripts that start a cluster; it fails if that
+takes longer than DURATION.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if wait < 0 {
+				return usageErrorf("--wait must not be negative, got %v", wait)
+			}
+			if wait > 0 {
+				if err := a.waitReady(cmd.Context(), wait); err != nil {
+					return err
+				}
+			}
+			return a.status(cmd.Context())
+		},
+	}
+	status.Flags().DurationVar(&wait, "wait", 0, "first wait up to this long until every --brokers address answers, with a controller known")
+	cmd.AddCommand(status)
+	return cmd
+}
+
+func (a *app) status(parent context.Context) error {
+	ctx, cancel := a.start(parent, true, true)
+	defer cancel()
+	adm, err := a.admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	cd, err := adm.DescribeCluster(ctx)
+	if err != nil {
+		return a.explain(ctx, err)
+	}
+	writeCluster(a, cd)
+	return nil
+}
+
+func writeCluster(a *app, cd *client.ClusterDetail) {
+	w := a.stdout
+	controller := strconv.Itoa(int(cd.Controller))
+	if cd.Controller < 0 {
+		controller = "unknown"
+	}
+	fmt.Fprintf(w, "cluster %s, controller %s\n\n", cd.ClusterID, controller)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BROKER\tADDRESS\tCONTROLLER")
+	for _, b := range cd.Brokers {
+		mark := ""
+		if b.NodeID == cd.Controller {
+			mark = "yes"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), mark)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	writePartitions(w, cd.Topics)
+}
+
+// waitReady waits until every seed in --brokers answers Metadata on its
+// own and names a controller, or wait passes. Connection errors are
+// expected while nodes start, so they are retried until then.
+func (a *app) waitReady(parent context.Context, wait time.Duration) error {
+	ctx, cancel := a.start(parent, false, false)
+	defer cancel()
+	ctx, cancelWait := context.WithTimeout(ctx, wait)
+	defer cancelWait()
+	pending := map[string]error{}
+	for _, b := range a.brokers {
+		pending[b] = errors.New("not asked yet")
+	}
+	for {
+		for _, b := range a.brokers {
+			if _, ok := pending[b]; !ok {
+				continue
+			}
+			if err := a.probe(ctx, b, len(a.brokers)); err != nil {
+				pending[b] = err
+			} else {
+				delete(pending, b)
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		t := time.NewTimer(waitProbeEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if a.interrupted(ctx) {
+				return errInterrupted
+			}
+			var why []string
+			for _, b := range a.brokers {
+				if err, ok := pending[b]; ok {
+					why = append(why, fmt.Sprintf("%s: %s", b, probeReason(err)))
+				}
+			}
+			return fmt.Errorf("cluster not ready after %v: %s", wait, strings.Join(why, "; "))
+		case <-t.C:
+		}
+	}
+}
+
+// errNoController is a broker that answered but knows no controller yet.
+var errNoController = errors.New("no controller yet")
+
+// probe asks one broker, and only it, for metadata, which must name a
+// controller among its brokers and list at least want brokers. A fresh admin client
+// whose only seed is addr knows no other broker, so its first request goes
+// to addr; a retry after a failed one goes to addr too, since metadata
+// from elsewhere can only come through addr.
+func (a *app) probe(ctx context.Context, addr string, want int) error {
+	pr := newReach([]string{addr}, nil)
+	adm, err := client.NewAdmin(client.Brokers(addr), client.ClientID("minikafka-cli"), client.Dialer(pr.dial),
+		client.DialTimeout(time.Second), client.RequestTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	cd, err := adm.DescribeCluster(pctx)
+	if err != nil {
+		if u := pr.unreachable(); u != nil {
+			return u
+		}
+		return err
+	}
+	if cd.Controller < 0 || !slices.ContainsFunc(cd.Brokers, func(b client.BrokerDetail) bool { return b.NodeID == cd.Controller }) {
+		return errNoController
+	}
+	if len(cd.Brokers) < want {
+		return fmt.Errorf("sees %d of %d brokers", len(cd.Brokers), want)
+	}
+	return nil
+}
+
+// probeReason is the short reason a broker is not ready yet.
+func probeReason(err error) string {
+	var u *UnreachableError
+	if errors.As(err, &u) && len(u.Reasons) == 1 {
+		return dialReason(u.Reasons[0])
+	}
+	return err.Error()
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/minikafka/minikafka-go/client"
+)
+
+func (a *app) topicCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list and describe topics",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRunE,
+	}
+	cmd.AddCommand(a.topicCreateCommand(), a.topicListCommand(), a.topicDescribeCommand())
+	return cmd
+}
+
+func (a *app) topicCreateCommand() *cobra.Command {
+	var partitions int32
+	var rf int16
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic and wait until every partition has a leader",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if partitions == 0 || partitions < -1 {
+				return usageErrorf("--partitions must be positive (or -1 for the broker's default), got %d", partitions)
+			}
+			if rf == 0 || rf < -1 {
+				return usageErrorf("--replication-factor must be positive (or -1 for the broker's default), got %d", rf)
+			}
+			return a.topicCreate(cmd.Context(), args[0], partitions, rf)
+		},
+	}
+	cmd.Flags().Int32Var(&partitions, "partitions", -1, "number of partitions (-1: the broker's default)")
+	cmd.Flags().Int16Var(&rf, "replication-factor", -1, "replicas per partition (-1: the broker's default)")
+	return cmd
+}
+
+func (a *app) topicCreate(parent context.Context, name string, partitions int32, rf int16) error {
+	ctx, cancel := a.start(parent, true, true)
+	defer cancel()
+	adm, err := a.admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	if err := adm.CreateTopic(ctx, name, partitions, rf, nil); err != nil {
+		if errors.Is(err, client.ErrTopicAlreadyExists) {
+			return fmt.Errorf("topic %q already exists", name)
+		}
+		err = a.explain(ctx, err)
+		var ue *UnreachableError
+		if errors.As(err, &ue) || errors.Is(err, errInterrupted) {
+			return err
+		}
+		return fmt.Errorf("create topic %q: %w", name, err)
+	}
+	// Wait for leaders, so that a script can produce right after.
+	for {
+		ds, err := adm.DescribeTopics(ctx, name)
+		if err == nil && ds[0].Err == nil && len(ds[0].Partitions) > 0 && allLed(ds[0]) {
+			d := ds[0]
+			fmt.Fprintf(a.stdout, "created topic %q: %d partitions, replication factor %d\n",
+				name, len(d.Partitions), len(d.Partitions[0].Replicas))
+			return nil
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("topic %q was created, but its partitions have no leader yet: %w",
+				name, a.explain(ctx, ctx.Err()))
+		case <-t.C:
+		}
+	}
+}
+
+// allLed reports whether every partition has a leader.
+func allLed(d client.TopicDetail) bool {
+	for _, p := range d.Partitions {
+		if p.Err != nil || p.Leader < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *app) topicListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List topic names, one a line",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.start(cmd.Context(), true, true)
+			defer cancel()
+			adm, err := a.admin()
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			names, err := adm.ListTopics(ctx)
+			if err != nil {
+				return a.explain(ctx, err)
+			}
+			for _, n := range names {
+				fmt.Fprintln(a.stdout, n)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) topicDescribeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe [NAME...]",
+		Short: "Show each partition's leader, leader epoch, replicas and ISR (every topic if none named)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := a.start(cmd.Context(), true, true)
+			defer cancel()
+			adm, err := a.admin()
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			var ds []client.TopicDetail
+			if len(args) == 0 {
+				cd, err := adm.DescribeCluster(ctx)
+				if err != nil {
+					return a.explain(ctx, err)
+				}
+				ds = cd.Topics
+			} else if ds, err = adm.DescribeTopics(ctx, args...); err != nil {
+				return a.explain(ctx, err)
+			}
+			var missing []string
+			known := ds[:0:0]
+			for _, d := range ds {
+				if d.Err != nil && isUnknownTopic(d.Err) {
+					missing = append(missing, d.Name)
+					continue
+				}
+				known = append(known, d)
+			}
+			if len(known) > 0 || len(args) == 0 {
+				writePartitions(a.stdout, known)
+			}
+			switch len(missing) {
+			case 0:
+				return nil
+			case 1:
+				return &TopicNotFoundError{Topic: missing[0]}
+			}
+			return fmt.Errorf("topics %s do not exist", quoteAll(missing))
+		},
+	}
+}
+
+func isUnknownTopic(err error) bool { return errors.Is(err, client.ErrUnknownTopicOrPartition) }
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// writePartitions prints one row per partition of the topics.
+func writePartitions(w io.Writer, topics []client.TopicDetail) {
+	if len(topics) == 0 {
+		fmt.Fprintln(w, "no topics")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR")
+	for _, t := range topics {
+		if t.Err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%v\n", t.Name, t.Err)
+			continue
+		}
+		for _, p := range t.Partitions {
+			leader := strconv.Itoa(int(p.Leader))
+			if p.Leader < 0 {
+				leader = "none"
+			}
+			note := ""
+			if p.Err != nil {
+				note = "\t" + p.Err.Error()
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s%s\n", t.Name, p.Partition, leader, p.LeaderEpoch,
+				joinIDs(p.Replicas), joinIDs(p.ISR), note)
+		}
+	}
+	tw.Flush()
+}
+
+// joinIDs prints node ids comma-separated, in the cluster's order (for
+// replicas, the preferred leader first), "-" for none.
+func joinIDs(ids []int32) string {
+	if len(ids) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ",")
+}
