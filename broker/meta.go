@@ -27,12 +27,11 @@ type metaGroup struct {
 // openMetaGroup starts the metadata group's Raft without bootstrapping;
 // metaDuties bootstraps it once bootstrap_expect nodes are seen, if it
 // never was.
-func openMetaGroup(n *Node) (*metaGroup, error) {
-	trans, err := n.mux.Transport("meta", raftmux.TransportConfig{ServerAddressProvider: addrProvider{n}})
+func openMetaGroup(n *Node, f *metadata.FSM) (*metaGroup, error) {
+	trans, err := n.mux.Transport("meta", raftmux.TransportConfig{ServerAddressProvider: n.addrs, MaxRPCsInFlight: noPipelining})
 	if err != nil {
 		return nil, err
 	}
-	f := metadata.NewFSM(metadata.WithLogger(n.logger))
 	g, err := raftgroup.Open(raftgroup.Config{
 		Dir:       filepath.Join(n.cfg.DataDir, "meta"),
 		LocalID:   n.id,
@@ -176,21 +175,19 @@ func newClusterID() string {
 
 // addrProvider resolves Raft server ids to addresses: the metadata
 // registry first, then gossip. Raft falls back to the address in its
-// configuration when both fail.
-type addrProvider struct{ n *Node }
+// configuration when both fail. It is immutable.
+type addrProvider struct {
+	fsm     *metadata.FSM
+	members *membership.Membership
+}
 
 func (p addrProvider) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 	v, err := strconv.Atoi(string(id))
 	if err != nil {
 		return "", fmt.Errorf("broker: server id %q is not a node id", id)
 	}
-	if p.n.meta != nil {
-		if b, ok := p.n.meta.fsm.State().Broker(int32(v)); ok {
-			return raft.ServerAddress(b.RaftAddr), nil
-		}
+	if b, ok := p.fsm.State().Broker(int32(v)); ok {
+		return raft.ServerAddress(b.RaftAddr), nil
 	}
-	if p.n.members != nil {
-		return p.n.members.ServerAddr(id)
-	}
-	return "", fmt.Errorf("broker: node %s unknown", id)
+	return p.members.ServerAddr(id)
 }

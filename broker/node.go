@@ -24,6 +24,7 @@ import (
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/membership"
+	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/raftmux"
 )
 
@@ -40,6 +41,7 @@ type Node struct {
 	mux     *raftmux.Mux
 	members *membership.Membership
 	meta    *metaGroup
+	addrs   addrProvider // Raft server id -> address, for every group
 	reps    *replicaSet
 	kafka   *kafkaapi.Server
 	kafkaLn net.Listener
@@ -106,16 +108,6 @@ func (n *Node) start(ctx context.Context) error {
 	}
 
 	n.reps = newReplicaSet(n)
-	if n.meta, err = openMetaGroup(n); err != nil {
-		return err
-	}
-	rpcLn, err := n.mux.Listener(metaRPCChannel)
-	if err != nil {
-		return err
-	}
-	n.wg.Add(1)
-	go n.serveMetaRPC(rpcLn)
-
 	n.members, err = membership.New(membership.Config{
 		Meta: membership.NodeMeta{
 			ID: cfg.NodeID, KafkaAddr: n.cfg.AdvertisedKafkaAddr, RaftAddr: n.cfg.AdvertisedRaftAddr,
@@ -128,6 +120,20 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: gossip_addr %s: %w", cfg.GossipAddr, err)
 	}
+	// Raft groups resolve their peers through the metadata registry and
+	// gossip; both exist before the first group starts.
+	metaFSM := metadata.NewFSM(metadata.WithLogger(n.logger))
+	n.addrs = addrProvider{fsm: metaFSM, members: n.members}
+	if n.meta, err = openMetaGroup(n, metaFSM); err != nil {
+		return err
+	}
+	rpcLn, err := n.mux.Listener(metaRPCChannel)
+	if err != nil {
+		return err
+	}
+	n.wg.Add(1)
+	go n.serveMetaRPC(rpcLn)
+
 	if len(cfg.Join) > 0 {
 		n.wg.Add(1)
 		go func() {

@@ -139,7 +139,7 @@ func (s *replicaSet) open(info replicaInfo, addrs map[int32]string) error {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(strconv.Itoa(int(id))), Address: raft.ServerAddress(addr)})
 	}
 	trans, err := s.n.mux.Transport("p/"+info.TopicID+"/"+strconv.Itoa(int(info.Partition)),
-		raftmux.TransportConfig{ServerAddressProvider: addrProvider{s.n}})
+		raftmux.TransportConfig{ServerAddressProvider: s.n.addrs, MaxRPCsInFlight: noPipelining})
 	if err != nil {
 		return fmt.Errorf("broker: transport for %s-%d: %w", info.Topic, info.Partition, err)
 	}
@@ -295,7 +295,7 @@ func (s *replicaSet) rebalanceOnce() {
 			return
 		}
 		pref := raft.ServerID(strconv.Itoa(int(lr.info.Replicas[0])))
-		addr, err := addrProvider{s.n}.ServerAddr(pref)
+		addr, err := s.n.addrs.ServerAddr(pref)
 		if err != nil {
 			return
 		}
@@ -305,6 +305,17 @@ func (s *replicaSet) rebalanceOnce() {
 		}
 	})
 }
+
+// noPipelining turns off raft's pipelined replication (MaxRPCsInFlight 1).
+// In hashicorp/raft v1.8.0 the pipeline can deadlock: when a follower
+// answers Success=false (a stale term, or a log mismatch after a leader
+// change), pipelineDecode returns and stops reading the pipeline's done
+// channel while pipelineSend parks on its in-progress channel; the
+// follower then gets heartbeats but never another entry, and
+// raft.Shutdown waits forever (seen in our tests; also reported in
+// grafana/pyroscope#5518). Synchronous AppendEntries still batch up to
+// MaxAppendEntries entries per RPC.
+const noPipelining = 1
 
 // How many replicas open, and how many leaderships move, at once.
 const (
