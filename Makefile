@@ -29,3 +29,80 @@ run: build
 
 clean:
 	rm -rf $(BIN) $(DATA)
+
+# The long failover run (issue 5): every e2e scenario in its long version,
+# at least 50 faults over several minutes, then a summary of faults,
+# records acknowledged, lost, duplicated, out of order, replicas compared
+# and failover times.
+.PHONY: e2e
+e2e:
+	MINIKAFKA_E2E_LONG=1 $(GO) test -count=1 -timeout 45m -v ./test/e2e/
+
+# A local 3-node cluster in the background, from configs/node1..3.yaml
+# (Kafka on 127.0.0.1:9092-9094): pids in data/nodeN.pid, logs in
+# data/nodeN.log. Returns once every node answers Metadata and a controller
+# is known. `make cluster-stop` stops it gracefully.
+CLUSTER_NODES   := 1 2 3
+CLUSTER_BROKERS := 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
+
+# is_node PIDFILE: the pid file names a running minikafka-node.
+define is_node
+{ [ -f $(1) ] && ps -p "$$(cat $(1))" -o args= 2>/dev/null | grep -q minikafka-node; }
+endef
+
+cluster: build
+	@mkdir -p $(DATA)
+	@detach=; if command -v setsid >/dev/null 2>&1; then detach=setsid; fi; \
+	for n in $(CLUSTER_NODES); do \
+	  pidf=$(DATA)/node$$n.pid; \
+	  if $(call is_node,$$pidf); then \
+	    echo "node $$n is already running (pid $$(cat $$pidf))"; \
+	  else \
+	    nohup $$detach $(NODE) --config configs/node$$n.yaml >>$(DATA)/node$$n.log 2>&1 </dev/null & \
+	    echo $$! >$$pidf; \
+	    echo "node $$n started (pid $$!)"; \
+	  fi; \
+	done
+	@if ! $(CLI) cluster status --brokers $(CLUSTER_BROKERS) --wait 30s; then \
+	  echo "the cluster did not come up; see $(DATA)/node1.log $(DATA)/node2.log $(DATA)/node3.log"; exit 1; \
+	fi
+	@for n in $(CLUSTER_NODES); do \
+	  if ! $(call is_node,$(DATA)/node$$n.pid); then \
+	    echo "node $$n exited (another process on its ports?); last lines of $(DATA)/node$$n.log:"; \
+	    tail -n 5 $(DATA)/node$$n.log; exit 1; \
+	  fi; \
+	done
+	@echo "cluster up: brokers $(CLUSTER_BROKERS)"
+	@echo "logs: $(DATA)/node1.log $(DATA)/node2.log $(DATA)/node3.log; stop with: make cluster-stop"
+
+cluster-stop:
+	@pids=; for n in $(CLUSTER_NODES); do \
+	  pidf=$(DATA)/node$$n.pid; \
+	  if $(call is_node,$$pidf); then \
+	    pid=$$(cat $$pidf); kill -TERM $$pid && echo "node $$n (pid $$pid): SIGTERM sent"; pids="$$pids $$n:$$pid"; \
+	  else \
+	    echo "node $$n is not running"; rm -f $$pidf; \
+	  fi; \
+	done; \
+	status=0; for np in $$pids; do \
+	  n=$${np%%:*}; pid=$${np#*:}; i=0; \
+	  while kill -0 $$pid 2>/dev/null && [ $$i -lt 300 ]; do sleep 0.1; i=$$((i+1)); done; \
+	  if kill -0 $$pid 2>/dev/null; then \
+	    echo "node $$n (pid $$pid) still running after 30s; see $(DATA)/node$$n.log"; status=1; \
+	  else \
+	    echo "node $$n stopped"; rm -f $(DATA)/node$$n.pid; \
+	  fi; \
+	done; exit $$status
+
+# Benchmark: MiniKafka vs NATS JetStream (sync always / default) and our
+# client vs franz-go, on 3-server loopback clusters. bench/ is its own Go
+# module (nats-server is not a dependency of the broker). Prints a table;
+# writes bench/out/results.json and bench/out/chart.{png,svg}. Extra flags:
+# make bench BENCH_FLAGS="--sizes 1024 --duration 20s" (see bench/README.md).
+.PHONY: bench bench-quick
+bench:
+	cd bench && $(GO) build -o out/bench . && ./out/bench $(BENCH_FLAGS)
+
+# Smoke check of the same (under a minute): short runs, smaller window.
+bench-quick:
+	cd bench && $(GO) build -o out/bench . && ./out/bench --quick $(BENCH_FLAGS)

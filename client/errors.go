@@ -152,6 +152,11 @@ func IsRetriable(err error) bool {
 	if errors.Is(err, ErrRequestTimeout) || errors.Is(err, ErrNoBrokers) {
 		return true
 	}
+	if errors.Is(err, errUnknownBroker) {
+		// Metadata named a node (the controller, say) that its broker
+		// list does not hold yet: a newer refresh will.
+		return true
+	}
 	var ne net.Error
 	return errors.As(err, &ne)
 }

@@ -87,7 +87,11 @@ func loadConfig(args []string, getenv func(string) (string, bool), usage io.Writ
 	ks := keys()
 	for _, k := range ks {
 		v.SetDefault(k.name, k.def)
-		fs.String(flagName(k.name), "", fmt.Sprintf("%s (env MINIKAFKA_%s, default %v)", k.help, envName(k.name), k.def))
+		help := fmt.Sprintf("%s (env MINIKAFKA_%s", k.help, envName(k.name))
+		if d := fmt.Sprint(k.def); d != "" && d != "[]" {
+			help += ", default " + d
+		}
+		fs.String(flagName(k.name), "", help+")")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
