@@ -49,6 +49,10 @@ CLUSTER_BROKERS := 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 define is_node
 { [ -f $(1) ] && ps -p "$$(cat $(1))" -o args= 2>/dev/null | grep -q minikafka-node; }
 endef
+# answers N: something answers Kafka requests at node N's address.
+define answers
+$(CLI) topic list --brokers "$$(echo $(CLUSTER_BROKERS) | cut -d, -f$(1))" --timeout 2s >/dev/null 2>&1
+endef
 
 cluster: build
 	@mkdir -p $(DATA)
@@ -57,6 +61,8 @@ cluster: build
 	  pidf=$(DATA)/node$$n.pid; \
 	  if $(call is_node,$$pidf); then \
 	    echo "node $$n is already running (pid $$(cat $$pidf))"; \
+	  elif $(call answers,$$n); then \
+	    echo "node $$n: something already answers at $$(echo $(CLUSTER_BROKERS) | cut -d, -f$$n), not started by make cluster; not starting another"; \
 	  else \
 	    nohup $$detach $(NODE) --config configs/node$$n.yaml >>$(DATA)/node$$n.log 2>&1 </dev/null & \
 	    echo $$! >$$pidf; \
@@ -67,9 +73,9 @@ cluster: build
 	  echo "the cluster did not come up; see $(DATA)/node1.log $(DATA)/node2.log $(DATA)/node3.log"; exit 1; \
 	fi
 	@for n in $(CLUSTER_NODES); do \
-	  if ! $(call is_node,$(DATA)/node$$n.pid); then \
-	    echo "node $$n exited (another process on its ports?); last lines of $(DATA)/node$$n.log:"; \
-	    tail -n 5 $(DATA)/node$$n.log; exit 1; \
+	  if [ -f $(DATA)/node$$n.pid ] && ! $(call is_node,$(DATA)/node$$n.pid); then \
+	    echo "node $$n exited; last lines of $(DATA)/node$$n.log:"; \
+	    tail -n 5 $(DATA)/node$$n.log; rm -f $(DATA)/node$$n.pid; exit 1; \
 	  fi; \
 	done
 	@echo "cluster up: brokers $(CLUSTER_BROKERS)"
@@ -81,7 +87,12 @@ cluster-stop:
 	  if $(call is_node,$$pidf); then \
 	    pid=$$(cat $$pidf); kill -TERM $$pid && echo "node $$n (pid $$pid): SIGTERM sent"; pids="$$pids $$n:$$pid"; \
 	  else \
-	    echo "node $$n is not running"; rm -f $$pidf; \
+	    rm -f $$pidf; \
+	    if $(call answers,$$n); then \
+	      echo "node $$n: not started by make cluster (no pid in $$pidf), but something answers at $$(echo $(CLUSTER_BROKERS) | cut -d, -f$$n); stop it by hand"; \
+	    else \
+	      echo "node $$n is not running"; \
+	    fi; \
 	  fi; \
 	done; \
 	status=0; for np in $$pids; do \

@@ -1,0 +1,235 @@
+package clusters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minikafka/minikafka-go/bench/internal/proc"
+	"github.com/minikafka/minikafka-go/client"
+)
+
+// ErrNotReady means a cluster did not become ready in time.
+var ErrNotReady = errors.New("clusters: cluster not ready")
+
+// ErrExited means a server process ended while the cluster was starting.
+var ErrExited = errors.New("clusters: server process exited")
+
+// BuildNode builds cmd/node of the module in repoDir into bin.
+func BuildNode(ctx context.Context, repoDir, bin string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/node")
+	cmd.Dir = repoDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("clusters: build node: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// MiniKafkaConfig describes a local MiniKafka cluster.
+type MiniKafkaConfig struct {
+	Bin     string   // node binary
+	RepoDir string   // holds configs/node1.yaml ... ; the processes run here
+	DataDir string   // each node's data goes to DataDir/nodeN (removed first)
+	LogDir  string   // each node's output goes to LogDir/minikafka-nodeN.log
+	Nodes   int      // 1 to 3 (configs/ has three node files)
+	Args    []string // extra flags for every node
+}
+
+// MiniKafka is a running local cluster.
+type MiniKafka struct {
+	procs   []*proc.Process
+	brokers []string
+}
+
+// StartMiniKafka starts the nodes and returns once every broker is in the
+// cluster's metadata.
+func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err error) {
+	if cfg.Nodes < 1 || cfg.Nodes > 3 {
+		return nil, fmt.Errorf("clusters: %d nodes; configs/ has 3", cfg.Nodes)
+	}
+	ports, err := FreePorts(3 * cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c := &MiniKafka{}
+	defer func() {
+		if err != nil {
+			c.Stop(context.Background())
+		}
+	}()
+	var gossip []string
+	for i := range cfg.Nodes {
+		gossip = append(gossip, addr(ports[3*i+2]))
+	}
+	for i := range cfg.Nodes {
+		id := i + 1
+		dir := filepath.Join(cfg.DataDir, "node"+strconv.Itoa(id))
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		kafka := addr(ports[3*i])
+		args := append([]string{
+			"--config", filepath.Join(cfg.RepoDir, "configs", fmt.Sprintf("node%d.yaml", id)),
+			"--data-dir", dir,
+			"--kafka-addr", kafka,
+			"--raft-addr", addr(ports[3*i+1]),
+			"--gossip-addr", addr(ports[3*i+2]),
+			"--join", strings.Join(gossip, ","),
+			"--bootstrap-expect", strconv.Itoa(cfg.Nodes),
+			"--default-replication-factor", strconv.Itoa(cfg.Nodes),
+			"--log-level", "warn",
+		}, cfg.Args...)
+		p, err := proc.Start(fmt.Sprintf("minikafka-node%d", id), cfg.RepoDir,
+			filepath.Join(cfg.LogDir, fmt.Sprintf("minikafka-node%d.log", id)), cfg.Bin, args...)
+		if err != nil {
+			return nil, err
+		}
+		c.procs = append(c.procs, p)
+		c.brokers = append(c.brokers, kafka)
+	}
+	return c, c.waitBrokers(ctx, cfg.Nodes, 60*time.Second)
+}
+
+func (c *MiniKafka) waitBrokers(ctx context.Context, n int, limit time.Duration) error {
+	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(2*time.Second),
+		client.RetryBackoff(50*time.Millisecond, 200*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	return poll(ctx, limit, c.procs, func(ctx context.Context) error {
+		d, err := adm.DescribeCluster(ctx)
+		if err != nil {
+			return err
+		}
+		if len(d.Brokers) < n || d.Controller < 0 {
+			return fmt.Errorf("%d of %d brokers, controller %d", len(d.Brokers), n, d.Controller)
+		}
+		return nil
+	})
+}
+
+// Brokers returns the Kafka listener addresses.
+func (c *MiniKafka) Brokers() []string { return append([]string(nil), c.brokers...) }
+
+// PIDs returns the node processes' ids.
+func (c *MiniKafka) PIDs() []int { return pids(c.procs) }
+
+// CreateTopic creates a topic with the cluster's replication factor and
+// returns once leadership has settled: every partition is led by its
+// preferred replica (the node hands leadership there within
+// leader_rebalance_interval, which would otherwise land in the middle of a
+// measured run) and no leader epoch changed for a second.
+func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions int32) error {
+	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	if err := adm.CreateTopic(ctx, topic, partitions, int16(len(c.procs)), nil); err != nil &&
+		!errors.Is(err, client.ErrTopicAlreadyExists) {
+		return fmt.Errorf("clusters: create topic %s: %w", topic, err)
+	}
+	var last int64 = -1
+	var since time.Time
+	return poll(ctx, 30*time.Second, c.procs, func(ctx context.Context) error {
+		ts, err := adm.DescribeTopics(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if len(ts) != 1 || ts[0].Err != nil || len(ts[0].Partitions) != int(partitions) {
+			return fmt.Errorf("topic %s not described yet", topic)
+		}
+		var sum int64
+		for _, p := range ts[0].Partitions {
+			if p.Leader < 0 || p.Err != nil || len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+				last = -1
+				return fmt.Errorf("partition %d led by %d, preferred %v", p.Partition, p.Leader, p.Replicas)
+			}
+			sum += int64(p.LeaderEpoch)
+		}
+		if sum != last {
+			last, since = sum, time.Now()
+		}
+		if time.Since(since) < time.Second {
+			return fmt.Errorf("topic %s: leadership not settled yet", topic)
+		}
+		return nil
+	})
+}
+
+// LeaderEpochs returns the sum of the topic's partitions' leader epochs
+// (Raft terms). It grows by at least one with every election, so a change
+// across a run means leadership moved during it.
+func (c *MiniKafka) LeaderEpochs(ctx context.Context, topic string) (int64, error) {
+	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))
+	if err != nil {
+		return 0, err
+	}
+	defer adm.Close()
+	ts, err := adm.DescribeTopics(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	if len(ts) != 1 || ts[0].Err != nil {
+		return 0, fmt.Errorf("clusters: describe %s: %v", topic, ts)
+	}
+	var sum int64
+	for _, p := range ts[0].Partitions {
+		sum += int64(p.LeaderEpoch)
+	}
+	return sum, nil
+}
+
+// Stop stops every node (SIGTERM, then SIGKILL after 15s) in parallel.
+func (c *MiniKafka) Stop(ctx context.Context) error { return stopAll(ctx, c.procs, 15*time.Second) }
+
+func pids(ps []*proc.Process) []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = p.PID()
+	}
+	return out
+}
+
+func stopAll(ctx context.Context, ps []*proc.Process, grace time.Duration) error {
+	errs := make(chan error, len(ps))
+	for _, p := range ps {
+		go func() { errs <- p.Stop(ctx, grace) }()
+	}
+	var all []error
+	for range ps {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// poll calls check until it succeeds, a process exits, or limit passes.
+func poll(ctx context.Context, limit time.Duration, ps []*proc.Process, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		for _, p := range ps {
+			if ok, err := p.Exited(); ok {
+				return fmt.Errorf("%w: %s (%v); see its log", ErrExited, p.Name, err)
+			}
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
+		err := check(cctx)
+		ccancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w after %v: %w", ErrNotReady, limit, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minikafka/minikafka-go/bench/internal/hist"
+	"github.com/minikafka/minikafka-go/bench/internal/load"
+)
+
+// result makes a load.Result of n records of size bytes over one second,
+// every latency equal to lat.
+func result(n uint64, size int, lat time.Duration) load.Result {
+	h := hist.New()
+	for range n {
+		h.Record(lat)
+	}
+	return load.Result{Records: n, Bytes: n * uint64(size), Elapsed: time.Second, Latency: h.Snapshot(), ServerCPU: 2, OtherCPU: 0.05}
+}
+
+func sample() *Report {
+	r := &Report{Settings: Settings{Warmup: "1s", Duration: "1s", WindowBytes: 4 << 20, Partitions: 1, Servers: 3, Replicas: 3},
+		Host: Host{CPUs: 2}, Systems: []System{{Key: Ours, Name: "minikafka", Durability: "fsync"}, {Key: JSAlways, Name: "js-a", Durability: "fsync too"}}}
+	r.Add(Ours, Peak, 1024, 4096, 0, 0, result(3000, 1024, 4*time.Millisecond), nil)
+	r.Add(JSAlways, Peak, 1024, 4096, 0, -1, result(1000, 1024, 8*time.Millisecond), nil)
+	r.Add(JSDefault, Peak, 1024, 4096, 0, -1, result(2500, 1024, 2*time.Millisecond), nil)
+	r.Add(Franz, Peak, 1024, 4096, 0, 1, result(3000, 1024, 2*time.Millisecond), nil)
+	r.Add(Ours, HalfLoad, 1024, 4096, 1500, 0, result(1500, 1024, 30*time.Millisecond), nil)
+	r.Add(JSAlways, HalfLoad, 1024, 4096, 1500, -1, result(1500, 1024, 10*time.Millisecond), nil)
+	r.Add(Ours, Peak, 100, 40000, 0, 0, result(100, 100, time.Millisecond), nil)
+	r.Add(JSAlways, Peak, 100, 40000, 0, -1, result(10, 100, time.Millisecond), os.ErrDeadlineExceeded)
+	r.Compare()
+	return r
+}
+
+func TestAddDerivesFigures(t *testing.T) {
+	r := sample()
+	run, ok := r.Find(Ours, Peak, 1024)
+	if !ok {
+		t.Fatal("ours peak 1 KiB missing")
+	}
+	if run.RecordsPerSec != 3000 || run.MBPerSec != 3000*1024/1e6 || run.ServerCPUPerRecordUs != 2e6/3000 {
+		t.Fatalf("derived figures %+v", run)
+	}
+	if run.P99ms < 3.9 || run.P99ms > 4.1 {
+		t.Fatalf("p99 %v ms, want 4", run.P99ms)
+	}
+	if f, _ := r.Find(JSAlways, Peak, 100); f.Error == "" {
+		t.Fatal("a run error must be kept")
+	}
+	if got := r.Sizes(); len(got) != 2 || got[0] != 1024 || got[1] != 100 {
+		t.Fatalf("sizes %v, want [1024 100]", got)
+	}
+}
+
+func TestCompareAgainstAims(t *testing.T) {
+	r := sample()
+	type key struct {
+		size int
+		what string
+	}
+	type verdict struct {
+		ratio        float64
+		met, missing bool
+	}
+	// Systems the report does not describe are named by their key.
+	want := map[key]verdict{
+		{1024, "peak records/s: ours vs js-a"}:            {3, true, false},          // aim 2x
+		{1024, "peak records/s: ours vs js-default"}:      {1.2, false, false},       // aim 1.3x
+		{1024, "peak records/s: ours vs franz"}:           {1, true, false},          // aim 1.0x, equal counts
+		{1024, "p99 latency of ours at half of our peak"}: {30.0 / 20, false, false}, // 30ms > 20ms
+		{100, "peak records/s: ours vs js-a"}:             {0, false, true},          // the peer's run failed
+		{100, "peak records/s: ours vs franz"}:            {0, false, true},          // not run
+		{100, "p99 latency of ours at half of our peak"}:  {0, false, true},
+	}
+	got := map[key]verdict{}
+	for _, c := range r.Comparisons {
+		got[key{c.RecordBytes, c.What}] = verdict{c.Ratio, c.Met, c.Missing}
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("no comparison %v in %+v", k, r.Comparisons)
+			continue
+		}
+		if g.met != w.met || g.missing != w.missing || math.Abs(g.ratio-w.ratio) > 0.02 {
+			t.Errorf("%v: got %+v, want %+v", k, g, w)
+		}
+	}
+}
+
+func TestTableShowsRatiosAndVerdicts(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sample().WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"3.00x",          // ours/js-always at 1 KiB peak
+		"1.20x",          // ours/js-default
+		"js-a (FAILED)",  // the failed run is marked
+		"(not measured)", // and its comparison too
+		"SHORT", "met",
+		"HALF LOAD",
+		"fsync too", // durability is stated
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A run that shared the machine with other work is flagged.
+func TestTableWarnsAboutBusyMachine(t *testing.T) {
+	r := sample()
+	var buf bytes.Buffer
+	if err := r.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "WARNING") {
+		t.Fatalf("quiet runs flagged:\n%s", buf.String())
+	}
+	r.Runs[2].OtherCPU = 0.5 // of 2 CPUs x 1s
+	buf.Reset()
+	if err := r.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "WARNING: in 1 run(s)") {
+		t.Fatalf("busy run not flagged:\n%s", buf.String())
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	r := sample()
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := r.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Runs) != len(r.Runs) || back.Runs[0].RecordsPerSec != 3000 || len(back.Comparisons) != len(r.Comparisons) {
+		t.Fatalf("round trip lost data: %+v", back)
+	}
+}
+
+func TestChartFiles(t *testing.T) {
+	dir := t.TempDir()
+	r := sample()
+	if err := r.WriteChart(filepath.Join(dir, "c.png")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "c.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 300 {
+		t.Fatalf("png is %v", b)
+	}
+	if err := r.WriteChart(filepath.Join(dir, "c.svg")); err != nil {
+		t.Fatal(err)
+	}
+	svg, _ := os.ReadFile(filepath.Join(dir, "c.svg"))
+	if !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("minikafka")) {
+		t.Fatal("svg lacks its root element or the system names")
+	}
+	if err := r.WriteChart(filepath.Join(dir, "c.gif")); err == nil {
+		t.Fatal("unknown format accepted")
+	}
+	if err := (&Report{}).WriteChart(filepath.Join(dir, "e.png")); err == nil {
+		t.Fatal("empty report charted")
+	}
+}
+
+func TestSizeLabel(t *testing.T) {
+	for n, want := range map[int]string{100: "100 B", 1024: "1 KiB", 4 << 20: "4 MiB", 1500: "1500 B"} {
+		if got := SizeLabel(n); got != want {
+			t.Errorf("SizeLabel(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minikafka/minikafka-go/bench/internal/report"
+	"github.com/minikafka/minikafka-go/client"
+)
+
+// options are the command's flags, validated.
+type options struct {
+	quick       bool
+	warmup      time.Duration
+	duration    time.Duration
+	sizes       []int
+	partitions  int
+	windowBytes int
+	halfLoad    bool
+	systems     []string // report.System keys, in report.SystemOrder
+	repo        string
+	out         string
+	keepData    bool
+	nodeArgs    []string
+	cpuProfile  string
+
+	rate float64 // offered records/s of the fixed-load runs; 0 = half of our client's peak
+
+	ourBatchSize int           // 0 = the client's default
+	ourLinger    time.Duration // < 0 = the client's default
+}
+
+var errFlags = errors.New("bad flags")
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.quick, "quick", false, "smoke check: short runs (warm-up 0.5s, 1s measured, 1 MiB window) unless -warmup/-duration/-window-bytes are given")
+	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "time each run sends before measuring")
+	fs.DurationVar(&o.duration, "duration", 12*time.Second, "measured time of each run")
+	sizes := fs.String("sizes", "1024,100", "record value sizes in bytes, comma-separated")
+	fs.IntVar(&o.partitions, "partitions", 1, "partitions of our topic (JetStream always has one stream, so keep 1 for a like-for-like comparison)")
+	fs.IntVar(&o.windowBytes, "window-bytes", 4<<20, "value bytes outstanding (sent, not acked) at most; window in records = this / size")
+	fs.BoolVar(&o.halfLoad, "half-load", true, "also run every system at half of our client's peak rate")
+	systems := fs.String("systems", strings.Join(report.SystemOrder, ","), "systems to run: "+strings.Join(report.SystemOrder, ","))
+	fs.StringVar(&o.repo, "repo", "..", "root of the minikafka-go module (cmd/node, configs/)")
+	fs.StringVar(&o.out, "out", "out", "directory for results.json, chart.png/svg, logs/ and data/")
+	fs.BoolVar(&o.keepData, "keep-data", false, "keep the servers' data directories after the run")
+	nodeArgs := fs.String("node-args", "", "extra flags for every MiniKafka node, space-separated (e.g. \"--raft-max-append-entries 512\")")
+	fs.Float64Var(&o.rate, "rate", 0, "offered records/s of the fixed-load runs (0 = half of our client's peak at each size)")
+	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 16 KiB)")
+	fs.DurationVar(&o.ourLinger, "our-linger", -1, "Linger option of our client (negative = its default, 5ms)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (the clients) to this file")
+	if err := fs.Parse(args); err != nil {
+		return o, errFlags
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		if !set["warmup"] {
+			o.warmup = 500 * time.Millisecond
+		}
+		if !set["duration"] {
+			o.duration = time.Second
+		}
+		if !set["window-bytes"] {
+			o.windowBytes = 1 << 20
+		}
+	}
+	bad := func(format string, a ...any) (options, error) {
+		fmt.Fprintf(stderr, "bench: "+format+"\n", a...)
+		return o, errFlags
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	for s := range strings.SplitSeq(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1<<20 {
+			return bad("-sizes: %q is not a size from 1 to 1048576", s)
+		}
+		if !slices.Contains(o.sizes, n) {
+			o.sizes = append(o.sizes, n)
+		}
+	}
+	want := map[string]bool{}
+	for s := range strings.SplitSeq(*systems, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(report.SystemOrder, s) {
+			return bad("-systems: unknown system %q (want %s)", s, strings.Join(report.SystemOrder, ","))
+		}
+		want[s] = true
+	}
+	for _, s := range report.SystemOrder {
+		if want[s] {
+			o.systems = append(o.systems, s)
+		}
+	}
+	switch {
+	case o.warmup < 0 || o.duration <= 0:
+		return bad("-warmup must be >= 0 and -duration > 0")
+	case o.partitions < 1:
+		return bad("-partitions must be >= 1")
+	case o.rate < 0:
+		return bad("-rate must be >= 0")
+	case o.ourBatchSize < 0:
+		return bad("-our-batch-size must be >= 0")
+	case o.windowBytes < 1:
+		return bad("-window-bytes must be >= 1")
+	}
+	o.nodeArgs = strings.Fields(*nodeArgs)
+	if o.quick {
+		// A new topic's leader moves to its preferred replica within the
+		// rebalance interval (10s by default), and the bench waits for that
+		// before measuring; a smoke check should not wait so long.
+		o.nodeArgs = append([]string{"--leader-rebalance-interval", "1s"}, o.nodeArgs...)
+	}
+	return o, nil
+}
+
+// window is the number of records outstanding at most for a size.
+func (o options) window(size int) int { return max(o.windowBytes/size, 1) }
+
+// ourOpts are the client options the flags ask for.
+func (o options) ourOpts() []client.Opt {
+	var opts []client.Opt
+	if o.ourBatchSize > 0 {
+		opts = append(opts, client.BatchSize(o.ourBatchSize))
+	}
+	if o.ourLinger >= 0 {
+		opts = append(opts, client.Linger(o.ourLinger))
+	}
+	return opts
+}
+
+func (o options) has(system string) bool { return slices.Contains(o.systems, system) }

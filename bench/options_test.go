@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/minikafka/minikafka-go/bench/internal/report"
+)
+
+func TestOptionsDefaultsAndQuick(t *testing.T) {
+	o, err := parseOptions(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.warmup != 3*time.Second || o.duration != 12*time.Second || o.windowBytes != 4<<20 ||
+		!slices.Equal(o.sizes, []int{1024, 100}) || !slices.Equal(o.systems, report.SystemOrder) || !o.halfLoad {
+		t.Fatalf("defaults %+v", o)
+	}
+	if o.window(1024) != 4096 || o.window(100) != 41943 || o.window(8<<20) != 1 {
+		t.Fatalf("windows %d %d %d", o.window(1024), o.window(100), o.window(8<<20))
+	}
+	q, err := parseOptions([]string{"--quick", "--duration", "2s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.warmup != 500*time.Millisecond || q.duration != 2*time.Second || q.windowBytes != 1<<20 ||
+		!slices.Equal(q.nodeArgs, []string{"--leader-rebalance-interval", "1s"}) {
+		t.Fatalf("quick with explicit duration: %+v", q)
+	}
+}
+
+func TestOptionsSelection(t *testing.T) {
+	o, err := parseOptions([]string{"--systems", "js-default,ours", "--sizes", "100,100,512", "--node-args", "--a 1  --b 2"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Systems keep the report's order, whatever order the flag gave.
+	if !slices.Equal(o.systems, []string{report.Ours, report.JSDefault}) || !slices.Equal(o.sizes, []int{100, 512}) {
+		t.Fatalf("systems %v sizes %v", o.systems, o.sizes)
+	}
+	if !o.has(report.Ours) || o.has(report.Franz) || !slices.Equal(o.nodeArgs, []string{"--a", "1", "--b", "2"}) {
+		t.Fatalf("has/nodeArgs %+v", o)
+	}
+	if len(o.ourOpts()) != 0 {
+		t.Fatal("no client option asked for, some given")
+	}
+	o, err = parseOptions([]string{"--our-batch-size", "65536", "--our-linger", "1ms"}, io.Discard)
+	if err != nil || len(o.ourOpts()) != 2 {
+		t.Fatalf("client options: %v %d", err, len(o.ourOpts()))
+	}
+}
+
+func TestOptionsRejectBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"--sizes", "0"}, {"--sizes", "abc"}, {"--systems", "kafka"}, {"--partitions", "0"},
+		{"--duration", "0s"}, {"--rate", "-1"}, {"--window-bytes", "0"}, {"--our-batch-size", "-1"},
+		{"stray"}, {"--no-such-flag"},
+	} {
+		if _, err := parseOptions(args, io.Discard); !errors.Is(err, errFlags) {
+			t.Errorf("%v: err %v, want errFlags", args, err)
+		}
+	}
+}
