@@ -31,6 +31,7 @@ type producerID struct {
 type batch struct {
 	part    *partState
 	recs    []pendingRec
+	bytes   int       // estimated size of recs
 	created time.Time // when its oldest record was produced; DeliveryTimeout counts from it
 
 	// Idempotence: the identity and sequence the batch was numbered with.

@@ -320,8 +320,30 @@ func (p *Producer) partLocked(t tp) *partState {
 
 // closePendingLocked closes a partition's whole pending list into one
 // batch, in send order (P5), and moves the sticky partition on (P2).
+// slotFreeLocked reports whether a batch of ps could go out now: its
+// leader is known and has fewer than MaxInFlight requests out.
+func (p *Producer) slotFreeLocked(ps *partState) bool {
+	node, _, ok := p.cl.leader(ps.tp.topic, ps.tp.partition)
+	return ok && p.inflight[node] < p.cfg.maxInFlight
+}
+
 func (p *Producer) closePendingLocked(ps *partState) {
-	b := &batch{part: ps, recs: ps.pending, created: ps.oldest}
+	// A closed batch still waiting for its first send, because its
+	// broker has no free request slot, takes the newly closed records in
+	// (see MaxBatchBytes): same order, fewer and larger batches.
+	if n := len(ps.queue); n > 0 && p.fatal == nil && !p.slotFreeLocked(ps) {
+		if last := ps.queue[n-1]; last.attempts == 0 && !last.inflight && !last.seqd && !last.done &&
+			last.bytes+ps.pendingBytes <= p.cfg.maxBatchBytes {
+			last.recs = append(last.recs, ps.pending...)
+			last.bytes += ps.pendingBytes
+			if ps.stickyN > 0 {
+				p.cfg.partitioner.BatchClosed(ps.tp.partition, ps.stickyN)
+			}
+			ps.pending, ps.pendingBytes, ps.stickyN = nil, 0, 0
+			return
+		}
+	}
+	b := &batch{part: ps, recs: ps.pending, bytes: ps.pendingBytes, created: ps.oldest}
 	ps.queue = append(ps.queue, b)
 	if ps.stickyN > 0 {
 		p.cfg.partitioner.BatchClosed(ps.tp.partition, ps.stickyN)
