@@ -40,8 +40,9 @@ e2e:
 
 # A local 3-node cluster in the background, from configs/node1..3.yaml
 # (Kafka on 127.0.0.1:9092-9094): pids in data/nodeN.pid, logs in
-# data/nodeN.log. Returns once every node answers Metadata and a controller
-# is known. `make cluster-stop` stops it gracefully.
+# data/nodeN.log. Returns once every node answers Metadata with a controller
+# and partition leaders (cluster status --wait). `make cluster-stop` stops
+# it gracefully.
 CLUSTER_NODES   := 1 2 3
 CLUSTER_BROKERS := 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 

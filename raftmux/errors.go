@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 )
 
 // ErrClosed is returned by a closed Mux, and by Accept on a virtual
@@ -44,7 +45,7 @@ var ErrNotAdvertisable = errors.New("raftmux: address is not advertisable")
 // ChannelError says which operation on which channel failed, and why. Err is
 // one of this package's sentinels, a context error, or a network error.
 type ChannelError struct {
-	Op      string // "listen", "accept", "dial" or "transport"
+	Op      string // "listen", "accept", "dial", "transport" or "heartbeat"
 	Addr    string // the remote address for "dial"; empty otherwise
 	Channel string
 	Err     error
@@ -58,3 +59,26 @@ func (e *ChannelError) Error() string {
 }
 
 func (e *ChannelError) Unwrap() error { return e.Err }
+
+// ErrUnknownGroup means the peer has no open transport with a heartbeat
+// handler for the heartbeat's group: the group is not open there yet, or was
+// closed. Raft treats it like any failed heartbeat and retries.
+var ErrUnknownGroup = errors.New("raftmux: group not open on peer")
+
+// ErrNoHeartbeatResponse means the peer's group did not answer a coalesced
+// heartbeat: its raft was shutting down, its previous heartbeat was still
+// being handled, or the handler took longer than the peer's
+// Config.HeartbeatHandlerTimeout and was abandoned.
+var ErrNoHeartbeatResponse = errors.New("raftmux: peer did not answer the heartbeat")
+
+// ErrHeartbeatTimeout means a coalesced heartbeat got no answer within its
+// group's TransportConfig.Timeout. It wraps os.ErrDeadlineExceeded.
+var ErrHeartbeatTimeout = fmt.Errorf("raftmux: heartbeat timed out: %w", os.ErrDeadlineExceeded)
+
+// RemoteError is an error that the peer's raft answered a heartbeat with.
+// Only its text crosses the wire.
+type RemoteError struct {
+	Msg string
+}
+
+func (e *RemoteError) Error() string { return "raftmux: peer answered: " + e.Msg }

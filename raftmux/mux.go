@@ -1,6 +1,7 @@
 package raftmux
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,7 +32,28 @@ type Config struct {
 	// HeaderTimeout bounds how long an accepted connection may take to send
 	// its header. Zero means DefaultHeaderTimeout.
 	HeaderTimeout time.Duration
+	// HeartbeatWindow is how long the first heartbeat queued for a peer
+	// waits for others before one frame carries them all. Zero means
+	// DefaultHeartbeatWindow.
+	HeartbeatWindow time.Duration
+	// HeartbeatHandlerTimeout bounds how long one group's heartbeat handler
+	// may hold up the rest of a frame from a peer: a handler still running
+	// after between half of it and all of it is abandoned and that
+	// heartbeat answered with ErrNoHeartbeatResponse. Zero means
+	// DefaultHeartbeatHandlerTimeout.
+	HeartbeatHandlerTimeout time.Duration
+	// DisableHeartbeatCoalescing makes every group send its heartbeats over
+	// its own connections, as a plain NetworkTransport does, and stops this
+	// Mux from serving coalesced heartbeats (peers then fall back to the
+	// same). For comparison and rollback.
+	DisableHeartbeatCoalescing bool
 }
+
+// Heartbeat coalescing defaults.
+const (
+	DefaultHeartbeatWindow         = 5 * time.Millisecond
+	DefaultHeartbeatHandlerTimeout = 100 * time.Millisecond
+)
 
 // validate checks cfg and fills in defaults; it is the only place a Config
 // is checked.
@@ -54,6 +76,18 @@ func (cfg *Config) validate() error {
 	case cfg.HeaderTimeout == 0:
 		cfg.HeaderTimeout = DefaultHeaderTimeout
 	}
+	switch {
+	case cfg.HeartbeatWindow < 0:
+		return fmt.Errorf("%w: HeartbeatWindow %v is negative", ErrInvalidConfig, cfg.HeartbeatWindow)
+	case cfg.HeartbeatWindow == 0:
+		cfg.HeartbeatWindow = DefaultHeartbeatWindow
+	}
+	switch {
+	case cfg.HeartbeatHandlerTimeout < 0:
+		return fmt.Errorf("%w: HeartbeatHandlerTimeout %v is negative", ErrInvalidConfig, cfg.HeartbeatHandlerTimeout)
+	case cfg.HeartbeatHandlerTimeout == 0:
+		cfg.HeartbeatHandlerTimeout = DefaultHeartbeatHandlerTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = logging.Discard()
 	}
@@ -69,15 +103,25 @@ type Mux struct {
 	log           *slog.Logger // base with logger=raftmux
 	headerTimeout time.Duration
 
-	conns connSet        // every accepted conn not yet closed, routed or not
-	done  chan struct{}  // closed by Close; wakes routing goroutines and the accept back-off
-	wg    sync.WaitGroup // the accept loop and every routing goroutine
+	conns connSet            // every accepted conn not yet closed, routed or not
+	done  chan struct{}      // closed by Close; wakes routing goroutines and the accept back-off
+	ctx   context.Context    // ended by Close; aborts heartbeat dials
+	stop  context.CancelFunc // ends ctx
+	wg    sync.WaitGroup     // the accept loop and every routing goroutine
 
-	mu       sync.Mutex           // guards channels and closed
-	channels map[string]*listener // open virtual listeners by channel name
+	mu       sync.Mutex                 // guards channels, groups, peers and closed
+	channels map[string]*listener       // open virtual listeners by channel name
+	groups   map[string]*GroupTransport // open group transports by group name
+	peers    map[string]*hbPeer         // heartbeat senders by peer address, started on first use
 	closed   bool
 
+	hbWindow         time.Duration // Config.HeartbeatWindow
+	hbHandlerTimeout time.Duration // Config.HeartbeatHandlerTimeout
+	hbOff            bool          // Config.DisableHeartbeatCoalescing
+	hbDialed         connSet       // heartbeat conns this Mux dialed; Close closes them
+
 	routed, unknown, badHeader atomic.Uint64 // see Stats
+	hbStats                                  // see Stats
 }
 
 // Stats counts what the Mux did with the connections it accepted.
@@ -86,6 +130,17 @@ type Stats struct {
 	UnknownChannel uint64 // named a channel with no listener
 	BadHeader      uint64 // bad or missing header: wrong magic, version or name, EOF, header timeout
 	Open           int    // accepted conns still open (routed or waiting for their header)
+
+	// Coalesced heartbeats sent to peers: frames, the heartbeats they
+	// carried, and heartbeats that went over their group's own connection
+	// because the peer does not serve coalesced heartbeats.
+	HeartbeatFramesSent, HeartbeatsSent, HeartbeatsFallback uint64
+	// Coalesced heartbeats received from peers: frames, and the heartbeats
+	// they carried.
+	HeartbeatFramesReceived, HeartbeatsReceived uint64
+	// HeartbeatDials counts heartbeat connections dialed (one per peer,
+	// again after each loss).
+	HeartbeatDials uint64
 }
 
 // Listen binds cfg.BindAddr and starts accepting. The caller must Close the
@@ -102,17 +157,37 @@ func Listen(cfg Config) (*Mux, error) {
 	if cfg.AdvertiseAddr != "" {
 		addr = advertised(cfg.AdvertiseAddr)
 	}
+	ctx, stop := context.WithCancel(context.Background())
 	m := &Mux{
-		ln:            ln,
-		addr:          addr,
-		base:          cfg.Logger,
-		log:           cfg.Logger.With("logger", "raftmux"),
-		headerTimeout: cfg.HeaderTimeout,
-		done:          make(chan struct{}),
-		channels:      make(map[string]*listener),
+		ctx:              ctx,
+		stop:             stop,
+		ln:               ln,
+		addr:             addr,
+		base:             cfg.Logger,
+		log:              cfg.Logger.With("logger", "raftmux"),
+		headerTimeout:    cfg.HeaderTimeout,
+		done:             make(chan struct{}),
+		channels:         make(map[string]*listener),
+		groups:           make(map[string]*GroupTransport),
+		peers:            make(map[string]*hbPeer),
+		hbWindow:         cfg.HeartbeatWindow,
+		hbHandlerTimeout: cfg.HeartbeatHandlerTimeout,
+		hbOff:            cfg.DisableHeartbeatCoalescing,
+	}
+	var hl *listener
+	if !m.hbOff {
+		if hl, err = m.listen(HeartbeatChannel); err != nil {
+			stop()
+			_ = ln.Close()
+			return nil, err
+		}
 	}
 	m.wg.Add(1)
 	go m.acceptLoop()
+	if hl != nil {
+		m.wg.Add(1)
+		go m.serveHeartbeats(hl)
+	}
 	return m, nil
 }
 
@@ -136,12 +211,20 @@ func (m *Mux) Stats() Stats {
 		UnknownChannel: m.unknown.Load(),
 		BadHeader:      m.badHeader.Load(),
 		Open:           m.conns.len(),
+
+		HeartbeatFramesSent:     m.hbFramesSent.Load(),
+		HeartbeatsSent:          m.hbSent.Load(),
+		HeartbeatsFallback:      m.hbFallback.Load(),
+		HeartbeatFramesReceived: m.hbFramesReceived.Load(),
+		HeartbeatsReceived:      m.hbReceived.Load(),
+		HeartbeatDials:          m.hbDials.Load(),
 	}
 }
 
 // Close stops accepting, closes every virtual listener and every accepted
-// connection (including those already handed out), and waits for the Mux's
-// goroutines to end. Connections made by Dial belong to their caller and
+// connection (including those already handed out), fails every queued
+// heartbeat, and waits for the Mux's goroutines to end (including calls into
+// raft heartbeat handlers still running). Connections made by Dial belong to their caller and
 // stay open. Close is idempotent.
 func (m *Mux) Close() error {
 	m.mu.Lock()
@@ -155,11 +238,13 @@ func (m *Mux) Close() error {
 	m.mu.Unlock()
 
 	close(m.done)
+	m.stop()
 	err := m.ln.Close()
 	for _, l := range ls {
 		l.shut()
 	}
 	m.conns.closeAll()
+	m.hbDialed.closeAll() // wakes heartbeat senders waiting for an answer
 	m.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil

@@ -14,13 +14,25 @@ import (
 type replica struct {
 	r     *raft.Raft
 	fsm   *countFSM
-	trans *raft.NetworkTransport
+	trans *GroupTransport
 }
+
+// testTiming is the raft timing of startGroup: fast, for small tests.
+var testTiming = timing{hb: 250 * time.Millisecond, election: 250 * time.Millisecond, lease: 150 * time.Millisecond, commit: 20 * time.Millisecond}
+
+type timing struct{ hb, election, lease, commit time.Duration }
 
 // startGroup starts group on every mux, one replica per mux, all
 // bootstrapped with the same configuration. Replicas shut down when the test
 // ends, before the muxes close.
 func startGroup(t *testing.T, muxes []*Mux, group string) []*replica {
+	t.Helper()
+	return startGroupTimed(t, muxes, group, testTiming, nil)
+}
+
+// startGroupTimed is startGroup with the given timing; obs, if not nil, is
+// registered as an observer on every replica.
+func startGroupTimed(t *testing.T, muxes []*Mux, group string, tm timing, obs func(i int) *raft.Observer) []*replica {
 	t.Helper()
 	var servers []raft.Server
 	for i, m := range muxes {
@@ -34,10 +46,10 @@ func startGroup(t *testing.T, muxes []*Mux, group string) []*replica {
 		}
 		conf := raft.DefaultConfig()
 		conf.LocalID = servers[i].ID
-		conf.HeartbeatTimeout = 250 * time.Millisecond
-		conf.ElectionTimeout = 250 * time.Millisecond
-		conf.LeaderLeaseTimeout = 150 * time.Millisecond
-		conf.CommitTimeout = 20 * time.Millisecond
+		conf.HeartbeatTimeout = tm.hb
+		conf.ElectionTimeout = tm.election
+		conf.LeaderLeaseTimeout = tm.lease
+		conf.CommitTimeout = tm.commit
 		conf.Logger = hclog.NewNullLogger()
 		store, snaps := raft.NewInmemStore(), raft.NewInmemSnapshotStore()
 		if err := raft.BootstrapCluster(conf, store, store, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
@@ -47,6 +59,9 @@ func startGroup(t *testing.T, muxes []*Mux, group string) []*replica {
 		r, err := raft.NewRaft(conf, fsm, store, store, snaps, trans)
 		if err != nil {
 			t.Fatalf("NewRaft %s/%d: %v", group, i, err)
+		}
+		if obs != nil {
+			r.RegisterObserver(obs(i))
 		}
 		reps[i] = &replica{r: r, fsm: fsm, trans: trans}
 		t.Cleanup(func() {

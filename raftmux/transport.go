@@ -31,7 +31,8 @@ type TransportConfig struct {
 	// MaxPool is how many idle outbound connections per peer the transport
 	// keeps. Zero means DefaultMaxPool.
 	MaxPool int
-	// Timeout is the I/O deadline of each RPC, and bounds each dial. Zero
+	// Timeout is the I/O deadline of each RPC, and bounds each dial; it
+	// also bounds how long a coalesced heartbeat waits for its answer. Zero
 	// means DefaultTimeout.
 	Timeout time.Duration
 	// MaxRPCsInFlight is passed to raft; zero means raft's default (2).
@@ -47,12 +48,13 @@ type TransportConfig struct {
 
 // Transport registers channel RaftChannelPrefix+group and returns a raft
 // transport for that group over the Mux. Its LocalAddr is Addr(), so all of a
-// node's groups share one address, told apart by the channel. Closing the
+// node's groups share one address, told apart by the channel; its heartbeats
+// share one connection per peer with every other group's. Closing the
 // transport (raft.Shutdown does it) unregisters only this group and closes
 // the connections it accepted or dialed; the Mux and other groups go on.
 // Errors: ErrNotAdvertisable, ErrInvalidChannel, ErrChannelExists (the group
 // already has an open transport), ErrClosed, inside a *ChannelError.
-func (m *Mux) Transport(group string, cfg TransportConfig) (*raft.NetworkTransport, error) {
+func (m *Mux) Transport(group string, cfg TransportConfig) (*GroupTransport, error) {
 	name := RaftChannelPrefix + group
 	if err := advertisable(m.Addr()); err != nil {
 		return nil, &ChannelError{Op: "transport", Channel: name, Err: err}
@@ -72,14 +74,23 @@ func (m *Mux) Transport(group string, cfg TransportConfig) (*raft.NetworkTranspo
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stream := &streamLayer{m: m, vl: vl, ctx: ctx, cancel: cancel}
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		ServerAddressProvider: cfg.ServerAddressProvider,
-		Logger:                cfg.Logger,
-		Stream:                stream,
-		MaxPool:               cfg.MaxPool,
-		MaxRPCsInFlight:       cfg.MaxRPCsInFlight,
-		Timeout:               cfg.Timeout,
-	}), nil
+	t := &GroupTransport{
+		NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			ServerAddressProvider: cfg.ServerAddressProvider,
+			Logger:                cfg.Logger,
+			Stream:                stream,
+			MaxPool:               cfg.MaxPool,
+			MaxRPCsInFlight:       cfg.MaxRPCsInFlight,
+			Timeout:               cfg.Timeout,
+		}),
+		m:       m,
+		group:   group,
+		timeout: cfg.Timeout,
+		addrs:   cfg.ServerAddressProvider,
+		closed:  make(chan struct{}),
+	}
+	m.registerGroup(t)
+	return t, nil
 }
 
 // advertisable rejects addresses that peers cannot dial.

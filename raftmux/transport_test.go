@@ -25,7 +25,7 @@ func TestTransportCloseUnregistersOnlyItsGroup(t *testing.T) {
 	answerVotes(t, b1, 1)
 	answerVotes(t, b2, 2)
 	for _, c := range []struct {
-		from *raft.NetworkTransport
+		from *GroupTransport
 		want uint64
 	}{{a1, 1}, {a2, 2}} {
 		if term, err := vote(c.from, b.Addr()); err != nil || term != c.want {
@@ -53,7 +53,7 @@ func TestTransportCloseUnregistersOnlyItsGroup(t *testing.T) {
 	})
 }
 
-func newTransport(t *testing.T, m *Mux, group string) *raft.NetworkTransport {
+func newTransport(t *testing.T, m *Mux, group string) *GroupTransport {
 	t.Helper()
 	tr, err := m.Transport(group, TransportConfig{Timeout: time.Second})
 	if err != nil {
@@ -65,7 +65,7 @@ func newTransport(t *testing.T, m *Mux, group string) *raft.NetworkTransport {
 
 // answerVotes answers every RequestVote reaching tr with term until stop is
 // called or the test ends.
-func answerVotes(t *testing.T, tr *raft.NetworkTransport, term uint64) (stop func()) {
+func answerVotes(t *testing.T, tr raft.Transport, term uint64) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -85,7 +85,7 @@ func answerVotes(t *testing.T, tr *raft.NetworkTransport, term uint64) (stop fun
 }
 
 // vote sends a RequestVote from tr to addr and returns the responder's term.
-func vote(tr *raft.NetworkTransport, addr net.Addr) (uint64, error) {
+func vote(tr raft.Transport, addr net.Addr) (uint64, error) {
 	var resp raft.RequestVoteResponse
 	err := tr.RequestVote("peer", raft.ServerAddress(addr.String()), &raft.RequestVoteRequest{Term: 1}, &resp)
 	return resp.Term, err

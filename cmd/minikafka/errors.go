@@ -104,7 +104,7 @@ func (a *app) explain(ctx context.Context, err error) error {
 	if u := a.reach.unreachable(); u != nil {
 		return u
 	}
-	if a.interrupted(ctx) {
+	if a.interrupted() {
 		return errInterrupted
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -158,7 +158,9 @@ read:
 }
 
 // readLines sends each line of r, without its line end, until r ends or
-// ctx ends, then closes out. A read error is recorded in sum.
+// ctx ends, then closes out. A read error is recorded in sum. After an
+// interrupt it may stay blocked in a Read of a terminal until the process
+// exits; nothing waits for it.
 func readLines(ctx context.Context, r io.Reader, out chan<- []byte, sum *produceSummary) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, 64<<10)

@@ -111,7 +111,7 @@ func (a *app) start(parent context.Context, bound, failFast bool) (context.Conte
 }
 
 // interrupted reports whether the user stopped the command.
-func (a *app) interrupted(context.Context) bool {
+func (a *app) interrupted() bool {
 	return a.sig != nil && a.sig.Err() != nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -36,9 +37,10 @@ replicas.
 
 With --wait DURATION it first waits until every broker named in --brokers
 answers a Metadata request, each answer names a controller among its
-brokers, and each lists at least as many brokers as --brokers names: the
-cluster has formed. For scripts that start a cluster; it fails if that
-takes longer than DURATION.`,
+brokers, lists at least as many brokers as --brokers names, and shows a
+leader for every partition: the cluster has formed and its topics can be
+used. For scripts that start a cluster; it fails if that takes longer than
+DURATION.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if wait < 0 {
@@ -52,7 +54,7 @@ takes longer than DURATION.`,
 			return a.status(cmd.Context())
 		},
 	}
-	status.Flags().DurationVar(&wait, "wait", 0, "first wait up to this long until every --brokers address answers, with a controller known")
+	status.Flags().DurationVar(&wait, "wait", 0, "first wait up to this long until every --brokers address answers, with a controller and partition leaders known")
 	cmd.AddCommand(status)
 	return cmd
 }
@@ -69,12 +71,13 @@ func (a *app) status(parent context.Context) error {
 	if err != nil {
 		return a.explain(ctx, err)
 	}
-	writeCluster(a, cd)
+	writeCluster(a.stdout, cd)
 	return nil
 }
 
-func writeCluster(a *app, cd *client.ClusterDetail) {
-	w := a.stdout
+// writeCluster prints the cluster id and controller, the brokers, and the
+// partition table.
+func writeCluster(w io.Writer, cd *client.ClusterDetail) {
 	controller := strconv.Itoa(int(cd.Controller))
 	if cd.Controller < 0 {
 		controller = "unknown"
@@ -95,7 +98,7 @@ func writeCluster(a *app, cd *client.ClusterDetail) {
 }
 
 // waitReady waits until every seed in --brokers answers Metadata on its
-// own and names a controller, or wait passes. Connection errors are
+// own as probe requires, or wait passes. Connection errors are
 // expected while nodes start, so they are retried until then.
 func (a *app) waitReady(parent context.Context, wait time.Duration) error {
 	ctx, cancel := a.start(parent, false, false)
@@ -124,7 +127,7 @@ func (a *app) waitReady(parent context.Context, wait time.Duration) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			if a.interrupted(ctx) {
+			if a.interrupted() {
 				return errInterrupted
 			}
 			var why []string
@@ -143,7 +146,8 @@ func (a *app) waitReady(parent context.Context, wait time.Duration) error {
 var errNoController = errors.New("no controller yet")
 
 // probe asks one broker, and only it, for metadata, which must name a
-// controller among its brokers and list at least want brokers. A fresh admin client
+// controller among its brokers, list at least want brokers and a leader
+// for every partition. A fresh admin client
 // whose only seed is addr knows no other broker, so its first request goes
 // to addr; a retry after a failed one goes to addr too, since metadata
 // from elsewhere can only come through addr.
@@ -169,6 +173,13 @@ func (a *app) probe(ctx context.Context, addr string, want int) error {
 	}
 	if len(cd.Brokers) < want {
 		return fmt.Errorf("sees %d of %d brokers", len(cd.Brokers), want)
+	}
+	for _, t := range cd.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 || p.Err != nil {
+				return fmt.Errorf("partition %s[%d] has no leader yet", t.Name, p.Partition)
+			}
+		}
 	}
 	return nil
 }
