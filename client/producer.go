@@ -320,16 +320,27 @@ func (p *Producer) partLocked(t tp) *partState {
 
 // closePendingLocked closes a partition's whole pending list into one
 // batch, in send order (P5), and moves the sticky partition on (P2).
-// slotFreeLocked reports whether a batch of ps could go out now: its
-// leader is known and has fewer than MaxInFlight requests out.
+// slotFreeLocked reports whether one more batch of ps would find a
+// request slot: its leader is known, and the requests out to it plus the
+// batches of ps already waiting (each needs a request of its own: one
+// batch per partition per request) are fewer than MaxInFlight.
 func (p *Producer) slotFreeLocked(ps *partState) bool {
 	node, _, ok := p.cl.leader(ps.tp.topic, ps.tp.partition)
-	return ok && p.inflight[node] < p.cfg.maxInFlight
+	if !ok {
+		return false
+	}
+	waiting := 0
+	for _, b := range ps.queue {
+		if !b.done && !b.inflight {
+			waiting++
+		}
+	}
+	return p.inflight[node]+waiting < p.cfg.maxInFlight
 }
 
 func (p *Producer) closePendingLocked(ps *partState) {
-	// A closed batch still waiting for its first send, because its
-	// broker has no free request slot, takes the newly closed records in
+	// A closed batch still waiting for its first send, when no request
+	// slot is left for another batch, takes the newly closed records in
 	// (see MaxBatchBytes): same order, fewer and larger batches.
 	if n := len(ps.queue); n > 0 && p.fatal == nil && !p.slotFreeLocked(ps) {
 		if last := ps.queue[n-1]; last.attempts == 0 && !last.inflight && !last.seqd && !last.done &&
