@@ -39,7 +39,10 @@ func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
 	alive := b.alive()
 	view := kafkaapi.ClusterView{ClusterID: state.ClusterID(), ControllerID: n.controllerID()}
 	for _, br := range state.Brokers() {
-		if !alive[br.ID] {
+		// The controller is alive as far as Raft knows even when gossip
+		// has not caught up; Kafka never names a controller it does not
+		// list.
+		if !alive[br.ID] && br.ID != view.ControllerID {
 			continue
 		}
 		host, port, err := net.SplitHostPort(br.KafkaAddr)

@@ -40,6 +40,17 @@ func TestThreeNodesSpreadLeadersAndKeepOrder(t *testing.T) {
 			t.Fatalf("partition %d has replicas %v", p, info.replicas)
 		}
 	}
+	// Every node names a controller that it also lists as a broker.
+	for _, seed := range c.Seeds() {
+		resp := rawRequest(t, seed, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+		listed := false
+		for _, b := range resp.Brokers {
+			listed = listed || b.NodeID == resp.ControllerID
+		}
+		if resp.ControllerID < 0 || !listed || len(resp.Brokers) != 3 {
+			t.Fatalf("%s: controller %d, brokers %v", seed, resp.ControllerID, resp.Brokers)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	recs := values(6000, "six")

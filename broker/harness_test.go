@@ -15,11 +15,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// memberlist's package-level DNS config and kgo's idle reapers end
-		// asynchronously after Close.
-		goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).packetHandler"),
-	)
+	goleak.VerifyTestMain(m, testcluster.GoleakOptions()...)
 }
 
 func kgoClient(t *testing.T, c *testcluster.Cluster, opts ...kgo.Opt) *kgo.Client {

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, testcluster.GoleakOptions()...)
 }
 
 // fakeProducer starts a producer against the fake with quick retries.

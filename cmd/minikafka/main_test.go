@@ -9,14 +9,12 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// memberlist's packet handler ends asynchronously after the
-		// in-process nodes shut down (as in broker's tests).
-		goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).packetHandler"),
-	)
+	goleak.VerifyTestMain(m, testcluster.GoleakOptions()...)
 }
 
 // cli is the outcome of one command line.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/raftgroup"
@@ -201,5 +203,23 @@ func (c *Cluster) Leader(topic string, p int32, timeout time.Duration) (leader, 
 			return -1, -1
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// GoleakOptions are the goroutines a test that runs clusters may leave
+// behind through no fault of ours, for goleak.VerifyTestMain:
+//
+//   - hashicorp/raft v1.8.0: a leadership transfer cut short by the leader
+//     shutting down leaves raft.(*Raft).leadershipTransfer blocked sending
+//     on its trigger or done channel, and the leaderLoop goroutine that
+//     waits for it blocked too (the rebalance loop and graceful shutdown
+//     both transfer leadership, so a test that stops nodes can hit it).
+//   - memberlist v0.7.0's packet handler may still be draining when
+//     Shutdown returns.
+func GoleakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreTopFunction("github.com/hashicorp/raft.(*Raft).leadershipTransfer"),
+		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*Raft).leaderLoop.func2"),
+		goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).packetHandler"),
 	}
 }
