@@ -1,0 +1,288 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/client"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// probeProducer names the records of hand-built probes in histories.
+const probeProducer = 1000
+
+// probeRequest is a plain (non-idempotent) acks=all Produce request of one
+// record carrying id, to topic/partition.
+func probeRequest(t *testing.T, topic string, partition int32, id ID) *kmsg.ProduceRequest {
+	t.Helper()
+	batch, err := record.AppendBatch(nil, record.PlainBatch(record.CompressionNone),
+		[]record.Record{{Timestamp: time.Now().UnixMilli(), Key: []byte(id.Key), Value: id.Value(0)}})
+	must(t, err)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = -1
+	req.TimeoutMillis = 10_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = partition
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// pauseLeader pauses the leader of topic/p (SIGSTOP) for longer than the
+// election timeout while producers write, with a produce request queued on
+// a connection to it, then resumes it (SIGCONT). The queued request, which
+// the node reads only once it runs again as a stale leader, must not be
+// acknowledged unless it is really committed: its outcome goes into the
+// history, which the checker holds against the final log.
+func pauseLeader(ctx context.Context, t *testing.T, c *Cluster, w *Workload, h *History, sum *Summary, topic string, p int32, probeSeq int64) {
+	t.Helper()
+	old, err := c.Leader(ctx, topic, p)
+	must(t, err)
+	must(t, w.WaitAcked(ctx, p, time.Now(), 1))
+	probe, err := Dial(ctx, c.Node(old.Node).KafkaAddr)
+	must(t, err)
+	defer probe.Close()
+
+	t0 := time.Now()
+	must(t, c.Pause(ctx, old.Node))
+	sum.Fault("leader-pause")
+	id := ID{Producer: probeProducer, Key: "probe", Seq: probeSeq}
+	must(t, probe.Send(probeRequest(t, topic, p, id)))
+	sent := time.Now()
+
+	// The others elect a new leader, which acknowledges new records.
+	nl, err := c.Leader(ctx, topic, p)
+	if err != nil {
+		c.Resume(old.Node)
+		t.Fatalf("no new leader of %s[%d] while %d is paused: %v", topic, p, old.Node, err)
+	}
+	if nl.Node == old.Node || nl.Epoch <= old.Epoch {
+		t.Fatalf("%s[%d]: leader %v while the old leader %v is paused", topic, p, nl, old)
+	}
+	if err := w.WaitAcked(ctx, p, t0, 1); err != nil {
+		c.Resume(old.Node)
+		t.Fatalf("no acknowledgements on %s[%d] while its old leader is paused: %v", topic, p, err)
+	}
+	// Stay paused at least four election timeouts (500ms each).
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Until(t0.Add(2 * time.Second))):
+	}
+	must(t, c.Resume(old.Node))
+
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	a := Attempt{ID: id, Topic: topic, Partition: p, Outcome: Unknown, Offset: -1, Sent: sent}
+	resp, err := probe.Receive(rctx)
+	a.Done = time.Now()
+	switch {
+	case err != nil:
+		a.Err = err
+		t.Logf("probe to the paused leader %d: %v (unknown outcome)", old.Node, err)
+	default:
+		pr := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if pr.ErrorCode == 0 {
+			// The node read the probe only after it resumed, when
+			// another leader had been elected: it may acknowledge it only
+			// as a leader again, in a newer term, never in its stale one.
+			a.Outcome, a.Offset = Acked, pr.BaseOffset
+			h := fetchBatchAt(ctx, t, c, topic, p, pr.BaseOffset)
+			t.Logf("probe to the paused leader %d: acknowledged at offset %d, leader epoch %d", old.Node, pr.BaseOffset, h.PartitionLeaderEpoch)
+			if h.PartitionLeaderEpoch < nl.Epoch {
+				t.Errorf("the paused leader %d acknowledged the probe at offset %d in epoch %d, older than epoch %d of the leader elected meanwhile",
+					old.Node, pr.BaseOffset, h.PartitionLeaderEpoch, nl.Epoch)
+			}
+		} else {
+			a.Err = &client.KafkaError{Code: pr.ErrorCode}
+			t.Logf("probe to the paused leader %d: refused with code %d", old.Node, pr.ErrorCode)
+		}
+	}
+	h.Add(a)
+	t.Logf("paused leader %d of %s[%d] for %v; new leader %d (epoch %d)", old.Node, topic, p,
+		time.Since(t0).Round(time.Millisecond), nl.Node, nl.Epoch)
+	heal(ctx, t, c, w, topic)
+}
+
+// TestPausedLeader pauses a partition's leader (SIGSTOP) longer than the
+// election timeout under load, then resumes it: the stale leader must not
+// accept or acknowledge writes that are not committed, and nothing is lost
+// or duplicated.
+func TestPausedLeader(t *testing.T) {
+	pauses := rounds(1, 4)
+	ctx := testContext(t, 3*time.Minute)
+	c := startCluster(ctx, t)
+	const topic = "pause"
+	must(t, c.CreateTopic(ctx, topic, 3, 3))
+	var h History
+	sum := scenarioSummary(t)
+	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
+	must(t, w.WaitAcked(ctx, -1, time.Time{}, 100))
+	for i := range pauses {
+		pauseLeader(ctx, t, c, w, &h, sum, topic, int32(i%3), int64(i))
+	}
+	must(t, w.WaitAcked(ctx, -1, time.Now(), 100))
+	stopWorkload(ctx, t, w)
+	verify(ctx, t, c, &h, sum, topic)
+}
+
+// snapshotArgs make partition groups snapshot after 64 entries, checked
+// every 200-400ms, keeping 16 entries behind each snapshot: a follower
+// that misses a few hundred entries must catch up from a snapshot.
+var snapshotArgs = []string{
+	"--raft-snapshot-threshold", "64",
+	"--raft-trailing-logs", "16",
+	"--raft-snapshot-interval", "200ms",
+}
+
+// snapshotTrailing is --raft-trailing-logs of snapshotArgs.
+const snapshotTrailing = 16
+
+// followerCatchUp kills -9 a follower of topic/p, keeps writing until
+// every live replica's newest snapshot is more than snapshotTrailing
+// entries past the follower's last Raft index (raft compacts its log up
+// to there, so the entries the follower lacks are gone everywhere), then
+// restarts it and waits until it holds a snapshot past that point too:
+// one it can only have been sent by the leader.
+func followerCatchUp(ctx context.Context, t *testing.T, c *Cluster, w *Workload, sum *Summary, topic string, p int32) {
+	t.Helper()
+	l, err := c.Leader(ctx, topic, p)
+	must(t, err)
+	f := otherNode(l.Node)
+	must(t, c.Kill(f))
+	sum.Fault("follower-kill")
+	fdir := ReplicaDir(c.Node(f).DataDir, topic, p)
+	last, err := RaftLastIndex(fdir)
+	must(t, err)
+	need := last + snapshotTrailing + 1
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = poll(wctx, "live replicas compacted past the follower", func() (bool, error) {
+		for _, id := range c.Running() {
+			idx, err := NewestSnapshotIndex(ReplicaDir(c.Node(id).DataDir, topic, p))
+			if err != nil || idx < need {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("follower %d of %s[%d] at raft index %d: %v", f, topic, p, last, err)
+	}
+	t0 := time.Now()
+	must(t, c.StartNode(ctx, f))
+	must(t, c.WaitReady(ctx, topic))
+	err = poll(wctx, "follower installed a snapshot", func() (bool, error) {
+		idx, err := NewestSnapshotIndex(fdir)
+		return err == nil && idx >= need, err
+	})
+	if err != nil {
+		t.Fatalf("follower %d of %s[%d] did not install a snapshot past index %d: %v", f, topic, p, need, err)
+	}
+	idx, _ := NewestSnapshotIndex(fdir)
+	t.Logf("follower %d of %s[%d] was at raft index %d; caught up from a snapshot at index %d in %v",
+		f, topic, p, last, idx, time.Since(t0).Round(time.Millisecond))
+	must(t, w.WaitAcked(ctx, p, t0, 1))
+	heal(ctx, t, c, w, topic)
+}
+
+// TestFollowerCatchesUpFromSnapshot kills a follower long enough that the
+// others compact their Raft logs past it, restarts it, and proves it
+// caught up (from a snapshot) to a byte-identical log, with nothing
+// acknowledged lost or duplicated.
+func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	c := startCluster(ctx, t, snapshotArgs...)
+	const topic = "snap"
+	must(t, c.CreateTopic(ctx, topic, 1, 3))
+	var h History
+	sum := scenarioSummary(t)
+	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
+	must(t, w.WaitAcked(ctx, -1, time.Time{}, 100))
+	for range rounds(1, 3) {
+		followerCatchUp(ctx, t, c, w, sum, topic, 0)
+	}
+	stopWorkload(ctx, t, w)
+	verify(ctx, t, c, &h, sum, topic)
+}
+
+// TestRollingRestartUnderLoad restarts every node in turn, gracefully,
+// while producers write.
+func TestRollingRestartUnderLoad(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	c := startCluster(ctx, t)
+	const topic = "rolling"
+	must(t, c.CreateTopic(ctx, topic, 3, 3))
+	var h History
+	sum := scenarioSummary(t)
+	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
+	must(t, w.WaitAcked(ctx, -1, time.Time{}, 100))
+	for range rounds(1, 2) {
+		rollingRestart(ctx, t, c, w, sum, topic)
+	}
+	stopWorkload(ctx, t, w)
+	verify(ctx, t, c, &h, sum, topic)
+}
+
+// rollingRestart restarts each node gracefully in turn; after each, the
+// cluster must be ready and acknowledge new records on every partition.
+func rollingRestart(ctx context.Context, t *testing.T, c *Cluster, w *Workload, sum *Summary, topic string) {
+	t.Helper()
+	for id := 1; id <= NodeCount; id++ {
+		t0 := time.Now()
+		must(t, c.RestartNode(ctx, id, topic))
+		sum.Fault("graceful-restart")
+		waitEveryPartition(ctx, t, c, w, topic, t0)
+		heal(ctx, t, c, w, topic)
+	}
+}
+
+// waitEveryPartition waits until every partition of topic acknowledged a
+// record produced at or after since.
+func waitEveryPartition(ctx context.Context, t *testing.T, c *Cluster, w *Workload, topic string, since time.Time) {
+	t.Helper()
+	ls, err := c.Leaders(ctx, topic)
+	must(t, err)
+	for p := range ls {
+		must(t, w.WaitAcked(ctx, int32(p), since, 1))
+	}
+}
+
+// TestWholeClusterKill kills -9 every node at once under load and starts
+// them again: everything acknowledged before the crash survives, and
+// writing resumes.
+func TestWholeClusterKill(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	c := startCluster(ctx, t)
+	const topic = "crash"
+	must(t, c.CreateTopic(ctx, topic, 3, 3))
+	var h History
+	sum := scenarioSummary(t)
+	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
+	must(t, w.WaitAcked(ctx, -1, time.Time{}, 200))
+	for range rounds(1, 3) {
+		must(t, w.WaitAcked(ctx, -1, time.Now(), 100))
+		clusterKill(ctx, t, c, w, sum, topic)
+	}
+	stopWorkload(ctx, t, w)
+	verify(ctx, t, c, &h, sum, topic)
+}
+
+// clusterKill kills every node at once, restarts them all and waits until
+// every partition acknowledges new records.
+func clusterKill(ctx context.Context, t *testing.T, c *Cluster, w *Workload, sum *Summary, topic string) {
+	t.Helper()
+	must(t, c.KillAll())
+	sum.Fault("cluster-kill")
+	t0 := time.Now()
+	must(t, c.StartAll(ctx, topic))
+	waitEveryPartition(ctx, t, c, w, topic, t0)
+	t.Logf("whole cluster killed and restarted; every partition writable after %v", time.Since(t0).Round(time.Millisecond))
+	heal(ctx, t, c, w, topic)
+}

@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// RaftLastIndex reads the last Raft log index of a replica offline, from
+// <replicaDir>/raft.db opened read-only. The node must not be running: a
+// running node holds the file's lock, and the open fails after a second.
+func RaftLastIndex(replicaDir string) (uint64, error) {
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(replicaDir, "raft.db"),
+		BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: time.Second},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("e2e: open raft.db of %s: %w", replicaDir, err)
+	}
+	defer store.Close()
+	return store.LastIndex()
+}
+
+// NewestSnapshotIndex returns the Raft index of the newest complete
+// snapshot in <replicaDir>/snapshots (0 if there is none). It reads only
+// the snapshots' meta.json files, so the node may be running.
+func NewestSnapshotIndex(replicaDir string) (uint64, error) {
+	entries, err := os.ReadDir(filepath.Join(replicaDir, "snapshots"))
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var newest uint64
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+			continue // being written
+		}
+		b, err := os.ReadFile(filepath.Join(replicaDir, "snapshots", e.Name(), "meta.json"))
+		if err != nil {
+			continue // removed while we looked (raft keeps only the newest)
+		}
+		var meta struct{ Index uint64 }
+		if err := json.Unmarshal(b, &meta); err != nil {
+			return 0, fmt.Errorf("e2e: snapshot %s: %w", e.Name(), err)
+		}
+		newest = max(newest, meta.Index)
+	}
+	return newest, nil
+}

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Summary adds up faults, failover times and verifications across a run.
+// It is safe for concurrent use; the zero value is ready.
+type Summary struct {
+	mu           sync.Mutex     // guards the fields below
+	faults       map[string]int // faults injected, by kind
+	failovers    []time.Duration
+	elected      []time.Duration
+	verification []*Verification
+}
+
+// Fault counts one injected fault of a kind ("leader-kill", "pause", ...).
+func (s *Summary) Fault(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faults == nil {
+		s.faults = map[string]int{}
+	}
+	s.faults[kind]++
+}
+
+// Failover records the failover time of one leader kill.
+func (s *Summary) Failover(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failovers = append(s.failovers, d)
+}
+
+// Elected records how long after a leader kill every running node's
+// metadata showed new leaders.
+func (s *Summary) Elected(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.elected = append(s.elected, d)
+}
+
+// Verified adds a Verify result.
+func (s *Summary) Verified(v *Verification) {
+	if v == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.verification = append(s.verification, v)
+}
+
+// Faults returns the number of faults injected.
+func (s *Summary) Faults() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.faults {
+		n += c
+	}
+	return n
+}
+
+// Failovers returns the failover times recorded, in order.
+func (s *Summary) Failovers() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.failovers)
+}
+
+// Percentile returns the p-th percentile (0..100, nearest rank) of ds, or 0
+// for none.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(p/100*float64(len(s))+0.999999) - 1
+	return s[min(max(rank, 0), len(s)-1)]
+}
+
+// String is the run's summary: faults, records acknowledged, lost,
+// duplicated, out of order, replicas compared, failover p50 and max.
+func (s *Summary) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kinds := make([]string, 0, len(s.faults))
+	total := 0
+	for k, n := range s.faults {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+		total += n
+	}
+	slices.Sort(kinds)
+	var acked, unknown, present, lost, dup, ooo, other, partitions, replicas, mismatches int
+	for _, v := range s.verification {
+		r := v.Report
+		acked += r.Acked
+		unknown += r.Unknown
+		present += r.UnknownPresent
+		lost += r.Count(Lost)
+		dup += r.Count(Duplicated)
+		ooo += r.Count(OutOfOrder)
+		other += r.Count(Misplaced) + r.Count(Phantom) + r.Count(Gap) + r.Count(BadHistory)
+		partitions += v.Partitions
+		replicas += v.Replicas
+		mismatches += v.Mismatches
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "==== e2e summary ====\n")
+	fmt.Fprintf(&b, "faults injected:      %d (%s)\n", total, strings.Join(kinds, ", "))
+	fmt.Fprintf(&b, "records acknowledged: %d\n", acked)
+	fmt.Fprintf(&b, "unknown outcome:      %d (%d of them present once)\n", unknown, present)
+	fmt.Fprintf(&b, "lost:                 %d\n", lost)
+	fmt.Fprintf(&b, "duplicated:           %d\n", dup)
+	fmt.Fprintf(&b, "out of order:         %d\n", ooo)
+	fmt.Fprintf(&b, "other problems:       %d (misplaced, phantom, gaps)\n", other)
+	fmt.Fprintf(&b, "replicas compared:    %d logs of %d partitions, %d mismatches\n", replicas, partitions, mismatches)
+	fmt.Fprintf(&b, "failover (leader kill -> first ack of a new record on the partition): %d measured",
+		len(s.failovers))
+	if len(s.failovers) > 0 {
+		fmt.Fprintf(&b, ", p50 %v, max %v", Percentile(s.failovers, 50).Round(time.Millisecond),
+			Percentile(s.failovers, 100).Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "\n  node side: leader kill -> new leaders in every node's metadata: %d measured", len(s.elected))
+	if len(s.elected) > 0 {
+		fmt.Fprintf(&b, ", p50 %v, max %v", Percentile(s.elected, 50).Round(time.Millisecond),
+			Percentile(s.elected, 100).Round(time.Millisecond))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// Merge adds everything o recorded.
+func (s *Summary) Merge(o *Summary) {
+	o.mu.Lock()
+	faults := make(map[string]int, len(o.faults))
+	for k, n := range o.faults {
+		faults[k] = n
+	}
+	failovers := slices.Clone(o.failovers)
+	elected := slices.Clone(o.elected)
+	vs := slices.Clone(o.verification)
+	o.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faults == nil {
+		s.faults = map[string]int{}
+	}
+	for k, n := range faults {
+		s.faults[k] += n
+	}
+	s.failovers = append(s.failovers, failovers...)
+	s.elected = append(s.elected, elected...)
+	s.verification = append(s.verification, vs...)
+}
