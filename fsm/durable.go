@@ -103,8 +103,8 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 func (f *FSM) checkpoint(c checkpoint) error {
 	f.cpMu.Lock()
 	defer f.cpMu.Unlock()
-	if c.index < f.cpIndex {
-		return nil
+	if c.index < f.cpIndex || f.restoring {
+		return nil // an older state, or a Persist racing a Restore
 	}
 	if err := f.log.Sync(); err != nil {
 		return fmt.Errorf("fsm: sync log: %w", err)
@@ -294,3 +294,42 @@ func (f *FSM) recover(window int) error {
 	f.journal = j
 	return nil
 }
+
+// forget removes the checkpoint and empties the journal, durably, so that
+// nothing claims an applied point until the next checkpoint. The FSM
+// goroutine calls it (from Restore).
+func (f *FSM) forget() error {
+	f.cpMu.Lock()
+	defer f.cpMu.Unlock()
+	if err := os.Remove(filepath.Join(f.dir, checkpointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("fsm: forget checkpoint: %w", err)
+	}
+	if err := f.journal.close(); err != nil {
+		return fmt.Errorf("fsm: forget journal: %w", err)
+	}
+	fh, err := os.OpenFile(filepath.Join(f.dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("fsm: forget journal: %w", err)
+	}
+	f.journal = &journal{fh: fh}
+	if err := syncDir(f.dir); err != nil {
+		return fmt.Errorf("fsm: forget: %w", err)
+	}
+	f.restoring = true
+	return nil
+}
+
+// restored ends what forget began: the next checkpoint is written whatever
+// its index.
+func (f *FSM) restored() {
+	f.cpMu.Lock()
+	f.restoring, f.cpIndex = false, 0
+	f.cpMu.Unlock()
+}
+
+// NeedsRestore reports whether raft's newest snapshot, at index, is ahead
+// of what the FSM holds durably. With NoSnapshotRestoreOnStart raft would
+// skip that snapshot and replay only the entries after it, so the replica
+// must Restore it before starting raft. It happens after a crash in the
+// middle of installing a snapshot sent by the leader.
+func (f *FSM) NeedsRestore(index uint64) bool { return index > f.applied.Load() }

@@ -121,9 +121,12 @@ type FSM struct {
 	hw      atomic.Int64  // high watermark: the log end after the last apply
 
 	// cpMu serializes checkpoint writes (Persist runs beside the FSM
-	// goroutine) and guards cpIndex, the index of the newest checkpoint.
-	cpMu    sync.Mutex
-	cpIndex uint64
+	// goroutine) and guards cpIndex, the index of the newest checkpoint,
+	// and restoring, set while Restore rewrites the log (no checkpoint may
+	// be written then).
+	cpMu      sync.Mutex
+	cpIndex   uint64
+	restoring bool
 
 	// mu guards changed, the channel closed when the high watermark moves.
 	mu      sync.Mutex

@@ -224,6 +224,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("%w: producer table: %w", ErrSnapshotCorrupt, err)
 	}
+	// From here until the new checkpoint is written the log is neither the
+	// old state nor the new one. Forget the old applied point first, so
+	// that a crash in between recovers an empty state at index 0, which the
+	// replica then restores again from raft's snapshot (see
+	// NeedsRestore), instead of an old checkpoint that points past a
+	// half-rewritten log.
+	if err := f.forget(); err != nil {
+		return err
+	}
 	switch h.form {
 	case formReference:
 		// Only a snapshot of this very log can be a reference.
@@ -248,6 +257,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.applied.Store(h.cp.index)
 	f.appliedTerm = h.cp.term
 	f.failed = nil
+	f.restored()
 	if err := f.checkpoint(h.cp); err != nil {
 		return err
 	}

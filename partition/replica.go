@@ -91,6 +91,7 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 		Timing:                   cfg.Timing,
 		NoSnapshotRestoreOnStart: true,
 		WrapSnapshots:            func(s raft.SnapshotStore) raft.SnapshotStore { return &snapshotStore{SnapshotStore: s, fsm: f} },
+		BeforeStart:              func(s raft.SnapshotStore) error { return restoreIfBehind(s, f, logger) },
 		NotifyCh:                 r.notify,
 		Logger:                   logger,
 	}, f)
@@ -277,4 +278,29 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 	m := *meta
 	m.Size = size
 	return &m, full, nil
+}
+
+// restoreIfBehind restores the FSM from raft's newest snapshot when the
+// FSM's durable state is older: raft, told not to restore on start
+// (NoSnapshotRestoreOnStart), would otherwise replay only the entries after
+// that snapshot onto an FSM that lacks the ones before it. This is the case
+// after a crash in the middle of installing a snapshot from the leader.
+func restoreIfBehind(snaps raft.SnapshotStore, f *fsm.FSM, logger *slog.Logger) error {
+	metas, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("partition: list snapshots: %w", err)
+	}
+	if len(metas) == 0 || !f.NeedsRestore(metas[0].Index) {
+		return nil
+	}
+	logger.Warn("replica state is behind its newest snapshot (crash during a snapshot install?); restoring it",
+		"applied", f.AppliedIndex(), "snapshot", metas[0].Index)
+	_, rc, err := snaps.Open(metas[0].ID)
+	if err != nil {
+		return fmt.Errorf("partition: open snapshot %s: %w", metas[0].ID, err)
+	}
+	if err := f.Restore(rc); err != nil {
+		return fmt.Errorf("partition: restore snapshot %s: %w", metas[0].ID, err)
+	}
+	return nil
 }

@@ -93,6 +93,9 @@ type Config struct {
 	NoSnapshotRestoreOnStart bool
 	// WrapSnapshots, if set, wraps the file snapshot store.
 	WrapSnapshots func(raft.SnapshotStore) raft.SnapshotStore
+	// BeforeStart, if set, is called with the (wrapped) snapshot store
+	// after bootstrapping and before raft starts; an error aborts Open.
+	BeforeStart func(raft.SnapshotStore) error
 	// NotifyCh receives true/false on gaining and losing leadership.
 	NotifyCh chan<- bool
 	// Logger receives raft's messages at Warn and above. Nil discards.
@@ -178,6 +181,12 @@ func Open(cfg Config, fsm raft.FSM) (*Group, error) {
 				store.Close()
 				return nil, fmt.Errorf("raftgroup: bootstrap: %w", err)
 			}
+		}
+	}
+	if cfg.BeforeStart != nil {
+		if err := cfg.BeforeStart(snaps); err != nil {
+			store.Close()
+			return nil, err
 		}
 	}
 	r, err := raft.NewRaft(rc, fsm, logs, store, snaps, cfg.Transport)

@@ -167,9 +167,8 @@ func leaderKill(ctx context.Context, t *testing.T, c *Cluster, w *Workload, h *H
 // heal waits, after a node came back, until the cluster is ready for topic
 // and every replica of topic holds the same log, holding the producers
 // meanwhile (records in flight go on to their results). So each fault
-// starts from a healed cluster, not from a node still catching up: a node
-// killed while it installs a snapshot cannot start again (an open node
-// bug, TestReproCrashDuringSnapshotRestore).
+// starts from a healed cluster, not from a node still catching up, and the
+// failover time of one fault is not mixed with the catch-up of the last.
 func heal(ctx context.Context, t *testing.T, c *Cluster, w *Workload, topic string) {
 	t.Helper()
 	ls, err := c.Leaders(ctx, topic)
