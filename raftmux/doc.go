@@ -23,9 +23,30 @@
 //     Dial(ctx, addr, name). Close the listener to unregister the name.
 //     Connections returned by Dial and Accept are the caller's to close.
 //  4. Shut every raft group down, then Close the Mux. Close closes the port,
-//     every virtual listener and every accepted connection, and returns
-//     after the Mux's goroutines have ended. A transport still open at that
-//     point stays quiet until it is closed.
+//     every virtual listener and every accepted connection, fails queued
+//     heartbeats, and returns after the Mux's goroutines have ended
+//     (including calls into raft heartbeat handlers that are still running).
+//     A transport still open at that point stays quiet until it is closed.
+//
+// Heartbeats. Each raft leader sends every follower an empty AppendEntries
+// every HeartbeatTimeout/10 or so; with hundreds of groups that is most of
+// an idle node's traffic and CPU. A GroupTransport therefore does not send
+// them over the group's own connection: a heartbeat (raft's own definition)
+// joins a queue per peer address, and that peer's sender, owned by the Mux,
+// waits Config.HeartbeatWindow after the first one and sends everything
+// queued as one frame on one long-lived connection on HeartbeatChannel
+// ("raft-hb", so no service may use that name). The
+// peer calls each group's heartbeat handler (the one raft set with
+// SetHeartbeatHandler) and answers every heartbeat in one frame, in order.
+// A group the peer does not have open is answered ErrUnknownGroup; a
+// handler that overruns Config.HeartbeatHandlerTimeout is abandoned and its
+// heartbeat answered ErrNoHeartbeatResponse, so that one stuck group never
+// holds up the others. A heartbeat waits at most its group's
+// TransportConfig.Timeout; closing the group fails its waiting heartbeats at
+// once; a lost connection fails the frame in flight and the next frame
+// dials again. A peer whose Mux does not serve HeartbeatChannel (an older
+// version, or Config.DisableHeartbeatCoalescing) gets heartbeats over each
+// group's own connection, as before. Stats counts frames and heartbeats.
 //
 // File descriptors: each group's NetworkTransport keeps up to
 // TransportConfig.MaxPool idle connections per peer, plus one per peer for

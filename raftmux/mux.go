@@ -37,10 +37,11 @@ type Config struct {
 	// DefaultHeartbeatWindow.
 	HeartbeatWindow time.Duration
 	// HeartbeatHandlerTimeout bounds how long one group's heartbeat handler
-	// may hold up the rest of a frame from a peer: a handler still running
-	// after between half of it and all of it is abandoned and that
-	// heartbeat answered with ErrNoHeartbeatResponse. Zero means
-	// DefaultHeartbeatHandlerTimeout.
+	// may hold up the rest of a frame from a peer: a handler that has run
+	// this long (checked every half of it, so at most 1.5 times it) is
+	// abandoned, its heartbeat answered with ErrNoHeartbeatResponse, and the
+	// frame goes on with the next group. Zero means
+	// DefaultHeartbeatHandlerTimeout; otherwise at least 1ms.
 	HeartbeatHandlerTimeout time.Duration
 	// DisableHeartbeatCoalescing makes every group send its heartbeats over
 	// its own connections, as a plain NetworkTransport does, and stops this
@@ -49,9 +50,13 @@ type Config struct {
 	DisableHeartbeatCoalescing bool
 }
 
-// Heartbeat coalescing defaults.
+// Heartbeat coalescing defaults. The window is a trade: each heartbeat
+// waits up to it longer for its answer (raft's leader lease and followers'
+// timeouts are hundreds of milliseconds), and each peer link carries at most
+// about one frame per window. Measured on 3 local nodes with 200 groups,
+// idle CPU was 0.66 cores with 5 ms, 0.52 with 20 ms, 0.49 with 50 ms.
 const (
-	DefaultHeartbeatWindow         = 5 * time.Millisecond
+	DefaultHeartbeatWindow         = 20 * time.Millisecond
 	DefaultHeartbeatHandlerTimeout = 100 * time.Millisecond
 )
 
@@ -83,10 +88,10 @@ func (cfg *Config) validate() error {
 		cfg.HeartbeatWindow = DefaultHeartbeatWindow
 	}
 	switch {
-	case cfg.HeartbeatHandlerTimeout < 0:
-		return fmt.Errorf("%w: HeartbeatHandlerTimeout %v is negative", ErrInvalidConfig, cfg.HeartbeatHandlerTimeout)
 	case cfg.HeartbeatHandlerTimeout == 0:
 		cfg.HeartbeatHandlerTimeout = DefaultHeartbeatHandlerTimeout
+	case cfg.HeartbeatHandlerTimeout < time.Millisecond:
+		return fmt.Errorf("%w: HeartbeatHandlerTimeout %v is below 1ms", ErrInvalidConfig, cfg.HeartbeatHandlerTimeout)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logging.Discard()

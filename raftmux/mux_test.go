@@ -311,6 +311,9 @@ func TestListenValidatesConfig(t *testing.T) {
 		{BindAddr: "127.0.0.1:0", AdvertiseAddr: "node1:0"},
 		{BindAddr: "127.0.0.1:0", AdvertiseAddr: "node1:70000"},
 		{BindAddr: "127.0.0.1:0", HeaderTimeout: -time.Second},
+		{BindAddr: "127.0.0.1:0", HeartbeatWindow: -time.Millisecond},
+		{BindAddr: "127.0.0.1:0", HeartbeatHandlerTimeout: -time.Second},
+		{BindAddr: "127.0.0.1:0", HeartbeatHandlerTimeout: time.Microsecond},
 	} {
 		if m, err := Listen(cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("Listen(%+v): err = %v, want ErrInvalidConfig", cfg, err)
