@@ -269,16 +269,75 @@ func (l *Log) roll(base int64) (*segment, error) {
 	return s, nil
 }
 
-// Sync makes everything written so far durable: the segment data and
-// index files changed since the last Sync, then the directory if files
-// were created or removed.
+// testHookSyncUnlocked, if set by a test, runs in Sync after it has let go
+// of the writer's lock and before it fsyncs.
+var testHookSyncUnlocked func()
+
+// Sync makes everything written before it was called durable: the segment
+// data and index files changed since the last Sync, then the directory if
+// files were created or removed.
+//
+// Appends go on while it waits for the disk: it notes and clears the dirty
+// flags under wmu, then fsyncs holding only truncMu shared (which keeps the
+// files open and in place, as for a reader). An append during the fsync
+// sets its segment's flag again for the next Sync. Holding wmu for the
+// fsync, as before, stalled the partition's applies for as long as the
+// kernel took to write back everything since the last snapshot: 0.7 s
+// pauses in the bench at 10 MB/s.
 func (l *Log) Sync() error {
+	type pending struct {
+		s           *segment
+		data, index bool
+	}
 	l.wmu.Lock()
-	defer l.wmu.Unlock()
 	if l.closed {
+		l.wmu.Unlock()
 		return ErrClosed
 	}
-	return l.syncLocked()
+	var todo []pending
+	for _, s := range l.segs {
+		if s.dataDirty || s.indexDirty {
+			todo = append(todo, pending{s, s.dataDirty, s.indexDirty})
+			s.dataDirty, s.indexDirty = false, false
+		}
+	}
+	dir := l.dirDirty
+	l.dirDirty = false
+	l.truncMu.RLock()
+	l.wmu.Unlock()
+
+	if testHookSyncUnlocked != nil {
+		testHookSyncUnlocked()
+	}
+	var err error
+	for i, p := range todo {
+		if err = p.s.syncParts(p.data, p.index); err != nil {
+			todo = todo[i:]
+			break
+		}
+	}
+	if err == nil {
+		todo = nil
+		if dir {
+			if err = syncPath(l.dir); err != nil {
+				err = fmt.Errorf("partition: sync directory: %w", err)
+			}
+		}
+	}
+	l.truncMu.RUnlock()
+	if err == nil {
+		return nil
+	}
+	// Mark what was not made durable dirty again (wmu after truncMu is
+	// released: the lock order is wmu, truncMu).
+	l.wmu.Lock()
+	for _, p := range todo {
+		p.s.dataDirty = p.s.dataDirty || p.data
+		p.s.indexDirty = p.s.indexDirty || p.index
+	}
+	l.dirDirty = l.dirDirty || dir
+	l.wmu.Unlock()
+	return err
 }
 
 func (l *Log) syncLocked() error {

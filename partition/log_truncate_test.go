@@ -201,3 +201,52 @@ func TestSyncThenReopen(t *testing.T) {
 		t.Fatal("log differs after Sync and reopen")
 	}
 }
+
+// Appends go on while Sync waits for the disk (it used to hold the
+// writer's lock for the whole fsync, stalling the partition's applies),
+// and what they wrote is left dirty for the next Sync.
+func TestAppendsProceedDuringSync(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, smallOpts())
+	h := makeHistory(30, 0, 7)
+	appendAll(t, l, h.batches[:10])
+
+	inSync, release := make(chan struct{}), make(chan struct{})
+	testHookSyncUnlocked = func() {
+		close(inSync)
+		<-release
+	}
+	t.Cleanup(func() { testHookSyncUnlocked = nil })
+	synced := make(chan error, 1)
+	go func() { synced <- l.Sync() }()
+	<-inSync
+	// Sync is parked before its fsyncs; appending must not wait for it,
+	// including a roll to a new segment.
+	appendAll(t, l, h.batches[10:30])
+	if got := len(segmentFiles(t, dir)); got < 2 {
+		t.Fatalf("%d segment files; the history should span several", got)
+	}
+	close(release)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	testHookSyncUnlocked = nil
+	if !l.segs[len(l.segs)-1].dataDirty {
+		t.Fatal("the active segment written during Sync is not dirty for the next one")
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range l.segs {
+		if s.dataDirty || s.indexDirty {
+			t.Fatalf("segment %d still dirty after the second Sync", s.base)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, smallOpts())
+	if !bytes.Equal(readAll(t, l, 0, 1<<20), h.concat(0, 30)) {
+		t.Fatal("log differs after Sync and reopen")
+	}
+}

@@ -105,17 +105,30 @@ func (s *segment) writeIndex() error {
 // sync fsyncs what changed in the segment since the last sync. The caller
 // holds Log.wmu.
 func (s *segment) sync() error {
-	if s.dataDirty {
+	if err := s.syncParts(s.dataDirty, false); err != nil {
+		return err
+	}
+	s.dataDirty = false
+	if err := s.syncParts(false, s.indexDirty); err != nil {
+		return err
+	}
+	s.indexDirty = false
+	return nil
+}
+
+// syncParts fsyncs the data file, the index file, or both. It touches no
+// flags; the caller holds Log.wmu or Log.truncMu (shared), either of which
+// keeps the file open.
+func (s *segment) syncParts(data, index bool) error {
+	if data {
 		if err := s.f.Sync(); err != nil {
 			return fmt.Errorf("partition: sync segment: %w", err)
 		}
-		s.dataDirty = false
 	}
-	if s.indexDirty {
+	if index {
 		if err := syncPath(s.indexPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("partition: sync index: %w", err)
 		}
-		s.indexDirty = false
 	}
 	return nil
 }
