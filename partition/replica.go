@@ -37,6 +37,11 @@ type ReplicaConfig struct {
 	// leadership, with the Raft term at that moment.
 	OnLeader func(leader bool, term uint64)
 	Logger   *slog.Logger
+	// CampaignDelay, when positive, holds a brand-new group's replica back
+	// from campaigning for at most this long, or until ReleaseCampaign
+	// (see raftgroup.Config.CampaignDelay). Ignored when the replica has
+	// Raft state.
+	CampaignDelay time.Duration
 }
 
 // Replica is this node's copy of one partition: its Raft group, its FSM and
@@ -94,6 +99,7 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 		BeforeStart:              func(s raft.SnapshotStore) error { return restoreIfBehind(s, f, logger) },
 		NotifyCh:                 r.notify,
 		Logger:                   logger,
+		CampaignDelay:            cfg.CampaignDelay,
 	}, f)
 	if err != nil {
 		f.Close()
@@ -220,6 +226,14 @@ func (r *Replica) Leader() raft.ServerID {
 // LeaderEpoch is the current Raft term, which serves as Kafka's leader
 // epoch.
 func (r *Replica) LeaderEpoch() int32 { return int32(r.group.Raft.CurrentTerm()) }
+
+// ReleaseCampaign ends a new replica's campaign hold after d (at once if
+// d <= 0); see raftgroup.Group.ReleaseCampaign. No-op when not held.
+func (r *Replica) ReleaseCampaign(d time.Duration) { r.group.ReleaseCampaign(d) }
+
+// CampaignHeld reports whether the replica is still held back from
+// campaigning (a new group's member before ReleaseCampaign or a leader).
+func (r *Replica) CampaignHeld() bool { return r.group.Held() }
 
 // Raft exposes the group, for tests and the node's administration.
 func (r *Replica) Raft() *raft.Raft { return r.group.Raft }

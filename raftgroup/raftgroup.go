@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -103,6 +104,22 @@ type Config struct {
 	// LogLevel is the lowest level of raft's own messages passed on;
 	// zero means Warn.
 	LogLevel slog.Level
+	// CampaignDelay, when positive and this Open bootstraps the group (it
+	// had no state on disk), holds this member back from campaigning in
+	// the group's first election: raft starts with heartbeat and election
+	// timeouts of CampaignDelay instead of Timing's, and Timing's are put
+	// back (raft.ReloadConfig) when the hold ends: when CampaignDelay has
+	// passed, at the deadline the caller sets with Group.ReleaseCampaign,
+	// 8 of Timing's heartbeat timeouts after this member first hears of a
+	// leader (not at once: a held follower rides out the stalls of nodes
+	// busy electing many new groups instead of starting elections of its
+	// own), or as soon as this member becomes a candidate or the leader (a
+	// leader heartbeats every tenth of its heartbeat timeout). A new group's members are held so that none
+	// campaigns before its peers have opened the group, and so that its
+	// preferred member can be released first and win in one round
+	// instead of three candidates splitting votes. A group reopened from
+	// disk is never held, so fail-over keeps Timing's speed.
+	CampaignDelay time.Duration
 }
 
 // Group is an open Raft group.
@@ -110,6 +127,16 @@ type Group struct {
 	Raft  *raft.Raft
 	store *raftboltdb.BoltStore
 	trans raft.Transport
+
+	// restored is closed once the group runs with Timing's timeouts (at
+	// once unless CampaignDelay applied). release carries ReleaseCampaign's
+	// requests to the goroutine that lifts the hold; stopHold (closed once,
+	// by Close) and holdDone stop and await that goroutine.
+	restored     chan struct{}
+	release      chan time.Duration
+	stopHold     chan struct{}
+	stopHoldOnce sync.Once
+	holdDone     chan struct{}
 }
 
 // Open opens (and, if asked and new, bootstraps) the group.
@@ -170,6 +197,7 @@ func Open(cfg Config, fsm raft.FSM) (*Group, error) {
 		store.Close()
 		return nil, fmt.Errorf("raftgroup: %w", err)
 	}
+	hold := false
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(logs, store, snaps)
 		if err != nil {
@@ -181,7 +209,19 @@ func Open(cfg Config, fsm raft.FSM) (*Group, error) {
 				store.Close()
 				return nil, fmt.Errorf("raftgroup: bootstrap: %w", err)
 			}
+			hold = cfg.CampaignDelay > max(rc.HeartbeatTimeout, rc.ElectionTimeout)
 		}
+	}
+	normal := raft.ReloadableConfig{
+		TrailingLogs:      rc.TrailingLogs,
+		SnapshotInterval:  rc.SnapshotInterval,
+		SnapshotThreshold: rc.SnapshotThreshold,
+		HeartbeatTimeout:  rc.HeartbeatTimeout,
+		ElectionTimeout:   rc.ElectionTimeout,
+	}
+	if hold {
+		rc.HeartbeatTimeout = cfg.CampaignDelay
+		rc.ElectionTimeout = cfg.CampaignDelay
 	}
 	if cfg.BeforeStart != nil {
 		if err := cfg.BeforeStart(snaps); err != nil {
@@ -194,11 +234,132 @@ func Open(cfg Config, fsm raft.FSM) (*Group, error) {
 		store.Close()
 		return nil, fmt.Errorf("raftgroup: %w", err)
 	}
-	return &Group{Raft: r, store: store, trans: cfg.Transport}, nil
+	g := &Group{Raft: r, store: store, trans: cfg.Transport,
+		restored: make(chan struct{}), release: make(chan time.Duration, 1),
+		stopHold: make(chan struct{}), holdDone: make(chan struct{})}
+	if !hold {
+		close(g.restored)
+		close(g.holdDone)
+		return g, nil
+	}
+	obsCh := make(chan raft.Observation, 4)
+	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
+		switch d := o.Data.(type) {
+		case raft.LeaderObservation:
+			return d.LeaderID != ""
+		case raft.RaftState:
+			return d == raft.Candidate || d == raft.Leader
+		}
+		return false
+	})
+	r.RegisterObserver(obs)
+	go g.liftHold(obs, obsCh, normal, cfg.CampaignDelay, logger)
+	return g, nil
 }
+
+// liftHold puts the group's normal timeouts back once this member
+// campaigns or leads, holdAfterLeader heartbeat timeouts after it first
+// hears of a leader, or when the hold's deadline passes (bound, moved by
+// ReleaseCampaign); it ends on Close. It is owned by the Group.
+func (g *Group) liftHold(obs *raft.Observer, obsCh <-chan raft.Observation, normal raft.ReloadableConfig, bound time.Duration, logger *slog.Logger) {
+	defer close(g.holdDone)
+	defer g.Raft.DeregisterObserver(obs)
+	deadline := time.Now().Add(bound)
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	sawLeader := false
+	leaderSeen := func() {
+		if sawLeader {
+			return
+		}
+		sawLeader = true
+		if d := time.Now().Add(holdAfterLeader * normal.HeartbeatTimeout); d.Before(deadline) {
+			deadline = d
+			timer.Reset(time.Until(d))
+		}
+	}
+	// The observer was registered after raft started: look once, in case
+	// what it waits for has already happened.
+	if _, id := g.Raft.LeaderWithID(); id != "" {
+		leaderSeen()
+	}
+wait:
+	for g.Raft.State() == raft.Follower {
+		select {
+		case <-g.stopHold:
+			return
+		case o := <-obsCh:
+			if _, ok := o.Data.(raft.RaftState); ok {
+				break wait
+			}
+			leaderSeen()
+		case <-timer.C:
+			break wait
+		case d := <-g.release:
+			if d <= 0 {
+				break wait
+			}
+			if !sawLeader || time.Now().Add(d).Before(deadline) {
+				deadline = time.Now().Add(d)
+				timer.Reset(d)
+			}
+		}
+	}
+	// With a shorter heartbeat timeout, a follower that has not heard from
+	// a leader within it campaigns at once; one that has keeps following.
+	if err := g.Raft.ReloadConfig(normal); err != nil {
+		logger.Warn("could not restore the raft timeouts after holding a new group's campaign", "err", err)
+	}
+	close(g.restored)
+}
+
+// holdAfterLeader is how long, in heartbeat timeouts, a held member keeps
+// its long timeouts after it first hears of a leader: a new group's
+// followers ride out the stalls of nodes still electing hundreds of other
+// new groups instead of starting elections of their own.
+const holdAfterLeader = 8
+
+// ReleaseCampaign ends a new group's campaign hold (Config.CampaignDelay)
+// after d instead, or at once if d <= 0: the group then runs with its
+// Timing, and campaigns at once unless it has heard from a leader within
+// a heartbeat timeout. A later call replaces an earlier one's deadline.
+// It does nothing when the group is not held (any more).
+func (g *Group) ReleaseCampaign(d time.Duration) {
+	for {
+		select {
+		case <-g.restored:
+			return
+		case <-g.holdDone:
+			return
+		case g.release <- d:
+			return
+		default:
+			select { // replace a request the hold has not taken yet
+			case <-g.release:
+			default:
+			}
+		}
+	}
+}
+
+// Held reports whether the group is still held back from campaigning.
+func (g *Group) Held() bool {
+	select {
+	case <-g.restored:
+		return false
+	default:
+		return true
+	}
+}
+
+// TimingRestored returns a channel closed once the group runs with its
+// configured Timing: at once, unless Config.CampaignDelay held it back.
+func (g *Group) TimingRestored() <-chan struct{} { return g.restored }
 
 // Close shuts raft down and closes the store and the transport.
 func (g *Group) Close() error {
+	g.stopHoldOnce.Do(func() { close(g.stopHold) })
+	<-g.holdDone
 	err := g.Raft.Shutdown().Error()
 	if cerr := g.store.Close(); err == nil {
 		err = cerr

@@ -134,6 +134,9 @@ func run(o options) error {
 			return err
 		}
 		created := time.Since(t0)
+		if o.topics == 1 {
+			fmt.Printf("CreateTopics answered after %v\n", created.Round(time.Millisecond))
+		}
 		leaders, err := waitLed(ctx, cl, names[i], n)
 		if err != nil {
 			return err
@@ -144,8 +147,6 @@ func run(o options) error {
 		if o.topics > 1 {
 			fmt.Printf("topic %s: %d partitions created in %v, all led after %v\n", names[i], n,
 				created.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
-		} else {
-			fmt.Printf("CreateTopics answered after %v\n", created.Round(time.Millisecond))
 		}
 	}
 	fmt.Printf("partitions: %d x RF%d in %d topic(s); all have leaders after %v; leaders per node %s\n",
@@ -306,10 +307,15 @@ func createTopic(ctx context.Context, cl *kgo.Client, name string, parts, rf int
 
 // waitLed polls Metadata until all n partitions of topic have a leader.
 func waitLed(ctx context.Context, cl *kgo.Client, topic string, n int) (map[tp]leaderInfo, error) {
+	start, report := time.Now(), time.Now().Add(10*time.Second)
 	for {
 		l, err := allLeaders(ctx, cl, []string{topic})
 		if err == nil && len(l) == n {
 			return l, nil
+		}
+		if time.Now().After(report) {
+			fmt.Printf("  %v: %d of %d partitions of %s led\n", time.Since(start).Round(time.Second), len(l), n, topic)
+			report = report.Add(10 * time.Second)
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("topic %s: only %d of %d partitions have leaders: %w", topic, len(l), n, ctx.Err())
