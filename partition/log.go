@@ -49,6 +49,12 @@ type LogOptions struct {
 	// IndexIntervalBytes is the spacing of sparse index entries in log
 	// bytes. Default 4096.
 	IndexIntervalBytes int
+	// FlushBytes makes the log Sync in the background after this many
+	// bytes were appended since it last asked for one, so the disk sees a
+	// steady trickle instead of the burst a snapshot's Sync would
+	// otherwise write (hundreds of MB, competing with the Raft log's
+	// fsyncs). Appends never wait for it. Default 8 MiB; negative: never.
+	FlushBytes int64
 	// Logger receives recovery warnings and segment events; nil discards.
 	Logger *slog.Logger
 }
@@ -57,6 +63,7 @@ type LogOptions struct {
 const (
 	DefaultSegmentBytes       = 128 << 20
 	DefaultIndexIntervalBytes = 4096
+	DefaultFlushBytes         = 8 << 20
 )
 
 // maxRetainedBuf bounds the AppendAt copy buffer the Log keeps between
@@ -75,6 +82,9 @@ func (o LogOptions) resolve() (LogOptions, error) {
 		o.IndexIntervalBytes = DefaultIndexIntervalBytes
 	case o.IndexIntervalBytes < 0:
 		return o, fmt.Errorf("%w: IndexIntervalBytes %d is negative", ErrInvalidOptions, o.IndexIntervalBytes)
+	}
+	if o.FlushBytes == 0 {
+		o.FlushBytes = DefaultFlushBytes
 	}
 	if o.Logger == nil {
 		o.Logger = logging.Discard()
@@ -99,6 +109,15 @@ type Log struct {
 	wbuf     []byte // AppendAt's reusable copy of the batch
 	dirDirty bool   // files created or removed since the last directory fsync
 	werr     error  // sticky: a failed write could not be undone
+	unsynced int64  // bytes appended since the flusher was last kicked
+
+	// The background flusher (nil channels when FlushBytes < 0): appends
+	// kick it through flushKick (never blocking); Close closes flushStop
+	// and waits for flushDone.
+	flushKick chan struct{}
+	flushStop chan struct{}
+	flushDone chan struct{}
+	stopOnce  sync.Once
 
 	// truncMu keeps segment files, and their bytes below the published
 	// sizes, in place. Readers hold it shared for the whole of their file
@@ -143,7 +162,40 @@ func OpenLog(dir string, opts LogOptions) (*Log, error) {
 		l.bytes += s.size
 	}
 	l.logger.Debug("log opened", "start", l.segs[0].base, "end", l.end, "segments", len(l.segs), "bytes", l.bytes)
+	if opts.FlushBytes > 0 {
+		l.flushKick = make(chan struct{}, 1)
+		l.flushStop = make(chan struct{})
+		l.flushDone = make(chan struct{})
+		go l.flusher()
+	}
 	return l, nil
+}
+
+// flusher runs Sync whenever appends kick it, until Close stops it.
+func (l *Log) flusher() {
+	defer close(l.flushDone)
+	for {
+		select {
+		case <-l.flushStop:
+			return
+		case <-l.flushKick:
+			if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+				l.logger.Warn("background sync failed", "err", err)
+			}
+		}
+	}
+}
+
+// stopFlusher stops the background flusher and waits for it. It must be
+// called without wmu: the flusher's Sync takes it.
+func (l *Log) stopFlusher() {
+	if l.flushStop == nil {
+		return
+	}
+	l.stopOnce.Do(func() {
+		close(l.flushStop)
+		<-l.flushDone
+	})
 }
 
 // StartOffset is the offset of the first batch the log holds (or would
@@ -240,6 +292,15 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 		return fmt.Errorf("partition: append: %w", err)
 	}
 	s.dataDirty = true
+	if l.flushKick != nil {
+		if l.unsynced += n; l.unsynced >= l.opts.FlushBytes {
+			l.unsynced = 0
+			select {
+			case l.flushKick <- struct{}{}:
+			default: // a kick is pending already
+			}
+		}
+	}
 	l.mu.Lock()
 	s.idx.note(uint32(h.BaseOffset-s.base), uint32(s.size), h.MaxTimestamp, l.opts.IndexIntervalBytes)
 	s.size += n
@@ -358,6 +419,7 @@ func (l *Log) syncLocked() error {
 // Close writes the active segment's index, syncs, and closes the files.
 // It waits for running reads; every later call returns ErrClosed.
 func (l *Log) Close() error {
+	l.stopFlusher()
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.closed {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestTruncateTo(t *testing.T) {
@@ -207,7 +208,9 @@ func TestSyncThenReopen(t *testing.T) {
 // and what they wrote is left dirty for the next Sync.
 func TestAppendsProceedDuringSync(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, smallOpts())
+	opts := smallOpts()
+	opts.FlushBytes = -1 // only this test's Sync may reach the hook
+	l := openLog(t, dir, opts)
 	h := makeHistory(30, 0, 7)
 	appendAll(t, l, h.batches[:10])
 
@@ -248,5 +251,42 @@ func TestAppendsProceedDuringSync(t *testing.T) {
 	l = openLog(t, dir, smallOpts())
 	if !bytes.Equal(readAll(t, l, 0, 1<<20), h.concat(0, 30)) {
 		t.Fatal("log differs after Sync and reopen")
+	}
+}
+
+// dirtySegments counts segments with unsynced data, under the writer's lock.
+func dirtySegments(l *Log) int {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	n := 0
+	for _, s := range l.segs {
+		if s.dataDirty {
+			n++
+		}
+	}
+	return n
+}
+
+// Past FlushBytes of appends the log syncs itself in the background; with
+// FlushBytes negative nothing but Sync and Close ever syncs.
+func TestBackgroundFlush(t *testing.T) {
+	h := makeHistory(40, 0, 11)
+	opts := smallOpts()
+	opts.FlushBytes = -1
+	off := openLog(t, t.TempDir(), opts)
+	appendAll(t, off, h.batches)
+	if dirtySegments(off) == 0 {
+		t.Fatal("a log without background flushing has no unsynced segment after appends")
+	}
+
+	opts.FlushBytes = 1 // every append kicks the flusher
+	l := openLog(t, t.TempDir(), opts)
+	appendAll(t, l, h.batches)
+	deadline := time.Now().Add(10 * time.Second)
+	for dirtySegments(l) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d segments still unsynced 10 s after the last append", dirtySegments(l))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
