@@ -14,17 +14,13 @@ func TestLeaderKillUnderLoad(t *testing.T) {
 	ctx := testContext(t, 4*time.Minute)
 	c := startCluster(ctx, t)
 	const topic = "kills"
-	must(t, c.CreateTopic(ctx, topic, 3, 3))
-	var h History
-	sum := scenarioSummary(t)
-	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
-	must(t, w.WaitAcked(ctx, -1, time.Time{}, 100))
+	l := startLoad(ctx, t, c, WorkloadConfig{Topic: topic}, 3, 100)
+	w, h, sum := l.w, &l.h, l.sum
 	for i := range kills {
-		leaderKill(ctx, t, c, w, &h, sum, topic, int32(i%3))
+		leaderKill(ctx, t, c, w, h, sum, topic, int32(i%3))
 	}
 	must(t, w.WaitAcked(ctx, -1, time.Now(), 100))
-	stopWorkload(ctx, t, w)
-	verify(ctx, t, c, &h, sum, topic)
+	l.finish(ctx, t)
 	if got := len(sum.Failovers()); got != kills {
 		t.Fatalf("%d failover times for %d kills", got, kills)
 	}

@@ -119,17 +119,13 @@ func TestPausedLeader(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	c := startCluster(ctx, t)
 	const topic = "pause"
-	must(t, c.CreateTopic(ctx, topic, 3, 3))
-	var h History
-	sum := scenarioSummary(t)
-	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
-	must(t, w.WaitAcked(ctx, -1, time.Time{}, 100))
+	l := startLoad(ctx, t, c, WorkloadConfig{Topic: topic}, 3, 100)
+	w, h, sum := l.w, &l.h, l.sum
 	for i := range pauses {
-		pauseLeader(ctx, t, c, w, &h, sum, topic, int32(i%3), int64(i))
+		pauseLeader(ctx, t, c, w, h, sum, topic, int32(i%3), int64(i))
 	}
 	must(t, w.WaitAcked(ctx, -1, time.Now(), 100))
-	stopWorkload(ctx, t, w)
-	verify(ctx, t, c, &h, sum, topic)
+	l.finish(ctx, t)
 }
 
 // snapshotArgs make partition groups snapshot after 64 entries, checked
@@ -200,16 +196,12 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	c := startCluster(ctx, t, snapshotArgs...)
 	const topic = "snap"
-	must(t, c.CreateTopic(ctx, topic, 1, 3))
-	var h History
-	sum := scenarioSummary(t)
-	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
-	must(t, w.WaitAcked(ctx, -1, time.Time{}, 100))
+	l := startLoad(ctx, t, c, WorkloadConfig{Topic: topic}, 1, 100)
+	w, sum := l.w, l.sum
 	for range rounds(1, 3) {
 		followerCatchUp(ctx, t, c, w, sum, topic, 0)
 	}
-	stopWorkload(ctx, t, w)
-	verify(ctx, t, c, &h, sum, topic)
+	l.finish(ctx, t)
 }
 
 // TestRollingRestartUnderLoad restarts every node in turn, gracefully,
@@ -218,16 +210,12 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	c := startCluster(ctx, t)
 	const topic = "rolling"
-	must(t, c.CreateTopic(ctx, topic, 3, 3))
-	var h History
-	sum := scenarioSummary(t)
-	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
-	must(t, w.WaitAcked(ctx, -1, time.Time{}, 100))
+	l := startLoad(ctx, t, c, WorkloadConfig{Topic: topic}, 3, 100)
+	w, sum := l.w, l.sum
 	for range rounds(1, 2) {
 		rollingRestart(ctx, t, c, w, sum, topic)
 	}
-	stopWorkload(ctx, t, w)
-	verify(ctx, t, c, &h, sum, topic)
+	l.finish(ctx, t)
 }
 
 // rollingRestart restarts each node gracefully in turn; after each, the
@@ -261,17 +249,13 @@ func TestWholeClusterKill(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	c := startCluster(ctx, t)
 	const topic = "crash"
-	must(t, c.CreateTopic(ctx, topic, 3, 3))
-	var h History
-	sum := scenarioSummary(t)
-	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic})
-	must(t, w.WaitAcked(ctx, -1, time.Time{}, 200))
+	l := startLoad(ctx, t, c, WorkloadConfig{Topic: topic}, 3, 200)
+	w, sum := l.w, l.sum
 	for range rounds(1, 3) {
 		must(t, w.WaitAcked(ctx, -1, time.Now(), 100))
 		clusterKill(ctx, t, c, w, sum, topic)
 	}
-	stopWorkload(ctx, t, w)
-	verify(ctx, t, c, &h, sum, topic)
+	l.finish(ctx, t)
 }
 
 // clusterKill kills every node at once, restarts them all and waits until

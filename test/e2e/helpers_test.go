@@ -200,3 +200,31 @@ func otherNode(except ...int) int {
 	}
 	return -1
 }
+
+// load is a scenario's topic under a running workload: the History it
+// records and the Summary its faults and verification go to.
+type load struct {
+	c     *Cluster
+	topic string
+	h     History
+	sum   *Summary
+	w     *Workload
+}
+
+// startLoad creates cfg.Topic with partitions × RF3 on c, starts a
+// workload on it and waits until it has acknowledged warm records.
+func startLoad(ctx context.Context, t *testing.T, c *Cluster, cfg WorkloadConfig, partitions int32, warm int) *load {
+	t.Helper()
+	must(t, c.CreateTopic(ctx, cfg.Topic, partitions, 3))
+	l := &load{c: c, topic: cfg.Topic, sum: scenarioSummary(t)}
+	l.w = startWorkload(t, c, &l.h, cfg)
+	must(t, l.w.WaitAcked(ctx, -1, time.Time{}, warm))
+	return l
+}
+
+// finish stops the workload and verifies the topic.
+func (l *load) finish(ctx context.Context, t *testing.T) {
+	t.Helper()
+	stopWorkload(ctx, t, l.w)
+	verify(ctx, t, l.c, &l.h, l.sum, l.topic)
+}

@@ -33,25 +33,22 @@ func TestLongFailover(t *testing.T) {
 	ctx := testContext(t, 25*time.Minute)
 	c := startCluster(ctx, t, snapshotArgs...)
 	const topic = "long"
-	must(t, c.CreateTopic(ctx, topic, 3, 3))
-	var h History
-	sum := scenarioSummary(t)
-	w := startWorkload(t, c, &h, WorkloadConfig{Topic: topic, Producers: 3})
-	must(t, w.WaitAcked(ctx, -1, time.Time{}, 100))
+	l := startLoad(ctx, t, c, WorkloadConfig{Topic: topic, Producers: 3}, 3, 100)
+	w, h, sum := l.w, &l.h, l.sum
 
 	pauses := int64(0)
 	steps := []func(round int){
-		func(r int) { leaderKill(ctx, t, c, w, &h, sum, topic, int32(r%3)) },
-		func(r int) { leaderKill(ctx, t, c, w, &h, sum, topic, int32((r+1)%3)) },
+		func(r int) { leaderKill(ctx, t, c, w, h, sum, topic, int32(r%3)) },
+		func(r int) { leaderKill(ctx, t, c, w, h, sum, topic, int32((r+1)%3)) },
 		func(r int) {
-			pauseLeader(ctx, t, c, w, &h, sum, topic, int32(r%3), pauses)
+			pauseLeader(ctx, t, c, w, h, sum, topic, int32(r%3), pauses)
 			pauses++
 		},
-		func(r int) { leaderKill(ctx, t, c, w, &h, sum, topic, int32((r+2)%3)) },
+		func(r int) { leaderKill(ctx, t, c, w, h, sum, topic, int32((r+2)%3)) },
 		func(r int) { followerCatchUp(ctx, t, c, w, sum, topic, int32(r%3)) },
-		func(r int) { leaderKill(ctx, t, c, w, &h, sum, topic, int32(r%3)) },
+		func(r int) { leaderKill(ctx, t, c, w, h, sum, topic, int32(r%3)) },
 		func(int) { rollingRestart(ctx, t, c, w, sum, topic) },
-		func(r int) { leaderKill(ctx, t, c, w, &h, sum, topic, int32((r+1)%3)) },
+		func(r int) { leaderKill(ctx, t, c, w, h, sum, topic, int32((r+1)%3)) },
 		func(int) { clusterKill(ctx, t, c, w, sum, topic) },
 	}
 	start := time.Now()
@@ -65,7 +62,7 @@ func TestLongFailover(t *testing.T) {
 	stopWorkload(ctx, t, w)
 	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	verify(vctx, t, c, &h, sum, topic)
+	verify(vctx, t, c, h, sum, topic)
 	if sum.Faults() < want {
 		t.Fatalf("%d faults injected, want at least %d", sum.Faults(), want)
 	}
