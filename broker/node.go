@@ -193,6 +193,10 @@ func (n *Node) RaftAddr() string { return n.cfg.AdvertisedRaftAddr }
 // GossipAddr is the bound gossip address (for other nodes' join lists).
 func (n *Node) GossipAddr() string { return n.members.LocalAddr() }
 
+// RaftStats are the counters of the node's Raft port: connections routed
+// and coalesced heartbeats sent and received.
+func (n *Node) RaftStats() raftmux.Stats { return n.mux.Stats() }
+
 // WaitReady blocks until the node knows the cluster (the metadata group has
 // a leader and this node is registered) or ctx ends.
 func (n *Node) WaitReady(ctx context.Context) error {

@@ -33,7 +33,23 @@ type Timing struct {
 	SnapshotInterval   time.Duration
 	SnapshotThreshold  uint64
 	TrailingLogs       uint64
+
+	// LeaderHeartbeatTimeout, when above HeartbeatTimeout, is the heartbeat
+	// timeout a member runs with while it leads. Raft's leader heartbeats
+	// each follower every tenth to fifth of its own heartbeat timeout, while
+	// a follower campaigns after hearing nothing for its own: a leader
+	// running with, say, 2.5 times the followers' timeout heartbeats 2.5
+	// times less often (most of an idle node's CPU with hundreds of groups)
+	// and still reaches every follower at least twice per follower timeout.
+	// A member that stops leading is put back on HeartbeatTimeout at once.
+	// Zero (or HeartbeatTimeout) means one timeout for every role; at most
+	// MaxLeaderHeartbeatFactor times HeartbeatTimeout.
+	LeaderHeartbeatTimeout time.Duration
 }
+
+// MaxLeaderHeartbeatFactor bounds Timing.LeaderHeartbeatTimeout: a leader
+// then heartbeats every 0.3–0.6 follower heartbeat timeouts.
+const MaxLeaderHeartbeatFactor = 3
 
 // DefaultTiming is tuned for fail-over within about two seconds on a LAN:
 // a follower notices a silent leader after 0.5–1 s and an election takes a
@@ -64,6 +80,10 @@ func (t Timing) Validate() error {
 		return fmt.Errorf("leader lease timeout %v must be between 5ms and the heartbeat timeout %v", t.LeaderLeaseTimeout, t.HeartbeatTimeout)
 	case t.CommitTimeout < time.Millisecond:
 		return fmt.Errorf("commit timeout %v is below 1ms", t.CommitTimeout)
+	case t.LeaderHeartbeatTimeout != 0 && (t.LeaderHeartbeatTimeout < t.HeartbeatTimeout ||
+		t.LeaderHeartbeatTimeout > MaxLeaderHeartbeatFactor*t.HeartbeatTimeout):
+		return fmt.Errorf("leader heartbeat timeout %v must be 0 or between the heartbeat timeout %v and %d times it",
+			t.LeaderHeartbeatTimeout, t.HeartbeatTimeout, MaxLeaderHeartbeatFactor)
 	case t.MaxAppendEntries <= 0 || t.MaxAppendEntries > 1024:
 		return fmt.Errorf("max append entries %d must be in 1..1024", t.MaxAppendEntries)
 	case t.SnapshotInterval < 5*time.Millisecond:
@@ -130,8 +150,9 @@ type Group struct {
 
 	// restored is closed once the group runs with Timing's timeouts (at
 	// once unless CampaignDelay applied). release carries ReleaseCampaign's
-	// requests to the goroutine that lifts the hold; stopHold (closed once,
-	// by Close) and holdDone stop and await that goroutine.
+	// requests to the goroutine that lifts the hold and then (with
+	// Timing.LeaderHeartbeatTimeout) follows the member's role; stopHold
+	// (closed once, by Close) and holdDone stop and await that goroutine.
 	restored     chan struct{}
 	release      chan time.Duration
 	stopHold     chan struct{}
@@ -237,9 +258,18 @@ func Open(cfg Config, fsm raft.FSM) (*Group, error) {
 	g := &Group{Raft: r, store: store, trans: cfg.Transport,
 		restored: make(chan struct{}), release: make(chan time.Duration, 1),
 		stopHold: make(chan struct{}), holdDone: make(chan struct{})}
+	leaderHB := cfg.Timing.LeaderHeartbeatTimeout
+	roles := leaderHB > normal.HeartbeatTimeout
 	if !hold {
 		close(g.restored)
-		close(g.holdDone)
+		if !roles {
+			close(g.holdDone)
+			return g, nil
+		}
+		go func() {
+			defer close(g.holdDone)
+			g.followRole(normal, leaderHB, logger)
+		}()
 		return g, nil
 	}
 	obsCh := make(chan raft.Observation, 4)
@@ -253,16 +283,66 @@ func Open(cfg Config, fsm raft.FSM) (*Group, error) {
 		return false
 	})
 	r.RegisterObserver(obs)
-	go g.liftHold(obs, obsCh, normal, cfg.CampaignDelay, logger)
+	go func() {
+		defer close(g.holdDone)
+		if g.liftHold(obs, obsCh, normal, cfg.CampaignDelay, logger) && roles {
+			g.followRole(normal, leaderHB, logger)
+		}
+	}()
 	return g, nil
+}
+
+// roleRecheck is how often followRole looks at the member's state even
+// without an observation (raft drops observations a full channel cannot
+// take).
+const roleRecheck = 5 * time.Second
+
+// followRole runs the member with Timing.LeaderHeartbeatTimeout while it
+// leads and with its normal timeouts otherwise, until Close. It is owned
+// by the Group (it runs on the goroutine that holdDone awaits).
+func (g *Group) followRole(normal raft.ReloadableConfig, leaderHB time.Duration, logger *slog.Logger) {
+	obsCh := make(chan raft.Observation, 8)
+	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.RaftState)
+		return ok
+	})
+	g.Raft.RegisterObserver(obs)
+	defer g.Raft.DeregisterObserver(obs)
+	leading := normal
+	leading.HeartbeatTimeout = leaderHB
+	leading.ElectionTimeout = max(normal.ElectionTimeout, leaderHB) // raft wants election >= heartbeat
+	inForce := false                                                // leading's timeouts are set
+	tick := time.NewTicker(roleRecheck)
+	defer tick.Stop()
+	for {
+		if want := g.Raft.State() == raft.Leader; want != inForce {
+			cfg := normal
+			if want {
+				cfg = leading
+			}
+			// Going back to normal shortens the heartbeat timeout, which
+			// raft passes on to a running follower loop at once.
+			if err := g.Raft.ReloadConfig(cfg); err != nil {
+				logger.Warn("could not set the raft timeouts for the member's role", "leader", want, "err", err)
+			} else {
+				inForce = want
+			}
+		}
+		select {
+		case <-g.stopHold:
+			return
+		case <-obsCh:
+		case <-tick.C:
+		}
+	}
 }
 
 // liftHold puts the group's normal timeouts back once this member
 // campaigns or leads, holdAfterLeader heartbeat timeouts after it first
 // hears of a leader, or when the hold's deadline passes (bound, moved by
-// ReleaseCampaign); it ends on Close. It is owned by the Group.
-func (g *Group) liftHold(obs *raft.Observer, obsCh <-chan raft.Observation, normal raft.ReloadableConfig, bound time.Duration, logger *slog.Logger) {
-	defer close(g.holdDone)
+// ReleaseCampaign). It returns false, early, on Close; it runs on the
+// Group's own goroutine.
+func (g *Group) liftHold(obs *raft.Observer, obsCh <-chan raft.Observation, normal raft.ReloadableConfig, bound time.Duration, logger *slog.Logger) bool {
 	defer g.Raft.DeregisterObserver(obs)
 	deadline := time.Now().Add(bound)
 	timer := time.NewTimer(bound)
@@ -287,7 +367,7 @@ wait:
 	for g.Raft.State() == raft.Follower {
 		select {
 		case <-g.stopHold:
-			return
+			return false
 		case o := <-obsCh:
 			if _, ok := o.Data.(raft.RaftState); ok {
 				break wait
@@ -311,6 +391,7 @@ wait:
 		logger.Warn("could not restore the raft timeouts after holding a new group's campaign", "err", err)
 	}
 	close(g.restored)
+	return true
 }
 
 // holdAfterLeader is how long, in heartbeat timeouts, a held member keeps

@@ -43,6 +43,7 @@ func fastTiming() Timing {
 // opened by the test.
 type cluster struct {
 	t       *testing.T
+	timing  Timing // fastTiming unless a test sets it before opening
 	ids     []raft.ServerID
 	dirs    []string
 	trans   []*raft.InmemTransport
@@ -51,7 +52,7 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T) *cluster {
-	c := &cluster{t: t, groups: make([]*Group, 3)}
+	c := &cluster{t: t, groups: make([]*Group, 3), timing: fastTiming()}
 	for i := range 3 {
 		id := raft.ServerID([]string{"1", "2", "3"}[i])
 		addr, tr := raft.NewInmemTransport(raft.ServerAddress("m" + string(id)))
@@ -75,7 +76,7 @@ func (c *cluster) open(i int, delay time.Duration) *Group {
 	c.t.Helper()
 	g, err := Open(Config{
 		Dir: c.dirs[i], LocalID: c.ids[i], Servers: c.servers, Bootstrap: true,
-		Transport: c.trans[i], Timing: fastTiming(), CampaignDelay: delay,
+		Transport: c.trans[i], Timing: c.timing, CampaignDelay: delay,
 	}, nopFSM{})
 	if err != nil {
 		c.t.Fatal(err)
@@ -242,4 +243,104 @@ func TestCloseWhileHeld(t *testing.T) {
 	g := c.open(0, time.Minute)
 	c.close(0)
 	g.ReleaseCampaign(0)
+}
+
+// waitHeartbeatTimeouts waits up to 2s until member i of c runs with
+// heartbeat timeout want.
+func waitHeartbeatTimeout(t *testing.T, c *cluster, i int, want time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got := c.groups[i].Raft.ReloadableConfig().HeartbeatTimeout
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d (%v) runs with heartbeat timeout %v, want %v", i+1, c.groups[i].Raft.State(), got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// With Timing.LeaderHeartbeatTimeout, the leader runs with it and every
+// follower with the normal timeout; the roles' timeouts follow a change
+// of leader; followers of a leader heartbeating that rarely stay quiet
+// (no election for many follower timeouts); a dead leader is still
+// replaced within the followers' timing; and a held new group ends up the
+// same way once its hold ends.
+func TestLeaderRunsWithLeaderHeartbeatTimeout(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			c := newCluster(t)
+			hb := c.timing.HeartbeatTimeout
+			leaderHB := MaxLeaderHeartbeatFactor * hb
+			c.timing.LeaderHeartbeatTimeout = leaderHB
+			delay := time.Duration(0)
+			if held {
+				delay = time.Minute
+			}
+			for i := range 3 {
+				c.open(i, delay)
+			}
+			if held {
+				c.groups[0].ReleaseCampaign(0)
+				c.groups[1].ReleaseCampaign(3 * hb)
+				c.groups[2].ReleaseCampaign(3 * hb)
+			}
+			l := c.leader(5 * time.Second)
+			if l < 0 {
+				t.Fatal("no leader")
+			}
+			for i := range 3 {
+				want := hb
+				if i == l {
+					want = leaderHB
+				}
+				waitHeartbeatTimeout(t, c, i, want)
+			}
+			term := c.groups[l].Raft.CurrentTerm()
+			time.Sleep(20 * hb)
+			if got := c.groups[l].Raft.CurrentTerm(); got != term || c.groups[l].Raft.State() != raft.Leader {
+				t.Fatalf("term %d -> %d (leader now %v): followers campaigned against a live leader", term, got, c.groups[l].Raft.State())
+			}
+
+			// A new leader takes the long timeout, the old one gives it up.
+			next := (l + 1) % 3
+			if err := c.groups[l].Raft.LeadershipTransferToServer(c.ids[next], c.servers[next].Address).Error(); err != nil {
+				t.Fatal(err)
+			}
+			waitHeartbeatTimeout(t, c, next, leaderHB)
+			waitHeartbeatTimeout(t, c, l, hb)
+
+			// Fail-over keeps the followers' speed.
+			start := time.Now()
+			c.close(next)
+			deadline := time.Now().Add(5 * time.Second)
+			for l = -1; l < 0 || l == next; {
+				if time.Now().After(deadline) {
+					t.Fatal("no new leader after the leader left")
+				}
+				l = c.leader(10 * time.Millisecond)
+			}
+			if d := time.Since(start); d > 20*hb {
+				t.Fatalf("fail-over took %v", d)
+			}
+			waitHeartbeatTimeout(t, c, l, leaderHB)
+		})
+	}
+}
+
+func TestTimingValidatesLeaderHeartbeatTimeout(t *testing.T) {
+	for _, f := range []float64{0.5, MaxLeaderHeartbeatFactor + 0.5} {
+		tm := fastTiming()
+		tm.LeaderHeartbeatTimeout = time.Duration(f * float64(tm.HeartbeatTimeout))
+		if err := tm.Validate(); err == nil {
+			t.Errorf("leader heartbeat timeout %v with heartbeat timeout %v: no error", tm.LeaderHeartbeatTimeout, tm.HeartbeatTimeout)
+		}
+	}
+	tm := fastTiming()
+	tm.LeaderHeartbeatTimeout = 2 * tm.HeartbeatTimeout
+	if err := tm.Validate(); err != nil {
+		t.Error(err)
+	}
 }

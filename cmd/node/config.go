@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ func keys() []key {
 		return []key{
 			{prefix + ".heartbeat_timeout", t.HeartbeatTimeout, what + ": follower waits this long without a leader before an election"},
 			{prefix + ".election_timeout", t.ElectionTimeout, what + ": candidate waits this long for votes"},
+			{prefix + ".leader_heartbeat_timeout", t.LeaderHeartbeatTimeout, what + ": heartbeat timeout while leading (heartbeats every tenth to fifth of it; 0 = heartbeat_timeout; at most 3 times it)"},
 			{prefix + ".leader_lease_timeout", t.LeaderLeaseTimeout, what + ": leader steps down after this long without a quorum"},
 			{prefix + ".commit_timeout", t.CommitTimeout, what + ": longest wait before an idle leader sends the commit index"},
 			{prefix + ".max_append_entries", t.MaxAppendEntries, what + ": most entries per AppendEntries RPC"},
@@ -60,6 +62,7 @@ func keys() []key {
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
+		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
 	}
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
 	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
@@ -70,7 +73,8 @@ func flagName(k string) string { return strings.NewReplacer(".", "-", "_", "-").
 // options are the loaded configuration plus what only the binary needs.
 type options struct {
 	broker.Config
-	LogLevel string
+	LogLevel  string
+	DebugAddr string // host:port for net/http/pprof; "" = none
 }
 
 // errHelp is returned when --help was asked for; usage is already printed.
@@ -237,6 +241,8 @@ func (g *getter) timing(prefix string) raftgroup.Timing {
 		SnapshotInterval:   g.duration(prefix + ".snapshot_interval"),
 		SnapshotThreshold:  g.uint64(prefix + ".snapshot_threshold"),
 		TrailingLogs:       g.uint64(prefix + ".trailing_logs"),
+
+		LeaderHeartbeatTimeout: g.duration(prefix + ".leader_heartbeat_timeout"),
 	}
 }
 
@@ -277,6 +283,12 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.PartitionRaft = g.timing("raft")
 	c.MetaRaft = g.timing("meta_raft")
 	o.LogLevel = g.string("log_level")
+	o.DebugAddr = g.string("debug_addr")
+	if o.DebugAddr != "" {
+		if _, _, err := net.SplitHostPort(o.DebugAddr); err != nil {
+			g.fail("debug_addr", o.DebugAddr, err)
+		}
+	}
 	if g.err != nil {
 		return options{}, g.err
 	}

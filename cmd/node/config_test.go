@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +92,7 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "cluster without seeds", args: []string{"--bootstrap-expect", "3"}, key: "join", value: "[]"},
 		{name: "bind all without advertised", args: []string{"--kafka-addr", "0.0.0.0:9092"}, key: "advertised_kafka_addr"},
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
+		{name: "bad debug address", args: []string{"--debug-addr", "localhost"}, key: "debug_addr", value: "localhost"},
 		{name: "election below heartbeat", args: []string{"--raft-election-timeout", "10ms"}, key: "raft"},
 	}
 	for _, c := range cases {
@@ -124,5 +129,38 @@ func TestRunExitsNonZeroOnBadConfig(t *testing.T) {
 	}
 	if code := run([]string{"--config", "/does/not/exist.yaml"}, env(), &out, &errOut); code != 2 {
 		t.Fatalf("missing config file: exit %d", code)
+	}
+}
+
+func TestDebugServerServesPprof(t *testing.T) {
+	addr, stop, err := serveDebug("127.0.0.1:0", slog.New(slog.DiscardHandler), map[string]func() any{"answer": func() any { return 42 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("goroutine profile:")) {
+		t.Fatalf("GET goroutine profile: status %d, err %v, body %.100q", resp.StatusCode, err, body)
+	}
+	resp, err = http.Get("http://" + addr + "/debug/vars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vars struct {
+		Answer   int             `json:"answer"`
+		Memstats json.RawMessage `json:"memstats"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&vars)
+	resp.Body.Close()
+	if err != nil || vars.Answer != 42 || len(vars.Memstats) == 0 {
+		t.Fatalf("GET /debug/vars: err %v, answer %d, memstats %.40s", err, vars.Answer, vars.Memstats)
+	}
+	if _, _, err := serveDebug("bad", slog.New(slog.DiscardHandler), nil); err == nil {
+		t.Fatal(`serveDebug("bad") succeeded`)
 	}
 }

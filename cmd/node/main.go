@@ -63,6 +63,18 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 	fmt.Fprintf(stdout, "minikafka-node %d: Kafka on %s (data in %s); stop with Ctrl-C\n",
 		node.ID(), node.KafkaAddr(), opts.DataDir)
 
+	if opts.DebugAddr != "" {
+		_, stop, err := serveDebug(opts.DebugAddr, logger, map[string]func() any{
+			"raft_port": func() any { return node.RaftStats() },
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "minikafka-node: debug_addr=%s: %v\n", opts.DebugAddr, err)
+			_ = node.Shutdown(context.Background())
+			return 1
+		}
+		defer stop()
+	}
+
 	sig := <-sigs
 	logger.Info("shutting down", "signal", sig.String())
 	done := make(chan error, 1)
