@@ -75,7 +75,16 @@ var ErrNoHeartbeatResponse = errors.New("raftmux: peer did not answer the heartb
 // group's TransportConfig.Timeout. It wraps os.ErrDeadlineExceeded.
 var ErrHeartbeatTimeout = fmt.Errorf("raftmux: heartbeat timed out: %w", os.ErrDeadlineExceeded)
 
-// RemoteError is an error that the peer's raft answered a heartbeat with.
+// ErrNoRPCResponse means the peer's group did not take or answer an RPC sent
+// on RPCChannel within the group's Timeout (its raft is busy or shutting
+// down).
+var ErrNoRPCResponse = errors.New("raftmux: peer did not answer the RPC")
+
+// ErrRPCTimeout means an RPC on RPCChannel got no answer within its group's
+// TransportConfig.Timeout. It wraps os.ErrDeadlineExceeded.
+var ErrRPCTimeout = fmt.Errorf("raftmux: RPC timed out: %w", os.ErrDeadlineExceeded)
+
+// RemoteError is an error that the peer's raft answered a heartbeat or an RPC with.
 // Only its text crosses the wire.
 type RemoteError struct {
 	Msg string

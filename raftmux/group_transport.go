@@ -25,6 +25,11 @@ type GroupTransport struct {
 	handler atomic.Pointer[func(raft.RPC)] // raft's heartbeat handler; nil until set
 	busy    atomic.Bool                    // a coalesced heartbeat is inside handler
 
+	// consumer is what raft reads RPCs from: the NetworkTransport's,
+	// passed on by forward, and those that peers sent on RPCChannel.
+	consumer    chan raft.RPC
+	forwardDone chan struct{} // closed when forward returns
+
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close; fails this group's waiting heartbeats
 }
@@ -34,6 +39,31 @@ var (
 	_ raft.WithClose   = (*GroupTransport)(nil)
 	_ raft.WithPreVote = (*GroupTransport)(nil)
 )
+
+// Consumer implements raft.Transport: the group's RPCs from its own
+// connections and from RPCChannel.
+func (t *GroupTransport) Consumer() <-chan raft.RPC { return t.consumer }
+
+// forward passes the NetworkTransport's RPCs on to consumer until Close.
+// It is owned by the transport (Close waits for it).
+func (t *GroupTransport) forward() {
+	defer close(t.forwardDone)
+	in := t.NetworkTransport.Consumer()
+	for {
+		select {
+		case rpc := <-in:
+			select {
+			case t.consumer <- rpc:
+			case <-t.closed:
+				// NetworkTransport.Close (next in Close) fails the RPC's
+				// sender, who is waiting for a response that will not come.
+				return
+			}
+		case <-t.closed:
+			return
+		}
+	}
+}
 
 // Group is the group name given to Mux.Transport.
 func (t *GroupTransport) Group() string { return t.group }
@@ -63,15 +93,7 @@ func (t *GroupTransport) AppendEntries(id raft.ServerID, target raft.ServerAddre
 		return raft.ErrTransportShutdown
 	default:
 	}
-	addr := string(target)
-	if t.addrs != nil {
-		// NetworkTransport logs and falls back to target on an error; so do
-		// we, quietly, as the fallback is what raft itself stored.
-		if a, err := t.addrs.ServerAddr(id); err == nil {
-			addr = string(a)
-		}
-	}
-	r, err := t.m.heartbeat(t, addr, args)
+	r, err := t.m.heartbeat(t, t.peerAddr(id, target), args)
 	if errors.Is(err, errLegacyPeer) {
 		return t.NetworkTransport.AppendEntries(id, target, args, resp)
 	}
@@ -80,6 +102,55 @@ func (t *GroupTransport) AppendEntries(id raft.ServerID, target raft.ServerAddre
 	}
 	*resp = r
 	return nil
+}
+
+// peerAddr is the address of server id: the ServerAddressProvider's, or
+// target. NetworkTransport logs and falls back to target on an error; so do
+// we, quietly, as the fallback is what raft itself stored.
+func (t *GroupTransport) peerAddr(id raft.ServerID, target raft.ServerAddress) string {
+	if t.addrs != nil {
+		if a, err := t.addrs.ServerAddr(id); err == nil {
+			return string(a)
+		}
+	}
+	return string(target)
+}
+
+// RequestVote implements raft.Transport over RPCChannel (see there), or
+// over the group's own connection when the peer does not serve it.
+func (t *GroupTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	if t.m.hbOff {
+		return t.NetworkTransport.RequestVote(id, target, args, resp)
+	}
+	err := t.m.call(t, t.peerAddr(id, target), rpcVote, args, resp)
+	if errors.Is(err, errLegacyPeer) {
+		return t.NetworkTransport.RequestVote(id, target, args, resp)
+	}
+	return err
+}
+
+// RequestPreVote implements raft.WithPreVote like RequestVote.
+func (t *GroupTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	if t.m.hbOff {
+		return t.NetworkTransport.RequestPreVote(id, target, args, resp)
+	}
+	err := t.m.call(t, t.peerAddr(id, target), rpcPreVote, args, resp)
+	if errors.Is(err, errLegacyPeer) {
+		return t.NetworkTransport.RequestPreVote(id, target, args, resp)
+	}
+	return err
+}
+
+// TimeoutNow implements raft.Transport like RequestVote.
+func (t *GroupTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	if t.m.hbOff {
+		return t.NetworkTransport.TimeoutNow(id, target, args, resp)
+	}
+	err := t.m.call(t, t.peerAddr(id, target), rpcTimeoutNow, args, resp)
+	if errors.Is(err, errLegacyPeer) {
+		return t.NetworkTransport.TimeoutNow(id, target, args, resp)
+	}
+	return err
 }
 
 // fitsFrame reports whether a heartbeat's byte fields fit the frame codec.
@@ -96,6 +167,7 @@ func (t *GroupTransport) Close() error {
 		close(t.closed)
 		t.m.unregisterGroup(t)
 	})
+	<-t.forwardDone
 	return t.NetworkTransport.Close()
 }
 

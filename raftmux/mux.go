@@ -43,10 +43,10 @@ type Config struct {
 	// frame goes on with the next group. Zero means
 	// DefaultHeartbeatHandlerTimeout; otherwise at least 1ms.
 	HeartbeatHandlerTimeout time.Duration
-	// DisableHeartbeatCoalescing makes every group send its heartbeats over
-	// its own connections, as a plain NetworkTransport does, and stops this
-	// Mux from serving coalesced heartbeats (peers then fall back to the
-	// same). For comparison and rollback.
+	// DisableHeartbeatCoalescing makes every group send its heartbeats and
+	// election RPCs over its own connections, as a plain NetworkTransport
+	// does, and stops this Mux from serving HeartbeatChannel and RPCChannel
+	// (peers then fall back to the same). For comparison and rollback.
 	DisableHeartbeatCoalescing bool
 }
 
@@ -118,15 +118,18 @@ type Mux struct {
 	channels map[string]*listener       // open virtual listeners by channel name
 	groups   map[string]*GroupTransport // open group transports by group name
 	peers    map[string]*hbPeer         // heartbeat senders by peer address, started on first use
+	rpcPeers map[string]*rpcPeer        // RPCChannel callers by peer address, made on first use
 	closed   bool
 
 	hbWindow         time.Duration // Config.HeartbeatWindow
 	hbHandlerTimeout time.Duration // Config.HeartbeatHandlerTimeout
 	hbOff            bool          // Config.DisableHeartbeatCoalescing
 	hbDialed         connSet       // heartbeat conns this Mux dialed; Close closes them
+	rpcDialed        connSet       // RPCChannel conns this Mux dialed; Close closes them
 
 	routed, unknown, badHeader atomic.Uint64 // see Stats
 	hbStats                                  // see Stats
+	rpcStats                                 // see Stats
 }
 
 // Stats counts what the Mux did with the connections it accepted.
@@ -146,6 +149,12 @@ type Stats struct {
 	// HeartbeatDials counts heartbeat connections dialed (one per peer,
 	// again after each loss).
 	HeartbeatDials uint64
+
+	// Election RPCs (RequestVote, RequestPreVote, TimeoutNow) sent on
+	// RPCChannel, sent over their group's own connection because the peer
+	// does not serve RPCChannel, and received; RPCChannel connections
+	// dialed.
+	RPCsSent, RPCsFallback, RPCsReceived, RPCDials uint64
 }
 
 // Listen binds cfg.BindAddr and starts accepting. The caller must Close the
@@ -175,13 +184,17 @@ func Listen(cfg Config) (*Mux, error) {
 		channels:         make(map[string]*listener),
 		groups:           make(map[string]*GroupTransport),
 		peers:            make(map[string]*hbPeer),
+		rpcPeers:         make(map[string]*rpcPeer),
 		hbWindow:         cfg.HeartbeatWindow,
 		hbHandlerTimeout: cfg.HeartbeatHandlerTimeout,
 		hbOff:            cfg.DisableHeartbeatCoalescing,
 	}
-	var hl *listener
+	var hl, rl *listener
 	if !m.hbOff {
-		if hl, err = m.listen(HeartbeatChannel); err != nil {
+		if hl, err = m.listen(HeartbeatChannel); err == nil {
+			rl, err = m.listen(RPCChannel)
+		}
+		if err != nil {
 			stop()
 			_ = ln.Close()
 			return nil, err
@@ -190,8 +203,9 @@ func Listen(cfg Config) (*Mux, error) {
 	m.wg.Add(1)
 	go m.acceptLoop()
 	if hl != nil {
-		m.wg.Add(1)
+		m.wg.Add(2)
 		go m.serveHeartbeats(hl)
+		go m.serveRPCs(rl)
 	}
 	return m, nil
 }
@@ -223,6 +237,11 @@ func (m *Mux) Stats() Stats {
 		HeartbeatFramesReceived: m.hbFramesReceived.Load(),
 		HeartbeatsReceived:      m.hbReceived.Load(),
 		HeartbeatDials:          m.hbDials.Load(),
+
+		RPCsSent:     m.rpcSent.Load(),
+		RPCsFallback: m.rpcFallback.Load(),
+		RPCsReceived: m.rpcReceived.Load(),
+		RPCDials:     m.rpcDials.Load(),
 	}
 }
 
@@ -249,7 +268,8 @@ func (m *Mux) Close() error {
 		l.shut()
 	}
 	m.conns.closeAll()
-	m.hbDialed.closeAll() // wakes heartbeat senders waiting for an answer
+	m.hbDialed.closeAll()  // wakes heartbeat senders waiting for an answer
+	m.rpcDialed.closeAll() // ends the goroutines reading RPC answers
 	m.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil

@@ -88,7 +88,11 @@ func (m *Mux) Transport(group string, cfg TransportConfig) (*GroupTransport, err
 		timeout: cfg.Timeout,
 		addrs:   cfg.ServerAddressProvider,
 		closed:  make(chan struct{}),
+
+		consumer:    make(chan raft.RPC),
+		forwardDone: make(chan struct{}),
 	}
+	go t.forward()
 	m.registerGroup(t)
 	return t, nil
 }

@@ -14,9 +14,23 @@ import (
 )
 
 // Transports of two groups on the same pair of muxes answer for their own
-// group only, and closing one leaves the other working.
+// group only, and closing one leaves the other working: over RPCChannel
+// (a closed group is ErrUnknownGroup) and, with coalescing disabled, over
+// each group's own channel (ErrUnknownChannel).
 func TestTransportCloseUnregistersOnlyItsGroup(t *testing.T) {
-	a, b := newMux(t, Config{}), newMux(t, Config{})
+	for _, c := range []struct {
+		name    string
+		off     bool
+		refused error
+	}{{"rpc channel", false, ErrUnknownGroup}, {"group channels", true, ErrUnknownChannel}} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Config{DisableHeartbeatCoalescing: c.off}
+			testCloseUnregisters(t, newMux(t, cfg), newMux(t, cfg), c.refused)
+		})
+	}
+}
+
+func testCloseUnregisters(t *testing.T, a, b *Mux, refused error) {
 	a1, a2 := newTransport(t, a, "g1"), newTransport(t, a, "g2")
 	b1, b2 := newTransport(t, b, "g1"), newTransport(t, b, "g2")
 	if _, err := b.Transport("g1", TransportConfig{}); !errors.Is(err, ErrChannelExists) {
@@ -37,10 +51,10 @@ func TestTransportCloseUnregistersOnlyItsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a1's pooled conn was closed by b1's Close, so the first vote may fail
-	// on it; the next dial must be refused by b's mux.
+	// on it; the next one must be refused by b's mux.
 	waitFor(t, "group g1 refused", func() bool {
 		_, err := vote(a1, b.Addr())
-		return errors.Is(err, ErrUnknownChannel)
+		return errors.Is(err, refused)
 	})
 	if term, err := vote(a2, b.Addr()); err != nil || term != 2 {
 		t.Fatalf("vote to g2 after closing g1: term %d, err %v", term, err)
