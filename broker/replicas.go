@@ -213,6 +213,7 @@ func (s *replicaSet) reconcileLoop() {
 		// bootstrap fsyncs), so a topic with many partitions opens them
 		// several at a time.
 		opened := make([]*localReplica, len(todo))
+		began := time.Now()
 		parallel(len(todo), openParallelism, func(i int) {
 			if s.n.ctx.Err() != nil {
 				return
@@ -223,7 +224,13 @@ func (s *replicaSet) reconcileLoop() {
 			}
 			opened[i] = lr
 		})
-		s.releaseCampaigns(opened)
+		if len(todo) > 0 {
+			s.n.logger.Info("opened replicas", "count", len(todo), "took", time.Since(began).Round(time.Millisecond))
+			released := time.Now()
+			if n := s.releaseCampaigns(opened); n > 0 {
+				s.n.logger.Info("released the campaigns of preferred replicas", "count", n, "took", time.Since(released).Round(time.Millisecond))
+			}
+		}
 		if s.n.ctx.Err() != nil {
 			return
 		}
@@ -371,8 +378,9 @@ const (
 
 // releaseCampaigns ends the campaign hold of a batch of newly opened
 // replicas (nil entries are skipped), as described above. It returns once
-// every preferred replica is released, or when the node stops.
-func (s *replicaSet) releaseCampaigns(batch []*localReplica) {
+// every preferred replica is released, or when the node stops, with the
+// number of preferred replicas.
+func (s *replicaSet) releaseCampaigns(batch []*localReplica) int {
 	hb := s.n.cfg.PartitionRaft.HeartbeatTimeout
 	var preferred []*localReplica
 	for _, lr := range batch {
@@ -397,7 +405,7 @@ func (s *replicaSet) releaseCampaigns(batch []*localReplica) {
 		for len(inFlight) >= campaignsInFlight {
 			select {
 			case <-s.n.ctx.Done():
-				return
+				return len(preferred)
 			case <-tick.C:
 			}
 			now := time.Now()
@@ -408,6 +416,7 @@ func (s *replicaSet) releaseCampaigns(batch []*localReplica) {
 		lr.rep.ReleaseCampaign(0)
 		inFlight = append(inFlight, campaign{lr, time.Now().Add(campaignSlot)})
 	}
+	return len(preferred)
 }
 
 // How many replicas open, and how many leaderships move, at once.
