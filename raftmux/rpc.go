@@ -77,8 +77,9 @@ type rpcPeer struct {
 	m    *Mux
 	addr string
 
-	mu          sync.Mutex // guards conn, nextID, legacyUntil and every conn's pending
-	conn        *rpcConn   // nil until dialed and after it fails
+	mu          sync.Mutex   // guards conn, dialing, nextID, legacyUntil and every conn's pending
+	conn        *rpcConn     // nil until dialed and after it fails
+	dialing     *dialAttempt // the dial in progress, or nil
 	nextID      uint64
 	legacyUntil time.Time // until then the peer is known not to serve RPCChannel
 }
@@ -86,6 +87,7 @@ type rpcPeer struct {
 // rpcConn is one dialed connection and the calls waiting on it.
 type rpcConn struct {
 	c       *trackedConn
+	wmu     sync.Mutex                // guards writes to c
 	pending map[uint64]chan rpcResult // under the peer's mu; nil once failed
 }
 
@@ -162,65 +164,132 @@ func (m *Mux) call(t *GroupTransport, addr string, kind byte, req, resp any) err
 }
 
 // send writes frame (its id filled in here) on the peer's connection,
-// dialing it first if needed, and registers ch for the answer.
+// dialing it first if needed, and registers ch for the answer. It gives up
+// at deadline, also while another call is dialing.
 func (p *rpcPeer) send(deadline time.Time, frame []byte, ch chan rpcResult) (*rpcConn, uint64, error) {
+	rc, err := p.connect(deadline)
+	if err != nil {
+		return nil, 0, err
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.legacyUntil.IsZero() {
-		if time.Now().Before(p.legacyUntil) {
-			return nil, 0, errLegacyPeer
-		}
-		p.legacyUntil = time.Time{}
+	if rc.pending == nil { // failed since connect returned it
+		p.mu.Unlock()
+		return nil, 0, p.fail(io.ErrClosedPipe)
 	}
-	if p.conn == nil {
-		if err := p.dial(deadline); err != nil {
-			if errors.Is(err, ErrUnknownChannel) {
-				p.legacyUntil = time.Now().Add(legacyRecheck)
-				return nil, 0, errLegacyPeer
-			}
-			return nil, 0, p.fail(err)
-		}
-	}
-	rc := p.conn
 	p.nextID++
 	id := p.nextID
-	binary.BigEndian.PutUint64(frame[4:], id)
 	rc.pending[id] = ch
+	p.mu.Unlock()
+
+	binary.BigEndian.PutUint64(frame[4:], id)
+	rc.wmu.Lock()
 	_ = rc.c.SetWriteDeadline(deadline)
-	if _, err := rc.c.Write(frame); err != nil {
-		p.failConn(rc, err) // also answers ch
+	_, err = rc.c.Write(frame)
+	rc.wmu.Unlock()
+	if err != nil {
+		p.mu.Lock()
+		p.failConn(rc, err) // also answers ch, unless the answer came first
+		p.mu.Unlock()
 		return nil, 0, p.fail(err)
 	}
 	return rc, id, nil
 }
 
+// dialAttempt is a dial in progress; done is closed when err is set.
+type dialAttempt struct {
+	done chan struct{}
+	err  error
+}
+
+// connect returns the peer's connection, dialing it if there is none. One
+// call dials at a time, without holding mu; the others wait for its
+// outcome, each until its own deadline.
+func (p *rpcPeer) connect(deadline time.Time) (*rpcConn, error) {
+	p.mu.Lock()
+	if !p.legacyUntil.IsZero() {
+		if time.Now().Before(p.legacyUntil) {
+			p.mu.Unlock()
+			return nil, errLegacyPeer
+		}
+		p.legacyUntil = time.Time{}
+	}
+	if rc := p.conn; rc != nil {
+		p.mu.Unlock()
+		return rc, nil
+	}
+	if a := p.dialing; a != nil {
+		p.mu.Unlock()
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		select {
+		case <-a.done:
+		case <-timer.C:
+			return nil, p.fail(ErrRPCTimeout)
+		}
+		p.mu.Lock()
+		rc := p.conn
+		p.mu.Unlock()
+		switch {
+		case rc != nil:
+			return rc, nil
+		case errors.Is(a.err, ErrUnknownChannel):
+			return nil, errLegacyPeer
+		case a.err != nil:
+			return nil, p.fail(a.err)
+		}
+		return nil, p.fail(io.ErrClosedPipe) // dialed, and failed already
+	}
+	a := &dialAttempt{done: make(chan struct{})}
+	p.dialing = a
+	p.mu.Unlock()
+
+	rc, err := p.dial(deadline)
+
+	p.mu.Lock()
+	p.dialing = nil
+	a.err = err
+	switch {
+	case err == nil:
+		p.conn = rc
+	case errors.Is(err, ErrUnknownChannel):
+		p.legacyUntil = time.Now().Add(legacyRecheck)
+	}
+	close(a.done)
+	p.mu.Unlock()
+	switch {
+	case err == nil:
+		return rc, nil
+	case errors.Is(err, ErrUnknownChannel):
+		return nil, errLegacyPeer
+	}
+	return nil, p.fail(err)
+}
+
 // dial connects to the peer's RPCChannel and starts the goroutine reading
-// its answers. Called with mu held.
-func (p *rpcPeer) dial(deadline time.Time) error {
+// its answers.
+func (p *rpcPeer) dial(deadline time.Time) (*rpcConn, error) {
 	ctx, cancel := context.WithDeadline(p.m.ctx, deadline)
 	defer cancel()
 	c, err := p.m.Dial(ctx, p.addr, RPCChannel)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tc, ok := p.m.rpcDialed.add(c)
 	if !ok {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	p.m.rpcDials.Add(1)
 	rc := &rpcConn{c: tc, pending: make(map[uint64]chan rpcResult)}
-	p.conn = rc
 	p.m.mu.Lock()
 	if p.m.closed {
 		p.m.mu.Unlock()
 		_ = tc.Close()
-		p.conn = nil
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	p.m.wg.Add(1) // under m.mu with closed false: Close has not reached wg.Wait
 	p.m.mu.Unlock()
 	go p.readAnswers(rc)
-	return nil
+	return rc, nil
 }
 
 // readAnswers hands each response on rc to its caller until rc fails or
@@ -256,10 +325,10 @@ func (p *rpcPeer) failConn(rc *rpcConn, err error) {
 	if p.conn == rc {
 		p.conn = nil
 	}
-	for id, ch := range rc.pending {
+	for _, ch := range rc.pending {
 		ch <- rpcResult{err: err}
-		delete(rc.pending, id)
 	}
+	rc.pending = nil
 }
 
 // forget drops a call whose caller stopped waiting.

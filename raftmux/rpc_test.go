@@ -139,3 +139,58 @@ func errTimeout(err error) error {
 }
 
 var errNever = errors.New("never")
+
+// A peer that accepts TCP connections but never answers (a paused
+// process): every caller fails by about its own timeout while one of them
+// dials, rather than after the dials of those before it.
+func TestRPCToSilentPeerFailsEachCallerOnTime(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn // accepted, held open, never read; owned by the goroutine until done
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	defer func() {
+		silent.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	a := newMux(t, Config{})
+	const timeout, callers = 300 * time.Millisecond, 20
+	tr, err := a.Transport("g", TransportConfig{Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	start := time.Now()
+	errc := make(chan error, callers)
+	for range callers {
+		go func() {
+			_, err := vote(tr, silent.Addr())
+			errc <- err
+		}()
+	}
+	for range callers {
+		if err := <-errc; err == nil {
+			t.Fatal("a vote to a silent peer succeeded")
+		}
+	}
+	// Dials one after another, each with a fresh timeout, would take
+	// callers x timeout (6 s); each caller's own timeout, plus scheduling,
+	// is far below that.
+	if d := time.Since(start); d > 10*timeout {
+		t.Fatalf("%d callers with a %v timeout took %v to fail", callers, timeout, d)
+	}
+}
