@@ -48,6 +48,19 @@
 // version, or Config.DisableHeartbeatCoalescing) gets heartbeats over each
 // group's own connection, as before. Stats counts frames and heartbeats.
 //
+// Election RPCs. RequestVote, RequestPreVote and TimeoutNow of every group
+// go over RPCChannel ("raft-rpc", also reserved): one connection per pair
+// of peers and direction, dialed on first use, with any number of calls in
+// flight, each answered when its group's raft has handled it. The peer
+// hands each to its group's raft through the transport's Consumer channel
+// (GroupTransport passes the NetworkTransport's RPCs on to the same
+// channel). In a mass election a failed vote therefore costs no new
+// connection. A group the peer does not have open is answered
+// ErrUnknownGroup, one whose raft does not take or answer the RPC within
+// three quarters of its Timeout ErrNoRPCResponse; a peer without
+// RPCChannel gets these RPCs over each group's own connections, as before.
+// Stats counts them.
+//
 // File descriptors: each group's NetworkTransport keeps up to
 // TransportConfig.MaxPool idle connections per peer, plus one per peer for
 // pipelined replication, in each direction. With hundreds of groups, size

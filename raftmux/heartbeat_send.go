@@ -366,7 +366,7 @@ func statusError(r *hbResult) error {
 	case hbUnknownGroup:
 		return ErrUnknownGroup
 	case hbNoResponse:
-		return fmt.Errorf("%w: the group is shutting down", ErrNoHeartbeatResponse)
+		return fmt.Errorf("%w: the group's handler returned without an answer (its raft is shutting down, or the answer comes later)", ErrNoHeartbeatResponse)
 	case hbBusy:
 		return fmt.Errorf("%w: the group's previous heartbeat is still being handled", ErrNoHeartbeatResponse)
 	case hbSlow:
