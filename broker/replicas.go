@@ -224,8 +224,8 @@ func (s *replicaSet) reconcileLoop() {
 			}
 			opened[i] = lr
 		})
-		if len(todo) > 0 {
-			s.n.logger.Info("opened replicas", "count", len(todo), "took", time.Since(began).Round(time.Millisecond))
+		if n := len(opened) - count(opened, nil); n > 0 && s.n.ctx.Err() == nil {
+			s.n.logger.Info("opened replicas", "count", n, "took", time.Since(began).Round(time.Millisecond))
 			released := time.Now()
 			if n := s.releaseCampaigns(opened); n > 0 {
 				s.n.logger.Info("released the campaigns of preferred replicas", "count", n, "took", time.Since(released).Round(time.Millisecond))
@@ -417,6 +417,17 @@ func (s *replicaSet) releaseCampaigns(batch []*localReplica) int {
 		inFlight = append(inFlight, campaign{lr, time.Now().Add(campaignSlot)})
 	}
 	return len(preferred)
+}
+
+// count returns how many elements of s equal v.
+func count[T comparable](s []T, v T) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }
 
 // How many replicas open, and how many leaderships move, at once.
