@@ -119,36 +119,30 @@ func (t *GroupTransport) peerAddr(id raft.ServerID, target raft.ServerAddress) s
 // RequestVote implements raft.Transport over RPCChannel (see there), or
 // over the group's own connection when the peer does not serve it.
 func (t *GroupTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
-	if t.m.hbOff {
-		return t.NetworkTransport.RequestVote(id, target, args, resp)
-	}
-	err := t.m.call(t, t.peerAddr(id, target), rpcVote, args, resp)
-	if errors.Is(err, errLegacyPeer) {
-		return t.NetworkTransport.RequestVote(id, target, args, resp)
-	}
-	return err
+	return electionRPC(t, id, target, rpcVote, args, resp, t.NetworkTransport.RequestVote)
 }
 
 // RequestPreVote implements raft.WithPreVote like RequestVote.
 func (t *GroupTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
-	if t.m.hbOff {
-		return t.NetworkTransport.RequestPreVote(id, target, args, resp)
-	}
-	err := t.m.call(t, t.peerAddr(id, target), rpcPreVote, args, resp)
-	if errors.Is(err, errLegacyPeer) {
-		return t.NetworkTransport.RequestPreVote(id, target, args, resp)
-	}
-	return err
+	return electionRPC(t, id, target, rpcPreVote, args, resp, t.NetworkTransport.RequestPreVote)
 }
 
 // TimeoutNow implements raft.Transport like RequestVote.
 func (t *GroupTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	return electionRPC(t, id, target, rpcTimeoutNow, args, resp, t.NetworkTransport.TimeoutNow)
+}
+
+// electionRPC sends one RPC of the given kind on RPCChannel, or with
+// direct (the NetworkTransport's method) when coalescing is off or the peer
+// does not serve RPCChannel.
+func electionRPC[Req, Resp any](t *GroupTransport, id raft.ServerID, target raft.ServerAddress, kind byte, args *Req, resp *Resp,
+	direct func(raft.ServerID, raft.ServerAddress, *Req, *Resp) error) error {
 	if t.m.hbOff {
-		return t.NetworkTransport.TimeoutNow(id, target, args, resp)
+		return direct(id, target, args, resp)
 	}
-	err := t.m.call(t, t.peerAddr(id, target), rpcTimeoutNow, args, resp)
+	err := t.m.call(t, t.peerAddr(id, target), kind, args, resp)
 	if errors.Is(err, errLegacyPeer) {
-		return t.NetworkTransport.TimeoutNow(id, target, args, resp)
+		return direct(id, target, args, resp)
 	}
 	return err
 }

@@ -158,16 +158,23 @@ func appendBytes[T string | []byte](b []byte, s T) []byte {
 	return append(b, s...)
 }
 
-// readFrame reads one frame from r and returns its body in a new slice,
-// which decoded entries alias.
+// readFrame reads one heartbeat frame from r and returns its body in a new
+// slice, which decoded entries alias.
 func readFrame(r *bufio.Reader) ([]byte, error) {
+	return readSizedFrame(r, hbMaxFrame, "heartbeat")
+}
+
+// readSizedFrame reads one frame (a big-endian uint32 length of 1..max,
+// then that many bytes) from r and returns its body in a new slice; what
+// names the frame in errors. Heartbeat and RPC frames share it.
+func readSizedFrame(r *bufio.Reader, max uint32, what string) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return nil, err
 	}
 	size := binary.BigEndian.Uint32(n[:])
-	if size == 0 || size > hbMaxFrame {
-		return nil, fmt.Errorf("%w: heartbeat frame of %d bytes", ErrProtocol, size)
+	if size == 0 || size > max {
+		return nil, fmt.Errorf("%w: %s frame of %d bytes", ErrProtocol, what, size)
 	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(r, body); err != nil {

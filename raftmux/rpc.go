@@ -298,7 +298,7 @@ func (p *rpcPeer) readAnswers(rc *rpcConn) {
 	defer p.m.wg.Done()
 	r := bufio.NewReaderSize(rc.c, 16<<10)
 	for {
-		body, err := readRPCFrame(r)
+		body, err := readSizedFrame(r, rpcMaxFrame, "RPC")
 		if err == nil && len(body) < 9 {
 			err = fmt.Errorf("%w: RPC response of %d bytes", ErrProtocol, len(body))
 		}
@@ -373,7 +373,7 @@ func (s *rpcServer) read() {
 	defer s.m.wg.Done()
 	r := bufio.NewReaderSize(s.conn, 16<<10)
 	for {
-		body, err := readRPCFrame(r)
+		body, err := readSizedFrame(r, rpcMaxFrame, "RPC")
 		var (
 			id          uint64
 			kind        byte
@@ -503,24 +503,4 @@ func decodeRPCRequest(body []byte) (id uint64, kind byte, group, args []byte, er
 		return 0, 0, nil, nil, fmt.Errorf("%w: RPC request kind %d, group name of %d bytes", ErrProtocol, kind, n)
 	}
 	return id, kind, rest[:n], rest[n:], nil
-}
-
-// readRPCFrame reads one frame's body (after the length).
-func readRPCFrame(r *bufio.Reader) ([]byte, error) {
-	var n [4]byte
-	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return nil, err
-	}
-	size := binary.BigEndian.Uint32(n[:])
-	if size == 0 || size > rpcMaxFrame {
-		return nil, fmt.Errorf("%w: RPC frame of %d bytes", ErrProtocol, size)
-	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return body, nil
 }
