@@ -1,6 +1,7 @@
 package raftmux
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -172,5 +173,36 @@ func (t *GroupTransport) isClosed() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// StartElection hands the group's raft a TimeoutNow request, as a leader
+// transferring its leadership does: raft becomes a candidate at once, even
+// if it follows a leader, and asks for votes with the leadership-transfer
+// flag, which voters grant although they still know a leader (their term
+// and log checks apply as always, so this is as safe as any election). The
+// node uses it to replace a leader whose process it knows has ended
+// (Mux.WatchPeer) without waiting out raft's heartbeat timeout. It returns
+// once raft has taken the request, or with ctx's error, or ErrClosed.
+func (t *GroupTransport) StartElection(ctx context.Context) error {
+	respCh := make(chan raft.RPCResponse, 1)
+	rpc := raft.RPC{
+		Command:  &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}},
+		RespChan: respCh,
+	}
+	select {
+	case t.consumer <- rpc:
+	case <-t.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case r := <-respCh:
+		return r.Error
+	case <-t.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -48,6 +48,11 @@ type Config struct {
 	// does, and stops this Mux from serving HeartbeatChannel and RPCChannel
 	// (peers then fall back to the same). For comparison and rollback.
 	DisableHeartbeatCoalescing bool
+	// OnPeerLost, if set, is called with the address of a peer watched
+	// with WatchPeer whenever the peer is found lost: its process ended or
+	// restarted (see LivenessChannel). It runs on the peer's watch
+	// goroutine and must return quickly.
+	OnPeerLost func(addr string)
 }
 
 // Heartbeat coalescing defaults. The window is a trade: each heartbeat
@@ -114,11 +119,12 @@ type Mux struct {
 	stop  context.CancelFunc // ends ctx
 	wg    sync.WaitGroup     // the accept loop and every routing goroutine
 
-	mu       sync.Mutex                 // guards channels, groups, peers and closed
+	mu       sync.Mutex                 // guards channels, groups, peers, rpcPeers, watches and closed
 	channels map[string]*listener       // open virtual listeners by channel name
 	groups   map[string]*GroupTransport // open group transports by group name
 	peers    map[string]*hbPeer         // heartbeat senders by peer address, started on first use
 	rpcPeers map[string]*rpcPeer        // RPCChannel callers by peer address, made on first use
+	watches  map[string]*peerWatch      // liveness watches by peer address (WatchPeer)
 	closed   bool
 
 	hbWindow         time.Duration // Config.HeartbeatWindow
@@ -126,10 +132,14 @@ type Mux struct {
 	hbOff            bool          // Config.DisableHeartbeatCoalescing
 	hbDialed         connSet       // heartbeat conns this Mux dialed; Close closes them
 	rpcDialed        connSet       // RPCChannel conns this Mux dialed; Close closes them
+	liveDialed       connSet       // LivenessChannel conns this Mux dialed; Close closes them
+	incarnation      uint64        // sent on every accepted LivenessChannel conn
+	onPeerLost       func(addr string)
 
 	routed, unknown, badHeader atomic.Uint64 // see Stats
 	hbStats                                  // see Stats
 	rpcStats                                 // see Stats
+	liveStats                                // see Stats
 }
 
 // Stats counts what the Mux did with the connections it accepted.
@@ -155,6 +165,9 @@ type Stats struct {
 	// does not serve RPCChannel, and received; RPCChannel connections
 	// dialed.
 	RPCsSent, RPCsFallback, RPCsReceived, RPCDials uint64
+	// LivenessDials counts LivenessChannel connections dialed; PeersLost
+	// counts the times a watched peer was reported lost.
+	LivenessDials, PeersLost uint64
 }
 
 // Listen binds cfg.BindAddr and starts accepting. The caller must Close the
@@ -185,9 +198,18 @@ func Listen(cfg Config) (*Mux, error) {
 		groups:           make(map[string]*GroupTransport),
 		peers:            make(map[string]*hbPeer),
 		rpcPeers:         make(map[string]*rpcPeer),
+		watches:          make(map[string]*peerWatch),
+		incarnation:      newIncarnation(),
+		onPeerLost:       cfg.OnPeerLost,
 		hbWindow:         cfg.HeartbeatWindow,
 		hbHandlerTimeout: cfg.HeartbeatHandlerTimeout,
 		hbOff:            cfg.DisableHeartbeatCoalescing,
+	}
+	ll, err := m.listen(LivenessChannel)
+	if err != nil {
+		stop()
+		_ = ln.Close()
+		return nil, err
 	}
 	var hl, rl *listener
 	if !m.hbOff {
@@ -200,8 +222,9 @@ func Listen(cfg Config) (*Mux, error) {
 			return nil, err
 		}
 	}
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.acceptLoop()
+	go m.serveLiveness(ll)
 	if hl != nil {
 		m.wg.Add(2)
 		go m.serveHeartbeats(hl)
@@ -242,6 +265,9 @@ func (m *Mux) Stats() Stats {
 		RPCsFallback: m.rpcFallback.Load(),
 		RPCsReceived: m.rpcReceived.Load(),
 		RPCDials:     m.rpcDials.Load(),
+
+		LivenessDials: m.liveDials.Load(),
+		PeersLost:     m.peersLost.Load(),
 	}
 }
 
@@ -270,6 +296,7 @@ func (m *Mux) Close() error {
 	m.conns.closeAll()
 	m.hbDialed.closeAll()  // wakes heartbeat senders waiting for an answer
 	m.rpcDialed.closeAll() // ends the goroutines reading RPC answers
+	m.liveDialed.closeAll()
 	m.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
