@@ -43,6 +43,7 @@ type Node struct {
 	meta    *metaGroup
 	addrs   addrProvider // Raft server id -> address, for every group
 	reps    *replicaSet
+	loss    *peerLoss // lost peers, for failoverLoop
 	kafka   *kafkaapi.Server
 	kafkaLn net.Listener
 
@@ -76,6 +77,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		ctx:      nctx,
 		cancel:   cancel,
 		memberCh: make(chan struct{}, 1),
+		loss:     newPeerLoss(),
 	}
 	if err := n.start(ctx); err != nil {
 		n.Shutdown(context.Background())
@@ -91,7 +93,8 @@ func (n *Node) start(ctx context.Context) error {
 	if advRaft == cfg.RaftAddr {
 		advRaft = "" // the bound address, with port 0 resolved
 	}
-	n.mux, err = raftmux.Listen(raftmux.Config{BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft, Logger: n.logger})
+	n.mux, err = raftmux.Listen(raftmux.Config{BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft, Logger: n.logger,
+		OnPeerLost: n.loss.report})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
@@ -162,7 +165,8 @@ func (n *Node) start(ctx context.Context) error {
 		}
 	}()
 
-	n.wg.Add(3)
+	n.wg.Add(4)
+	go n.failoverLoop()
 	go n.metaDuties()
 	go n.reps.reconcileLoop()
 	go n.reps.rebalanceLoop()
@@ -174,6 +178,15 @@ func (n *Node) start(ctx context.Context) error {
 // onMemberEvent runs on membership's event goroutine.
 func (n *Node) onMemberEvent(ev membership.Event) {
 	n.logger.Debug("membership", "kind", ev.Kind, "node", ev.Node.ID)
+	if ev.Node.ID != n.cfg.NodeID && ev.Node.RaftAddr != "" {
+		switch ev.Kind {
+		case membership.EventJoin, membership.EventUpdate:
+			n.loss.setID(ev.Node.RaftAddr, ev.Node.ID)
+			n.mux.WatchPeer(ev.Node.RaftAddr)
+		case membership.EventLeave:
+			n.mux.UnwatchPeer(ev.Node.RaftAddr)
+		}
+	}
 	select {
 	case n.memberCh <- struct{}{}:
 	default:

@@ -39,7 +39,8 @@ type replicaInfo struct {
 // localReplica is one open replica with what the node needs to know of it.
 type localReplica struct {
 	info  replicaInfo
-	rep   *partition.Replica // set once, before ready is closed
+	rep   *partition.Replica      // set once, before ready is closed
+	trans *raftmux.GroupTransport // the group's transport, under rep's heartbeatGuard
 	ready chan struct{}
 }
 
@@ -148,7 +149,7 @@ func (s *replicaSet) open(info replicaInfo, addrs map[int32]string) (*localRepli
 		return nil, fmt.Errorf("broker: transport for %s-%d: %w", info.Topic, info.Partition, err)
 	}
 	trans := newHeartbeatGuard(mt)
-	lr := &localReplica{info: info, ready: make(chan struct{})}
+	lr := &localReplica{info: info, trans: mt, ready: make(chan struct{})}
 	var hold time.Duration // reopened groups ignore it
 	if len(info.Replicas) > 1 {
 		hold = newGroupHold * s.n.cfg.PartitionRaft.HeartbeatTimeout
