@@ -150,7 +150,7 @@ func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaig
 		}
 		out = append(out, successorCampaign{lr: lr, lost: lost, due: now.Add(time.Duration(rank) * successorStagger)})
 	}
-	n.logger.Info("raft peer lost", "peer", id, "raft_addr", addr, "partitions_shared", len(out))
+	n.logger.Info("lost a node; its partitions here get successors", "peer", id, "raft_addr", addr, "partitions", len(out))
 	return out
 }
 
