@@ -129,13 +129,15 @@ bench-quick:
 #
 # The nodes run with SCALE_ENV, the partition Raft timing for many
 # partitions on a small machine (README, "Many partitions"): followers
-# wait 1 s for a leader instead of 0.5 s, leaders heartbeat every
-# 0.3-0.6 s instead of every 50-100 ms, idle leaders send the commit index
-# every 10-20 s instead of every 1-2 s. make scale SCALE_ENV= measures the
-# defaults instead.
-SCALE_ENV ?= MINIKAFKA_RAFT_HEARTBEAT_TIMEOUT=1s MINIKAFKA_RAFT_ELECTION_TIMEOUT=1s \
-	MINIKAFKA_RAFT_LEADER_LEASE_TIMEOUT=1s MINIKAFKA_RAFT_LEADER_HEARTBEAT_TIMEOUT=3s \
-	MINIKAFKA_RAFT_COMMIT_TIMEOUT=10s
+# wait 5 s for a silent leader instead of 0.5 s, leaders heartbeat every
+# 1.5-3 s instead of every 50-100 ms, idle leaders send the commit index
+# every 60-120 s instead of every 1-2 s. A killed or crashed node's
+# partitions still fail over at once (the nodes' liveness watch); a paused
+# or cut-off leader is replaced after 5-10 s. make scale SCALE_ENV=
+# measures the defaults instead.
+SCALE_ENV ?= MINIKAFKA_RAFT_HEARTBEAT_TIMEOUT=5s MINIKAFKA_RAFT_ELECTION_TIMEOUT=5s \
+	MINIKAFKA_RAFT_LEADER_LEASE_TIMEOUT=5s MINIKAFKA_RAFT_LEADER_HEARTBEAT_TIMEOUT=15s \
+	MINIKAFKA_RAFT_COMMIT_TIMEOUT=60s
 .PHONY: scale
 scale:
 	$(SCALE_ENV) $(MAKE) cluster
