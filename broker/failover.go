@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/raftmux"
 )
 
 // Fail-over on a lost peer. The node watches the Raft port of every other
@@ -74,16 +76,22 @@ func (p *peerLoss) id(addr string) (int32, bool) {
 	return id, ok
 }
 
-// successorCampaign is one partition this node should campaign for, once
-// due, unless someone other than lost leads it by then.
+// successorCampaign is one group (a partition, or the metadata group)
+// this node should campaign in once due, unless it has a leader other
+// than lost by then, or (for a later successor) an election has happened
+// since the loss.
 type successorCampaign struct {
-	lr   *localReplica
-	lost raft.ServerID
-	due  time.Time
+	name  string // for logs
+	r     *raft.Raft
+	trans *raftmux.GroupTransport
+	lost  raft.ServerID
+	rank  int    // 0: the first successor
+	term  uint64 // the group's term when the loss was seen
+	due   time.Time
 }
 
-// failoverLoop starts the successor campaigns of lost peers' partitions.
-// It is owned by the Node.
+// failoverLoop starts the successor campaigns of lost peers' groups. It
+// is owned by the Node.
 func (n *Node) failoverLoop() {
 	defer n.wg.Done()
 	var pending []successorCampaign
@@ -111,7 +119,7 @@ func (n *Node) failoverLoop() {
 			return true
 		})
 		if started > 0 {
-			n.logger.Info("started elections for partitions of a lost node", "count", started, "took", time.Since(now).Round(time.Millisecond))
+			n.logger.Info("started elections for groups of a lost node", "count", started, "took", time.Since(now).Round(time.Millisecond))
 		}
 		if len(pending) > 0 {
 			next := slices.MinFunc(pending, func(a, b successorCampaign) int { return a.due.Compare(b.due) }).due
@@ -120,9 +128,28 @@ func (n *Node) failoverLoop() {
 	}
 }
 
-// successorCampaigns lists the partitions with a replica here and on the
-// node at the lost Raft address, each due when this node's turn as
-// successor comes.
+// successorRank is this node's place among members (in order) other than
+// lost; ok is false unless both lost and self are members.
+func successorRank(members []raft.ServerID, lost, self raft.ServerID) (rank int, ok bool) {
+	if !slices.Contains(members, lost) {
+		return 0, false
+	}
+	for _, m := range members {
+		switch m {
+		case self:
+			return rank, true
+		case lost:
+		default:
+			rank++
+		}
+	}
+	return 0, false
+}
+
+// successorCampaigns lists the groups this node shares with the node at
+// the lost Raft address (the metadata group if it is a voter of it, and
+// every partition with a replica on both), each due when this node's turn
+// as successor comes.
 func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaign {
 	id, ok := n.loss.id(addr)
 	if !ok {
@@ -130,47 +157,78 @@ func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaig
 	}
 	lost := raft.ServerID(strconv.Itoa(int(id)))
 	var out []successorCampaign
+	add := func(name string, r *raft.Raft, trans *raftmux.GroupTransport, members []raft.ServerID) {
+		if rank, ok := successorRank(members, lost, n.id); ok {
+			out = append(out, successorCampaign{name: name, r: r, trans: trans, lost: lost, rank: rank,
+				term: r.CurrentTerm(), due: now.Add(time.Duration(rank) * successorStagger)})
+		}
+	}
+	if n.meta != nil {
+		r := n.meta.group.Raft
+		if f := r.GetConfiguration(); f.Error() == nil {
+			var voters []raft.ServerID
+			for _, s := range f.Configuration().Servers {
+				if s.Suffrage == raft.Voter {
+					voters = append(voters, s.ID)
+				}
+			}
+			add("meta", r, n.meta.trans, voters)
+		}
+	}
 	for _, lr := range n.reps.all() {
 		select {
 		case <-lr.ready:
 		default:
 			continue // still opening: it has no leader to lose
 		}
-		if !slices.Contains(lr.info.Replicas, id) {
-			continue
+		members := make([]raft.ServerID, len(lr.info.Replicas))
+		for i, r := range lr.info.Replicas {
+			members[i] = raft.ServerID(strconv.Itoa(int(r)))
 		}
-		rank := 0
-		for _, r := range lr.info.Replicas {
-			if r == n.cfg.NodeID {
-				break
-			}
-			if r != id {
-				rank++
-			}
-		}
-		out = append(out, successorCampaign{lr: lr, lost: lost, due: now.Add(time.Duration(rank) * successorStagger)})
+		add(replicaDirName(lr.info.Topic, lr.info.Partition), lr.rep.Raft(), lr.trans, members)
 	}
-	n.logger.Info("lost a node; its partitions here get successors", "peer", id, "raft_addr", addr, "partitions", len(out))
+	n.logger.Info("lost a node; the groups shared with it get successors", "peer", id, "raft_addr", addr, "groups", len(out))
 	return out
 }
 
-// campaignIfLeaderless starts c's election unless the replica leads, is
-// closed, or follows a leader other than the lost node; it reports whether
-// it started one.
+// campaignIfLeaderless starts c's election unless the group's member here
+// leads, is shut down, or follows a leader other than the lost node, or
+// c is a later successor and the group's term has moved since the loss
+// (an earlier successor campaigned: raft finishes that election, and
+// another candidate now would only depose the winner before its followers
+// hear of it). It reports whether it started one.
 func (n *Node) campaignIfLeaderless(c successorCampaign) bool {
-	r := c.lr.rep.Raft()
-	switch r.State() {
+	switch c.r.State() {
 	case raft.Leader, raft.Shutdown:
 		return false
 	}
-	if _, leader := r.LeaderWithID(); leader != "" && leader != c.lost {
+	if _, leader := c.r.LeaderWithID(); leader != "" && leader != c.lost {
+		return false
+	}
+	if c.rank > 0 && c.r.CurrentTerm() != c.term {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, time.Second)
 	defer cancel()
-	if err := c.lr.trans.StartElection(ctx); err != nil {
-		n.logger.Debug("could not start an election", "topic", c.lr.info.Topic, "partition", c.lr.info.Partition, "err", err)
+	if err := c.trans.StartElection(ctx); err != nil {
+		n.logger.Debug("could not start an election", "group", c.name, "err", err)
 		return false
 	}
 	return true
+}
+
+// liveTarget returns the first of members, other than this node, whose
+// node's Raft port this node's liveness watch holds a connection to: a
+// member that can take a leadership now.
+func (n *Node) liveTarget(members []raft.ServerID) (raft.ServerID, raft.ServerAddress, bool) {
+	for _, id := range members {
+		if id == n.id {
+			continue
+		}
+		addr, err := n.addrs.ServerAddr(id)
+		if err == nil && n.mux.PeerUp(string(addr)) {
+			return id, addr, true
+		}
+	}
+	return "", "", false
 }

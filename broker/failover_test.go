@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,12 +18,7 @@ import (
 // elections can elect in time. Each partition's new leader is its first
 // replica other than the killed node, and nothing acknowledged is lost.
 func TestKilledLeadersReplacedWithoutWaitingForRaftTimeouts(t *testing.T) {
-	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
-		cfg.PartitionRaft = testcluster.Timing()
-		cfg.PartitionRaft.HeartbeatTimeout = 30 * time.Second
-		cfg.PartitionRaft.ElectionTimeout = 30 * time.Second
-		cfg.PartitionRaft.LeaderLeaseTimeout = 10 * time.Second
-	})
+	c := testcluster.Start(t, 3, slowPartitionRaft)
 	cl := kgoClient(t, c, kgo.DefaultProduceTopic("lost"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	const parts = 6
 	createTopic(t, cl, "lost", parts, 3)
@@ -55,6 +51,8 @@ func TestKilledLeadersReplacedWithoutWaitingForRaftTimeouts(t *testing.T) {
 		}
 	}
 	replicas := metadataOf(t, cl, "lost")
+	t.Logf("killing node %d, which leads %d of %d partitions", victim, count[victim], parts)
+	killed := time.Now()
 	c.HaltNode(int(victim))
 
 	survivor := kgoClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -78,14 +76,83 @@ func TestKilledLeadersReplacedWithoutWaitingForRaftTimeouts(t *testing.T) {
 			t.Errorf("partition %d (replicas %v): new leader %d, want the first survivor %d", p, replicas[p].replicas, l, successor)
 		}
 	}
+	t.Logf("new leaders after %v", time.Since(killed).Round(time.Millisecond))
 	produce(survivor, "after")
+	t.Logf("produced after %v", time.Since(killed).Round(time.Millisecond))
 	got := map[int32][]string{}
 	for _, r := range consumeAll(t, c.Seeds(), "lost", 2*parts) {
 		got[r.Partition] = append(got[r.Partition], string(r.Value))
 	}
+	t.Logf("consumed after %v", time.Since(killed).Round(time.Millisecond))
+	t.Cleanup(func() { t.Logf("cluster stopped after %v", time.Since(killed).Round(time.Millisecond)) })
 	for p := int32(0); p < parts; p++ {
 		if v := got[p]; len(v) != 2 || v[0] != "before" || v[1] != "after" {
 			t.Errorf("partition %d holds %q, want [before after]", p, v)
+		}
+	}
+}
+
+// slowPartitionRaft gives partition groups raft timeouts longer than the
+// tests' waits, so that only the node's own mechanisms (successor
+// elections, leadership transfers) can move a leadership in time.
+func slowPartitionRaft(cfg *broker.Config) {
+	cfg.PartitionRaft = testcluster.Timing()
+	cfg.PartitionRaft.HeartbeatTimeout = 30 * time.Second
+	cfg.PartitionRaft.ElectionTimeout = 30 * time.Second
+	cfg.PartitionRaft.LeaderLeaseTimeout = 10 * time.Second
+}
+
+// A node shutting down while another is down hands each leadership to a
+// replica whose node is up: raft's own choice, the most up-to-date
+// follower, may be the node that is down, and that transfer would only
+// fail after the election timeout.
+func TestShutdownHandsLeadershipsToLiveNodes(t *testing.T) {
+	c := testcluster.Start(t, 5, slowPartitionRaft, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
+	cl := kgoClient(t, c)
+	const parts = 10
+	createTopic(t, cl, "handoff", parts, 3)
+	for p := int32(0); p < parts; p++ {
+		if l, _ := c.Leader("handoff", p, 15*time.Second); l < 0 {
+			t.Fatalf("partition %d has no leader", p)
+		}
+	}
+	meta := metadataOf(t, cl, "handoff")
+	// Partition 0's preferred replica (its leader since creation) is the
+	// node to stop, and its second replica the node to kill: both
+	// followers are equally up to date, and raft's own pick would be the
+	// first of them in the group's configuration, the dead one.
+	stopping, down := meta[0].replicas[0], meta[0].replicas[1]
+	c.HaltNode(int(down))
+	var moved []int32
+	for p := int32(0); p < parts; p++ {
+		l, _ := c.Leader("handoff", p, 15*time.Second)
+		if l < 0 {
+			t.Fatalf("partition %d has no leader after node %d was killed", p, down)
+		}
+		if l == stopping && slices.Contains(meta[p].replicas, down) {
+			moved = append(moved, p)
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatalf("no partition led by node %d has a replica on node %d; placement: %v", stopping, down, meta)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Node(int(stopping)).Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown of node %d: %v", stopping, err)
+	}
+	c.StopNode(int(stopping)) // already down; takes it out of the cluster's list
+	for _, p := range moved {
+		var heir int32 = -1
+		for _, r := range meta[p].replicas {
+			if r != down && r != stopping {
+				heir = r
+			}
+		}
+		l, _ := c.Leader("handoff", p, 5*time.Second)
+		if l != heir {
+			t.Errorf("partition %d (replicas %v, node %d down, node %d stopped): leader %d, want %d",
+				p, meta[p].replicas, down, stopping, l, heir)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 // metaGroup is this node's member of the metadata Raft group.
 type metaGroup struct {
 	group *raftgroup.Group
+	trans *raftmux.GroupTransport
 	fsm   *metadata.FSM
 }
 
@@ -43,16 +44,33 @@ func openMetaGroup(n *Node, f *metadata.FSM) (*metaGroup, error) {
 		trans.Close()
 		return nil, err
 	}
-	return &metaGroup{group: g, fsm: f}, nil
+	return &metaGroup{group: g, trans: trans, fsm: f}, nil
 }
 
 func (m *metaGroup) isLeader() bool { return m.group.Raft.State() == raft.Leader }
 
-func (m *metaGroup) transfer(ctx context.Context) {
+// transfer hands the metadata group's leadership to the first other
+// voter whose node is up (Node.liveTarget), if this node leads and there
+// is one.
+func (m *metaGroup) transfer(ctx context.Context, n *Node) {
 	if !m.isLeader() {
 		return
 	}
-	f := m.group.Raft.LeadershipTransfer()
+	cf := m.group.Raft.GetConfiguration()
+	if cf.Error() != nil {
+		return
+	}
+	var voters []raft.ServerID
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, s.ID)
+		}
+	}
+	to, addr, ok := n.liveTarget(voters)
+	if !ok {
+		return
+	}
+	f := m.group.Raft.LeadershipTransferToServer(to, addr)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }() // ends when raft resolves the future
 	select {

@@ -269,7 +269,7 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 		}
 		if graceful && n.reps != nil && n.meta != nil {
 			n.reps.transferAll(ctx)
-			n.meta.transfer(ctx)
+			n.meta.transfer(ctx, n)
 		}
 		if n.kafka != nil {
 			errs = append(errs, n.kafka.Close())

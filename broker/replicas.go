@@ -414,6 +414,14 @@ func (s *replicaSet) releaseCampaigns(batch []*localReplica) int {
 				return c.lr.rep.Leader() != "" || now.After(c.until)
 			})
 		}
+		// The preferred replica campaigns at once, without raft's pre-vote
+		// round and whatever its heartbeat timeout (a new group has no
+		// leader to disrupt), and its timing goes back to normal.
+		ctx, cancel := context.WithTimeout(s.n.ctx, time.Second)
+		if err := lr.trans.StartElection(ctx); err != nil {
+			s.n.logger.Debug("could not start the first election", "topic", lr.info.Topic, "partition", lr.info.Partition, "err", err)
+		}
+		cancel()
 		lr.rep.ReleaseCampaign(0)
 		inFlight = append(inFlight, campaign{lr, time.Now().Add(campaignSlot)})
 	}
@@ -458,17 +466,28 @@ func parallel(n, k int, f func(i int)) {
 }
 
 // transferAll hands every leadership this node holds to another replica,
-// in parallel, bounded by ctx.
+// in parallel, bounded by ctx: to the first other replica in the
+// partition's assignment whose node is up (Node.liveTarget), and not at
+// all when none is (raft's own pick could be a node that is down, and
+// would then wait out the election timeout for nothing).
 func (s *replicaSet) transferAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, lr := range s.all() {
 		if !lr.rep.IsLeader() || len(lr.info.Replicas) < 2 {
 			continue
 		}
+		ids := make([]raft.ServerID, len(lr.info.Replicas))
+		for i, r := range lr.info.Replicas {
+			ids[i] = raft.ServerID(strconv.Itoa(int(r)))
+		}
+		to, addr, ok := s.n.liveTarget(ids)
+		if !ok {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lr.rep.TransferLeadership(ctx)
+			lr.rep.TransferLeadership(ctx, to, addr)
 		}()
 	}
 	wg.Wait()

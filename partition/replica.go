@@ -238,13 +238,20 @@ func (r *Replica) CampaignHeld() bool { return r.group.Held() }
 // Raft exposes the group, for tests and the node's administration.
 func (r *Replica) Raft() *raft.Raft { return r.group.Raft }
 
-// TransferLeadership asks Raft to hand leadership to another member and
-// waits for the outcome or ctx.
-func (r *Replica) TransferLeadership(ctx context.Context) error {
+// TransferLeadership asks Raft to hand leadership to member to (at addr),
+// or, with to empty, to the member Raft picks (the most up to date
+// follower, which may be one that is down), and waits for the outcome or
+// ctx.
+func (r *Replica) TransferLeadership(ctx context.Context, to raft.ServerID, addr raft.ServerAddress) error {
 	if !r.IsLeader() {
 		return nil
 	}
-	f := r.group.Raft.LeadershipTransfer()
+	var f raft.Future
+	if to == "" {
+		f = r.group.Raft.LeadershipTransfer()
+	} else {
+		f = r.group.Raft.LeadershipTransferToServer(to, addr)
+	}
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }() // ends when raft resolves the future
 	select {

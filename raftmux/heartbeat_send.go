@@ -105,6 +105,30 @@ func (m *Mux) registerGroup(t *GroupTransport) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.groups[t.group] = t
+	close(m.groupAdded)
+	m.groupAdded = make(chan struct{})
+}
+
+// awaitGroup returns the open transport of group, waiting up to d for it
+// to open, or nil.
+func (m *Mux) awaitGroup(group string, d time.Duration) *GroupTransport {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		m.mu.Lock()
+		t, added := m.groups[group], m.groupAdded
+		m.mu.Unlock()
+		if t != nil {
+			return t
+		}
+		select {
+		case <-added:
+		case <-timer.C:
+			return nil
+		case <-m.done:
+			return nil
+		}
+	}
 }
 
 // unregisterGroup stops t's group answering coalesced heartbeats, unless a

@@ -82,6 +82,7 @@ type peerWatch struct {
 	addr   string
 	ctx    context.Context // ended by UnwatchPeer or Mux.Close
 	cancel context.CancelFunc
+	up     atomic.Bool // a liveness connection to the peer is open
 }
 
 // WatchPeer starts watching the Mux at addr (see LivenessChannel) and
@@ -99,6 +100,16 @@ func (m *Mux) WatchPeer(addr string) {
 	m.watches[addr] = w
 	m.wg.Add(1) // under mu with closed false: Close has not reached wg.Wait
 	go w.run()
+}
+
+// PeerUp reports whether the watch of addr holds an open liveness
+// connection now: the peer's process is running (as far as TCP can tell).
+// It is false for an address not watched.
+func (m *Mux) PeerUp(addr string) bool {
+	m.mu.Lock()
+	w := m.watches[addr]
+	m.mu.Unlock()
+	return w != nil && w.up.Load()
 }
 
 // UnwatchPeer stops watching addr (a node that left the cluster). Its
@@ -149,7 +160,9 @@ func (w *peerWatch) run() {
 			w.lost("peer restarted", nil)
 		}
 		inc, up, backoff = got, true, liveRetryMin
+		w.up.Store(true)
 		w.hold(c)
+		w.up.Store(false)
 	}
 }
 

@@ -144,7 +144,8 @@ func TestWatchPeerReportsLostAndRestartedPeers(t *testing.T) {
 }
 
 // Closing a watched Mux (the in-process stand-in for a killed node) is
-// reported; UnwatchPeer stops the watch and Close waits for it.
+// reported, and PeerUp follows the connection; UnwatchPeer stops the
+// watch and Close waits for it.
 func TestWatchPeerSeesMuxClose(t *testing.T) {
 	var rec lossRecorder
 	a := newMux(t, Config{OnPeerLost: rec.onLost})
@@ -155,16 +156,27 @@ func TestWatchPeerSeesMuxClose(t *testing.T) {
 	other := newMux(t, Config{})
 	a.WatchPeer(b.Addr().String())
 	a.WatchPeer(other.Addr().String())
-	waitFor(t, "both liveness connections", func() bool { return b.Stats().Routed == 1 && other.Stats().Routed == 1 })
+	waitFor(t, "both liveness connections", func() bool {
+		return a.PeerUp(b.Addr().String()) && a.PeerUp(other.Addr().String())
+	})
+	if a.PeerUp("127.0.0.1:1") {
+		t.Fatal("PeerUp of an address not watched is true")
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the loss to be reported", func() bool { return rec.count() == 1 })
+	if a.PeerUp(b.Addr().String()) {
+		t.Fatal("PeerUp of the closed peer is still true")
+	}
 	if got := rec.get(); got[0] != b.Addr().String() {
 		t.Fatalf("reported %q, want %q", got[0], b.Addr())
 	}
 	a.UnwatchPeer(other.Addr().String())
 	waitFor(t, "the unwatched connection to close", func() bool { return other.Stats().Open == 0 })
+	if a.PeerUp(other.Addr().String()) {
+		t.Fatal("PeerUp of an unwatched peer is true")
+	}
 	if n := rec.count(); n != 1 {
 		t.Fatalf("unwatching a live peer reported it lost (%d reports)", n)
 	}

@@ -119,13 +119,15 @@ type Mux struct {
 	stop  context.CancelFunc // ends ctx
 	wg    sync.WaitGroup     // the accept loop and every routing goroutine
 
-	mu       sync.Mutex                 // guards channels, groups, peers, rpcPeers, watches and closed
+	mu       sync.Mutex                 // guards channels, groups, peers, rpcPeers, watches, groupAdded and closed
 	channels map[string]*listener       // open virtual listeners by channel name
 	groups   map[string]*GroupTransport // open group transports by group name
 	peers    map[string]*hbPeer         // heartbeat senders by peer address, started on first use
 	rpcPeers map[string]*rpcPeer        // RPCChannel callers by peer address, made on first use
 	watches  map[string]*peerWatch      // liveness watches by peer address (WatchPeer)
-	closed   bool
+	// groupAdded is closed (and replaced) whenever a group registers.
+	groupAdded chan struct{}
+	closed     bool
 
 	hbWindow         time.Duration // Config.HeartbeatWindow
 	hbHandlerTimeout time.Duration // Config.HeartbeatHandlerTimeout
@@ -199,6 +201,7 @@ func Listen(cfg Config) (*Mux, error) {
 		peers:            make(map[string]*hbPeer),
 		rpcPeers:         make(map[string]*rpcPeer),
 		watches:          make(map[string]*peerWatch),
+		groupAdded:       make(chan struct{}),
 		incarnation:      newIncarnation(),
 		onPeerLost:       cfg.OnPeerLost,
 		hbWindow:         cfg.HeartbeatWindow,

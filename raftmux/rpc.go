@@ -45,6 +45,11 @@ const RPCChannel = "raft-rpc"
 // A malformed frame closes the connection.
 const rpcMaxFrame = 1 << 20
 
+// rpcOpenGrace is how long an RPC for a group not open here waits for it
+// to open before it is answered rpcUnknownGroup: a quarter of
+// DefaultTimeout, so that the caller still gets the answer in time.
+const rpcOpenGrace = DefaultTimeout / 4
+
 const (
 	rpcVote       byte = 1
 	rpcPreVote    byte = 2
@@ -409,7 +414,11 @@ func (s *rpcServer) answer(id uint64, kind byte, group string, args []byte) {
 
 // serveRPC hands one RPC to its group's raft and returns the answer.
 func (m *Mux) serveRPC(kind byte, group string, args []byte) (status byte, body []byte) {
-	t := m.lookupGroup(group)
+	// A group's members open it at about the same time, and its first
+	// candidate may ask for votes before a peer has: such an RPC waits a
+	// little for the group instead of failing the candidate's election
+	// (which raft would retry only after its election timeout).
+	t := m.awaitGroup(group, rpcOpenGrace)
 	if t == nil {
 		return rpcUnknownGroup, nil
 	}

@@ -194,3 +194,35 @@ func TestRPCToSilentPeerFailsEachCallerOnTime(t *testing.T) {
 		t.Fatalf("%d callers with a %v timeout took %v to fail", callers, timeout, d)
 	}
 }
+
+// An election RPC for a group the peer has not opened yet waits for it to
+// open (the first candidate of a new group may ask before its peers have
+// opened the group) instead of failing the election; for a group that does
+// not open in time it is refused with ErrUnknownGroup.
+func TestRPCWaitsForAGroupAboutToOpen(t *testing.T) {
+	a, b := newMux(t, Config{}), newMux(t, Config{})
+	from := newTransport(t, a, "late")
+	opened := make(chan *GroupTransport, 1)
+	go func() {
+		time.Sleep(rpcOpenGrace / 4)
+		opened <- newTransport(t, b, "late")
+	}()
+	// The vote is in flight before b opens the group; it is answered once
+	// the group is there.
+	done := make(chan error, 1)
+	var term uint64
+	go func() {
+		var err error
+		term, err = vote(from, b.Addr())
+		done <- err
+	}()
+	answerVotes(t, <-opened, 7)
+	if err := <-done; err != nil || term != 7 {
+		t.Fatalf("vote to a group opened while the vote waited: term %d, err %v", term, err)
+	}
+
+	never := newTransport(t, a, "never")
+	if _, err := vote(never, b.Addr()); !errors.Is(err, ErrUnknownGroup) {
+		t.Fatalf("vote to a group the peer never opens: %v, want ErrUnknownGroup", err)
+	}
+}

@@ -246,6 +246,34 @@ func killAndTime(ctx context.Context, o options, pids []int, names []string) err
 		fails []error
 		wg    sync.WaitGroup
 	)
+	// Node side: until a surviving node's Metadata names a new leader
+	// (another node, a higher epoch) for every partition the victim led.
+	nodeSide := make(chan time.Duration, 1)
+	go func() {
+		md, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		if err != nil {
+			nodeSide <- -1
+			return
+		}
+		defer md.Close()
+		for ctx.Err() == nil {
+			now, err := allLeaders(ctx, md, names)
+			if err == nil {
+				moved := 0
+				for _, k := range led {
+					if l, ok := now[k]; ok && l.leader != victim && l.epoch > leaders[k].epoch {
+						moved++
+					}
+				}
+				if moved == len(led) {
+					nodeSide <- time.Since(t0)
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		nodeSide <- -1
+	}()
 	for _, p := range led {
 		wg.Add(1)
 		pr.Produce(ctx, &kgo.Record{Topic: p.topic, Partition: p.part, Value: []byte("scalecheck")}, func(r *kgo.Record, err error) {
@@ -265,6 +293,9 @@ func killAndTime(ctx context.Context, o options, pids []int, names []string) err
 		fmt.Printf("failover: %d/%d partitions accepted a produce; first %v median %v p90 %v max %v\n",
 			len(times), len(led), times[0].Round(time.Millisecond), times[len(times)/2].Round(time.Millisecond),
 			times[len(times)*9/10].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+	}
+	if d := <-nodeSide; d >= 0 {
+		fmt.Printf("node side: every one of them led by another node in a survivor's Metadata after %v\n", d.Round(time.Millisecond))
 	}
 	if len(fails) > 0 {
 		for _, err := range fails[:min(len(fails), 5)] {

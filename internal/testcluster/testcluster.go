@@ -215,11 +215,14 @@ func (c *Cluster) Leader(topic string, p int32, timeout time.Duration) (leader, 
 //     waits for it blocked too (the rebalance loop and graceful shutdown
 //     both transfer leadership, so a test that stops nodes can hit it).
 //   - memberlist v0.7.0's packet handler may still be draining when
-//     Shutdown returns.
+//     Shutdown returns, and a probe of another node in flight at Shutdown
+//     waits out its probe timeout (probeNode's select has no shutdown
+//     case): up to about a second after a test halts a node.
 func GoleakOptions() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreTopFunction("github.com/hashicorp/raft.(*Raft).leadershipTransfer"),
 		goleak.IgnoreAnyFunction("github.com/hashicorp/raft.(*Raft).leaderLoop.func2"),
 		goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).packetHandler"),
+		goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).probeNode"),
 	}
 }
