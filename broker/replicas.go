@@ -319,7 +319,10 @@ func (s *replicaSet) rebalanceOnce() {
 		}
 		pref := raft.ServerID(strconv.Itoa(int(lr.info.Replicas[0])))
 		addr, err := s.n.addrs.ServerAddr(pref)
-		if err != nil {
+		if err != nil || !s.n.mux.PeerUp(string(addr)) {
+			// Gossip still lists a node for seconds after its process
+			// ends; a transfer to it would block the partition's writes
+			// until raft's election timeout.
 			return
 		}
 		if err := lr.rep.Raft().LeadershipTransferToServer(pref, addr).Error(); err != nil {
