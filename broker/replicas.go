@@ -346,10 +346,14 @@ const noPipelining = 1
 // Campaigns of new groups. Every replica of a brand-new group (more than
 // one replica) opens held back from campaigning, for newGroupHold
 // heartbeat timeouts at most. Once this node has opened the batch the
-// group came with (every partition of a new topic), releaseCampaigns lets
+// group came with (every partition of a new topic), releaseCampaigns makes
 // the preferred replicas (first in the assignment: the leader placement
 // wants) campaign, at most campaignsInFlight at a time, each releasing
-// the next once it has a leader or after campaignSlot. The other replicas
+// the next once it has a leader or after campaignSlot. A preferred replica
+// campaigns through raftmux.GroupTransport.StartElection: at once, without
+// a pre-vote round, whatever the heartbeat timeout (a peer that has not
+// opened the group yet holds the vote request until it has, see
+// raftmux.rpcOpenGrace). The other replicas
 // stay held (they vote and follow, but do not campaign) until 8 heartbeat
 // timeouts after they first hear of a leader (raftgroup), or newGroupSettle
 // to twice that heartbeat timeouts after the batch (5-10 s with the
