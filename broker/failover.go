@@ -14,21 +14,24 @@ import (
 
 // Fail-over on a lost peer. The node watches the Raft port of every other
 // member (raftmux.Mux.WatchPeer). When one is lost (its process ended or
-// restarted: raftmux.LivenessChannel), each partition that the lost node
-// led and that has a replica here gets a new leader at once, instead of
-// after raft's heartbeat timeout: the partition's successor starts an
-// election (raftmux.GroupTransport.StartElection), which the other voters
-// grant although they still know the lost leader.
+// restarted: raftmux.LivenessChannel), each group that the lost node led
+// and that has a member here (partitions, and the metadata group) gets a
+// new leader at once, instead of after raft's heartbeat timeout: the
+// group's successor starts an election
+// (raftmux.GroupTransport.StartElection), which the other voters grant
+// although they still know the lost leader.
 //
-// The successor is the first replica in the partition's assignment other
-// than the lost node; every node ranks the same way, so one candidate per
-// partition campaigns and votes do not split. The next replica in line
-// campaigns successorStagger later if the partition still has no other
-// leader then (the first one was lost too, or its log was behind), and so
-// on. Raft's own timeouts still cover what the watch cannot see (a paused
-// process, a dead host, a partitioned network); with this, they can be
-// long (README, "Many partitions") without slowing the fail-over of a
-// crashed or killed node.
+// The successor is the first member in the group's order (a partition's
+// assignment, the metadata group's configuration) other than the lost
+// node; every node ranks the same way, so one candidate per group
+// campaigns and votes do not split. The next member in line campaigns
+// successorStagger later if its member still follows the lost node and
+// the group's term has not moved (the first successor was lost too, or
+// never got its vote request out). Raft's own timeouts cover the rest: a
+// first successor whose log was behind, and what the watch cannot see (a
+// paused process, a dead host, a partitioned network). With this, they
+// can be long (README, "Many partitions") without slowing the fail-over
+// of a crashed or killed node.
 const successorStagger = 2 * time.Second
 
 // peerLoss carries lost peers from the Mux's watch goroutines to
@@ -146,10 +149,11 @@ func successorRank(members []raft.ServerID, lost, self raft.ServerID) (rank int,
 	return 0, false
 }
 
-// successorCampaigns lists the groups this node shares with the node at
-// the lost Raft address (the metadata group if it is a voter of it, and
-// every partition with a replica on both), each due when this node's turn
-// as successor comes.
+// successorCampaigns lists the groups that this node shares with the node
+// at the lost Raft address and that the lost node leads, as this node's
+// member sees it (the metadata group if both are voters of it, and
+// partitions with a replica on both), each due when this node's turn as
+// successor comes.
 func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaign {
 	id, ok := n.loss.id(addr)
 	if !ok {
@@ -158,6 +162,9 @@ func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaig
 	lost := raft.ServerID(strconv.Itoa(int(id)))
 	var out []successorCampaign
 	add := func(name string, r *raft.Raft, trans *raftmux.GroupTransport, members []raft.ServerID) {
+		if _, leader := r.LeaderWithID(); leader != lost {
+			return // led by another, or without a known leader: raft is on it
+		}
 		if rank, ok := successorRank(members, lost, n.id); ok {
 			out = append(out, successorCampaign{name: name, r: r, trans: trans, lost: lost, rank: rank,
 				term: r.CurrentTerm(), due: now.Add(time.Duration(rank) * successorStagger)})
@@ -191,18 +198,20 @@ func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaig
 	return out
 }
 
-// campaignIfLeaderless starts c's election unless the group's member here
-// leads, is shut down, or follows a leader other than the lost node, or
-// c is a later successor and the group's term has moved since the loss
-// (an earlier successor campaigned: raft finishes that election, and
-// another candidate now would only depose the winner before its followers
-// hear of it). It reports whether it started one.
+// campaignIfLeaderless starts c's election if the group's member here
+// still follows the lost node, and, for a later successor, the group's
+// term has not moved since the loss (else an earlier successor
+// campaigned: raft finishes that election, and another candidate now
+// would only depose the winner before its followers hear of it). A member
+// that knows no leader is left alone too: its own election timeout has
+// fired, and raft's election is under way. It reports whether it started
+// one.
 func (n *Node) campaignIfLeaderless(c successorCampaign) bool {
 	switch c.r.State() {
 	case raft.Leader, raft.Shutdown:
 		return false
 	}
-	if _, leader := c.r.LeaderWithID(); leader != "" && leader != c.lost {
+	if _, leader := c.r.LeaderWithID(); leader != c.lost {
 		return false
 	}
 	if c.rank > 0 && c.r.CurrentTerm() != c.term {
