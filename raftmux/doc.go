@@ -55,11 +55,19 @@
 // hands each to its group's raft through the transport's Consumer channel
 // (GroupTransport passes the NetworkTransport's RPCs on to the same
 // channel). In a mass election a failed vote therefore costs no new
-// connection. A group the peer does not have open is answered
+// connection. A group the peer does not have open within half a second
+// (its members open it at about the same time) is answered
 // ErrUnknownGroup, one whose raft does not take or answer the RPC within
 // three quarters of its Timeout ErrNoRPCResponse; a peer without
 // RPCChannel gets these RPCs over each group's own connections, as before.
 // Stats counts them.
+//
+// Liveness. WatchPeer keeps one idle connection on LivenessChannel
+// ("raft-live", also reserved) to a peer, which ends as soon as the peer's
+// process does; Config.OnPeerLost then names the peer, and PeerUp says
+// whether the connection is up. GroupTransport.StartElection hands a
+// group's raft a TimeoutNow, so that a node can replace a lost peer's
+// leaderships without waiting for raft's heartbeat timeout.
 //
 // File descriptors: each group's NetworkTransport keeps up to
 // TransportConfig.MaxPool idle connections per peer, plus one per peer for
