@@ -45,6 +45,9 @@ type heartbeatGuard struct {
 	view atomic.Pointer[raftView] // nil until the group's raft exists: all inline
 	busy atomic.Bool              // a heartbeat is being handled in the background
 	wg   sync.WaitGroup           // the background heartbeat, awaited by Close
+
+	mu     sync.Mutex // guards closed and orders every wg.Add before Close's wg.Wait
+	closed bool       // Close has begun: no more background heartbeats
 }
 
 // errHeartbeatBusy answers a heartbeat that would wait behind the
@@ -81,7 +84,15 @@ func (g *heartbeatGuard) wrap(cb func(rpc raft.RPC)) func(rpc raft.RPC) {
 			rpc.Respond(nil, errHeartbeatBusy)
 			return
 		}
+		g.mu.Lock()
+		if g.closed {
+			g.mu.Unlock()
+			g.busy.Store(false)
+			rpc.Respond(nil, raft.ErrTransportShutdown)
+			return
+		}
 		g.wg.Add(1)
+		g.mu.Unlock()
 		go func() { // ends when raft has handled the heartbeat (or shut down)
 			defer g.wg.Done()
 			defer g.busy.Store(false)
@@ -105,9 +116,14 @@ func (g *heartbeatGuard) writes(rpc raft.RPC) bool {
 
 // Close implements raft.WithClose: the Mux's transport closes, then Close
 // waits for a heartbeat still handled in the background (raft has shut
-// down by then, so it returns promptly).
+// down by then, so it returns promptly); a heartbeat whose handler the Mux
+// was already running when Close began is refused with
+// raft.ErrTransportShutdown instead of starting another.
 func (g *heartbeatGuard) Close() error {
 	err := g.GroupTransport.Close()
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 	g.wg.Wait()
 	return err
 }

@@ -2,10 +2,14 @@ package broker
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/raftmux"
 )
 
 type fakeView struct {
@@ -90,5 +94,41 @@ func TestHeartbeatGuardMovesTermWritesOffTheFrame(t *testing.T) {
 	}
 	if g.busy.Load() {
 		t.Fatal("still busy after the background heartbeat")
+	}
+}
+
+// Heartbeats that would persist a term keep arriving while the guard
+// closes (raft shutting down while a peer's frame is being handled):
+// each runs before Close's wait or is refused, and Close never waits
+// while another background heartbeat starts (the race detector checks
+// the WaitGroup).
+func TestHeartbeatGuardCloseRacesHeartbeats(t *testing.T) {
+	m, err := raftmux.Listen(raftmux.Config{BindAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i := range 50 {
+		tr, err := m.Transport(fmt.Sprintf("g%d", i), raftmux.TransportConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := newHeartbeatGuard(tr)
+		g.watch(fakeView{term: 1, state: raft.Follower})
+		cb := g.wrap(func(rpc raft.RPC) { rpc.Respond(&raft.AppendEntriesResponse{Term: 2, Success: true}, nil) })
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for range 200 {
+				rpc, resp := heartbeat(2)
+				cb(rpc)
+				if r := <-resp; r.Error != nil && !errors.Is(r.Error, errHeartbeatBusy) && !errors.Is(r.Error, raft.ErrTransportShutdown) {
+					t.Errorf("heartbeat answered %v", r.Error)
+				}
+			}
+		})
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
 	}
 }
