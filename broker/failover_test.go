@@ -84,7 +84,6 @@ func TestKilledLeadersReplacedWithoutWaitingForRaftTimeouts(t *testing.T) {
 		got[r.Partition] = append(got[r.Partition], string(r.Value))
 	}
 	t.Logf("consumed after %v", time.Since(killed).Round(time.Millisecond))
-	t.Cleanup(func() { t.Logf("cluster stopped after %v", time.Since(killed).Round(time.Millisecond)) })
 	for p := int32(0); p < parts; p++ {
 		if v := got[p]; len(v) != 2 || v[0] != "before" || v[1] != "after" {
 			t.Errorf("partition %d holds %q, want [before after]", p, v)
