@@ -3,12 +3,12 @@ package broker
 import (
 	"context"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/minikafka/minikafka-go/membership"
 	"github.com/minikafka/minikafka-go/raftmux"
 )
 
@@ -35,16 +35,15 @@ import (
 const successorStagger = 2 * time.Second
 
 // peerLoss carries lost peers from the Mux's watch goroutines to
-// failoverLoop, and maps watched Raft addresses to node ids.
+// failoverLoop.
 type peerLoss struct {
-	mu   sync.Mutex       // guards lost and ids
-	lost []string         // Raft addresses reported lost, not yet handled
-	ids  map[string]int32 // node id by Raft address, of every watched peer
-	kick chan struct{}    // capacity 1: lost may be non-empty
+	mu   sync.Mutex    // guards lost
+	lost []string      // Raft addresses reported lost, not yet handled
+	kick chan struct{} // capacity 1: lost may be non-empty
 }
 
 func newPeerLoss() *peerLoss {
-	return &peerLoss{ids: map[string]int32{}, kick: make(chan struct{}, 1)}
+	return &peerLoss{kick: make(chan struct{}, 1)}
 }
 
 // report is the Mux's OnPeerLost; it never blocks.
@@ -64,19 +63,6 @@ func (p *peerLoss) take() []string {
 	l := p.lost
 	p.lost = nil
 	return l
-}
-
-func (p *peerLoss) setID(addr string, id int32) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ids[addr] = id
-}
-
-func (p *peerLoss) id(addr string) (int32, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	id, ok := p.ids[addr]
-	return id, ok
 }
 
 // successorCampaign is one group (a partition, or the metadata group)
@@ -155,11 +141,11 @@ func successorRank(members []raft.ServerID, lost, self raft.ServerID) (rank int,
 // partitions with a replica on both), each due when this node's turn as
 // successor comes.
 func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaign {
-	id, ok := n.loss.id(addr)
+	id, ok := n.brokerAt(addr)
 	if !ok {
 		return nil
 	}
-	lost := raft.ServerID(strconv.Itoa(int(id)))
+	lost := membership.ServerID(id)
 	var out []successorCampaign
 	add := func(name string, r *raft.Raft, trans *raftmux.GroupTransport, members []raft.ServerID) {
 		if _, leader := r.LeaderWithID(); leader != lost {
@@ -171,16 +157,7 @@ func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaig
 		}
 	}
 	if n.meta != nil {
-		r := n.meta.group.Raft
-		if f := r.GetConfiguration(); f.Error() == nil {
-			var voters []raft.ServerID
-			for _, s := range f.Configuration().Servers {
-				if s.Suffrage == raft.Voter {
-					voters = append(voters, s.ID)
-				}
-			}
-			add("meta", r, n.meta.trans, voters)
-		}
+		add("meta", n.meta.group.Raft, n.meta.trans, n.meta.voters())
 	}
 	for _, lr := range n.reps.all() {
 		select {
@@ -188,14 +165,21 @@ func (n *Node) successorCampaigns(addr string, now time.Time) []successorCampaig
 		default:
 			continue // still opening: it has no leader to lose
 		}
-		members := make([]raft.ServerID, len(lr.info.Replicas))
-		for i, r := range lr.info.Replicas {
-			members[i] = raft.ServerID(strconv.Itoa(int(r)))
-		}
-		add(replicaDirName(lr.info.Topic, lr.info.Partition), lr.rep.Raft(), lr.trans, members)
+		add(replicaDirName(lr.info.Topic, lr.info.Partition), lr.rep.Raft(), lr.trans, lr.members())
 	}
 	n.logger.Info("lost a node; the groups shared with it get successors", "peer", id, "raft_addr", addr, "groups", len(out))
 	return out
+}
+
+// brokerAt returns the id of the registered broker whose Raft address is
+// addr (the metadata's broker registry).
+func (n *Node) brokerAt(addr string) (int32, bool) {
+	for _, b := range n.meta.fsm.State().Brokers() {
+		if b.RaftAddr == addr {
+			return b.ID, true
+		}
+	}
+	return 0, false
 }
 
 // campaignIfLeaderless starts c's election if the group's member here

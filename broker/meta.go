@@ -47,6 +47,22 @@ func openMetaGroup(n *Node, f *metadata.FSM) (*metaGroup, error) {
 	return &metaGroup{group: g, trans: trans, fsm: f}, nil
 }
 
+// voters returns the group's voters in configuration order (none if the
+// configuration cannot be read).
+func (m *metaGroup) voters() []raft.ServerID {
+	f := m.group.Raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var out []raft.ServerID
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}
+
 func (m *metaGroup) isLeader() bool { return m.group.Raft.State() == raft.Leader }
 
 // transfer hands the metadata group's leadership to the first other
@@ -56,27 +72,11 @@ func (m *metaGroup) transfer(ctx context.Context, n *Node) {
 	if !m.isLeader() {
 		return
 	}
-	cf := m.group.Raft.GetConfiguration()
-	if cf.Error() != nil {
-		return
-	}
-	var voters []raft.ServerID
-	for _, s := range cf.Configuration().Servers {
-		if s.Suffrage == raft.Voter {
-			voters = append(voters, s.ID)
-		}
-	}
-	to, addr, ok := n.liveTarget(voters)
+	to, addr, ok := n.liveTarget(m.voters())
 	if !ok {
 		return
 	}
-	f := m.group.Raft.LeadershipTransferToServer(to, addr)
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }() // ends when raft resolves the future
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	_ = m.group.TransferLeadership(ctx, to, addr) // best effort: the node is stopping
 }
 
 func (m *metaGroup) close() error { return m.group.Close() }
@@ -147,7 +147,7 @@ func (n *Node) metaStep() error {
 				return fmt.Errorf("register broker %d: %w", m.ID, err)
 			}
 		}
-		id := raft.ServerID(strconv.Itoa(int(m.ID)))
+		id := membership.ServerID(m.ID)
 		if !inGroup[id] {
 			n.logger.Info("adding node to the metadata group as a non-voter", "id", m.ID)
 			if err := r.AddNonvoter(id, raft.ServerAddress(m.RaftAddr), 0, 5*time.Second).Error(); err != nil {
@@ -173,7 +173,7 @@ func (n *Node) maybeBootstrap() error {
 	for _, m := range voters {
 		servers = append(servers, raft.Server{
 			Suffrage: raft.Voter,
-			ID:       raft.ServerID(strconv.Itoa(int(m.ID))),
+			ID:       membership.ServerID(m.ID),
 			Address:  raft.ServerAddress(m.RaftAddr),
 		})
 		self = self || m.ID == n.cfg.NodeID

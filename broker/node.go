@@ -15,7 +15,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -72,7 +71,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
 		cfg:      cfg,
-		id:       raft.ServerID(strconv.Itoa(int(cfg.NodeID))),
+		id:       membership.ServerID(cfg.NodeID),
 		logger:   logger,
 		ctx:      nctx,
 		cancel:   cancel,
@@ -181,7 +180,6 @@ func (n *Node) onMemberEvent(ev membership.Event) {
 	if ev.Node.ID != n.cfg.NodeID && ev.Node.RaftAddr != "" {
 		switch ev.Kind {
 		case membership.EventJoin, membership.EventUpdate:
-			n.loss.setID(ev.Node.RaftAddr, ev.Node.ID)
 			n.mux.WatchPeer(ev.Node.RaftAddr)
 		case membership.EventLeave:
 			n.mux.UnwatchPeer(ev.Node.RaftAddr)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/minikafka/minikafka-go/membership"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/raftmux"
@@ -42,6 +43,16 @@ type localReplica struct {
 	rep   *partition.Replica      // set once, before ready is closed
 	trans *raftmux.GroupTransport // the group's transport, under rep's heartbeatGuard
 	ready chan struct{}
+}
+
+// members returns the replica's group members as Raft server ids, in
+// assignment order.
+func (lr *localReplica) members() []raft.ServerID {
+	ids := make([]raft.ServerID, len(lr.info.Replicas))
+	for i, r := range lr.info.Replicas {
+		ids[i] = membership.ServerID(r)
+	}
+	return ids
 }
 
 // replicaSet owns this node's partition replicas.
@@ -141,7 +152,7 @@ func (s *replicaSet) open(info replicaInfo, addrs map[int32]string) (*localRepli
 		if addr == "" {
 			addr = "unknown-" + strconv.Itoa(int(id)) // resolved through addrProvider
 		}
-		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(strconv.Itoa(int(id))), Address: raft.ServerAddress(addr)})
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: membership.ServerID(id), Address: raft.ServerAddress(addr)})
 	}
 	mt, err := s.n.mux.Transport("p/"+info.TopicID+"/"+strconv.Itoa(int(info.Partition)),
 		raftmux.TransportConfig{ServerAddressProvider: s.n.addrs, MaxRPCsInFlight: noPipelining})
@@ -317,7 +328,7 @@ func (s *replicaSet) rebalanceOnce() {
 		if s.n.ctx.Err() != nil {
 			return
 		}
-		pref := raft.ServerID(strconv.Itoa(int(lr.info.Replicas[0])))
+		pref := membership.ServerID(lr.info.Replicas[0])
 		addr, err := s.n.addrs.ServerAddr(pref)
 		if err != nil || !s.n.mux.PeerUp(string(addr)) {
 			// Gossip still lists a node for seconds after its process
@@ -325,7 +336,7 @@ func (s *replicaSet) rebalanceOnce() {
 			// until raft's election timeout.
 			return
 		}
-		if err := lr.rep.Raft().LeadershipTransferToServer(pref, addr).Error(); err != nil {
+		if err := lr.rep.TransferLeadership(s.n.ctx, pref, addr); err != nil {
 			s.n.logger.Debug("leadership transfer to preferred replica failed", "topic", lr.info.Topic,
 				"partition", lr.info.Partition, "to", pref, "err", err)
 		}
@@ -483,11 +494,7 @@ func (s *replicaSet) transferAll(ctx context.Context) {
 		if !lr.rep.IsLeader() || len(lr.info.Replicas) < 2 {
 			continue
 		}
-		ids := make([]raft.ServerID, len(lr.info.Replicas))
-		for i, r := range lr.info.Replicas {
-			ids[i] = raft.ServerID(strconv.Itoa(int(r)))
-		}
-		to, addr, ok := s.n.liveTarget(ids)
+		to, addr, ok := s.n.liveTarget(lr.members())
 		if !ok {
 			continue
 		}

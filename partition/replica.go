@@ -238,28 +238,10 @@ func (r *Replica) CampaignHeld() bool { return r.group.Held() }
 // Raft exposes the group, for tests and the node's administration.
 func (r *Replica) Raft() *raft.Raft { return r.group.Raft }
 
-// TransferLeadership asks Raft to hand leadership to member to (at addr),
-// or, with to empty, to the member Raft picks (the most up to date
-// follower, which may be one that is down), and waits for the outcome or
-// ctx.
+// TransferLeadership asks Raft to hand leadership to member to (at addr)
+// and waits for the outcome or ctx; see raftgroup.Group.TransferLeadership.
 func (r *Replica) TransferLeadership(ctx context.Context, to raft.ServerID, addr raft.ServerAddress) error {
-	if !r.IsLeader() {
-		return nil
-	}
-	var f raft.Future
-	if to == "" {
-		f = r.group.Raft.LeadershipTransfer()
-	} else {
-		f = r.group.Raft.LeadershipTransferToServer(to, addr)
-	}
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }() // ends when raft resolves the future
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return r.group.TransferLeadership(ctx, to, addr)
 }
 
 // Close stops Raft, then checkpoints the FSM and closes the log. It is

@@ -7,6 +7,7 @@
 package raftgroup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -420,6 +421,24 @@ func (g *Group) ReleaseCampaign(d time.Duration) {
 			default:
 			}
 		}
+	}
+}
+
+// TransferLeadership asks raft to hand this member's leadership to member
+// to (at addr) and waits for the outcome or ctx. It does nothing unless
+// this member leads.
+func (g *Group) TransferLeadership(ctx context.Context, to raft.ServerID, addr raft.ServerAddress) error {
+	if g.Raft.State() != raft.Leader {
+		return nil
+	}
+	f := g.Raft.LeadershipTransferToServer(to, addr)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }() // ends when raft resolves the future
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
