@@ -112,6 +112,9 @@ func (m *Mux) registerGroup(t *GroupTransport) {
 // awaitGroup returns the open transport of group, waiting up to d for it
 // to open, or nil.
 func (m *Mux) awaitGroup(group string, d time.Duration) *GroupTransport {
+	if t := m.lookupGroup(group); t != nil {
+		return t // the usual case: no timer
+	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {

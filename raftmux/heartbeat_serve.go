@@ -11,21 +11,12 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// serveHeartbeats accepts peers' heartbeat connections until the Mux
-// closes, serving each in goroutines owned by the Mux.
-func (m *Mux) serveHeartbeats(l *listener) {
-	defer m.wg.Done()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return // only Mux.Close closes l
-		}
-		s := &hbServer{m: m, conn: c, r: bufio.NewReaderSize(c, 16<<10)}
-		s.watchdog = time.AfterFunc(time.Hour, s.tick)
-		s.watchdog.Stop()
-		m.wg.Add(1) // this goroutine holds the count above zero, so this cannot race Wait
-		go s.work(0, false)
-	}
+// serveHeartbeats serves one peer's heartbeat connection (see serveEach).
+func (m *Mux) serveHeartbeats(c net.Conn) {
+	s := &hbServer{m: m, conn: c, r: bufio.NewReaderSize(c, 16<<10)}
+	s.watchdog = time.AfterFunc(time.Hour, s.tick)
+	s.watchdog.Stop()
+	s.work(0, false)
 }
 
 // hbServer answers the heartbeat frames of one inbound connection, in

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"net"
 	"sync/atomic"
 	"time"
 )
@@ -53,27 +54,17 @@ func newIncarnation() uint64 {
 	}
 }
 
-// serveLiveness accepts peers' liveness connections until the Mux closes.
-// Each is held by a goroutine owned by the Mux that ends when the peer
-// closes it or Mux.Close closes it (it is one of the accepted conns).
-func (m *Mux) serveLiveness(l *listener) {
+// serveLiveness holds one peer's liveness connection (see serveEach)
+// until the peer closes it or Mux.Close does (it is one of the accepted
+// conns).
+func (m *Mux) serveLiveness(c net.Conn) {
 	defer m.wg.Done()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return // only Mux.Close closes l
-		}
-		m.wg.Add(1) // this goroutine holds the count above zero, so this cannot race Wait
-		go func() {
-			defer m.wg.Done()
-			defer c.Close()
-			_ = c.SetWriteDeadline(time.Now().Add(liveDialTimeout))
-			if _, err := c.Write(binary.BigEndian.AppendUint64(nil, m.incarnation)); err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, c) // until the peer or Close ends it
-		}()
+	defer c.Close()
+	_ = c.SetWriteDeadline(time.Now().Add(liveDialTimeout))
+	if _, err := c.Write(binary.BigEndian.AppendUint64(nil, m.incarnation)); err != nil {
+		return
 	}
+	_, _ = io.Copy(io.Discard, c) // until the peer or Close ends it
 }
 
 // peerWatch is one watched peer; its goroutine is owned by the Mux.

@@ -227,13 +227,29 @@ func Listen(cfg Config) (*Mux, error) {
 	}
 	m.wg.Add(2)
 	go m.acceptLoop()
-	go m.serveLiveness(ll)
+	go m.serveEach(ll, m.serveLiveness)
 	if hl != nil {
 		m.wg.Add(2)
-		go m.serveHeartbeats(hl)
-		go m.serveRPCs(rl)
+		go m.serveEach(hl, m.serveHeartbeats)
+		go m.serveEach(rl, m.serveRPCs)
 	}
 	return m, nil
+}
+
+// serveEach accepts connections on one of the Mux's own channels until
+// Mux.Close closes l, and runs serve on each in a goroutine owned by the
+// Mux: serve (or a goroutine it hands over to) calls m.wg.Done when it is
+// done. serveEach itself runs on a goroutine counted in m.wg.
+func (m *Mux) serveEach(l *listener, serve func(c net.Conn)) {
+	defer m.wg.Done()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return // only Mux.Close closes l
+		}
+		m.wg.Add(1) // this goroutine holds the count above zero, so this cannot race Wait
+		go serve(c)
+	}
 }
 
 // advertised is an address given as text; it is never resolved here.

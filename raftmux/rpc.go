@@ -352,19 +352,8 @@ func (p *rpcPeer) fail(err error) error {
 	return &ChannelError{Op: "rpc", Addr: p.addr, Channel: RPCChannel, Err: err}
 }
 
-// serveRPCs accepts peers' RPC connections until the Mux closes.
-func (m *Mux) serveRPCs(l *listener) {
-	defer m.wg.Done()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return // only Mux.Close closes l
-		}
-		s := &rpcServer{m: m, conn: c}
-		m.wg.Add(1) // this goroutine holds the count above zero, so this cannot race Wait
-		go s.read()
-	}
-}
+// serveRPCs serves one peer's RPC connection (see serveEach).
+func (m *Mux) serveRPCs(c net.Conn) { (&rpcServer{m: m, conn: c}).read() }
 
 // rpcServer answers the RPCs of one inbound connection, each in its own
 // goroutine, as they complete.
