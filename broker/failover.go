@@ -66,9 +66,8 @@ func (p *peerLoss) take() []string {
 }
 
 // successorCampaign is one group (a partition, or the metadata group)
-// this node should campaign in once due, unless it has a leader other
-// than lost by then, or (for a later successor) an election has happened
-// since the loss.
+// this node should campaign in once due, if its member here still follows
+// the lost node then (see campaignIfLeaderless).
 type successorCampaign struct {
 	name  string // for logs
 	r     *raft.Raft
