@@ -11,7 +11,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition"
@@ -63,8 +62,8 @@ func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
 			}
 			// A local replica knows the leader first hand.
 			if lr, ok := n.reps.get(t.Name, int32(i)); ok {
-				if id, err := strconv.Atoi(string(lr.rep.Leader())); err == nil {
-					pv.Leader, pv.LeaderEpoch = int32(id), lr.rep.LeaderEpoch()
+				if id, ok := lr.rep.Leader(); ok {
+					pv.Leader, pv.LeaderEpoch = id, lr.rep.LeaderEpoch()
 				} else {
 					pv.Leader = -1
 				}
@@ -132,7 +131,7 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 	t, _ := n.meta.fsm.State().Topic(spec.Name)
 	// Answer once every partition has a leader (or shortly), so that a
 	// client's next Metadata finds the topic usable.
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.TopicLeaders)
 	defer cancel()
 	n.meta.fsm.WaitFor(wctx, func(s *metadata.Snapshot) bool {
 		t, ok := s.Topic(spec.Name)
@@ -151,7 +150,7 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	if lr, ok := b.n.reps.get(topic, p); ok {
-		return replicaPartition{lr.rep}, nil
+		return replicaPartition{lr.rep, b.n.cfg.Tuning.ProduceEnqueue}, nil
 	}
 	if _, ok := b.n.meta.fsm.State().Partition(topic, p); ok {
 		return nil, fmt.Errorf("%w: node %d holds no replica of %s-%d", kerr.NotLeaderForPartition, b.n.cfg.NodeID, topic, p)
@@ -167,19 +166,20 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 	return kafkaapi.ProducerIdentity{ID: r.ProducerID, Epoch: r.Epoch}, nil
 }
 
-// replicaPartition adapts a partition.Replica to the front end.
-type replicaPartition struct{ r *partition.Replica }
+// replicaPartition adapts a partition.Replica to the front end; enqueue
+// bounds the wait for a slot in Raft's apply queue.
+type replicaPartition struct {
+	r       *partition.Replica
+	enqueue time.Duration
+}
 
 var _ kafkaapi.Partition = replicaPartition{}
-
-// proposeTimeout bounds the wait for a slot in Raft's apply queue.
-const proposeTimeout = 10 * time.Second
 
 // Produce proposes the batch now, in call order. The wait does not end on
 // ctx: Raft resolves every proposal, at the latest when the leader's lease
 // runs out, and the answer then is the true outcome rather than a guess.
 func (p replicaPartition) Produce(batch []byte, acks int16) kafkaapi.ProduceWait {
-	prop := p.r.Propose(batch, proposeTimeout)
+	prop := p.r.Propose(batch, p.enqueue)
 	return func(ctx context.Context) (kafkaapi.ProduceResult, error) {
 		res, err := prop.Wait()
 		if err != nil {
@@ -210,4 +210,3 @@ func (p replicaPartition) OffsetForTimestamp(ts int64) (kafkaapi.TimestampOffset
 	return kafkaapi.TimestampOffset{Offset: off, Timestamp: maxTS, LeaderEpoch: -1}, ok
 }
 
-var _ = fsm.ErrClosed

@@ -16,7 +16,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
-	"github.com/minikafka/minikafka-go/raftgroup"
+	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -78,7 +78,7 @@ func TestThreeNodesSpreadLeadersAndKeepOrder(t *testing.T) {
 // timed assertion would fail for reasons that are not the broker's (the
 // e2e suite reports failover p50/max over many kills).
 func TestFailoverToNewLeader(t *testing.T) {
-	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.PartitionRaft = raftgroup.DefaultTiming() })
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.PartitionRaft = multiraft.DefaultTiming() })
 	cl := kgoClient(t, c, kgo.DefaultProduceTopic("fo"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "fo", 1, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/minikafka/minikafka-go/raftgroup"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // Config is everything a node needs to start. cmd/node fills it from a
@@ -37,8 +37,8 @@ type Config struct {
 
 	// PartitionRaft and MetaRaft are the Raft timings of partition groups
 	// and of the metadata group.
-	PartitionRaft raftgroup.Timing
-	MetaRaft      raftgroup.Timing
+	PartitionRaft multiraft.Timing
+	MetaRaft      multiraft.Timing
 
 	SegmentBytes    int64 // partition log segment size
 	ProducerWindow  int   // batches remembered per producer (Kafka: 5)
@@ -48,12 +48,134 @@ type Config struct {
 	// back to their preferred leader (the first replica). 0 disables it.
 	LeaderRebalanceInterval time.Duration
 
+	// Tuning holds every other timeout and limit of the node; zero fields
+	// take their defaults.
+	Tuning Tuning
+
 	Logger *slog.Logger
+}
+
+// Tuning is the node's timeouts and limits in one place, with their
+// defaults in DefaultTuning; a zero field means its default. Raft holds the
+// Raft port's (multiraft.Tuning); LeaderRebalanceInterval overrides its
+// RebalanceInterval.
+type Tuning struct {
+	// MetaDutyInterval is how often the metadata leader checks the broker
+	// registry and the metadata group's members against gossip.
+	MetaDutyInterval time.Duration
+	// MetaProposal bounds a metadata change the node makes on its own
+	// (registering a broker, creating the cluster id, adding a member).
+	MetaProposal time.Duration
+	// MetaRetryMin and MetaRetryMax bound the back-off of a metadata
+	// proposal that finds no leader.
+	MetaRetryMin, MetaRetryMax time.Duration
+	// MetaForward bounds a forwarded metadata command whose caller set no
+	// deadline; MetaApply bounds the leader's wait to queue one it serves;
+	// MetaServe bounds a forwarding connection as a whole.
+	MetaForward, MetaApply, MetaServe time.Duration
+	// MaxMetaFrame bounds one forwarded command or its reply, in bytes.
+	MaxMetaFrame int
+	// LeaderReport bounds one attempt of a new partition leader to report
+	// itself to the metadata group; LeaderReportRetry is the wait before
+	// the next.
+	LeaderReport, LeaderReportRetry time.Duration
+	// TopicLeaders is how long CreateTopics waits for the new partitions'
+	// leaders before it answers.
+	TopicLeaders time.Duration
+	// ReconcileRetry is how often replicas that failed to open are tried
+	// again.
+	ReconcileRetry time.Duration
+	// OpenParallelism is how many replicas open at once.
+	OpenParallelism int
+	// ProduceEnqueue bounds the wait for a slot in a partition's Raft
+	// queue.
+	ProduceEnqueue time.Duration
+	// ReadyPoll is how often WaitReady looks again without a change.
+	ReadyPoll time.Duration
+	// GossipLeave bounds announcing a graceful departure to gossip.
+	GossipLeave time.Duration
+	// Raft is the Raft port's tuning.
+	Raft multiraft.Tuning
+}
+
+// DefaultTuning returns the defaults, each explained on Tuning.
+func DefaultTuning() Tuning {
+	return Tuning{
+		MetaDutyInterval:  500 * time.Millisecond,
+		MetaProposal:      5 * time.Second,
+		MetaRetryMin:      20 * time.Millisecond,
+		MetaRetryMax:      500 * time.Millisecond,
+		MetaForward:       5 * time.Second,
+		MetaApply:         10 * time.Second,
+		MetaServe:         30 * time.Second,
+		MaxMetaFrame:      4 << 20,
+		LeaderReport:      10 * time.Second,
+		LeaderReportRetry: time.Second,
+		TopicLeaders:      5 * time.Second,
+		ReconcileRetry:    5 * time.Second,
+		OpenParallelism:   8,
+		ProduceEnqueue:    10 * time.Second,
+		ReadyPoll:         50 * time.Millisecond,
+		GossipLeave:       2 * time.Second,
+		Raft:              multiraft.DefaultTuning(),
+	}
+}
+
+// validate fills zero fields with their defaults and checks them; key is
+// the config key its errors name.
+func (t *Tuning) validate() error {
+	d := DefaultTuning()
+	for _, f := range []struct {
+		name     string
+		v        *time.Duration
+		def, min time.Duration
+	}{
+		{"meta_duty_interval", &t.MetaDutyInterval, d.MetaDutyInterval, time.Millisecond},
+		{"meta_proposal", &t.MetaProposal, d.MetaProposal, time.Millisecond},
+		{"meta_retry_min", &t.MetaRetryMin, d.MetaRetryMin, time.Millisecond},
+		{"meta_retry_max", &t.MetaRetryMax, d.MetaRetryMax, time.Millisecond},
+		{"meta_forward", &t.MetaForward, d.MetaForward, time.Millisecond},
+		{"meta_apply", &t.MetaApply, d.MetaApply, time.Millisecond},
+		{"meta_serve", &t.MetaServe, d.MetaServe, time.Millisecond},
+		{"leader_report", &t.LeaderReport, d.LeaderReport, time.Millisecond},
+		{"leader_report_retry", &t.LeaderReportRetry, d.LeaderReportRetry, time.Millisecond},
+		{"topic_leaders", &t.TopicLeaders, d.TopicLeaders, 0},
+		{"reconcile_retry", &t.ReconcileRetry, d.ReconcileRetry, time.Millisecond},
+		{"produce_enqueue", &t.ProduceEnqueue, d.ProduceEnqueue, time.Millisecond},
+		{"ready_poll", &t.ReadyPoll, d.ReadyPoll, time.Millisecond},
+		{"gossip_leave", &t.GossipLeave, d.GossipLeave, 0},
+	} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+		if *f.v < f.min {
+			return bad("tuning."+f.name, *f.v, "must be at least %v", f.min)
+		}
+	}
+	if t.MetaRetryMax < t.MetaRetryMin {
+		return bad("tuning.meta_retry_max", t.MetaRetryMax, "must not be below tuning.meta_retry_min %v", t.MetaRetryMin)
+	}
+	if t.MaxMetaFrame == 0 {
+		t.MaxMetaFrame = d.MaxMetaFrame
+	}
+	if t.MaxMetaFrame < 64<<10 {
+		return bad("tuning.max_meta_frame", t.MaxMetaFrame, "must be at least 64 KiB")
+	}
+	if t.OpenParallelism == 0 {
+		t.OpenParallelism = d.OpenParallelism
+	}
+	if t.OpenParallelism < 1 || t.OpenParallelism > 1024 {
+		return bad("tuning.open_parallelism", t.OpenParallelism, "must be in 1..1024")
+	}
+	if err := t.Raft.Validate(); err != nil {
+		return bad("tuning.raft", "", "%v", err)
+	}
+	return nil
 }
 
 // DefaultConfig is a single node on the loopback ports of configs/single.yaml.
 func DefaultConfig() Config {
-	partitionRaft := raftgroup.DefaultTiming()
+	partitionRaft := multiraft.DefaultTiming()
 	// A partition leader also sends each follower an AppendEntries every
 	// commit timeout so that it learns the commit index when writes stop;
 	// with hundreds of groups that traffic costs real CPU while idle. Our
@@ -71,11 +193,12 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor: 1,
 		AutoCreateTopics:         true,
 		PartitionRaft:            partitionRaft,
-		MetaRaft:                 raftgroup.DefaultTiming(),
+		MetaRaft:                 multiraft.DefaultTiming(),
 		SegmentBytes:             128 << 20,
 		ProducerWindow:           5,
 		MaxRequestBytes:          100 << 20,
 		LeaderRebalanceInterval:  10 * time.Second,
+		Tuning:                   DefaultTuning(),
 	}
 }
 
@@ -165,7 +288,11 @@ func (c *Config) Validate() error {
 	if c.LeaderRebalanceInterval < 0 {
 		return bad("leader_rebalance_interval", c.LeaderRebalanceInterval, "must not be negative")
 	}
-	return nil
+	c.Tuning.Raft.RebalanceInterval = c.LeaderRebalanceInterval
+	if c.LeaderRebalanceInterval == 0 {
+		c.Tuning.Raft.RebalanceInterval = -1 // off
+	}
+	return c.Tuning.validate()
 }
 
 func checkHostPort(key, v string, allowZeroPort bool) error {

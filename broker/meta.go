@@ -7,21 +7,16 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/minikafka/minikafka-go/membership"
 	"github.com/minikafka/minikafka-go/metadata"
-	"github.com/minikafka/minikafka-go/raftgroup"
-	"github.com/minikafka/minikafka-go/raftmux"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // metaGroup is this node's member of the metadata Raft group.
 type metaGroup struct {
-	group *raftgroup.Group
-	trans *raftmux.GroupTransport
+	group *multiraft.Group
 	fsm   *metadata.FSM
 }
 
@@ -29,69 +24,27 @@ type metaGroup struct {
 // metaDuties bootstraps it once bootstrap_expect nodes are seen, if it
 // never was.
 func openMetaGroup(n *Node, f *metadata.FSM) (*metaGroup, error) {
-	trans, err := n.mux.Transport("meta", raftmux.TransportConfig{ServerAddressProvider: n.addrs, MaxRPCsInFlight: noPipelining})
+	g, err := n.host.Open(multiraft.GroupSpec{
+		Name:   "meta",
+		Dir:    filepath.Join(n.cfg.DataDir, "meta"),
+		Timing: n.cfg.MetaRaft,
+		FSM:    f,
+		Logger: n.logger.With("group", "meta"),
+	})
 	if err != nil {
 		return nil, err
 	}
-	g, err := raftgroup.Open(raftgroup.Config{
-		Dir:       filepath.Join(n.cfg.DataDir, "meta"),
-		LocalID:   n.id,
-		Transport: trans,
-		Timing:    n.cfg.MetaRaft,
-		Logger:    n.logger.With("group", "meta"),
-	}, f)
-	if err != nil {
-		trans.Close()
-		return nil, err
-	}
-	return &metaGroup{group: g, trans: trans, fsm: f}, nil
-}
-
-// voters returns the group's voters in configuration order (none if the
-// configuration cannot be read).
-func (m *metaGroup) voters() []raft.ServerID {
-	f := m.group.Raft.GetConfiguration()
-	if f.Error() != nil {
-		return nil
-	}
-	var out []raft.ServerID
-	for _, s := range f.Configuration().Servers {
-		if s.Suffrage == raft.Voter {
-			out = append(out, s.ID)
-		}
-	}
-	return out
-}
-
-func (m *metaGroup) isLeader() bool { return m.group.Raft.State() == raft.Leader }
-
-// transfer hands the metadata group's leadership to the first other
-// voter whose node is up (Node.liveTarget), if this node leads and there
-// is one.
-func (m *metaGroup) transfer(ctx context.Context, n *Node) {
-	if !m.isLeader() {
-		return
-	}
-	to, addr, ok := n.liveTarget(m.voters())
-	if !ok {
-		return
-	}
-	_ = m.group.TransferLeadership(ctx, to, addr) // best effort: the node is stopping
+	return &metaGroup{group: g, fsm: f}, nil
 }
 
 func (m *metaGroup) close() error { return m.group.Close() }
 
 // controllerID is the metadata leader's node id, or -1.
 func (n *Node) controllerID() int32 {
-	_, id := n.meta.group.Raft.LeaderWithID()
-	if id == "" {
-		return -1
+	if id, _, ok := n.meta.group.Leader(); ok {
+		return id
 	}
-	v, err := strconv.Atoi(string(id))
-	if err != nil {
-		return -1
-	}
-	return int32(v)
+	return -1
 }
 
 // metaDuties bootstraps the metadata group when it is new, and on the
@@ -99,7 +52,7 @@ func (n *Node) controllerID() int32 {
 // members. It is owned by the Node.
 func (n *Node) metaDuties() {
 	defer n.wg.Done()
-	tick := time.NewTicker(500 * time.Millisecond)
+	tick := time.NewTicker(n.cfg.Tuning.MetaDutyInterval)
 	defer tick.Stop()
 	for {
 		if err := n.metaStep(); err != nil && n.ctx.Err() == nil {
@@ -115,14 +68,14 @@ func (n *Node) metaDuties() {
 }
 
 func (n *Node) metaStep() error {
-	r := n.meta.group.Raft
-	if r.LastIndex() == 0 {
+	g := n.meta.group
+	if !g.Configured() {
 		return n.maybeBootstrap()
 	}
-	if r.State() != raft.Leader {
+	if !g.IsLeader() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Tuning.MetaProposal)
 	defer cancel()
 	state := n.meta.fsm.State()
 	if !state.Initialized() {
@@ -130,14 +83,6 @@ func (n *Node) metaStep() error {
 			return err
 		}
 		state = n.meta.fsm.State()
-	}
-	cf := r.GetConfiguration()
-	if err := cf.Error(); err != nil {
-		return err
-	}
-	inGroup := map[raft.ServerID]bool{}
-	for _, s := range cf.Configuration().Servers {
-		inGroup[s.ID] = true
 	}
 	for _, m := range n.members.Members() {
 		b, ok := state.Broker(m.ID)
@@ -147,10 +92,13 @@ func (n *Node) metaStep() error {
 				return fmt.Errorf("register broker %d: %w", m.ID, err)
 			}
 		}
-		id := membership.ServerID(m.ID)
-		if !inGroup[id] {
+		in, err := g.Has(m.ID)
+		if err != nil {
+			return err
+		}
+		if !in {
 			n.logger.Info("adding node to the metadata group as a non-voter", "id", m.ID)
-			if err := r.AddNonvoter(id, raft.ServerAddress(m.RaftAddr), 0, 5*time.Second).Error(); err != nil {
+			if err := g.AddNonvoter(ctx, m.ID, m.RaftAddr); err != nil {
 				return fmt.Errorf("add non-voter %d: %w", m.ID, err)
 			}
 		}
@@ -167,22 +115,15 @@ func (n *Node) maybeBootstrap() error {
 		return nil
 	}
 	slices.SortFunc(members, func(a, b membership.NodeMeta) int { return int(a.ID) - int(b.ID) })
-	voters := members[:n.cfg.BootstrapExpect]
-	var servers []raft.Server
-	self := false
-	for _, m := range voters {
-		servers = append(servers, raft.Server{
-			Suffrage: raft.Voter,
-			ID:       membership.ServerID(m.ID),
-			Address:  raft.ServerAddress(m.RaftAddr),
-		})
-		self = self || m.ID == n.cfg.NodeID
+	voters := map[int32]string{}
+	for _, m := range members[:n.cfg.BootstrapExpect] {
+		voters[m.ID] = m.RaftAddr
 	}
-	if !self {
+	if _, self := voters[n.cfg.NodeID]; !self {
 		return nil // a later node: the leader adds it as a non-voter
 	}
-	n.logger.Info("bootstrapping the metadata group", "voters", servers)
-	return n.meta.group.Raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	n.logger.Info("bootstrapping the metadata group", "voters", voters)
+	return n.meta.group.Bootstrap(voters)
 }
 
 func newClusterID() string {
@@ -191,21 +132,21 @@ func newClusterID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// addrProvider resolves Raft server ids to addresses: the metadata
-// registry first, then gossip. Raft falls back to the address in its
-// configuration when both fail. It is immutable.
-type addrProvider struct {
+// addrBook resolves node ids to Raft addresses for every group: the
+// metadata registry first, then gossip. Groups fall back to the address in
+// their configuration when both fail.
+type addrBook struct {
 	fsm     *metadata.FSM
-	members *membership.Membership
+	members *membership.Membership // nil until gossip starts
 }
 
-func (p addrProvider) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
-	v, err := strconv.Atoi(string(id))
-	if err != nil {
-		return "", fmt.Errorf("broker: server id %q is not a node id", id)
+func (a *addrBook) resolve(id int32) (string, bool) {
+	if b, ok := a.fsm.State().Broker(id); ok {
+		return b.RaftAddr, true
 	}
-	if b, ok := p.fsm.State().Broker(int32(v)); ok {
-		return raft.ServerAddress(b.RaftAddr), nil
+	if a.members == nil {
+		return "", false
 	}
-	return p.members.ServerAddr(id)
+	m, ok := a.members.Lookup(id)
+	return m.RaftAddr, ok
 }

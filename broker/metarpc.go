@@ -1,37 +1,32 @@
 package broker
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/internal/frame"
 	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // The metadata group accepts proposals only on its leader. Any node that
 // needs a metadata change (create a topic, allocate a producer id, report a
-// partition leader) forwards the encoded command to the leader over the
-// mux channel "rpc/meta":
+// partition leader) forwards the encoded command to the leader on a stream
+// of the Raft port's service "rpc/meta", one request per stream, each a
+// frame (internal/frame):
 //
-//	request:  u32 length | metadata.Encode(command)
-//	response: u32 length | JSON metaReply
+//	request:  metadata.Encode(command)
+//	response: JSON metaReply
 //
-// One connection carries one request at a time; the client keeps none
-// open between calls (the rate is low: topic creations and producer
-// starts).
-const metaRPCChannel = "rpc/meta"
-
-// maxMetaFrame bounds one forwarded command or reply.
-const maxMetaFrame = 4 << 20
+// The rate is low (topic creations and producer starts), so no stream is
+// kept between calls.
+const metaRPCService = "rpc/meta"
 
 // metaReply is what the leader answers to a forwarded command.
 type metaReply struct {
@@ -53,16 +48,16 @@ var ErrNoMetaLeader = fmt.Errorf("broker: metadata group has no leader: %w", ker
 // applyLocal proposes an encoded command on this node, which must be the
 // metadata leader, and turns the outcome into a reply.
 func (n *Node) applyLocal(cmd []byte, timeout time.Duration) metaReply {
-	f := n.meta.group.Raft.Apply(cmd, timeout)
-	if err := f.Error(); err != nil {
+	index, resp, err := n.meta.group.Propose(cmd, timeout).Wait()
+	if err != nil {
 		code := kerr.NotController
-		if errors.Is(err, raft.ErrEnqueueTimeout) {
+		if errors.Is(err, multiraft.ErrEnqueueTimeout) {
 			code = kerr.RequestTimedOut
 		}
 		return metaReply{Code: code.Code, Message: err.Error()}
 	}
-	r := metaReply{Index: f.Index()}
-	switch v := f.Response().(type) {
+	r := metaReply{Index: index}
+	switch v := resp.(type) {
 	case error:
 		e := metaErrorCode(v)
 		r.Code, r.Message = e.Code, v.Error()
@@ -83,7 +78,7 @@ func (n *Node) proposeMeta(ctx context.Context, cmd metadata.Command) (metaReply
 	if err != nil {
 		return metaReply{}, fmt.Errorf("broker: encode %T: %w", cmd, err)
 	}
-	backoff := 20 * time.Millisecond
+	backoff := n.cfg.Tuning.MetaRetryMin
 	for {
 		r, err := n.forwardOnce(ctx, enc)
 		if err == nil && r.Code == kerr.NotController.Code {
@@ -104,38 +99,38 @@ func (n *Node) proposeMeta(ctx context.Context, cmd metadata.Command) (metaReply
 			return metaReply{}, fmt.Errorf("%w: %w (last: %w)", kerr.RequestTimedOut, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 500*time.Millisecond)
+		backoff = min(backoff*2, n.cfg.Tuning.MetaRetryMax)
 	}
 }
 
 // forwardOnce sends one encoded command to the current leader (or applies
 // it here if this node leads).
 func (n *Node) forwardOnce(ctx context.Context, enc []byte) (metaReply, error) {
-	timeout := 5 * time.Second
+	timeout := n.cfg.Tuning.MetaForward
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
-	r := n.meta.group.Raft
-	if r.State() == raft.Leader {
+	g := n.meta.group
+	if g.IsLeader() {
 		return n.applyLocal(enc, timeout), nil
 	}
-	addr, _ := r.LeaderWithID()
-	if addr == "" {
+	_, addr, ok := g.Leader()
+	if !ok {
 		return metaReply{}, ErrNoMetaLeader
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := n.mux.Dial(dctx, string(addr), metaRPCChannel)
+	conn, err := n.host.Dial(dctx, addr, metaRPCService)
 	if err != nil {
 		return metaReply{}, err
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(dctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
-	if err := writeFrame(conn, enc); err != nil {
+	if _, err := conn.Write(frame.Append(nil, enc)); err != nil {
 		return metaReply{}, err
 	}
-	b, err := readFrame(bufio.NewReader(conn))
+	b, err := frame.Read(conn, 0, uint32(n.cfg.Tuning.MaxMetaFrame))
 	if err != nil {
 		return metaReply{}, err
 	}
@@ -161,45 +156,23 @@ func (n *Node) serveMetaRPC(l net.Listener) {
 			defer conn.Close()
 			stop := context.AfterFunc(n.ctx, func() { conn.Close() })
 			defer stop()
-			conn.SetDeadline(time.Now().Add(30 * time.Second))
-			enc, err := readFrame(bufio.NewReader(conn))
+			conn.SetDeadline(time.Now().Add(n.cfg.Tuning.MetaServe))
+			enc, err := frame.Read(conn, 0, uint32(n.cfg.Tuning.MaxMetaFrame))
 			if err != nil {
 				return
 			}
 			var rep metaReply
-			if n.meta.group.Raft.State() != raft.Leader {
+			if !n.meta.group.IsLeader() {
 				rep = metaReply{Code: kerr.NotController.Code, Message: "not the metadata leader"}
 			} else if _, derr := metadata.Decode(enc); derr != nil {
 				rep = metaReply{Code: kerr.InvalidRequest.Code, Message: derr.Error()}
 			} else {
-				rep = n.applyLocal(enc, 10*time.Second)
+				rep = n.applyLocal(enc, n.cfg.Tuning.MetaApply)
 			}
 			b, _ := json.Marshal(rep)
-			writeFrame(conn, b)
+			conn.Write(frame.Append(nil, b))
 		}()
 	}
-}
-
-func writeFrame(w io.Writer, b []byte) error {
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err := w.Write(buf)
-	return err
-}
-
-func readFrame(r io.Reader) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n > maxMetaFrame {
-		return nil, fmt.Errorf("broker: metadata frame of %d bytes is over the limit", n)
-	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
 }
 
 // metaErrorCode maps a metadata FSM error to the Kafka error a client sees.

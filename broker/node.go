@@ -18,31 +18,27 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/membership"
 	"github.com/minikafka/minikafka-go/metadata"
-	"github.com/minikafka/minikafka-go/raftmux"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // Node is one running broker.
 type Node struct {
 	cfg    Config
-	id     raft.ServerID
 	logger *slog.Logger
 
 	ctx    context.Context // cancelled by Shutdown: stops every loop
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the node starts
 
-	mux     *raftmux.Mux
+	host    *multiraft.Host
 	members *membership.Membership
 	meta    *metaGroup
-	addrs   addrProvider // Raft server id -> address, for every group
+	addrs   addrBook // node id -> Raft address, for every group
 	reps    *replicaSet
-	loss    *peerLoss // lost peers, for failoverLoop
 	kafka   *kafkaapi.Server
 	kafkaLn net.Listener
 
@@ -71,12 +67,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
 		cfg:      cfg,
-		id:       membership.ServerID(cfg.NodeID),
 		logger:   logger,
 		ctx:      nctx,
 		cancel:   cancel,
 		memberCh: make(chan struct{}, 1),
-		loss:     newPeerLoss(),
 	}
 	if err := n.start(ctx); err != nil {
 		n.Shutdown(context.Background())
@@ -92,12 +86,16 @@ func (n *Node) start(ctx context.Context) error {
 	if advRaft == cfg.RaftAddr {
 		advRaft = "" // the bound address, with port 0 resolved
 	}
-	n.mux, err = raftmux.Listen(raftmux.Config{BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft, Logger: n.logger,
-		OnPeerLost: n.loss.report})
+	// Raft groups resolve their peers through the metadata registry and
+	// gossip, which exist before the first group opens.
+	metaFSM := metadata.NewFSM(metadata.WithLogger(n.logger))
+	n.addrs.fsm = metaFSM
+	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
+		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
-	n.cfg.AdvertisedRaftAddr = n.mux.Addr().String()
+	n.cfg.AdvertisedRaftAddr = n.host.Addr()
 
 	// The Kafka listener binds early so that its real address (port 0 in
 	// tests) goes into the gossip metadata.
@@ -122,14 +120,11 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: gossip_addr %s: %w", cfg.GossipAddr, err)
 	}
-	// Raft groups resolve their peers through the metadata registry and
-	// gossip; both exist before the first group starts.
-	metaFSM := metadata.NewFSM(metadata.WithLogger(n.logger))
-	n.addrs = addrProvider{fsm: metaFSM, members: n.members}
+	n.addrs.members = n.members
 	if n.meta, err = openMetaGroup(n, metaFSM); err != nil {
 		return err
 	}
-	rpcLn, err := n.mux.Listener(metaRPCChannel)
+	rpcLn, err := n.host.Listen(metaRPCService)
 	if err != nil {
 		return err
 	}
@@ -164,11 +159,9 @@ func (n *Node) start(ctx context.Context) error {
 		}
 	}()
 
-	n.wg.Add(4)
-	go n.failoverLoop()
+	n.wg.Add(2)
 	go n.metaDuties()
 	go n.reps.reconcileLoop()
-	go n.reps.rebalanceLoop()
 	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,
 		"gossip", n.members.LocalAddr(), "data_dir", cfg.DataDir)
 	return nil
@@ -180,16 +173,15 @@ func (n *Node) onMemberEvent(ev membership.Event) {
 	if ev.Node.ID != n.cfg.NodeID && ev.Node.RaftAddr != "" {
 		switch ev.Kind {
 		case membership.EventJoin, membership.EventUpdate:
-			n.mux.WatchPeer(ev.Node.RaftAddr)
+			n.host.WatchPeer(ev.Node.ID, ev.Node.RaftAddr)
 		case membership.EventLeave:
-			n.mux.UnwatchPeer(ev.Node.RaftAddr)
+			n.host.UnwatchPeer(ev.Node.RaftAddr)
 		}
 	}
 	select {
 	case n.memberCh <- struct{}{}:
 	default:
 	}
-	n.reps.memberChanged()
 }
 
 // ID is the node id.
@@ -204,9 +196,9 @@ func (n *Node) RaftAddr() string { return n.cfg.AdvertisedRaftAddr }
 // GossipAddr is the bound gossip address (for other nodes' join lists).
 func (n *Node) GossipAddr() string { return n.members.LocalAddr() }
 
-// RaftStats are the counters of the node's Raft port: connections routed
-// and coalesced heartbeats sent and received.
-func (n *Node) RaftStats() raftmux.Stats { return n.mux.Stats() }
+// RaftStats are the counters of the node's Raft port: sessions, calls and
+// coalesced heartbeats sent and received.
+func (n *Node) RaftStats() multiraft.Stats { return n.host.Stats() }
 
 // WaitReady blocks until the node knows the cluster (the metadata group has
 // a leader and this node is registered) or ctx ends.
@@ -221,7 +213,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-n.meta.fsm.Watch():
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(n.cfg.Tuning.ReadyPoll):
 		}
 	}
 }
@@ -262,12 +254,11 @@ func (n *Node) PartitionLeader(topic string, p int32) (leader, epoch int32, ok b
 func (n *Node) stop(ctx context.Context, graceful bool) error {
 	n.shutdownOnce.Do(func() {
 		var errs []error
-		if !graceful && n.mux != nil {
-			n.mux.Close()
+		if !graceful && n.host != nil {
+			n.host.Close()
 		}
-		if graceful && n.reps != nil && n.meta != nil {
-			n.reps.transferAll(ctx)
-			n.meta.transfer(ctx, n)
+		if graceful && n.host != nil {
+			n.host.HandOver(ctx)
 		}
 		if n.kafka != nil {
 			errs = append(errs, n.kafka.Close())
@@ -283,7 +274,7 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 		}
 		if n.members != nil {
 			if graceful {
-				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				lctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.GossipLeave)
 				if err := n.members.Leave(lctx); err != nil {
 					n.logger.Debug("gossip leave", "err", err)
 				}
@@ -291,8 +282,8 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 			}
 			errs = append(errs, n.members.Shutdown())
 		}
-		if n.mux != nil && graceful {
-			errs = append(errs, n.mux.Close())
+		if n.host != nil && graceful {
+			errs = append(errs, n.host.Close())
 		}
 		n.wg.Wait()
 		n.shutdownErr = errors.Join(errs...)

@@ -15,33 +15,18 @@ import (
 
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/logging"
-	"github.com/minikafka/minikafka-go/raftgroup"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // ReplicaConfig opens one partition replica.
 type ReplicaConfig struct {
-	// Dir holds the replica: log/, fsm/, raft.db and snapshots/.
-	Dir string
-	// LocalID is this node's Raft server ID.
-	LocalID raft.ServerID
-	// Servers is the partition's replica set; every member bootstraps the
-	// same list when it has no state yet.
-	Servers   []raft.Server
-	Transport raft.Transport
-	Timing    raftgroup.Timing
-	Log       LogOptions
+	// Group is the replica's Raft group. Its Dir also holds the replica's
+	// log/ and fsm/; OpenReplica supplies its FSM.
+	Group multiraft.GroupSpec
+	Log   LogOptions
 	// ProducerWindow is the number of batches remembered per producer.
 	ProducerWindow int
-	// OnLeader, if set, is called from the replica's own goroutine each
-	// time this node gains (true) or loses (false) the partition's
-	// leadership, with the Raft term at that moment.
-	OnLeader func(leader bool, term uint64)
-	Logger   *slog.Logger
-	// CampaignDelay, when positive, holds a brand-new group's replica back
-	// from campaigning for at most this long, or until ReleaseCampaign
-	// (see raftgroup.Config.CampaignDelay). Ignored when the replica has
-	// Raft state.
-	CampaignDelay time.Duration
+	Logger         *slog.Logger
 }
 
 // Replica is this node's copy of one partition: its Raft group, its FSM and
@@ -50,20 +35,16 @@ type ReplicaConfig struct {
 type Replica struct {
 	log    *Log
 	fsm    *fsm.FSM
-	group  *raftgroup.Group
+	group  *multiraft.Group
 	logger *slog.Logger
-
-	notify chan bool     // raft's leadership notifications
-	stop   chan struct{} // closed by Close to stop watch
-	done   chan struct{} // closed when watch returns
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // OpenReplica opens the log and the FSM (recovering both) and starts the
-// replica's Raft group.
-func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
+// replica's Raft group on h.
+func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = logging.Discard()
@@ -72,60 +53,44 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 	if lopts.Logger == nil {
 		lopts.Logger = logger
 	}
-	l, err := OpenLog(filepath.Join(cfg.Dir, "log"), lopts)
+	dir := cfg.Group.Dir
+	l, err := OpenLog(filepath.Join(dir, "log"), lopts)
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsm.New(fsm.Config{Dir: filepath.Join(cfg.Dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger}, l)
+	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger}, l)
 	if err != nil {
 		l.Close()
 		return nil, err
 	}
-	r := &Replica{
-		log: l, fsm: f, logger: logger,
-		notify: make(chan bool, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+	spec := cfg.Group
+	spec.FSM = durableFSM{FSM: f, logger: logger}
+	if spec.Logger == nil {
+		spec.Logger = logger
 	}
-	g, err := raftgroup.Open(raftgroup.Config{
-		Dir:                      cfg.Dir,
-		LocalID:                  cfg.LocalID,
-		Servers:                  cfg.Servers,
-		Bootstrap:                true,
-		Transport:                cfg.Transport,
-		Timing:                   cfg.Timing,
-		NoSnapshotRestoreOnStart: true,
-		WrapSnapshots:            func(s raft.SnapshotStore) raft.SnapshotStore { return &snapshotStore{SnapshotStore: s, fsm: f} },
-		BeforeStart:              func(s raft.SnapshotStore) error { return restoreIfBehind(s, f, logger) },
-		NotifyCh:                 r.notify,
-		Logger:                   logger,
-		CampaignDelay:            cfg.CampaignDelay,
-	}, f)
+	g, err := h.Open(spec)
 	if err != nil {
 		f.Close()
 		l.Close()
 		return nil, err
 	}
-	r.group = g
-	go r.watch(cfg.OnLeader)
-	return r, nil
+	return &Replica{log: l, fsm: f, group: g, logger: logger}, nil
 }
 
-// watch forwards leadership changes. It is owned by the Replica and ends
-// when Close closes stop.
-func (r *Replica) watch(onLeader func(bool, uint64)) {
-	defer close(r.done)
-	for {
-		select {
-		case <-r.stop:
-			return
-		case leader := <-r.notify:
-			if onLeader != nil {
-				onLeader(leader, r.group.Raft.CurrentTerm())
-			}
-		}
-	}
+// durableFSM tells the group that the FSM keeps its state on disk, and
+// how to reconcile it with raft's snapshots.
+type durableFSM struct {
+	*fsm.FSM
+	logger *slog.Logger
 }
+
+var _ multiraft.DurableFSM = durableFSM{}
+
+func (d durableFSM) WrapSnapshots(s raft.SnapshotStore) raft.SnapshotStore {
+	return &snapshotStore{SnapshotStore: s, fsm: d.FSM}
+}
+
+func (d durableFSM) BeforeStart(s raft.SnapshotStore) error { return restoreIfBehind(s, d.FSM, d.logger) }
 
 // Errors a produce can end with besides the FSM's own (*fsm.Error). Each
 // wraps the Kafka error a client should see.
@@ -143,43 +108,35 @@ var (
 )
 
 // Proposal is a produce command on its way through Raft.
-type Proposal struct {
-	future raft.ApplyFuture
-	err    error
-}
+type Proposal struct{ p multiraft.Proposal }
 
 // Propose queues batch (already CRC-checked by the caller) for replication.
 // Proposals are ordered in call order. timeout bounds only the queueing;
 // Wait blocks until the entry is applied or the proposal fails.
 func (r *Replica) Propose(batch []byte, timeout time.Duration) *Proposal {
-	if r.group.Raft.State() != raft.Leader {
-		return &Proposal{err: ErrNotLeader}
-	}
-	return &Proposal{future: r.group.Raft.Apply(fsm.EncodeProduce(batch), timeout)}
+	return &Proposal{r.group.Propose(fsm.EncodeProduce(batch), timeout)}
 }
 
 // Wait returns the outcome: the FSM's result, whose Err carries a Kafka
 // error for rejected batches, or one of this package's errors.
 func (p *Proposal) Wait() (*fsm.ProduceResult, error) {
-	if p.err != nil {
-		return nil, p.err
-	}
-	if err := p.future.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader):
-			return nil, ErrNotLeader
-		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return nil, ErrMaybeCommitted
-		case errors.Is(err, raft.ErrEnqueueTimeout):
-			return nil, ErrTimeout
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return nil, ErrShutdown
-		}
+	_, resp, err := p.p.Wait()
+	switch {
+	case err == nil:
+	case errors.Is(err, multiraft.ErrNotLeader):
+		return nil, ErrNotLeader
+	case errors.Is(err, multiraft.ErrMaybeCommitted):
+		return nil, ErrMaybeCommitted
+	case errors.Is(err, multiraft.ErrEnqueueTimeout):
+		return nil, ErrTimeout
+	case errors.Is(err, multiraft.ErrGroupClosed):
+		return nil, ErrShutdown
+	default:
 		return nil, fmt.Errorf("partition: %w", err)
 	}
-	res, ok := p.future.Response().(*fsm.ProduceResult)
+	res, ok := resp.(*fsm.ProduceResult)
 	if !ok {
-		return nil, fmt.Errorf("partition: unexpected apply result %T", p.future.Response())
+		return nil, fmt.Errorf("partition: unexpected apply result %T", resp)
 	}
 	return res, nil
 }
@@ -215,42 +172,27 @@ func (r *Replica) OffsetForTimestamp(ts int64) (int64, int64, bool) {
 }
 
 // IsLeader reports whether this node leads the partition now.
-func (r *Replica) IsLeader() bool { return r.group.Raft.State() == raft.Leader }
+func (r *Replica) IsLeader() bool { return r.group.IsLeader() }
 
-// Leader returns the current leader's server ID, or "" when unknown.
-func (r *Replica) Leader() raft.ServerID {
-	_, id := r.group.Raft.LeaderWithID()
-	return id
+// Leader returns the leader's node id as this replica knows it; ok is
+// false when it knows none.
+func (r *Replica) Leader() (node int32, ok bool) {
+	node, _, ok = r.group.Leader()
+	return node, ok
 }
 
 // LeaderEpoch is the current Raft term, which serves as Kafka's leader
 // epoch.
-func (r *Replica) LeaderEpoch() int32 { return int32(r.group.Raft.CurrentTerm()) }
+func (r *Replica) LeaderEpoch() int32 { return int32(r.group.Epoch()) }
 
-// ReleaseCampaign ends a new replica's campaign hold after d (at once if
-// d <= 0); see raftgroup.Group.ReleaseCampaign. No-op when not held.
-func (r *Replica) ReleaseCampaign(d time.Duration) { r.group.ReleaseCampaign(d) }
-
-// CampaignHeld reports whether the replica is still held back from
-// campaigning (a new group's member before ReleaseCampaign or a leader).
-func (r *Replica) CampaignHeld() bool { return r.group.Held() }
-
-// Raft exposes the group, for tests and the node's administration.
-func (r *Replica) Raft() *raft.Raft { return r.group.Raft }
-
-// TransferLeadership asks Raft to hand leadership to member to (at addr)
-// and waits for the outcome or ctx; see raftgroup.Group.TransferLeadership.
-func (r *Replica) TransferLeadership(ctx context.Context, to raft.ServerID, addr raft.ServerAddress) error {
-	return r.group.TransferLeadership(ctx, to, addr)
-}
+// Group is the replica's Raft group.
+func (r *Replica) Group() *multiraft.Group { return r.group }
 
 // Close stops Raft, then checkpoints the FSM and closes the log. It is
 // safe to call more than once.
 func (r *Replica) Close() error {
 	r.closeOnce.Do(func() {
 		err := r.group.Close()
-		close(r.stop)
-		<-r.done
 		if ferr := r.fsm.Close(); err == nil {
 			err = ferr
 		}

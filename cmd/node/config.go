@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/minikafka/minikafka-go/broker"
-	"github.com/minikafka/minikafka-go/raftgroup"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // key is one configuration key: its YAML name (dots for nesting), its
@@ -30,7 +30,7 @@ type key struct {
 
 func keys() []key {
 	d := broker.DefaultConfig()
-	raftKeys := func(prefix, what string, t raftgroup.Timing) []key {
+	raftKeys := func(prefix, what string, t multiraft.Timing) []key {
 		return []key{
 			{prefix + ".heartbeat_timeout", t.HeartbeatTimeout, what + ": follower waits this long without a leader before an election"},
 			{prefix + ".election_timeout", t.ElectionTimeout, what + ": candidate waits this long for votes"},
@@ -231,8 +231,8 @@ func (g *getter) list(key string) []string {
 	return out
 }
 
-func (g *getter) timing(prefix string) raftgroup.Timing {
-	return raftgroup.Timing{
+func (g *getter) timing(prefix string) multiraft.Timing {
+	return multiraft.Timing{
 		HeartbeatTimeout:   g.duration(prefix + ".heartbeat_timeout"),
 		ElectionTimeout:    g.duration(prefix + ".election_timeout"),
 		LeaderLeaseTimeout: g.duration(prefix + ".leader_lease_timeout"),

@@ -17,12 +17,12 @@ import (
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/logging"
-	"github.com/minikafka/minikafka-go/raftgroup"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // Timing is fast Raft timing for loopback clusters.
-func Timing() raftgroup.Timing {
-	t := raftgroup.DefaultTiming()
+func Timing() multiraft.Timing {
+	t := multiraft.DefaultTiming()
 	t.HeartbeatTimeout = 300 * time.Millisecond
 	t.ElectionTimeout = 300 * time.Millisecond
 	t.LeaderLeaseTimeout = 150 * time.Millisecond

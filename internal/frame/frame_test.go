@@ -1,0 +1,47 @@
+package frame
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+func TestRoundTrip(t *testing.T) {
+	var b []byte
+	b = Append(b, []byte("hello"))
+	b, pos := Begin(b)
+	b = append(b, bytes.Repeat([]byte{7}, 3<<20)...) // several read chunks
+	b = End(b, pos)
+	r := bytes.NewReader(b)
+	got, err := Read(r, 1, 4<<20)
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("first frame: %q, %v", got, err)
+	}
+	got, err = Read(r, 1, 4<<20)
+	if err != nil || len(got) != 3<<20 || got[len(got)-1] != 7 {
+		t.Fatalf("second frame: %d bytes, %v", len(got), err)
+	}
+	if _, err := Read(r, 1, 4<<20); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last frame: %v, want io.EOF", err)
+	}
+}
+
+func TestBoundsAndTruncation(t *testing.T) {
+	var se *SizeError
+	if _, err := Read(bytes.NewReader(Append(nil, nil)), 1, 10); !errors.As(err, &se) || se.Size != 0 {
+		t.Fatalf("empty body with min 1: %v", err)
+	}
+	// A frame that claims 2^32-1 bytes is refused before anything is allocated.
+	if _, err := Read(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff}), 1, 1<<20); !errors.As(err, &se) || se.Max != 1<<20 {
+		t.Fatalf("huge length: %v", err)
+	}
+	// A body cut short is an unexpected EOF, also across a chunk boundary.
+	full := Append(nil, make([]byte, chunk+10))
+	if _, err := Read(bytes.NewReader(full[:len(full)-1]), 1, 2*chunk); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated body: %v", err)
+	}
+	if _, err := Read(bytes.NewReader([]byte{0, 0}), 1, 10); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated prefix: %v", err)
+	}
+}

@@ -1,0 +1,332 @@
+package multiraft
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by every error that Listen or Open returns for
+// a bad Config, Tuning, Timing or GroupSpec.
+var ErrInvalidConfig = errors.New("multiraft: invalid config")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+// Config configures a Host. NodeID and BindAddr are required.
+type Config struct {
+	// NodeID is this node's id, positive; it is its server id in every
+	// group (ServerID).
+	NodeID int32
+	// BindAddr is the host:port to listen on; port 0 picks a free port.
+	BindAddr string
+	// AdvertiseAddr is the host:port that peers dial and that groups store
+	// as this node's address. Empty means the bound address, which must
+	// then not be a wildcard such as 0.0.0.0.
+	AdvertiseAddr string
+	// Resolve returns the Raft address of a node, or false if it is not
+	// known; groups then dial the address stored in their configuration.
+	// It is called on every dial and must be quick and safe for concurrent
+	// use. Nil means the stored addresses only.
+	Resolve func(node int32) (string, bool)
+	// Logger receives the host's logs and is the parent of every group's.
+	// Nil discards.
+	Logger *slog.Logger
+	// Tuning holds the timeouts and limits; zero fields take their
+	// defaults (DefaultTuning).
+	Tuning Tuning
+}
+
+// Tuning is every timeout and limit of a Host in one place. A zero field
+// means the default that DefaultTuning documents.
+type Tuning struct {
+	// HandshakeTimeout bounds a new connection's handshake and the first
+	// frame of a new stream.
+	HandshakeTimeout time.Duration
+	// DialTimeout bounds a session dial that has no caller deadline (the
+	// liveness watch's).
+	DialTimeout time.Duration
+	// CallTimeout bounds each Raft RPC to a peer (a snapshot's scales with
+	// its size, one CallTimeout per SnapshotTimeoutScale bytes).
+	CallTimeout time.Duration
+	// KeepAliveInterval is how often a session is pinged; a ping not
+	// answered within SessionWriteTimeout ends the session, as does a
+	// frame that cannot be queued for sending within it.
+	KeepAliveInterval, SessionWriteTimeout time.Duration
+	// OpenGrace is how long an RPC for a group not open here waits for it to
+	// open before it is refused: a new group's members open it at about the
+	// same time, and its first candidate should not lose its election to
+	// a peer that is a few milliseconds late.
+	OpenGrace time.Duration
+	// HeartbeatWindow is how long the first heartbeat queued for a peer
+	// waits for others before one frame carries them all.
+	HeartbeatWindow time.Duration
+	// HeartbeatHandlerTimeout bounds how long one group's heartbeat
+	// handler may hold up the rest of a frame (checked every half of it).
+	HeartbeatHandlerTimeout time.Duration
+	// MaxHeartbeatsPerFrame caps one heartbeat frame.
+	MaxHeartbeatsPerFrame int
+	// MaxFrame bounds one RPC frame (an AppendEntries with its entries).
+	MaxFrame int
+	// MaxIdleStreams is how many idle call streams a peer's session keeps
+	// for reuse.
+	MaxIdleStreams int
+	// WatchRetryMin and WatchRetryMax bound the back-off with which the
+	// liveness watch redials a peer it cannot reach.
+	WatchRetryMin, WatchRetryMax time.Duration
+	// SuccessorStagger is how long after a peer's loss the second member
+	// in line campaigns in a group the lost peer led, if the first has not.
+	SuccessorStagger time.Duration
+	// StartElectionTimeout bounds handing one group's raft its TimeoutNow.
+	StartElectionTimeout time.Duration
+	// CampaignHold is how long, in heartbeat timeouts, a brand-new
+	// group's members hold back from campaigning at most (GroupSpec.Hold).
+	CampaignHold int
+	// HoldAfterLeader is how long, in heartbeat timeouts, a held member
+	// keeps holding after it first hears of a leader.
+	HoldAfterLeader int
+	// SmallBatch is the largest batch of new groups (ReleaseCampaigns) whose
+	// non-preferred members settle after SmallBatchSettle heartbeat
+	// timeouts; larger batches settle after Settle to twice Settle.
+	SmallBatch, SmallBatchSettle, Settle int
+	// CampaignsInFlight is how many preferred members ReleaseCampaigns has
+	// campaigning at once; each frees its slot when its group has a leader
+	// or after CampaignSlot.
+	CampaignsInFlight int
+	CampaignSlot      time.Duration
+	// TransferParallelism is how many rebalancing transfers run at once.
+	TransferParallelism int
+	// RebalanceInterval is how often leaderships go back to each group's
+	// preferred member (the first of GroupSpec.Members) when its node is
+	// up; negative turns rebalancing off. RebalanceFirst is the delay of
+	// the first pass.
+	RebalanceInterval, RebalanceFirst time.Duration
+	// RoleRecheck is how often a group with Timing.LeaderHeartbeatTimeout
+	// checks its role without an observation.
+	RoleRecheck time.Duration
+}
+
+// DefaultTuning returns the defaults, each explained on Tuning.
+func DefaultTuning() Tuning {
+	return Tuning{
+		HandshakeTimeout:        5 * time.Second,
+		DialTimeout:             2 * time.Second,
+		CallTimeout:             2 * time.Second,
+		KeepAliveInterval:       10 * time.Second,
+		SessionWriteTimeout:     10 * time.Second,
+		OpenGrace:               500 * time.Millisecond,
+		HeartbeatWindow:         20 * time.Millisecond,
+		HeartbeatHandlerTimeout: 100 * time.Millisecond,
+		MaxHeartbeatsPerFrame:   1024,
+		MaxFrame:                1 << 30,
+		MaxIdleStreams:          32,
+		WatchRetryMin:           100 * time.Millisecond,
+		WatchRetryMax:           time.Second,
+		SuccessorStagger:        2 * time.Second,
+		StartElectionTimeout:    time.Second,
+		CampaignHold:            120,
+		HoldAfterLeader:         8,
+		SmallBatch:              32,
+		SmallBatchSettle:        2,
+		Settle:                  10,
+		CampaignsInFlight:       8,
+		CampaignSlot:            2 * time.Second,
+		TransferParallelism:     16,
+		RebalanceInterval:       10 * time.Second,
+		RebalanceFirst:          2 * time.Second,
+		RoleRecheck:             5 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields from DefaultTuning.
+func (t Tuning) withDefaults() Tuning {
+	d := DefaultTuning()
+	fill := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	filln := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill(&t.HandshakeTimeout, d.HandshakeTimeout)
+	fill(&t.DialTimeout, d.DialTimeout)
+	fill(&t.CallTimeout, d.CallTimeout)
+	fill(&t.KeepAliveInterval, d.KeepAliveInterval)
+	fill(&t.SessionWriteTimeout, d.SessionWriteTimeout)
+	fill(&t.OpenGrace, d.OpenGrace)
+	fill(&t.HeartbeatWindow, d.HeartbeatWindow)
+	fill(&t.HeartbeatHandlerTimeout, d.HeartbeatHandlerTimeout)
+	filln(&t.MaxHeartbeatsPerFrame, d.MaxHeartbeatsPerFrame)
+	filln(&t.MaxFrame, d.MaxFrame)
+	filln(&t.MaxIdleStreams, d.MaxIdleStreams)
+	fill(&t.WatchRetryMin, d.WatchRetryMin)
+	fill(&t.WatchRetryMax, d.WatchRetryMax)
+	fill(&t.SuccessorStagger, d.SuccessorStagger)
+	fill(&t.StartElectionTimeout, d.StartElectionTimeout)
+	filln(&t.CampaignHold, d.CampaignHold)
+	filln(&t.HoldAfterLeader, d.HoldAfterLeader)
+	filln(&t.SmallBatch, d.SmallBatch)
+	filln(&t.SmallBatchSettle, d.SmallBatchSettle)
+	filln(&t.Settle, d.Settle)
+	filln(&t.CampaignsInFlight, d.CampaignsInFlight)
+	fill(&t.CampaignSlot, d.CampaignSlot)
+	filln(&t.TransferParallelism, d.TransferParallelism)
+	fill(&t.RebalanceInterval, d.RebalanceInterval)
+	fill(&t.RebalanceFirst, d.RebalanceFirst)
+	fill(&t.RoleRecheck, d.RoleRecheck)
+	return t
+}
+
+// Validate fills zero fields with their defaults and reports the first
+// field that is out of range, naming it.
+func (t *Tuning) Validate() error {
+	*t = t.withDefaults()
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		min  time.Duration
+	}{
+		{"HandshakeTimeout", t.HandshakeTimeout, time.Millisecond},
+		{"DialTimeout", t.DialTimeout, time.Millisecond},
+		{"CallTimeout", t.CallTimeout, time.Millisecond},
+		{"KeepAliveInterval", t.KeepAliveInterval, time.Millisecond},
+		{"SessionWriteTimeout", t.SessionWriteTimeout, time.Millisecond},
+		{"OpenGrace", t.OpenGrace, 0},
+		{"HeartbeatWindow", t.HeartbeatWindow, 0},
+		{"HeartbeatHandlerTimeout", t.HeartbeatHandlerTimeout, time.Millisecond},
+		{"WatchRetryMin", t.WatchRetryMin, time.Millisecond},
+		{"WatchRetryMax", t.WatchRetryMax, t.WatchRetryMin},
+		{"SuccessorStagger", t.SuccessorStagger, time.Millisecond},
+		{"StartElectionTimeout", t.StartElectionTimeout, time.Millisecond},
+		{"CampaignSlot", t.CampaignSlot, time.Millisecond},
+		{"RebalanceFirst", t.RebalanceFirst, time.Millisecond},
+		{"RoleRecheck", t.RoleRecheck, time.Millisecond},
+	} {
+		if d.v < d.min {
+			return invalid("Tuning.%s %v is below %v", d.name, d.v, d.min)
+		}
+	}
+	if t.RebalanceInterval > 0 && t.RebalanceInterval < 10*time.Millisecond {
+		return invalid("Tuning.RebalanceInterval %v is below 10ms (negative turns it off)", t.RebalanceInterval)
+	}
+	for _, n := range []struct {
+		name     string
+		v        int
+		min, max int
+	}{
+		{"MaxHeartbeatsPerFrame", t.MaxHeartbeatsPerFrame, 1, 1 << 16},
+		{"MaxFrame", t.MaxFrame, 64 << 10, 1<<31 - 1},
+		{"MaxIdleStreams", t.MaxIdleStreams, 1, 1 << 12},
+		{"CampaignHold", t.CampaignHold, 1, 1 << 16},
+		{"HoldAfterLeader", t.HoldAfterLeader, 1, 1 << 16},
+		{"SmallBatch", t.SmallBatch, 1, 1 << 20},
+		{"SmallBatchSettle", t.SmallBatchSettle, 1, 1 << 16},
+		{"Settle", t.Settle, 1, 1 << 16},
+		{"CampaignsInFlight", t.CampaignsInFlight, 1, 1 << 16},
+		{"TransferParallelism", t.TransferParallelism, 1, 1 << 16},
+	} {
+		if n.v < n.min || n.v > n.max {
+			return invalid("Tuning.%s %d is not in %d..%d", n.name, n.v, n.min, n.max)
+		}
+	}
+	return nil
+}
+
+// validate checks cfg and fills in defaults; it is the only place a Config
+// is checked.
+func (cfg *Config) validate() error {
+	if cfg.NodeID <= 0 {
+		return invalid("NodeID %d is not positive", cfg.NodeID)
+	}
+	if cfg.BindAddr == "" {
+		return invalid("BindAddr is empty")
+	}
+	if cfg.AdvertiseAddr != "" {
+		host, port, err := net.SplitHostPort(cfg.AdvertiseAddr)
+		if err != nil {
+			return invalid("AdvertiseAddr %q: %v", cfg.AdvertiseAddr, err)
+		}
+		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
+			return invalid("AdvertiseAddr %q needs a host and a port in 1..65535", cfg.AdvertiseAddr)
+		}
+	}
+	return cfg.Tuning.Validate()
+}
+
+// Timing holds the Raft timing of a group.
+type Timing struct {
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	MaxAppendEntries   int
+	SnapshotInterval   time.Duration
+	SnapshotThreshold  uint64
+	TrailingLogs       uint64
+
+	// LeaderHeartbeatTimeout, when above HeartbeatTimeout, is the heartbeat
+	// timeout a member runs with while it leads. Raft's leader heartbeats
+	// each follower every tenth to fifth of its own heartbeat timeout, while
+	// a follower campaigns after hearing nothing for its own: a leader
+	// running with, say, 2.5 times the followers' timeout heartbeats 2.5
+	// times less often (most of an idle node's CPU with hundreds of groups)
+	// and still reaches every follower at least twice per follower timeout.
+	// A member that stops leading is put back on HeartbeatTimeout at once.
+	// Zero (or HeartbeatTimeout) means one timeout for every role; at most
+	// MaxLeaderHeartbeatFactor times HeartbeatTimeout.
+	LeaderHeartbeatTimeout time.Duration
+}
+
+// MaxLeaderHeartbeatFactor bounds Timing.LeaderHeartbeatTimeout: a leader
+// then heartbeats every 0.3–0.6 follower heartbeat timeouts.
+const MaxLeaderHeartbeatFactor = 3
+
+// DefaultTiming is tuned for fail-over within about two seconds on a LAN:
+// a follower notices a silent leader after 0.5–1 s and an election takes a
+// few round trips. The leader lease equals the heartbeat timeout: a
+// shorter lease made leaders on a loaded host step down without follower
+// contact, which costs an election for nothing.
+func DefaultTiming() Timing {
+	return Timing{
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		MaxAppendEntries:   256,
+		SnapshotInterval:   60 * time.Second,
+		SnapshotThreshold:  4096,
+		TrailingLogs:       2048,
+	}
+}
+
+// Validate reports the first knob raft would refuse, naming it.
+func (t Timing) Validate() error {
+	switch {
+	case t.HeartbeatTimeout < 5*time.Millisecond:
+		return fmt.Errorf("heartbeat timeout %v is below 5ms", t.HeartbeatTimeout)
+	case t.ElectionTimeout < t.HeartbeatTimeout:
+		return fmt.Errorf("election timeout %v is below the heartbeat timeout %v", t.ElectionTimeout, t.HeartbeatTimeout)
+	case t.LeaderLeaseTimeout < 5*time.Millisecond || t.LeaderLeaseTimeout > t.HeartbeatTimeout:
+		return fmt.Errorf("leader lease timeout %v must be between 5ms and the heartbeat timeout %v", t.LeaderLeaseTimeout, t.HeartbeatTimeout)
+	case t.CommitTimeout < time.Millisecond:
+		return fmt.Errorf("commit timeout %v is below 1ms", t.CommitTimeout)
+	case t.LeaderHeartbeatTimeout != 0 && (t.LeaderHeartbeatTimeout < t.HeartbeatTimeout ||
+		t.LeaderHeartbeatTimeout > MaxLeaderHeartbeatFactor*t.HeartbeatTimeout):
+		return fmt.Errorf("leader heartbeat timeout %v must be 0 or between the heartbeat timeout %v and %d times it",
+			t.LeaderHeartbeatTimeout, t.HeartbeatTimeout, MaxLeaderHeartbeatFactor)
+	case t.MaxAppendEntries <= 0 || t.MaxAppendEntries > 1024:
+		return fmt.Errorf("max append entries %d must be in 1..1024", t.MaxAppendEntries)
+	case t.SnapshotInterval < 5*time.Millisecond:
+		return fmt.Errorf("snapshot interval %v is below 5ms", t.SnapshotInterval)
+	case t.SnapshotThreshold == 0:
+		return errors.New("snapshot threshold is 0")
+	}
+	return nil
+}

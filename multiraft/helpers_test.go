@@ -1,0 +1,253 @@
+package multiraft
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/logging"
+)
+
+// testNet is a set of Hosts on 127.0.0.1 that resolve each other through
+// one address book.
+type testNet struct {
+	t    testing.TB
+	base string
+	tune func(*Tuning)
+
+	mu    sync.Mutex // guards addrs and hosts
+	addrs map[int32]string
+	hosts map[int32]*Host
+}
+
+func newTestNet(t testing.TB, tune func(*Tuning)) *testNet {
+	n := &testNet{t: t, base: t.TempDir(), tune: tune, addrs: map[int32]string{}, hosts: map[int32]*Host{}}
+	t.Cleanup(func() {
+		n.mu.Lock()
+		hosts := n.hosts
+		n.hosts = map[int32]*Host{}
+		n.mu.Unlock()
+		for _, h := range hosts {
+			if err := h.Close(); err != nil {
+				t.Errorf("Host.Close: %v", err)
+			}
+		}
+	})
+	return n
+}
+
+func (n *testNet) resolve(id int32) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a, ok := n.addrs[id]
+	return a, ok
+}
+
+// start listens as node id, on its previous address if it had one.
+func (n *testNet) start(id int32) *Host {
+	n.t.Helper()
+	bind := "127.0.0.1:0"
+	if a, ok := n.resolve(id); ok {
+		bind = a
+	}
+	tun := DefaultTuning()
+	if n.tune != nil {
+		n.tune(&tun)
+	}
+	var logger = logging.Discard()
+	if os.Getenv("MINIKAFKA_TEST_LOG") != "" {
+		logger = logging.New(os.Stderr, -4).With("node", id)
+	}
+	var h *Host
+	var err error
+	for range 50 { // a restarted node's port may linger for a moment
+		h, err = Listen(Config{NodeID: id, BindAddr: bind, Resolve: n.resolve, Logger: logger, Tuning: tun})
+		if err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		n.t.Fatalf("Listen node %d: %v", id, err)
+	}
+	n.mu.Lock()
+	n.addrs[id] = h.Addr()
+	n.hosts[id] = h
+	n.mu.Unlock()
+	return h
+}
+
+// stop closes node id's Host (its groups go quiet, as after a crash).
+func (n *testNet) stop(id int32) {
+	n.mu.Lock()
+	h := n.hosts[id]
+	delete(n.hosts, id)
+	n.mu.Unlock()
+	if h != nil {
+		_ = h.Close()
+	}
+}
+
+func (n *testNet) host(id int32) *Host {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.hosts[id]
+}
+
+// watchAll makes every host watch every other.
+func (n *testNet) watchAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range n.hosts {
+		for id, a := range n.addrs {
+			h.WatchPeer(id, a)
+		}
+	}
+}
+
+func fastTiming() Timing {
+	t := DefaultTiming()
+	t.HeartbeatTimeout = 200 * time.Millisecond
+	t.ElectionTimeout = 200 * time.Millisecond
+	t.LeaderLeaseTimeout = 100 * time.Millisecond
+	t.CommitTimeout = 10 * time.Millisecond
+	return t
+}
+
+// open opens group name on node id with a countFSM.
+func (n *testNet) open(id int32, name string, members []int32, timing Timing, hold bool) (*Group, *countFSM) {
+	n.t.Helper()
+	f := &countFSM{}
+	g, err := n.host(id).Open(GroupSpec{Name: name, Members: members, Dir: filepath.Join(n.base, fmt.Sprint(id), name),
+		Timing: timing, FSM: f, Hold: hold})
+	if err != nil {
+		n.t.Fatalf("Open %s on %d: %v", name, id, err)
+	}
+	n.t.Cleanup(func() { _ = g.Close() })
+	return g, f
+}
+
+// leaderOf waits until one of gs leads and returns its index.
+func leaderOf(t testing.TB, gs []*Group) int {
+	t.Helper()
+	var at int
+	waitFor(t, "a leader", func() bool {
+		for i, g := range gs {
+			if g != nil && g.IsLeader() {
+				at = i
+				return true
+			}
+		}
+		return false
+	})
+	return at
+}
+
+// waitFor polls cond until it holds or 15s pass.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// propose applies v through whichever of gs leads, retrying a lost
+// leadership (countFSM ignores duplicates).
+func propose(t testing.TB, gs []*Group, v uint64) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		g := gs[leaderOf(t, gs)]
+		if _, _, err := g.Propose(binary.BigEndian.AppendUint64(nil, v), time.Second).Wait(); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("value %d not applied within 15s", v)
+}
+
+// countFSM applies the values 1, 2, 3, ... in order: it counts them and
+// sums them. A value at or below the highest one applied is a client retry
+// after an ambiguous Apply error, and is ignored, so retries are safe.
+type countFSM struct {
+	mu   sync.Mutex // guards st and gaps
+	st   countState
+	gaps int // values that skipped ahead; must stay 0
+}
+
+type countState struct{ n, sum, high uint64 }
+
+func (f *countFSM) Apply(l *raft.Log) any {
+	v := binary.BigEndian.Uint64(l.Data)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case v <= f.st.high:
+	case v == f.st.high+1:
+		f.st = countState{n: f.st.n + 1, sum: f.st.sum + v, high: v}
+	default:
+		f.gaps++
+	}
+	return v
+}
+
+func (f *countFSM) state() (countState, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st, f.gaps
+}
+
+func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) {
+	st, _ := f.state()
+	return countSnapshot(st), nil
+}
+
+func (f *countFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var b [24]byte
+	if _, err := io.ReadFull(rc, b[:]); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st = countState{n: binary.BigEndian.Uint64(b[0:]), sum: binary.BigEndian.Uint64(b[8:]), high: binary.BigEndian.Uint64(b[16:])}
+	return nil
+}
+
+type countSnapshot countState
+
+func (s countSnapshot) Persist(sink raft.SnapshotSink) error {
+	b := binary.BigEndian.AppendUint64(nil, s.n)
+	b = binary.BigEndian.AppendUint64(b, s.sum)
+	b = binary.BigEndian.AppendUint64(b, s.high)
+	// Pad so that a snapshot takes more than one write on the wire.
+	b = append(b, make([]byte, 300<<10)...)
+	if _, err := sink.Write(b); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (countSnapshot) Release() {}
+
+var _ = slices.Contains[[]int32]

@@ -1,0 +1,317 @@
+package multiraft
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/minikafka/minikafka-go/logging"
+)
+
+// Host runs a node's Raft groups over one TCP port. Its methods are safe
+// for concurrent use.
+type Host struct {
+	id          int32
+	tun         Tuning
+	ln          net.Listener
+	addr        string // advertised
+	resolve     func(int32) (string, bool)
+	base        *slog.Logger // Config.Logger, parent of group loggers
+	log         *slog.Logger
+	incarnation uint64 // sent in every handshake this Host accepts
+	yamux       *yamux.Config
+
+	ctx    context.Context // ended by Close: aborts dials and waits
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the Host owns
+	losses chan int32     // nodes found lost, for failoverLoop
+
+	mu         sync.Mutex // guards every field below
+	groups     map[string]*transport
+	groupAdded chan struct{} // closed and replaced whenever a group registers
+	peers      map[string]*peer
+	services   map[string]*serviceListener
+	inbound    map[*yamux.Session]struct{}
+	closed     bool
+
+	stats counters
+}
+
+// Listen binds cfg.BindAddr and starts serving. The caller must Close the
+// Host after closing its groups.
+func Listen(cfg Config) (*Host, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.BindAddr)
+	if err != nil {
+		return nil, err
+	}
+	addr := cfg.AdvertiseAddr
+	if addr == "" {
+		addr = ln.Addr().String()
+	}
+	if !dialable(addr) {
+		_ = ln.Close()
+		return nil, invalid("address %q is not dialable by peers; set AdvertiseAddr", addr)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = logging.Discard()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Host{
+		id: cfg.NodeID, tun: cfg.Tuning, ln: ln, addr: addr, resolve: cfg.Resolve,
+		base: logger, log: logger.With("logger", "multiraft"), incarnation: newIncarnation(),
+		ctx: ctx, cancel: cancel, losses: make(chan int32, 64),
+		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
+		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
+	}
+	h.yamux = &yamux.Config{
+		AcceptBacklog:          256,
+		EnableKeepAlive:        true,
+		KeepAliveInterval:      h.tun.KeepAliveInterval,
+		ConnectionWriteTimeout: h.tun.SessionWriteTimeout,
+		MaxStreamWindowSize:    1 << 20,
+		StreamOpenTimeout:      h.tun.HandshakeTimeout * 6,
+		StreamCloseTimeout:     time.Minute,
+		Logger:                 yamuxLogger{h.log},
+	}
+	h.wg.Add(2)
+	go h.acceptLoop()
+	go h.failoverLoop()
+	if h.tun.RebalanceInterval > 0 {
+		h.wg.Add(1)
+		go h.rebalanceLoop()
+	}
+	return h, nil
+}
+
+// dialable rejects addresses that peers cannot dial.
+func dialable(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	host, _, _ = strings.Cut(host, "%") // IPv6 zone
+	ip := net.ParseIP(host)
+	return host != "" && (ip == nil || !ip.IsUnspecified())
+}
+
+// newIncarnation draws this Host's incarnation; never 0, which peers use
+// for "none seen yet".
+func newIncarnation() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+		if v := binary.BigEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
+}
+
+// NodeID is this node's id.
+func (h *Host) NodeID() int32 { return h.id }
+
+// Addr is the address peers dial: Config.AdvertiseAddr, or the bound
+// address with the real port.
+func (h *Host) Addr() string { return h.addr }
+
+// Close stops accepting, closes every session (which fails every call in
+// flight and every service stream) and waits for the Host's goroutines.
+// Groups still open go quiet: their RPCs fail until they are closed. Close
+// is idempotent.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	services, peers, inbound := h.services, h.peers, h.inbound
+	h.services, h.inbound = nil, nil
+	h.mu.Unlock()
+
+	h.cancel()
+	err := h.ln.Close()
+	for _, l := range services {
+		l.shut()
+	}
+	for _, p := range peers {
+		p.close()
+	}
+	for s := range inbound {
+		_ = s.Close()
+	}
+	h.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (h *Host) isClosed() bool { return h.ctx.Err() != nil }
+
+// goOwned runs f on a goroutine the Host owns (Close waits for it), unless
+// the Host is closed.
+func (h *Host) goOwned(f func()) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Add(1) // under mu with closed false: Close has not reached wg.Wait
+	go func() {
+		defer h.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// acceptLoop accepts connections until the listener closes and serves
+// each on a goroutine of its own, so that a slow handshake never delays
+// others.
+func (h *Host) acceptLoop() {
+	defer h.wg.Done()
+	const minDelay, maxDelay = 5 * time.Millisecond, time.Second
+	var delay time.Duration
+	for {
+		c, err := h.ln.Accept()
+		if err != nil {
+			if h.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Probably out of file descriptors: back off like net/http.
+			delay = min(max(2*delay, minDelay), maxDelay)
+			h.log.Warn("accept failed", "error", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-h.ctx.Done():
+				return
+			}
+			continue
+		}
+		delay = 0
+		if !h.goOwned(func() { h.serveConn(c) }) {
+			_ = c.Close()
+			return
+		}
+	}
+}
+
+// serveConn runs the handshake on an accepted connection, then serves the
+// streams its peer opens until the session ends.
+func (h *Host) serveConn(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(h.tun.HandshakeTimeout))
+	var hello [len(handshakeMagic) + 1]byte
+	if _, err := io.ReadFull(c, hello[:]); err != nil || string(hello[:4]) != handshakeMagic {
+		h.stats.badHandshakes.Add(1)
+		h.log.Debug("rejected connection: bad handshake", "remote", c.RemoteAddr().String(), "err", err)
+		_ = c.Close()
+		return
+	}
+	if hello[4] != protocolVersion {
+		h.stats.badHandshakes.Add(1)
+		_, _ = c.Write([]byte{handshakeUnsupported})
+		_ = c.Close()
+		return
+	}
+	if _, err := c.Write(binary.BigEndian.AppendUint64([]byte{handshakeOK}, h.incarnation)); err != nil {
+		_ = c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	sess, err := yamux.Server(c, h.yamux)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		_ = sess.Close()
+		return
+	}
+	h.inbound[sess] = struct{}{}
+	h.mu.Unlock()
+	h.stats.sessionsAccepted.Add(1)
+	defer func() {
+		h.mu.Lock()
+		delete(h.inbound, sess)
+		h.mu.Unlock()
+		_ = sess.Close()
+	}()
+	for {
+		st, err := sess.AcceptStream()
+		if err != nil {
+			return // the session ended, or Close closed it
+		}
+		if !h.goOwned(func() { h.serveStream(st) }) {
+			_ = st.Close()
+			return
+		}
+	}
+}
+
+// Stats counts what the Host did; every field only grows, except
+// OpenSessions.
+type Stats struct {
+	SessionsDialed, SessionsAccepted, BadHandshakes uint64
+	OpenSessions                                    int
+	StreamsOpened                                   uint64
+	// Raft RPCs other than heartbeats, sent and served.
+	CallsSent, CallsReceived uint64
+	// Heartbeat frames and the heartbeats they carried, sent and served.
+	HeartbeatFramesSent, HeartbeatsSent, HeartbeatFramesReceived, HeartbeatsReceived uint64
+	// PeersLost counts the times a watched peer was found lost.
+	PeersLost uint64
+}
+
+type counters struct {
+	sessionsDialed, sessionsAccepted, badHandshakes, streamsOpened atomic.Uint64
+	callsSent, callsReceived                                       atomic.Uint64
+	hbFramesSent, hbSent, hbFramesReceived, hbReceived             atomic.Uint64
+	peersLost                                                      atomic.Uint64
+}
+
+// Stats returns the counters.
+func (h *Host) Stats() Stats {
+	h.mu.Lock()
+	open := len(h.inbound)
+	for _, p := range h.peers {
+		if p.current() != nil {
+			open++
+		}
+	}
+	h.mu.Unlock()
+	c := &h.stats
+	return Stats{
+		SessionsDialed: c.sessionsDialed.Load(), SessionsAccepted: c.sessionsAccepted.Load(),
+		BadHandshakes: c.badHandshakes.Load(), OpenSessions: open, StreamsOpened: c.streamsOpened.Load(),
+		CallsSent: c.callsSent.Load(), CallsReceived: c.callsReceived.Load(),
+		HeartbeatFramesSent: c.hbFramesSent.Load(), HeartbeatsSent: c.hbSent.Load(),
+		HeartbeatFramesReceived: c.hbFramesReceived.Load(), HeartbeatsReceived: c.hbReceived.Load(),
+		PeersLost: c.peersLost.Load(),
+	}
+}
+
+// yamuxLogger passes yamux's messages on at Debug: a peer that dies makes
+// every session to it log, which is expected and reported elsewhere.
+type yamuxLogger struct{ l *slog.Logger }
+
+func (y yamuxLogger) Print(v ...any) { y.l.Debug("yamux", "msg", strings.TrimSpace(fmt.Sprint(v...))) }
+func (y yamuxLogger) Printf(format string, v ...any) {
+	y.l.Debug("yamux", "msg", fmt.Sprintf(format, v...))
+}
+func (y yamuxLogger) Println(v ...any) { y.Print(v...) }

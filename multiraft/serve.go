@@ -1,0 +1,148 @@
+package multiraft
+
+import (
+	"io"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/hashicorp/yamux"
+
+	"github.com/minikafka/minikafka-go/internal/frame"
+)
+
+// serveStream serves one stream a peer opened: its open frame says what
+// it carries.
+func (h *Host) serveStream(st *yamux.Stream) {
+	_ = st.SetReadDeadline(time.Now().Add(h.tun.HandshakeTimeout))
+	body, err := frame.Read(st, 2, maxOpenBody)
+	var (
+		kind    byte
+		service string
+	)
+	if err == nil {
+		kind, service, err = parseOpen(body)
+	}
+	if err != nil {
+		h.log.Debug("closing a stream with a bad open frame", "err", err)
+		_ = st.Close()
+		return
+	}
+	_ = st.SetReadDeadline(time.Time{})
+	switch kind {
+	case streamCalls:
+		h.serveCalls(st)
+	case streamService:
+		h.deliver(st, service)
+	}
+}
+
+// serveCalls answers the calls on one stream, one after another, until the
+// peer closes it or a call is malformed.
+func (h *Host) serveCalls(st *yamux.Stream) {
+	defer st.Close()
+	for {
+		body, err := frame.Read(st, 1, uint32(h.tun.MaxFrame))
+		if err != nil {
+			if !isEOF(err) && !h.isClosed() {
+				h.log.Debug("call stream closed", "err", err)
+			}
+			return
+		}
+		kind, group, payload, err := parseRequest(body)
+		if err != nil {
+			h.log.Debug("call stream closed", "err", err)
+			return
+		}
+		var (
+			resp []byte
+			more = true
+		)
+		if kind == callHeartbeats {
+			var results []byte
+			if results, err = h.serveHeartbeats(payload); err != nil {
+				h.log.Debug("call stream closed", "err", err)
+				return
+			}
+			resp = appendResponse(nil, statusOK, results)
+		} else {
+			resp, more = h.serveRPC(st, kind, group, payload)
+		}
+		_ = st.SetWriteDeadline(time.Now().Add(h.tun.CallTimeout))
+		if _, err := st.Write(resp); err != nil || !more {
+			return
+		}
+		_ = st.SetWriteDeadline(time.Time{})
+	}
+}
+
+// serveRPC hands one RPC to its group's raft and returns the response
+// frame; more is false when the stream cannot carry another call (a
+// snapshot's bytes were not all read).
+func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (resp []byte, more bool) {
+	h.stats.callsReceived.Add(1)
+	snapshot := kind == callInstallSnapshot
+	var cmd any
+	switch kind {
+	case callAppendEntries:
+		cmd = new(raft.AppendEntriesRequest)
+	case callRequestVote:
+		cmd = new(raft.RequestVoteRequest)
+	case callRequestPreVote:
+		cmd = new(raft.RequestPreVoteRequest)
+	case callTimeoutNow:
+		cmd = new(raft.TimeoutNowRequest)
+	case callInstallSnapshot:
+		cmd = new(raft.InstallSnapshotRequest)
+	}
+	if err := decodeMsgpack(payload, cmd); err != nil {
+		return appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error()))), !snapshot
+	}
+	// A group's members open it at about the same time, and its first
+	// candidate may ask for votes before this member has.
+	t := h.awaitGroup(group, h.tun.OpenGrace)
+	if t == nil {
+		return appendResponse(nil, statusUnknownGroup, nil), !snapshot
+	}
+	respCh := make(chan raft.RPCResponse, 1)
+	rpc := raft.RPC{Command: cmd, RespChan: respCh}
+	var data *io.LimitedReader
+	var expired <-chan time.Time
+	if snapshot {
+		data = &io.LimitedReader{R: st, N: cmd.(*raft.InstallSnapshotRequest).Size}
+		rpc.Reader = data
+	} else {
+		// Give up before the caller does (its bound is the same
+		// CallTimeout), so that it learns why.
+		timer := time.NewTimer(h.tun.CallTimeout * 3 / 4)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case t.consumer <- rpc:
+	case <-expired:
+		return appendResponse(nil, statusNoResponse, nil), true
+	case <-t.closed:
+		return appendResponse(nil, statusUnknownGroup, nil), !snapshot
+	case <-h.ctx.Done():
+		return appendResponse(nil, statusNoResponse, nil), false
+	}
+	var r raft.RPCResponse
+	select {
+	case r = <-respCh:
+	case <-expired:
+		return appendResponse(nil, statusNoResponse, nil), true
+	case <-t.closed:
+		return appendResponse(nil, statusNoResponse, nil), !snapshot
+	case <-h.ctx.Done():
+		return appendResponse(nil, statusNoResponse, nil), false
+	}
+	more = data == nil || data.N == 0
+	if r.Error != nil {
+		return appendResponse(nil, statusRemoteError, []byte(truncate(r.Error.Error()))), more
+	}
+	b, err := encodeMsgpack(r.Response)
+	if err != nil {
+		return appendResponse(nil, statusRemoteError, []byte(truncate("encode response: "+err.Error()))), more
+	}
+	return appendResponse(nil, statusOK, b), more
+}
