@@ -38,41 +38,23 @@ type options struct {
 
 var errFlags = errors.New("bad flags")
 
+// rawFlags are the flags that are parsed further into options.
+type rawFlags struct {
+	sizes, systems, nodeArgs string
+}
+
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var raw rawFlags
+	fs := o.flagSet(&raw)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&o.quick, "quick", false, "smoke check: short runs (warm-up 0.5s, 1s measured, 1 MiB window) unless -warmup/-duration/-window-bytes are given")
-	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "time each run sends before measuring")
-	fs.DurationVar(&o.duration, "duration", 12*time.Second, "measured time of each run")
-	sizes := fs.String("sizes", "1024,100", "record value sizes in bytes, comma-separated")
-	fs.IntVar(&o.partitions, "partitions", 1, "partitions of our topic (JetStream always has one stream, so keep 1 for a like-for-like comparison)")
-	fs.IntVar(&o.windowBytes, "window-bytes", 4<<20, "value bytes outstanding (sent, not acked) at most; window in records = this / size")
-	fs.BoolVar(&o.halfLoad, "half-load", true, "also run every system at half of our client's peak rate")
-	systems := fs.String("systems", strings.Join(report.SystemOrder, ","), "systems to run: "+strings.Join(report.SystemOrder, ","))
-	fs.StringVar(&o.repo, "repo", "..", "root of the minikafka-go module (cmd/node, configs/)")
-	fs.StringVar(&o.out, "out", "out", "directory for results.json, chart.png/svg, logs/ and data/")
-	fs.BoolVar(&o.keepData, "keep-data", false, "keep the servers' data directories after the run")
-	nodeArgs := fs.String("node-args", "", "extra flags for every MiniKafka node, space-separated (e.g. \"--raft-max-append-entries 512\")")
-	fs.Float64Var(&o.rate, "rate", 0, "offered records/s of the fixed-load runs (0 = half of our client's peak at each size)")
-	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 16 KiB)")
-	fs.DurationVar(&o.ourLinger, "our-linger", -1, "Linger option of our client (negative = its default, 5ms)")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (the clients) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, errFlags
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.quick {
-		if !set["warmup"] {
-			o.warmup = 500 * time.Millisecond
-		}
-		if !set["duration"] {
-			o.duration = time.Second
-		}
-		if !set["window-bytes"] {
-			o.windowBytes = 1 << 20
-		}
+		o.quickDefaults(set)
 	}
 	bad := func(format string, a ...any) (options, error) {
 		fmt.Fprintf(stderr, "bench: "+format+"\n", a...)
@@ -81,27 +63,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
-	for s := range strings.SplitSeq(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > 1<<20 {
-			return bad("-sizes: %q is not a size from 1 to 1048576", s)
-		}
-		if !slices.Contains(o.sizes, n) {
-			o.sizes = append(o.sizes, n)
-		}
+	var err error
+	if o.sizes, err = parseSizes(raw.sizes); err != nil {
+		return bad("%v", err)
 	}
-	want := map[string]bool{}
-	for s := range strings.SplitSeq(*systems, ",") {
-		s = strings.TrimSpace(s)
-		if !slices.Contains(report.SystemOrder, s) {
-			return bad("-systems: unknown system %q (want %s)", s, strings.Join(report.SystemOrder, ","))
-		}
-		want[s] = true
-	}
-	for _, s := range report.SystemOrder {
-		if want[s] {
-			o.systems = append(o.systems, s)
-		}
+	if o.systems, err = parseSystems(raw.systems); err != nil {
+		return bad("%v", err)
 	}
 	switch {
 	case o.warmup < 0 || o.duration <= 0:
@@ -115,7 +82,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	case o.windowBytes < 1:
 		return bad("-window-bytes must be >= 1")
 	}
-	o.nodeArgs = strings.Fields(*nodeArgs)
+	o.nodeArgs = strings.Fields(raw.nodeArgs)
 	if o.quick {
 		// A new topic's leader moves to its preferred replica within the
 		// rebalance interval (10s by default), and the bench waits for that
@@ -123,6 +90,76 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		o.nodeArgs = append([]string{"--leader-rebalance-interval", "1s"}, o.nodeArgs...)
 	}
 	return o, nil
+}
+
+// flagSet defines every flag, writing into o and raw.
+func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.BoolVar(&o.quick, "quick", false, "smoke check: short runs (warm-up 0.5s, 1s measured, 1 MiB window) unless -warmup/-duration/-window-bytes are given")
+	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "time each run sends before measuring")
+	fs.DurationVar(&o.duration, "duration", 12*time.Second, "measured time of each run")
+	fs.StringVar(&raw.sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
+	fs.IntVar(&o.partitions, "partitions", 1, "partitions of our topic (JetStream always has one stream, so keep 1 for a like-for-like comparison)")
+	fs.IntVar(&o.windowBytes, "window-bytes", 4<<20, "value bytes outstanding (sent, not acked) at most; window in records = this / size")
+	fs.BoolVar(&o.halfLoad, "half-load", true, "also run every system at half of our client's peak rate")
+	fs.StringVar(&raw.systems, "systems", strings.Join(report.SystemOrder, ","), "systems to run: "+strings.Join(report.SystemOrder, ","))
+	fs.StringVar(&o.repo, "repo", "..", "root of the minikafka-go module (cmd/node, configs/)")
+	fs.StringVar(&o.out, "out", "out", "directory for results.json, chart.png/svg, logs/ and data/")
+	fs.BoolVar(&o.keepData, "keep-data", false, "keep the servers' data directories after the run")
+	fs.StringVar(&raw.nodeArgs, "node-args", "", "extra flags for every MiniKafka node, space-separated (e.g. \"--raft-max-append-entries 512\")")
+	fs.Float64Var(&o.rate, "rate", 0, "offered records/s of the fixed-load runs (0 = half of our client's peak at each size)")
+	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 16 KiB)")
+	fs.DurationVar(&o.ourLinger, "our-linger", -1, "Linger option of our client (negative = its default, 5ms)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (the clients) to this file")
+	return fs
+}
+
+// quickDefaults shortens the runs for -quick, except what set (the flags
+// given) names.
+func (o *options) quickDefaults(set map[string]bool) {
+	if !set["warmup"] {
+		o.warmup = 500 * time.Millisecond
+	}
+	if !set["duration"] {
+		o.duration = time.Second
+	}
+	if !set["window-bytes"] {
+		o.windowBytes = 1 << 20
+	}
+}
+
+// parseSizes parses -sizes, dropping repeats.
+func parseSizes(list string) ([]int, error) {
+	var sizes []int
+	for s := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1<<20 {
+			return nil, fmt.Errorf("-sizes: %q is not a size from 1 to 1048576", s)
+		}
+		if !slices.Contains(sizes, n) {
+			sizes = append(sizes, n)
+		}
+	}
+	return sizes, nil
+}
+
+// parseSystems parses -systems into report.SystemOrder's order.
+func parseSystems(list string) ([]string, error) {
+	want := map[string]bool{}
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(report.SystemOrder, s) {
+			return nil, fmt.Errorf("-systems: unknown system %q (want %s)", s, strings.Join(report.SystemOrder, ","))
+		}
+		want[s] = true
+	}
+	var systems []string
+	for _, s := range report.SystemOrder {
+		if want[s] {
+			systems = append(systems, s)
+		}
+	}
+	return systems, nil
 }
 
 // window is the number of records outstanding at most for a size.

@@ -52,7 +52,7 @@ type batch struct {
 	err  error
 }
 
-// lastSeq is the sequence following the batch.
+// nextSeq is the sequence following the batch.
 func (b *batch) nextSeq() int32 { return record.AddSequence(b.seq, int32(len(b.recs))) }
 
 // deadline is when the batch fails with a DeliveryTimeoutError.

@@ -14,21 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// clientVersions is the range of versions the client speaks per API key.
-// The upper bounds stop before versions whose meaning we do not implement
-// (Produce 13 and Fetch 13 name topics by id).
-var clientVersions = map[int16][2]int16{
-	0:  {3, 12}, // Produce: v3 brought v2 record batches
-	1:  {4, 12}, // Fetch
-	2:  {1, 8},  // ListOffsets
-	3:  {1, 12}, // Metadata
-	10: {1, 4},  // FindCoordinator
-	18: {0, 3},  // ApiVersions
-	19: {2, 7},  // CreateTopics
-	22: {0, 4},  // InitProducerID
-	60: {0, 1},  // DescribeCluster
-}
-
 // maxResponseSize bounds a response frame, so that garbage on the wire
 // cannot make us allocate without limit.
 const maxResponseSize = 256 << 20
@@ -158,31 +143,10 @@ func (c *conn) die(err error, logIt bool) {
 // writeLoop is the connection's main goroutine; the reader is its child.
 func (c *conn) writeLoop(ctx context.Context) {
 	defer close(c.exited)
-	dctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
-	nc, err := c.cfg.dialer(dctx, "tcp", c.addr)
-	cancel()
-	if err != nil {
-		c.die(err, true)
+	nc := c.connect(ctx)
+	if nc == nil {
 		return
 	}
-	c.mu.Lock()
-	if c.dead != nil {
-		c.mu.Unlock()
-		nc.Close()
-		return
-	}
-	c.nc = nc
-	c.mu.Unlock()
-
-	vers, err := c.handshake(nc)
-	if err != nil {
-		c.die(err, true)
-		return
-	}
-	c.mu.Lock()
-	c.vers = vers
-	c.mu.Unlock()
-
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -190,7 +154,7 @@ func (c *conn) writeLoop(ctx context.Context) {
 	}()
 	defer func() { <-readerDone }() // die closed nc, so the reader returns
 
-	var buf, frame []byte
+	var out outgoing
 	for {
 		select {
 		case <-c.quit:
@@ -202,73 +166,109 @@ func (c *conn) writeLoop(ctx context.Context) {
 			c.mu.Unlock()
 			return
 		}
-		batch := c.queue
-		c.queue = nil
-		buf = buf[:0]
-		type failed struct {
-			cl  *call
-			err error
-		}
-		var unsupported []failed
-		var noResp []*call
-		now := time.Now()
-		for _, cl := range batch {
-			v, verr := c.pickVersion(cl.req.Key())
-			if verr != nil {
-				unsupported = append(unsupported, failed{cl, verr})
-				continue
-			}
-			cl.req.SetVersion(v)
-			c.corr++
-			cl.corr = c.corr
-			// AppendRequest writes the frame's size at the start of the
-			// slice it is given, so each frame is built on its own.
-			frame = c.fmt.AppendRequest(frame[:0], cl.req, cl.corr)
-			buf = append(buf, frame...)
-			if cl.noResponse() {
-				noResp = append(noResp, cl)
-				continue
-			}
-			cl.deadline = now.Add(c.cfg.requestTimeout + cl.extra)
-			c.pending = append(c.pending, cl)
-		}
-		c.armTimerLocked(now)
+		c.encodeQueuedLocked(&out, time.Now())
 		c.mu.Unlock()
 
-		for _, f := range unsupported {
+		for _, f := range out.unsupported {
 			f.cl.cb(nil, f.err)
 		}
-		if len(buf) == 0 {
+		if len(out.buf) == 0 {
 			continue
 		}
-		if _, err := nc.Write(buf); err != nil {
-			for _, cl := range noResp {
-				cl.cb(nil, &ConnError{Node: c.node, Addr: c.addr, Err: err, written: true})
-			}
+		if err := c.write(nc, &out); err != nil {
 			c.die(err, true)
 			return
-		}
-		for _, cl := range noResp {
-			cl.cb(nil, nil)
 		}
 	}
 }
 
-// pickVersion is the highest version both sides speak. Called with c.mu.
-func (c *conn) pickVersion(key int16) (int16, error) {
-	ours, ok := clientVersions[key]
-	if !ok {
-		return 0, &VersionError{Key: key, BrokerMax: -1}
+// connect dials the broker and learns its API versions. It returns nil when
+// either fails (the connection is then dead) or the connection was closed
+// meanwhile.
+func (c *conn) connect(ctx context.Context) net.Conn {
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
+	nc, err := c.cfg.dialer(dctx, "tcp", c.addr)
+	cancel()
+	if err != nil {
+		c.die(err, true)
+		return nil
 	}
-	theirs, ok := c.vers[key]
-	if !ok {
-		return 0, &VersionError{Key: key, BrokerMax: -1, ClientRange: ours}
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		nc.Close()
+		return nil
 	}
-	v := min(ours[1], theirs[1])
-	if v < max(ours[0], theirs[0]) {
-		return 0, &VersionError{Key: key, BrokerMax: theirs[1], ClientRange: ours}
+	c.nc = nc
+	c.mu.Unlock()
+
+	vers, err := c.handshake(nc)
+	if err != nil {
+		c.die(err, true)
+		return nil
 	}
-	return v, nil
+	c.mu.Lock()
+	c.vers = vers
+	c.mu.Unlock()
+	return nc
+}
+
+// outgoing is one write's worth of queued requests, reused across writes.
+type outgoing struct {
+	buf         []byte       // the frames to write, in queue order
+	frame       []byte       // scratch space for one frame
+	unsupported []failedCall // requests no common version fits: never written
+	noResp      []*call      // requests the broker will not answer (acks=0)
+}
+
+type failedCall struct {
+	cl  *call
+	err error
+}
+
+// encodeQueuedLocked takes every queued request, gives it a version and a
+// correlation id, appends its frame to out.buf and moves it to pending
+// (with its deadline) unless it gets no response. Called with c.mu.
+func (c *conn) encodeQueuedLocked(out *outgoing, now time.Time) {
+	batch := c.queue
+	c.queue = nil
+	out.buf, out.unsupported, out.noResp = out.buf[:0], nil, nil
+	for _, cl := range batch {
+		v, verr := c.pickVersion(cl.req.Key())
+		if verr != nil {
+			out.unsupported = append(out.unsupported, failedCall{cl, verr})
+			continue
+		}
+		cl.req.SetVersion(v)
+		c.corr++
+		cl.corr = c.corr
+		// AppendRequest writes the frame's size at the start of the
+		// slice it is given, so each frame is built on its own.
+		out.frame = c.fmt.AppendRequest(out.frame[:0], cl.req, cl.corr)
+		out.buf = append(out.buf, out.frame...)
+		if cl.noResponse() {
+			out.noResp = append(out.noResp, cl)
+			continue
+		}
+		cl.deadline = now.Add(c.cfg.requestTimeout + cl.extra)
+		c.pending = append(c.pending, cl)
+	}
+	c.armTimerLocked(now)
+}
+
+// write writes the encoded frames. A request without a response completes
+// when the write does; the others wait for the reader.
+func (c *conn) write(nc net.Conn, out *outgoing) error {
+	if _, err := nc.Write(out.buf); err != nil {
+		for _, cl := range out.noResp {
+			cl.cb(nil, &ConnError{Node: c.node, Addr: c.addr, Err: err, written: true})
+		}
+		return err
+	}
+	for _, cl := range out.noResp {
+		cl.cb(nil, nil)
+	}
+	return nil
 }
 
 // armTimerLocked points the request timer at the earliest pending
@@ -314,65 +314,6 @@ func (c *conn) checkTimeout() {
 	if expired {
 		c.die(ErrRequestTimeout, true)
 	}
-}
-
-// handshake learns the broker's API versions with ApiVersions, falling
-// back to the version the broker names (KIP-511) or to v0.
-func (c *conn) handshake(nc net.Conn) (map[int16][2]int16, error) {
-	nc.SetDeadline(time.Now().Add(c.cfg.requestTimeout))
-	defer nc.SetDeadline(time.Time{})
-	version := clientVersions[18][1]
-	for range 3 {
-		req := kmsg.NewPtrApiVersionsRequest()
-		req.SetVersion(version)
-		req.ClientSoftwareName = "minikafka-go"
-		req.ClientSoftwareVersion = "0.1.0"
-		if _, err := nc.Write(c.fmt.AppendRequest(nil, req, 0)); err != nil {
-			return nil, err
-		}
-		body, err := readFrame(nc)
-		if err != nil {
-			return nil, err
-		}
-		if len(body) < 6 {
-			return nil, errors.New("short ApiVersions response")
-		}
-		body = body[4:] // correlation id; ApiVersions responses have no header tags
-		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-		if binary.BigEndian.Uint16(body) == uint16(ErrUnsupportedVersion.Code) {
-			// The broker answers an unknown version with a v0 body.
-			resp.SetVersion(0)
-			if err := resp.ReadFrom(body); err != nil {
-				return nil, fmt.Errorf("ApiVersions: %w", err)
-			}
-			next := int16(0)
-			for _, k := range resp.ApiKeys {
-				if k.ApiKey == 18 {
-					next = k.MaxVersion
-				}
-			}
-			if next >= version || next < 0 {
-				next = 0
-			}
-			if version == 0 {
-				return nil, &KafkaError{Code: ErrUnsupportedVersion.Code, Message: "ApiVersions v0"}
-			}
-			version = next
-			continue
-		}
-		if err := resp.ReadFrom(body); err != nil {
-			return nil, fmt.Errorf("ApiVersions: %w", err)
-		}
-		if err := kafkaErr(resp.ErrorCode, nil); err != nil {
-			return nil, err
-		}
-		vers := make(map[int16][2]int16, len(resp.ApiKeys))
-		for _, k := range resp.ApiKeys {
-			vers[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
-		}
-		return vers, nil
-	}
-	return nil, errors.New("ApiVersions: no version agreed")
 }
 
 // readFrame reads one size-prefixed frame.

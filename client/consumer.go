@@ -2,15 +2,10 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/minikafka/minikafka-go/record"
 )
 
 type offsetKind uint8
@@ -47,7 +42,8 @@ func (o Offset) String() string {
 	return fmt.Sprintf("%d", o.at)
 }
 
-// consumePart is an assigned partition and where reading continues.
+// consumePart is an assigned partition and where reading continues. Every
+// field is guarded by Consumer.mu.
 type consumePart struct {
 	tp    tp
 	start Offset // where to (re)start while next < 0
@@ -55,8 +51,6 @@ type consumePart struct {
 	epoch int32  // leader epoch from metadata, sent with fetches (KIP-320)
 	stale bool   // the last answer said our metadata is old
 }
-
-// Every consumePart field is guarded by Consumer.mu.
 
 // Consumer reads assigned partitions: no consumer group, no committed
 // offsets. Create it with NewConsumer, call Poll in a loop from one
@@ -207,47 +201,7 @@ func (c *Consumer) expandTopics(ctx context.Context) error {
 // pollOnce resolves start offsets and fetches once from every leader. It
 // reports whether any request could be sent.
 func (c *Consumer) pollOnce(ctx context.Context) ([]*Record, bool, error) {
-	type group struct {
-		node  int32
-		parts []*consumePart
-	}
-	var unresolved, ready []group
-	find := func(gs *[]group, node int32) *group {
-		for i := range *gs {
-			if (*gs)[i].node == node {
-				return &(*gs)[i]
-			}
-		}
-		*gs = append(*gs, group{node: node})
-		return &(*gs)[len(*gs)-1]
-	}
-	refresh := false
-	c.mu.Lock()
-	for _, cp := range c.order {
-		if cp.next < 0 && cp.start.kind == offsetAt {
-			cp.next = cp.start.at
-		}
-		node, epoch, ok := c.cl.leader(cp.tp.topic, cp.tp.partition)
-		if !ok || cp.stale {
-			refresh = true
-			if !ok {
-				continue
-			}
-		}
-		cp.epoch = epoch
-		if cp.next < 0 {
-			g := find(&unresolved, node)
-			g.parts = append(g.parts, cp)
-		} else {
-			g := find(&ready, node)
-			g.parts = append(g.parts, cp)
-		}
-	}
-	c.mu.Unlock()
-	if refresh {
-		c.cl.triggerRefresh()
-	}
-
+	unresolved, ready := c.groupByLeader()
 	var firstErr error
 	for _, g := range unresolved {
 		if err := c.listOffsets(ctx, g.node, g.parts); err != nil && firstErr == nil && !IsRetriable(err) && ctx.Err() == nil {
@@ -262,22 +216,10 @@ func (c *Consumer) pollOnce(ctx context.Context) ([]*Record, bool, error) {
 		return nil, len(unresolved) > 0, nil
 	}
 
-	results := make([][]*Record, len(ready))
-	errs := make([]error, len(ready))
-	var wg sync.WaitGroup
-	for i, g := range ready {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = c.fetch(ctx, g.node, g.parts)
-		}()
-	}
-	wg.Wait()
-	var out []*Record
-	for i := range ready {
-		out = append(out, results[i]...)
-		if errs[i] != nil && firstErr == nil && !IsRetriable(errs[i]) && ctx.Err() == nil {
-			firstErr = errs[i]
+	out, errs := c.fetchAll(ctx, ready)
+	for _, err := range errs {
+		if err != nil && firstErr == nil && !IsRetriable(err) && ctx.Err() == nil {
+			firstErr = err
 		}
 	}
 	if len(out) == 0 && firstErr == nil {
@@ -294,189 +236,71 @@ func (c *Consumer) pollOnce(ctx context.Context) ([]*Record, bool, error) {
 	return out, true, firstErr
 }
 
-// listOffsets resolves AtStart/AtEnd positions through the leader.
-func (c *Consumer) listOffsets(ctx context.Context, node int32, parts []*consumePart) error {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	idx := map[string]int{}
+// leaderParts is the partitions one request to a leader covers.
+type leaderParts struct {
+	node  int32
+	parts []*consumePart
+}
+
+// addToLeader adds cp to node's group in gs, creating the group.
+func addToLeader(gs []leaderParts, node int32, cp *consumePart) []leaderParts {
+	for i := range gs {
+		if gs[i].node == node {
+			gs[i].parts = append(gs[i].parts, cp)
+			return gs
+		}
+	}
+	return append(gs, leaderParts{node: node, parts: []*consumePart{cp}})
+}
+
+// groupByLeader sorts the assigned partitions by leader: those whose start
+// offset is still to be resolved and those ready to fetch. A partition
+// without a known leader, or with stale metadata, asks for a refresh.
+func (c *Consumer) groupByLeader() (unresolved, ready []leaderParts) {
+	refresh := false
 	c.mu.Lock()
-	for _, cp := range parts {
-		i, ok := idx[cp.tp.topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[cp.tp.topic] = i
-			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = cp.tp.topic
-			req.Topics = append(req.Topics, t)
+	for _, cp := range c.order {
+		if cp.next < 0 && cp.start.kind == offsetAt {
+			cp.next = cp.start.at
 		}
-		p := kmsg.NewListOffsetsRequestTopicPartition()
-		p.Partition = cp.tp.partition
-		p.CurrentLeaderEpoch = cp.epoch
-		p.Timestamp = -2 // earliest
-		if cp.start.kind == offsetEnd {
-			p.Timestamp = -1 // latest
+		node, epoch, ok := c.cl.leader(cp.tp.topic, cp.tp.partition)
+		if !ok || cp.stale {
+			refresh = true
+			if !ok {
+				continue
+			}
 		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		cp.epoch = epoch
+		if cp.next < 0 {
+			unresolved = addToLeader(unresolved, node, cp)
+		} else {
+			ready = addToLeader(ready, node, cp)
+		}
 	}
 	c.mu.Unlock()
-	resp, err := c.cl.request(ctx, node, req, 0)
-	if err != nil {
+	if refresh {
 		c.cl.triggerRefresh()
-		return err
 	}
-	var firstErr error
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, rt := range resp.(*kmsg.ListOffsetsResponse).Topics {
-		for _, rp := range rt.Partitions {
-			cp := c.parts[tp{rt.Topic, rp.Partition}]
-			if cp == nil || cp.next >= 0 {
-				continue
-			}
-			if err := kafkaErr(rp.ErrorCode, nil); err != nil {
-				c.noteErr(cp, err)
-				if !IsRetriable(err) && firstErr == nil {
-					firstErr = fmt.Errorf("list offsets %s[%d]: %w", rt.Topic, rp.Partition, err)
-				}
-				continue
-			}
-			cp.next = rp.Offset
-		}
-	}
-	return firstErr
+	return unresolved, ready
 }
 
-// noteErr marks a partition's metadata stale when the error says so.
-// Called with c.mu.
-func (c *Consumer) noteErr(cp *consumePart, err error) {
-	for _, stale := range []error{ErrNotLeaderOrFollower, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch,
-		ErrUnknownTopicOrPartition, ErrLeaderNotAvailable, ErrKafkaStorageError} {
-		if errors.Is(err, stale) {
-			cp.stale = true
-			c.cl.triggerRefresh()
-			return
-		}
+// fetchAll fetches from every leader in ready at once. It returns the
+// records in the order of ready, and each fetch's error.
+func (c *Consumer) fetchAll(ctx context.Context, ready []leaderParts) ([]*Record, []error) {
+	results := make([][]*Record, len(ready))
+	errs := make([]error, len(ready))
+	var wg sync.WaitGroup
+	for i, g := range ready {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = c.fetch(ctx, g.node, g.parts)
+		}()
 	}
-}
-
-// fetch fetches once from one leader and decodes what came back.
-func (c *Consumer) fetch(ctx context.Context, node int32, parts []*consumePart) ([]*Record, error) {
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(c.cfg.fetchMaxWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = c.cfg.fetchMaxBytes
-	req.SessionEpoch = -1 // no fetch session
-	idx := map[string]int{}
-	c.mu.Lock()
-	for _, cp := range parts {
-		i, ok := idx[cp.tp.topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[cp.tp.topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = cp.tp.topic
-			req.Topics = append(req.Topics, t)
-		}
-		p := kmsg.NewFetchRequestTopicPartition()
-		p.Partition = cp.tp.partition
-		p.CurrentLeaderEpoch = cp.epoch
-		p.FetchOffset = cp.next
-		p.LastFetchedEpoch = -1
-		p.LogStartOffset = -1
-		p.PartitionMaxBytes = c.cfg.fetchPartBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-	}
-	c.mu.Unlock()
-	resp, err := c.cl.request(ctx, node, req, c.cfg.fetchMaxWait)
-	if err != nil {
-		c.cl.triggerRefresh()
-		return nil, err
-	}
+	wg.Wait()
 	var out []*Record
-	var firstErr error
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, rt := range resp.(*kmsg.FetchResponse).Topics {
-		for _, rp := range rt.Partitions {
-			cp := c.parts[tp{rt.Topic, rp.Partition}]
-			if cp == nil || cp.next < 0 {
-				continue
-			}
-			if err := kafkaErr(rp.ErrorCode, nil); err != nil {
-				if errors.Is(err, ErrOffsetOutOfRange) {
-					cp.start, cp.next = c.cfg.resetOffset, -1
-					if cp.start.kind == offsetAt {
-						cp.start = AtStart()
-					}
-					continue
-				}
-				c.noteErr(cp, err)
-				if firstErr == nil {
-					firstErr = fmt.Errorf("fetch %s[%d]: %w", rt.Topic, rp.Partition, err)
-				}
-				continue
-			}
-			cp.stale = false
-			recs, err := decodeFetched(cp, rp.RecordBatches)
-			out = append(out, recs...)
-			if err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("fetch %s[%d]: %w", rt.Topic, rp.Partition, err)
-			}
-		}
+	for _, recs := range results {
+		out = append(out, recs...)
 	}
-	return out, firstErr
-}
-
-// decodeFetched (called with c.mu) turns a partition's fetched batches into records from
-// cp.next on, and advances cp.next past what it consumed. A batch cut off
-// at the end of the response (the broker stops at a byte limit) is left
-// for the next fetch.
-func decodeFetched(cp *consumePart, b []byte) ([]*Record, error) {
-	var out []*Record
-	var scratch []record.Record
-	for len(b) >= record.HeaderSize {
-		batch, rest, h, err := record.Next(b)
-		if err != nil {
-			var le *record.LengthError
-			if errors.As(err, &le) {
-				break // truncated final batch
-			}
-			return out, err
-		}
-		b = rest
-		if h.NextOffset() <= cp.next {
-			continue // wholly before our position
-		}
-		if _, err := record.Check(batch); err != nil {
-			return out, err
-		}
-		if h.IsControl() {
-			cp.next = h.NextOffset()
-			continue
-		}
-		scratch, err = record.AppendRecords(scratch[:0], batch)
-		if err != nil {
-			return out, err
-		}
-		for _, r := range scratch {
-			if r.Offset < cp.next {
-				continue
-			}
-			rec := &Record{
-				Topic: cp.tp.topic, Partition: cp.tp.partition, Offset: r.Offset,
-				Key: r.Key, Value: r.Value, Timestamp: time.UnixMilli(r.Timestamp),
-				LeaderEpoch: h.PartitionLeaderEpoch,
-			}
-			if len(r.Headers) > 0 {
-				rec.Headers = make([]RecordHeader, len(r.Headers))
-				for i, hd := range r.Headers {
-					rec.Headers[i] = RecordHeader{Key: hd.Key, Value: hd.Value}
-				}
-			}
-			out = append(out, rec)
-		}
-		cp.next = h.NextOffset()
-	}
-	return out, nil
+	return out, errs
 }

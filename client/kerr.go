@@ -1,10 +1,16 @@
 package client
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
 
-// KafkaError is an error code a broker returned. Compare with errors.Is
-// against the exported Err* values below (they match by code), or use
-// errors.As to read the code and the broker's message.
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// KafkaError is an error code a broker returned; its name and retriable flag
+// come from franz-go's kerr table. Compare with errors.Is against the
+// exported Err* values below (they match by code), or use errors.As to read
+// the code and the broker's message.
 type KafkaError struct {
 	Code    int16
 	Message string // the broker's error message, when it sent one
@@ -25,8 +31,12 @@ func (e *KafkaError) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// Retriable reports whether Kafka documents the code as retriable.
-func (e *KafkaError) Retriable() bool { return codes[e.Code].retriable }
+// Retriable reports whether franz-go's kerr table marks the code retriable;
+// a code it does not know is not.
+func (e *KafkaError) Retriable() bool {
+	ke := lookup(e.Code)
+	return ke != nil && ke.Retriable
+}
 
 // Error codes the client acts on or a caller may want to test for.
 var (
@@ -67,70 +77,20 @@ var (
 	ErrProducerFencedCode        = &KafkaError{Code: 90}
 )
 
-type codeInfo struct {
-	name      string
-	retriable bool
+// lookup gives franz-go's entry for code, nil for a code kerr does not know
+// (kerr.ErrorForCode answers UNKNOWN_SERVER_ERROR for those).
+func lookup(code int16) *kerr.Error {
+	var ke *kerr.Error
+	if errors.As(kerr.ErrorForCode(code), &ke) && ke.Code == code {
+		return ke
+	}
+	return nil
 }
 
-// codes is the part of Kafka's error table the client meets. A code not in
-// it prints as UNKNOWN and is not retriable.
-var codes = map[int16]codeInfo{
-	-1: {"UNKNOWN_SERVER_ERROR", false},
-	1:  {"OFFSET_OUT_OF_RANGE", false},
-	2:  {"CORRUPT_MESSAGE", true},
-	3:  {"UNKNOWN_TOPIC_OR_PARTITION", true},
-	4:  {"INVALID_FETCH_SIZE", false},
-	5:  {"LEADER_NOT_AVAILABLE", true},
-	6:  {"NOT_LEADER_OR_FOLLOWER", true},
-	7:  {"REQUEST_TIMED_OUT", true},
-	8:  {"BROKER_NOT_AVAILABLE", false},
-	9:  {"REPLICA_NOT_AVAILABLE", true},
-	10: {"MESSAGE_TOO_LARGE", false},
-	12: {"OFFSET_METADATA_TOO_LARGE", false},
-	13: {"NETWORK_EXCEPTION", true},
-	14: {"COORDINATOR_LOAD_IN_PROGRESS", true},
-	15: {"COORDINATOR_NOT_AVAILABLE", true},
-	16: {"NOT_COORDINATOR", true},
-	17: {"INVALID_TOPIC_EXCEPTION", false},
-	18: {"RECORD_LIST_TOO_LARGE", false},
-	19: {"NOT_ENOUGH_REPLICAS", true},
-	20: {"NOT_ENOUGH_REPLICAS_AFTER_APPEND", true},
-	21: {"INVALID_REQUIRED_ACKS", false},
-	22: {"ILLEGAL_GENERATION", false},
-	29: {"TOPIC_AUTHORIZATION_FAILED", false},
-	31: {"CLUSTER_AUTHORIZATION_FAILED", false},
-	32: {"INVALID_TIMESTAMP", false},
-	35: {"UNSUPPORTED_VERSION", false},
-	36: {"TOPIC_ALREADY_EXISTS", false},
-	37: {"INVALID_PARTITIONS", false},
-	38: {"INVALID_REPLICATION_FACTOR", false},
-	39: {"INVALID_REPLICA_ASSIGNMENT", false},
-	40: {"INVALID_CONFIG", false},
-	41: {"NOT_CONTROLLER", true},
-	42: {"INVALID_REQUEST", false},
-	43: {"UNSUPPORTED_FOR_MESSAGE_FORMAT", false},
-	44: {"POLICY_VIOLATION", false},
-	45: {"OUT_OF_ORDER_SEQUENCE_NUMBER", false},
-	46: {"DUPLICATE_SEQUENCE_NUMBER", false},
-	47: {"INVALID_PRODUCER_EPOCH", false},
-	48: {"INVALID_TXN_STATE", false},
-	49: {"INVALID_PRODUCER_ID_MAPPING", false},
-	51: {"CONCURRENT_TRANSACTIONS", true},
-	53: {"TRANSACTIONAL_ID_AUTHORIZATION_FAILED", false},
-	56: {"KAFKA_STORAGE_ERROR", true},
-	59: {"UNKNOWN_PRODUCER_ID", false},
-	74: {"FENCED_LEADER_EPOCH", true},
-	75: {"UNKNOWN_LEADER_EPOCH", true},
-	76: {"UNSUPPORTED_COMPRESSION_TYPE", false},
-	78: {"OFFSET_NOT_AVAILABLE", true},
-	87: {"INVALID_RECORD", false},
-	89: {"THROTTLING_QUOTA_EXCEEDED", true},
-	90: {"PRODUCER_FENCED", false},
-}
-
+// codeName is the code's Kafka name, UNKNOWN for a code kerr does not know.
 func codeName(code int16) string {
-	if c, ok := codes[code]; ok {
-		return c.name
+	if ke := lookup(code); ke != nil {
+		return ke.Message
 	}
 	return "UNKNOWN"
 }

@@ -403,8 +403,8 @@ func FetchMaxWait(d time.Duration) Opt {
 	return mk("FetchMaxWait", consumerOpt, func(c *config) { c.fetchMaxWait = d })
 }
 
-// FetchMaxBytes bounds one fetch response, and FetchMaxPartitionBytes each
-// partition in it. Defaults 50 MiB and 1 MiB. Consumer option.
+// FetchMaxBytes bounds one fetch response (total) and each partition in it
+// (perPartition). Defaults 50 MiB and 1 MiB. Consumer option.
 func FetchMaxBytes(total, perPartition int32) Opt {
 	return mk("FetchMaxBytes", consumerOpt, func(c *config) { c.fetchMaxBytes, c.fetchPartBytes = total, perPartition })
 }

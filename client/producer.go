@@ -122,15 +122,9 @@ func (p *Producer) Produce(ctx context.Context, r *Record, promise func(*Record,
 	if err := p.usable(); err != nil {
 		return err
 	}
-	n, ok := p.cl.knownPartitionCount(r.Topic)
-	if !ok {
-		mctx, cancel := context.WithTimeout(ctx, p.cfg.deliveryTimeout)
-		var err error
-		n, err = p.cl.partitionCount(mctx, r.Topic)
-		cancel()
-		if err != nil {
-			return err
-		}
+	n, err := p.partitionCount(ctx, r.Topic)
+	if err != nil {
+		return err
 	}
 	if r.ExplicitPartition && (r.Partition < 0 || int(r.Partition) >= n) {
 		return fmt.Errorf("%w: partition %d of %q, which has %d", ErrUnknownTopicOrPartition, r.Partition, r.Topic, n)
@@ -140,34 +134,39 @@ func (p *Producer) Produce(ctx context.Context, r *Record, promise func(*Record,
 	}
 
 	p.mu.Lock()
-	for {
-		if err := p.usableLocked(); err != nil {
-			p.mu.Unlock()
-			return err
-		}
-		if p.buffered+size <= p.cfg.bufferLimit {
-			break
-		}
-		if !p.cfg.blockOnFull {
-			p.mu.Unlock()
-			return ErrBufferFull
-		}
-		space := p.space
-		p.mu.Unlock()
-		select {
-		case <-space:
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", ErrBufferFull, ctx.Err())
-		}
-		p.mu.Lock()
+	wake, err := p.bufferLocked(ctx, pendingRec{r: r, promise: promise, size: size}, n)
+	p.mu.Unlock()
+	if wake {
+		p.wakeSender()
 	}
+	return err
+}
 
+// partitionCount is the topic's partition count, from metadata already
+// known or, for the first record of a topic, asked for within
+// DeliveryTimeout.
+func (p *Producer) partitionCount(ctx context.Context, topic string) (int, error) {
+	if n, ok := p.cl.knownPartitionCount(topic); ok {
+		return n, nil
+	}
+	mctx, cancel := context.WithTimeout(ctx, p.cfg.deliveryTimeout)
+	defer cancel()
+	return p.cl.partitionCount(mctx, topic)
+}
+
+// bufferLocked waits for room in the buffer, picks the record's partition
+// unless it is explicit, and appends the record to the partition's pending
+// list. It reports whether the sender must look at the state again.
+func (p *Producer) bufferLocked(ctx context.Context, pr pendingRec, n int) (wake bool, err error) {
+	if err := p.waitForRoomLocked(ctx, pr.size); err != nil {
+		return false, err
+	}
+	r := pr.r
 	partition, sticky := r.Partition, false
 	if !r.ExplicitPartition {
 		partition, sticky = p.cfg.partitioner.Partition(r, n)
 		if partition < 0 || int(partition) >= n {
-			p.mu.Unlock()
-			return fmt.Errorf("client: partitioner chose partition %d of %d", partition, n)
+			return false, fmt.Errorf("client: partitioner chose partition %d of %d", partition, n)
 		}
 		r.Partition = partition
 	}
@@ -176,8 +175,8 @@ func (p *Producer) Produce(ctx context.Context, r *Record, promise func(*Record,
 	if len(ps.pending) == 0 {
 		ps.oldest = time.Now()
 	}
-	ps.pending = append(ps.pending, pendingRec{r: r, promise: promise, size: size})
-	ps.pendingBytes += size
+	ps.pending = append(ps.pending, pr)
+	ps.pendingBytes += pr.size
 	if sticky {
 		ps.stickyN = n
 	}
@@ -185,18 +184,40 @@ func (p *Producer) Produce(ctx context.Context, r *Record, promise func(*Record,
 		p.idle = make(chan struct{})
 	}
 	p.records++
-	p.buffered += size
+	p.buffered += pr.size
 
-	wake := len(ps.pending) == 1 // arm the linger timer
+	wake = len(ps.pending) == 1 // arm the linger timer
 	if ps.pendingBytes >= p.cfg.batchSize || p.flushing > 0 {
 		p.closePendingLocked(ps) // P4: size reached, flush at once
 		wake = true
 	}
-	p.mu.Unlock()
-	if wake {
-		p.wakeSender()
+	return wake, nil
+}
+
+// waitForRoomLocked returns nil once size more bytes fit under BufferLimit
+// (P3), or the error that fails the Produce. With BlockOnBufferFull it
+// releases p.mu while it waits; it always returns with p.mu held.
+func (p *Producer) waitForRoomLocked(ctx context.Context, size int) error {
+	for {
+		if err := p.usableLocked(); err != nil {
+			return err
+		}
+		if p.buffered+size <= p.cfg.bufferLimit {
+			return nil
+		}
+		if !p.cfg.blockOnFull {
+			return ErrBufferFull
+		}
+		space := p.space
+		p.mu.Unlock()
+		select {
+		case <-space:
+			p.mu.Lock()
+		case <-ctx.Done():
+			p.mu.Lock()
+			return fmt.Errorf("%w: %w", ErrBufferFull, ctx.Err())
+		}
 	}
-	return nil
 }
 
 func (p *Producer) usable() error {
@@ -318,8 +339,6 @@ func (p *Producer) partLocked(t tp) *partState {
 	return ps
 }
 
-// closePendingLocked closes a partition's whole pending list into one
-// batch, in send order (P5), and moves the sticky partition on (P2).
 // slotFreeLocked reports whether one more batch of ps would find a
 // request slot: its leader is known, and the requests out to it plus the
 // batches of ps already waiting (each needs a request of its own: one
@@ -338,6 +357,8 @@ func (p *Producer) slotFreeLocked(ps *partState) bool {
 	return p.inflight[node]+waiting < p.cfg.maxInFlight
 }
 
+// closePendingLocked closes a partition's whole pending list into one
+// batch, in send order (P5), and moves the sticky partition on (P2).
 func (p *Producer) closePendingLocked(ps *partState) {
 	// A closed batch still waiting for its first send, when no request
 	// slot is left for another batch, takes the newly closed records in

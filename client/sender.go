@@ -1,8 +1,6 @@
 package client
 
 import (
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -61,40 +59,8 @@ func (p *Producer) planLocked(now time.Time) (reqs []produceReq, next time.Time,
 			next = t
 		}
 	}
-
-	// P4: a partition's pending records close when the oldest has waited
-	// Linger (or at once while a Flush runs).
-	for _, ps := range p.order {
-		if len(ps.pending) == 0 {
-			continue
-		}
-		due := ps.oldest.Add(p.cfg.linger)
-		if p.flushing > 0 || !now.Before(due) {
-			p.closePendingLocked(ps)
-		} else {
-			consider(due)
-		}
-	}
-
-	// Batches not in flight fail once their delivery timeout passes. One in
-	// flight waits for its answer (bounded by RequestTimeout) first.
-	for _, ps := range p.order {
-		expired := false
-		for _, b := range ps.queue {
-			if b.done || b.inflight {
-				continue
-			}
-			if dl := b.deadline(p.cfg.deliveryTimeout); now.Before(dl) {
-				consider(dl)
-			} else {
-				p.failBatchLocked(b, &DeliveryTimeoutError{Topic: ps.tp.topic, Partition: ps.tp.partition, Last: b.lastErr})
-				expired = true
-			}
-		}
-		if expired {
-			p.popDoneLocked(ps)
-		}
-	}
+	p.closeLingeredLocked(now, consider)
+	p.expireLocked(now, consider)
 	if p.fatal != nil {
 		return nil, next, false
 	}
@@ -122,6 +88,55 @@ func (p *Producer) planLocked(now time.Time) (reqs []produceReq, next time.Time,
 		}
 	}
 
+	reqs = p.assignLocked(now, consider)
+	return reqs, next, false
+}
+
+// closeLingeredLocked closes a partition's pending records when the oldest
+// has waited Linger, or at once while a Flush runs (P4).
+func (p *Producer) closeLingeredLocked(now time.Time, consider func(time.Time)) {
+	for _, ps := range p.order {
+		if len(ps.pending) == 0 {
+			continue
+		}
+		due := ps.oldest.Add(p.cfg.linger)
+		if p.flushing > 0 || !now.Before(due) {
+			p.closePendingLocked(ps)
+		} else {
+			consider(due)
+		}
+	}
+}
+
+// expireLocked fails the batches not in flight whose delivery timeout has
+// passed. One in flight waits for its answer (bounded by RequestTimeout)
+// first.
+func (p *Producer) expireLocked(now time.Time, consider func(time.Time)) {
+	for _, ps := range p.order {
+		expired := false
+		for _, b := range ps.queue {
+			if b.done || b.inflight {
+				continue
+			}
+			if dl := b.deadline(p.cfg.deliveryTimeout); now.Before(dl) {
+				consider(dl)
+			} else {
+				p.failBatchLocked(b, &DeliveryTimeoutError{Topic: ps.tp.topic, Partition: ps.tp.partition, Last: b.lastErr})
+				expired = true
+			}
+		}
+		if expired {
+			p.popDoneLocked(ps)
+		}
+	}
+}
+
+// assignLocked puts each partition's next sendable batch into a request to
+// its leader, at most one batch per partition per request and MaxInFlight
+// requests per broker, and repeats while that adds requests. A partition
+// without a known leader asks for a metadata refresh.
+func (p *Producer) assignLocked(now time.Time, consider func(time.Time)) []produceReq {
+	var reqs []produceReq
 	refresh := false
 	for {
 		byNode := map[int32]*produceReq{}
@@ -168,7 +183,7 @@ func (p *Producer) planLocked(now time.Time) (reqs []produceReq, next time.Time,
 	if refresh {
 		p.cl.triggerRefresh()
 	}
-	return reqs, next, false
+	return reqs
 }
 
 // sendableLocked returns the partition's next batch to send, if it may be
@@ -209,90 +224,6 @@ func (p *Producer) sendableLocked(ps *partState, now time.Time, consider func(ti
 		return nil
 	}
 	return b
-}
-
-// numberLocked gives a batch its producer identity and sequence the first
-// time it is sent (idempotence only).
-func (p *Producer) numberLocked(b *batch) {
-	if !p.cfg.idempotent || b.seqd {
-		return
-	}
-	ps := b.part
-	b.seqd, b.id, b.seq, b.wire = true, p.id, ps.nextSeq, nil
-	ps.nextSeq = b.nextSeq()
-}
-
-// resequenceLocked renumbers a partition's numbered, unfinished batches to
-// follow the last batch known written. Only batches after one that failed
-// without being written change, and they cannot have been written either:
-// the broker accepts only the next sequence.
-func (p *Producer) resequenceLocked(ps *partState) {
-	if !p.cfg.idempotent || p.needReset {
-		return
-	}
-	next := ps.ackedSeq
-	for _, b := range ps.queue {
-		if b.done {
-			if b.err == nil && b.seqd && b.id == p.id {
-				next = b.nextSeq()
-			}
-			continue
-		}
-		if !b.seqd {
-			break
-		}
-		if b.seq != next || b.id != p.id {
-			b.seq, b.id, b.wire, b.maybeWritten = next, p.id, nil, false
-		}
-		next = b.nextSeq()
-	}
-	ps.nextSeq = next
-}
-
-// resetReadyLocked reports whether the producer can move to a new epoch:
-// nothing is in flight and no unfinished batch may be in the log under the
-// current one. Only a partition's first unfinished batch matters: a later
-// one can be in the log only if the first is (the broker takes sequences
-// in order), and the first, if it may be, is being retried to find out.
-func (p *Producer) resetReadyLocked() bool {
-	for _, ps := range p.order {
-		if ps.inflight > 0 {
-			return false
-		}
-		for _, b := range ps.queue {
-			if b.done {
-				continue
-			}
-			if b.seqd && b.maybeWritten && b.id == p.id {
-				return false
-			}
-			break
-		}
-	}
-	return true
-}
-
-// resetLocked moves to a new epoch after an ambiguous failure, so that the
-// freed sequences can never be confused with a batch that was written:
-// every partition starts again at sequence 0. A plain idempotent producer
-// bumps its epoch itself (KIP-360); a transactional one asks its
-// coordinator.
-func (p *Producer) resetLocked() {
-	p.needReset = false
-	for _, ps := range p.order {
-		ps.nextSeq, ps.ackedSeq = 0, 0
-		for _, b := range ps.queue {
-			if !b.done {
-				b.seqd, b.wire, b.maybeWritten = false, nil, false
-			}
-		}
-	}
-	if p.cfg.txnName != "" || p.id.id < 0 || p.id.epoch == 1<<15-1 {
-		p.idState = idNone
-	} else {
-		p.id.epoch++
-	}
-	p.log.Info("producer epoch reset after an ambiguous failure", "producer_id", p.id.id, "epoch", p.id.epoch)
 }
 
 // backoff is the wait before the attempt after `attempts`, with jitter.
@@ -378,174 +309,4 @@ func (p *Producer) build(b *batch) ([]byte, error) {
 		recs[i] = rec
 	}
 	return record.AppendBatch(nil, opts, recs)
-}
-
-// handleProduce applies a produce response (or the request's failure) to
-// its batches. It runs on a connection goroutine.
-func (p *Producer) handleProduce(r produceReq, resp kmsg.Response, err error) {
-	p.mu.Lock()
-	p.inflight[r.node]--
-	now := time.Now()
-	refresh := false
-	presp, _ := resp.(*kmsg.ProduceResponse)
-	for _, b := range r.batches {
-		ps := b.part
-		b.inflight = false
-		ps.inflight--
-		if b.done {
-			continue // failed while in flight (fenced or closed)
-		}
-		switch {
-		case err != nil:
-			var ve *VersionError
-			if errors.As(err, &ve) {
-				p.failBatchLocked(b, err)
-				break
-			}
-			var ce *ConnError
-			if !errors.As(err, &ce) || ce.written {
-				b.maybeWritten = true
-			}
-			refresh = true
-			p.retryLocked(b, err, now)
-		case presp == nil: // acks=0: written is all we learn
-			p.succeedLocked(b, -1)
-		default:
-			pr, ok := findProduced(presp, ps.tp)
-			if !ok {
-				b.maybeWritten = true
-				p.retryLocked(b, fmt.Errorf("client: produce response lacks %s[%d]", ps.tp.topic, ps.tp.partition), now)
-				break
-			}
-			if p.applyCodeLocked(b, pr, now) {
-				refresh = true
-			}
-		}
-		p.popDoneLocked(ps)
-	}
-	p.mu.Unlock()
-	if refresh {
-		p.cl.triggerRefresh()
-	}
-	p.wakeSender()
-}
-
-func findProduced(resp *kmsg.ProduceResponse, t tp) (*kmsg.ProduceResponseTopicPartition, bool) {
-	for i := range resp.Topics {
-		rt := &resp.Topics[i]
-		if rt.Topic != t.topic {
-			continue
-		}
-		for j := range rt.Partitions {
-			if rt.Partitions[j].Partition == t.partition {
-				return &rt.Partitions[j], true
-			}
-		}
-	}
-	return nil, false
-}
-
-// applyCodeLocked applies one partition's answer. It reports whether the
-// answer says our metadata is stale.
-func (p *Producer) applyCodeLocked(b *batch, pr *kmsg.ProduceResponseTopicPartition, now time.Time) bool {
-	ps := b.part
-	code := pr.ErrorCode
-	err := kafkaErr(code, pr.ErrorMessage)
-	switch code {
-	case 0:
-		p.succeedLocked(b, pr.BaseOffset)
-	case ErrDuplicateSequence.Code:
-		// Written before; the broker no longer knows where.
-		p.succeedLocked(b, -1)
-	case ErrOutOfOrderSequence.Code:
-		// Had any attempt been written, this one would be a duplicate.
-		b.maybeWritten = false
-		if ps.rewind || p.needReset {
-			// An earlier batch of this partition failed in this round,
-			// or one whose fate was unknown failed: this one was refused
-			// for following it. It is now known not written, and is
-			// resent (renumbered if need be) after the failed one.
-			p.retryLocked(b, err, now)
-		} else {
-			// The broker lost track of us: fail the batch (as Kafka's
-			// producer does) and continue under a new epoch.
-			p.needReset = p.cfg.idempotent
-			p.failBatchLocked(b, err)
-		}
-	case ErrInvalidProducerEpoch.Code, ErrProducerFencedCode.Code:
-		p.setFatalLocked(&FencedError{ProducerID: b.id.id, ProducerEpoch: b.id.epoch, Err: err})
-	case ErrUnknownProducerID.Code:
-		p.needReset = p.cfg.idempotent
-		p.retryLocked(b, err, now)
-	default:
-		switch code {
-		case ErrRequestTimedOut.Code, ErrNotEnoughReplicasAfter.Code, ErrNetworkException.Code, ErrUnknownServerError.Code:
-			b.maybeWritten = true // the broker may have appended before failing
-		}
-		if !IsRetriable(err) {
-			p.failBatchLocked(b, err)
-			return false
-		}
-		p.retryLocked(b, err, now)
-		switch code {
-		case ErrUnknownTopicOrPartition.Code, ErrLeaderNotAvailable.Code, ErrNotLeaderOrFollower.Code,
-			ErrFencedLeaderEpoch.Code, ErrUnknownLeaderEpoch.Code, ErrKafkaStorageError.Code:
-			return true
-		}
-	}
-	return false
-}
-
-// succeedLocked completes a batch: record i gets offset base+i (P6).
-func (p *Producer) succeedLocked(b *batch, base int64) {
-	b.done = true
-	for i, pr := range b.recs {
-		if base >= 0 {
-			pr.r.Offset = base + int64(i)
-		} else {
-			pr.r.Offset = -1
-		}
-	}
-}
-
-// retryLocked schedules a batch for another attempt after a backoff, or
-// fails it if its delivery timeout has passed. Everything of the partition
-// behind it waits and is resent after it, in order.
-func (p *Producer) retryLocked(b *batch, err error, now time.Time) {
-	ps := b.part
-	b.lastErr = err
-	ps.rewind = true
-	if !now.Before(b.deadline(p.cfg.deliveryTimeout)) {
-		p.failBatchLocked(b, &DeliveryTimeoutError{Topic: ps.tp.topic, Partition: ps.tp.partition, Last: err})
-		return
-	}
-	if t := now.Add(p.backoff(b.attempts)); t.After(ps.retryAt) {
-		ps.retryAt = t
-	}
-	p.log.Debug("retrying batch", "topic", ps.tp.topic, "partition", ps.tp.partition, "attempt", b.attempts, "err", err)
-}
-
-// failBatchLocked fails every record of a batch with the same error (P7).
-// Its sequence is not acknowledged: the partition's later batches are
-// renumbered once its in-flight batches are back. If the batch may be in
-// the log, its sequences are ambiguous and the producer moves to a new
-// epoch first.
-func (p *Producer) failBatchLocked(b *batch, err error) {
-	b.done, b.err = true, err
-	if b.seqd {
-		b.part.rewind = true
-		if b.maybeWritten && p.cfg.idempotent {
-			p.needReset = true
-		}
-	}
-}
-
-// setFatalLocked makes the producer unusable: err fails every record.
-func (p *Producer) setFatalLocked(err error) {
-	if p.fatal != nil {
-		return
-	}
-	p.fatal = err
-	p.log.Error("producer failed", "err", err)
-	p.failAllLocked(err)
 }

@@ -69,18 +69,9 @@ type consumeSpec struct {
 func (a *app) consume(parent context.Context, topic string, spec consumeSpec) error {
 	ctx, cancel := a.start(parent, true, true)
 	defer cancel()
-	adm, err := a.admin()
+	n, err := a.partitionCount(ctx, topic, spec.partition)
 	if err != nil {
 		return err
-	}
-	d, err := a.describeTopic(ctx, adm, topic)
-	adm.Close()
-	if err != nil {
-		return err
-	}
-	n := int32(len(d.Partitions))
-	if spec.partition >= n {
-		return fmt.Errorf("topic %q has no partition %d (it has %d)", topic, spec.partition, n)
 	}
 	start := client.AtEnd()
 	if spec.fromBeginning {

@@ -78,17 +78,8 @@ func acksOpts(acks string) ([]client.Opt, error) {
 func (a *app) produce(parent context.Context, topic string, key []byte, partition int32, opts []client.Opt) error {
 	ctx, cancel := a.start(parent, true, true)
 	defer cancel()
-	adm, err := a.admin()
-	if err != nil {
+	if _, err := a.partitionCount(ctx, topic, partition); err != nil {
 		return err
-	}
-	d, err := a.describeTopic(ctx, adm, topic)
-	adm.Close()
-	if err != nil {
-		return err
-	}
-	if partition >= int32(len(d.Partitions)) {
-		return fmt.Errorf("topic %q has no partition %d (it has %d)", topic, partition, len(d.Partitions))
 	}
 
 	opts = append(opts, client.BlockOnBufferFull(), client.Linger(produceLinger),
@@ -97,36 +88,12 @@ func (a *app) produce(parent context.Context, topic string, key []byte, partitio
 	if err != nil {
 		return err
 	}
-	sum := &produceSummary{parts: map[int32]*partRange{}}
-	lines := make(chan []byte)
-	go readLines(parent, a.stdin, lines, sum)
-	n := 0
-read:
-	for {
-		var line []byte
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				break read
-			}
-			line = l
-		case <-parent.Done():
-			// Interrupted, maybe while the reader waits for input.
-			break read
-		}
-		n++
-		i := n
-		rec := &client.Record{Topic: topic, Key: key, Value: line}
-		if partition >= 0 {
-			rec.ExplicitPartition, rec.Partition = true, partition
-		}
-		if err := p.Produce(parent, rec, func(r *client.Record, err error) { sum.add(i, r, err) }); err != nil {
-			sum.add(i, rec, err)
-			if parent.Err() != nil {
-				break
-			}
-		}
+	tmpl := client.Record{Topic: topic, Key: key}
+	if partition >= 0 {
+		tmpl.ExplicitPartition, tmpl.Partition = true, partition
 	}
+	sum := &produceSummary{parts: map[int32]*partRange{}}
+	a.produceLines(parent, p, tmpl, sum)
 
 	// Deliver what was read. DeliveryTimeout bounds each record; after an
 	// interrupt, give up on what is left after --timeout.
@@ -136,7 +103,41 @@ read:
 	}
 	p.Close(closeCtx)
 	closeCancel()
+	return a.reportProduced(ctx, parent, topic, sum)
+}
 
+// produceLines produces each line of standard input as a copy of tmpl with
+// the line as its value, until the input ends or parent is done. Results go
+// to sum, numbered by line from 1.
+func (a *app) produceLines(parent context.Context, p *client.Producer, tmpl client.Record, sum *produceSummary) {
+	lines := make(chan []byte)
+	go readLines(parent, a.stdin, lines, sum)
+	for n := 1; ; n++ {
+		var line []byte
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return
+			}
+			line = l
+		case <-parent.Done():
+			// Interrupted, maybe while the reader waits for input.
+			return
+		}
+		rec := tmpl
+		rec.Value = line
+		if err := p.Produce(parent, &rec, func(r *client.Record, err error) { sum.add(n, r, err) }); err != nil {
+			sum.add(n, &rec, err)
+			if parent.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// reportProduced prints the summary and the first failures, and returns
+// the command's error: a read error, the interrupt, or the failed count.
+func (a *app) reportProduced(ctx, parent context.Context, topic string, sum *produceSummary) error {
 	sum.write(a.stdout, topic)
 	sum.mu.Lock()
 	defer sum.mu.Unlock()

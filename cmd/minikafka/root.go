@@ -146,3 +146,22 @@ func (a *app) describeTopic(ctx context.Context, adm *client.Admin, topic string
 	}
 	return d, nil
 }
+
+// partitionCount returns the topic's partition count, or an error if the
+// topic does not exist or lacks partition (-1: any partition will do).
+func (a *app) partitionCount(ctx context.Context, topic string, partition int32) (int32, error) {
+	adm, err := a.admin()
+	if err != nil {
+		return 0, err
+	}
+	d, err := a.describeTopic(ctx, adm, topic)
+	adm.Close()
+	if err != nil {
+		return 0, err
+	}
+	n := int32(len(d.Partitions))
+	if partition >= n {
+		return 0, fmt.Errorf("topic %q has no partition %d (it has %d)", topic, partition, n)
+	}
+	return n, nil
+}

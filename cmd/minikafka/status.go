@@ -147,10 +147,10 @@ var errNoController = errors.New("no controller yet")
 
 // probe asks one broker, and only it, for metadata, which must name a
 // controller among its brokers, list at least want brokers and a leader
-// for every partition. A fresh admin client
-// whose only seed is addr knows no other broker, so its first request goes
-// to addr; a retry after a failed one goes to addr too, since metadata
-// from elsewhere can only come through addr.
+// for every partition. A fresh admin client whose only seed is addr knows
+// no other broker, so its first request goes to addr; a retry after a
+// failed one goes to addr too, since metadata from elsewhere can only come
+// through addr.
 func (a *app) probe(ctx context.Context, addr string, want int) error {
 	pr := newReach([]string{addr}, nil)
 	adm, err := client.NewAdmin(client.Brokers(addr), client.ClientID("minikafka-cli"), client.Dialer(pr.dial),

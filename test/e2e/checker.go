@@ -181,115 +181,150 @@ type loc struct {
 // partition that logs do not cover is only checked not to be anywhere
 // else. Check is pure: the same input gives the same report.
 func Check(attempts []Attempt, logs []PartitionLog) *Report {
-	r := &Report{}
-	add := func(p Problem) { r.Problems = append(r.Problems, p) }
-
-	type tpKey struct {
-		topic     string
-		partition int32
+	c := &checker{
+		r:       &Report{},
+		covered: map[tpKey]bool{},
+		found:   map[ID][]loc{},
+		seen:    map[ID]bool{},
 	}
-	covered := map[tpKey]bool{}
-	found := map[ID][]loc{}
+	c.scanLogs(logs)
+	for _, a := range attempts {
+		c.matchAttempt(a)
+	}
+	c.neverSent()
+	c.checkKeyOrder(logs)
+
+	slices.SortStableFunc(c.r.Problems, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Topic, b.Topic),
+			cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset),
+			cmp.Compare(a.ID.Producer, b.ID.Producer), cmp.Compare(a.ID.Key, b.ID.Key), cmp.Compare(a.ID.Seq, b.ID.Seq))
+	})
+	return c.r
+}
+
+// tpKey names a partition.
+type tpKey struct {
+	topic     string
+	partition int32
+}
+
+// checker is the state of one Check.
+type checker struct {
+	r       *Report
+	covered map[tpKey]bool // partitions the logs cover
+	found   map[ID][]loc   // where each workload record is stored
+	seen    map[ID]bool    // IDs of the attempts matched so far
+}
+
+func (c *checker) add(p Problem) { c.r.Problems = append(c.r.Problems, p) }
+
+// scanLogs indexes every workload record by ID, and reports gaps in the
+// offsets and records that are not workload records.
+func (c *checker) scanLogs(logs []PartitionLog) {
 	for _, pl := range logs {
-		covered[tpKey{pl.Topic, pl.Partition}] = true
+		c.covered[tpKey{pl.Topic, pl.Partition}] = true
 		next := pl.Start
 		for _, s := range pl.Records {
-			r.Stored++
+			c.r.Stored++
 			if s.Offset != next {
-				add(Problem{Kind: Gap, Topic: pl.Topic, Partition: pl.Partition, Offset: next,
+				c.add(Problem{Kind: Gap, Topic: pl.Topic, Partition: pl.Partition, Offset: next,
 					Detail: fmt.Sprintf("expected offset %d, found %d", next, s.Offset)})
 			}
 			next = s.Offset + 1
 			id, ok := ParseValue(s.Value)
 			if !ok || string(s.Key) != id.Key {
-				add(Problem{Kind: Phantom, ID: id, Topic: pl.Topic, Partition: pl.Partition, Offset: s.Offset,
+				c.add(Problem{Kind: Phantom, ID: id, Topic: pl.Topic, Partition: pl.Partition, Offset: s.Offset,
 					Detail: fmt.Sprintf("not a workload record: key %q value %.40q", s.Key, s.Value)})
 				continue
 			}
-			found[id] = append(found[id], loc{pl.Topic, pl.Partition, s.Offset})
+			c.found[id] = append(c.found[id], loc{pl.Topic, pl.Partition, s.Offset})
 		}
 		if next != pl.End {
-			add(Problem{Kind: Gap, Topic: pl.Topic, Partition: pl.Partition, Offset: next,
+			c.add(Problem{Kind: Gap, Topic: pl.Topic, Partition: pl.Partition, Offset: next,
 				Detail: fmt.Sprintf("records end at %d, high watermark %d", next, pl.End)})
 		}
 	}
+}
 
-	seen := map[ID]bool{}
-	for _, a := range attempts {
-		if seen[a.ID] {
-			add(Problem{Kind: BadHistory, ID: a.ID, Topic: a.Topic, Partition: a.Partition, Offset: a.Offset,
-				Detail: "the same ID was attempted twice"})
+// matchAttempt checks where one attempt's record is stored against its
+// outcome, and counts the attempt in the report.
+func (c *checker) matchAttempt(a Attempt) {
+	if c.seen[a.ID] {
+		c.add(Problem{Kind: BadHistory, ID: a.ID, Topic: a.Topic, Partition: a.Partition, Offset: a.Offset,
+			Detail: "the same ID was attempted twice"})
+		return
+	}
+	c.seen[a.ID] = true
+	c.r.Attempts++
+	locs := c.found[a.ID]
+	// An attempt on a partition that was not read may be missing
+	// from the logs; it may not be anywhere else.
+	read := a.Partition < 0 || c.covered[tpKey{a.Topic, a.Partition}]
+	for _, l := range locs {
+		if l.topic != a.Topic || (a.Partition >= 0 && l.partition != a.Partition) {
+			c.add(Problem{Kind: Misplaced, ID: a.ID, Topic: l.topic, Partition: l.partition, Offset: l.offset,
+				Detail: fmt.Sprintf("%s: produced to %s[%d]", a.Outcome, a.Topic, a.Partition)})
+		}
+	}
+	if len(locs) > 1 {
+		c.add(Problem{Kind: Duplicated, ID: a.ID, Topic: locs[1].topic, Partition: locs[1].partition, Offset: locs[1].offset,
+			Detail: fmt.Sprintf("%s: present %d times, at offsets %s", a.Outcome, len(locs), offsets(locs))})
+	}
+	switch a.Outcome {
+	case Acked:
+		c.r.Acked++
+		if a.Offset < 0 {
+			c.r.AckedNoOffset++
+		}
+		switch {
+		case len(locs) == 0 && read:
+			c.add(Problem{Kind: Lost, ID: a.ID, Topic: a.Topic, Partition: a.Partition, Offset: a.Offset,
+				Detail: "acknowledged, not present"})
+		case len(locs) > 0 && a.Offset >= 0 && locs[0].topic == a.Topic && locs[0].partition == a.Partition && locs[0].offset != a.Offset:
+			c.add(Problem{Kind: Misplaced, ID: a.ID, Topic: locs[0].topic, Partition: locs[0].partition, Offset: locs[0].offset,
+				Detail: fmt.Sprintf("acknowledged at %s[%d]@%d", a.Topic, a.Partition, a.Offset)})
+		}
+	case Pending, Unknown:
+		c.r.Unknown++
+		if len(locs) > 0 {
+			c.r.UnknownPresent++
+		}
+	case NotSent:
+		c.r.NotSent++
+		for _, l := range locs {
+			c.add(Problem{Kind: Phantom, ID: a.ID, Topic: l.topic, Partition: l.partition, Offset: l.offset,
+				Detail: fmt.Sprintf("Produce refused it: %v", a.Err)})
+		}
+	}
+}
+
+// neverSent reports the stored workload records that no attempt names.
+func (c *checker) neverSent() {
+	for id, locs := range c.found {
+		if c.seen[id] {
 			continue
 		}
-		seen[a.ID] = true
-		r.Attempts++
-		locs := found[a.ID]
-		// An attempt on a partition that was not read may be missing
-		// from the logs; it may not be anywhere else.
-		read := a.Partition < 0 || covered[tpKey{a.Topic, a.Partition}]
 		for _, l := range locs {
-			if l.topic != a.Topic || (a.Partition >= 0 && l.partition != a.Partition) {
-				add(Problem{Kind: Misplaced, ID: a.ID, Topic: l.topic, Partition: l.partition, Offset: l.offset,
-					Detail: fmt.Sprintf("%s: produced to %s[%d]", a.Outcome, a.Topic, a.Partition)})
-			}
-		}
-		if len(locs) > 1 {
-			add(Problem{Kind: Duplicated, ID: a.ID, Topic: locs[1].topic, Partition: locs[1].partition, Offset: locs[1].offset,
-				Detail: fmt.Sprintf("%s: present %d times, at offsets %s", a.Outcome, len(locs), offsets(locs))})
-		}
-		switch a.Outcome {
-		case Acked:
-			r.Acked++
-			if a.Offset < 0 {
-				r.AckedNoOffset++
-			}
-			switch {
-			case len(locs) == 0 && read:
-				add(Problem{Kind: Lost, ID: a.ID, Topic: a.Topic, Partition: a.Partition, Offset: a.Offset,
-					Detail: "acknowledged, not present"})
-			case len(locs) > 0 && a.Offset >= 0 && locs[0].topic == a.Topic && locs[0].partition == a.Partition && locs[0].offset != a.Offset:
-				add(Problem{Kind: Misplaced, ID: a.ID, Topic: locs[0].topic, Partition: locs[0].partition, Offset: locs[0].offset,
-					Detail: fmt.Sprintf("acknowledged at %s[%d]@%d", a.Topic, a.Partition, a.Offset)})
-			}
-		case Pending, Unknown:
-			r.Unknown++
-			if len(locs) > 0 {
-				r.UnknownPresent++
-			}
-		case NotSent:
-			r.NotSent++
-			for _, l := range locs {
-				add(Problem{Kind: Phantom, ID: a.ID, Topic: l.topic, Partition: l.partition, Offset: l.offset,
-					Detail: fmt.Sprintf("Produce refused it: %v", a.Err)})
-			}
-		}
-	}
-
-	// Records nobody attempted.
-	var never []ID
-	for id := range found {
-		if !seen[id] {
-			never = append(never, id)
-		}
-	}
-	for _, id := range never {
-		for _, l := range found[id] {
-			add(Problem{Kind: Phantom, ID: id, Topic: l.topic, Partition: l.partition, Offset: l.offset,
+			c.add(Problem{Kind: Phantom, ID: id, Topic: l.topic, Partition: l.partition, Offset: l.offset,
 				Detail: "never sent"})
 		}
 	}
+}
 
-	// Per producer and key, sequences must rise with the offset. Keys map
-	// to one partition, so the order is the partitions' offset order.
+// checkKeyOrder reports records stored out of sequence order. Per producer
+// and key, sequences must rise with the offset; keys map to one partition,
+// so the order is the partitions' offset order.
+func (c *checker) checkKeyOrder(logs []PartitionLog) {
 	type stream struct {
 		producer int
 		key      string
 		topic    string
 	}
-	last := map[stream]struct {
+	type seqAt struct {
 		seq int64
 		at  loc
-	}{}
+	}
+	last := map[stream]seqAt{}
 	for _, pl := range logs {
 		for _, s := range pl.Records {
 			id, ok := ParseValue(s.Value)
@@ -298,25 +333,14 @@ func Check(attempts []Attempt, logs []PartitionLog) *Report {
 			}
 			k := stream{id.Producer, id.Key, pl.Topic}
 			prev, had := last[k]
-			here := loc{pl.Topic, pl.Partition, s.Offset}
 			if had && id.Seq < prev.seq {
-				add(Problem{Kind: OutOfOrder, ID: id, Topic: pl.Topic, Partition: pl.Partition, Offset: s.Offset,
+				c.add(Problem{Kind: OutOfOrder, ID: id, Topic: pl.Topic, Partition: pl.Partition, Offset: s.Offset,
 					Detail: fmt.Sprintf("after seq %d at %s[%d]@%d", prev.seq, prev.at.topic, prev.at.partition, prev.at.offset)})
 				continue
 			}
-			last[k] = struct {
-				seq int64
-				at  loc
-			}{id.Seq, here}
+			last[k] = seqAt{id.Seq, loc{pl.Topic, pl.Partition, s.Offset}}
 		}
 	}
-
-	slices.SortStableFunc(r.Problems, func(a, b Problem) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Topic, b.Topic),
-			cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset),
-			cmp.Compare(a.ID.Producer, b.ID.Producer), cmp.Compare(a.ID.Key, b.ID.Key), cmp.Compare(a.ID.Seq, b.ID.Seq))
-	})
-	return r
 }
 
 func offsets(locs []loc) string {

@@ -131,21 +131,31 @@ func Run(ctx context.Context, t Target, s Spec) (Result, error) {
 	begin := time.Now()
 	wg.Go(func() { send(ctx, t, s, begin, sem, stop, m) })
 
+	res, err := measure(ctx, s, begin, m)
+	close(stop)
+	wg.Wait()
+	drainErr := drain(ctx, sem, s.Window, s.Drain)
+	m.collect(&res)
+	return res, errors.Join(err, drainErr)
+}
+
+// measure waits out the warm-up, then opens m's measured window for
+// s.Duration, reading the CPU meters at both ends. It returns the window's
+// start, length and CPU figures; it stops early if ctx ends or the
+// servers' meter fails.
+func measure(ctx context.Context, s Spec, begin time.Time, m *meter) (Result, error) {
 	var res Result
 	var cpu0, self0, all0 float64
 	var t0 time.Time
-	var err error
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	phase := time.NewTimer(s.Warmup) // fires at the end of the warm-up, then of the measured window
 	defer phase.Stop()
 	measuring := false
-loop:
 	for {
 		select {
 		case <-ctx.Done():
-			err = ctx.Err()
-			break loop
+			return res, ctx.Err()
 		case <-tick.C: // progress only
 			if s.Tick != nil {
 				s.Tick(time.Since(begin))
@@ -153,12 +163,14 @@ loop:
 		case <-phase.C:
 			if !measuring {
 				measuring = true
+				var err error
 				if cpu0, err = sample(s.Servers); err != nil {
-					break loop
+					return res, err
 				}
 				self0 = proc.SelfCPUSeconds()
 				all0, _ = proc.MachineBusySeconds()
 				t0 = time.Now()
+				res.Start = t0
 				m.t0.Store(&t0)
 				m.measuring.Store(true)
 				// The window is Duration long even if the warm-up ran late.
@@ -167,33 +179,14 @@ loop:
 			}
 			m.measuring.Store(false)
 			res.Elapsed = time.Since(t0)
-			cpu1, e := sample(s.Servers)
-			err = e
+			cpu1, err := sample(s.Servers)
 			res.ServerCPU, res.ClientCPU = cpu1-cpu0, proc.SelfCPUSeconds()-self0
 			if all1, e := proc.MachineBusySeconds(); e == nil && all0 > 0 {
 				res.OtherCPU = max(all1-all0-res.ServerCPU-res.ClientCPU, 0)
 			}
-			break loop
+			return res, err
 		}
 	}
-	close(stop)
-	wg.Wait()
-	drainErr := drain(ctx, sem, s.Window, s.Drain)
-	res.Start = t0
-	res.Records, res.Bytes = m.records.Load(), m.records.Load()*m.size
-	res.Latency = m.lat.Snapshot()
-	res.Errors = m.errors.Load()
-	n := len(m.slots)
-	for n > 0 && m.slots[n-1].records.Load() == 0 {
-		n--
-	}
-	for i := range n {
-		res.Timeline = append(res.Timeline, Slot{Records: m.slots[i].records.Load(), Max: time.Duration(m.slots[i].max.Load())})
-	}
-	if e := m.firstErr.Load(); e != nil {
-		res.FirstErr = *e
-	}
-	return res, errors.Join(err, drainErr)
 }
 
 func sample(m Meter) (float64, error) {
@@ -244,6 +237,24 @@ func (m *meter) ack(start time.Time, err error) {
 				}
 			}
 		}
+	}
+}
+
+// collect copies what the acks recorded into res: counts, latency, errors
+// and the timeline up to its last non-empty slot.
+func (m *meter) collect(res *Result) {
+	res.Records, res.Bytes = m.records.Load(), m.records.Load()*m.size
+	res.Latency = m.lat.Snapshot()
+	res.Errors = m.errors.Load()
+	n := len(m.slots)
+	for n > 0 && m.slots[n-1].records.Load() == 0 {
+		n--
+	}
+	for i := range n {
+		res.Timeline = append(res.Timeline, Slot{Records: m.slots[i].records.Load(), Max: time.Duration(m.slots[i].max.Load())})
+	}
+	if e := m.firstErr.Load(); e != nil {
+		res.FirstErr = *e
 	}
 }
 

@@ -21,6 +21,33 @@ func SizeLabel(n int) string {
 // peak table, the half-load table and the comparisons with the aims.
 func (r *Report) WriteTable(w io.Writer) error {
 	s := r.Settings
+	r.writeSettings(w)
+
+	fmt.Fprintf(w, "\nPEAK: closed loop, at most %s of records outstanding; ours/this = our client's records/s over this row's\n",
+		SizeLabel(s.WindowBytes))
+	r.writeRuns(w, Peak, "size\tsystem\trecords/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\tserver CPU s\tCPU µs/rec\tclient CPU s\tother CPU s\telections\tours/this\t",
+		func(run Run) float64 { return run.RecordsPerSec })
+
+	if r.hasMode(HalfLoad) {
+		load := "half of our client's peak records/s"
+		if s.FixedRate > 0 {
+			load = fmt.Sprintf("%.0f records/s (forced by -rate, not half our peak)", s.FixedRate)
+		}
+		fmt.Fprintf(w, "\nHALF LOAD: open loop at %s; latency from each record's scheduled time; ours/this = p99 ratio (lower is better for ours)\n", load)
+		r.writeRuns(w, HalfLoad, "size\tsystem\toffered/s\trecords/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\tserver CPU s\tCPU µs/rec\tclient CPU s\tother CPU s\telections\tours/this\t",
+			func(run Run) float64 { return run.P99ms })
+	}
+
+	if busy := r.busyRuns(); busy > 0 {
+		fmt.Fprintf(w, "\nWARNING: in %d run(s) other processes used more than 10%% of the machine's CPU (column \"other CPU s\"): those figures are not from a quiet machine; rerun.\n", busy)
+	}
+	return r.writeAims(w)
+}
+
+// writeSettings prints how the runs were made and what an ack means for
+// each system.
+func (r *Report) writeSettings(w io.Writer) {
+	s := r.Settings
 	fmt.Fprintf(w, "\n%d servers per system on loopback, %d replicas, %d partition(s)/stream(s); %d CPUs; warm-up %s, measured %s per run\n",
 		s.Servers, s.Replicas, s.Partitions, r.Host.CPUs, s.Warmup, s.Duration)
 	if s.OurClient != "" {
@@ -39,58 +66,35 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", sys.Name, sys.Client, sys.Durability)
 	}
 	tw.Flush()
+}
 
-	fmt.Fprintf(w, "\nPEAK: closed loop, at most %s of records outstanding; ours/this = our client's records/s over this row's\n",
-		SizeLabel(s.WindowBytes))
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "size\tsystem\trecords/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\tserver CPU s\tCPU µs/rec\tclient CPU s\tother CPU s\telections\tours/this\t")
+// writeRuns prints the table of one mode's runs, by size then system. Its
+// last column is our client's metric over the row's, "-" when either run
+// lacks it.
+func (r *Report) writeRuns(w io.Writer, mode, header string, metric func(Run) float64) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, header)
 	for _, size := range r.Sizes() {
-		ours, okOurs := r.Find(Ours, Peak, size)
+		ours, okOurs := r.Find(Ours, mode, size)
 		for _, key := range SystemOrder {
-			run, ok := r.Find(key, Peak, size)
+			run, ok := r.Find(key, mode, size)
 			if !ok {
 				continue
 			}
 			ratio := "-"
-			if okOurs && run.RecordsPerSec > 0 && ours.Error == "" {
-				ratio = fmt.Sprintf("%.2fx", ours.RecordsPerSec/run.RecordsPerSec)
+			if okOurs && metric(run) > 0 && ours.Error == "" {
+				ratio = fmt.Sprintf("%.2fx", metric(ours)/metric(run))
 			}
 			r.row(tw, run, ratio)
 		}
 	}
 	tw.Flush()
+}
 
-	if r.hasMode(HalfLoad) {
-		load := "half of our client's peak records/s"
-		if s.FixedRate > 0 {
-			load = fmt.Sprintf("%.0f records/s (forced by -rate, not half our peak)", s.FixedRate)
-		}
-		fmt.Fprintf(w, "\nHALF LOAD: open loop at %s; latency from each record's scheduled time; ours/this = p99 ratio (lower is better for ours)\n", load)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "size\tsystem\toffered/s\trecords/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\tserver CPU s\tCPU µs/rec\tclient CPU s\tother CPU s\telections\tours/this\t")
-		for _, size := range r.Sizes() {
-			ours, okOurs := r.Find(Ours, HalfLoad, size)
-			for _, key := range SystemOrder {
-				run, ok := r.Find(key, HalfLoad, size)
-				if !ok {
-					continue
-				}
-				ratio := "-"
-				if okOurs && run.P99ms > 0 && ours.Error == "" {
-					ratio = fmt.Sprintf("%.2fx", ours.P99ms/run.P99ms)
-				}
-				r.row(tw, run, ratio)
-			}
-		}
-		tw.Flush()
-	}
-
-	if busy := r.busyRuns(); busy > 0 {
-		fmt.Fprintf(w, "\nWARNING: in %d run(s) other processes used more than 10%% of the machine's CPU (column \"other CPU s\"): those figures are not from a quiet machine; rerun.\n", busy)
-	}
-
+// writeAims prints each comparison with its aim and whether it was met.
+func (r *Report) writeAims(w io.Writer) error {
 	fmt.Fprintln(w, "\nAIMS (issue 6)")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range r.Comparisons {
 		verdict := "SHORT"
 		if c.Met {

@@ -1,0 +1,102 @@
+package client
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// clientVersions is the range of versions the client speaks per API key.
+// The upper bounds stop before versions whose meaning we do not implement
+// (Produce 13 and Fetch 13 name topics by id).
+var clientVersions = map[int16][2]int16{
+	0:  {3, 12}, // Produce: v3 brought v2 record batches
+	1:  {4, 12}, // Fetch
+	2:  {1, 8},  // ListOffsets
+	3:  {1, 12}, // Metadata
+	10: {1, 4},  // FindCoordinator
+	18: {0, 3},  // ApiVersions
+	19: {2, 7},  // CreateTopics
+	22: {0, 4},  // InitProducerID
+	60: {0, 1},  // DescribeCluster
+}
+
+// pickVersion is the highest version both sides speak. Called with c.mu.
+func (c *conn) pickVersion(key int16) (int16, error) {
+	ours, ok := clientVersions[key]
+	if !ok {
+		return 0, &VersionError{Key: key, BrokerMax: -1}
+	}
+	theirs, ok := c.vers[key]
+	if !ok {
+		return 0, &VersionError{Key: key, BrokerMax: -1, ClientRange: ours}
+	}
+	v := min(ours[1], theirs[1])
+	if v < max(ours[0], theirs[0]) {
+		return 0, &VersionError{Key: key, BrokerMax: theirs[1], ClientRange: ours}
+	}
+	return v, nil
+}
+
+// handshake learns the broker's API versions with ApiVersions, falling
+// back to the version the broker names (KIP-511) or to v0.
+func (c *conn) handshake(nc net.Conn) (map[int16][2]int16, error) {
+	nc.SetDeadline(time.Now().Add(c.cfg.requestTimeout))
+	defer nc.SetDeadline(time.Time{})
+	version := clientVersions[18][1]
+	for range 3 {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(version)
+		req.ClientSoftwareName = "minikafka-go"
+		req.ClientSoftwareVersion = "0.1.0"
+		if _, err := nc.Write(c.fmt.AppendRequest(nil, req, 0)); err != nil {
+			return nil, err
+		}
+		body, err := readFrame(nc)
+		if err != nil {
+			return nil, err
+		}
+		if len(body) < 6 {
+			return nil, errors.New("short ApiVersions response")
+		}
+		body = body[4:] // correlation id; ApiVersions responses have no header tags
+		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+		if binary.BigEndian.Uint16(body) == uint16(ErrUnsupportedVersion.Code) {
+			// The broker answers an unknown version with a v0 body.
+			resp.SetVersion(0)
+			if err := resp.ReadFrom(body); err != nil {
+				return nil, fmt.Errorf("ApiVersions: %w", err)
+			}
+			next := int16(0)
+			for _, k := range resp.ApiKeys {
+				if k.ApiKey == 18 {
+					next = k.MaxVersion
+				}
+			}
+			if next >= version || next < 0 {
+				next = 0
+			}
+			if version == 0 {
+				return nil, &KafkaError{Code: ErrUnsupportedVersion.Code, Message: "ApiVersions v0"}
+			}
+			version = next
+			continue
+		}
+		if err := resp.ReadFrom(body); err != nil {
+			return nil, fmt.Errorf("ApiVersions: %w", err)
+		}
+		if err := kafkaErr(resp.ErrorCode, nil); err != nil {
+			return nil, err
+		}
+		vers := make(map[int16][2]int16, len(resp.ApiKeys))
+		for _, k := range resp.ApiKeys {
+			vers[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+		}
+		return vers, nil
+	}
+	return nil, errors.New("ApiVersions: no version agreed")
+}
