@@ -209,4 +209,3 @@ func (p replicaPartition) OffsetForTimestamp(ts int64) (kafkaapi.TimestampOffset
 	off, maxTS, ok := p.r.OffsetForTimestamp(ts)
 	return kafkaapi.TimestampOffset{Offset: off, Timestamp: maxTS, LeaderEpoch: -1}, ok
 }
-

@@ -90,7 +90,9 @@ func (d durableFSM) WrapSnapshots(s raft.SnapshotStore) raft.SnapshotStore {
 	return &snapshotStore{SnapshotStore: s, fsm: d.FSM}
 }
 
-func (d durableFSM) BeforeStart(s raft.SnapshotStore) error { return restoreIfBehind(s, d.FSM, d.logger) }
+func (d durableFSM) BeforeStart(s raft.SnapshotStore) error {
+	return restoreIfBehind(s, d.FSM, d.logger)
+}
 
 // Errors a produce can end with besides the FSM's own (*fsm.Error). Each
 // wraps the Kafka error a client should see.
