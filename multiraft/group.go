@@ -111,6 +111,8 @@ func (h *Host) Open(spec GroupSpec) (*Group, error) {
 		return nil, err
 	}
 	trans.raft.Store(g.raft)
+	var view raftView = g.raft
+	trans.view.Store(&view)
 	if !hold {
 		close(g.restored)
 	}

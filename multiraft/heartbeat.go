@@ -414,8 +414,8 @@ func (h *Host) handleHeartbeat(e *hbEntry) hbResult {
 // writesTerm reports whether raft will persist a term before answering the
 // heartbeat (the heartbeat guard).
 func (t *transport) writesTerm(req *raft.AppendEntriesRequest) bool {
-	r := t.raft.Load()
-	return r != nil && (req.Term > r.CurrentTerm() || r.State() != raft.Follower)
+	v := t.view.Load()
+	return v != nil && (req.Term > (*v).CurrentTerm() || (*v).State() != raft.Follower)
 }
 
 // inBackground runs f (a heartbeat handler) on a goroutine that Close

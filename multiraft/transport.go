@@ -32,7 +32,8 @@ type transport struct {
 	consumer chan raft.RPC
 	handler  atomic.Pointer[func(raft.RPC)] // raft's heartbeat handler; nil until set
 	busy     atomic.Bool                    // a heartbeat of this group is being handled
-	raft     atomic.Pointer[raft.Raft]      // the group's raft, once it runs (the heartbeat guard reads it)
+	raft     atomic.Pointer[raft.Raft]      // the group's raft, once it runs
+	view     atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
 
 	mu     sync.Mutex     // guards closed and orders bg.Add before Close's bg.Wait
 	bg     sync.WaitGroup // heartbeats handled in the background (heartbeat.go)
@@ -40,7 +41,14 @@ type transport struct {
 	once   sync.Once
 }
 
+// raftView is what the heartbeat guard reads of a group's raft.
+type raftView interface {
+	CurrentTerm() uint64
+	State() raft.RaftState
+}
+
 var (
+	_ raftView         = (*raft.Raft)(nil)
 	_ raft.Transport   = (*transport)(nil)
 	_ raft.WithClose   = (*transport)(nil)
 	_ raft.WithPreVote = (*transport)(nil)
