@@ -68,6 +68,11 @@ type fetchRead struct {
 	changed []<-chan struct{} // one per readable partition, taken before reading it
 }
 
+// noRecords is the record set of a partition with nothing to return. Kafka
+// always answers an empty set, never null: librdkafka rejects a whole
+// response that holds a null one ("invalid MessageSetSize -1").
+var noRecords = []byte{}
+
 // readFetch reads every partition of req once, within the request's byte
 // limits: each partition gets at most PartitionMaxBytes and the whole
 // response at most MaxBytes, except that the first batch of the first
@@ -89,10 +94,13 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
 			sp.Partition = rp.Partition
 			limit := min(int(rp.PartitionMaxBytes), remaining)
 			ch, err := s.readPartition(rt.Topic, rp, sp, limit, r.bytes == 0)
+			if sp.RecordBatches == nil {
+				sp.RecordBatches = noRecords
+			}
 			if err != nil {
 				sp.ErrorCode = ErrorCode(err)
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-				sp.RecordBatches = nil
+				sp.RecordBatches = noRecords
 				r.errored = true
 				continue
 			}
