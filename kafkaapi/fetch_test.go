@@ -332,9 +332,9 @@ func recordSetSizes(t *testing.T, version int16, body []byte) []int32 {
 		t.Fatalf("v%d: %d topics", version, n)
 	}
 	if flexible {
-		r.CompactString()
+		_ = r.CompactString()
 	} else {
-		r.String()
+		_ = r.String()
 	}
 	var sizes []int32
 	for range arrayLen() {
