@@ -33,8 +33,8 @@ const apiVersionsMax = 3
 var apis = []api{
 	{kmsg.Produce, 3, 9},
 	{kmsg.Fetch, 4, 12},
-	{kmsg.ListOffsets, 1, 7},
-	{kmsg.Metadata, 1, 12},
+	{kmsg.ListOffsets, 0, 7},
+	{kmsg.Metadata, 0, 12},
 	{kmsg.ApiVersions, 0, apiVersionsMax},
 	{kmsg.CreateTopics, 0, 7},
 	{kmsg.InitProducerID, 0, 4},

@@ -32,6 +32,11 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 				sp := &st.Partitions[pi]
 				*sp = kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
+				if req.Version == 0 {
+					offsets, err := s.listOffsetV0(rt.Topic, rp)
+					sp.OldStyleOffsets, sp.ErrorCode = offsets, ErrorCode(err)
+					continue
+				}
 				found, err := s.listOffset(rt.Topic, rp)
 				if err != nil {
 					sp.ErrorCode = ErrorCode(err)
@@ -42,6 +47,31 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 		}
 		return resp, nil
 	}
+}
+
+// listOffsetV0 answers ListOffsets v0, which asks for up to MaxNumOffsets
+// offsets "before" a timestamp, newest first. Kafka answers from segment
+// base offsets and file modification times; clients read the first offset
+// only. We answer one offset, the one v1 gives: the log start (-2), the
+// high watermark (-1), or the first batch at or after the timestamp, and
+// the high watermark when there is none (as Kafka's newest "segment", the
+// log end, counts as written now).
+func (s *Server) listOffsetV0(topic string, rp *kmsg.ListOffsetsRequestTopicPartition) ([]int64, error) {
+	found, err := s.listOffset(topic, rp)
+	if err != nil {
+		return []int64{}, err
+	}
+	if found.Offset < 0 {
+		latest := *rp
+		latest.Timestamp = latestTimestamp
+		if found, err = s.listOffset(topic, &latest); err != nil {
+			return []int64{}, err
+		}
+	}
+	if rp.MaxNumOffsets <= 0 {
+		return []int64{}, nil
+	}
+	return []int64{found.Offset}, nil
 }
 
 func (s *Server) listOffset(topic string, rp *kmsg.ListOffsetsRequestTopicPartition) (TimestampOffset, error) {

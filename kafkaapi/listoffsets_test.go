@@ -1,6 +1,7 @@
 package kafkaapi
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -90,5 +91,33 @@ func TestListOffsetsErrors(t *testing.T) {
 	got := c.roundTrip(listOffsetsRequest(7, "t", -1, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 	if got.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Errorf("follower: error %d, want NOT_LEADER_OR_FOLLOWER", got.ErrorCode)
+	}
+}
+
+// v0 (before KIP-79) answers a list holding the one offset v1 would give;
+// with no batch at or after the timestamp, the high watermark.
+func TestListOffsetsV0(t *testing.T) {
+	h := startServer(t, Config{})
+	p := h.fb.addTopic("t", 1)[0]
+	p.append(makeBatch(100, "a", "b")) // offsets 0-1, timestamps 100-101
+	p.append(makeBatch(300, "c"))      // offset 2
+	p.set(func(p *fakePartition) { p.start = 1 })
+	req := listOffsetsRequest(0, "t", -1, -2, -1, 150, 999, -1)
+	for i := range req.Topics[0].Partitions {
+		req.Topics[0].Partitions[i].MaxNumOffsets = 1
+	}
+	req.Topics[0].Partitions[4].MaxNumOffsets = 0
+	c := h.dial()
+	resp := c.roundTrip(req).(*kmsg.ListOffsetsResponse)
+	want := [][]int64{{1}, {3}, {2}, {3}, {}}
+	for i, w := range want {
+		got := resp.Topics[0].Partitions[i]
+		if got.ErrorCode != 0 || !slices.Equal(got.OldStyleOffsets, w) {
+			t.Errorf("answer %d: error %d offsets %v, want %v", i, got.ErrorCode, got.OldStyleOffsets, w)
+		}
+	}
+	bad := c.roundTrip(listOffsetsRequest(0, "nope", -1, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if bad.ErrorCode != kerr.UnknownTopicOrPartition.Code || len(bad.OldStyleOffsets) != 0 {
+		t.Errorf("unknown topic: %+v", bad)
 	}
 }
