@@ -27,6 +27,7 @@ type fakeBackend struct {
 	pidErr       error // returned by InitProducerID if set
 	lastPIDReq   InitProducerIDRequest
 	maxTS        bool // partitions offer MaxTimestampReader
+	controllerID int32
 }
 
 type fakeTopic struct {
@@ -40,6 +41,7 @@ var _ Backend = (*fakeBackend)(nil)
 func newFakeBackend(host string, port int32) *fakeBackend {
 	return &fakeBackend{
 		broker:       Broker{NodeID: 1, Host: host, Port: port},
+		controllerID: 1,
 		clusterID:    "fake-cluster",
 		topics:       make(map[string]*fakeTopic),
 		defaultParts: 2,
@@ -69,7 +71,7 @@ func (b *fakeBackend) addTopicLocked(name string, partitions int32, rf int16) *f
 func (b *fakeBackend) Cluster(context.Context) ClusterView {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	v := ClusterView{ClusterID: b.clusterID, ControllerID: b.broker.NodeID, Brokers: []Broker{b.broker}}
+	v := ClusterView{ClusterID: b.clusterID, ControllerID: b.controllerID, Brokers: []Broker{b.broker}}
 	names := make([]string, 0, len(b.topics))
 	for name := range b.topics {
 		names = append(names, name)
