@@ -108,6 +108,19 @@ type MaxTimestampReader interface {
 	MaxTimestamp() (found TimestampOffset, ok bool)
 }
 
+// EpochEndOffsetReader is an optional Partition capability: an index of
+// the leader epochs stamped into the stored batches, from which the server
+// answers OffsetForLeaderEpoch. Without it the server finds the same
+// answer by a binary search over the batch headers with Read, which costs
+// O(log n) reads of one batch each.
+type EpochEndOffsetReader interface {
+	// EpochEndOffset returns the largest leader epoch at or below epoch
+	// that a stored batch carries (-1 if none does) and the base offset of
+	// the first batch whose epoch is larger (the log end offset if none
+	// is). Epochs never decrease along the log.
+	EpochEndOffset(epoch int32) (floor int32, end int64, err error)
+}
+
 // ProduceWait waits for the outcome of one Produce. It returns when the
 // batch is committed and applied (for acks -1 and 1) or has failed, or when
 // ctx is done (then with an error wrapping ctx.Err(), or kerr.RequestTimedOut).

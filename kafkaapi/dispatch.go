@@ -38,6 +38,7 @@ var apis = []api{
 	{kmsg.ApiVersions, 0, apiVersionsMax},
 	{kmsg.CreateTopics, 0, 7},
 	{kmsg.InitProducerID, 0, 4},
+	{kmsg.OffsetForLeaderEpoch, 0, 4},
 	{kmsg.DescribeCluster, 0, 1},
 }
 
@@ -59,6 +60,8 @@ func (s *Server) startAPI(req kmsg.Request, received time.Time) responder {
 		return s.startCreateTopics(req, received)
 	case *kmsg.InitProducerIDRequest:
 		return s.startInitProducerID(req, received)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return s.startOffsetForLeaderEpoch(req, received)
 	case *kmsg.DescribeClusterRequest:
 		return s.startDescribeCluster(req, received)
 	}

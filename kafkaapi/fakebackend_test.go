@@ -27,6 +27,7 @@ type fakeBackend struct {
 	pidErr       error // returned by InitProducerID if set
 	lastPIDReq   InitProducerIDRequest
 	maxTS        bool // partitions offer MaxTimestampReader
+	epochIndex   bool // partitions offer EpochEndOffsetReader
 	controllerID int32
 }
 
@@ -138,6 +139,9 @@ func (b *fakeBackend) Partition(topic string, partition int32) (Partition, error
 	}
 	if b.maxTS {
 		return maxTSPartition{t.partitions[partition]}, nil
+	}
+	if b.epochIndex {
+		return epochIndexPartition{t.partitions[partition]}, nil
 	}
 	return t.partitions[partition], nil
 }
@@ -403,3 +407,26 @@ func (p maxTSPartition) MaxTimestamp() (TimestampOffset, bool) {
 }
 
 var _ MaxTimestampReader = maxTSPartition{}
+
+// epochIndexPartition adds the optional EpochEndOffsetReader capability,
+// answered by a scan of every batch.
+type epochIndexPartition struct{ *fakePartition }
+
+func (p epochIndexPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	floor := int32(-1)
+	for _, b := range p.log {
+		h, _ := record.ParseHeader(b)
+		if h.NextOffset() <= p.start {
+			continue
+		}
+		if h.PartitionLeaderEpoch > epoch {
+			return floor, h.BaseOffset, nil
+		}
+		floor = h.PartitionLeaderEpoch
+	}
+	return floor, p.hw, nil
+}
+
+var _ EpochEndOffsetReader = epochIndexPartition{}

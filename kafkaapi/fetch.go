@@ -115,14 +115,8 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
 // readPartition fills sp for one partition and returns the channel that
 // tells when the partition changes after this read.
 func (s *Server) readPartition(topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, limit int, firstData bool) (<-chan struct{}, error) {
-	p, err := s.backend.Partition(topic, rp.Partition)
+	p, _, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
-		return nil, err
-	}
-	if !p.IsLeader() {
-		return nil, kerr.NotLeaderForPartition
-	}
-	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); err != nil {
 		return nil, err
 	}
 	changed := p.Changed() // before reading the state it guards
@@ -168,17 +162,4 @@ func wholeBatches(data []byte, limit int, firstData bool, hw int64) []byte {
 		return nil
 	}
 	return data[:keep]
-}
-
-// checkLeaderEpoch compares a client's leader epoch (-1: not given) with
-// the replica's, as Kafka does (KIP-320).
-func checkLeaderEpoch(requested, current int32) error {
-	switch {
-	case requested < 0 || requested == current:
-		return nil
-	case requested > current:
-		return kerr.UnknownLeaderEpoch
-	default:
-		return kerr.FencedLeaderEpoch
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -76,15 +75,8 @@ func (s *Server) listOffsetV0(topic string, rp *kmsg.ListOffsetsRequestTopicPart
 
 func (s *Server) listOffset(topic string, rp *kmsg.ListOffsetsRequestTopicPartition) (TimestampOffset, error) {
 	none := TimestampOffset{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
-	p, err := s.backend.Partition(topic, rp.Partition)
+	p, epoch, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
-		return none, err
-	}
-	if !p.IsLeader() {
-		return none, kerr.NotLeaderForPartition
-	}
-	epoch := p.LeaderEpoch()
-	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, epoch); err != nil {
 		return none, err
 	}
 	var (
