@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/record"
 )
 
 // Special ListOffsets timestamps.
@@ -89,16 +91,58 @@ func (s *Server) listOffset(topic string, rp *kmsg.ListOffsetsRequestTopicPartit
 		// the last stable offset is the high watermark.
 		return TimestampOffset{Offset: p.HighWatermark(), Timestamp: -1, LeaderEpoch: epoch}, nil
 	case earliestTimestamp:
-		return TimestampOffset{Offset: p.LogStartOffset(), Timestamp: -1, LeaderEpoch: epoch}, nil
+		// Kafka answers the epoch of its first leader epoch entry: the
+		// first batch's, or the current one for an empty log.
+		start := p.LogStartOffset()
+		if start < p.HighWatermark() {
+			h, err := batchAt(p, start)
+			if err != nil {
+				return none, err
+			}
+			epoch = h.PartitionLeaderEpoch
+		}
+		return TimestampOffset{Offset: start, Timestamp: -1, LeaderEpoch: epoch}, nil
 	case maxTimestamp:
 		if mt, can := p.(MaxTimestampReader); can {
 			found, ok = mt.MaxTimestamp()
 		}
 	default:
 		found, ok = p.OffsetForTimestamp(rp.Timestamp)
+		if ok {
+			found = s.firstRecordAt(p, found, rp.Timestamp)
+		}
 	}
 	if !ok {
 		return none, nil // Kafka answers "no such record" with offset -1 and no error
 	}
 	return found, nil
+}
+
+// firstRecordAt turns the batch found for a timestamp into Kafka's answer
+// (FileRecords.searchForTimestamp): the first record of that batch whose
+// timestamp is at or after ts and whose offset is at or after the log
+// start, with its own timestamp, and the batch's leader epoch. If the
+// batch cannot be read or decoded, the batch's base offset and max
+// timestamp stand.
+func (s *Server) firstRecordAt(p Partition, batch TimestampOffset, ts int64) TimestampOffset {
+	start := p.LogStartOffset()
+	data, err := p.Read(max(batch.Offset, start), 1) // the batch may begin before the log start
+	var h record.Header
+	if err == nil {
+		h, err = record.ParseHeader(data)
+	}
+	var recs []record.Record
+	if err == nil && h.BaseOffset == batch.Offset {
+		recs, err = record.AppendRecords(nil, data[:min(h.Size(), len(data))])
+	}
+	if err != nil {
+		s.log.Debug("kafkaapi: ListOffsets: cannot read the batch found for a timestamp", "offset", batch.Offset, "err", err)
+		return batch
+	}
+	for _, r := range recs {
+		if r.Timestamp >= ts && r.Offset >= start {
+			return TimestampOffset{Offset: r.Offset, Timestamp: r.Timestamp, LeaderEpoch: h.PartitionLeaderEpoch}
+		}
+	}
+	return batch
 }

@@ -34,23 +34,28 @@ func TestListOffsets(t *testing.T) {
 		p.append(makeBatch(200, "d"))      // offset 3, timestamp 200
 		p.set(func(p *fakePartition) { p.start = 1 })
 
-		resp := h.dial().roundTrip(listOffsetsRequest(version, "t", -1, -2, -1, 101, 150, 999, -3)).(*kmsg.ListOffsetsResponse)
-		want := []struct{ offset, ts int64 }{
-			{1, -1},  // earliest: the log start offset
-			{4, -1},  // latest: the high watermark
-			{0, 101}, // first batch whose max timestamp >= 101
-			{2, 300}, // first batch whose max timestamp >= 150
-			{-1, -1}, // none
-			{2, 300}, // max timestamp
+		p.set(func(p *fakePartition) { p.epoch = 6 })
+		resp := h.dial().roundTrip(listOffsetsRequest(version, "t", 6, -2, -1, 100, 101, 150, 999, -3)).(*kmsg.ListOffsetsResponse)
+		want := []struct {
+			offset, ts int64
+			epoch      int32
+		}{
+			{1, -1, 5},   // earliest: the log start offset, with the first batch's epoch
+			{4, -1, 6},   // latest: the high watermark, with the current epoch
+			{1, 101, 5},  // the first record at or after 100 and the log start
+			{1, 101, 5},  // the first record at or after 101, inside its batch
+			{2, 300, 5},  // first record at or after 150
+			{-1, -1, -1}, // none
+			{2, 300, 5},  // max timestamp
 		}
 		for i, w := range want {
 			got := resp.Topics[0].Partitions[i]
 			if got.ErrorCode != 0 || got.Offset != w.offset || got.Timestamp != w.ts {
 				t.Errorf("v%d answer %d: error %d offset %d ts %d, want offset %d ts %d", version, i, got.ErrorCode, got.Offset, got.Timestamp, w.offset, w.ts)
 			}
-			wantEpoch := int32(-1) // not on the wire before v4
-			if version >= 4 && w.offset >= 0 {
-				wantEpoch = 5
+			wantEpoch := w.epoch
+			if version < 4 {
+				wantEpoch = -1 // not on the wire before v4
 			}
 			if got.LeaderEpoch != wantEpoch {
 				t.Errorf("v%d answer %d: leader epoch %d, want %d", version, i, got.LeaderEpoch, wantEpoch)
