@@ -151,6 +151,9 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	if lr, ok := b.n.reps.get(topic, p); ok {
+		if idx, ok := any(lr.rep).(epochIndexed); ok {
+			return indexedPartition{replicaPartition{lr.rep}, idx}, nil
+		}
 		return replicaPartition{lr.rep}, nil
 	}
 	if _, ok := b.n.meta.fsm.State().Partition(topic, p); ok {
@@ -211,3 +214,27 @@ func (p replicaPartition) OffsetForTimestamp(ts int64) (kafkaapi.TimestampOffset
 }
 
 var _ = fsm.ErrClosed
+
+// epochIndexed is a replica that answers OffsetForLeaderEpoch from its
+// log's epoch index. partition.Replica needs, to have it:
+//
+//	func (r *Replica) EpochEndOffset(epoch int32) (int32, int64, error) { return r.log.EpochEndOffset(epoch) }
+//
+// Without it the front end finds the same answer by searching the batch
+// headers with Read.
+type epochIndexed interface {
+	EpochEndOffset(epoch int32) (floor int32, end int64, err error)
+}
+
+// indexedPartition is a replicaPartition with the front end's
+// kafkaapi.EpochEndOffsetReader capability.
+type indexedPartition struct {
+	replicaPartition
+	idx epochIndexed
+}
+
+var _ kafkaapi.EpochEndOffsetReader = indexedPartition{}
+
+func (p indexedPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
+	return p.idx.EpochEndOffset(epoch)
+}
