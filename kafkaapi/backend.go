@@ -41,6 +41,15 @@ type Backend interface {
 	// NOT_LEADER_OR_FOLLOWER by the server (see Partition.IsLeader).
 	Partition(topic string, partition int32) (Partition, error)
 
+	// Configs returns this node's settings for DescribeConfigs: under
+	// Kafka's broker config names where Kafka has the setting (broker.id,
+	// which must be present, num.partitions, log.segment.bytes, ...), and
+	// for the node's own settings under names starting with "minikafka.".
+	// They are static (fixed when the node started) and listed in a stable
+	// order. A topic config whose broker synonym is listed (for example
+	// segment.bytes for log.segment.bytes) takes the node's value.
+	Configs() []ConfigEntry
+
 	// InitProducerID allocates a producer id (idempotent producer) or, for
 	// a transactional id, returns that id's producer id with its epoch
 	// bumped, which fences the previous holder (DESIGN B5). Ids are never

@@ -39,6 +39,7 @@ var apis = []api{
 	{kmsg.CreateTopics, 0, 7},
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
+	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.DescribeCluster, 0, 1},
 }
 
@@ -62,6 +63,8 @@ func (s *Server) startAPI(req kmsg.Request, received time.Time) responder {
 		return s.startInitProducerID(req, received)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return s.startOffsetForLeaderEpoch(req, received)
+	case *kmsg.DescribeConfigsRequest:
+		return s.startDescribeConfigs(req, received)
 	case *kmsg.DescribeClusterRequest:
 		return s.startDescribeCluster(req, received)
 	}

@@ -21,7 +21,7 @@
 //
 //	Produce 3-9, Fetch 4-12, ListOffsets 0-7, Metadata 0-12,
 //	ApiVersions 0-3, CreateTopics 0-7, InitProducerId 0-4,
-//	OffsetForLeaderEpoch 0-4, DescribeCluster 0-1
+//	OffsetForLeaderEpoch 0-4, DescribeConfigs 0-4, DescribeCluster 0-1
 //
 // Produce below v3 and Fetch below v4 carry message sets of format v0 or
 // v1, which the node does not store (Kafka converts them; Kafka 4 dropped

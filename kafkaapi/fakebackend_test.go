@@ -3,9 +3,11 @@ package kafkaapi
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -144,6 +146,16 @@ func (b *fakeBackend) Partition(topic string, partition int32) (Partition, error
 		return epochIndexPartition{t.partitions[partition]}, nil
 	}
 	return t.partitions[partition], nil
+}
+
+func (b *fakeBackend) Configs() []ConfigEntry {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return []ConfigEntry{
+		{Name: "broker.id", Value: strconv.Itoa(int(b.broker.NodeID)), Type: kmsg.ConfigTypeInt, Doc: "The node id."},
+		{Name: "log.segment.bytes", Value: "1048576", Type: kmsg.ConfigTypeInt},
+		{Name: "minikafka.producer.window", Value: "5", Type: kmsg.ConfigTypeInt},
+	}
 }
 
 func (b *fakeBackend) InitProducerID(_ context.Context, req InitProducerIDRequest) (ProducerIdentity, error) {
