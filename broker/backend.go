@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,7 +20,12 @@ import (
 )
 
 // backend answers the Kafka front end from the node's state.
-type backend struct{ n *Node }
+type backend struct {
+	n *Node
+	// settled maps each *partition.Replica to the last term in which it
+	// settled as leader (see replicaPartition.Settle).
+	settled sync.Map
+}
 
 var _ kafkaapi.Backend = (*backend)(nil)
 
@@ -152,10 +158,11 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	if lr, ok := b.n.reps.get(topic, p); ok {
+		rp := replicaPartition{lr.rep, &b.settled}
 		if idx, ok := any(lr.rep).(epochIndexed); ok {
-			return indexedPartition{replicaPartition{lr.rep}, idx}, nil
+			return indexedPartition{rp, idx}, nil
 		}
-		return replicaPartition{lr.rep}, nil
+		return rp, nil
 	}
 	if _, ok := b.n.meta.fsm.State().Partition(topic, p); ok {
 		return nil, fmt.Errorf("%w: node %d holds no replica of %s-%d", kerr.NotLeaderForPartition, b.n.cfg.NodeID, topic, p)
@@ -202,7 +209,32 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 }
 
 // replicaPartition adapts a partition.Replica to the front end.
-type replicaPartition struct{ r *partition.Replica }
+type replicaPartition struct {
+	r       *partition.Replica
+	settled *sync.Map // backend.settled
+}
+
+var _ kafkaapi.Settler = replicaPartition{}
+
+// Settle waits, once per term, for a Raft barrier to be applied: then so
+// is every entry before it, including the earlier terms' entries that a new
+// leader applies only after its own first entry commits.
+func (p replicaPartition) Settle(ctx context.Context) error {
+	rf := p.r.Raft()
+	term := rf.CurrentTerm()
+	if t, ok := p.settled.Load(p.r); ok && t.(uint64) >= term {
+		return nil
+	}
+	timeout := proposeTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	if err := rf.Barrier(timeout).Error(); err != nil {
+		return fmt.Errorf("%w: new leader not settled: %w", kerr.NotLeaderForPartition, err)
+	}
+	p.settled.Store(p.r, term)
+	return nil
+}
 
 var _ kafkaapi.Partition = replicaPartition{}
 

@@ -117,6 +117,26 @@ type MaxTimestampReader interface {
 	MaxTimestamp() (found TimestampOffset, ok bool)
 }
 
+// Settler is an optional Partition capability for replicas whose log and
+// high watermark lag behind the replicated log for a moment after they
+// become leader (a Raft leader applies the entries of earlier terms only
+// once an entry of its own term commits). Without it the server takes the
+// partition's state as current.
+type Settler interface {
+	// Settle returns once the leader has applied every entry of the terms
+	// before its current one, or with the error to answer (for example
+	// kerr.NotLeaderForPartition). It is cheap once settled.
+	Settle(ctx context.Context) error
+}
+
+// settle calls p's Settle, if it has one.
+func settle(ctx context.Context, p Partition) error {
+	if s, ok := p.(Settler); ok {
+		return s.Settle(ctx)
+	}
+	return nil
+}
+
 // EpochEndOffsetReader is an optional Partition capability: an index of
 // the leader epochs stamped into the stored batches, from which the server
 // answers OffsetForLeaderEpoch. Without it the server finds the same

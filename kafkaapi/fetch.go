@@ -32,7 +32,7 @@ func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responde
 			}
 		}()
 		for {
-			r := s.readFetch(req)
+			r := s.readFetch(ctx, req)
 			resp.Topics = r.topics
 			if r.bytes >= int(req.MinBytes) || r.errored || len(r.changed) == 0 ||
 				ctx.Err() != nil || !time.Now().Before(deadline) {
@@ -77,7 +77,7 @@ var noRecords = []byte{}
 // limits: each partition gets at most PartitionMaxBytes and the whole
 // response at most MaxBytes, except that the first batch of the first
 // partition with data is returned whole even when larger (KIP-74).
-func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
+func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRead {
 	var r fetchRead
 	remaining := int(req.MaxBytes)
 	r.topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
@@ -93,7 +93,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
 			*sp = kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			limit := min(int(rp.PartitionMaxBytes), remaining)
-			ch, err := s.readPartition(rt.Topic, rp, sp, limit, r.bytes == 0)
+			ch, err := s.readPartition(ctx, rt.Topic, rp, sp, limit, r.bytes == 0)
 			if sp.RecordBatches == nil {
 				sp.RecordBatches = noRecords
 			}
@@ -114,13 +114,22 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
 
 // readPartition fills sp for one partition and returns the channel that
 // tells when the partition changes after this read.
-func (s *Server) readPartition(topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, limit int, firstData bool) (<-chan struct{}, error) {
+func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, limit int, firstData bool) (<-chan struct{}, error) {
 	p, _, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
 		return nil, err
 	}
 	changed := p.Changed() // before reading the state it guards
 	hw, start := p.HighWatermark(), p.LogStartOffset()
+	if rp.FetchOffset > hw {
+		// Past the end of a new leader that has not yet applied its
+		// predecessors' entries is not out of range; wait for them.
+		if err := settle(ctx, p); err != nil {
+			return nil, err
+		}
+		changed = p.Changed()
+		hw, start = p.HighWatermark(), p.LogStartOffset()
+	}
 	if rp.FetchOffset < start || rp.FetchOffset > hw {
 		return nil, kerr.OffsetOutOfRange
 	}

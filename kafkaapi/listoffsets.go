@@ -19,7 +19,7 @@ const (
 // startListOffsets answers when its turn comes, from the partitions'
 // current state.
 func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) responder {
-	return func(context.Context) (kmsg.Response, error) {
+	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 		resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 		for ti := range req.Topics {
@@ -34,11 +34,11 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 				*sp = kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
 				if req.Version == 0 {
-					offsets, err := s.listOffsetV0(rt.Topic, rp)
+					offsets, err := s.listOffsetV0(ctx, rt.Topic, rp)
 					sp.OldStyleOffsets, sp.ErrorCode = offsets, ErrorCode(err)
 					continue
 				}
-				found, err := s.listOffset(rt.Topic, rp)
+				found, err := s.listOffset(ctx, rt.Topic, rp)
 				if err != nil {
 					sp.ErrorCode = ErrorCode(err)
 					continue
@@ -57,15 +57,15 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 // high watermark (-1), or the first batch at or after the timestamp, and
 // the high watermark when there is none (as Kafka's newest "segment", the
 // log end, counts as written now).
-func (s *Server) listOffsetV0(topic string, rp *kmsg.ListOffsetsRequestTopicPartition) ([]int64, error) {
-	found, err := s.listOffset(topic, rp)
+func (s *Server) listOffsetV0(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) ([]int64, error) {
+	found, err := s.listOffset(ctx, topic, rp)
 	if err != nil {
 		return []int64{}, err
 	}
 	if found.Offset < 0 {
 		latest := *rp
 		latest.Timestamp = latestTimestamp
-		if found, err = s.listOffset(topic, &latest); err != nil {
+		if found, err = s.listOffset(ctx, topic, &latest); err != nil {
 			return []int64{}, err
 		}
 	}
@@ -75,10 +75,15 @@ func (s *Server) listOffsetV0(topic string, rp *kmsg.ListOffsetsRequestTopicPart
 	return []int64{found.Offset}, nil
 }
 
-func (s *Server) listOffset(topic string, rp *kmsg.ListOffsetsRequestTopicPartition) (TimestampOffset, error) {
+func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) (TimestampOffset, error) {
 	none := TimestampOffset{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	p, epoch, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
+		return none, err
+	}
+	// A new leader's high watermark is short until it has applied its
+	// predecessors' entries; Kafka answers OFFSET_NOT_AVAILABLE then.
+	if err := settle(ctx, p); err != nil {
 		return none, err
 	}
 	var (

@@ -15,7 +15,7 @@ import (
 // record they consumed ended on the new leader: a smaller end offset than
 // their position means the log was truncated under them.
 func (s *Server) startOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest, _ time.Time) responder {
-	return func(context.Context) (kmsg.Response, error) {
+	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 		resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, len(req.Topics))
 		for ti := range req.Topics {
@@ -29,7 +29,7 @@ func (s *Server) startOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest
 				sp := &st.Partitions[pi]
 				*sp = kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 				sp.Partition = rp.Partition
-				epoch, end, err := s.epochEndOffset(rt.Topic, rp)
+				epoch, end, err := s.epochEndOffset(ctx, rt.Topic, rp)
 				sp.ErrorCode = ErrorCode(err)
 				if err == nil {
 					sp.LeaderEpoch, sp.EndOffset = epoch, end
@@ -46,9 +46,14 @@ func (s *Server) startOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest
 // older one, the start offset of the first later epoch, with the largest
 // epoch at or below the requested one (the requested one if no batch has
 // an epoch that small); for an unknown (-1) or future epoch, -1 and -1.
-func (s *Server) epochEndOffset(topic string, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition) (int32, int64, error) {
+func (s *Server) epochEndOffset(ctx context.Context, topic string, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition) (int32, int64, error) {
 	p, current, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
+		return -1, -1, err
+	}
+	// A new leader that has not applied its predecessors' entries yet
+	// would answer from a short log: that looks like truncation.
+	if err := settle(ctx, p); err != nil {
 		return -1, -1, err
 	}
 	want := rp.LeaderEpoch
