@@ -28,8 +28,9 @@ type fakeBackend struct {
 	txn          map[string]ProducerIdentity
 	pidErr       error // returned by InitProducerID if set
 	lastPIDReq   InitProducerIDRequest
-	maxTS        bool // partitions offer MaxTimestampReader
-	epochIndex   bool // partitions offer EpochEndOffsetReader
+	maxTS        bool                         // partitions offer MaxTimestampReader
+	epochIndex   bool                         // partitions offer EpochEndOffsetReader
+	settle       func(p *fakePartition) error // if set, partitions offer Settler
 	controllerID int32
 }
 
@@ -144,6 +145,9 @@ func (b *fakeBackend) Partition(topic string, partition int32) (Partition, error
 	}
 	if b.epochIndex {
 		return epochIndexPartition{t.partitions[partition]}, nil
+	}
+	if b.settle != nil {
+		return settlingPartition{t.partitions[partition], b.settle}, nil
 	}
 	return t.partitions[partition], nil
 }
@@ -442,3 +446,13 @@ func (p epochIndexPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
 }
 
 var _ EpochEndOffsetReader = epochIndexPartition{}
+
+// settlingPartition adds the optional Settler capability.
+type settlingPartition struct {
+	*fakePartition
+	settle func(p *fakePartition) error
+}
+
+func (p settlingPartition) Settle(context.Context) error { return p.settle(p.fakePartition) }
+
+var _ Settler = settlingPartition{}
