@@ -48,6 +48,21 @@
 //     clients take as "no sessions on this broker"; an incremental fetch
 //     (epoch > 0) is answered FETCH_SESSION_ID_NOT_FOUND, as a Kafka broker
 //     with no session cache does.
+//   - A request that breaks the protocol (bad frame, unknown or unadvertised
+//     API or version, undecodable body) closes the connection, but only
+//     after every request before it has been answered.
+//   - A partition with no data is answered with an empty record set, never
+//     a null one (librdkafka rejects a null set).
+//   - Leader epochs are Raft terms, stamped into each stored batch.
+//     OffsetForLeaderEpoch answers as Kafka's leader epoch cache does, from
+//     the batches' epochs. A replica that just became leader applies its
+//     predecessors' entries only once its own first entry commits; a
+//     Partition that implements Settler is settled before
+//     OffsetForLeaderEpoch, ListOffsets or a Fetch past its high watermark
+//     is answered, so that none of them takes the short log for the truth.
+//   - DescribeConfigs describes topics (Kafka's topic configs, from the
+//     node's broker configs or Kafka's defaults; topics have no configs of
+//     their own yet) and the receiving broker (Backend.Configs).
 //   - A Fetch answers only data below the high watermark, long-polls up to
 //     MaxWaitMillis until MinBytes are available across all its partitions,
 //     and always returns at least one whole batch of the first non-empty
