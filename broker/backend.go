@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
@@ -158,6 +159,36 @@ func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, p)
 }
 
+// Configs reports the node's config under Kafka's names, and ours under
+// minikafka.*: the node never deletes data (retention -1), and a batch is
+// bounded only by the request size.
+func (b *backend) Configs() []kafkaapi.ConfigEntry {
+	c := b.n.cfg
+	str, num, boolean := kmsg.ConfigTypeString, kmsg.ConfigTypeInt, kmsg.ConfigTypeBoolean
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return []kafkaapi.ConfigEntry{
+		{Name: "broker.id", Value: itoa(int64(c.NodeID)), Type: num},
+		{Name: "node.id", Value: itoa(int64(c.NodeID)), Type: num},
+		{Name: "listeners", Value: "PLAINTEXT://" + c.KafkaAddr, Type: kmsg.ConfigTypeList},
+		{Name: "advertised.listeners", Value: "PLAINTEXT://" + c.AdvertisedKafkaAddr, Type: kmsg.ConfigTypeList},
+		{Name: "log.dirs", Value: c.DataDir, Type: str},
+		{Name: "num.partitions", Value: itoa(int64(c.DefaultPartitions)), Type: num},
+		{Name: "default.replication.factor", Value: itoa(int64(c.DefaultReplicationFactor)), Type: num},
+		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(c.AutoCreateTopics), Type: boolean},
+		{Name: "auto.leader.rebalance.enable", Value: strconv.FormatBool(c.LeaderRebalanceInterval > 0), Type: boolean},
+		{Name: "leader.imbalance.check.interval.seconds", Value: itoa(int64(c.LeaderRebalanceInterval / time.Second)), Type: kmsg.ConfigTypeLong},
+		{Name: "log.segment.bytes", Value: itoa(c.SegmentBytes), Type: num},
+		{Name: "log.retention.ms", Value: "-1", Type: kmsg.ConfigTypeLong},
+		{Name: "log.retention.bytes", Value: "-1", Type: kmsg.ConfigTypeLong},
+		{Name: "socket.request.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
+		{Name: "message.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
+		{Name: "minikafka.raft.addr", Value: c.AdvertisedRaftAddr, Type: str},
+		{Name: "minikafka.gossip.addr", Value: c.AdvertisedGossip, Type: str},
+		{Name: "minikafka.bootstrap.expect", Value: itoa(int64(c.BootstrapExpect)), Type: num},
+		{Name: "minikafka.producer.window", Value: itoa(int64(c.ProducerWindow)), Type: num},
+	}
+}
+
 func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerIDRequest) (kafkaapi.ProducerIdentity, error) {
 	r, err := b.n.proposeMeta(ctx, metadata.AllocateProducerID{TransactionalID: req.TransactionalID})
 	if err != nil {
@@ -171,6 +202,25 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 type replicaPartition struct {
 	r       *partition.Replica
 	enqueue time.Duration
+}
+
+var (
+	_ kafkaapi.Settler              = replicaPartition{}
+	_ kafkaapi.EpochEndOffsetReader = replicaPartition{}
+)
+
+// Settle waits until a new leader has applied its predecessors' entries
+// (partition.Replica.Settle).
+func (p replicaPartition) Settle(ctx context.Context) error {
+	if err := p.r.Settle(ctx, p.enqueue); err != nil {
+		return fmt.Errorf("%w: new leader not settled: %w", kerr.NotLeaderForPartition, err)
+	}
+	return nil
+}
+
+// EpochEndOffset answers OffsetForLeaderEpoch from the log's epoch index.
+func (p replicaPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
+	return p.r.EpochEndOffset(epoch)
 }
 
 var _ kafkaapi.Partition = replicaPartition{}

@@ -13,11 +13,14 @@ import (
 var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 0, MinVersion: 3, MaxVersion: 9},  // Produce
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
-	{ApiKey: 2, MinVersion: 1, MaxVersion: 7},  // ListOffsets
-	{ApiKey: 3, MinVersion: 1, MaxVersion: 12}, // Metadata
+	{ApiKey: 2, MinVersion: 0, MaxVersion: 7},  // ListOffsets
+	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
 	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
 	{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
+	{ApiKey: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
+	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
+	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
 }
 
 func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {

@@ -41,6 +41,15 @@ type Backend interface {
 	// NOT_LEADER_OR_FOLLOWER by the server (see Partition.IsLeader).
 	Partition(topic string, partition int32) (Partition, error)
 
+	// Configs returns this node's settings for DescribeConfigs: under
+	// Kafka's broker config names where Kafka has the setting (broker.id,
+	// which must be present, num.partitions, log.segment.bytes, ...), and
+	// for the node's own settings under names starting with "minikafka.".
+	// They are static (fixed when the node started) and listed in a stable
+	// order. A topic config whose broker synonym is listed (for example
+	// segment.bytes for log.segment.bytes) takes the node's value.
+	Configs() []ConfigEntry
+
 	// InitProducerID allocates a producer id (idempotent producer) or, for
 	// a transactional id, returns that id's producer id with its epoch
 	// bumped, which fences the previous holder (DESIGN B5). Ids are never
@@ -106,6 +115,39 @@ type MaxTimestampReader interface {
 	// MaxTimestamp returns the offset and timestamp of the committed
 	// record with the largest timestamp; ok is false for an empty log.
 	MaxTimestamp() (found TimestampOffset, ok bool)
+}
+
+// Settler is an optional Partition capability for replicas whose log and
+// high watermark lag behind the replicated log for a moment after they
+// become leader (a Raft leader applies the entries of earlier terms only
+// once an entry of its own term commits). Without it the server takes the
+// partition's state as current.
+type Settler interface {
+	// Settle returns once the leader has applied every entry of the terms
+	// before its current one, or with the error to answer (for example
+	// kerr.NotLeaderForPartition). It is cheap once settled.
+	Settle(ctx context.Context) error
+}
+
+// settle calls p's Settle, if it has one.
+func settle(ctx context.Context, p Partition) error {
+	if s, ok := p.(Settler); ok {
+		return s.Settle(ctx)
+	}
+	return nil
+}
+
+// EpochEndOffsetReader is an optional Partition capability: an index of
+// the leader epochs stamped into the stored batches, from which the server
+// answers OffsetForLeaderEpoch. Without it the server finds the same
+// answer by a binary search over the batch headers with Read, which costs
+// O(log n) reads of one batch each.
+type EpochEndOffsetReader interface {
+	// EpochEndOffset returns the largest leader epoch at or below epoch
+	// that a stored batch carries (-1 if none does) and the base offset of
+	// the first batch whose epoch is larger (the log end offset if none
+	// is). Epochs never decrease along the log.
+	EpochEndOffset(epoch int32) (floor int32, end int64, err error)
 }
 
 // ProduceWait waits for the outcome of one Produce. It returns when the

@@ -12,6 +12,12 @@ import (
 // serveConn runs one connection: this goroutine reads and starts requests,
 // a writer goroutine answers them in order. It returns when either side
 // stops, after both have, with the connection closed.
+//
+// A request that breaks the protocol (ErrProtocol) ends the reading, but
+// the requests before it are still answered before the connection closes,
+// as Kafka does (it reads a connection's next request only after answering
+// the previous one). Any other end of reading (the client went away, the
+// server is closing) abandons what is queued.
 func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	ctx, cancel := context.WithCancel(ctx)
 	// Closing nc is what unblocks a Read or Write once ctx is done
@@ -32,14 +38,22 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		writeErr = s.writeLoop(ctx, nc, queue, slots)
-		cancel()
+		if writeErr = s.writeLoop(ctx, nc, queue, slots); writeErr != nil {
+			cancel() // stops the reader
+		}
 	}()
 
 	readErr := s.readLoop(ctx, nc, queue, slots)
-	cancel()
 	close(queue)
+	drain := errors.Is(readErr, ErrProtocol)
+	if !drain {
+		cancel()
+	}
 	<-writerDone
+	if drain && writeErr == nil {
+		lingerClose(nc)
+	}
+	cancel()
 	<-ncClosed
 
 	err := readErr
@@ -49,6 +63,23 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("kafkaapi: closing connection", "remote", nc.RemoteAddr().String(), "err", err)
 	}
+}
+
+// lingerTimeout bounds how long lingerClose discards a client's input.
+const lingerTimeout = time.Second
+
+// lingerClose prepares closing a connection that the server ends on its
+// own after its last response: it half-closes, so that the client reads
+// every response and then EOF, and discards what the client still sends
+// until EOF or lingerTimeout, because closing a socket with unread input
+// resets it, and a reset can destroy responses the client has not read
+// yet. Closing nc (the server stopping) ends the wait early.
+func lingerClose(nc net.Conn) {
+	if hc, ok := nc.(interface{ CloseWrite() error }); ok {
+		hc.CloseWrite()
+	}
+	nc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.Copy(io.Discard, nc)
 }
 
 // readLoop reads frames and starts their requests in order until the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"testing"
@@ -277,4 +278,65 @@ func mustListen(t *testing.T) net.Listener {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// A request that closes the connection does so only after every request
+// before it has been answered, as Kafka does: a client that pipelines
+// ApiVersions and a request we do not serve still gets the ApiVersions
+// answer, and a produce in flight still gets its outcome.
+func TestBadRequestClosesAfterEarlierResponses(t *testing.T) {
+	h := startServer(t, Config{})
+	p := h.fb.addTopic("t", 1)[0]
+	p.set(func(p *fakePartition) { p.hold = true })
+	c := h.dial()
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipeline"))
+	bad := kmsg.NewPtrOffsetCommitRequest() // not advertised
+	bad.Version = 2
+	// One write: the server reads all three at once. (kmsg's AppendRequest
+	// puts the size at the start of dst, so each frame gets its own.)
+	var raw []byte
+	raw = append(raw, f.AppendRequest(nil, apiVersionsRequest(0), 1)...)
+	raw = append(raw, f.AppendRequest(nil, produceRequest(9, -1, "t", map[int32][]byte{0: makeBatch(1, "a")}), 2)...)
+	raw = append(raw, f.AppendRequest(nil, bad, 3)...)
+	c.write(raw)
+
+	eventually(t, "produce started", func() bool { return p.heldCount() == 1 })
+	av := kmsg.NewPtrApiVersionsResponse()
+	if corr := c.read(av); corr != 1 || av.ErrorCode != 0 || !sameKeys(av.ApiKeys, wantAPIs) {
+		t.Fatalf("ApiVersions: corr %d error %d keys %+v", corr, av.ErrorCode, av.ApiKeys)
+	}
+	p.release()
+	pr := kmsg.NewPtrProduceResponse()
+	pr.Version = 9
+	if corr := c.read(pr); corr != 2 || pr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("Produce: corr %d, %+v", corr, pr.Topics[0].Partitions[0])
+	}
+	// Then EOF, not a reset, and no answer to the bad request.
+	if _, _, err := c.readFrame(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the answers: %v, want EOF", err)
+	}
+	h.requireServing()
+}
+
+// A client that keeps sending after its bad request still reads every
+// answer before it: the server drains the client's input before closing,
+// since closing with unread input would reset the connection.
+func TestBadRequestWithUnreadInputStillAnswers(t *testing.T) {
+	h := startServer(t, Config{})
+	c := h.dial()
+	var raw []byte
+	for i := int32(1); i <= 3; i++ {
+		raw = append(raw, kmsg.NewRequestFormatter().AppendRequest(nil, apiVersionsRequest(0), i)...)
+	}
+	raw = append(raw, frameWith(math.MaxInt32, make([]byte, 256<<10))...) // too big, then 256 KiB unread
+	go c.nc.Write(raw)
+	for i := int32(1); i <= 3; i++ {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		if corr := c.read(resp); corr != i {
+			t.Fatalf("corr %d, want %d", corr, i)
+		}
+	}
+	if _, _, err := c.readFrame(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the answers: %v, want EOF", err)
+	}
 }

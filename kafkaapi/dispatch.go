@@ -33,11 +33,14 @@ const apiVersionsMax = 3
 var apis = []api{
 	{kmsg.Produce, 3, 9},
 	{kmsg.Fetch, 4, 12},
-	{kmsg.ListOffsets, 1, 7},
-	{kmsg.Metadata, 1, 12},
+	{kmsg.ListOffsets, 0, 7},
+	{kmsg.Metadata, 0, 12},
 	{kmsg.ApiVersions, 0, apiVersionsMax},
 	{kmsg.CreateTopics, 0, 7},
 	{kmsg.InitProducerID, 0, 4},
+	{kmsg.OffsetForLeaderEpoch, 0, 4},
+	{kmsg.DescribeConfigs, 0, 4},
+	{kmsg.DescribeCluster, 0, 1},
 }
 
 // startAPI begins a decoded request on the connection's reader. It must
@@ -58,6 +61,12 @@ func (s *Server) startAPI(req kmsg.Request, received time.Time) responder {
 		return s.startCreateTopics(req, received)
 	case *kmsg.InitProducerIDRequest:
 		return s.startInitProducerID(req, received)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return s.startOffsetForLeaderEpoch(req, received)
+	case *kmsg.DescribeConfigsRequest:
+		return s.startDescribeConfigs(req, received)
+	case *kmsg.DescribeClusterRequest:
+		return s.startDescribeCluster(req, received)
 	}
 	// Unreachable while apis and this switch agree (a test checks it);
 	// close the connection rather than crash the node.

@@ -19,8 +19,13 @@
 // Kafka does, except an ApiVersions request above v3, which gets a v0
 // UNSUPPORTED_VERSION answer so that the client can retry lower):
 //
-//	Produce 3-9, Fetch 4-12, ListOffsets 1-7, Metadata 1-12,
-//	ApiVersions 0-3, CreateTopics 0-7, InitProducerId 0-4
+//	Produce 3-9, Fetch 4-12, ListOffsets 0-7, Metadata 0-12,
+//	ApiVersions 0-3, CreateTopics 0-7, InitProducerId 0-4,
+//	OffsetForLeaderEpoch 0-4, DescribeConfigs 0-4, DescribeCluster 0-1
+//
+// Produce below v3 and Fetch below v4 carry message sets of format v0 or
+// v1, which the node does not store (Kafka converts them; Kafka 4 dropped
+// them too).
 //
 // Connection model. One reader goroutine per connection reads frames,
 // decodes them and starts each request in arrival order; one writer
@@ -43,6 +48,21 @@
 //     clients take as "no sessions on this broker"; an incremental fetch
 //     (epoch > 0) is answered FETCH_SESSION_ID_NOT_FOUND, as a Kafka broker
 //     with no session cache does.
+//   - A request that breaks the protocol (bad frame, unknown or unadvertised
+//     API or version, undecodable body) closes the connection, but only
+//     after every request before it has been answered.
+//   - A partition with no data is answered with an empty record set, never
+//     a null one (librdkafka rejects a null set).
+//   - Leader epochs are Raft terms, stamped into each stored batch.
+//     OffsetForLeaderEpoch answers as Kafka's leader epoch cache does, from
+//     the batches' epochs. A replica that just became leader applies its
+//     predecessors' entries only once its own first entry commits; a
+//     Partition that implements Settler is settled before
+//     OffsetForLeaderEpoch, ListOffsets or a Fetch past its high watermark
+//     is answered, so that none of them takes the short log for the truth.
+//   - DescribeConfigs describes topics (Kafka's topic configs, from the
+//     node's broker configs or Kafka's defaults; topics have no configs of
+//     their own yet) and the receiving broker (Backend.Configs).
 //   - A Fetch answers only data below the high watermark, long-polls up to
 //     MaxWaitMillis until MinBytes are available across all its partitions,
 //     and always returns at least one whole batch of the first non-empty

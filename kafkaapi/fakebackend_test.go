@@ -3,9 +3,11 @@ package kafkaapi
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -26,7 +28,10 @@ type fakeBackend struct {
 	txn          map[string]ProducerIdentity
 	pidErr       error // returned by InitProducerID if set
 	lastPIDReq   InitProducerIDRequest
-	maxTS        bool // partitions offer MaxTimestampReader
+	maxTS        bool                         // partitions offer MaxTimestampReader
+	epochIndex   bool                         // partitions offer EpochEndOffsetReader
+	settle       func(p *fakePartition) error // if set, partitions offer Settler
+	controllerID int32
 }
 
 type fakeTopic struct {
@@ -40,6 +45,7 @@ var _ Backend = (*fakeBackend)(nil)
 func newFakeBackend(host string, port int32) *fakeBackend {
 	return &fakeBackend{
 		broker:       Broker{NodeID: 1, Host: host, Port: port},
+		controllerID: 1,
 		clusterID:    "fake-cluster",
 		topics:       make(map[string]*fakeTopic),
 		defaultParts: 2,
@@ -69,7 +75,7 @@ func (b *fakeBackend) addTopicLocked(name string, partitions int32, rf int16) *f
 func (b *fakeBackend) Cluster(context.Context) ClusterView {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	v := ClusterView{ClusterID: b.clusterID, ControllerID: b.broker.NodeID, Brokers: []Broker{b.broker}}
+	v := ClusterView{ClusterID: b.clusterID, ControllerID: b.controllerID, Brokers: []Broker{b.broker}}
 	names := make([]string, 0, len(b.topics))
 	for name := range b.topics {
 		names = append(names, name)
@@ -137,7 +143,23 @@ func (b *fakeBackend) Partition(topic string, partition int32) (Partition, error
 	if b.maxTS {
 		return maxTSPartition{t.partitions[partition]}, nil
 	}
+	if b.epochIndex {
+		return epochIndexPartition{t.partitions[partition]}, nil
+	}
+	if b.settle != nil {
+		return settlingPartition{t.partitions[partition], b.settle}, nil
+	}
 	return t.partitions[partition], nil
+}
+
+func (b *fakeBackend) Configs() []ConfigEntry {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return []ConfigEntry{
+		{Name: "broker.id", Value: strconv.Itoa(int(b.broker.NodeID)), Type: kmsg.ConfigTypeInt, Doc: "The node id."},
+		{Name: "log.segment.bytes", Value: "1048576", Type: kmsg.ConfigTypeInt},
+		{Name: "minikafka.producer.window", Value: "5", Type: kmsg.ConfigTypeInt},
+	}
 }
 
 func (b *fakeBackend) InitProducerID(_ context.Context, req InitProducerIDRequest) (ProducerIdentity, error) {
@@ -401,3 +423,36 @@ func (p maxTSPartition) MaxTimestamp() (TimestampOffset, bool) {
 }
 
 var _ MaxTimestampReader = maxTSPartition{}
+
+// epochIndexPartition adds the optional EpochEndOffsetReader capability,
+// answered by a scan of every batch.
+type epochIndexPartition struct{ *fakePartition }
+
+func (p epochIndexPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	floor := int32(-1)
+	for _, b := range p.log {
+		h, _ := record.ParseHeader(b)
+		if h.NextOffset() <= p.start {
+			continue
+		}
+		if h.PartitionLeaderEpoch > epoch {
+			return floor, h.BaseOffset, nil
+		}
+		floor = h.PartitionLeaderEpoch
+	}
+	return floor, p.hw, nil
+}
+
+var _ EpochEndOffsetReader = epochIndexPartition{}
+
+// settlingPartition adds the optional Settler capability.
+type settlingPartition struct {
+	*fakePartition
+	settle func(p *fakePartition) error
+}
+
+func (p settlingPartition) Settle(context.Context) error { return p.settle(p.fakePartition) }
+
+var _ Settler = settlingPartition{}

@@ -32,7 +32,7 @@ func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responde
 			}
 		}()
 		for {
-			r := s.readFetch(req)
+			r := s.readFetch(ctx, req)
 			resp.Topics = r.topics
 			if r.bytes >= int(req.MinBytes) || r.errored || len(r.changed) == 0 ||
 				ctx.Err() != nil || !time.Now().Before(deadline) {
@@ -68,11 +68,16 @@ type fetchRead struct {
 	changed []<-chan struct{} // one per readable partition, taken before reading it
 }
 
+// noRecords is the record set of a partition with nothing to return. Kafka
+// always answers an empty set, never null: librdkafka rejects a whole
+// response that holds a null one ("invalid MessageSetSize -1").
+var noRecords = []byte{}
+
 // readFetch reads every partition of req once, within the request's byte
 // limits: each partition gets at most PartitionMaxBytes and the whole
 // response at most MaxBytes, except that the first batch of the first
 // partition with data is returned whole even when larger (KIP-74).
-func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
+func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRead {
 	var r fetchRead
 	remaining := int(req.MaxBytes)
 	r.topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
@@ -88,11 +93,14 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
 			*sp = kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			limit := min(int(rp.PartitionMaxBytes), remaining)
-			ch, err := s.readPartition(rt.Topic, rp, sp, limit, r.bytes == 0)
+			ch, err := s.readPartition(ctx, rt.Topic, rp, sp, limit, r.bytes == 0)
+			if sp.RecordBatches == nil {
+				sp.RecordBatches = noRecords
+			}
 			if err != nil {
 				sp.ErrorCode = ErrorCode(err)
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-				sp.RecordBatches = nil
+				sp.RecordBatches = noRecords
 				r.errored = true
 				continue
 			}
@@ -106,19 +114,22 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) fetchRead {
 
 // readPartition fills sp for one partition and returns the channel that
 // tells when the partition changes after this read.
-func (s *Server) readPartition(topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, limit int, firstData bool) (<-chan struct{}, error) {
-	p, err := s.backend.Partition(topic, rp.Partition)
+func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, limit int, firstData bool) (<-chan struct{}, error) {
+	p, _, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
-		return nil, err
-	}
-	if !p.IsLeader() {
-		return nil, kerr.NotLeaderForPartition
-	}
-	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.LeaderEpoch()); err != nil {
 		return nil, err
 	}
 	changed := p.Changed() // before reading the state it guards
 	hw, start := p.HighWatermark(), p.LogStartOffset()
+	if rp.FetchOffset > hw {
+		// Past the end of a new leader that has not yet applied its
+		// predecessors' entries is not out of range; wait for them.
+		if err := settle(ctx, p); err != nil {
+			return nil, err
+		}
+		changed = p.Changed()
+		hw, start = p.HighWatermark(), p.LogStartOffset()
+	}
 	if rp.FetchOffset < start || rp.FetchOffset > hw {
 		return nil, kerr.OffsetOutOfRange
 	}
@@ -160,17 +171,4 @@ func wholeBatches(data []byte, limit int, firstData bool, hw int64) []byte {
 		return nil
 	}
 	return data[:keep]
-}
-
-// checkLeaderEpoch compares a client's leader epoch (-1: not given) with
-// the replica's, as Kafka does (KIP-320).
-func checkLeaderEpoch(requested, current int32) error {
-	switch {
-	case requested < 0 || requested == current:
-		return nil
-	case requested > current:
-		return kerr.UnknownLeaderEpoch
-	default:
-		return kerr.FencedLeaderEpoch
-	}
 }

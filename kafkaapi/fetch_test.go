@@ -2,9 +2,11 @@ package kafkaapi
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -273,4 +275,99 @@ func TestWholeBatches(t *testing.T) {
 	if got := wholeBatches(data, 1<<20, true, hw-1); !bytes.Equal(got, a) {
 		t.Fatalf("kept %d bytes, want only the batch below the high watermark", len(got))
 	}
+}
+
+// A partition with nothing to return carries an empty record set, never a
+// null one, in every version: at the high watermark, over the byte limits,
+// and with an error (Kafka answers MemoryRecords.EMPTY in each case;
+// librdkafka fails the whole response on a null set). The check is on the
+// wire bytes, so it does not depend on how kmsg decodes a null.
+func TestFetchEmptyRecordSetIsNotNull(t *testing.T) {
+	for v := int16(4); v <= 12; v++ {
+		h := startServer(t, Config{})
+		ps := h.fb.addTopic("t", 3)
+		ps[1].append(makeBatch(1, string(make([]byte, 200))))
+		ps[2].append(makeBatch(1, "x"))
+		req := fetchRequest(v, "t", 0, 1, 0, 0, 0)
+		req.MaxBytes = 10 // partition 2 gets nothing: the first batch spent it
+		unknown := kmsg.NewFetchRequestTopicPartition()
+		unknown.Partition = 9
+		unknown.PartitionMaxBytes = 1 << 20
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, unknown)
+		c := h.dial()
+		corr := c.send(req)
+		got, body, err := c.readFrame()
+		if err != nil || got != corr {
+			t.Fatalf("v%d: read response: corr %d, %v", v, got, err)
+		}
+		sizes := recordSetSizes(t, v, body)
+		want := []int32{0, int32(len(ps[1].batches()[0])), 0, 0}
+		if !slices.Equal(sizes, want) {
+			t.Fatalf("v%d: record set sizes %v, want %v (-1 is null)", v, sizes, want)
+		}
+	}
+}
+
+// recordSetSizes decodes a Fetch response body of one topic by hand and
+// returns each partition's record set length as it is on the wire.
+func recordSetSizes(t *testing.T, version int16, body []byte) []int32 {
+	t.Helper()
+	flexible := version >= 12
+	r := kbin.Reader{Src: body}
+	if flexible {
+		kmsg.SkipTags(&r) // response header
+	}
+	r.Int32() // throttle
+	if version >= 7 {
+		r.Int16() // error code
+		r.Int32() // session id
+	}
+	arrayLen := func() int32 {
+		if flexible {
+			return r.CompactArrayLen()
+		}
+		return r.ArrayLen()
+	}
+	if n := arrayLen(); n != 1 {
+		t.Fatalf("v%d: %d topics", version, n)
+	}
+	if flexible {
+		_ = r.CompactString()
+	} else {
+		_ = r.String()
+	}
+	var sizes []int32
+	for range arrayLen() {
+		r.Int32() // partition
+		r.Int16() // error code
+		r.Int64() // high watermark
+		r.Int64() // last stable offset
+		if version >= 5 {
+			r.Int64() // log start offset
+		}
+		for range arrayLen() { // aborted transactions
+			r.Int64()
+			r.Int64()
+		}
+		if version >= 11 {
+			r.Int32() // preferred read replica
+		}
+		var n int32
+		if flexible {
+			n = int32(r.Uvarint()) - 1
+		} else {
+			n = r.Int32()
+		}
+		sizes = append(sizes, n)
+		if n > 0 {
+			r.Span(int(n))
+		}
+		if flexible {
+			kmsg.SkipTags(&r)
+		}
+	}
+	if err := r.Complete(); err != nil && !flexible {
+		t.Fatalf("v%d: decode: %v", version, err)
+	}
+	return sizes
 }

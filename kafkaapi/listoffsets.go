@@ -4,8 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/record"
 )
 
 // Special ListOffsets timestamps.
@@ -18,7 +19,7 @@ const (
 // startListOffsets answers when its turn comes, from the partitions'
 // current state.
 func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) responder {
-	return func(context.Context) (kmsg.Response, error) {
+	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 		resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 		for ti := range req.Topics {
@@ -32,7 +33,12 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 				sp := &st.Partitions[pi]
 				*sp = kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
-				found, err := s.listOffset(rt.Topic, rp)
+				if req.Version == 0 {
+					offsets, err := s.listOffsetV0(ctx, rt.Topic, rp)
+					sp.OldStyleOffsets, sp.ErrorCode = offsets, ErrorCode(err)
+					continue
+				}
+				found, err := s.listOffset(ctx, rt.Topic, rp)
 				if err != nil {
 					sp.ErrorCode = ErrorCode(err)
 					continue
@@ -44,17 +50,40 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 	}
 }
 
-func (s *Server) listOffset(topic string, rp *kmsg.ListOffsetsRequestTopicPartition) (TimestampOffset, error) {
+// listOffsetV0 answers ListOffsets v0, which asks for up to MaxNumOffsets
+// offsets "before" a timestamp, newest first. Kafka answers from segment
+// base offsets and file modification times; clients read the first offset
+// only. We answer one offset, the one v1 gives: the log start (-2), the
+// high watermark (-1), or the first batch at or after the timestamp, and
+// the high watermark when there is none (as Kafka's newest "segment", the
+// log end, counts as written now).
+func (s *Server) listOffsetV0(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) ([]int64, error) {
+	found, err := s.listOffset(ctx, topic, rp)
+	if err != nil {
+		return []int64{}, err
+	}
+	if found.Offset < 0 {
+		latest := *rp
+		latest.Timestamp = latestTimestamp
+		if found, err = s.listOffset(ctx, topic, &latest); err != nil {
+			return []int64{}, err
+		}
+	}
+	if rp.MaxNumOffsets <= 0 {
+		return []int64{}, nil
+	}
+	return []int64{found.Offset}, nil
+}
+
+func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) (TimestampOffset, error) {
 	none := TimestampOffset{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
-	p, err := s.backend.Partition(topic, rp.Partition)
+	p, epoch, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
 		return none, err
 	}
-	if !p.IsLeader() {
-		return none, kerr.NotLeaderForPartition
-	}
-	epoch := p.LeaderEpoch()
-	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, epoch); err != nil {
+	// A new leader's high watermark is short until it has applied its
+	// predecessors' entries; Kafka answers OFFSET_NOT_AVAILABLE then.
+	if err := settle(ctx, p); err != nil {
 		return none, err
 	}
 	var (
@@ -67,16 +96,58 @@ func (s *Server) listOffset(topic string, rp *kmsg.ListOffsetsRequestTopicPartit
 		// the last stable offset is the high watermark.
 		return TimestampOffset{Offset: p.HighWatermark(), Timestamp: -1, LeaderEpoch: epoch}, nil
 	case earliestTimestamp:
-		return TimestampOffset{Offset: p.LogStartOffset(), Timestamp: -1, LeaderEpoch: epoch}, nil
+		// Kafka answers the epoch of its first leader epoch entry: the
+		// first batch's, or the current one for an empty log.
+		start := p.LogStartOffset()
+		if start < p.HighWatermark() {
+			h, err := batchAt(p, start)
+			if err != nil {
+				return none, err
+			}
+			epoch = h.PartitionLeaderEpoch
+		}
+		return TimestampOffset{Offset: start, Timestamp: -1, LeaderEpoch: epoch}, nil
 	case maxTimestamp:
 		if mt, can := p.(MaxTimestampReader); can {
 			found, ok = mt.MaxTimestamp()
 		}
 	default:
 		found, ok = p.OffsetForTimestamp(rp.Timestamp)
+		if ok {
+			found = s.firstRecordAt(p, found, rp.Timestamp)
+		}
 	}
 	if !ok {
 		return none, nil // Kafka answers "no such record" with offset -1 and no error
 	}
 	return found, nil
+}
+
+// firstRecordAt turns the batch found for a timestamp into Kafka's answer
+// (FileRecords.searchForTimestamp): the first record of that batch whose
+// timestamp is at or after ts and whose offset is at or after the log
+// start, with its own timestamp, and the batch's leader epoch. If the
+// batch cannot be read or decoded, the batch's base offset and max
+// timestamp stand.
+func (s *Server) firstRecordAt(p Partition, batch TimestampOffset, ts int64) TimestampOffset {
+	start := p.LogStartOffset()
+	data, err := p.Read(max(batch.Offset, start), 1) // the batch may begin before the log start
+	var h record.Header
+	if err == nil {
+		h, err = record.ParseHeader(data)
+	}
+	var recs []record.Record
+	if err == nil && h.BaseOffset == batch.Offset {
+		recs, err = record.AppendRecords(nil, data[:min(h.Size(), len(data))])
+	}
+	if err != nil {
+		s.log.Debug("kafkaapi: ListOffsets: cannot read the batch found for a timestamp", "offset", batch.Offset, "err", err)
+		return batch
+	}
+	for _, r := range recs {
+		if r.Timestamp >= ts && r.Offset >= start {
+			return TimestampOffset{Offset: r.Offset, Timestamp: r.Timestamp, LeaderEpoch: h.PartitionLeaderEpoch}
+		}
+	}
+	return batch
 }

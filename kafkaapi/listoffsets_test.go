@@ -1,6 +1,7 @@
 package kafkaapi
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,23 +34,28 @@ func TestListOffsets(t *testing.T) {
 		p.append(makeBatch(200, "d"))      // offset 3, timestamp 200
 		p.set(func(p *fakePartition) { p.start = 1 })
 
-		resp := h.dial().roundTrip(listOffsetsRequest(version, "t", -1, -2, -1, 101, 150, 999, -3)).(*kmsg.ListOffsetsResponse)
-		want := []struct{ offset, ts int64 }{
-			{1, -1},  // earliest: the log start offset
-			{4, -1},  // latest: the high watermark
-			{0, 101}, // first batch whose max timestamp >= 101
-			{2, 300}, // first batch whose max timestamp >= 150
-			{-1, -1}, // none
-			{2, 300}, // max timestamp
+		p.set(func(p *fakePartition) { p.epoch = 6 })
+		resp := h.dial().roundTrip(listOffsetsRequest(version, "t", 6, -2, -1, 100, 101, 150, 999, -3)).(*kmsg.ListOffsetsResponse)
+		want := []struct {
+			offset, ts int64
+			epoch      int32
+		}{
+			{1, -1, 5},   // earliest: the log start offset, with the first batch's epoch
+			{4, -1, 6},   // latest: the high watermark, with the current epoch
+			{1, 101, 5},  // the first record at or after 100 and the log start
+			{1, 101, 5},  // the first record at or after 101, inside its batch
+			{2, 300, 5},  // first record at or after 150
+			{-1, -1, -1}, // none
+			{2, 300, 5},  // max timestamp
 		}
 		for i, w := range want {
 			got := resp.Topics[0].Partitions[i]
 			if got.ErrorCode != 0 || got.Offset != w.offset || got.Timestamp != w.ts {
 				t.Errorf("v%d answer %d: error %d offset %d ts %d, want offset %d ts %d", version, i, got.ErrorCode, got.Offset, got.Timestamp, w.offset, w.ts)
 			}
-			wantEpoch := int32(-1) // not on the wire before v4
-			if version >= 4 && w.offset >= 0 {
-				wantEpoch = 5
+			wantEpoch := w.epoch
+			if version < 4 {
+				wantEpoch = -1 // not on the wire before v4
 			}
 			if got.LeaderEpoch != wantEpoch {
 				t.Errorf("v%d answer %d: leader epoch %d, want %d", version, i, got.LeaderEpoch, wantEpoch)
@@ -90,5 +96,33 @@ func TestListOffsetsErrors(t *testing.T) {
 	got := c.roundTrip(listOffsetsRequest(7, "t", -1, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 	if got.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Errorf("follower: error %d, want NOT_LEADER_OR_FOLLOWER", got.ErrorCode)
+	}
+}
+
+// v0 (before KIP-79) answers a list holding the one offset v1 would give;
+// with no batch at or after the timestamp, the high watermark.
+func TestListOffsetsV0(t *testing.T) {
+	h := startServer(t, Config{})
+	p := h.fb.addTopic("t", 1)[0]
+	p.append(makeBatch(100, "a", "b")) // offsets 0-1, timestamps 100-101
+	p.append(makeBatch(300, "c"))      // offset 2
+	p.set(func(p *fakePartition) { p.start = 1 })
+	req := listOffsetsRequest(0, "t", -1, -2, -1, 150, 999, -1)
+	for i := range req.Topics[0].Partitions {
+		req.Topics[0].Partitions[i].MaxNumOffsets = 1
+	}
+	req.Topics[0].Partitions[4].MaxNumOffsets = 0
+	c := h.dial()
+	resp := c.roundTrip(req).(*kmsg.ListOffsetsResponse)
+	want := [][]int64{{1}, {3}, {2}, {3}, {}}
+	for i, w := range want {
+		got := resp.Topics[0].Partitions[i]
+		if got.ErrorCode != 0 || !slices.Equal(got.OldStyleOffsets, w) {
+			t.Errorf("answer %d: error %d offsets %v, want %v", i, got.ErrorCode, got.OldStyleOffsets, w)
+		}
+	}
+	bad := c.roundTrip(listOffsetsRequest(0, "nope", -1, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if bad.ErrorCode != kerr.UnknownTopicOrPartition.Code || len(bad.OldStyleOffsets) != 0 {
+		t.Errorf("unknown topic: %+v", bad)
 	}
 }

@@ -17,7 +17,21 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		view := s.backend.Cluster(ctx)
 		resp := req.ResponseKind().(*kmsg.MetadataResponse)
 		fillBrokers(resp, view)
-		if req.Topics == nil { // null: every topic
+		defer func() {
+			// v8+: the operations the client may perform; with no
+			// authorizer Kafka grants every supported one.
+			if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
+				resp.AuthorizedOperations = clusterOperations
+			}
+			for i := range resp.Topics {
+				if req.IncludeTopicAuthorizedOperations {
+					resp.Topics[i].AuthorizedOperations = topicOperations
+				}
+			}
+		}()
+		// null asks for every topic; so does an empty list in v0, which
+		// has no null.
+		if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 			for i := range view.Topics {
 				resp.Topics = append(resp.Topics, topicMetadata(&view.Topics[i]))
 			}

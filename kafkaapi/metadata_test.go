@@ -29,7 +29,8 @@ func metadata(t *testing.T, c *client, req *kmsg.MetadataRequest) *kmsg.Metadata
 }
 
 func TestMetadataAllTopics(t *testing.T) {
-	for _, version := range []int16{1, 4, 7, 9, 12} {
+	// v0 has no null list: an empty one asks for every topic.
+	for _, version := range []int16{0, 1, 4, 7, 9, 12} {
 		h := startServer(t, Config{})
 		h.fb.addTopic("b", 1)
 		ps := h.fb.addTopic("a", 2)
@@ -37,7 +38,7 @@ func TestMetadataAllTopics(t *testing.T) {
 		resp := metadata(t, h.dial(), metadataRequest(version, false))
 
 		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 1 || resp.Brokers[0].Host != "127.0.0.1" ||
-			resp.Brokers[0].Port != h.fb.broker.Port || resp.ControllerID != 1 {
+			resp.Brokers[0].Port != h.fb.broker.Port || (version >= 1 && resp.ControllerID != 1) {
 			t.Fatalf("v%d: brokers %+v controller %d", version, resp.Brokers, resp.ControllerID)
 		}
 		if version >= 2 && (resp.ClusterID == nil || *resp.ClusterID != "fake-cluster") {
@@ -155,5 +156,36 @@ func TestMetadataAutoCreateErrors(t *testing.T) {
 	resp = metadata(t, h.dial(), metadataRequest(12, true, "later"))
 	if got := resp.Topics[0].ErrorCode; got != kerr.LeaderNotAvailable.Code {
 		t.Fatalf("error %d, want LEADER_NOT_AVAILABLE", got)
+	}
+}
+
+// In v0 a list of names asks for those topics only.
+func TestMetadataV0NamedTopics(t *testing.T) {
+	h := startServer(t, Config{})
+	h.fb.addTopic("known", 1)
+	h.fb.addTopic("other", 1)
+	resp := metadata(t, h.dial(), metadataRequest(0, false, "known"))
+	if len(resp.Topics) != 1 || *resp.Topics[0].Topic != "known" || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("topics %+v, want only known", resp.Topics)
+	}
+}
+
+// The acceptance case of issue 12: a client that pipelines ApiVersions v0
+// and Metadata v0 in one write gets both answers, in order.
+func TestPipelinedAPIVersionsAndMetadataV0(t *testing.T) {
+	h := startServer(t, Config{})
+	h.fb.addTopic("t", 1)
+	c := h.dial()
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("rdkafka"))
+	raw := f.AppendRequest(nil, apiVersionsRequest(0), 1)
+	raw = append(raw, f.AppendRequest(nil, metadataRequest(0, false), 2)...)
+	c.write(raw)
+	av := kmsg.NewPtrApiVersionsResponse()
+	if corr := c.read(av); corr != 1 || av.ErrorCode != 0 || !sameKeys(av.ApiKeys, wantAPIs) {
+		t.Fatalf("ApiVersions v0: corr %d error %d", corr, av.ErrorCode)
+	}
+	md := kmsg.NewPtrMetadataResponse()
+	if corr := c.read(md); corr != 2 || len(md.Topics) != 1 || *md.Topics[0].Topic != "t" || len(md.Brokers) != 1 {
+		t.Fatalf("Metadata v0: corr %d, %+v", corr, md)
 	}
 }

@@ -338,7 +338,7 @@ func (g *Group) AddNonvoter(ctx context.Context, node int32, addr string) error 
 
 // Proposal is a command on its way through Raft.
 type Proposal struct {
-	f   raft.ApplyFuture
+	f   raft.Future // an ApplyFuture, but for Barrier
 	err error
 }
 
@@ -357,23 +357,43 @@ func (g *Group) Propose(cmd []byte, timeout time.Duration) Proposal {
 // error: ErrNotLeader, ErrMaybeCommitted, ErrEnqueueTimeout or
 // ErrGroupClosed.
 func (p Proposal) Wait() (index uint64, response any, err error) {
+	if err := p.waitErr(); err != nil {
+		return 0, nil, err
+	}
+	af := p.f.(raft.ApplyFuture)
+	return af.Index(), af.Response(), nil
+}
+
+// waitErr waits for the future and maps raft's errors to this package's.
+func (p Proposal) waitErr() error {
 	if p.err != nil {
-		return 0, nil, p.err
+		return p.err
 	}
-	if err := p.f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader):
-			return 0, nil, ErrNotLeader
-		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return 0, nil, ErrMaybeCommitted
-		case errors.Is(err, raft.ErrEnqueueTimeout):
-			return 0, nil, ErrEnqueueTimeout
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return 0, nil, ErrGroupClosed
-		}
-		return 0, nil, fmt.Errorf("multiraft: %w", err)
+	err := p.f.Error()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrMaybeCommitted
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return ErrEnqueueTimeout
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrGroupClosed
 	}
-	return p.f.Index(), p.f.Response(), nil
+	return fmt.Errorf("multiraft: %w", err)
+}
+
+// Barrier waits until every entry before it is applied on this member,
+// which must lead; a new leader applies its predecessors' entries only
+// after its own first entry commits. A timeout of zero or less fails at
+// once with ErrEnqueueTimeout.
+func (g *Group) Barrier(timeout time.Duration) error {
+	if timeout <= 0 {
+		return ErrEnqueueTimeout
+	}
+	return (Proposal{f: g.raft.Barrier(timeout)}).waitErr()
 }
 
 // Snapshot takes a snapshot now (raft also takes them on its own, see

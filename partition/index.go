@@ -22,10 +22,32 @@ type indexEntry struct {
 	maxTS int64
 }
 
-// offsetIndex is a segment's sparse offset and time index, kept in memory.
-// It is a plain value: the Log guards it with Log.mu.
+// offsetIndex is a segment's sparse offset and time index, and its leader
+// epoch marks, kept in memory. It is a plain value: the Log guards it with
+// Log.mu.
 type offsetIndex struct {
 	entries []indexEntry
+	// epochs marks where the partition leader epoch stamped in the
+	// segment's batches changes: one mark for the first batch with an
+	// epoch (>= 0), then one for each batch whose epoch differs from the
+	// previous mark's. A function of the segment's bytes alone.
+	epochs []epochMark
+}
+
+// epochMark is the first batch of a run of batches with one leader epoch.
+type epochMark struct {
+	rel   uint32 // the batch's base offset minus the segment's base offset
+	epoch int32
+}
+
+// noteEpoch records the leader epoch of a batch appended at relative
+// offset rel. Batches must be noted in file order; -1 (no epoch) is
+// skipped.
+func (x *offsetIndex) noteEpoch(rel uint32, epoch int32) {
+	if epoch < 0 || (len(x.epochs) > 0 && x.epochs[len(x.epochs)-1].epoch == epoch) {
+		return
+	}
+	x.epochs = append(x.epochs, epochMark{rel: rel, epoch: epoch})
 }
 
 // note records that a batch with base offset base+rel and the given max
@@ -72,29 +94,39 @@ func (x *offsetIndex) cutBefore(pos uint32) (kept offsetIndex, redo indexEntry, 
 	if i == 0 {
 		return offsetIndex{}, indexEntry{}, false
 	}
+	redo = x.entries[i-1]
 	kept.entries = append([]indexEntry(nil), x.entries[:i-1]...)
-	return kept, x.entries[i-1], true
+	// The re-noted batches note their epochs again.
+	j := sort.Search(len(x.epochs), func(j int) bool { return x.epochs[j].rel >= redo.rel })
+	kept.epochs = append([]epochMark(nil), x.epochs[:j]...)
+	return kept, redo, true
 }
 
-// Index file format (version 1), big endian:
+// Index file format (version 2), big endian:
 //
 //	 0 magic    "MKIX"
-//	 4 version  uint32 (1)
+//	 4 version  uint32 (2)
 //	 8 base     int64  segment base offset (must match the file name)
 //	16 size     int64  segment bytes the index covers (must equal the .log size)
 //	24 next     int64  offset just past the segment's last batch
 //	32 count    uint32 number of entries
 //	36 entries  count × {rel uint32, pos uint32, maxTS int64}
+//	 … ecount   uint32 number of epoch marks
+//	 … epochs   ecount × {rel uint32, epoch int32}
 //	 … crc      uint32 CRC32C of every byte before it
+//
+// Version 1 had no epoch marks; such a file is rejected like a damaged one,
+// so the segment is rescanned and its index rewritten once.
 //
 // The relative offset and position are uint32: OpenLog refuses
 // SegmentBytes above math.MaxUint32, and Append rolls the segment before a
 // base offset would be more than math.MaxUint32 past the segment's base.
 const (
 	indexMagic       = "MKIX"
-	indexVersion     = 1
+	indexVersion     = 2
 	indexHeaderSize  = 36
 	indexEntrySize   = 16
+	epochMarkSize    = 8
 	indexTrailerSize = 4
 )
 
@@ -109,9 +141,9 @@ type indexFile struct {
 	idx              offsetIndex
 }
 
-// encodeIndex serializes a segment's index in the version 1 format.
+// encodeIndex serializes a segment's index in the version 2 format.
 func encodeIndex(base, size, next int64, x *offsetIndex) []byte {
-	b := make([]byte, 0, indexHeaderSize+len(x.entries)*indexEntrySize+indexTrailerSize)
+	b := make([]byte, 0, indexHeaderSize+len(x.entries)*indexEntrySize+4+len(x.epochs)*epochMarkSize+indexTrailerSize)
 	b = append(b, indexMagic...)
 	b = binary.BigEndian.AppendUint32(b, indexVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(base))
@@ -122,6 +154,11 @@ func encodeIndex(base, size, next int64, x *offsetIndex) []byte {
 		b = binary.BigEndian.AppendUint32(b, e.rel)
 		b = binary.BigEndian.AppendUint32(b, e.pos)
 		b = binary.BigEndian.AppendUint64(b, uint64(e.maxTS))
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(x.epochs)))
+	for _, m := range x.epochs {
+		b = binary.BigEndian.AppendUint32(b, m.rel)
+		b = binary.BigEndian.AppendUint32(b, uint32(m.epoch))
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32c))
 }
@@ -153,8 +190,13 @@ func decodeIndex(b []byte) (indexFile, error) {
 		next: int64(binary.BigEndian.Uint64(b[24:])),
 	}
 	count := binary.BigEndian.Uint32(b[32:])
-	if uint64(len(body)) != indexHeaderSize+uint64(count)*indexEntrySize {
+	marksAt := indexHeaderSize + uint64(count)*indexEntrySize
+	if uint64(len(body)) < marksAt+4 {
 		return bad("%d entries do not fit %d bytes", count, len(b))
+	}
+	marks := binary.BigEndian.Uint32(body[marksAt:])
+	if uint64(len(body)) != marksAt+4+uint64(marks)*epochMarkSize {
+		return bad("%d entries and %d epoch marks do not fit %d bytes", count, marks, len(b))
 	}
 	if f.base < 0 || f.size < 0 || f.next < f.base {
 		return bad("base %d, size %d, next %d", f.base, f.size, f.next)
@@ -180,5 +222,29 @@ func decodeIndex(b []byte) (indexFile, error) {
 		}
 		f.idx.entries[i] = e
 	}
+	if err := decodeEpochMarks(&f, body[marksAt+4:], int(marks)); err != nil {
+		return indexFile{}, err
+	}
 	return f, nil
+}
+
+// decodeEpochMarks reads n epoch marks, which must lie inside the segment
+// in increasing offset order with non-negative epochs that change at each.
+func decodeEpochMarks(f *indexFile, b []byte, n int) error {
+	if n == 0 {
+		return nil
+	}
+	f.idx.epochs = make([]epochMark, n)
+	for i := range f.idx.epochs {
+		m := epochMark{
+			rel:   binary.BigEndian.Uint32(b[i*epochMarkSize:]),
+			epoch: int32(binary.BigEndian.Uint32(b[i*epochMarkSize+4:])),
+		}
+		if m.epoch < 0 || f.base+int64(m.rel) >= f.next ||
+			(i > 0 && (m.rel <= f.idx.epochs[i-1].rel || m.epoch == f.idx.epochs[i-1].epoch)) {
+			return fmt.Errorf("%w: epoch mark %d {%d, %d} out of place", errBadIndex, i, m.rel, m.epoch)
+		}
+		f.idx.epochs[i] = m
+	}
+	return nil
 }

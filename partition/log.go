@@ -303,6 +303,7 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 	}
 	l.mu.Lock()
 	s.idx.note(uint32(h.BaseOffset-s.base), uint32(s.size), h.MaxTimestamp, l.opts.IndexIntervalBytes)
+	s.idx.noteEpoch(uint32(h.BaseOffset-s.base), h.PartitionLeaderEpoch)
 	s.size += n
 	s.next = h.NextOffset()
 	l.end = s.next

@@ -136,6 +136,7 @@ func (l *Log) loadSealed(s *segment, fileSize int64) (bool, error) {
 			return false, err
 		}
 		idx.note(uint32(h.BaseOffset-s.base), uint32(pos), h.MaxTimestamp, l.opts.IndexIntervalBytes)
+		idx.noteEpoch(uint32(h.BaseOffset-s.base), h.PartitionLeaderEpoch)
 	}
 	s.size, s.next, s.idx = fileSize, sc.next, idx
 	if err := s.writeIndex(); err != nil {
@@ -240,6 +241,7 @@ func scanSegment(s *segment, fileSize int64, interval int) (size, next int64, id
 			return size, next, idx, err, nil
 		}
 		idx.note(uint32(h.BaseOffset-s.base), uint32(size), h.MaxTimestamp, interval)
+		idx.noteEpoch(uint32(h.BaseOffset-s.base), h.PartitionLeaderEpoch)
 		size += int64(h.Size())
 		next = h.NextOffset()
 	}

@@ -89,6 +89,7 @@ func (l *Log) indexBefore(s *segment, pos int64) (offsetIndex, error) {
 			return idx, err
 		}
 		idx.note(uint32(h.BaseOffset-s.base), uint32(p), h.MaxTimestamp, l.opts.IndexIntervalBytes)
+		idx.noteEpoch(uint32(h.BaseOffset-s.base), h.PartitionLeaderEpoch)
 	}
 }
 

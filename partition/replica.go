@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -37,6 +38,9 @@ type Replica struct {
 	fsm    *fsm.FSM
 	group  *multiraft.Group
 	logger *slog.Logger
+	// settled is the last term in which this replica settled as leader
+	// (Settle).
+	settled atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -186,6 +190,31 @@ func (r *Replica) Leader() (node int32, ok bool) {
 // LeaderEpoch is the current Raft term, which serves as Kafka's leader
 // epoch.
 func (r *Replica) LeaderEpoch() int32 { return int32(r.group.Epoch()) }
+
+// Settle waits, once per term, until this leader has applied every entry
+// of its predecessors' terms (a Raft barrier): until then its log may be
+// shorter than what earlier leaders acknowledged. timeout bounds the wait
+// when ctx has no deadline.
+func (r *Replica) Settle(ctx context.Context, timeout time.Duration) error {
+	term := r.group.Epoch()
+	if r.settled.Load() >= term {
+		return nil
+	}
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	if err := r.group.Barrier(timeout); err != nil {
+		return err
+	}
+	r.settled.Store(term)
+	return nil
+}
+
+// EpochEndOffset answers Kafka's OffsetForLeaderEpoch from the log's epoch
+// index (Log.EpochEndOffset).
+func (r *Replica) EpochEndOffset(epoch int32) (floor int32, end int64, err error) {
+	return r.log.EpochEndOffset(epoch)
+}
 
 // Group is the replica's Raft group.
 func (r *Replica) Group() *multiraft.Group { return r.group }

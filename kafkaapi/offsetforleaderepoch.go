@@ -1,0 +1,126 @@
+package kafkaapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// startOffsetForLeaderEpoch answers when its turn comes. Clients send it
+// after a leader change (KIP-320) to learn where the epoch of the last
+// record they consumed ended on the new leader: a smaller end offset than
+// their position means the log was truncated under them.
+func (s *Server) startOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, len(req.Topics))
+		for ti := range req.Topics {
+			rt := &req.Topics[ti]
+			st := &resp.Topics[ti]
+			*st = kmsg.NewOffsetForLeaderEpochResponseTopic()
+			st.Topic = rt.Topic
+			st.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, len(rt.Partitions))
+			for pi := range rt.Partitions {
+				rp := &rt.Partitions[pi]
+				sp := &st.Partitions[pi]
+				*sp = kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				sp.Partition = rp.Partition
+				epoch, end, err := s.epochEndOffset(ctx, rt.Topic, rp)
+				sp.ErrorCode = ErrorCode(err)
+				if err == nil {
+					sp.LeaderEpoch, sp.EndOffset = epoch, end
+				}
+			}
+		}
+		return resp, nil
+	}
+}
+
+// epochEndOffset answers one partition as Kafka's leader epoch cache does
+// (LeaderEpochFileCache.endOffsetFor), with the replica's current epoch as
+// the newest entry: for the current epoch, the high watermark; for an
+// older one, the start offset of the first later epoch, with the largest
+// epoch at or below the requested one (the requested one if no batch has
+// an epoch that small); for an unknown (-1) or future epoch, -1 and -1.
+func (s *Server) epochEndOffset(ctx context.Context, topic string, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition) (int32, int64, error) {
+	p, current, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if err != nil {
+		return -1, -1, err
+	}
+	// A new leader that has not applied its predecessors' entries yet
+	// would answer from a short log: that looks like truncation.
+	if err := settle(ctx, p); err != nil {
+		return -1, -1, err
+	}
+	want := rp.LeaderEpoch
+	hw := p.HighWatermark()
+	switch {
+	case want < 0 || want > current:
+		return -1, -1, nil
+	case want == current:
+		return want, hw, nil
+	}
+	var floor int32
+	var end int64
+	if r, ok := p.(EpochEndOffsetReader); ok {
+		floor, end, err = r.EpochEndOffset(want)
+	} else {
+		floor, end, err = searchEpochEnd(p, want, p.LogStartOffset(), hw)
+	}
+	if err != nil {
+		return -1, -1, err
+	}
+	if floor < 0 {
+		floor = want
+	}
+	return floor, min(end, hw), nil
+}
+
+// searchEpochEnd answers what EpochEndOffsetReader.EpochEndOffset does for
+// a Partition without the capability, by a binary search over the batch
+// headers in [start, hw), whose leader epochs (Raft terms) never decrease
+// along the log: O(log n) reads of one batch each.
+func searchEpochEnd(p Partition, epoch int32, start, hw int64) (int32, int64, error) {
+	// Batches before lo carry epochs <= epoch, batches from hi on larger
+	// ones; both are batch boundaries.
+	lo, hi := start, hw
+	for lo < hi {
+		h, err := batchAt(p, lo+(hi-lo)/2)
+		if err != nil {
+			return -1, -1, err
+		}
+		if h.PartitionLeaderEpoch > epoch {
+			hi = max(h.BaseOffset, lo) // lo is inside a batch only at the log start
+		} else {
+			lo = h.NextOffset()
+		}
+	}
+	if lo == start {
+		return -1, lo, nil
+	}
+	h, err := batchAt(p, lo-1)
+	if err != nil {
+		return -1, -1, err
+	}
+	return h.PartitionLeaderEpoch, lo, nil
+}
+
+// batchAt reads the header of the batch that holds offset.
+func batchAt(p Partition, offset int64) (record.Header, error) {
+	data, err := p.Read(offset, 1)
+	if err != nil {
+		return record.Header{}, err
+	}
+	h, err := record.ParseHeader(data)
+	if err != nil {
+		return h, err
+	}
+	if offset < h.BaseOffset || offset >= h.NextOffset() {
+		return h, fmt.Errorf("kafkaapi: reading offset %d returned batch [%d, %d)", offset, h.BaseOffset, h.NextOffset())
+	}
+	return h, nil
+}

@@ -1,0 +1,86 @@
+// Package interop checks the node against Kafka clients we did not write:
+// franz-go (kgo, kadm) in process, and librdkafka through Debian's kcat
+// when it is installed (the tests that need it skip otherwise).
+package interop
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, testcluster.GoleakOptions()...)
+}
+
+// timeout bounds each test's client calls so that a bug fails the test
+// instead of hanging it.
+const timeout = 60 * time.Second
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newClient returns a franz-go client of the cluster, closed at the end of
+// the test.
+func newClient(t *testing.T, c *testcluster.Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// createTopic creates a topic with kadm and waits until every partition
+// has a leader.
+func createTopic(t *testing.T, c *testcluster.Cluster, name string, partitions int32, rf int16) {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, c))
+	resp, err := adm.CreateTopic(testContext(t), partitions, rf, nil, name)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
+	}
+	for p := range partitions {
+		if leader, _ := c.Leader(name, p, timeout); leader < 0 {
+			t.Fatalf("%s/%d has no leader", name, p)
+		}
+	}
+}
+
+// produce writes values to one partition and returns their offsets.
+func produce(t *testing.T, cl *kgo.Client, topic string, partition int32, values ...string) []int64 {
+	t.Helper()
+	var recs []*kgo.Record
+	for _, v := range values {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: partition, Value: []byte(v)})
+	}
+	var offsets []int64
+	for _, r := range cl.ProduceSync(testContext(t), recs...) {
+		if r.Err != nil {
+			t.Fatalf("produce to %s/%d: %v", topic, partition, r.Err)
+		}
+		offsets = append(offsets, r.Record.Offset)
+	}
+	return offsets
+}
+
+// requireKcat returns kcat's path or skips the test.
+func requireKcat(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat is not installed (Debian: apt-get install kcat); librdkafka interop is not checked")
+	}
+	return path
+}
