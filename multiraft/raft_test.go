@@ -2,6 +2,8 @@ package multiraft
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -44,4 +46,57 @@ func TestGroupsReplicateOverSharedSessions(t *testing.T) {
 			t.Errorf("node %d dialed %d sessions, want 2 (one per peer)", id, st.SessionsDialed)
 		}
 	}
+}
+
+// A member that was down while the others compacted their logs catches up
+// from a snapshot sent over a call stream (its bytes follow the request).
+func TestSnapshotInstalledOverStream(t *testing.T) {
+	n := newTestNet(t, nil)
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	timing := fastTiming()
+	timing.SnapshotThreshold, timing.TrailingLogs = 8, 2
+	members := []int32{1, 2, 3}
+	var gs []*Group
+	for id := int32(1); id <= 3; id++ {
+		g, _ := n.open(id, "s", members, timing, false)
+		gs = append(gs, g)
+	}
+	for v := uint64(1); v <= 5; v++ {
+		propose(t, gs, v)
+	}
+	lag := (leaderOf(t, gs) + 1) % 3 // a follower
+	gs[lag].Close()
+	live := slices.Delete(slices.Clone(gs), lag, lag+1)
+	for v := uint64(6); v <= 60; v++ {
+		propose(t, live, v)
+	}
+	for _, g := range live {
+		if err := g.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, f2 := reopen(t, n, int32(lag+1), "s", members, timing)
+	waitFor(t, "the lagging member to catch up", func() bool { st, _ := f2.state(); return st.high == 60 })
+	if st, gaps := f2.state(); gaps != 0 || st.n != 60 || st.sum != 60*61/2 {
+		t.Fatalf("restored state %+v, %d gaps", st, gaps)
+	}
+	if n.host(int32(lag+1)).Stats().CallsReceived == 0 {
+		t.Fatal("no calls received")
+	}
+}
+
+// reopen opens an existing group's member again, with a fresh FSM that
+// must be restored from a snapshot.
+func reopen(t *testing.T, n *testNet, id int32, name string, members []int32, timing Timing) (*Group, *countFSM) {
+	t.Helper()
+	f := &countFSM{}
+	g, err := n.host(id).Open(GroupSpec{Name: name, Members: members, Dir: filepath.Join(n.base, fmt.Sprint(id), name),
+		Timing: timing, FSM: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g, f
 }

@@ -1,0 +1,52 @@
+package multiraft
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A batch of new groups released together is led by each group's
+// preferred member, without an election storm; the same groups hand their
+// leaderships over when a node stops, and get them back by rebalancing.
+func TestCampaignsHandOverAndRebalance(t *testing.T) {
+	n := newTestNet(t, func(tu *Tuning) { tu.RebalanceInterval, tu.RebalanceFirst = 100*time.Millisecond, 100*time.Millisecond })
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+	const groups = 12
+	timing := slowTiming() // no election here is raft's own
+	batches := map[int32][]*Group{}
+	all := make([][]*Group, groups)
+	for i := range groups {
+		members := []int32{int32(i%3 + 1), int32((i+1)%3 + 1), int32((i+2)%3 + 1)}
+		for id := int32(1); id <= 3; id++ {
+			g, _ := n.open(id, fmt.Sprintf("c%d", i), members, timing, true)
+			batches[id] = append(batches[id], g)
+			all[i] = append(all[i], g)
+		}
+	}
+	for id := int32(1); id <= 3; id++ {
+		if got := n.host(id).ReleaseCampaigns(testCtx(t), batches[id]); got != groups/3 {
+			t.Fatalf("node %d released %d preferred members, want %d", id, got, groups/3)
+		}
+	}
+	for i := range groups {
+		pref := i % 3
+		waitFor(t, fmt.Sprintf("group %d led by its preferred member", i), func() bool { return all[i][pref].IsLeader() })
+	}
+
+	// Node 1 hands its leaderships over before it stops.
+	n.host(1).HandOver(testCtx(t))
+	for i := 0; i < groups; i += 3 {
+		if all[i][0].IsLeader() {
+			t.Fatalf("group %d still led by node 1 after HandOver", i)
+		}
+		waitFor(t, fmt.Sprintf("group %d to have a new leader", i), func() bool { return all[i][1].IsLeader() || all[i][2].IsLeader() })
+	}
+	// And gets them back, as their preferred member, while it stays up.
+	for i := 0; i < groups; i += 3 {
+		waitFor(t, fmt.Sprintf("group %d back on node 1", i), func() bool { return all[i][0].IsLeader() })
+	}
+}

@@ -1,0 +1,174 @@
+package multiraft
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSuccessorRank(t *testing.T) {
+	for _, c := range []struct {
+		members    []int32
+		lost, self int32
+		rank       int
+		ok         bool
+	}{
+		{[]int32{1, 2, 3}, 1, 2, 0, true},
+		{[]int32{1, 2, 3}, 1, 3, 1, true},
+		{[]int32{1, 2, 3}, 2, 1, 0, true},
+		{[]int32{1, 2, 3}, 2, 3, 1, true},
+		{[]int32{3, 1, 2}, 3, 2, 1, true},
+		{[]int32{1, 2, 3}, 4, 2, 0, false}, // lost is not a member
+		{[]int32{1, 2, 3}, 1, 4, 0, false}, // self is not a member
+	} {
+		rank, ok := successorRank(c.members, c.lost, c.self)
+		if rank != c.rank || ok != c.ok {
+			t.Errorf("successorRank(%v, lost %d, self %d) = %d, %v; want %d, %v", c.members, c.lost, c.self, rank, ok, c.rank, c.ok)
+		}
+	}
+}
+
+// slowTiming is raft timing far longer than the tests' waits: an election
+// that happens within them was not raft's own.
+func slowTiming() Timing {
+	t := DefaultTiming()
+	t.HeartbeatTimeout = 30 * time.Second
+	t.ElectionTimeout = 30 * time.Second
+	t.LeaderLeaseTimeout = 10 * time.Second
+	return t
+}
+
+// A lost node's leaderships move to the first surviving member of each
+// group at once, without raft's heartbeat timeout (30 s here).
+func TestLostLeaderReplacedBySuccessorAtOnce(t *testing.T) {
+	n := newTestNet(t, nil)
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+	members := [][]int32{{1, 2, 3}, {1, 3, 2}}
+	var groups [2][]*Group
+	for i, m := range members {
+		for id := int32(1); id <= 3; id++ {
+			g, _ := n.open(id, "g"+string(rune('a'+i)), m, slowTiming(), true)
+			groups[i] = append(groups[i], g)
+		}
+		// Node 1 is preferred: released, it campaigns at once.
+		n.host(1).ReleaseCampaigns(testCtx(t), groups[i][:1])
+	}
+	for i := range groups {
+		if at := leaderOf(t, groups[i]); at != 0 {
+			t.Fatalf("group %d led by node %d, want node 1", i, at+1)
+		}
+		waitFor(t, "followers to know the leader", func() bool {
+			for _, g := range groups[i][1:] {
+				if l, _, ok := g.Leader(); !ok || l != 1 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	before := groups[0][1].Epoch()
+	lost := time.Now()
+	n.stop(1) // node 1's process "ends": its sessions close
+	for i, want := range []int{1, 2} { // node 2 succeeds in group 0, node 3 in group 1
+		waitFor(t, "a successor", func() bool { return groups[i][want].IsLeader() })
+	}
+	if took := time.Since(lost); took > 10*time.Second {
+		t.Fatalf("successors took %v", took)
+	}
+	if groups[0][1].Epoch() <= before {
+		t.Fatalf("epoch %d after %d", groups[0][1].Epoch(), before)
+	}
+	if st := n.host(2).Stats(); st.PeersLost == 0 {
+		t.Fatalf("node 2 did not count the loss: %+v", st)
+	}
+}
+
+// proxy forwards TCP connections to target until its conns are cut.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex // guards conns
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() { ln.Close(); p.cut(); p.wg.Wait() })
+	return p
+}
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() { defer p.wg.Done(); io.Copy(u, c); u.Close() }()
+		go func() { defer p.wg.Done(); io.Copy(c, u); c.Close() }()
+	}
+}
+
+// cut closes every forwarded connection, as a network blip would.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// The watch reports a peer whose process restarted or died, once each,
+// and not a connection that broke while the same process answers.
+func TestWatchReportsRestartsAndDeathsNotBrokenConnections(t *testing.T) {
+	n := newTestNet(t, nil)
+	a := n.start(1)
+	n.start(2)
+	p := newProxy(t, n.addrs[2])
+	a.WatchPeer(2, p.ln.Addr().String())
+	waitFor(t, "the watch to connect", func() bool { return a.PeerUp(p.ln.Addr().String()) })
+
+	p.cut()
+	waitFor(t, "the watch to reconnect", func() bool { return a.Stats().SessionsDialed >= 2 && a.PeerUp(p.ln.Addr().String()) })
+	if lost := a.Stats().PeersLost; lost != 0 {
+		t.Fatalf("a broken connection to a live peer was reported lost %d times", lost)
+	}
+
+	n.stop(2)
+	n.start(2) // same address, new incarnation
+	waitFor(t, "the restart to be reported", func() bool { return a.Stats().PeersLost == 1 })
+	waitFor(t, "the watch to reconnect", func() bool { return a.PeerUp(p.ln.Addr().String()) })
+
+	n.stop(2)
+	waitFor(t, "the death to be reported", func() bool { return a.Stats().PeersLost == 2 })
+	time.Sleep(500 * time.Millisecond) // several failed redials
+	if lost := a.Stats().PeersLost; lost != 2 || a.PeerUp(p.ln.Addr().String()) {
+		t.Fatalf("a peer that stays down: reported %d times, up %v", lost, a.PeerUp(p.ln.Addr().String()))
+	}
+	a.UnwatchPeer(p.ln.Addr().String())
+	if a.PeerUp(p.ln.Addr().String()) {
+		t.Fatal("PeerUp of an address not watched")
+	}
+}
