@@ -73,7 +73,7 @@ func TestLostLeaderReplacedBySuccessorAtOnce(t *testing.T) {
 	}
 	before := groups[0][1].Epoch()
 	lost := time.Now()
-	n.stop(1) // node 1's process "ends": its sessions close
+	n.stop(1)                          // node 1's process "ends": its sessions close
 	for i, want := range []int{1, 2} { // node 2 succeeds in group 0, node 3 in group 1
 		waitFor(t, "a successor", func() bool { return groups[i][want].IsLeader() })
 	}

@@ -42,8 +42,9 @@ func TestGroupsReplicateOverSharedSessions(t *testing.T) {
 	}
 	for id := int32(1); id <= 3; id++ {
 		st := n.host(id).Stats()
-		if st.SessionsDialed != 2 {
-			t.Errorf("node %d dialed %d sessions, want 2 (one per peer)", id, st.SessionsDialed)
+		if st.SessionsDialed > 2 || st.StreamsOpened > 64 {
+			t.Errorf("node %d dialed %d sessions and opened %d streams, want at most one session per peer, streams reused",
+				id, st.SessionsDialed, st.StreamsOpened)
 		}
 	}
 }
