@@ -176,7 +176,7 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 		{Name: "default.replication.factor", Value: itoa(int64(c.DefaultReplicationFactor)), Type: num},
 		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(c.AutoCreateTopics), Type: boolean},
 		{Name: "auto.leader.rebalance.enable", Value: strconv.FormatBool(c.LeaderRebalanceInterval > 0), Type: boolean},
-		{Name: "leader.imbalance.check.interval.seconds", Value: itoa(int64(c.LeaderRebalanceInterval / time.Second)), Type: kmsg.ConfigTypeLong},
+		{Name: "leader.imbalance.check.interval.seconds", Value: itoa(int64(c.LeaderRebalanceInterval.Seconds())), Type: kmsg.ConfigTypeLong},
 		{Name: "log.segment.bytes", Value: itoa(c.SegmentBytes), Type: num},
 		{Name: "log.retention.ms", Value: "-1", Type: kmsg.ConfigTypeLong},
 		{Name: "log.retention.bytes", Value: "-1", Type: kmsg.ConfigTypeLong},

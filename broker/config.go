@@ -98,6 +98,13 @@ type Tuning struct {
 	Raft multiraft.Tuning
 }
 
+// minWait is the least time a bounded wait is given when its caller's
+// deadline has (nearly) passed: to raft, a timeout of zero means none.
+const minWait = time.Millisecond
+
+// logPrecision is what durations in logs are rounded to.
+const logPrecision = time.Millisecond
+
 // DefaultTuning returns the defaults, each explained on Tuning.
 func DefaultTuning() Tuning {
 	return Tuning{
@@ -121,8 +128,8 @@ func DefaultTuning() Tuning {
 	}
 }
 
-// validate fills zero fields with their defaults and checks them; key is
-// the config key its errors name.
+// validate fills zero fields with their defaults and checks them; its
+// errors name a field as tuning.<snake_case name>.
 func (t *Tuning) validate() error {
 	d := DefaultTuning()
 	for _, f := range []struct {

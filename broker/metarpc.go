@@ -108,7 +108,7 @@ func (n *Node) proposeMeta(ctx context.Context, cmd metadata.Command) (metaReply
 func (n *Node) forwardOnce(ctx context.Context, enc []byte) (metaReply, error) {
 	timeout := n.cfg.Tuning.MetaForward
 	if d, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(d), time.Millisecond)
+		timeout = max(time.Until(d), minWait)
 	}
 	g := n.meta.group
 	if g.IsLeader() {

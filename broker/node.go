@@ -80,47 +80,17 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 }
 
 func (n *Node) start(ctx context.Context) error {
-	var err error
-	cfg := n.cfg
-	advRaft := cfg.AdvertisedRaftAddr
-	if advRaft == cfg.RaftAddr {
-		advRaft = "" // the bound address, with port 0 resolved
-	}
 	// Raft groups resolve their peers through the metadata registry and
 	// gossip, which exist before the first group opens.
 	metaFSM := metadata.NewFSM(metadata.WithLogger(n.logger))
 	n.addrs.fsm = metaFSM
-	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
-		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft})
-	if err != nil {
-		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
+	if err := n.listen(); err != nil {
+		return err
 	}
-	n.cfg.AdvertisedRaftAddr = n.host.Addr()
-
-	// The Kafka listener binds early so that its real address (port 0 in
-	// tests) goes into the gossip metadata.
-	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
-	if err != nil {
-		return fmt.Errorf("broker: kafka_addr %s: %w", cfg.KafkaAddr, err)
+	if err := n.startGossip(); err != nil {
+		return err
 	}
-	if n.cfg.AdvertisedKafkaAddr == n.cfg.KafkaAddr {
-		n.cfg.AdvertisedKafkaAddr = n.kafkaLn.Addr().String()
-	}
-
-	n.reps = newReplicaSet(n)
-	n.members, err = membership.New(membership.Config{
-		Meta: membership.NodeMeta{
-			ID: cfg.NodeID, KafkaAddr: n.cfg.AdvertisedKafkaAddr, RaftAddr: n.cfg.AdvertisedRaftAddr,
-		},
-		BindAddr:      cfg.GossipAddr,
-		AdvertiseAddr: cfg.AdvertisedGossip,
-		Logger:        n.logger,
-		OnEvent:       n.onMemberEvent,
-	})
-	if err != nil {
-		return fmt.Errorf("broker: gossip_addr %s: %w", cfg.GossipAddr, err)
-	}
-	n.addrs.members = n.members
+	var err error
 	if n.meta, err = openMetaGroup(n, metaFSM); err != nil {
 		return err
 	}
@@ -131,6 +101,64 @@ func (n *Node) start(ctx context.Context) error {
 	n.wg.Add(1)
 	go n.serveMetaRPC(rpcLn)
 
+	// Replicas already on disk start at once, before the metadata group
+	// is up: their Raft groups know their members.
+	n.reps = newReplicaSet(n)
+	if err := n.reps.openFromDisk(); err != nil {
+		return err
+	}
+	if err := n.serveKafka(); err != nil {
+		return err
+	}
+	n.wg.Add(2)
+	go n.metaDuties()
+	go n.reps.reconcileLoop()
+	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,
+		"gossip", n.members.LocalAddr(), "data_dir", n.cfg.DataDir)
+	return nil
+}
+
+// listen binds the Raft port and the Kafka listener, and fills in the
+// advertised addresses with the real ports (port 0 in tests), which go into
+// the gossip metadata.
+func (n *Node) listen() error {
+	cfg := n.cfg
+	advRaft := cfg.AdvertisedRaftAddr
+	if advRaft == cfg.RaftAddr {
+		advRaft = "" // the bound address, with port 0 resolved
+	}
+	var err error
+	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
+		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft})
+	if err != nil {
+		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
+	}
+	n.cfg.AdvertisedRaftAddr = n.host.Addr()
+	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
+	if err != nil {
+		return fmt.Errorf("broker: kafka_addr %s: %w", cfg.KafkaAddr, err)
+	}
+	if n.cfg.AdvertisedKafkaAddr == n.cfg.KafkaAddr {
+		n.cfg.AdvertisedKafkaAddr = n.kafkaLn.Addr().String()
+	}
+	return nil
+}
+
+// startGossip starts membership and joins the seeds in the background.
+func (n *Node) startGossip() error {
+	cfg := n.cfg
+	var err error
+	n.members, err = membership.New(membership.Config{
+		Meta:          membership.NodeMeta{ID: cfg.NodeID, KafkaAddr: cfg.AdvertisedKafkaAddr, RaftAddr: cfg.AdvertisedRaftAddr},
+		BindAddr:      cfg.GossipAddr,
+		AdvertiseAddr: cfg.AdvertisedGossip,
+		Logger:        n.logger,
+		OnEvent:       n.onMemberEvent,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: gossip_addr %s: %w", cfg.GossipAddr, err)
+	}
+	n.addrs.members = n.members
 	if len(cfg.Join) > 0 {
 		n.wg.Add(1)
 		go func() {
@@ -140,14 +168,13 @@ func (n *Node) start(ctx context.Context) error {
 			}
 		}()
 	}
+	return nil
+}
 
-	// Replicas already on disk start at once, before the metadata group
-	// is up: their Raft groups know their members.
-	if err := n.reps.openFromDisk(); err != nil {
-		return err
-	}
-
-	n.kafka, err = kafkaapi.New(&backend{n: n}, kafkaapi.Config{MaxRequestBytes: cfg.MaxRequestBytes, Logger: n.logger})
+// serveKafka starts the Kafka front end on the bound listener.
+func (n *Node) serveKafka() error {
+	var err error
+	n.kafka, err = kafkaapi.New(&backend{n: n}, kafkaapi.Config{MaxRequestBytes: n.cfg.MaxRequestBytes, Logger: n.logger})
 	if err != nil {
 		return err
 	}
@@ -158,12 +185,6 @@ func (n *Node) start(ctx context.Context) error {
 			n.logger.Error("kafka listener stopped", "err", err)
 		}
 	}()
-
-	n.wg.Add(2)
-	go n.metaDuties()
-	go n.reps.reconcileLoop()
-	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,
-		"gossip", n.members.LocalAddr(), "data_dir", cfg.DataDir)
 	return nil
 }
 

@@ -210,10 +210,10 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 	if n == 0 || s.n.ctx.Err() != nil {
 		return
 	}
-	s.n.logger.Info("opened replicas", "count", n, "took", time.Since(began).Round(time.Millisecond))
+	s.n.logger.Info("opened replicas", "count", n, "took", time.Since(began).Round(logPrecision))
 	released := time.Now()
 	if n := s.n.host.ReleaseCampaigns(s.n.ctx, opened); n > 0 {
-		s.n.logger.Info("released the campaigns of preferred replicas", "count", n, "took", time.Since(released).Round(time.Millisecond))
+		s.n.logger.Info("released the campaigns of preferred replicas", "count", n, "took", time.Since(released).Round(logPrecision))
 	}
 }
 
