@@ -20,8 +20,20 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: fmt-check vet
+test: fmt-check vet test-deps
 	$(GO) test -race -count=1 -timeout 14m ./...
+
+# What the interop tests need besides Go: kcat (librdkafka) from Debian.
+# Installed quietly when missing; a test whose client cannot be installed
+# skips and says so.
+.PHONY: test-deps
+test-deps:
+	@if ! command -v kcat >/dev/null 2>&1; then \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing kcat (librdkafka) for test/interop"; \
+	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq kcat; } >/dev/null 2>&1 \
+	    || echo "could not install kcat: its interop tests will skip"; \
+	fi
 
 # A single embedded node in the foreground, Kafka on 127.0.0.1:9092.
 run: build
