@@ -3,7 +3,7 @@
 //
 // Every node advertises a small NodeMeta: its Kafka broker id, its Kafka
 // address and its Raft/internal RPC address. Broker id N is memberlist node
-// "node-N" and Raft server "N" (NodeName, ServerID, ParseServerID). The
+// "node-N" (NodeName). The
 // metadata must encode to at most MetaMaxSize (512) bytes, where memberlist
 // would panic; New and UpdateMeta return ErrMetaTooLarge instead. Partition
 // maps and other growing state belong in the metadata Raft group, not here.
@@ -19,9 +19,8 @@
 //     is the first node. Join retries until a seed answers or ctx ends, and
 //     fails at once with ErrDuplicateID if another node already uses this
 //     id from another address.
-//  3. Members, Lookup and ServerAddr read the current view at any time. Give
-//     the Membership to raft as its raft.ServerAddressProvider: ServerAddr
-//     maps a server ID to that node's RaftAddr, or ErrUnknownNode.
+//  3. Members and Lookup read the current view at any time: Lookup gives
+//     an alive node's addresses by its id.
 //  4. To stop, Leave(ctx) and then Shutdown(). The others report EventLeave.
 //     Shutdown without Leave looks like a crash: the others report EventFail
 //     after the failure detection time (about 4.5 s with the defaults).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hashicorp/raft"
 )
 
 // Sentinels. Every error this package returns wraps one of them (or a
@@ -23,13 +22,7 @@ var (
 	// (memberlist would panic on it). See MetaSizeError.
 	ErrMetaTooLarge = errors.New("membership: node metadata too large")
 
-	// ErrInvalidID: a Raft server ID is not the decimal form of a positive
-	// int32 (see ParseServerID).
-	ErrInvalidID = errors.New("membership: invalid node id")
 
-	// ErrUnknownNode: no alive member has the requested id. See
-	// UnknownNodeError.
-	ErrUnknownNode = errors.New("membership: unknown node")
 
 	// ErrDuplicateID: two nodes at different addresses claim the same node
 	// id. See DuplicateIDError.
@@ -58,16 +51,6 @@ func (e *MetaSizeError) Error() string {
 }
 func (e *MetaSizeError) Unwrap() error { return ErrMetaTooLarge }
 
-// UnknownNodeError is a lookup of a Raft server ID that no alive member
-// holds (or that is not a node id at all).
-type UnknownNodeError struct {
-	ID raft.ServerID
-}
-
-func (e *UnknownNodeError) Error() string {
-	return fmt.Sprintf("membership: no alive node with server id %q", string(e.ID))
-}
-func (e *UnknownNodeError) Unwrap() error { return ErrUnknownNode }
 
 // DuplicateIDError reports a node id claimed from two addresses: Known is
 // the address this node already holds for the id (its own address when the

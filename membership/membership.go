@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/hashicorp/raft"
 
 	"github.com/minikafka/minikafka-go/logging"
 )
@@ -51,7 +50,6 @@ type Membership struct {
 	conflict error            // first DuplicateIDError seen while joining > 0
 }
 
-var _ raft.ServerAddressProvider = (*Membership)(nil)
 
 // New validates cfg, binds the gossip port (TCP and UDP) and starts
 // memberlist. The node is then a cluster of one; call Join to meet others.
@@ -125,20 +123,6 @@ func (m *Membership) Lookup(id int32) (NodeMeta, bool) {
 	return mem.meta, ok
 }
 
-// ServerAddr maps a Raft server ID (the decimal node id) to the member's
-// RaftAddr, as raft.ServerAddressProvider. An ID that is not alive, or not
-// a node id at all, gives an *UnknownNodeError (ErrUnknownNode).
-func (m *Membership) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
-	n, err := ParseServerID(id)
-	if err != nil {
-		return "", &UnknownNodeError{ID: id}
-	}
-	meta, ok := m.Lookup(n)
-	if !ok {
-		return "", &UnknownNodeError{ID: id}
-	}
-	return raft.ServerAddress(meta.RaftAddr), nil
-}
 
 // UpdateMeta changes what this node advertises and gossips it. The ID
 // cannot change. It waits until the update has been sent to the cluster,

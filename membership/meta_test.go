@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/raft"
 )
 
 func TestMetaRoundTrip(t *testing.T) {
@@ -166,17 +165,6 @@ func FuzzDecodeMeta(f *testing.F) {
 func TestNames(t *testing.T) {
 	if got := NodeName(12); got != "node-12" {
 		t.Errorf("NodeName(12) = %q", got)
-	}
-	if got := ServerID(12); got != "12" {
-		t.Errorf("ServerID(12) = %q", got)
-	}
-	if id, err := ParseServerID("2147483647"); err != nil || id != 2147483647 {
-		t.Errorf("ParseServerID(max) = %d, %v", id, err)
-	}
-	for _, s := range []string{"", "0", "-1", "+1", "01", "x", "1.0", "2147483648", " 1"} {
-		if id, err := ParseServerID(raft.ServerID(s)); !errors.Is(err, ErrInvalidID) {
-			t.Errorf("ParseServerID(%q) = %d, %v; want ErrInvalidID", s, id, err)
-		}
 	}
 	for name, want := range map[string]int32{"node-3": 3, "node-03": 0, "nod-3": 0, "node-": 0, "node-0": 0} {
 		got, ok := parseNodeName(name)

@@ -81,3 +81,17 @@ func FuzzParseHeartbeats(f *testing.F) {
 		_, _, _ = parseOpen(b)
 	})
 }
+
+func TestServerIDs(t *testing.T) {
+	if got := ServerID(12); got != "12" {
+		t.Errorf("ServerID(12) = %q", got)
+	}
+	if id, ok := nodeOf("2147483647"); !ok || id != 2147483647 {
+		t.Errorf("nodeOf(max) = %d, %v", id, ok)
+	}
+	for _, s := range []raft.ServerID{"", "0", "-1", "+1", "01", "x", "1.0", "2147483648", " 1", "unknown-3"} {
+		if id, ok := nodeOf(s); ok {
+			t.Errorf("nodeOf(%q) = %d, want no node", s, id)
+		}
+	}
+}
