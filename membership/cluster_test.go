@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
 )
 
 // cluster starts n nodes (ids 1..n) with recorders and joins 2..n through

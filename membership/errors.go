@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
 )
 
 // Sentinels. Every error this package returns wraps one of them (or a
@@ -21,8 +20,6 @@ var (
 	// ErrMetaTooLarge: the encoded NodeMeta is over MetaMaxSize bytes
 	// (memberlist would panic on it). See MetaSizeError.
 	ErrMetaTooLarge = errors.New("membership: node metadata too large")
-
-
 
 	// ErrDuplicateID: two nodes at different addresses claim the same node
 	// id. See DuplicateIDError.
@@ -50,7 +47,6 @@ func (e *MetaSizeError) Error() string {
 	return fmt.Sprintf("membership: node metadata encodes to %d bytes, limit is %d", e.Size, e.Limit)
 }
 func (e *MetaSizeError) Unwrap() error { return ErrMetaTooLarge }
-
 
 // DuplicateIDError reports a node id claimed from two addresses: Known is
 // the address this node already holds for the id (its own address when the

@@ -50,7 +50,6 @@ type Membership struct {
 	conflict error            // first DuplicateIDError seen while joining > 0
 }
 
-
 // New validates cfg, binds the gossip port (TCP and UDP) and starts
 // memberlist. The node is then a cluster of one; call Join to meet others.
 // Errors wrap ErrInvalidConfig, ErrInvalidMeta, ErrMetaTooLarge, or come
@@ -122,7 +121,6 @@ func (m *Membership) Lookup(id int32) (NodeMeta, bool) {
 	mem, ok := m.members[id]
 	return mem.meta, ok
 }
-
 
 // UpdateMeta changes what this node advertises and gossips it. The ID
 // cannot change. It waits until the update has been sent to the cluster,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
 )
 
 func TestMetaRoundTrip(t *testing.T) {

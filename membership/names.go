@@ -3,7 +3,6 @@ package membership
 import (
 	"strconv"
 	"strings"
-
 )
 
 // nodeNamePrefix starts every memberlist node name: broker id N is "node-N".
