@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/minikafka/minikafka-go/internal/knob"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
 
@@ -105,74 +106,42 @@ const minWait = time.Millisecond
 // logPrecision is what durations in logs are rounded to.
 const logPrecision = time.Millisecond
 
-// DefaultTuning returns the defaults, each explained on Tuning.
+// DefaultTuning returns the defaults (the table in validate), each
+// explained on Tuning.
 func DefaultTuning() Tuning {
-	return Tuning{
-		MetaDutyInterval:  500 * time.Millisecond,
-		MetaProposal:      5 * time.Second,
-		MetaRetryMin:      20 * time.Millisecond,
-		MetaRetryMax:      500 * time.Millisecond,
-		MetaForward:       5 * time.Second,
-		MetaApply:         10 * time.Second,
-		MetaServe:         30 * time.Second,
-		MaxMetaFrame:      4 << 20,
-		LeaderReport:      10 * time.Second,
-		LeaderReportRetry: time.Second,
-		TopicLeaders:      5 * time.Second,
-		ReconcileRetry:    5 * time.Second,
-		OpenParallelism:   8,
-		ProduceEnqueue:    10 * time.Second,
-		ReadyPoll:         50 * time.Millisecond,
-		GossipLeave:       2 * time.Second,
-		Raft:              multiraft.DefaultTuning(),
-	}
+	var t Tuning
+	_ = t.validate() // zero fields take their defaults, which are valid
+	return t
 }
 
 // validate fills zero fields with their defaults and checks them; its
 // errors name a field as tuning.<snake_case name>.
 func (t *Tuning) validate() error {
-	d := DefaultTuning()
-	for _, f := range []struct {
-		name     string
-		v        *time.Duration
-		def, min time.Duration
-	}{
-		{"meta_duty_interval", &t.MetaDutyInterval, d.MetaDutyInterval, time.Millisecond},
-		{"meta_proposal", &t.MetaProposal, d.MetaProposal, time.Millisecond},
-		{"meta_retry_min", &t.MetaRetryMin, d.MetaRetryMin, time.Millisecond},
-		{"meta_retry_max", &t.MetaRetryMax, d.MetaRetryMax, time.Millisecond},
-		{"meta_forward", &t.MetaForward, d.MetaForward, time.Millisecond},
-		{"meta_apply", &t.MetaApply, d.MetaApply, time.Millisecond},
-		{"meta_serve", &t.MetaServe, d.MetaServe, time.Millisecond},
-		{"leader_report", &t.LeaderReport, d.LeaderReport, time.Millisecond},
-		{"leader_report_retry", &t.LeaderReportRetry, d.LeaderReportRetry, time.Millisecond},
-		{"topic_leaders", &t.TopicLeaders, d.TopicLeaders, 0},
-		{"reconcile_retry", &t.ReconcileRetry, d.ReconcileRetry, time.Millisecond},
-		{"produce_enqueue", &t.ProduceEnqueue, d.ProduceEnqueue, time.Millisecond},
-		{"ready_poll", &t.ReadyPoll, d.ReadyPoll, time.Millisecond},
-		{"gossip_leave", &t.GossipLeave, d.GossipLeave, 0},
-	} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-		if *f.v < f.min {
-			return bad("tuning."+f.name, *f.v, "must be at least %v", f.min)
-		}
+	err := knob.Check([]knob.Duration{
+		{Name: "meta_duty_interval", V: &t.MetaDutyInterval, Def: 500 * time.Millisecond, Min: time.Millisecond},
+		{Name: "meta_proposal", V: &t.MetaProposal, Def: 5 * time.Second, Min: time.Millisecond},
+		{Name: "meta_retry_min", V: &t.MetaRetryMin, Def: 20 * time.Millisecond, Min: time.Millisecond},
+		{Name: "meta_retry_max", V: &t.MetaRetryMax, Def: 500 * time.Millisecond, Min: time.Millisecond},
+		{Name: "meta_forward", V: &t.MetaForward, Def: 5 * time.Second, Min: time.Millisecond},
+		{Name: "meta_apply", V: &t.MetaApply, Def: 10 * time.Second, Min: time.Millisecond},
+		{Name: "meta_serve", V: &t.MetaServe, Def: 30 * time.Second, Min: time.Millisecond},
+		{Name: "leader_report", V: &t.LeaderReport, Def: 10 * time.Second, Min: time.Millisecond},
+		{Name: "leader_report_retry", V: &t.LeaderReportRetry, Def: time.Second, Min: time.Millisecond},
+		{Name: "topic_leaders", V: &t.TopicLeaders, Def: 5 * time.Second},
+		{Name: "reconcile_retry", V: &t.ReconcileRetry, Def: 5 * time.Second, Min: time.Millisecond},
+		{Name: "produce_enqueue", V: &t.ProduceEnqueue, Def: 10 * time.Second, Min: time.Millisecond},
+		{Name: "ready_poll", V: &t.ReadyPoll, Def: 50 * time.Millisecond, Min: time.Millisecond},
+		{Name: "gossip_leave", V: &t.GossipLeave, Def: 2 * time.Second},
+	}, []knob.Int{
+		{Name: "max_meta_frame", V: &t.MaxMetaFrame, Def: 4 << 20, Min: 64 << 10, Max: 1 << 30},
+		{Name: "open_parallelism", V: &t.OpenParallelism, Def: 8, Min: 1, Max: 1024},
+	})
+	var ke *knob.Error
+	if errors.As(err, &ke) {
+		return bad("tuning."+ke.Name, "", "%s", ke.Msg)
 	}
 	if t.MetaRetryMax < t.MetaRetryMin {
 		return bad("tuning.meta_retry_max", t.MetaRetryMax, "must not be below tuning.meta_retry_min %v", t.MetaRetryMin)
-	}
-	if t.MaxMetaFrame == 0 {
-		t.MaxMetaFrame = d.MaxMetaFrame
-	}
-	if t.MaxMetaFrame < 64<<10 {
-		return bad("tuning.max_meta_frame", t.MaxMetaFrame, "must be at least 64 KiB")
-	}
-	if t.OpenParallelism == 0 {
-		t.OpenParallelism = d.OpenParallelism
-	}
-	if t.OpenParallelism < 1 || t.OpenParallelism > 1024 {
-		return bad("tuning.open_parallelism", t.OpenParallelism, "must be in 1..1024")
 	}
 	if err := t.Raft.Validate(); err != nil {
 		return bad("tuning.raft", "", "%v", err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/internal/frame"
 )
 
 // maxResponseSize bounds a response frame, so that garbage on the wire
@@ -316,21 +318,9 @@ func (c *conn) checkTimeout() {
 	}
 }
 
-// readFrame reads one size-prefixed frame.
+// readFrame reads one size-prefixed response frame.
 func readFrame(r io.Reader) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 4 || n > maxResponseSize {
-		return nil, fmt.Errorf("invalid response size %d", n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return nil, err
-	}
-	return body, nil
+	return frame.Read(r, 4, maxResponseSize)
 }
 
 func (c *conn) readLoop(nc net.Conn) {

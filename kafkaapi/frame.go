@@ -2,49 +2,28 @@ package kafkaapi
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/internal/frame"
 )
 
 // minRequestHeader is the smallest request header: api key, api version and
 // correlation id.
 const minRequestHeader = 8
 
-// readChunk bounds each allocation while a frame is read, so that a client
-// announcing a large frame must send the bytes before the server holds the
-// memory.
-const readChunk = 1 << 20
-
-// readFrame reads one size-prefixed frame and returns its body.
+// readFrame reads one size-prefixed request frame (internal/frame, which
+// allocates as the bytes arrive) and returns its body.
 func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
+	b, err := frame.Read(r, minRequestHeader, uint32(maxBytes))
+	var se *frame.SizeError
+	if errors.As(err, &se) {
+		return nil, &FrameSizeError{Size: int32(se.Size), Max: maxBytes}
 	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < minRequestHeader || n > maxBytes {
-		return nil, &FrameSizeError{Size: n, Max: maxBytes}
-	}
-	buf := make([]byte, 0, min(int(n), readChunk))
-	for len(buf) < int(n) {
-		chunk := min(int(n)-len(buf), readChunk)
-		if cap(buf)-len(buf) < chunk {
-			grown := make([]byte, len(buf), len(buf)+max(chunk, len(buf)))
-			copy(grown, buf)
-			buf = grown
-		}
-		got, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
-		buf = buf[:len(buf)+got]
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-	}
-	return buf, nil
+	return b, err
 }
 
 // requestHeader is the part of a request header the server uses.

@@ -17,7 +17,7 @@ import (
 // A frame bigger than one read chunk arrives intact; one cut short is an
 // error, not a short frame.
 func TestReadFrameInChunks(t *testing.T) {
-	body := bytes.Repeat([]byte("0123456789abcdef"), (2*readChunk+32)/16)
+	body := bytes.Repeat([]byte("0123456789abcdef"), (2<<20+32)/16) // over two of internal/frame's read chunks
 	raw := frameWith(int32(len(body)), body)
 	got, err := readFrame(bytes.NewReader(raw), DefaultMaxRequestBytes)
 	if err != nil || !bytes.Equal(got, body) {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/minikafka/minikafka-go/internal/knob"
 )
 
 // ErrInvalidConfig is wrapped by every error that Listen or Open returns for
@@ -110,131 +112,59 @@ type Tuning struct {
 	RoleRecheck time.Duration
 }
 
-// DefaultTuning returns the defaults, each explained on Tuning.
+// DefaultTuning returns the defaults (the table in Validate), each
+// explained on Tuning.
 func DefaultTuning() Tuning {
-	return Tuning{
-		HandshakeTimeout:        5 * time.Second,
-		DialTimeout:             2 * time.Second,
-		CallTimeout:             2 * time.Second,
-		KeepAliveInterval:       10 * time.Second,
-		SessionWriteTimeout:     10 * time.Second,
-		OpenGrace:               500 * time.Millisecond,
-		HeartbeatWindow:         20 * time.Millisecond,
-		HeartbeatHandlerTimeout: 100 * time.Millisecond,
-		MaxHeartbeatsPerFrame:   1024,
-		MaxFrame:                1 << 30,
-		MaxIdleStreams:          32,
-		WatchRetryMin:           100 * time.Millisecond,
-		WatchRetryMax:           time.Second,
-		SuccessorStagger:        2 * time.Second,
-		StartElectionTimeout:    time.Second,
-		CampaignHold:            120,
-		HoldAfterLeader:         8,
-		SmallBatch:              32,
-		SmallBatchSettle:        2,
-		Settle:                  10,
-		CampaignsInFlight:       8,
-		CampaignSlot:            2 * time.Second,
-		TransferParallelism:     16,
-		RebalanceInterval:       10 * time.Second,
-		RebalanceFirst:          2 * time.Second,
-		RoleRecheck:             5 * time.Second,
-	}
-}
-
-// withDefaults fills zero fields from DefaultTuning.
-func (t Tuning) withDefaults() Tuning {
-	d := DefaultTuning()
-	fill := func(v *time.Duration, def time.Duration) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	filln := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	fill(&t.HandshakeTimeout, d.HandshakeTimeout)
-	fill(&t.DialTimeout, d.DialTimeout)
-	fill(&t.CallTimeout, d.CallTimeout)
-	fill(&t.KeepAliveInterval, d.KeepAliveInterval)
-	fill(&t.SessionWriteTimeout, d.SessionWriteTimeout)
-	fill(&t.OpenGrace, d.OpenGrace)
-	fill(&t.HeartbeatWindow, d.HeartbeatWindow)
-	fill(&t.HeartbeatHandlerTimeout, d.HeartbeatHandlerTimeout)
-	filln(&t.MaxHeartbeatsPerFrame, d.MaxHeartbeatsPerFrame)
-	filln(&t.MaxFrame, d.MaxFrame)
-	filln(&t.MaxIdleStreams, d.MaxIdleStreams)
-	fill(&t.WatchRetryMin, d.WatchRetryMin)
-	fill(&t.WatchRetryMax, d.WatchRetryMax)
-	fill(&t.SuccessorStagger, d.SuccessorStagger)
-	fill(&t.StartElectionTimeout, d.StartElectionTimeout)
-	filln(&t.CampaignHold, d.CampaignHold)
-	filln(&t.HoldAfterLeader, d.HoldAfterLeader)
-	filln(&t.SmallBatch, d.SmallBatch)
-	filln(&t.SmallBatchSettle, d.SmallBatchSettle)
-	filln(&t.Settle, d.Settle)
-	filln(&t.CampaignsInFlight, d.CampaignsInFlight)
-	fill(&t.CampaignSlot, d.CampaignSlot)
-	filln(&t.TransferParallelism, d.TransferParallelism)
-	fill(&t.RebalanceInterval, d.RebalanceInterval)
-	fill(&t.RebalanceFirst, d.RebalanceFirst)
-	fill(&t.RoleRecheck, d.RoleRecheck)
+	var t Tuning
+	_ = t.Validate() // zero fields take their defaults, which are valid
 	return t
 }
 
 // Validate fills zero fields with their defaults and reports the first
-// field that is out of range, naming it.
+// field that is out of range, naming it. RebalanceInterval may be negative
+// (off).
 func (t *Tuning) Validate() error {
-	*t = t.withDefaults()
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		min  time.Duration
-	}{
-		{"HandshakeTimeout", t.HandshakeTimeout, time.Millisecond},
-		{"DialTimeout", t.DialTimeout, time.Millisecond},
-		{"CallTimeout", t.CallTimeout, time.Millisecond},
-		{"KeepAliveInterval", t.KeepAliveInterval, time.Millisecond},
-		{"SessionWriteTimeout", t.SessionWriteTimeout, time.Millisecond},
-		{"OpenGrace", t.OpenGrace, 0},
-		{"HeartbeatWindow", t.HeartbeatWindow, 0},
-		{"HeartbeatHandlerTimeout", t.HeartbeatHandlerTimeout, time.Millisecond},
-		{"WatchRetryMin", t.WatchRetryMin, time.Millisecond},
-		{"WatchRetryMax", t.WatchRetryMax, t.WatchRetryMin},
-		{"SuccessorStagger", t.SuccessorStagger, time.Millisecond},
-		{"StartElectionTimeout", t.StartElectionTimeout, time.Millisecond},
-		{"CampaignSlot", t.CampaignSlot, time.Millisecond},
-		{"RebalanceFirst", t.RebalanceFirst, time.Millisecond},
-		{"RoleRecheck", t.RoleRecheck, time.Millisecond},
-	} {
-		if d.v < d.min {
-			return invalid("Tuning.%s %v is below %v", d.name, d.v, d.min)
-		}
+	rebalanceOff := t.RebalanceInterval < 0
+	if rebalanceOff {
+		t.RebalanceInterval = 0
 	}
-	if t.RebalanceInterval > 0 && t.RebalanceInterval < 10*time.Millisecond {
-		return invalid("Tuning.RebalanceInterval %v is below 10ms (negative turns it off)", t.RebalanceInterval)
+	err := knob.Check([]knob.Duration{
+		{Name: "HandshakeTimeout", V: &t.HandshakeTimeout, Def: 5 * time.Second, Min: time.Millisecond},
+		{Name: "DialTimeout", V: &t.DialTimeout, Def: 2 * time.Second, Min: time.Millisecond},
+		{Name: "CallTimeout", V: &t.CallTimeout, Def: 2 * time.Second, Min: time.Millisecond},
+		{Name: "KeepAliveInterval", V: &t.KeepAliveInterval, Def: 10 * time.Second, Min: time.Millisecond},
+		{Name: "SessionWriteTimeout", V: &t.SessionWriteTimeout, Def: 10 * time.Second, Min: time.Millisecond},
+		{Name: "OpenGrace", V: &t.OpenGrace, Def: 500 * time.Millisecond},
+		{Name: "HeartbeatWindow", V: &t.HeartbeatWindow, Def: 20 * time.Millisecond},
+		{Name: "HeartbeatHandlerTimeout", V: &t.HeartbeatHandlerTimeout, Def: 100 * time.Millisecond, Min: time.Millisecond},
+		{Name: "WatchRetryMin", V: &t.WatchRetryMin, Def: 100 * time.Millisecond, Min: time.Millisecond},
+		{Name: "WatchRetryMax", V: &t.WatchRetryMax, Def: time.Second, Min: time.Millisecond},
+		{Name: "SuccessorStagger", V: &t.SuccessorStagger, Def: 2 * time.Second, Min: time.Millisecond},
+		{Name: "StartElectionTimeout", V: &t.StartElectionTimeout, Def: time.Second, Min: time.Millisecond},
+		{Name: "CampaignSlot", V: &t.CampaignSlot, Def: 2 * time.Second, Min: time.Millisecond},
+		{Name: "RebalanceInterval", V: &t.RebalanceInterval, Def: 10 * time.Second, Min: 10 * time.Millisecond},
+		{Name: "RebalanceFirst", V: &t.RebalanceFirst, Def: 2 * time.Second, Min: time.Millisecond},
+		{Name: "RoleRecheck", V: &t.RoleRecheck, Def: 5 * time.Second, Min: time.Millisecond},
+	}, []knob.Int{
+		{Name: "MaxHeartbeatsPerFrame", V: &t.MaxHeartbeatsPerFrame, Def: 1024, Min: 1, Max: 1 << 16},
+		{Name: "MaxFrame", V: &t.MaxFrame, Def: 1 << 30, Min: 64 << 10, Max: 1<<31 - 1},
+		{Name: "MaxIdleStreams", V: &t.MaxIdleStreams, Def: 32, Min: 1, Max: 1 << 12},
+		{Name: "CampaignHold", V: &t.CampaignHold, Def: 120, Min: 1, Max: 1 << 16},
+		{Name: "HoldAfterLeader", V: &t.HoldAfterLeader, Def: 8, Min: 1, Max: 1 << 16},
+		{Name: "SmallBatch", V: &t.SmallBatch, Def: 32, Min: 1, Max: 1 << 20},
+		{Name: "SmallBatchSettle", V: &t.SmallBatchSettle, Def: 2, Min: 1, Max: 1 << 16},
+		{Name: "Settle", V: &t.Settle, Def: 10, Min: 1, Max: 1 << 16},
+		{Name: "CampaignsInFlight", V: &t.CampaignsInFlight, Def: 8, Min: 1, Max: 1 << 16},
+		{Name: "TransferParallelism", V: &t.TransferParallelism, Def: 16, Min: 1, Max: 1 << 16},
+	})
+	if rebalanceOff {
+		t.RebalanceInterval = -1
 	}
-	for _, n := range []struct {
-		name     string
-		v        int
-		min, max int
-	}{
-		{"MaxHeartbeatsPerFrame", t.MaxHeartbeatsPerFrame, 1, 1 << 16},
-		{"MaxFrame", t.MaxFrame, 64 << 10, 1<<31 - 1},
-		{"MaxIdleStreams", t.MaxIdleStreams, 1, 1 << 12},
-		{"CampaignHold", t.CampaignHold, 1, 1 << 16},
-		{"HoldAfterLeader", t.HoldAfterLeader, 1, 1 << 16},
-		{"SmallBatch", t.SmallBatch, 1, 1 << 20},
-		{"SmallBatchSettle", t.SmallBatchSettle, 1, 1 << 16},
-		{"Settle", t.Settle, 1, 1 << 16},
-		{"CampaignsInFlight", t.CampaignsInFlight, 1, 1 << 16},
-		{"TransferParallelism", t.TransferParallelism, 1, 1 << 16},
-	} {
-		if n.v < n.min || n.v > n.max {
-			return invalid("Tuning.%s %d is not in %d..%d", n.name, n.v, n.min, n.max)
-		}
+	if err != nil {
+		return invalid("Tuning.%v", err)
+	}
+	if t.WatchRetryMax < t.WatchRetryMin {
+		return invalid("Tuning.WatchRetryMax %v is below WatchRetryMin %v", t.WatchRetryMax, t.WatchRetryMin)
 	}
 	return nil
 }

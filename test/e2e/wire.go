@@ -5,11 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/internal/frame"
 )
 
 // Conn is one raw Kafka connection, for hand-built requests (the seed's
@@ -65,16 +66,8 @@ func (c *Conn) Receive(ctx context.Context) (kmsg.Response, error) {
 
 	stop := context.AfterFunc(ctx, func() { c.nc.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	var size [4]byte
-	if _, err := io.ReadFull(c.nc, size[:]); err != nil {
-		return nil, errors.Join(err, ctx.Err())
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n < 4 || n > maxFrame {
-		return nil, fmt.Errorf("e2e: response size %d", n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(c.nc, body); err != nil {
+	body, err := frame.Read(c.nc, 4, maxFrame)
+	if err != nil {
 		return nil, errors.Join(err, ctx.Err())
 	}
 	if corr := int32(binary.BigEndian.Uint32(body)); corr != wantCorr {
