@@ -97,14 +97,16 @@ type hbSender struct {
 // heartbeats returns the peer's sender, starting it on first use.
 func (p *peer) heartbeats() *hbSender {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.hb == nil {
-		p.hb = &hbSender{p: p, kick: make(chan struct{}, 1)}
-		if !p.h.goOwned(p.hb.run) {
-			p.hb.stopped = true
-		}
+	s, start := p.hb, p.hb == nil
+	if start {
+		s = &hbSender{p: p, kick: make(chan struct{}, 1)}
+		p.hb = s
 	}
-	return p.hb
+	p.mu.Unlock()
+	if start && !p.h.goOwned(s.run) { // the Host is closed
+		s.stop()
+	}
+	return s
 }
 
 // enqueue adds c to the next frame.

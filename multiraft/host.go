@@ -37,7 +37,7 @@ type Host struct {
 	wg     sync.WaitGroup // every goroutine the Host owns
 	losses chan int32     // nodes found lost, for failoverLoop
 
-	mu         sync.Mutex // guards every field below
+	mu         sync.Mutex // guards every field below; never held while taking a peer's mu
 	groups     map[string]*transport
 	groupAdded chan struct{} // closed and replaced whenever a group registers
 	peers      map[string]*peer
@@ -289,12 +289,16 @@ type counters struct {
 func (h *Host) Stats() Stats {
 	h.mu.Lock()
 	open := len(h.inbound)
+	peers := make([]*peer, 0, len(h.peers))
 	for _, p := range h.peers {
+		peers = append(peers, p)
+	}
+	h.mu.Unlock()
+	for _, p := range peers { // outside h.mu: a peer's mu is never taken under it
 		if p.current() != nil {
 			open++
 		}
 	}
-	h.mu.Unlock()
 	c := &h.stats
 	return Stats{
 		SessionsDialed: c.sessionsDialed.Load(), SessionsAccepted: c.sessionsAccepted.Load(),

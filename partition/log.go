@@ -57,6 +57,11 @@ type LogOptions struct {
 	FlushBytes int64
 	// Logger receives recovery warnings and segment events; nil discards.
 	Logger *slog.Logger
+
+	// beforeFsync, if set, runs in Sync after it has let go of the
+	// writer's lock and before it fsyncs (set only by this package's
+	// tests, to hold a Sync there).
+	beforeFsync func()
 }
 
 // Defaults of LogOptions.
@@ -331,10 +336,6 @@ func (l *Log) roll(base int64) (*segment, error) {
 	return s, nil
 }
 
-// testHookSyncUnlocked, if set by a test, runs in Sync after it has let go
-// of the writer's lock and before it fsyncs.
-var testHookSyncUnlocked func()
-
 // Sync makes everything written before it was called durable: the segment
 // data and index files changed since the last Sync, then the directory if
 // files were created or removed.
@@ -343,9 +344,8 @@ var testHookSyncUnlocked func()
 // flags under wmu, then fsyncs holding only truncMu shared (which keeps the
 // files open and in place, as for a reader). An append during the fsync
 // sets its segment's flag again for the next Sync. Holding wmu for the
-// fsync, as before, stalled the partition's applies for as long as the
-// kernel took to write back everything since the last snapshot: 0.7 s
-// pauses in the bench at 10 MB/s.
+// fsync would stall the partition's applies for as long as the kernel takes
+// to write back everything since the last snapshot.
 func (l *Log) Sync() error {
 	type pending struct {
 		s           *segment
@@ -368,8 +368,8 @@ func (l *Log) Sync() error {
 	l.truncMu.RLock()
 	l.wmu.Unlock()
 
-	if testHookSyncUnlocked != nil {
-		testHookSyncUnlocked()
+	if l.opts.beforeFsync != nil {
+		l.opts.beforeFsync()
 	}
 	var err error
 	for i, p := range todo {

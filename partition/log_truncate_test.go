@@ -209,17 +209,20 @@ func TestSyncThenReopen(t *testing.T) {
 func TestAppendsProceedDuringSync(t *testing.T) {
 	dir := t.TempDir()
 	opts := smallOpts()
-	opts.FlushBytes = -1 // only this test's Sync may reach the hook
+	opts.FlushBytes = -1 // only this test's Syncs run
+	inSync, release := make(chan struct{}), make(chan struct{})
+	held := false // the first Sync is held; later ones pass
+	opts.beforeFsync = func() {
+		if !held {
+			held = true
+			close(inSync)
+			<-release
+		}
+	}
 	l := openLog(t, dir, opts)
 	h := makeHistory(30, 0, 7)
 	appendAll(t, l, h.batches[:10])
 
-	inSync, release := make(chan struct{}), make(chan struct{})
-	testHookSyncUnlocked = func() {
-		close(inSync)
-		<-release
-	}
-	t.Cleanup(func() { testHookSyncUnlocked = nil })
 	synced := make(chan error, 1)
 	go func() { synced <- l.Sync() }()
 	<-inSync
@@ -233,7 +236,6 @@ func TestAppendsProceedDuringSync(t *testing.T) {
 	if err := <-synced; err != nil {
 		t.Fatal(err)
 	}
-	testHookSyncUnlocked = nil
 	if !l.segs[len(l.segs)-1].dataDirty {
 		t.Fatal("the active segment written during Sync is not dirty for the next one")
 	}
