@@ -12,7 +12,7 @@ import (
 
 // bareTransport registers a transport for group on h with no raft behind
 // it, for tests that drive the heartbeat path by hand.
-func bareTransport(t *testing.T, h *Host, group string) *transport {
+func bareTransport(t testing.TB, h *Host, group string) *transport {
 	t.Helper()
 	tr, err := h.newTransport(&Group{spec: GroupSpec{Name: group}})
 	if err != nil {

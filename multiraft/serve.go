@@ -40,8 +40,9 @@ func (h *Host) serveStream(st *yamux.Stream) {
 // peer closes it or a call is malformed.
 func (h *Host) serveCalls(st *yamux.Stream) {
 	defer st.Close()
+	var buf []byte // the stream's request buffer, reused unless a heartbeat frame's entries alias it
 	for {
-		body, err := frame.Read(st, 1, uint32(h.tun.MaxFrame))
+		body, err := frame.ReadInto(st, 1, uint32(h.tun.MaxFrame), buf)
 		if err != nil {
 			if !isEOF(err) && !h.isClosed() {
 				h.log.Debug("call stream closed", "err", err)
@@ -57,7 +58,9 @@ func (h *Host) serveCalls(st *yamux.Stream) {
 			resp []byte
 			more = true
 		)
+		buf = body[:0]
 		if kind == callHeartbeats {
+			buf = nil
 			var results []byte
 			if results, err = h.serveHeartbeats(payload); err != nil {
 				h.log.Debug("call stream closed", "err", err)
@@ -140,9 +143,11 @@ func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (
 	if r.Error != nil {
 		return appendResponse(nil, statusRemoteError, []byte(truncate(r.Error.Error()))), more
 	}
-	b, err := encodeMsgpack(r.Response)
+	b, at := frame.Begin(make([]byte, 0, 128))
+	b = append(b, statusOK)
+	b, err := appendMsgpack(b, r.Response)
 	if err != nil {
 		return appendResponse(nil, statusRemoteError, []byte(truncate("encode response: "+err.Error()))), more
 	}
-	return appendResponse(nil, statusOK, b), more
+	return frame.End(b, at), more
 }

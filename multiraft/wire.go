@@ -1,10 +1,11 @@
 package multiraft
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
@@ -86,6 +87,40 @@ const (
 
 var msgpack = &codec.MsgpackHandle{}
 
+// Encoders and decoders keep state between uses; they are pooled.
+var (
+	encoders = sync.Pool{New: func() any { return codec.NewEncoderBytes(new([]byte), msgpack) }}
+	decoders = sync.Pool{New: func() any { return codec.NewDecoderBytes(nil, msgpack) }}
+)
+
+// appendMsgpack appends v in msgpack to b: straight into b's spare
+// capacity when it suffices (size it with sizeHint), else with one copy.
+func appendMsgpack(b []byte, v any) ([]byte, error) {
+	enc := encoders.Get().(*codec.Encoder)
+	defer encoders.Put(enc)
+	out := b[len(b):]
+	enc.ResetBytes(&out)
+	if err := enc.Encode(v); err != nil {
+		return b, err
+	}
+	if n := len(out); n > 0 && cap(b)-len(b) >= n && &b[:len(b)+n][len(b)] == &out[0] {
+		return b[:len(b)+n], nil // encoded in place
+	}
+	return append(b, out...), nil
+}
+
+// sizeHint is about the encoded size of a request: its entries' data and
+// a little per entry.
+func sizeHint(req any) int {
+	n := 256
+	if a, ok := req.(*raft.AppendEntriesRequest); ok {
+		for _, e := range a.Entries {
+			n += len(e.Data) + len(e.Extensions) + 64
+		}
+	}
+	return n
+}
+
 // appendOpen appends a stream's open frame.
 func appendOpen(b []byte, kind byte, service string) []byte {
 	b, at := frame.Begin(b)
@@ -125,14 +160,15 @@ func validName(name string) error {
 
 // appendRequest appends a call's request frame with req in msgpack.
 func appendRequest(b []byte, kind byte, group string, req any) ([]byte, error) {
+	b = slices.Grow(b, frame.HeaderSize+2+len(group)+sizeHint(req))
 	b, at := frame.Begin(b)
 	b = append(b, kind)
 	b = appendString(b, group)
-	buf := bytes.NewBuffer(b)
-	if err := codec.NewEncoder(buf, msgpack).Encode(req); err != nil {
+	b, err := appendMsgpack(b, req)
+	if err != nil {
 		return nil, fmt.Errorf("multiraft: encode request: %w", err)
 	}
-	return frame.End(buf.Bytes(), at), nil
+	return frame.End(b, at), nil
 }
 
 // parseRequest splits a request frame's body.
@@ -157,17 +193,13 @@ func appendResponse(b []byte, status byte, payload []byte) []byte {
 	return frame.End(b, at)
 }
 
-// encodeMsgpack returns v in msgpack.
-func encodeMsgpack(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := codec.NewEncoder(&buf, msgpack).Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
+// decodeMsgpack decodes b into v; v keeps no reference to b (the codec
+// copies byte fields), so b may be reused.
 func decodeMsgpack(b []byte, v any) error {
-	if err := codec.NewDecoderBytes(b, msgpack).Decode(v); err != nil {
+	dec := decoders.Get().(*codec.Decoder)
+	defer decoders.Put(dec)
+	dec.ResetBytes(b)
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
 	return nil

@@ -33,6 +33,12 @@ func (e *SizeError) Error() string {
 // stream that ends inside a frame gives io.ErrUnexpectedEOF; one that ends
 // before it gives io.EOF.
 func Read(r io.Reader, lo, hi uint32) ([]byte, error) {
+	return ReadInto(r, lo, hi, nil)
+}
+
+// ReadInto is Read that returns the body in buf's memory when it has the
+// capacity (a buffer reused between frames), else in a new slice.
+func ReadInto(r io.Reader, lo, hi uint32, buf []byte) ([]byte, error) {
 	var size [HeaderSize]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
@@ -41,7 +47,17 @@ func Read(r io.Reader, lo, hi uint32) ([]byte, error) {
 	if n < lo || n > hi {
 		return nil, &SizeError{Size: n, Min: lo, Max: hi}
 	}
-	buf := make([]byte, 0, min(n, chunk))
+	if uint32(cap(buf)) >= n {
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return buf, nil
+	}
+	buf = make([]byte, 0, min(n, chunk))
 	for uint32(len(buf)) < n {
 		step := min(n-uint32(len(buf)), chunk)
 		if uint32(cap(buf)-len(buf)) < step {

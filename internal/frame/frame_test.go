@@ -45,3 +45,18 @@ func TestBoundsAndTruncation(t *testing.T) {
 		t.Fatalf("truncated prefix: %v", err)
 	}
 }
+
+func TestReadIntoReusesTheBuffer(t *testing.T) {
+	buf := make([]byte, 0, 16)
+	got, err := ReadInto(bytes.NewReader(Append(nil, []byte("hello"))), 1, 100, buf)
+	if err != nil || string(got) != "hello" || &got[0] != &buf[:1][0] {
+		t.Fatalf("ReadInto: %q, %v, reused %v", got, err, err == nil && &got[0] == &buf[:1][0])
+	}
+	got, err = ReadInto(bytes.NewReader(Append(nil, make([]byte, 40))), 1, 100, buf)
+	if err != nil || len(got) != 40 {
+		t.Fatalf("ReadInto a larger body: %d bytes, %v", len(got), err)
+	}
+	if _, err := ReadInto(bytes.NewReader(Append(nil, []byte("hello"))[:7]), 1, 100, buf); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated into a buffer: %v", err)
+	}
+}

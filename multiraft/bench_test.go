@@ -1,0 +1,110 @@
+package multiraft
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// sinkFSM applies anything and keeps nothing.
+type sinkFSM struct{}
+
+func (sinkFSM) Apply(*raft.Log) any                 { return nil }
+func (sinkFSM) Snapshot() (raft.FSMSnapshot, error) { return countSnapshot{}, nil }
+func (sinkFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
+
+// BenchmarkReplicate proposes 1 KiB commands to a group of three members,
+// 64 in flight: the cost of replication over the transport, per command.
+func BenchmarkReplicate(b *testing.B) {
+	n := newTestNet(b, nil)
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	var gs []*Group
+	for id := int32(1); id <= 3; id++ {
+		g, err := n.host(id).Open(GroupSpec{Name: "bench", Members: []int32{1, 2, 3},
+			Dir: filepath.Join(n.base, fmt.Sprint(id)), Timing: DefaultTiming(), FSM: sinkFSM{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { g.Close() })
+		gs = append(gs, g)
+	}
+	leader := gs[leaderOf(b, gs)]
+	cmd := make([]byte, 1024)
+	binary.BigEndian.PutUint64(cmd, 1)
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	b.SetBytes(int64(len(cmd)))
+	b.ResetTimer()
+	for b.Loop() {
+		sem <- struct{}{}
+		p := leader.Propose(cmd, time.Second)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, _, err := p.Wait(); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkAppendEntriesRoundTrip sends one AppendEntries with a 16 KiB
+// entry and waits for its answer, one at a time, over this package's
+// transport and, as the baseline, over raft's own NetworkTransport on
+// loopback TCP; the consumer answers at once.
+func BenchmarkAppendEntriesRoundTrip(b *testing.B) {
+	req := &raft.AppendEntriesRequest{Term: 1, PrevLogEntry: 1, PrevLogTerm: 1, LeaderCommitIndex: 1,
+		Entries: []*raft.Log{{Index: 2, Term: 1, Type: raft.LogCommand, Data: make([]byte, 16<<10)}}}
+	serve := func(ch <-chan raft.RPC, done <-chan struct{}) {
+		for {
+			select {
+			case rpc := <-ch:
+				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
+			case <-done:
+				return
+			}
+		}
+	}
+	run := func(b *testing.B, from raft.Transport, id raft.ServerID, to raft.ServerAddress) {
+		var resp raft.AppendEntriesResponse
+		b.SetBytes(16 << 10)
+		for b.Loop() {
+			if err := from.AppendEntries(id, to, req, &resp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("multiraft", func(b *testing.B) {
+		n := newTestNet(b, nil)
+		a, c := n.start(1), n.start(2)
+		to := bareTransport(b, c, "g")
+		done := make(chan struct{})
+		defer close(done)
+		go serve(to.consumer, done)
+		run(b, bareTransport(b, a, "g"), "2", raft.ServerAddress(c.Addr()))
+	})
+	b.Run("raft-tcp", func(b *testing.B) {
+		srv, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Close()
+		cli, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cli.Close()
+		done := make(chan struct{})
+		defer close(done)
+		go serve(srv.Consumer(), done)
+		run(b, cli, "2", srv.LocalAddr())
+	})
+}
