@@ -16,7 +16,7 @@ import (
 // restart the node serves the same data.
 func TestSingleNodeProduceConsumeRestart(t *testing.T) {
 	c := testcluster.Start(t, 1)
-	cl := kgoClient(t, c, kgo.DefaultProduceTopic("first"), kgo.AllowAutoTopicCreation())
+	cl := c.Client(t, kgo.DefaultProduceTopic("first"), kgo.AllowAutoTopicCreation())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	recs := values(10000, "first")

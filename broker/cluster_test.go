@@ -25,7 +25,7 @@ import (
 // order.
 func TestThreeNodesSpreadLeadersAndKeepOrder(t *testing.T) {
 	c := testcluster.Start(t, 3)
-	cl := kgoClient(t, c, kgo.DefaultProduceTopic("six"))
+	cl := c.Client(t, kgo.DefaultProduceTopic("six"))
 	createTopic(t, cl, "six", 6, 3)
 	eventually(t, 15*time.Second, "leaders on all three nodes", func() bool {
 		lead := map[int32]int{}
@@ -79,7 +79,7 @@ func TestThreeNodesSpreadLeadersAndKeepOrder(t *testing.T) {
 // e2e suite reports failover p50/max over many kills).
 func TestFailoverToNewLeader(t *testing.T) {
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.PartitionRaft = multiraft.DefaultTiming() })
-	cl := kgoClient(t, c, kgo.DefaultProduceTopic("fo"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := c.Client(t, kgo.DefaultProduceTopic("fo"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "fo", 1, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -99,7 +99,7 @@ func TestFailoverToNewLeader(t *testing.T) {
 	}
 	elected := time.Since(killed)
 	// Metadata from a surviving node says the same.
-	survivor := kgoClient(t, c)
+	survivor := c.Client(t)
 	eventually(t, 15*time.Second, "metadata names the new leader", func() bool {
 		info := metadataOf(t, survivor, "fo")[0]
 		return info.leader == newLeader && info.epoch == newEpoch
@@ -116,7 +116,7 @@ func TestFailoverToNewLeader(t *testing.T) {
 // fenced.
 func TestTransactionalIDFencing(t *testing.T) {
 	c := testcluster.Start(t, 3)
-	cl := kgoClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "fence", 1, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -201,7 +201,7 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 // data is unchanged.
 func TestBadInputLeavesNodeAndDataIntact(t *testing.T) {
 	c := testcluster.Start(t, 1)
-	cl := kgoClient(t, c, kgo.DefaultProduceTopic("safe"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := c.Client(t, kgo.DefaultProduceTopic("safe"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "safe", 1, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

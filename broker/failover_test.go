@@ -19,7 +19,7 @@ import (
 // replica other than the killed node, and nothing acknowledged is lost.
 func TestKilledLeadersReplacedWithoutWaitingForRaftTimeouts(t *testing.T) {
 	c := testcluster.Start(t, 3, slowPartitionRaft)
-	cl := kgoClient(t, c, kgo.DefaultProduceTopic("lost"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := c.Client(t, kgo.DefaultProduceTopic("lost"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	const parts = 6
 	createTopic(t, cl, "lost", parts, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -55,7 +55,7 @@ func TestKilledLeadersReplacedWithoutWaitingForRaftTimeouts(t *testing.T) {
 	killed := time.Now()
 	c.HaltNode(int(victim))
 
-	survivor := kgoClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	survivor := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for p := int32(0); p < parts; p++ {
 		if before[p][0] != victim {
 			continue
@@ -107,7 +107,7 @@ func slowPartitionRaft(cfg *broker.Config) {
 // fail after the election timeout.
 func TestShutdownHandsLeadershipsToLiveNodes(t *testing.T) {
 	c := testcluster.Start(t, 5, slowPartitionRaft, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
-	cl := kgoClient(t, c)
+	cl := c.Client(t)
 	const parts = 10
 	createTopic(t, cl, "handoff", parts, 3)
 	for p := int32(0); p < parts; p++ {

@@ -18,16 +18,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, testcluster.GoleakOptions()...)
 }
 
-func kgoClient(t *testing.T, c *testcluster.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
 func createTopic(t *testing.T, cl *kgo.Client, name string, parts int32, rf int16) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()

@@ -20,7 +20,7 @@ import (
 // processes and kill -9.)
 func TestSeedLabOverTheWire(t *testing.T) {
 	c := testcluster.Start(t, 3)
-	cl := kgoClient(t, c)
+	cl := c.Client(t)
 	createTopic(t, cl, "events", 2, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -73,7 +73,7 @@ func TestSeedLabOverTheWire(t *testing.T) {
 
 	leader, _ := c.Leader("events", 0, 10*time.Second)
 	c.HaltNode(int(leader))
-	cl = kgoClient(t, c) // a client that knows only the survivors
+	cl = c.Client(t) // a client that knows only the survivors
 	check("retry after the leader was killed")
 
 	c.StartNode(int(leader))
@@ -84,7 +84,7 @@ func TestSeedLabOverTheWire(t *testing.T) {
 		c.StartNode(id)
 	}
 	c.WaitReady()
-	cl = kgoClient(t, c)
+	cl = c.Client(t)
 	check("retry after restarting every node")
 }
 

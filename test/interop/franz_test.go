@@ -17,7 +17,7 @@ import (
 func TestKadmDescribes(t *testing.T) {
 	c := testcluster.Start(t, 1)
 	createTopic(t, c, "described", 1, 1)
-	cl := newClient(t, c)
+	cl := c.Client(t)
 	adm := kadm.NewClient(cl)
 	ctx := testContext(t)
 
@@ -108,8 +108,8 @@ func epochEnds(t *testing.T, adm *kadm.Client, topic string, epochs ...int32) []
 func TestOffsetForLeaderEpochAcrossLeaderChanges(t *testing.T) {
 	c := testcluster.Start(t, 3)
 	createTopic(t, c, "epochs", 1, 3)
-	producer := newClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	consumer := newClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"epochs": {0: kgo.NewOffset().AtStart()}}))
+	producer := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	consumer := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"epochs": {0: kgo.NewOffset().AtStart()}}))
 	ctx := testContext(t)
 
 	leader1, epoch1 := c.Leader("epochs", 0, timeout)
@@ -127,7 +127,7 @@ func TestOffsetForLeaderEpochAcrossLeaderChanges(t *testing.T) {
 		t.Fatalf("consumed %q", consumed)
 	}
 
-	adm := kadm.NewClient(newClient(t, c))
+	adm := kadm.NewClient(c.Client(t))
 	check := func(what string) {
 		t.Helper()
 		got := epochEnds(t, adm, "epochs", epoch1-1, epoch1, epoch2-1, epoch2, epoch2+1)

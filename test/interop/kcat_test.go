@@ -41,7 +41,7 @@ func TestKcatConsumesTopicWithEmptyPartitions(t *testing.T) {
 	requireKcat(t)
 	c := testcluster.Start(t, 1)
 	createTopic(t, c, "sparse", 3, 1)
-	produce(t, newClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner())), "sparse", 1, "a", "b")
+	produce(t, c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), "sparse", 1, "a", "b")
 
 	out := kcat(t, c, "", "-C", "-e", "-q", "-t", "sparse", "-f", `%p %o %s\n`)
 	if got, want := lines(out), []string{"1 0 a", "1 1 b"}; !slices.Equal(got, want) {

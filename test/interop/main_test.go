@@ -30,23 +30,11 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// newClient returns a franz-go client of the cluster, closed at the end of
-// the test.
-func newClient(t *testing.T, c *testcluster.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
 // createTopic creates a topic with kadm and waits until every partition
 // has a leader.
 func createTopic(t *testing.T, c *testcluster.Cluster, name string, partitions int32, rf int16) {
 	t.Helper()
-	adm := kadm.NewClient(newClient(t, c))
+	adm := kadm.NewClient(c.Client(t))
 	resp, err := adm.CreateTopic(testContext(t), partitions, rf, nil, name)
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
