@@ -181,11 +181,6 @@ func (f *FSM) notify() {
 	f.mu.Unlock()
 }
 
-// Producers returns a copy of the producer table, for tests and debugging.
-// Call it only when no Apply runs (raft stopped, or in a test driving the
-// FSM directly).
-func (f *FSM) Producers() *producerstate.Table { return f.table.Clone() }
-
 // Apply implements raft.FSM.
 func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
