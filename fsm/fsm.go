@@ -74,6 +74,20 @@ type Config struct {
 	Window int
 	// Logger receives recovery messages. Nil discards.
 	Logger *slog.Logger
+	// Observer, if set, is told of every batch the FSM appends, in log
+	// order, and of every Restore (after which the log holds other
+	// batches). It runs on the FSM goroutine and must be deterministic, as
+	// the FSM is: an internal topic keeps its materialised view with it.
+	Observer Observer
+}
+
+// Observer follows the batches an FSM appends (Config.Observer).
+type Observer interface {
+	// Appended is called with each batch appended, as it was proposed
+	// (before the log stamped its offset and epoch).
+	Appended(batch []byte)
+	// Restored is called after Restore replaced the log's contents.
+	Restored()
 }
 
 // ProduceResult is what applying a produce command returns through
@@ -108,6 +122,7 @@ type FSM struct {
 	dir    string
 	log    Log
 	logger *slog.Logger
+	obs    Observer // Config.Observer, or nil
 
 	// Owned by the FSM goroutine (ApplyBatch, Apply, Snapshot, Restore) and
 	// by New and Close, which raft never runs concurrently with it.
@@ -147,7 +162,7 @@ func New(cfg Config, log Log) (*FSM, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f := &FSM{dir: cfg.Dir, log: log, logger: logger, changed: make(chan struct{})}
+	f := &FSM{dir: cfg.Dir, log: log, logger: logger, obs: cfg.Observer, changed: make(chan struct{})}
 	if err := f.recover(cfg.Window); err != nil {
 		return nil, err
 	}
@@ -258,6 +273,9 @@ func (f *FSM) applyProduce(batch []byte, term uint64) *ProduceResult {
 		h.BaseOffset = base
 		f.table.Record(h)
 		res.BaseOffset = base
+		if f.obs != nil {
+			f.obs.Appended(batch)
+		}
 	case producerstate.Duplicate:
 		res.BaseOffset = v.Original.BaseOffset
 		res.Duplicate = true

@@ -269,6 +269,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.hw.Store(f.log.EndOffset())
 	f.notify()
+	if f.obs != nil {
+		f.obs.Restored()
+	}
 	return nil
 }
 

@@ -27,7 +27,9 @@ type ReplicaConfig struct {
 	Log   LogOptions
 	// ProducerWindow is the number of batches remembered per producer.
 	ProducerWindow int
-	Logger         *slog.Logger
+	// Records, if set, receives the log's records (see RecordSink).
+	Records RecordSink
+	Logger  *slog.Logger
 }
 
 // Replica is this node's copy of one partition: its Raft group, its FSM and
@@ -62,10 +64,23 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger}, l)
+	fcfg := fsm.Config{Dir: filepath.Join(dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger}
+	var feeder *recordFeeder
+	if cfg.Records != nil {
+		feeder = &recordFeeder{sink: cfg.Records, log: l, logger: logger}
+		fcfg.Observer = feeder
+	}
+	f, err := fsm.New(fcfg, l)
 	if err != nil {
 		l.Close()
 		return nil, err
+	}
+	if feeder != nil {
+		if err := feeder.rebuild(); err != nil {
+			f.Close()
+			l.Close()
+			return nil, err
+		}
 	}
 	spec := cfg.Group
 	spec.FSM = durableFSM{FSM: f, logger: logger}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ type group struct {
 	addrs map[int32]string
 	hosts map[int32]*multiraft.Host
 	reps  map[int32]*Replica
+	sinks map[int32]*valueSink // nil: replicas open without a RecordSink
 }
 
 func fastTiming() multiraft.Timing {
@@ -85,6 +87,13 @@ func (g *group) start(id int32) {
 	r, err := OpenReplica(h, ReplicaConfig{
 		Group: multiraft.GroupSpec{Name: "p", Members: g.members, Dir: filepath.Join(g.base, fmt.Sprint(id)), Timing: g.timing},
 		Log:   LogOptions{SegmentBytes: 2048},
+		Records: func() RecordSink {
+			if g.sinks == nil {
+				return nil
+			}
+			g.sinks[id] = &valueSink{}
+			return g.sinks[id]
+		}(),
 	})
 	if err != nil {
 		h.Close()
@@ -310,4 +319,93 @@ func TestProposeOnFollowerIsNotLeader(t *testing.T) {
 		}
 		return
 	}
+}
+
+// valueSink is a RecordSink that keeps the values it was given, in order.
+type valueSink struct {
+	mu     sync.Mutex // guards values and resets
+	values []string
+	resets int
+}
+
+func (s *valueSink) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.values, s.resets = nil, s.resets+1
+}
+
+func (s *valueSink) Record(_, value []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.values = append(s.values, string(value))
+}
+
+func (s *valueSink) get() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.values)
+}
+
+// A RecordSink sees every record of the log in order on every replica: as
+// batches apply, after a restart (rebuilt from the log) and after catching
+// up from a snapshot.
+func TestRecordSinkFollowsTheLog(t *testing.T) {
+	g := &group{t: t, base: t.TempDir(), timing: fastTiming(), addrs: map[int32]string{},
+		hosts: map[int32]*multiraft.Host{}, reps: map[int32]*Replica{}, sinks: map[int32]*valueSink{},
+		members: []int32{1, 2, 3}}
+	for _, id := range g.members {
+		g.start(id)
+	}
+	t.Cleanup(func() {
+		for id := range g.reps {
+			g.kill(id)
+		}
+	})
+	var want []string
+	seq := int32(0)
+	produce := func(n int) {
+		vals := make([]string, n)
+		for i := range vals {
+			vals[i] = fmt.Sprintf("v%d", int(seq)+i)
+		}
+		g.produce(idemBatch(t, 5, seq, vals...))
+		seq += int32(n)
+		want = append(want, vals...)
+	}
+	agree := func(what string) {
+		t.Helper()
+		g.converge(int64(seq))
+		for id := range g.reps {
+			deadline := time.Now().Add(10 * time.Second)
+			for !slices.Equal(g.sinks[id].get(), want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: replica %d's sink holds %d values, want %d", what, id, len(g.sinks[id].get()), len(want))
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	for range 3 {
+		produce(2)
+	}
+	agree("after applies")
+	lag, _ := g.leader()
+	lag = lag%3 + 1 // a follower
+	g.kill(lag)
+	for range 20 {
+		produce(3)
+	}
+	_, l := g.leader()
+	if err := l.Group().Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	g.start(lag) // catches up from a snapshot: rebuilt after Restore
+	agree("after a snapshot install")
+	for _, id := range g.members {
+		g.kill(id)
+	}
+	for _, id := range g.members {
+		g.start(id)
+	}
+	agree("after a full restart")
 }
