@@ -53,7 +53,7 @@ func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
 		view.Brokers = append(view.Brokers, kafkaapi.Broker{NodeID: br.ID, Host: host, Port: int32(p)})
 	}
 	for _, t := range state.Topics() {
-		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID}
+		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID, Internal: metadata.IsInternal(t.Name)}
 		for i, p := range t.Partitions {
 			pv := kafkaapi.PartitionView{
 				Partition:   int32(i),
@@ -95,29 +95,14 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 	if rf == -1 {
 		rf = n.cfg.DefaultReplicationFactor
 	}
+	if metadata.IsInternal(spec.Name) {
+		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: %s is internal; the cluster creates it when first needed", kerr.InvalidRequest, spec.Name)
+	}
 	state := n.meta.fsm.State()
-	if !state.Initialized() {
-		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
-	}
-	if _, ok := state.Topic(spec.Name); ok {
-		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, spec.Name)
-	}
-	alive := b.alive()
-	var live []int32
-	for _, id := range state.BrokerIDs() {
-		if alive[id] {
-			live = append(live, id)
-		}
-	}
-	if int(rf) > len(live) {
-		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: replication factor %d is larger than the %d live brokers",
-			kerr.InvalidReplicationFactor, rf, len(live))
-	}
-	assignment, err := metadata.Place(live, state.Load(), parts, rf)
+	cmd, err := b.placeTopic(state, spec.Name, parts, rf)
 	if err != nil {
-		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: %w", metaErrorCode(err), err)
+		return kafkaapi.CreatedTopic{}, err
 	}
-	cmd := metadata.CreateTopic{Name: spec.Name, Partitions: parts, ReplicationFactor: rf, Assignment: assignment}
 	if validateOnly {
 		next, _, err := state.Apply(state.AppliedIndex()+1, cmd)
 		if err != nil {
@@ -149,8 +134,44 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 	return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
 }
 
+// placeTopic checks that a topic can be created now and places its
+// replicas on the live brokers.
+func (b *backend) placeTopic(state *metadata.Snapshot, name string, parts int32, rf int16) (metadata.CreateTopic, error) {
+	if !state.Initialized() {
+		return metadata.CreateTopic{}, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
+	}
+	if _, ok := state.Topic(name); ok {
+		return metadata.CreateTopic{}, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, name)
+	}
+	live := b.liveBrokers(state)
+	if int(rf) > len(live) {
+		return metadata.CreateTopic{}, fmt.Errorf("%w: replication factor %d is larger than the %d live brokers",
+			kerr.InvalidReplicationFactor, rf, len(live))
+	}
+	assignment, err := metadata.Place(live, state.Load(), parts, rf)
+	if err != nil {
+		return metadata.CreateTopic{}, fmt.Errorf("%w: %w", metaErrorCode(err), err)
+	}
+	return metadata.CreateTopic{Name: name, Partitions: parts, ReplicationFactor: rf, Assignment: assignment}, nil
+}
+
+// liveBrokers lists the registered brokers gossip sees alive.
+func (b *backend) liveBrokers(state *metadata.Snapshot) []int32 {
+	alive := b.alive()
+	var live []int32
+	for _, id := range state.BrokerIDs() {
+		if alive[id] {
+			live = append(live, id)
+		}
+	}
+	return live
+}
+
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	if lr, ok := b.n.reps.get(topic, p); ok {
+		if metadata.IsInternal(topic) {
+			return internalPartition{replicaPartition{lr.rep, b.n.cfg.Tuning.ProduceEnqueue}}, nil
+		}
 		return replicaPartition{lr.rep, b.n.cfg.Tuning.ProduceEnqueue}, nil
 	}
 	if _, ok := b.n.meta.fsm.State().Partition(topic, p); ok {
@@ -258,4 +279,14 @@ func (p replicaPartition) LeaderEpoch() int32       { return p.r.LeaderEpoch() }
 func (p replicaPartition) OffsetForTimestamp(ts int64) (kafkaapi.TimestampOffset, bool) {
 	off, maxTS, ok := p.r.OffsetForTimestamp(ts)
 	return kafkaapi.TimestampOffset{Offset: off, Timestamp: maxTS, LeaderEpoch: -1}, ok
+}
+
+// internalPartition is a replica of an internal topic: clients read it, but
+// only the cluster writes it (Kafka answers INVALID_TOPIC_EXCEPTION too).
+type internalPartition struct{ replicaPartition }
+
+func (p internalPartition) Produce([]byte, int16) kafkaapi.ProduceWait {
+	return func(context.Context) (kafkaapi.ProduceResult, error) {
+		return kafkaapi.ProduceResult{}, fmt.Errorf("%w: clients may not write to an internal topic", kerr.InvalidTopicException)
+	}
 }

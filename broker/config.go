@@ -36,6 +36,12 @@ type Config struct {
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
 
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape the
+	// internal topic __consumer_offsets when the cluster first needs it;
+	// the replication factor is capped by the brokers alive then.
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
+
 	// PartitionRaft and MetaRaft are the Raft timings of partition groups
 	// and of the metadata group.
 	PartitionRaft multiraft.Timing
@@ -168,13 +174,17 @@ func DefaultConfig() Config {
 		DefaultPartitions:        1,
 		DefaultReplicationFactor: 1,
 		AutoCreateTopics:         true,
-		PartitionRaft:            partitionRaft,
-		MetaRaft:                 multiraft.DefaultTiming(),
-		SegmentBytes:             128 << 20,
-		ProducerWindow:           5,
-		MaxRequestBytes:          100 << 20,
-		LeaderRebalanceInterval:  10 * time.Second,
-		Tuning:                   DefaultTuning(),
+		// Kafka's default is 50 partitions; each of ours is a Raft group,
+		// whose idle cost a small cluster notices.
+		OffsetsTopicPartitions:        16,
+		OffsetsTopicReplicationFactor: 3,
+		PartitionRaft:                 partitionRaft,
+		MetaRaft:                      multiraft.DefaultTiming(),
+		SegmentBytes:                  128 << 20,
+		ProducerWindow:                5,
+		MaxRequestBytes:               100 << 20,
+		LeaderRebalanceInterval:       10 * time.Second,
+		Tuning:                        DefaultTuning(),
 	}
 }
 
@@ -242,6 +252,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultPartitions < 1 {
 		return bad("default_partitions", c.DefaultPartitions, "must be at least 1")
+	}
+	if c.OffsetsTopicPartitions < 1 || c.OffsetsTopicPartitions > 1024 {
+		return bad("offsets_topic_partitions", c.OffsetsTopicPartitions, "must be in 1..1024")
+	}
+	if c.OffsetsTopicReplicationFactor < 1 {
+		return bad("offsets_topic_replication_factor", c.OffsetsTopicReplicationFactor, "must be at least 1")
 	}
 	if c.DefaultReplicationFactor < 1 {
 		return bad("default_replication_factor", c.DefaultReplicationFactor, "must be at least 1")

@@ -3,7 +3,9 @@ package metadata
 import (
 	"encoding/base64"
 	"maps"
+	"math"
 	"slices"
+	"unicode/utf16"
 )
 
 // Limits and special values.
@@ -101,4 +103,32 @@ type ProducerIdentity struct {
 type TopicPartition struct {
 	Topic     string
 	Partition int32
+}
+
+// ConsumerOffsetsTopic is the internal topic of committed offsets and
+// consumer-group metadata. Its partitions are Raft groups like any other;
+// the leader of partition GroupPartition(group) coordinates the group.
+const ConsumerOffsetsTopic = "__consumer_offsets"
+
+// IsInternal reports whether a topic is one the cluster keeps for itself:
+// clients may read it but not produce to it, create it or see it listed
+// unless they ask.
+func IsInternal(name string) bool { return name == ConsumerOffsetsTopic }
+
+// GroupPartition is the partition of ConsumerOffsetsTopic (of n) that holds
+// group's offsets and metadata: Kafka's abs(group.hashCode()) % n, with
+// Java's String.hashCode over UTF-16 code units, so that tools that compute
+// it find the same partition.
+func GroupPartition(group string, n int32) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(group)) {
+		h = 31*h + int32(u)
+	}
+	if h == math.MinInt32 { // Kafka's Utils.abs maps it to 0
+		h = 0
+	}
+	if h < 0 {
+		h = -h
+	}
+	return h % n
 }

@@ -57,6 +57,8 @@ func keys() []key {
 		{"default_partitions", int(d.DefaultPartitions), "partitions of an auto-created topic"},
 		{"default_replication_factor", int(d.DefaultReplicationFactor), "replication factor of an auto-created topic"},
 		{"auto_create_topics", d.AutoCreateTopics, "create unknown topics on first use"},
+		{"offsets_topic_partitions", int(d.OffsetsTopicPartitions), "partitions of the internal topic __consumer_offsets, created on first need"},
+		{"offsets_topic_replication_factor", int(d.OffsetsTopicReplicationFactor), "replication factor of __consumer_offsets (at most the live brokers when it is created)"},
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
@@ -274,6 +276,12 @@ func fromViper(v *viper.Viper) (options, error) {
 	rangeInt("default_replication_factor", rf, 1, 1<<15-1)
 	c.DefaultReplicationFactor = int16(rf)
 	c.AutoCreateTopics = g.bool("auto_create_topics")
+	op := g.int("offsets_topic_partitions")
+	rangeInt("offsets_topic_partitions", op, 1, 1<<10)
+	c.OffsetsTopicPartitions = int32(op)
+	orf := g.int("offsets_topic_replication_factor")
+	rangeInt("offsets_topic_replication_factor", orf, 1, 1<<15-1)
+	c.OffsetsTopicReplicationFactor = int16(orf)
 	c.SegmentBytes = g.int64("segment_bytes")
 	c.ProducerWindow = g.int("producer_window")
 	mrb := g.int("max_request_bytes")

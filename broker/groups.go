@@ -1,0 +1,73 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka-go/metadata"
+)
+
+// Consumer groups. Group G's coordinator is the leader of partition
+// metadata.GroupPartition(G, n) of the internal topic __consumer_offsets,
+// which the cluster creates the first time a client looks for a
+// coordinator. Its partitions are Raft groups like any other; their FSMs
+// feed a materialised view of committed offsets and group metadata, so a
+// new leader coordinates at once.
+
+// offsetsPartition returns the partition of __consumer_offsets that holds
+// group, creating the topic on first need. Until the topic exists and the
+// partition has a leader it answers COORDINATOR_NOT_AVAILABLE, which
+// clients retry, as Kafka does.
+func (b *backend) offsetsPartition(ctx context.Context, group string) (int32, error) {
+	n := b.n
+	t, ok := n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic)
+	if !ok {
+		if err := b.createOffsetsTopic(ctx); err != nil {
+			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, err)
+		}
+		if t, ok = n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic); !ok {
+			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic)
+		}
+	}
+	return metadata.GroupPartition(group, int32(len(t.Partitions))), nil
+}
+
+// createOffsetsTopic creates __consumer_offsets with the configured shape,
+// its replication factor capped by the brokers alive now. A concurrent
+// creation by another request or node is success.
+func (b *backend) createOffsetsTopic(ctx context.Context) error {
+	n := b.n
+	state := n.meta.fsm.State()
+	rf := min(n.cfg.OffsetsTopicReplicationFactor, int16(len(b.liveBrokers(state))))
+	if rf < 1 {
+		return fmt.Errorf("%w: no live brokers", kerr.CoordinatorNotAvailable)
+	}
+	cmd, err := b.placeTopic(state, metadata.ConsumerOffsetsTopic, n.cfg.OffsetsTopicPartitions, rf)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.MetaProposal)
+		defer cancel()
+		_, err = n.proposeMeta(pctx, cmd)
+	}
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil
+	}
+	return err
+}
+
+// coordinatorNode is the node that coordinates group now: the leader of
+// its __consumer_offsets partition, or COORDINATOR_NOT_AVAILABLE while that
+// partition has none.
+func (b *backend) coordinatorNode(ctx context.Context, group string) (int32, error) {
+	p, err := b.offsetsPartition(ctx, group)
+	if err != nil {
+		return -1, err
+	}
+	leader, _, ok := b.n.PartitionLeader(metadata.ConsumerOffsetsTopic, p)
+	if !ok {
+		return -1, fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, p)
+	}
+	return leader, nil
+}
