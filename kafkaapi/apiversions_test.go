@@ -15,11 +15,22 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
 	{ApiKey: 2, MinVersion: 0, MaxVersion: 7},  // ListOffsets
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
+	{ApiKey: 8, MinVersion: 0, MaxVersion: 8},  // OffsetCommit
+	{ApiKey: 9, MinVersion: 0, MaxVersion: 8},  // OffsetFetch
+	{ApiKey: 10, MinVersion: 0, MaxVersion: 4}, // FindCoordinator
+	{ApiKey: 11, MinVersion: 0, MaxVersion: 9}, // JoinGroup
+	{ApiKey: 12, MinVersion: 0, MaxVersion: 4}, // Heartbeat
+	{ApiKey: 13, MinVersion: 0, MaxVersion: 5}, // LeaveGroup
+	{ApiKey: 14, MinVersion: 0, MaxVersion: 5}, // SyncGroup
+	{ApiKey: 15, MinVersion: 0, MaxVersion: 5}, // DescribeGroups
+	{ApiKey: 16, MinVersion: 0, MaxVersion: 4}, // ListGroups
 	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
 	{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
 	{ApiKey: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
 	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
+	{ApiKey: 42, MinVersion: 0, MaxVersion: 2}, // DeleteGroups
+	{ApiKey: 47, MinVersion: 0, MaxVersion: 0}, // OffsetDelete
 	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
 }
 

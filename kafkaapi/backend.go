@@ -55,6 +55,9 @@ type Backend interface {
 	// bumped, which fences the previous holder (DESIGN B5). Ids are never
 	// reused. ctx carries the server's request timeout.
 	InitProducerID(ctx context.Context, req InitProducerIDRequest) (ProducerIdentity, error)
+
+	// Groups serves consumer groups (groups.go).
+	Groups
 }
 
 // Partition is the local replica of one partition, as the front end uses

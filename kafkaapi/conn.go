@@ -86,6 +86,7 @@ func lingerClose(nc net.Conn) {
 // connection fails, the client breaks the protocol, or ctx is done.
 func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started, slots chan<- struct{}) error {
 	br := bufio.NewReaderSize(nc, 64<<10)
+	host := remoteHost(nc)
 	for {
 		frame, err := readFrame(br, s.cfg.MaxRequestBytes)
 		if err != nil {
@@ -96,7 +97,7 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		case <-ctx.Done(): // the writer stopped or the server is closing
 			return ctx.Err()
 		}
-		st, err := s.startRequest(frame, time.Now())
+		st, err := s.startRequest(frame, requestInfo{received: time.Now(), host: host})
 		if err != nil {
 			return err
 		}
@@ -128,4 +129,14 @@ func (s *Server) writeLoop(ctx context.Context, nc net.Conn, queue <-chan starte
 		<-slots
 	}
 	return nil
+}
+
+// remoteHost is the client's IP address (without the port), as Kafka
+// shows a group member's host.
+func remoteHost(nc net.Conn) string {
+	addr := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
 }

@@ -35,17 +35,36 @@ var apis = []api{
 	{kmsg.Fetch, 4, 12},
 	{kmsg.ListOffsets, 0, 7},
 	{kmsg.Metadata, 0, 12},
+	{kmsg.OffsetCommit, 0, 8},
+	{kmsg.OffsetFetch, 0, 8},
+	{kmsg.FindCoordinator, 0, 4},
+	{kmsg.JoinGroup, 0, 9},
+	{kmsg.Heartbeat, 0, 4},
+	{kmsg.LeaveGroup, 0, 5},
+	{kmsg.SyncGroup, 0, 5},
+	{kmsg.DescribeGroups, 0, 5},
+	{kmsg.ListGroups, 0, 4},
 	{kmsg.ApiVersions, 0, apiVersionsMax},
 	{kmsg.CreateTopics, 0, 7},
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
 	{kmsg.DescribeConfigs, 0, 4},
+	{kmsg.DeleteGroups, 0, 2},
+	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeCluster, 0, 1},
+}
+
+// requestInfo is what the server knows of a request besides its body.
+type requestInfo struct {
+	received time.Time
+	clientID string // the request header's client id
+	host     string // the client's IP address, as Kafka shows it
 }
 
 // startAPI begins a decoded request on the connection's reader. It must
 // not block for long; see the package doc.
-func (s *Server) startAPI(req kmsg.Request, received time.Time) responder {
+func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
+	received := rc.received
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
 		return s.startProduce(req, received)
@@ -67,6 +86,11 @@ func (s *Server) startAPI(req kmsg.Request, received time.Time) responder {
 		return s.startDescribeConfigs(req, received)
 	case *kmsg.DescribeClusterRequest:
 		return s.startDescribeCluster(req, received)
+	case *kmsg.FindCoordinatorRequest:
+		return s.startFindCoordinator(req, received)
+	}
+	if r := s.startGroupAPI(req, rc); r != nil {
+		return r
 	}
 	// Unreachable while apis and this switch agree (a test checks it);
 	// close the connection rather than crash the node.
@@ -85,7 +109,7 @@ func lookupAPI(key int16) (api, bool) {
 
 // startRequest decodes one frame and starts the request it holds. An error
 // means the connection must be closed.
-func (s *Server) startRequest(frame []byte, received time.Time) (started, error) {
+func (s *Server) startRequest(frame []byte, rc requestInfo) (started, error) {
 	h, err := peekHeader(frame)
 	if err != nil {
 		return started{}, err
@@ -102,7 +126,7 @@ func (s *Server) startRequest(frame []byte, received time.Time) (started, error)
 	}
 	req := kmsg.RequestForKey(h.Key)
 	req.SetVersion(h.Version)
-	body, err := requestBody(frame, req.IsFlexible())
+	body, clientID, err := requestBody(frame, req.IsFlexible())
 	if err != nil {
 		return started{}, &DecodeError{Key: h.Key, Version: h.Version, Err: err}
 	}
@@ -114,8 +138,36 @@ func (s *Server) startRequest(frame []byte, received time.Time) (started, error)
 		// ApiVersions responses always use header v0 (KIP-511), so that
 		// a client that does not yet know the version can read them.
 		headerV1: req.IsFlexible() && h.Key != int16(kmsg.ApiVersions),
-		reply:    s.startAPI(req, received),
+		reply:    s.startAPI(req, requestInfo{received: rc.received, clientID: clientID, host: rc.host}),
 	}, nil
+}
+
+// startGroupAPI starts a request of the group APIs (groupapis.go), or
+// returns nil if req is of another API.
+func (s *Server) startGroupAPI(req kmsg.Request, rc requestInfo) responder {
+	switch req := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return s.startJoinGroup(req, rc)
+	case *kmsg.SyncGroupRequest:
+		return s.startSyncGroup(req)
+	case *kmsg.HeartbeatRequest:
+		return s.startHeartbeat(req)
+	case *kmsg.LeaveGroupRequest:
+		return s.startLeaveGroup(req)
+	case *kmsg.OffsetCommitRequest:
+		return s.startOffsetCommit(req)
+	case *kmsg.OffsetFetchRequest:
+		return s.startOffsetFetch(req)
+	case *kmsg.OffsetDeleteRequest:
+		return s.startOffsetDelete(req)
+	case *kmsg.DescribeGroupsRequest:
+		return s.startDescribeGroups(req)
+	case *kmsg.ListGroupsRequest:
+		return s.startListGroups(req)
+	case *kmsg.DeleteGroupsRequest:
+		return s.startDeleteGroups(req)
+	}
+	return nil
 }
 
 // answered wraps a response that is ready when the request starts.

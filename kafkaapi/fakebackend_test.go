@@ -32,6 +32,7 @@ type fakeBackend struct {
 	epochIndex   bool                         // partitions offer EpochEndOffsetReader
 	settle       func(p *fakePartition) error // if set, partitions offer Settler
 	controllerID int32
+	groups       fakeGroups // answers the group APIs
 }
 
 type fakeTopic struct {

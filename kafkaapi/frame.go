@@ -45,21 +45,21 @@ func peekHeader(frame []byte) (requestHeader, error) {
 	}, nil
 }
 
-// requestBody skips the rest of the request header (v1: client id; v2,
+// requestBody reads the rest of the request header (v1: client id; v2,
 // used by flexible requests: client id and tagged fields) and returns the
-// body.
-func requestBody(frame []byte, flexible bool) ([]byte, error) {
+// body and the client id ("" if null).
+func requestBody(frame []byte, flexible bool) (body []byte, clientID string, err error) {
 	b := kbin.Reader{Src: frame[minRequestHeader:]}
-	if n := b.Int16(); n > 0 { // client id: unused
-		b.Span(int(n))
+	if n := b.Int16(); n > 0 {
+		clientID = string(b.Span(int(n)))
 	}
 	if flexible {
 		kmsg.SkipTags(&b)
 	}
 	if err := b.Complete(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return b.Src, nil
+	return b.Src, clientID, nil
 }
 
 // appendResponse appends a whole response frame: size, correlation id, the

@@ -51,7 +51,7 @@ func TestEveryAdvertisedVersionIsServed(t *testing.T) {
 				p.Acks = -1 // acks=0 answers nothing
 			}
 			frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 41)[4:]
-			st, err := srv.startRequest(frame, time.Now())
+			st, err := srv.startRequest(frame, requestInfo{received: time.Now()})
 			if err != nil {
 				t.Fatalf("%s v%d: %v", kmsg.NameForKey(int16(a.key)), v, err)
 			}
@@ -86,7 +86,7 @@ func TestEveryAdvertisedVersionIsServed(t *testing.T) {
 			req.SetVersion(v)
 			frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)[4:]
 			var ue *UnsupportedRequestError
-			if _, err := srv.startRequest(frame, time.Now()); !errors.As(err, &ue) || ue.Version != v {
+			if _, err := srv.startRequest(frame, requestInfo{received: time.Now()}); !errors.As(err, &ue) || ue.Version != v {
 				t.Fatalf("%s v%d: %v, want UnsupportedRequestError", kmsg.NameForKey(int16(a.key)), v, err)
 			}
 		}

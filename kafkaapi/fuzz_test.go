@@ -31,7 +31,7 @@ func serveOneFrame(t *testing.T, frame []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := srv.startRequest(frame, time.Now())
+	st, err := srv.startRequest(frame, requestInfo{received: time.Now()})
 	if err != nil {
 		if !errors.Is(err, ErrProtocol) {
 			t.Fatalf("rejected with %v, not a protocol error", err)

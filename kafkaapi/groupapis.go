@@ -1,0 +1,233 @@
+package kafkaapi
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The group APIs. Each request of one group goes to that group's
+// coordinator when its turn comes; a request the node cannot route is
+// answered with the routing error (NOT_COORDINATOR and the like), which
+// sends the client back to FindCoordinator. Requests of one connection are
+// answered in order, so a JoinGroup waiting for its rebalance holds up the
+// requests behind it, as in Kafka, which reads no further request of a
+// connection until it has answered the current one.
+
+// groupOperations are the operations Kafka reports on a group without an
+// authorizer (DescribeGroups v3+ with IncludeAuthorizedOperations).
+var groupOperations = operationBits(kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete)
+
+// noAuthorizedOperations is Kafka's value of AuthorizedOperations when the
+// client did not ask for them.
+const noAuthorizedOperations = math.MinInt32
+
+func (s *Server) startJoinGroup(req *kmsg.JoinGroupRequest, rc requestInfo) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.coordinator(ctx, req.Group)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+			resp.ErrorCode, resp.Generation, resp.MemberID = ErrorCode(err), -1, req.MemberID
+			return resp, nil
+		}
+		return c.JoinGroup(ctx, rc.clientID, "/"+rc.host, req), nil
+	}
+}
+
+func (s *Server) startSyncGroup(req *kmsg.SyncGroupRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.coordinator(ctx, req.Group)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		return c.SyncGroup(ctx, req), nil
+	}
+}
+
+func (s *Server) startHeartbeat(req *kmsg.HeartbeatRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.coordinator(ctx, req.Group)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		return c.Heartbeat(ctx, req), nil
+	}
+}
+
+func (s *Server) startLeaveGroup(req *kmsg.LeaveGroupRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.coordinator(ctx, req.Group)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		return c.LeaveGroup(ctx, req), nil
+	}
+}
+
+// startOffsetCommit answers OffsetCommit 0-8; a routing error is every
+// partition's error, as Kafka answers it.
+func (s *Server) startOffsetCommit(req *kmsg.OffsetCommitRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.coordinator(ctx, req.Group)
+		if err == nil {
+			return c.OffsetCommit(ctx, req), nil
+		}
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, ErrorCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
+
+func (s *Server) startOffsetDelete(req *kmsg.OffsetDeleteRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.coordinator(ctx, req.Group)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		return c.OffsetDelete(ctx, req), nil
+	}
+}
+
+// startOffsetFetch answers OffsetFetch 0-8: one group up to v7, a batch of
+// groups from v8 (KIP-709).
+func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		if req.Version >= 8 {
+			for _, g := range req.Groups {
+				resp.Groups = append(resp.Groups, s.fetchOffsets(ctx, g.Group, g.Topics, req.RequireStable))
+			}
+			return resp, nil
+		}
+		var topics []kmsg.OffsetFetchRequestGroupTopic
+		if req.Topics != nil || req.Version < 2 { // null means all topics from v2 on
+			topics = make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(req.Topics))
+			for _, t := range req.Topics {
+				topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+			}
+		}
+		g := s.fetchOffsets(ctx, req.Group, topics, req.RequireStable)
+		resp.ErrorCode = g.ErrorCode
+		for _, t := range g.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, p.Offset, p.LeaderEpoch
+				rp.Metadata, rp.ErrorCode = p.Metadata, p.ErrorCode
+				if req.Version < 2 && rp.ErrorCode == 0 {
+					rp.ErrorCode = g.ErrorCode // v0-1 have no group-level error
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
+
+// fetchOffsets answers one group of an OffsetFetch. A routing error is the
+// group's error; v0-1 clients see it on every partition they asked for.
+func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
+	c, err := s.coordinator(ctx, group)
+	if err == nil {
+		return c.FetchOffsets(ctx, group, topics, requireStable)
+	}
+	g := kmsg.NewOffsetFetchResponseGroup()
+	g.Group, g.ErrorCode = group, ErrorCode(err)
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition, rp.Offset = p, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		g.Topics = append(g.Topics, rt)
+	}
+	return g
+}
+
+// startDescribeGroups answers DescribeGroups 0-5, each group by its
+// coordinator.
+func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for _, id := range req.Groups {
+			var g kmsg.DescribeGroupsResponseGroup
+			if c, err := s.coordinator(ctx, id); err != nil {
+				g = kmsg.NewDescribeGroupsResponseGroup()
+				g.Group, g.ErrorCode = id, ErrorCode(err)
+			} else {
+				g = c.DescribeGroup(ctx, id)
+			}
+			g.AuthorizedOperations = noAuthorizedOperations
+			if req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
+				g.AuthorizedOperations = groupOperations
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	}
+}
+
+// startListGroups answers ListGroups 0-4 with the groups of every
+// coordinator on this node, as a Kafka broker does (clients ask every
+// broker). While a coordinator is loading, the groups of the others come
+// with COORDINATOR_LOAD_IN_PROGRESS.
+func (s *Server) startListGroups(req *kmsg.ListGroupsRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+		coords, err := s.backend.GroupCoordinators()
+		if err != nil && !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		resp.ErrorCode = ErrorCode(err)
+		for _, c := range coords {
+			resp.Groups = append(resp.Groups, c.ListGroups(req.StatesFilter, req.TypesFilter)...)
+		}
+		return resp, nil
+	}
+}
+
+// startDeleteGroups answers DeleteGroups 0-2, each group by its
+// coordinator.
+func (s *Server) startDeleteGroups(req *kmsg.DeleteGroupsRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		for _, id := range req.Groups {
+			g := kmsg.NewDeleteGroupsResponseGroup()
+			g.Group = id
+			c, err := s.coordinator(ctx, id)
+			if err == nil {
+				if derr := c.DeleteGroup(ctx, id); derr != nil {
+					err = derr
+				}
+			}
+			g.ErrorCode = ErrorCode(err)
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	}
+}

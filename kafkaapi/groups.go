@@ -1,0 +1,116 @@
+package kafkaapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Groups is the part of the Backend that serves consumer groups: it finds
+// a group's coordinator and hands out this node's coordinators. Errors are
+// Kafka's: kerr.CoordinatorNotAvailable while a group's coordinator is not
+// known (clients retry FindCoordinator), kerr.NotCoordinator when another
+// node coordinates the group, kerr.CoordinatorLoadInProgress while this
+// node is taking over.
+type Groups interface {
+	// CoordinatorNode returns the node that coordinates group now.
+	CoordinatorNode(ctx context.Context, group string) (int32, error)
+
+	// GroupCoordinator returns this node's coordinator of group.
+	GroupCoordinator(ctx context.Context, group string) (GroupCoordinator, error)
+
+	// GroupCoordinators returns every coordinator this node runs, for
+	// ListGroups, and kerr.CoordinatorLoadInProgress with them while one
+	// is still being loaded.
+	GroupCoordinators() ([]GroupCoordinator, error)
+}
+
+// GroupCoordinator serves the groups of one coordinator (in the broker, one
+// partition of __consumer_offsets). The request-shaped methods answer at
+// the request's version and block as Kafka's coordinator does (JoinGroup
+// until the rebalance completes, OffsetCommit until the commit is durable);
+// ctx ends the wait when the connection closes.
+type GroupCoordinator interface {
+	JoinGroup(ctx context.Context, clientID, clientHost string, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse
+	SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse
+	Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse
+	LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse
+	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse
+	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse
+
+	// FetchOffsets answers one group of an OffsetFetch; topics nil means
+	// every partition the group has committed.
+	FetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup
+	// DescribeGroup answers one group of a DescribeGroups.
+	DescribeGroup(ctx context.Context, group string) kmsg.DescribeGroupsResponseGroup
+	// ListGroups lists the coordinator's groups, filtered by state and
+	// type names when those are not empty.
+	ListGroups(statesFilter, typesFilter []string) []kmsg.ListGroupsResponseGroup
+	// DeleteGroup deletes an empty group and its offsets; nil on success.
+	DeleteGroup(ctx context.Context, group string) *kerr.Error
+}
+
+// Coordinator key types of FindCoordinator v1+.
+const (
+	coordinatorKeyGroup       = 0
+	coordinatorKeyTransaction = 1
+)
+
+// startFindCoordinator answers FindCoordinator 0-4 (v4 batches keys,
+// KIP-699) when its turn comes.
+func (s *Server) startFindCoordinator(req *kmsg.FindCoordinatorRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		if req.Version < 4 {
+			c := s.findCoordinator(ctx, req.CoordinatorKey, req.CoordinatorType)
+			resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+			resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+			return resp, nil
+		}
+		for _, key := range req.CoordinatorKeys {
+			resp.Coordinators = append(resp.Coordinators, s.findCoordinator(ctx, key, req.CoordinatorType))
+		}
+		return resp, nil
+	}
+}
+
+// findCoordinator finds one key's coordinator and its address.
+func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(err error) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = ErrorCode(err), errorMessage(err)
+		return c
+	}
+	switch keyType {
+	case coordinatorKeyGroup:
+	case coordinatorKeyTransaction:
+		return fail(fmt.Errorf("%w: transactions are not supported", kerr.InvalidRequest))
+	default:
+		return fail(fmt.Errorf("%w: unknown coordinator key type %d", kerr.InvalidRequest, keyType))
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	node, err := s.backend.CoordinatorNode(ctx, key)
+	if err != nil {
+		return fail(err)
+	}
+	for _, b := range s.backend.Cluster(ctx).Brokers {
+		if b.NodeID == node {
+			c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+			return c
+		}
+	}
+	return fail(fmt.Errorf("%w: coordinator %d is not alive", kerr.CoordinatorNotAvailable, node))
+}
+
+// coordinator returns this node's coordinator of group, bounding the
+// lookup by the request timeout.
+func (s *Server) coordinator(ctx context.Context, group string) (GroupCoordinator, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	return s.backend.GroupCoordinator(ctx, group)
+}
