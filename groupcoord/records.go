@@ -143,16 +143,6 @@ func AppendBatch(dst []byte, recs []Record, timestampMillis int64) ([]byte, erro
 	return record.AppendBatch(dst, record.PlainBatch(record.CompressionNone), rs)
 }
 
-// recordsSize is the encoded size of recs' keys and values, which
-// Config.MaxRecordBytes bounds.
-func recordsSize(recs []Record) int {
-	n := 0
-	for _, r := range recs {
-		n += len(r.Key) + len(r.Value)
-	}
-	return n
-}
-
 func nullable(s string) *string {
 	if s == "" {
 		return nil
