@@ -2,6 +2,7 @@ package groupcoord
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -159,4 +160,65 @@ func TestGroupMaxSizeAndCloseUnblocksJoins(t *testing.T) {
 	h.c.Close()
 	wantCode(t, "A", recv(t, aCh).ErrorCode, kerr.NotCoordinator)
 	wantCode(t, "B", recv(t, bCh).ErrorCode, kerr.NotCoordinator)
+}
+
+// TestAssignmentTooLargeToStore: a generation whose group record is over
+// MaxRecordBytes fails its SyncGroups with UNKNOWN_SERVER_ERROR and
+// rebalances (Kafka's MESSAGE_TOO_LARGE, converted); nothing is stored.
+func TestAssignmentTooLargeToStore(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxRecordBytes = 1024 })
+	j := h.join(joinReq(9, "g", "", nil, 10*time.Second))
+	before := h.view.AppendSnapshot(nil)
+	s := h.sync(syncReq(5, "g", j.MemberID, nil, j.Generation, map[string][]byte{j.MemberID: make([]byte, 2000)}))
+	wantCode(t, "sync", s.ErrorCode, kerr.UnknownServerError)
+	if d := h.describe("g"); d.State != "PreparingRebalance" {
+		t.Fatalf("describe: %+v", d)
+	}
+	if string(before) != string(h.view.AppendSnapshot(nil)) {
+		t.Fatal("the view changed")
+	}
+	// The member rejoins and assigns something smaller.
+	j = h.join(joinReq(9, "g", j.MemberID, nil, 10*time.Second))
+	if j.ErrorCode != 0 || j.Generation != 2 {
+		t.Fatalf("rejoin: %+v", j)
+	}
+	wantCode(t, "sync", h.sync(syncReq(5, "g", j.MemberID, nil, 2, map[string][]byte{j.MemberID: []byte("ok")})).ErrorCode, nil)
+}
+
+// TestLeavePendingMember: a member id handed out with MEMBER_ID_REQUIRED
+// may leave before joining with it.
+func TestLeavePendingMember(t *testing.T) {
+	h := newHarness(t, nil)
+	a, _ := h.stableOne("g", nil)
+	p := h.c.JoinGroup(context.Background(), "c", "/h", joinReq(9, "g", "", nil, 10*time.Second))
+	wantCode(t, "join", p.ErrorCode, kerr.MemberIDRequired)
+	l := h.leave(4, "g", leaving(p.MemberID, nil), leaving("nobody", nil), leaving(a, nil))
+	if l.ErrorCode != 0 || len(l.Members) != 3 || l.Members[0].ErrorCode != 0 ||
+		l.Members[1].ErrorCode != kerr.UnknownMemberID.Code || l.Members[2].ErrorCode != 0 {
+		t.Fatalf("leave: %+v", l)
+	}
+	wantCode(t, "join with the id", h.join(joinReq(9, "g", p.MemberID, nil, 10*time.Second)).ErrorCode, kerr.UnknownMemberID)
+	waitFor(t, "empty", func() bool { return h.describe("g").State == "Empty" })
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	view := NewView()
+	log := &testLog{view: view}
+	for _, tc := range []struct {
+		field string
+		cfg   Config
+	}{
+		{"TopicExists", Config{}},
+		{"MaxSessionTimeout", Config{TopicExists: testTopicExists, MinSessionTimeout: time.Minute, MaxSessionTimeout: time.Second}},
+		{"MaxRecordBytes", Config{TopicExists: testTopicExists, MaxRecordBytes: 10}},
+	} {
+		_, err := New(tc.cfg, log, view)
+		ce, ok := errors.AsType[*ConfigError](err)
+		if !ok || ce.Field != tc.field || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v", tc.field, err)
+		}
+	}
+	if _, err := New(Config{TopicExists: testTopicExists}, nil, view); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("nil log: %v", err)
+	}
 }
