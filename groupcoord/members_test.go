@@ -222,3 +222,29 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Errorf("nil log: %v", err)
 	}
 }
+
+// TestSyncDeadline: a member that heartbeats but never sends its
+// SyncGroup is removed once the rebalance timeout passes.
+func TestSyncDeadline(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.InitialRebalanceDelay = 300 * time.Millisecond })
+	req := func(member string) *kmsg.JoinGroupRequest {
+		r := joinReq(3, "g", member, nil, 10*time.Second)
+		r.RebalanceTimeoutMillis = 300
+		return r
+	}
+	aCh := h.joinAsync(h.c, req(""))
+	waitFor(t, "A waiting", func() bool { return len(h.describe("g").Members) == 1 })
+	bCh := h.joinAsync(h.c, req(""))
+	ja, jb := recv(t, aCh), recv(t, bCh)
+	if ja.ErrorCode != 0 || jb.ErrorCode != 0 || ja.Generation != 1 || jb.Generation != 1 {
+		t.Fatalf("joins: %+v %+v", ja, jb)
+	}
+	leader, follower := ja, jb
+	if jb.LeaderID == jb.MemberID {
+		leader, follower = jb, ja
+	}
+	h.sync(syncReq(3, "g", leader.MemberID, nil, 1, nil))
+	waitFor(t, "the follower's removal", func() bool {
+		return h.heartbeat(3, "g", follower.MemberID, nil, 1) == kerr.UnknownMemberID.Code
+	})
+}
