@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -94,53 +95,60 @@ func withInstance(req *kmsg.OffsetCommitRequest, inst *string) *kmsg.OffsetCommi
 }
 
 // TestSessionExpiry: a member that stops heartbeating is removed and the
-// others rebalance without it.
+// others rebalance without it. It runs in a synctest bubble, as do the
+// other tests of timers here: the clock moves only when every goroutine
+// waits, so the order of joins and deadlines does not depend on the
+// machine's speed.
 func TestSessionExpiry(t *testing.T) {
-	h := newHarness(t, nil)
-	const g = "expiry"
-	a, gen := h.stableOne(g, nil)
-	bCh := h.joinAsync(h.c, joinReq(9, g, "", nil, 50*time.Millisecond))
-	waitFor(t, "rebalance", func() bool { return h.heartbeat(4, g, a, nil, gen) == kerr.RebalanceInProgress.Code })
-	ja := recv(t, h.joinAsync(h.c, joinReq(9, g, a, nil, 10*time.Second)))
-	jb := recv(t, bCh)
-	if ja.ErrorCode != 0 || jb.ErrorCode != 0 || len(ja.Members) != 2 {
-		t.Fatalf("generation with B: %+v %+v", ja, jb)
-	}
-	gen = ja.Generation
-	// B never syncs nor heartbeats. A's sync may already see B expired.
-	s := h.sync(syncReq(5, g, a, nil, gen, map[string][]byte{a: []byte("x"), jb.MemberID: []byte("y")}))
-	if s.ErrorCode != 0 && s.ErrorCode != kerr.RebalanceInProgress.Code {
-		t.Fatalf("sync A: %s", errName(s.ErrorCode))
-	}
-	waitFor(t, "B's expiry", func() bool { return h.heartbeat(4, g, a, nil, gen) == kerr.RebalanceInProgress.Code })
-	wantCode(t, "B", h.heartbeat(4, g, jb.MemberID, nil, gen), kerr.UnknownMemberID)
-	ja = recv(t, h.joinAsync(h.c, joinReq(9, g, a, nil, 10*time.Second)))
-	if ja.ErrorCode != 0 || ja.Generation != gen+1 || len(ja.Members) != 1 || ja.Members[0].MemberID != a {
-		t.Fatalf("generation without B: %+v", ja)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		const g = "expiry"
+		a, gen := h.stableOne(g, nil)
+		bCh := h.joinAsync(h.c, joinReq(9, g, "", nil, 50*time.Millisecond))
+		waitFor(t, "rebalance", func() bool { return h.heartbeat(4, g, a, nil, gen) == kerr.RebalanceInProgress.Code })
+		ja := recv(t, h.joinAsync(h.c, joinReq(9, g, a, nil, 10*time.Second)))
+		jb := recv(t, bCh)
+		if ja.ErrorCode != 0 || jb.ErrorCode != 0 || len(ja.Members) != 2 {
+			t.Fatalf("generation with B: %+v %+v", ja, jb)
+		}
+		gen = ja.Generation
+		// B never syncs nor heartbeats. A's sync may already see B expired.
+		s := h.sync(syncReq(5, g, a, nil, gen, map[string][]byte{a: []byte("x"), jb.MemberID: []byte("y")}))
+		if s.ErrorCode != 0 && s.ErrorCode != kerr.RebalanceInProgress.Code {
+			t.Fatalf("sync A: %s", errName(s.ErrorCode))
+		}
+		waitFor(t, "B's expiry", func() bool { return h.heartbeat(4, g, a, nil, gen) == kerr.RebalanceInProgress.Code })
+		wantCode(t, "B", h.heartbeat(4, g, jb.MemberID, nil, gen), kerr.UnknownMemberID)
+		ja = recv(t, h.joinAsync(h.c, joinReq(9, g, a, nil, 10*time.Second)))
+		if ja.ErrorCode != 0 || ja.Generation != gen+1 || len(ja.Members) != 1 || ja.Members[0].MemberID != a {
+			t.Fatalf("generation without B: %+v", ja)
+		}
+	})
 }
 
 // TestInitialRebalanceDelay: the first rebalance of an empty group waits
 // for more members, so that the first generation has both.
 func TestInitialRebalanceDelay(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.InitialRebalanceDelay = 300 * time.Millisecond })
-	aCh := h.joinAsync(h.c, joinReq(3, "g", "", nil, 10*time.Second))
-	waitFor(t, "A waiting", func() bool { return len(h.describe("g").Members) == 1 })
-	if d := h.describe("g"); d.State != "PreparingRebalance" {
-		t.Fatalf("during the delay: %+v", d)
-	}
-	bCh := h.joinAsync(h.c, joinReq(3, "g", "", nil, 10*time.Second))
-	ja, jb := recv(t, aCh), recv(t, bCh)
-	if ja.ErrorCode != 0 || jb.ErrorCode != 0 || ja.Generation != 1 || jb.Generation != 1 {
-		t.Fatalf("joins: %+v %+v", ja, jb)
-	}
-	leader := ja
-	if jb.LeaderID == jb.MemberID {
-		leader = jb
-	}
-	if len(leader.Members) != 2 {
-		t.Fatalf("the first generation has %d members", len(leader.Members))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *Config) { c.InitialRebalanceDelay = 300 * time.Millisecond })
+		aCh := h.joinAsync(h.c, joinReq(3, "g", "", nil, 10*time.Second))
+		waitFor(t, "A waiting", func() bool { return len(h.describe("g").Members) == 1 })
+		if d := h.describe("g"); d.State != "PreparingRebalance" {
+			t.Fatalf("during the delay: %+v", d)
+		}
+		bCh := h.joinAsync(h.c, joinReq(3, "g", "", nil, 10*time.Second))
+		ja, jb := recv(t, aCh), recv(t, bCh)
+		if ja.ErrorCode != 0 || jb.ErrorCode != 0 || ja.Generation != 1 || jb.Generation != 1 {
+			t.Fatalf("joins: %+v %+v", ja, jb)
+		}
+		leader := ja
+		if jb.LeaderID == jb.MemberID {
+			leader = jb
+		}
+		if len(leader.Members) != 2 {
+			t.Fatalf("the first generation has %d members", len(leader.Members))
+		}
+	})
 }
 
 // TestGroupMaxSize: a member over MaxGroupSize is refused, and Close
@@ -226,25 +234,27 @@ func TestNewRejectsBadConfig(t *testing.T) {
 // TestSyncDeadline: a member that heartbeats but never sends its
 // SyncGroup is removed once the rebalance timeout passes.
 func TestSyncDeadline(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.InitialRebalanceDelay = 300 * time.Millisecond })
-	req := func(member string) *kmsg.JoinGroupRequest {
-		r := joinReq(3, "g", member, nil, 10*time.Second)
-		r.RebalanceTimeoutMillis = 300
-		return r
-	}
-	aCh := h.joinAsync(h.c, req(""))
-	waitFor(t, "A waiting", func() bool { return len(h.describe("g").Members) == 1 })
-	bCh := h.joinAsync(h.c, req(""))
-	ja, jb := recv(t, aCh), recv(t, bCh)
-	if ja.ErrorCode != 0 || jb.ErrorCode != 0 || ja.Generation != 1 || jb.Generation != 1 {
-		t.Fatalf("joins: %+v %+v", ja, jb)
-	}
-	leader, follower := ja, jb
-	if jb.LeaderID == jb.MemberID {
-		leader, follower = jb, ja
-	}
-	h.sync(syncReq(3, "g", leader.MemberID, nil, 1, nil))
-	waitFor(t, "the follower's removal", func() bool {
-		return h.heartbeat(3, "g", follower.MemberID, nil, 1) == kerr.UnknownMemberID.Code
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *Config) { c.InitialRebalanceDelay = 300 * time.Millisecond })
+		req := func(member string) *kmsg.JoinGroupRequest {
+			r := joinReq(3, "g", member, nil, 10*time.Second)
+			r.RebalanceTimeoutMillis = 300
+			return r
+		}
+		aCh := h.joinAsync(h.c, req(""))
+		waitFor(t, "A waiting", func() bool { return len(h.describe("g").Members) == 1 })
+		bCh := h.joinAsync(h.c, req(""))
+		ja, jb := recv(t, aCh), recv(t, bCh)
+		if ja.ErrorCode != 0 || jb.ErrorCode != 0 || ja.Generation != 1 || jb.Generation != 1 {
+			t.Fatalf("joins: %+v %+v", ja, jb)
+		}
+		leader, follower := ja, jb
+		if jb.LeaderID == jb.MemberID {
+			leader, follower = jb, ja
+		}
+		h.sync(syncReq(3, "g", leader.MemberID, nil, 1, nil))
+		waitFor(t, "the follower's removal", func() bool {
+			return h.heartbeat(3, "g", follower.MemberID, nil, 1) == kerr.UnknownMemberID.Code
+		})
 	})
 }
