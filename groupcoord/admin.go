@@ -92,7 +92,9 @@ func (c *Coordinator) ListGroups(statesFilter, typesFilter []string) []kmsg.List
 // error: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or the Log's, converted.
 // While the deletion is written the group is Dead, and requests for it
 // are answered COORDINATOR_NOT_AVAILABLE; if it fails, the group is
-// empty again.
+// empty again. A simple OffsetCommit accepted before the deletion began
+// may commit after the tombstones (as in Kafka); its offsets then make a
+// new empty group.
 func (c *Coordinator) DeleteGroup(ctx context.Context, group string) *kerr.Error {
 	done := make(chan *kerr.Error, 1)
 	c.mu.Lock()
