@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -90,7 +91,10 @@ func (c *Coordinator) ListGroups(statesFilter, typesFilter []string) []kmsg.List
 // metadata writes, and returns once they are committed (nil), or the
 // error: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or the Log's, converted.
 // While the deletion is written the group is Dead, and requests for it
-// are answered COORDINATOR_NOT_AVAILABLE.
+// are answered COORDINATOR_NOT_AVAILABLE; if it fails, the group is
+// empty again. A simple OffsetCommit accepted before the deletion began
+// may commit after the tombstones (as in Kafka); its offsets then make a
+// new empty group.
 func (c *Coordinator) DeleteGroup(ctx context.Context, group string) *kerr.Error {
 	done := make(chan *kerr.Error, 1)
 	c.mu.Lock()
@@ -115,9 +119,12 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, group string) *kerr.Error
 	}
 	recs = append(recs, GroupTombstone(group))
 	c.write(g, recs, func(err *kerr.Error) {
-		// Whatever was committed, the View has it: the next request
-		// loads the group again from there.
-		if c.groups[group] == g {
+		switch {
+		case err != nil:
+			// The group is empty as it was; whichever of its
+			// tombstones committed, FetchOffsets reads the View.
+			g.setState(stateEmpty, time.Now())
+		case c.groups[group] == g:
 			delete(c.groups, group)
 		}
 		done <- err

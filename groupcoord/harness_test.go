@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ type testLog struct {
 	mu    sync.Mutex
 	fail  error         // returned by every Append while set
 	block chan struct{} // while set, Appends wait until it is closed or their ctx ends
+
+	waiting atomic.Int32 // Appends waiting on block
 }
 
 var _ Log = (*testLog)(nil)
@@ -31,6 +34,8 @@ func (l *testLog) Append(ctx context.Context, recs []Record) error {
 	fail, block := l.fail, l.block
 	l.mu.Unlock()
 	if block != nil {
+		l.waiting.Add(1)
+		defer l.waiting.Add(-1)
 		select {
 		case <-block:
 		case <-ctx.Done():

@@ -201,8 +201,6 @@ func (c *Coordinator) heartbeatExpired(g *group, m *member) {
 // (Kafka's removeMemberAndUpdateGroup). Its waiting requests are answered
 // UNKNOWN_MEMBER_ID.
 func (c *Coordinator) removeMember(g *group, m *member, reason string) {
-	g.answerJoin(m, joinError("", kerr.UnknownMemberID))
-	g.answerSync(m, syncResult{err: kerr.UnknownMemberID})
 	c.dropMember(g, m)
 	switch g.state {
 	case stateStable, stateCompletingRebalance:
@@ -212,8 +210,12 @@ func (c *Coordinator) removeMember(g *group, m *member, reason string) {
 	}
 }
 
-// dropMember removes a member and stops its heartbeat deadline.
+// dropMember removes a member and stops its heartbeat deadline; a
+// JoinGroup or SyncGroup of it that still waits is answered
+// UNKNOWN_MEMBER_ID, so that the client joins again.
 func (c *Coordinator) dropMember(g *group, m *member) {
+	g.answerJoin(m, joinError("", kerr.UnknownMemberID))
+	g.answerSync(m, syncResult{err: kerr.UnknownMemberID})
 	g.remove(m.id)
 	c.stopTimer(&m.heartbeat)
 }
