@@ -61,12 +61,14 @@ func (g *GroupConsumer) CommitPolled(ctx context.Context) error {
 // goroutine.
 func (g *GroupConsumer) commitRetry(ctx context.Context, offsets map[tp]commitOffset) error {
 	g.mu.Lock()
-	closed := g.closed
+	closed, fatal := g.closed, g.fatal
 	g.mu.Unlock()
-	if closed {
+	switch {
+	case closed:
 		return ErrClosed
-	}
-	if len(offsets) == 0 {
+	case fatal != nil:
+		return fatal
+	case len(offsets) == 0:
 		return nil
 	}
 	err := retryGroup(ctx, g.cfg, func(ctx context.Context) error { return g.commit(ctx, offsets) })
