@@ -124,7 +124,7 @@ func (a *Admin) ResetGroupOffsets(ctx context.Context, group string, to Offset, 
 	if err != nil {
 		return nil, err
 	}
-	parts, err := a.resetPartitions(ctx, committed, topics)
+	parts, err := a.resetPartitions(ctx, group, committed, topics)
 	if err != nil {
 		return nil, err
 	}
@@ -159,12 +159,12 @@ func (a *Admin) ResetGroupOffsets(ctx context.Context, group string, to Offset, 
 
 // resetPartitions returns the partitions a reset covers, sorted: every
 // partition of topics, or the committed ones when topics is empty.
-func (a *Admin) resetPartitions(ctx context.Context, committed map[tp]committedOffset, topics []string) ([]tp, error) {
+func (a *Admin) resetPartitions(ctx context.Context, group string, committed map[tp]committedOffset, topics []string) ([]tp, error) {
 	var parts []tp
 	if len(topics) == 0 {
 		parts = slices.Collect(maps.Keys(committed))
 		if len(parts) == 0 {
-			return nil, errors.New("client: the group has no committed offsets: name the topics to reset")
+			return nil, fmt.Errorf("client: group %q has no committed offsets: name the topics to reset", group)
 		}
 	}
 	ds, err := a.DescribeTopics(ctx, topics...)
