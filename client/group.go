@@ -25,9 +25,9 @@ type GroupConsumer struct {
 
 	mctx    context.Context // ends the member goroutine; Close cancels it
 	mcancel context.CancelFunc
-	done    chan struct{} // closed when the member goroutine has returned
-	rejoin  chan error    // capacity 1: a Commit learned that the member must rejoin, and why
-	meta    chan struct{} // capacity 1: metadata was refreshed
+	done    chan struct{}   // closed when the member goroutine has returned
+	rejoin  chan rejoinNote // capacity 1: a commit learned that the member must rejoin
+	meta    chan struct{}   // capacity 1: metadata was refreshed
 
 	pollMu   sync.Mutex       // serializes Poll; guards fetching
 	fetching map[tp]uint64    // incarnation of each partition the fetcher reads
@@ -79,7 +79,7 @@ func NewGroupConsumer(opts ...Opt) (*GroupConsumer, error) {
 		coord:    newCoordinator(cl, cfg.group),
 		fetch:    &Consumer{cfg: cfg, cl: cl, parts: map[tp]*consumePart{}},
 		done:     make(chan struct{}),
-		rejoin:   make(chan error, 1),
+		rejoin:   make(chan rejoinNote, 1),
 		meta:     make(chan struct{}, 1),
 		fetching: map[tp]uint64{},
 

@@ -56,9 +56,22 @@ func (g *GroupConsumer) CommitPolled(ctx context.Context) error {
 	return g.commitRetry(ctx, g.positions(func(op *ownedPart) (int64, int32) { return op.consumed, op.epoch }))
 }
 
+// rejoinNote tells the member goroutine that a commit under generation
+// gen failed with err, which calls for a rejoin. A note about an older
+// generation than the current one is stale: the member has rejoined since.
+type rejoinNote struct {
+	gen int32
+	err error
+}
+
+// needsRejoin reports whether a commit error says the generation is over
+// or ending.
+func needsRejoin(err error) bool {
+	return errors.Is(err, ErrRebalanceInProgress) || errors.Is(err, ErrUnknownMemberID) || errors.Is(err, ErrIllegalGeneration)
+}
+
 // commitRetry commits for a caller, retrying retriable errors until ctx
-// ends; an error that calls for a rejoin is passed to the member
-// goroutine.
+// ends.
 func (g *GroupConsumer) commitRetry(ctx context.Context, offsets map[tp]commitOffset) error {
 	g.mu.Lock()
 	closed, fatal := g.closed, g.fatal
@@ -71,21 +84,14 @@ func (g *GroupConsumer) commitRetry(ctx context.Context, offsets map[tp]commitOf
 	case len(offsets) == 0:
 		return nil
 	}
-	err := retryGroup(ctx, g.cfg, func(ctx context.Context) error { return g.commit(ctx, offsets) })
-	for _, rejoin := range []error{ErrRebalanceInProgress, ErrUnknownMemberID, ErrIllegalGeneration} {
-		if errors.Is(err, rejoin) {
-			select {
-			case g.rejoin <- err:
-			default:
-			}
-		}
-	}
-	return err
+	return retryGroup(ctx, g.cfg, func(ctx context.Context) error { return g.commit(ctx, offsets) })
 }
 
 // commit sends one OffsetCommit under the current generation and records
 // what was committed. Commits are serialized, so that an older one never
-// lands after a newer one.
+// lands after a newer one. An error that calls for a rejoin is also
+// passed to the member goroutine (it may be waiting for its next
+// heartbeat).
 func (g *GroupConsumer) commit(ctx context.Context, offsets map[tp]commitOffset) error {
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
@@ -105,6 +111,12 @@ func (g *GroupConsumer) commit(ctx context.Context, offsets map[tp]commitOffset)
 	}
 	if err := commitErr(resp.(*kmsg.OffsetCommitResponse)); err != nil {
 		g.coord.noteErr(err)
+		if needsRejoin(err) {
+			select {
+			case g.rejoin <- rejoinNote{gen, err}:
+			default: // a note is already waiting
+			}
+		}
 		return err
 	}
 	g.mu.Lock()

@@ -345,6 +345,9 @@ func (g *GroupConsumer) revoke(parts []tp, commit bool) {
 		return
 	}
 	g.awaitProcessed()
+	if g.mctx.Err() != nil {
+		return // Close: leave commits them and calls OnRevoked
+	}
 	offsets := map[tp]commitOffset{}
 	g.mu.Lock()
 	for _, t := range parts {

@@ -29,8 +29,10 @@ func (g *GroupConsumer) heartbeatLoop() error {
 		select {
 		case <-g.mctx.Done(): // Close: it commits, revokes and leaves itself
 			return g.mctx.Err()
-		case err := <-g.rejoin: // a Commit found the generation gone or a rebalance under way
-			return g.afterGroupErr(err)
+		case n := <-g.rejoin: // a commit found the generation gone or a rebalance under way
+			if _, gen := g.Member(); n.gen == gen {
+				return g.afterGroupErr(n.err)
+			}
 		case <-g.meta: // metadata refreshed: the leader rebalances when a partition count changed
 			if g.leader && !maps.Equal(g.counts, g.partitionCounts(g.topics)) {
 				g.log.Info("partition counts changed; rebalancing")
