@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestAdminGroups lists, describes, resets and deletes a group on kfake:
@@ -27,6 +29,35 @@ func TestAdminGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	checkDescribed(t, adm)
+	checkGroupOffsets(t, adm)
+
+	var ne *GroupNotEmptyError
+	if _, err := adm.ResetGroupOffsets(ctx, "g", AtStart()); !errors.As(err, &ne) || !errors.Is(err, ErrNonEmptyGroup) || ne.Members != 2 {
+		t.Fatalf("reset of a group with members: %v", err)
+	}
+	if err := adm.DeleteGroup(ctx, "g"); !errors.Is(err, ErrNonEmptyGroup) {
+		t.Fatalf("delete of a group with members: %v", err)
+	}
+	a.close(t)
+	b.close(t)
+	checkResets(t, kc, adm)
+
+	if err := adm.DeleteGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.DescribeGroup(ctx, "g"); !errors.Is(err, ErrGroupIDNotFound) {
+		t.Fatalf("describe of a deleted group: %v", err)
+	}
+	if err := adm.DeleteGroup(ctx, "g"); !errors.Is(err, ErrGroupIDNotFound) {
+		t.Fatalf("delete of a deleted group: %v", err)
+	}
+}
+
+// checkDescribed lists and describes group g: members a and b, each with
+// two partitions of t.
+func checkDescribed(t *testing.T, adm *Admin) {
+	ctx := timeoutCtx(t)
 	ls, err := adm.ListGroups(ctx)
 	if err != nil || len(ls) != 1 || ls[0].Group != "g" || ls[0].ProtocolType != "consumer" {
 		t.Fatalf("ListGroups: %+v, %v", ls, err)
@@ -46,7 +77,11 @@ func TestAdminGroups(t *testing.T) {
 		}
 	}
 
-	offs, err := adm.GroupOffsets(ctx, "g")
+}
+
+// checkGroupOffsets: t[0] and t[1] committed by a, t[2] and t[3] not.
+func checkGroupOffsets(t *testing.T, adm *Admin) {
+	offs, err := adm.GroupOffsets(timeoutCtx(t), "g")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +93,11 @@ func TestAdminGroups(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("GroupOffsets:\n%q\nwant\n%q", got, want)
 	}
+}
 
-	var ne *GroupNotEmptyError
-	if _, err := adm.ResetGroupOffsets(ctx, "g", AtStart()); !errors.As(err, &ne) || !errors.Is(err, ErrNonEmptyGroup) || ne.Members != 2 {
-		t.Fatalf("reset of a group with members: %v", err)
-	}
-	if err := adm.DeleteGroup(ctx, "g"); !errors.Is(err, ErrNonEmptyGroup) {
-		t.Fatalf("delete of a group with members: %v", err)
-	}
-	a.close(t)
-	b.close(t)
-
+// checkResets resets the empty group g, and a group that does not exist.
+func checkResets(t *testing.T, kc *kfake.Cluster, adm *Admin) {
+	ctx := timeoutCtx(t)
 	for _, tc := range []struct {
 		to     Offset
 		topics []string
@@ -93,15 +122,5 @@ func TestAdminGroups(t *testing.T) {
 	}
 	if rs, err := adm.ResetGroupOffsets(ctx, "new", At(4), "t"); err != nil || len(rs) != 4 {
 		t.Fatalf("reset of a new group: %v, %v", rs, err)
-	}
-
-	if err := adm.DeleteGroup(ctx, "g"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := adm.DescribeGroup(ctx, "g"); !errors.Is(err, ErrGroupIDNotFound) {
-		t.Fatalf("describe of a deleted group: %v", err)
-	}
-	if err := adm.DeleteGroup(ctx, "g"); !errors.Is(err, ErrGroupIDNotFound) {
-		t.Fatalf("delete of a deleted group: %v", err)
 	}
 }

@@ -27,8 +27,18 @@ func TestCLIGroups(t *testing.T) {
 	cmd := func(args ...string) []string { return append(args, g...) }
 	mustRun(t, "a\nb\nc\n", cmd("produce", "events", "--partition", "0")...)
 	mustRun(t, "d\ne\n", cmd("produce", "events", "--partition", "1")...)
+	// The steps share the group: each starts where the previous left it.
+	t.Run("consume in two runs", func(t *testing.T) { cliConsumeTwice(t, cmd) })
+	t.Run("describe and reset", func(t *testing.T) { cliDescribeAndReset(t, cmd) })
+	t.Run("with a member", func(t *testing.T) { cliWithMember(t, kc, cmd) })
+}
 
-	format := []string{"--format", "%p:%o:%v"}
+// format prints partition:offset:value.
+var format = []string{"--format", "%p:%o:%v"}
+
+// cliConsumeTwice consumes the 5 records in two runs of consume --group:
+// the second prints exactly what the first did not.
+func cliConsumeTwice(t *testing.T, cmd func(...string) []string) {
 	// -n ends each run; --idle-timeout only bounds a broken one.
 	first := mustRun(t, "", cmd(append([]string{"consume", "events", "--group", "g", "--from-beginning", "-n", "3"}, format...)...)...)
 	// --from-beginning again: a partition the first run printed nothing of
@@ -42,6 +52,11 @@ func TestCLIGroups(t *testing.T) {
 	if want := []string{"0:0:a", "0:1:b", "0:2:c", "1:0:d", "1:1:e"}; !slices.Equal(got, want) {
 		t.Fatalf("the two runs printed %q, want each record once: %q", got, want)
 	}
+}
+
+// cliDescribeAndReset describes the empty group, resets its offsets, and
+// consumes from the reset offsets.
+func cliDescribeAndReset(t *testing.T, cmd func(...string) []string) {
 
 	r := mustRun(t, "", cmd("group", "list")...)
 	if !regexp.MustCompile(`(?m)^g +Empty +consumer +0$`).MatchString(r.stdout) {
@@ -64,11 +79,16 @@ func TestCLIGroups(t *testing.T) {
 		t.Fatalf("reset-offsets --to-offset printed:\n%s", r.stdout)
 	}
 	r = mustRun(t, "", cmd(append([]string{"consume", "events", "--group", "g", "-n", "3", "--idle-timeout", "10s"}, format...)...)...)
-	got = strings.Split(strings.TrimSpace(r.stdout), "\n")
+	got := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	slices.Sort(got)
 	if want := []string{"0:1:b", "0:2:c", "1:1:e"}; !slices.Equal(got, want) {
 		t.Fatalf("after reset to 1, consume printed %q, want %q", got, want)
 	}
+}
+
+// cliWithMember: while a member is in the group, describe shows it, and
+// reset and delete refuse; once it has left, delete works.
+func cliWithMember(t *testing.T, kc *kfake.Cluster, cmd func(...string) []string) {
 
 	// A member in the group: describe shows it; reset and delete refuse.
 	m, err := client.NewGroupConsumer(client.Brokers(kc.ListenAddrs()...), client.ClientID("member-a"),
@@ -83,7 +103,7 @@ func TestCLIGroups(t *testing.T) {
 		}
 	}
 	memberID, _ := m.Member()
-	r = mustRun(t, "", cmd("group", "describe", "g")...)
+	r := mustRun(t, "", cmd("group", "describe", "g")...)
 	for _, row := range []string{`^group "g": state Stable, 1 member, strategy range, coordinator 0$`,
 		`^` + regexp.QuoteMeta(memberID) + ` +- +member-a +\S+ +events\[0,1\]$`,
 		`^events +0 +3 +3 +0 +` + regexp.QuoteMeta(memberID) + `$`} {
