@@ -225,7 +225,7 @@ func TestGroupResumeAfterCommit(t *testing.T) {
 			}
 			c := committedOf(t, kc, "g")
 			for p := range int32(4) {
-				if got := c[tp{"t", p}]; got.offset != 5 || got.epoch != epochs[p] {
+				if got := c[tp{"t", p}]; got.offset != 5 || got.epoch != epochs[p] || got.epoch < 0 {
 					t.Fatalf("partition %d committed %+v, want offset 5 epoch %d", p, got, epochs[p])
 				}
 			}
@@ -472,5 +472,43 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 		if r.Offset != 2 {
 			t.Fatalf("restarted member read %s[%d]@%d, want offset 2 only", r.Topic, r.Partition, r.Offset)
 		}
+	}
+}
+
+// TestGroupRebalanceUnderAutoCommit: members join and leave while records
+// are being read, with AutoCommit. No record is skipped (the members
+// together read every offset), and after they close the group's committed
+// offsets are the log ends: a new member reads nothing old.
+func TestGroupRebalanceUnderAutoCommit(t *testing.T) {
+	for _, s := range []AssignStrategy{RangeAssign, CooperativeStickyAssign} {
+		t.Run(s.String(), func(t *testing.T) {
+			kc := newGroupKfake(t, 4, "t")
+			opts := groupOpts(kc, "g", "t", GroupStrategies(s), AutoCommitInterval(10*time.Millisecond), FetchMaxBytes(1<<10, 1<<10))
+			produceEach(t, kc, "t", 4, 0, 100)
+			a := startMember(t, opts...)
+			checkFor(t, "a reading", func() bool { return a.count() > 0 })
+			b := startMember(t, opts...)
+			c := startMember(t, opts...)
+			checkFor(t, "b owning partitions", func() bool { return assignedCount(b.g) > 0 })
+			c.close(t)
+			produceEach(t, kc, "t", 4, 100, 50)
+			seen := func() map[[2]int64]bool {
+				out := map[[2]int64]bool{}
+				for _, m := range []*member{a, b, c} {
+					for _, r := range m.records() {
+						out[[2]int64{int64(r.Partition), r.Offset}] = true
+					}
+				}
+				return out
+			}
+			checkFor(t, "every record read", func() bool { return len(seen()) == 600 })
+			a.close(t)
+			b.close(t)
+			for p := range int32(4) {
+				if got := committedOf(t, kc, "g")[tp{"t", p}]; got.offset != 150 {
+					t.Fatalf("partition %d committed %+v after Close, want 150", p, got)
+				}
+			}
+		})
 	}
 }
