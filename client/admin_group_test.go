@@ -52,6 +52,14 @@ func TestAdminGroups(t *testing.T) {
 	if err := adm.DeleteGroup(ctx, "g"); !errors.Is(err, ErrGroupIDNotFound) {
 		t.Fatalf("delete of a deleted group: %v", err)
 	}
+
+	// A group that exists but has committed nothing: name the topics.
+	e := startMember(t, groupOpts(kc, "e", "t", AutoCommit(false))...)
+	checkFor(t, "e's assignment", func() bool { return assignedCount(e.g) == 4 })
+	e.close(t)
+	if _, err := adm.ResetGroupOffsets(ctx, "e", AtStart()); !errors.Is(err, ErrNoOffsetsToReset) {
+		t.Fatalf("reset of a group without offsets: %v", err)
+	}
 }
 
 // checkDescribed lists and describes group g: members a and b, each with

@@ -164,7 +164,7 @@ func (a *Admin) resetPartitions(ctx context.Context, group string, committed map
 	if len(topics) == 0 {
 		parts = slices.Collect(maps.Keys(committed))
 		if len(parts) == 0 {
-			return nil, fmt.Errorf("client: group %q has no committed offsets: name the topics to reset", group)
+			return nil, fmt.Errorf("group %q: %w", group, ErrNoOffsetsToReset)
 		}
 	}
 	ds, err := a.DescribeTopics(ctx, topics...)

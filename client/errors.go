@@ -167,6 +167,11 @@ func IsRetriable(err error) bool {
 // refuse the commit (UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION).
 var ErrNotGroupMember = errors.New("client: not a member of an active group generation")
 
+// ErrNoOffsetsToReset fails ResetGroupOffsets called without topics for a
+// group that has no committed offsets: there is nothing to reset, and the
+// caller must name the topics.
+var ErrNoOffsetsToReset = errors.New("client: the group has no committed offsets to reset")
+
 // GroupError ends a GroupConsumer's membership for good: the coordinator
 // fenced the member (another member joined with the same GroupInstanceID:
 // errors.Is ErrFencedInstanceID) or refused its join for a reason that a

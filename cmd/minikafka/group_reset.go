@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -37,7 +38,15 @@ refused: they would overwrite the offsets.`,
 				}
 			}
 			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+				for _, t := range topics {
+					if _, err := a.describeTopic(ctx, adm, t); err != nil {
+						return err
+					}
+				}
 				rs, err := adm.ResetGroupOffsets(ctx, args[0], to, topics...)
+				if errors.Is(err, client.ErrNoOffsetsToReset) {
+					return fmt.Errorf("group %q has no committed offsets: name the topics to reset with --topic", args[0])
+				}
 				if err != nil {
 					return notFound(args[0], err)
 				}
