@@ -34,6 +34,7 @@ func (a *app) consumeGroup(parent context.Context, topic, group string, spec con
 	if err == nil {
 		err = c.commit()
 	}
+	err = unsupportedGroups(err)
 	cctx, ccancel := a.afterCtx(parent)
 	defer ccancel()
 	if cerr := g.Close(cctx); cerr != nil && err == nil {

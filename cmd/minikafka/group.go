@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/client"
 )
@@ -68,7 +69,21 @@ func (a *app) explainGroup(ctx context.Context, err error) error {
 	case errors.As(err, &ne):
 		return fmt.Errorf("cannot reset the offsets of group %q: it has active members (state %s); stop its consumers first", ne.Group, ne.State)
 	}
-	return a.explain(ctx, err)
+	return unsupportedGroups(a.explain(ctx, err))
+}
+
+// unsupportedGroups says so when the broker lacks a group API (a broker
+// without a group coordinator); other errors are returned as they are.
+func unsupportedGroups(err error) error {
+	var ve *client.VersionError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	name := kmsg.NameForKey(ve.Key)
+	if name == "" {
+		name = fmt.Sprintf("API key %d", ve.Key)
+	}
+	return fmt.Errorf("the broker does not support consumer groups (%s: %w)", name, err)
 }
 
 // notFound replaces a client's ErrGroupIDNotFound by a GroupNotFoundError.

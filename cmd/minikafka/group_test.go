@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -162,5 +164,18 @@ func TestGroupUsageErrors(t *testing.T) {
 		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("minikafka %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, r.code, r.stdout, r.stderr, tc.want)
 		}
+	}
+}
+
+// A broker without group APIs gets a message that says so.
+func TestUnsupportedGroupsMessage(t *testing.T) {
+	ve := &client.VersionError{Key: 10, BrokerMax: -1, ClientRange: [2]int16{1, 4}}
+	err := unsupportedGroups(fmt.Errorf("describe group %q: %w", "g", ve))
+	want := `the broker does not support consumer groups (FindCoordinator: describe group "g": client: api key 10: broker max version -1, client speaks 1..4)`
+	if err.Error() != want || !errors.Is(err, client.ErrUnsupported) {
+		t.Fatalf("got %q, want %q", err, want)
+	}
+	if other := errors.New("x"); unsupportedGroups(other) != other {
+		t.Fatal("other errors must pass unchanged")
 	}
 }
