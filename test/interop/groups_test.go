@@ -308,9 +308,11 @@ func checkCommitted(t *testing.T, tg *target, group, topic string, want int64) {
 		t.Fatalf("fetch the offsets of %s: %v", group, err)
 	}
 	for p := range int32(groupPartitions) {
-		o, ok := offsets.Lookup(topic, p)
-		if !ok || o.Err != nil || o.At != want {
-			t.Fatalf("group %s committed %+v on %s/%d (found: %v), want offset %d", group, o, topic, p, ok, want)
+		switch o, ok := offsets.Lookup(topic, p); {
+		case !ok:
+			t.Fatalf("group %s has no committed offset on %s/%d, want %d", group, topic, p, want)
+		case o.Err != nil || o.At != want:
+			t.Fatalf("group %s committed offset %d on %s/%d (error %v), want %d", group, o.At, topic, p, o.Err, want)
 		}
 	}
 }
