@@ -271,14 +271,8 @@ func (c *Config) Validate() error {
 	if c.OffsetsTopicReplicationFactor < 1 {
 		return bad("offsets_topic_replication_factor", c.OffsetsTopicReplicationFactor, "must be at least 1")
 	}
-	if c.GroupInitialRebalanceDelay < 0 {
-		return bad("group_initial_rebalance_delay", c.GroupInitialRebalanceDelay, "must not be negative")
-	}
-	if c.GroupMinSessionTimeout < time.Millisecond {
-		return bad("group_min_session_timeout", c.GroupMinSessionTimeout, "must be at least 1ms")
-	}
-	if c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
-		return bad("group_max_session_timeout", c.GroupMaxSessionTimeout, "must not be below group_min_session_timeout (%v)", c.GroupMinSessionTimeout)
+	if err := c.validateGroups(); err != nil {
+		return err
 	}
 	if c.DefaultReplicationFactor < 1 {
 		return bad("default_replication_factor", c.DefaultReplicationFactor, "must be at least 1")
@@ -306,6 +300,19 @@ func (c *Config) Validate() error {
 		c.Tuning.Raft.RebalanceInterval = -1 // off
 	}
 	return c.Tuning.validate()
+}
+
+// validateGroups checks the settings of the group coordinators.
+func (c *Config) validateGroups() error {
+	switch {
+	case c.GroupInitialRebalanceDelay < 0:
+		return bad("group_initial_rebalance_delay", c.GroupInitialRebalanceDelay, "must not be negative")
+	case c.GroupMinSessionTimeout < time.Millisecond:
+		return bad("group_min_session_timeout", c.GroupMinSessionTimeout, "must be at least 1ms")
+	case c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
+		return bad("group_max_session_timeout", c.GroupMaxSessionTimeout, "must not be below group_min_session_timeout (%v)", c.GroupMinSessionTimeout)
+	}
+	return nil
 }
 
 func checkHostPort(key, v string, allowZeroPort bool) error {

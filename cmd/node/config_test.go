@@ -72,6 +72,13 @@ func TestPrecedenceFileEnvFlag(t *testing.T) {
 	if o.DataDir != "/tmp/x" {
 		t.Errorf("data_dir = %q from the file", o.DataDir)
 	}
+	o, err = loadConfig([]string{"--group-initial-rebalance-delay", "250ms"}, env("MINIKAFKA_GROUP_MAX_SESSION_TIMEOUT", "1m"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.GroupInitialRebalanceDelay != 250*time.Millisecond || o.GroupMaxSessionTimeout != time.Minute || o.GroupMinSessionTimeout != 6*time.Second {
+		t.Errorf("group settings: delay %v, session timeouts %v..%v", o.GroupInitialRebalanceDelay, o.GroupMinSessionTimeout, o.GroupMaxSessionTimeout)
+	}
 }
 
 func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
@@ -94,6 +101,9 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
 		{name: "bad debug address", args: []string{"--debug-addr", "localhost"}, key: "debug_addr", value: "localhost"},
 		{name: "election below heartbeat", args: []string{"--raft-election-timeout", "10ms"}, key: "raft"},
+		{name: "offsets topic of no partitions", args: []string{"--offsets-topic-partitions", "0"}, key: "offsets_topic_partitions", value: "0"},
+		{name: "negative rebalance delay", args: []string{"--group-initial-rebalance-delay", "-1s"}, key: "group_initial_rebalance_delay", value: "-1s"},
+		{name: "session bounds crossed", yaml: "group_min_session_timeout: 10s\ngroup_max_session_timeout: 5s\n", key: "group_max_session_timeout", value: "5s"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
