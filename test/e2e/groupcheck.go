@@ -128,6 +128,25 @@ func (r *GroupReport) String() string {
 		r.Count(ResumeMismatch), r.ResumeChecked, r.Commits, r.Rebalances, r.Members, r.Rounds, r.Observed)
 }
 
+// sumGroupReports adds up reports: counts and problems.
+func sumGroupReports(rs []*GroupReport) *GroupReport {
+	t := &GroupReport{}
+	for _, r := range rs {
+		t.Problems = append(t.Problems, r.Problems...)
+		t.Acked += r.Acked
+		t.Deliveries += r.Deliveries
+		t.Consumed += r.Consumed
+		t.Redelivered += r.Redelivered
+		t.Commits += r.Commits
+		t.Rebalances += r.Rebalances
+		t.Members += r.Members
+		t.Rounds += r.Rounds
+		t.Observed += r.Observed
+		t.ResumeChecked += r.ResumeChecked
+	}
+	return t
+}
+
 // GroupCheckError is a failed group check. errors.Is matches the sentinel
 // of every kind of problem it holds.
 type GroupCheckError struct {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A step records one event of a scripted group run.
@@ -332,5 +333,21 @@ func TestGroupHistoryProgress(t *testing.T) {
 	ev := h.Events()
 	if !h.CommittedSince([]int32{0, 1}, ev[16].Time) || h.CommittedSince([]int32{0, 1}, ev[23].Time.Add(1)) {
 		t.Fatal("CommittedSince")
+	}
+}
+
+func TestSummaryGroups(t *testing.T) {
+	var s Summary
+	s.Fault("coordinator-kill")
+	s.CoordinatorFailover(2 * time.Second)
+	s.Grouped(CheckGroup("t", cleanAttempts(), runSteps(cleanGroupRun())))
+	atts := append(cleanAttempts(), Attempt{ID: gid(1, 3), Topic: "t", Partition: 1, Outcome: Acked, Offset: 3})
+	s.Grouped(CheckGroup("t", atts, runSteps(cleanGroupRun())))
+	out := s.String()
+	for _, want := range []string{"consumer groups:      2 checked", "records produced (acked) 17", "lost 1", "commits 12",
+		"coordinator kill -> first commit acknowledged: 1 measured, p50 2s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
 	}
 }
