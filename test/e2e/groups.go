@@ -206,13 +206,18 @@ func (m *Member) noteErr(op string, err error) {
 }
 
 func (m *Member) noteErrLocked(op string, err error) {
-	class := "other"
 	var ke *kerr.Error
+	var class string
 	switch {
 	case errors.As(err, &ke):
 		class = ke.Message
 	case errors.Is(err, context.DeadlineExceeded):
 		class = "timeout"
+	default:
+		class = err.Error()
+		if len(class) > 80 {
+			class = class[:80] + "..."
+		}
 	}
 	m.errs[op+":"+class]++
 }
