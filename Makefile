@@ -23,16 +23,30 @@ fmt-check:
 test: fmt-check vet test-deps
 	$(GO) test -race -count=1 -timeout 14m ./...
 
-# What the interop tests need besides Go: kcat (librdkafka) from Debian.
-# Installed quietly when missing; a test whose client cannot be installed
-# skips and says so.
+# What the interop tests need besides Go: librdkafka as Debian's kcat and
+# python3-confluent-kafka, and the Node.js clients pinned by
+# test/interop/package-lock.json (kafkajs), installed with npm ci.
+# Installed quietly, only what is missing or stale: when everything is
+# there this only looks. Where an install fails, kcat's tests skip and the
+# group suite's test of that client fails, saying what is missing.
 .PHONY: test-deps
 test-deps:
-	@if ! command -v kcat >/dev/null 2>&1; then \
+	@missing=; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 \
+	  || python3 -c 'import confluent_kafka' >/dev/null 2>&1 \
+	  || missing="$$missing python3-confluent-kafka"; \
+	if [ -n "$$missing" ]; then \
 	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	  echo "installing kcat (librdkafka) for test/interop"; \
-	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq kcat; } >/dev/null 2>&1 \
-	    || echo "could not install kcat: its interop tests will skip"; \
+	  echo "installing$$missing for test/interop"; \
+	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; } >/dev/null 2>&1 \
+	    || echo "could not install$$missing: the interop tests of librdkafka will skip or fail"; \
+	fi
+	@if [ ! test/interop/node_modules/.package-lock.json -nt test/interop/package-lock.json ]; then \
+	  echo "installing the Node.js clients of test/interop (npm ci)"; \
+	  { command -v npm >/dev/null 2>&1 \
+	    && cd test/interop && npm ci --no-audit --no-fund --loglevel=error >/dev/null; } \
+	    || echo "could not install test/interop's Node.js clients: the kafkajs group test will fail"; \
 	fi
 
 # A single embedded node in the foreground, Kafka on 127.0.0.1:9092.

@@ -42,6 +42,15 @@ type Config struct {
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
 
+	// GroupInitialRebalanceDelay is how long the first rebalance of an
+	// empty group waits for more members (Kafka's
+	// group.initial.rebalance.delay.ms); 0 means none.
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeouts members may ask for (group.min/max.session.timeout.ms).
+	GroupInitialRebalanceDelay time.Duration
+	GroupMinSessionTimeout     time.Duration
+	GroupMaxSessionTimeout     time.Duration
+
 	// PartitionRaft and MetaRaft are the Raft timings of partition groups
 	// and of the metadata group.
 	PartitionRaft multiraft.Timing
@@ -178,6 +187,9 @@ func DefaultConfig() Config {
 		// whose idle cost a small cluster notices.
 		OffsetsTopicPartitions:        16,
 		OffsetsTopicReplicationFactor: 3,
+		GroupInitialRebalanceDelay:    3 * time.Second,
+		GroupMinSessionTimeout:        6 * time.Second,
+		GroupMaxSessionTimeout:        30 * time.Minute,
 		PartitionRaft:                 partitionRaft,
 		MetaRaft:                      multiraft.DefaultTiming(),
 		SegmentBytes:                  128 << 20,
@@ -258,6 +270,15 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetsTopicReplicationFactor < 1 {
 		return bad("offsets_topic_replication_factor", c.OffsetsTopicReplicationFactor, "must be at least 1")
+	}
+	if c.GroupInitialRebalanceDelay < 0 {
+		return bad("group_initial_rebalance_delay", c.GroupInitialRebalanceDelay, "must not be negative")
+	}
+	if c.GroupMinSessionTimeout < time.Millisecond {
+		return bad("group_min_session_timeout", c.GroupMinSessionTimeout, "must be at least 1ms")
+	}
+	if c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
+		return bad("group_max_session_timeout", c.GroupMaxSessionTimeout, "must not be below group_min_session_timeout (%v)", c.GroupMinSessionTimeout)
 	}
 	if c.DefaultReplicationFactor < 1 {
 		return bad("default_replication_factor", c.DefaultReplicationFactor, "must be at least 1")

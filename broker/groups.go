@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
@@ -57,10 +58,10 @@ func (b *backend) createOffsetsTopic(ctx context.Context) error {
 	return err
 }
 
-// coordinatorNode is the node that coordinates group now: the leader of
+// CoordinatorNode is the node that coordinates group now: the leader of
 // its __consumer_offsets partition, or COORDINATOR_NOT_AVAILABLE while that
 // partition has none.
-func (b *backend) coordinatorNode(ctx context.Context, group string) (int32, error) {
+func (b *backend) CoordinatorNode(ctx context.Context, group string) (int32, error) {
 	p, err := b.offsetsPartition(ctx, group)
 	if err != nil {
 		return -1, err
@@ -70,4 +71,25 @@ func (b *backend) coordinatorNode(ctx context.Context, group string) (int32, err
 		return -1, fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, p)
 	}
 	return leader, nil
+}
+
+// GroupCoordinator returns this node's coordinator of group: NOT_COORDINATOR
+// if another node leads the group's partition (or __consumer_offsets does
+// not exist yet: clients find the coordinator first, which creates it),
+// COORDINATOR_LOAD_IN_PROGRESS while this node takes over.
+func (b *backend) GroupCoordinator(_ context.Context, group string) (kafkaapi.GroupCoordinator, error) {
+	t, ok := b.n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ConsumerOffsetsTopic)
+	}
+	c, err := b.n.coords.get(metadata.GroupPartition(group, int32(len(t.Partitions))))
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// GroupCoordinators returns every coordinator this node runs.
+func (b *backend) GroupCoordinators() ([]kafkaapi.GroupCoordinator, error) {
+	return b.n.coords.all()
 }

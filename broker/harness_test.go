@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, testcluster.GoleakOptions()...)
 }
 
-func createTopic(t *testing.T, cl *kgo.Client, name string, parts int32, rf int16) {
+func createTopic(t testing.TB, cl *kgo.Client, name string, parts int32, rf int16) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
@@ -66,7 +66,7 @@ func metadataOf(t *testing.T, cl *kgo.Client, topic string) map[int32]partitionI
 }
 
 // eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {

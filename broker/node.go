@@ -39,6 +39,7 @@ type Node struct {
 	meta    *metaGroup
 	addrs   addrBook // node id -> Raft address, for every group
 	reps    *replicaSet
+	coords  *coordinators // group coordinators of the __consumer_offsets partitions this node leads
 	kafka   *kafkaapi.Server
 	kafkaLn net.Listener
 
@@ -103,6 +104,7 @@ func (n *Node) start(ctx context.Context) error {
 
 	// Replicas already on disk start at once, before the metadata group
 	// is up: their Raft groups know their members.
+	n.coords = newCoordinators(n)
 	n.reps = newReplicaSet(n)
 	if err := n.reps.openFromDisk(); err != nil {
 		return err
@@ -289,6 +291,9 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 		n.cancel()
 		if n.reps != nil {
 			errs = append(errs, n.reps.closeAll())
+		}
+		if n.coords != nil {
+			n.coords.close() // after the replicas: their closing fails the coordinators' pending writes
 		}
 		if n.meta != nil {
 			errs = append(errs, n.meta.close())

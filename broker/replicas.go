@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/partition"
@@ -40,6 +41,9 @@ type localReplica struct {
 	info  replicaInfo
 	rep   *partition.Replica // set once, before ready is closed
 	ready chan struct{}
+	// view is the materialised view of a __consumer_offsets replica's
+	// records (nil for other topics), which its coordinator serves from.
+	view *groupcoord.View
 }
 
 // replicaSet owns this node's partition replicas.
@@ -124,6 +128,11 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 	}
 	lr := &localReplica{info: info, ready: make(chan struct{})}
 	logger := s.n.logger.With("partition", replicaDirName(info.Topic, info.Partition))
+	var sink partition.RecordSink
+	if info.Topic == metadata.ConsumerOffsetsTopic {
+		lr.view = groupcoord.NewView()
+		sink = viewSink{view: lr.view, logger: logger}
+	}
 	rep, err := partition.OpenReplica(s.n.host, partition.ReplicaConfig{
 		Group: multiraft.GroupSpec{
 			Name:     "p/" + info.TopicID + "/" + strconv.Itoa(int(info.Partition)),
@@ -135,6 +144,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		},
 		Log:            partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes},
 		ProducerWindow: s.n.cfg.ProducerWindow,
+		Records:        sink,
 		Logger:         logger,
 	})
 	if err != nil {
@@ -220,6 +230,9 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 // onLeader runs on the replica's goroutine when this node gains or loses
 // leadership: a new leader reports itself to the metadata group.
 func (s *replicaSet) onLeader(lr *localReplica, leader bool, term uint64) {
+	if lr.view != nil {
+		s.n.coords.leadership(lr, leader, term)
+	}
 	if !leader {
 		return
 	}

@@ -54,8 +54,8 @@ type cluster struct {
 	brokers    map[int32]brokerMeta
 	controller int32
 	clusterID  *string
-	conns      map[int32]*conn // current connections; seeds use node -1-i
-	all        []*conn         // every connection whose goroutines may still run
+	conns      map[connKey]*conn // current connections; seeds use node -1-i
+	all        []*conn           // every connection whose goroutines may still run
 	topics     map[string]*topicMeta
 	interest   map[string]bool // topics every refresh asks for
 	gen        int             // completed refreshes
@@ -76,7 +76,7 @@ func newCluster(cfg *config) *cluster {
 		cfg: cfg, log: cfg.logger, ctx: ctx, cancel: cancel,
 		brokers:    map[int32]brokerMeta{},
 		controller: -1,
-		conns:      map[int32]*conn{},
+		conns:      map[connKey]*conn{},
 		topics:     map[string]*topicMeta{},
 		interest:   map[string]bool{},
 		updated:    make(chan struct{}),
@@ -344,121 +344,6 @@ func (c *cluster) leader(topic string, partition int32) (node, epoch int32, ok b
 		return -1, p.epoch, false
 	}
 	return p.leader, p.epoch, true
-}
-
-// errUnknownBroker is a node id that metadata does not list.
-var errUnknownBroker = errors.New("client: unknown broker id")
-
-// connFor returns the live connection to a node, opening one if needed.
-// Negative nodes are the seed addresses.
-func (c *cluster) connFor(node int32) (*conn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, ErrClosed
-	}
-	if cn := c.conns[node]; cn != nil && !cn.isDead() {
-		return cn, nil
-	}
-	var addr string
-	if node < 0 {
-		i := int(-node - 1)
-		if i >= len(c.cfg.brokers) {
-			return nil, errUnknownBroker
-		}
-		addr = c.cfg.brokers[i]
-	} else {
-		b, ok := c.brokers[node]
-		if !ok {
-			return nil, errUnknownBroker
-		}
-		addr = b.addr()
-	}
-	cn := newConn(c.ctx, c.cfg, node, addr, c.forget)
-	c.conns[node] = cn
-	// Keep the list to the connections still running.
-	live := c.all[:0]
-	for _, old := range c.all {
-		select {
-		case <-old.exited:
-		default:
-			live = append(live, old)
-		}
-	}
-	c.all = append(live, cn)
-	return cn, nil
-}
-
-// forget drops a dead connection so that the next send dials again.
-func (c *cluster) forget(cn *conn) {
-	c.mu.Lock()
-	if c.conns[cn.node] == cn {
-		delete(c.conns, cn.node)
-	}
-	c.mu.Unlock()
-}
-
-// send queues a request to a node; cb gets the result. See call.
-func (c *cluster) send(node int32, cl *call) {
-	cn, err := c.connFor(node)
-	if err != nil {
-		cl.cb(nil, err)
-		return
-	}
-	cn.send(cl)
-}
-
-// request sends req to a node and waits for the response.
-func (c *cluster) request(ctx context.Context, node int32, req kmsg.Request, extra time.Duration) (kmsg.Response, error) {
-	type result struct {
-		resp kmsg.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	c.send(node, &call{req: req, extra: extra, cb: func(r kmsg.Response, err error) { done <- result{r, err} }})
-	select {
-	case r := <-done:
-		return r.resp, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// requestAny sends req to the known brokers, then the seeds, until one
-// answers.
-func (c *cluster) requestAny(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	c.mu.Lock()
-	nodes := make([]int32, 0, len(c.brokers)+len(c.cfg.brokers))
-	for id := range c.brokers {
-		nodes = append(nodes, id)
-	}
-	slices.Sort(nodes)
-	if len(nodes) > 0 {
-		k := c.rotate % len(nodes)
-		nodes = append(nodes[k:], nodes[:k]...)
-	}
-	for i := range c.cfg.brokers {
-		nodes = append(nodes, int32(-1-i))
-	}
-	c.rotate++
-	c.mu.Unlock()
-
-	var last error
-	for _, n := range nodes {
-		resp, err := c.request(ctx, n, req, 0)
-		if err == nil {
-			return resp, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var ve *VersionError
-		if errors.As(err, &ve) {
-			return nil, err
-		}
-		last = err
-	}
-	return nil, fmt.Errorf("%w: %w", ErrNoBrokers, last)
 }
 
 // controllerID returns the controller from the last metadata, refreshing

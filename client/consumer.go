@@ -105,6 +105,16 @@ func (c *Consumer) Assign(parts map[string]map[int32]Offset) {
 	c.cl.addInterest(topics...)
 }
 
+// unassign stops reading a partition.
+func (c *Consumer) unassign(t tp) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cp := c.parts[t]; cp != nil {
+		delete(c.parts, t)
+		c.order = slices.DeleteFunc(c.order, func(o *consumePart) bool { return o == cp })
+	}
+}
+
 func (c *Consumer) partLocked(t tp) *consumePart {
 	cp := c.parts[t]
 	if cp == nil {

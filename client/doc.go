@@ -1,5 +1,5 @@
 // Package client is MiniKafka's Kafka client: a producer, a consumer of
-// assigned partitions, and an admin client. It speaks the Kafka wire
+// assigned partitions, a consumer group member, and an admin client. It speaks the Kafka wire
 // protocol (requests are encoded with franz-go's kmsg) and works against
 // MiniKafka nodes and any Kafka-compatible broker. Batching, partitioning,
 // retries, idempotence and connections are this package's own.
@@ -88,15 +88,51 @@
 // AtStart, AtEnd or At(offset)); then call Poll in a loop from one
 // goroutine. Poll returns records in offset order per partition, skipping
 // control batches and records below the start offset, and follows leader
-// changes. There are no consumer groups or committed offsets: a caller
-// that needs to resume remembers its positions (Position) and assigns
-// them again.
+// changes. A Consumer has no group and commits nothing: a caller that
+// needs to resume remembers its positions (Position) and assigns them
+// again, or uses a GroupConsumer.
+//
+// # Consuming in a group
+//
+// A GroupConsumer is a member of a Kafka consumer group (the classic
+// protocol: JoinGroup, SyncGroup, Heartbeat). A caller's duties, in order:
+//
+//  1. Create it with NewGroupConsumer, ConsumerGroup and ConsumeTopics
+//     (the subscription). It joins in the background; the group's leader
+//     assigns partitions with the strategy every member supports
+//     (GroupStrategies: RangeAssign, CooperativeStickyAssign).
+//  2. Call Poll in a loop from one goroutine. A partition starts at the
+//     group's committed offset (the next offset to read), or at
+//     ConsumeResetOffset if the group has none. Coming back to Poll tells
+//     the member the caller is done with the previous records: a
+//     rebalance waits for it (up to RebalanceTimeout) before giving
+//     partitions away, and Poll never returns records of a partition the
+//     member no longer owns.
+//  3. Commit: with AutoCommit (the default) every AutoCommitInterval, and
+//     before partitions are revoked, the member commits the positions the
+//     caller has come back from; without it, call CommitPolled (everything
+//     Poll returned) or Commit (exact offsets). A commit carries the
+//     leader epoch of the last record read.
+//  4. React to rebalances, if needed, in OnAssigned, OnRevoked (the
+//     member still may commit) and OnLost (it may not: another member may
+//     own the partitions already). They run on the member's goroutine.
+//  5. Close: it commits (with AutoCommit), calls OnRevoked, and leaves the
+//     group so that the others take the partitions at once. A static
+//     member (GroupInstanceID) does not leave; restarted with the same id
+//     within SessionTimeout, it gets its partitions back without a
+//     rebalance.
+//
+// A member fenced by another with the same GroupInstanceID, or refused for
+// good by the coordinator, fails Poll and commits with a *GroupError.
 //
 // # Administration
 //
 // NewAdmin creates, lists and describes topics, and describes the cluster:
 // brokers, controller, and each partition's leader, leader epoch, replicas
-// and ISR.
+// and ISR. For consumer groups it lists, describes (members, their
+// subscriptions and assignments), deletes, reports committed offsets and
+// lag (GroupOffsets), and resets the offsets of a group without members
+// (ResetGroupOffsets).
 //
 // # Errors
 //

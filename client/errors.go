@@ -160,3 +160,60 @@ func IsRetriable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne)
 }
+
+// ErrNotGroupMember fails a commit of a GroupConsumer that holds no
+// generation of its group: before its first assignment, or after the
+// coordinator dropped it and before it has joined again. Kafka would
+// refuse the commit (UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION).
+var ErrNotGroupMember = errors.New("client: not a member of an active group generation")
+
+// ErrNoOffsetsToReset fails ResetGroupOffsets called without topics for a
+// group that has no committed offsets: there is nothing to reset, and the
+// caller must name the topics.
+var ErrNoOffsetsToReset = errors.New("client: the group has no committed offsets to reset")
+
+// GroupError ends a GroupConsumer's membership for good: the coordinator
+// fenced the member (another member joined with the same GroupInstanceID:
+// errors.Is ErrFencedInstanceID) or refused its join for a reason that a
+// retry cannot fix (ErrInconsistentGroupProtocol, ErrInvalidSessionTimeout,
+// ErrGroupAuthorizationFailed, ErrGroupMaxSizeReached, ErrInvalidGroupID).
+// Poll, Commit and CommitPolled return it from then on; Close still
+// releases everything.
+type GroupError struct {
+	Group      string
+	MemberID   string
+	InstanceID string // empty for a dynamic member
+	Err        error  // the coordinator's error
+}
+
+func (e *GroupError) Error() string {
+	who := e.MemberID
+	if e.InstanceID != "" {
+		who = fmt.Sprintf("%s (instance %s)", e.MemberID, e.InstanceID)
+	}
+	if who == "" {
+		return fmt.Sprintf("client: group %q: %v", e.Group, e.Err)
+	}
+	return fmt.Sprintf("client: group %q member %s: %v", e.Group, who, e.Err)
+}
+
+// Unwrap gives the coordinator's error.
+func (e *GroupError) Unwrap() error { return e.Err }
+
+// GroupNotEmptyError refuses to reset the offsets of a group that has
+// members: as in Kafka, only an empty (inactive) group's offsets may be
+// set from outside, since its members would overwrite them. It matches
+// ErrNonEmptyGroup.
+type GroupNotEmptyError struct {
+	Group   string
+	State   string // as DescribeGroups reports it: Stable, PreparingRebalance, ...
+	Members int
+}
+
+func (e *GroupNotEmptyError) Error() string {
+	return fmt.Sprintf("client: group %q is not empty (state %s, %d members): offsets can only be reset when it has no members",
+		e.Group, e.State, e.Members)
+}
+
+// Unwrap gives ErrNonEmptyGroup.
+func (e *GroupNotEmptyError) Unwrap() error { return ErrNonEmptyGroup }

@@ -48,6 +48,7 @@ var (
 	ErrNotLeaderOrFollower       = &KafkaError{Code: 6}
 	ErrRequestTimedOut           = &KafkaError{Code: 7}
 	ErrMessageTooLarge           = &KafkaError{Code: 10}
+	ErrOffsetMetadataTooLarge    = &KafkaError{Code: 12}
 	ErrNetworkException          = &KafkaError{Code: 13}
 	ErrCoordinatorLoadInProgress = &KafkaError{Code: 14}
 	ErrCoordinatorNotAvailable   = &KafkaError{Code: 15}
@@ -56,7 +57,15 @@ var (
 	ErrNotEnoughReplicas         = &KafkaError{Code: 19}
 	ErrNotEnoughReplicasAfter    = &KafkaError{Code: 20}
 	ErrInvalidRequiredAcks       = &KafkaError{Code: 21}
+	ErrIllegalGeneration         = &KafkaError{Code: 22}
+	ErrInconsistentGroupProtocol = &KafkaError{Code: 23}
+	ErrInvalidGroupID            = &KafkaError{Code: 24}
+	ErrUnknownMemberID           = &KafkaError{Code: 25}
+	ErrInvalidSessionTimeout     = &KafkaError{Code: 26}
+	ErrRebalanceInProgress       = &KafkaError{Code: 27}
+	ErrInvalidCommitOffsetSize   = &KafkaError{Code: 28}
 	ErrTopicAuthorizationFailed  = &KafkaError{Code: 29}
+	ErrGroupAuthorizationFailed  = &KafkaError{Code: 30}
 	ErrClusterAuthorization      = &KafkaError{Code: 31}
 	ErrUnsupportedVersion        = &KafkaError{Code: 35}
 	ErrTopicAlreadyExists        = &KafkaError{Code: 36}
@@ -70,10 +79,16 @@ var (
 	ErrTransactionalIDAuth       = &KafkaError{Code: 53}
 	ErrKafkaStorageError         = &KafkaError{Code: 56}
 	ErrUnknownProducerID         = &KafkaError{Code: 59}
+	ErrNonEmptyGroup             = &KafkaError{Code: 68}
+	ErrGroupIDNotFound           = &KafkaError{Code: 69}
 	ErrFencedLeaderEpoch         = &KafkaError{Code: 74}
 	ErrUnknownLeaderEpoch        = &KafkaError{Code: 75}
 	ErrOffsetNotAvailable        = &KafkaError{Code: 78}
+	ErrMemberIDRequired          = &KafkaError{Code: 79}
+	ErrGroupMaxSizeReached       = &KafkaError{Code: 81}
+	ErrFencedInstanceID          = &KafkaError{Code: 82}
 	ErrInvalidRecord             = &KafkaError{Code: 87}
+	ErrUnstableOffsetCommit      = &KafkaError{Code: 88}
 	ErrProducerFencedCode        = &KafkaError{Code: 90}
 )
 

@@ -10,10 +10,11 @@ import (
 	"github.com/minikafka/minikafka-go/record"
 )
 
-// Opt configures a Producer, Consumer or Admin. Options made by the
-// functions in this file apply to all three; those documented as producer
-// or consumer options are rejected (with a ConfigError) by the other
-// constructors.
+// Opt configures a Producer, Consumer, GroupConsumer or Admin. Options
+// made by the functions in this file apply to all of them; those
+// documented as producer, consumer or group options are rejected (with a
+// ConfigError) by the other constructors. Consumer options apply to the
+// GroupConsumer too, except ConsumePartitions.
 type Opt interface {
 	apply(*config)
 	name() string
@@ -26,7 +27,26 @@ const (
 	anyOpt optKind = iota
 	producerOpt
 	consumerOpt
+	groupOpt // group consumer (NewGroupConsumer)
 )
+
+// accepts reports whether a client of kind k takes an option of kind o: a
+// group consumer is a consumer too.
+func (k optKind) accepts(o optKind) bool {
+	return o == anyOpt || o == k || (k == groupOpt && o == consumerOpt)
+}
+
+func (k optKind) String() string {
+	switch k {
+	case producerOpt:
+		return "a producer"
+	case consumerOpt:
+		return "a consumer"
+	case groupOpt:
+		return "a group consumer"
+	}
+	return "a client"
+}
 
 type opt struct {
 	n  string
@@ -117,6 +137,19 @@ type config struct {
 	fetchMaxWait      time.Duration
 	fetchMaxBytes     int32
 	fetchPartBytes    int32
+
+	// group consumer
+	group            string
+	instanceID       string
+	strategies       []AssignStrategy
+	sessionTimeout   time.Duration
+	rebalanceTimeout time.Duration
+	heartbeat        time.Duration
+	autoCommit       bool
+	autoCommitEvery  time.Duration
+	onAssigned       PartitionsCallback
+	onRevoked        PartitionsCallback
+	onLost           PartitionsCallback
 }
 
 func defaultConfig() *config {
@@ -147,6 +180,13 @@ func defaultConfig() *config {
 		fetchMaxWait:   500 * time.Millisecond,
 		fetchMaxBytes:  50 << 20,
 		fetchPartBytes: 1 << 20,
+
+		strategies:       []AssignStrategy{RangeAssign, CooperativeStickyAssign},
+		sessionTimeout:   45 * time.Second,
+		rebalanceTimeout: 5 * time.Minute,
+		heartbeat:        3 * time.Second,
+		autoCommit:       true,
+		autoCommitEvery:  5 * time.Second,
 	}
 }
 
@@ -154,12 +194,8 @@ func defaultConfig() *config {
 func newConfig(k optKind, opts []Opt) (*config, error) {
 	c := defaultConfig()
 	for _, o := range opts {
-		if o.kind() != anyOpt && o.kind() != k {
-			what := "a producer"
-			if o.kind() == consumerOpt {
-				what = "a consumer"
-			}
-			return nil, &ConfigError{Option: o.name(), Err: fmt.Errorf("is %s option", what)}
+		if !k.accepts(o.kind()) {
+			return nil, &ConfigError{Option: o.name(), Err: fmt.Errorf("is %s option", o.kind())}
 		}
 		o.apply(c)
 		c.explicit[o.name()] = true
@@ -191,8 +227,13 @@ func (c *config) validate(k optKind) error {
 	if c.logger == nil {
 		return bad("Logger", "nil logger")
 	}
+	if k == groupOpt {
+		if err := c.validateGroup(); err != nil {
+			return err
+		}
+	}
 	if k != producerOpt {
-		if k == consumerOpt && c.fetchMaxWait < 0 {
+		if k != anyOpt && c.fetchMaxWait < 0 {
 			return bad("FetchMaxWait", "negative")
 		}
 		return nil
@@ -233,6 +274,42 @@ func (c *config) validate(k optKind) error {
 		// P8: only an explicit conflict is an error; with idempotence
 		// explicitly off, any acks goes.
 		return &ConfigError{Option: "RequiredAcks", Err: ErrIdempotenceNeedsAcksAll}
+	}
+	return nil
+}
+
+// validateGroup checks the options of a group consumer.
+func (c *config) validateGroup() error {
+	bad := func(name, format string, args ...any) error {
+		return &ConfigError{Option: name, Err: fmt.Errorf(format, args...)}
+	}
+	switch {
+	case c.group == "":
+		return bad("ConsumerGroup", "a group consumer needs a group name")
+	case len(c.consumeTopics) == 0:
+		return bad("ConsumeTopics", "a group consumer needs at least one topic to subscribe to")
+	case c.consumePartitions != nil:
+		return bad("ConsumePartitions", "a group consumer's partitions come from the group")
+	case c.resetOffset.kind == offsetAt:
+		return bad("ConsumeResetOffset", "a group consumer resets to AtStart or AtEnd, not an exact offset")
+	case len(c.strategies) == 0:
+		return bad("GroupStrategies", "at least one strategy is needed")
+	case c.sessionTimeout <= 0 || c.rebalanceTimeout <= 0 || c.heartbeat <= 0:
+		return bad("SessionTimeout", "session timeout, rebalance timeout and heartbeat interval must be positive")
+	case c.heartbeat >= c.sessionTimeout:
+		return bad("HeartbeatInterval", "%v must be below the session timeout (%v)", c.heartbeat, c.sessionTimeout)
+	case c.autoCommit && c.autoCommitEvery <= 0:
+		return bad("AutoCommitInterval", "must be positive, got %v", c.autoCommitEvery)
+	}
+	seen := map[AssignStrategy]bool{}
+	for _, s := range c.strategies {
+		if s != RangeAssign && s != CooperativeStickyAssign {
+			return bad("GroupStrategies", "unknown strategy %d", s)
+		}
+		if seen[s] {
+			return bad("GroupStrategies", "%v given twice", s)
+		}
+		seen[s] = true
 	}
 	return nil
 }
@@ -366,7 +443,8 @@ func WithPartitioner(p Partitioner) Opt {
 // ---- consumer options ----
 
 // ConsumeTopics assigns every partition of the topics, each starting at
-// ConsumeResetOffset. Consumer option.
+// ConsumeResetOffset. For a GroupConsumer, these are the topics the member
+// subscribes to: the group assigns their partitions. Consumer option.
 func ConsumeTopics(topics ...string) Opt {
 	topics = append([]string(nil), topics...)
 	return mk("ConsumeTopics", consumerOpt, func(c *config) { c.consumeTopics = append(c.consumeTopics, topics...) })
@@ -391,8 +469,10 @@ func ConsumePartitions(parts map[string]map[int32]Offset) Opt {
 }
 
 // ConsumeResetOffset is where partitions from ConsumeTopics start, and
-// where a partition restarts when its offset is out of range. Default
-// AtStart. Consumer option.
+// where a partition restarts when its offset is out of range. For a
+// GroupConsumer it is where a partition without a committed offset starts
+// (Kafka's auto.offset.reset, AtStart or AtEnd). Default AtStart (the Java
+// client's default is latest, AtEnd). Consumer option.
 func ConsumeResetOffset(o Offset) Opt {
 	return mk("ConsumeResetOffset", consumerOpt, func(c *config) { c.resetOffset = o })
 }

@@ -18,10 +18,19 @@ var clientVersions = map[int16][2]int16{
 	1:  {4, 12}, // Fetch
 	2:  {1, 8},  // ListOffsets
 	3:  {1, 12}, // Metadata
+	8:  {2, 9},  // OffsetCommit: v2+ carry generation and member id
+	9:  {1, 8},  // OffsetFetch: v9 adds KIP-848 member epochs
 	10: {1, 4},  // FindCoordinator
+	11: {1, 9},  // JoinGroup: v1 brought the rebalance timeout
+	12: {0, 4},  // Heartbeat
+	13: {0, 5},  // LeaveGroup
+	14: {0, 5},  // SyncGroup
+	15: {0, 5},  // DescribeGroups
+	16: {0, 4},  // ListGroups: v5 adds group types
 	18: {0, 3},  // ApiVersions
 	19: {2, 7},  // CreateTopics
 	22: {0, 4},  // InitProducerID
+	42: {0, 2},  // DeleteGroups
 	60: {0, 1},  // DescribeCluster
 }
 

@@ -18,6 +18,7 @@ func (a *app) consumeCommand() *cobra.Command {
 	var maxRecords int
 	var format string
 	var idle time.Duration
+	var group string
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
 		Short: "Print records of a topic to standard output",
@@ -27,6 +28,12 @@ each partition (only new records) or, with --from-beginning, at the start. It
 runs until -n records are printed, until --idle-timeout passes without a
 record, or until interrupted (Ctrl-C), and then reports the count on stderr.
 Records come in offset order within a partition.
+
+With --group, consume joins that consumer group: the group assigns it
+partitions of the topic (shared with the group's other members), each read
+from the group's committed offset (where there is none: the end, or the
+start with --from-beginning), and what it prints is committed, so that the
+next member of the group continues exactly after it.
 
 ` + formatHelp,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -42,10 +49,16 @@ Records come in offset order within a partition.
 				return usageErrorf("--max-messages must not be negative, got %d", maxRecords)
 			case idle < 0:
 				return usageErrorf("--idle-timeout must not be negative, got %v", idle)
+			case cmd.Flags().Changed("group") && group == "":
+				return usageErrorf("--group needs a group name")
+			case group != "" && partition >= 0:
+				return usageErrorf("--partition cannot be used with --group: the group assigns the partitions")
 			}
-			return a.consume(cmd.Context(), args[0], consumeSpec{
-				fromBeginning: fromBeginning, partition: partition, max: maxRecords, format: f, idle: idle,
-			})
+			spec := consumeSpec{fromBeginning: fromBeginning, partition: partition, max: maxRecords, format: f, idle: idle}
+			if group != "" {
+				return a.consumeGroup(cmd.Context(), args[0], group, spec)
+			}
+			return a.consume(cmd.Context(), args[0], spec)
 		},
 	}
 	fl := cmd.Flags()
@@ -54,6 +67,7 @@ Records come in offset order within a partition.
 	fl.IntVarP(&maxRecords, "max-messages", "n", 0, "stop after this many records (0: no limit)")
 	fl.StringVar(&format, "format", "%v", "how to print each record (syntax above)")
 	fl.DurationVar(&idle, "idle-timeout", 0, "stop when no record arrives for this long (0: wait forever)")
+	fl.StringVar(&group, "group", "", "consume as a member of this consumer group, committing what is printed")
 	return cmd
 }
 
@@ -89,6 +103,24 @@ func (a *app) consume(parent context.Context, topic string, spec consumeSpec) er
 	}
 	defer c.Close()
 
+	count, err := a.printRecords(parent, c, spec, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "consumed %d %s\n", count, plural(count, "record"))
+	return nil
+}
+
+// poller is what printRecords reads from: a Consumer or a GroupConsumer.
+type poller interface {
+	Poll(ctx context.Context) ([]*client.Record, error)
+}
+
+// printRecords polls and prints records until -n are printed, the idle
+// timeout passes, or parent ends (an interrupt). After each batch is
+// written out, printed (if not nil) gets the records printed. It returns
+// how many were printed.
+func (a *app) printRecords(parent context.Context, c poller, spec consumeSpec, printed func([]*client.Record) error) (int, error) {
 	w := bufio.NewWriter(a.stdout)
 	var buf []byte
 	count := 0
@@ -99,24 +131,28 @@ func (a *app) consume(parent context.Context, topic string, spec consumeSpec) er
 		}
 		recs, err := c.Poll(pctx)
 		pcancel()
+		if spec.max > 0 {
+			recs = recs[:min(len(recs), spec.max-count)]
+		}
 		for _, r := range recs {
-			if spec.max > 0 && count >= spec.max {
-				break
-			}
 			buf = spec.format.appendRecord(buf[:0], r)
 			w.Write(buf)
-			count++
 		}
+		count += len(recs)
 		if werr := w.Flush(); werr != nil {
-			return fmt.Errorf("writing standard output: %w", werr)
+			return count, fmt.Errorf("writing standard output: %w", werr)
+		}
+		if printed != nil && len(recs) > 0 {
+			if perr := printed(recs); perr != nil {
+				return count, perr
+			}
 		}
 		if err != nil {
 			if parent.Err() != nil || (spec.idle > 0 && errors.Is(err, context.DeadlineExceeded)) {
 				break // interrupted or idle: the normal ends of an open-ended consume
 			}
-			return a.explain(parent, err)
+			return count, a.explain(parent, err)
 		}
 	}
-	fmt.Fprintf(a.stderr, "consumed %d %s\n", count, plural(count, "record"))
-	return nil
+	return count, nil
 }

@@ -39,7 +39,7 @@ func TestUsageErrors(t *testing.T) {
 
 // Help is not an error.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{}, {"--help"}, {"topic"}, {"consume", "--help"}} {
+	for _, args := range [][]string{{}, {"--help"}, {"topic"}, {"consume", "--help"}, {"group"}, {"group", "reset-offsets", "--help"}} {
 		r := runCLI(t, "", args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
 			t.Errorf("minikafka %v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
@@ -58,6 +58,11 @@ func TestWrongBrokerFailsFast(t *testing.T) {
 		{"topic", "describe"},
 		{"produce", "x"},
 		{"consume", "x", "--from-beginning"},
+		{"consume", "x", "--group", "g"},
+		{"group", "list"},
+		{"group", "describe", "g"},
+		{"group", "delete", "g"},
+		{"group", "reset-offsets", "g", "--to-earliest"},
 		{"cluster", "status"},
 	} {
 		args = append(args, "--brokers", addr, "--timeout", "30s")

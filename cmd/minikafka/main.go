@@ -1,6 +1,8 @@
 // Command minikafka is MiniKafka's command-line client: it creates, lists
 // and describes topics, produces lines from standard input, consumes
-// records to standard output, and shows the cluster's brokers and
+// records to standard output (alone, or as a member of a consumer group
+// that commits what it printed), lists, describes and deletes consumer
+// groups and resets their offsets, and shows the cluster's brokers and
 // partition leaders. It speaks the Kafka protocol through this module's
 // client package, so it works against any MiniKafka cluster (and most
 // Kafka brokers).
@@ -8,6 +10,9 @@
 //	minikafka topic create events --partitions 2 --replication-factor 3
 //	printf 'a\nb\nc\n' | minikafka produce events --key same
 //	minikafka consume events --from-beginning -n 3 --format '%p:%o %k=%v'
+//	minikafka consume events --group billing --from-beginning -n 3
+//	minikafka group describe billing
+//	minikafka group reset-offsets billing --to-earliest --topic events
 //	minikafka cluster status --brokers 127.0.0.1:9092,127.0.0.1:9093 --wait 30s
 //
 // Every command takes --brokers (comma-separated host:port seeds, default

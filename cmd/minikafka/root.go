@@ -31,7 +31,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "minikafka",
 		Short: "Command-line client for a MiniKafka cluster",
 		Long: `minikafka talks to a MiniKafka cluster (or any Kafka-compatible broker)
-over the Kafka protocol: topics, produce, consume, cluster status.
+over the Kafka protocol: topics, produce, consume (alone or in a consumer
+group), consumer groups, cluster status.
 
 Errors are one line on stderr. Exit status: 0 ok, 1 failure, 2 bad usage,
 130 interrupted.`,
@@ -49,7 +50,7 @@ Errors are one line on stderr. Exit status: 0 ok, 1 failure, 2 bad usage,
 	pf.StringSliceVar(&a.brokers, "brokers", []string{"127.0.0.1:9092"}, "seed brokers, comma-separated host:port")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "how long to wait for the cluster (connecting, metadata, each record's delivery)")
 
-	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.clusterCommand())
+	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.groupCommand(), a.clusterCommand())
 	return root
 }
 

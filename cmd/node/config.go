@@ -59,6 +59,9 @@ func keys() []key {
 		{"auto_create_topics", d.AutoCreateTopics, "create unknown topics on first use"},
 		{"offsets_topic_partitions", int(d.OffsetsTopicPartitions), "partitions of the internal topic __consumer_offsets, created on first need"},
 		{"offsets_topic_replication_factor", int(d.OffsetsTopicReplicationFactor), "replication factor of __consumer_offsets (at most the live brokers when it is created)"},
+		{"group_initial_rebalance_delay", d.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members (0 = none)"},
+		{"group_min_session_timeout", d.GroupMinSessionTimeout, "shortest session timeout a group member may ask for"},
+		{"group_max_session_timeout", d.GroupMaxSessionTimeout, "longest session timeout a group member may ask for"},
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
@@ -282,6 +285,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	orf := g.int("offsets_topic_replication_factor")
 	rangeInt("offsets_topic_replication_factor", orf, 1, 1<<15-1)
 	c.OffsetsTopicReplicationFactor = int16(orf)
+	c.GroupInitialRebalanceDelay = g.duration("group_initial_rebalance_delay")
+	c.GroupMinSessionTimeout = g.duration("group_min_session_timeout")
+	c.GroupMaxSessionTimeout = g.duration("group_max_session_timeout")
 	c.SegmentBytes = g.int64("segment_bytes")
 	c.ProducerWindow = g.int("producer_window")
 	mrb := g.int("max_request_bytes")

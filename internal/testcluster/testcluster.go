@@ -62,6 +62,11 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		cfg.LeaderRebalanceInterval = time.Second
 		cfg.DefaultReplicationFactor = int16(n)
 		cfg.SegmentBytes = 1 << 20
+		// Fewer Raft groups for __consumer_offsets, and no wait for more
+		// members before a new group's first rebalance.
+		cfg.OffsetsTopicPartitions = 4
+		cfg.GroupInitialRebalanceDelay = 0
+		cfg.GroupMinSessionTimeout = 100 * time.Millisecond
 		if os.Getenv("MINIKAFKA_TEST_LOG") != "" {
 			cfg.Logger = logging.New(os.Stderr, -4).With("test", t.Name())
 		}

@@ -1,6 +1,13 @@
 // Package interop checks the node against Kafka clients we did not write:
 // franz-go (kgo, kadm) in process, and librdkafka through Debian's kcat
 // when it is installed (the tests that need it skip otherwise).
+//
+// TestGroupClients is the group suite: franz-go, sarama and kafka-go in
+// process, librdkafka (python3-confluent-kafka) and kafkajs as child
+// processes running group_client.py and group_client.js, each producing
+// and consuming through a group. `make test-deps` installs the non-Go
+// clients. It runs against our 3-node cluster by default, or against
+// franz-go's kfake with MINIKAFKA_INTEROP_TARGET=kfake (see targetEnv).
 package interop
 
 import (

@@ -1,0 +1,267 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/metadata"
+)
+
+// produceSpread produces n records to each of parts partitions of topic,
+// valued prefix-p-i.
+func produceSpread(t *testing.T, cl *kgo.Client, topic string, parts int32, n int, prefix string) {
+	t.Helper()
+	var recs []*kgo.Record
+	for p := range parts {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%s-%d-%d", prefix, p, i)})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupMember is a kgo group consumer that collects what it polls and
+// commits it.
+type groupMember struct {
+	cl       *kgo.Client
+	mu       sync.Mutex      // guards got and assigned
+	got      map[string]bool // values polled
+	assigned map[int32]bool  // partitions the group gave it now
+}
+
+func joinGroup(t *testing.T, c *testcluster.Cluster, group, topic string) *groupMember {
+	t.Helper()
+	m := &groupMember{got: map[string]bool{}, assigned: map[int32]bool{}}
+	track := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, p := range ps[topic] {
+				if add {
+					m.assigned[p] = true
+				} else {
+					delete(m.assigned, p)
+				}
+			}
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond),
+		kgo.OnPartitionsAssigned(track(true)), kgo.OnPartitionsRevoked(track(false)), kgo.OnPartitionsLost(track(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	m.cl = cl
+	return m
+}
+
+// owned returns the partitions m holds now.
+func (m *groupMember) owned() map[int32]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.assigned)
+}
+
+// poll polls once and commits what it got; it returns the number of
+// records polled and the partitions they came from.
+func (m *groupMember) poll(t *testing.T) (int, map[int32]bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	fs := m.cl.PollFetches(ctx)
+	parts := map[int32]bool{}
+	recs := fs.Records()
+	m.mu.Lock()
+	for _, r := range recs {
+		if m.got[string(r.Value)] {
+			t.Errorf("%s delivered twice to one member", r.Value)
+		}
+		m.got[string(r.Value)] = true
+		parts[r.Partition] = true
+	}
+	m.mu.Unlock()
+	if len(recs) > 0 {
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		if err := m.cl.CommitRecords(cctx, recs...); err != nil {
+			t.Errorf("commit: %v", err)
+		}
+	}
+	return len(recs), parts
+}
+
+// Two kgo members split a topic's partitions through our coordinator,
+// commit and leave; a new member of the group resumes exactly after the
+// commits: nothing re-delivered, nothing skipped.
+func TestGroupSplitsCommitsAndResumes(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "g4", 4, 3)
+
+	a, b := joinGroup(t, c, "g", "g4"), joinGroup(t, c, "g", "g4")
+	eventually(t, 60*time.Second, "the members split the partitions", func() bool {
+		a.poll(t) // kgo runs rebalance callbacks between polls
+		b.poll(t)
+		oa, ob := a.owned(), b.owned()
+		for p := range oa {
+			if ob[p] {
+				return false
+			}
+		}
+		return len(oa) > 0 && len(ob) > 0 && len(oa)+len(ob) == 4
+	})
+	produceSpread(t, cl, "g4", 4, 25, "first")
+	total, from := 0, map[*groupMember]map[int32]bool{a: {}, b: {}}
+	eventually(t, 60*time.Second, "both members consume, 100 records in all", func() bool {
+		for _, m := range []*groupMember{a, b} {
+			n, parts := m.poll(t)
+			total += n
+			for p := range parts {
+				from[m][p] = true
+			}
+		}
+		return total >= 100
+	})
+	if total != 100 {
+		t.Fatalf("polled %d records, want 100", total)
+	}
+	for p := range from[a] {
+		if from[b][p] {
+			t.Fatalf("partition %d consumed by both members: %v %v", p, from[a], from[b])
+		}
+	}
+	a.cl.Close()
+	b.cl.Close()
+
+	adm := kadm.NewClient(cl)
+	checkCommitted(t, adm, "g", "g4", 4, 25)
+	produceSpread(t, cl, "g4", 4, 5, "second")
+	n := joinGroup(t, c, "g", "g4")
+	got := 0
+	eventually(t, 60*time.Second, "the new member reads the 20 new records", func() bool {
+		k, _ := n.poll(t)
+		got += k
+		return got >= 20
+	})
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for v := range n.got {
+		var prefix string
+		var p, i int
+		if _, err := fmt.Sscanf(v, "%6s-%d-%d", &prefix, &p, &i); err != nil || prefix != "second" {
+			t.Fatalf("the new member got %q, committed before", v)
+		}
+	}
+	if got != 20 {
+		t.Fatalf("the new member got %d records, want 20", got)
+	}
+}
+
+func checkCommitted(t *testing.T, adm *kadm.Client, group, topic string, parts int32, want int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offsets, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("fetch offsets: %v", err)
+	}
+	for p := range parts {
+		o, ok := offsets.Lookup(topic, p)
+		if !ok || o.Err != nil || o.At != want {
+			t.Fatalf("%s committed %+v on %s/%d (found %v), want %d", group, o, topic, p, ok, want)
+		}
+	}
+}
+
+// The coordinator's node crashes: the partition's new leader knows every
+// committed offset and the group's last generation at once, and commits
+// go on through it.
+func TestCoordinatorFailoverKeepsOffsets(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t)
+	createTopic(t, cl, "f2", 2, 3)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	commit := func(at int64) {
+		t.Helper()
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "f2", Partition: 0, At: at, LeaderEpoch: -1})
+		os.Add(kadm.Offset{Topic: "f2", Partition: 1, At: at, LeaderEpoch: -1})
+		var resp kadm.OffsetResponses
+		var err error
+		eventually(t, 30*time.Second, "commit accepted", func() bool {
+			resp, err = adm.CommitOffsets(ctx, "fo", os)
+			return err == nil && resp.Error() == nil
+		})
+	}
+	commit(7)
+	checkCommitted(t, adm, "fo", "f2", 2, 7)
+
+	var coord int32 = -1
+	eventually(t, 10*time.Second, "coordinator known", func() bool {
+		r := adm.FindGroupCoordinators(ctx, "fo")["fo"]
+		coord = r.NodeID
+		return r.Err == nil && coord > 0
+	})
+	c.HaltNode(int(coord))
+	eventually(t, 30*time.Second, "offsets served by the new coordinator", func() bool {
+		offsets, err := adm.FetchOffsets(ctx, "fo")
+		if err != nil || offsets.Error() != nil {
+			// kgo keeps a batched OffsetFetch's coordinator until its
+			// metadata drops the dead node.
+			cl.ForceMetadataRefresh()
+			return false
+		}
+		o, ok := offsets.Lookup("f2", 1)
+		return ok && o.At == 7
+	})
+	commit(9)
+	checkCommitted(t, adm, "fo", "f2", 2, 9)
+}
+
+// __consumer_offsets is the cluster's: listed as internal, closed to
+// client produce and to CreateTopics.
+func TestConsumerOffsetsIsInternal(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	cl := c.Client(t)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eventually(t, 20*time.Second, "coordinator found (topic created)", func() bool {
+		return adm.FindGroupCoordinators(ctx, "x").Ok()
+	})
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(metadata.ConsumerOffsetsTopic)}}
+	mr := rawRequest(t, c.Seeds()[0], md).(*kmsg.MetadataResponse)
+	if len(mr.Topics) != 1 || !mr.Topics[0].IsInternal || len(mr.Topics[0].Partitions) != 4 {
+		t.Fatalf("metadata of %s: %+v", metadata.ConsumerOffsetsTopic, mr.Topics)
+	}
+	r := produceRaw(t, ctx, cl, metadata.ConsumerOffsetsTopic, batchFor(t, -1, -1, 0, "x"), -1)
+	if err := kerr.ErrorForCode(r.ErrorCode); !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", metadata.ConsumerOffsetsTopic, err)
+	}
+	resp, err := adm.CreateTopics(ctx, 1, 1, nil, metadata.ConsumerOffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp[metadata.ConsumerOffsetsTopic]; r.Err == nil {
+		t.Fatalf("CreateTopics %s succeeded", metadata.ConsumerOffsetsTopic)
+	}
+}

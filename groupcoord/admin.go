@@ -1,0 +1,144 @@
+package groupcoord
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// classicGroupType is the group type ListGroups v5 reports for every group
+// of this coordinator.
+const classicGroupType = "classic"
+
+// DescribeGroup answers one group of a DescribeGroups (v0-5): its state,
+// protocol and members, with their subscriptions and assignments only
+// while the group is stable (as Kafka). An unknown group is described as
+// Dead, without an error.
+func (c *Coordinator) DescribeGroup(ctx context.Context, group string) kmsg.DescribeGroupsResponseGroup {
+	out := kmsg.NewDescribeGroupsResponseGroup()
+	out.Group = group
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		out.ErrorCode = kerr.NotCoordinator.Code
+		return out
+	}
+	g := c.lookup(group)
+	if g == nil || g.state == stateDead {
+		out.State = stateDead.String()
+		return out
+	}
+	out.State = g.state.String()
+	out.ProtocolType = g.protocolType
+	stable := g.state == stateStable
+	if stable {
+		out.Protocol = g.protocol
+	}
+	for _, m := range g.sortedMembers() {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.InstanceID = m.id, m.instanceID
+		dm.ClientID, dm.ClientHost = m.clientID, m.clientHost
+		dm.ProtocolMetadata, dm.MemberAssignment = []byte{}, []byte{}
+		if stable {
+			dm.ProtocolMetadata = nonNil(m.metadataFor(g.protocol))
+			dm.MemberAssignment = nonNil(m.assignment)
+		}
+		out.Members = append(out.Members, dm)
+	}
+	return out
+}
+
+// ListGroups lists the coordinator's groups, sorted by id, keeping those
+// whose state is one of statesFilter (ListGroups v4) and whose type is one
+// of typesFilter (v5: every group here is "classic"); both compare
+// without case, and an empty filter keeps everything. It returns nil once
+// the coordinator is closed.
+func (c *Coordinator) ListGroups(statesFilter, typesFilter []string) []kmsg.ListGroupsResponseGroup {
+	keep := func(filter []string, v string) bool {
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
+	}
+	if !keep(typesFilter, classicGroupType) {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	for _, id := range c.view.Groups() {
+		c.lookup(id) // groups known only by their offsets are Empty groups
+	}
+	var out []kmsg.ListGroupsResponseGroup
+	for id, g := range c.groups {
+		if g.state == stateDead || !keep(statesFilter, g.state.String()) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType = id, g.protocolType
+		lg.GroupState, lg.GroupType = g.state.String(), classicGroupType
+		out = append(out, lg)
+	}
+	slices.SortFunc(out, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
+// DeleteGroup deletes an empty group: it writes tombstones for its
+// offsets and its metadata through the Log, after the group's earlier
+// metadata writes, and returns once they are committed (nil), or the
+// error: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or the Log's, converted.
+// While the deletion is written the group is Dead, and requests for it
+// are answered COORDINATOR_NOT_AVAILABLE; if it fails, the group is
+// empty again. A simple OffsetCommit accepted before the deletion began
+// may commit after the tombstones (as in Kafka); its offsets then make a
+// new empty group.
+func (c *Coordinator) DeleteGroup(ctx context.Context, group string) *kerr.Error {
+	done := make(chan *kerr.Error, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return kerr.NotCoordinator
+	}
+	g := c.lookup(group)
+	switch {
+	case g == nil || g.state == stateDead:
+		c.mu.Unlock()
+		return kerr.GroupIDNotFound
+	case g.state != stateEmpty:
+		c.mu.Unlock()
+		return kerr.NonEmptyGroup
+	}
+	c.unload(g) // pending member ids and timers
+	g.setState(stateDead, g.stateTime)
+	var recs []Record
+	for _, po := range c.view.Offsets(group) {
+		recs = append(recs, OffsetTombstone(group, po.Topic, po.Partition))
+	}
+	recs = append(recs, GroupTombstone(group))
+	c.write(g, recs, func(err *kerr.Error) {
+		switch {
+		case err != nil:
+			// The group is empty as it was; whichever of its
+			// tombstones committed, FetchOffsets reads the View.
+			g.setState(stateEmpty, time.Now())
+		case c.groups[group] == g:
+			delete(c.groups, group)
+		}
+		done <- err
+	})
+	c.mu.Unlock()
+	select {
+	case err := <-done:
+		if err == nil {
+			c.logger.Info("groupcoord: group deleted", "group", group)
+		}
+		return err
+	case <-c.ctx.Done(): // closed: the outcome is the next coordinator's to read
+		return kerr.NotCoordinator
+	case <-ctx.Done(): // the caller gave up; the outcome is unknown
+		return kerr.CoordinatorNotAvailable
+	}
+}

@@ -1,0 +1,261 @@
+package groupcoord
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetCommit serves OffsetCommit v0-8. A commit is answered once its
+// records are committed through the Log (or the Log failed). A member of
+// a group commits with its generation; a commit with generation -1, no
+// member id and no instance id is a simple commit (an administrator's,
+// or a consumer without group management), allowed only while the group
+// is empty or does not exist. Partitions of unknown topics are answered
+// UNKNOWN_TOPIC_OR_PARTITION and metadata over MaxOffsetMetadata
+// OFFSET_METADATA_TOO_LARGE; the other partitions are committed.
+// Commit timestamps are the coordinator's clock.
+func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	// errs[i][j] is the answer for req.Topics[i].Partitions[j].
+	errs := make([][]*kerr.Error, len(req.Topics))
+	setAll := func(err *kerr.Error) {
+		for i, t := range req.Topics {
+			for j := range t.Partitions {
+				if errs[i][j] == nil {
+					errs[i][j] = err
+				}
+			}
+		}
+	}
+	for i, t := range req.Topics {
+		errs[i] = make([]*kerr.Error, len(t.Partitions))
+		for j, p := range t.Partitions {
+			if !c.cfg.TopicExists(t.Topic, p.Partition) {
+				errs[i][j] = kerr.UnknownTopicOrPartition
+			}
+		}
+	}
+	generation, memberID := req.Generation, req.MemberID
+	if req.Version == 0 {
+		generation = -1 // v0 commits have no group management
+	}
+	if err := c.validateCommit(req.Group, generation, memberID, req.InstanceID); err != nil {
+		setAll(err)
+	} else {
+		now := time.Now().UnixMilli()
+		var recs []Record
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				if errs[i][j] != nil {
+					continue
+				}
+				meta := deref(p.Metadata)
+				if len(meta) > c.cfg.MaxOffsetMetadata {
+					errs[i][j] = kerr.OffsetMetadataTooLarge
+					continue
+				}
+				epoch := int32(-1)
+				if req.Version >= 6 {
+					epoch = p.LeaderEpoch
+				}
+				recs = append(recs, OffsetRecord(req.Group, t.Topic, p.Partition, Offset{
+					Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now,
+				}))
+			}
+		}
+		if len(recs) > 0 {
+			if err := c.append(ctx, recs); err != nil {
+				setAll(err)
+			}
+		}
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if errs[i][j] != nil {
+				rp.ErrorCode = errs[i][j].Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// validateCommit is Kafka's check of an offset commit against the group
+// (validateOffsetCommit and the states of doCommitOffsets); a valid
+// commit of a member renews its session.
+func (c *Coordinator) validateCommit(groupID string, generation int32, memberID string, instanceID *string) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return kerr.NotCoordinator
+	}
+	simple := generation < 0 && memberID == "" && instanceID == nil
+	g := c.lookup(groupID)
+	switch {
+	case g == nil && generation >= 0:
+		return kerr.IllegalGeneration // a commit for a generation that no longer exists
+	case g == nil && simple:
+		return nil
+	case g == nil:
+		return kerr.UnknownMemberID
+	case g.state == stateDead:
+		return kerr.CoordinatorNotAvailable
+	case simple:
+		if g.state != stateEmpty {
+			return kerr.UnknownMemberID
+		}
+		return nil
+	}
+	if err := g.validateMember(memberID, instanceID); err != nil {
+		return err
+	}
+	if generation != g.generation {
+		return kerr.IllegalGeneration
+	}
+	switch g.state {
+	case stateCompletingRebalance:
+		return kerr.RebalanceInProgress
+	case stateStable, statePreparingRebalance:
+		// During a rebalance commits are still accepted: the member
+		// learns of it from its heartbeats.
+		m := g.members[memberID]
+		c.scheduleHeartbeat(g, m, m.sessionTimeout)
+	}
+	return nil
+}
+
+// FetchOffsets answers one group of an OffsetFetch: the committed offsets
+// of the given partitions (offset -1 for those without one), or, with
+// nil topics, every offset the group has committed. An unknown group is
+// no error: its partitions have no offsets. requireStable is accepted and
+// ignored: without transactions no commit is ever pending.
+func (c *Coordinator) FetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.NewOffsetFetchResponseGroup()
+	out.Group = group
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		out.ErrorCode = kerr.NotCoordinator.Code
+		return out
+	}
+	answer := func(p int32, o Offset, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
+		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		rp.Partition = p
+		rp.Offset, rp.LeaderEpoch = -1, -1
+		meta := ""
+		if ok {
+			rp.Offset, rp.LeaderEpoch, meta = o.Offset, o.LeaderEpoch, o.Metadata
+		}
+		rp.Metadata = &meta
+		return rp
+	}
+	if topics == nil {
+		for _, po := range c.view.Offsets(group) {
+			if n := len(out.Topics); n == 0 || out.Topics[n-1].Topic != po.Topic {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = po.Topic
+				out.Topics = append(out.Topics, rt)
+			}
+			rt := &out.Topics[len(out.Topics)-1]
+			rt.Partitions = append(rt.Partitions, answer(po.Partition, po.Offset, true))
+		}
+		return out
+	}
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			o, ok := c.view.Offset(group, t.Topic, p)
+			rt.Partitions = append(rt.Partitions, answer(p, o, ok))
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	return out
+}
+
+// OffsetDelete serves OffsetDelete v0: it deletes a group's committed
+// offsets of the given partitions, writing tombstones through the Log.
+// A group with members keeps the offsets of topics its consumers
+// subscribe to (GROUP_SUBSCRIBED_TO_TOPIC); a non-empty group of another
+// protocol type keeps all of them (NON_EMPTY_GROUP).
+func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	errs, top := c.offsetDeleteChecks(req)
+	if top != nil {
+		resp.ErrorCode = top.Code
+		return resp
+	}
+	var recs []Record
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			if errs[i][j] == nil {
+				if _, ok := c.view.Offset(req.Group, t.Topic, p.Partition); ok {
+					recs = append(recs, OffsetTombstone(req.Group, t.Topic, p.Partition))
+				}
+			}
+		}
+	}
+	var werr *kerr.Error
+	if len(recs) > 0 {
+		werr = c.append(ctx, recs)
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if err := errs[i][j]; err != nil {
+				rp.ErrorCode = err.Code
+			} else if werr != nil {
+				rp.ErrorCode = werr.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// offsetDeleteChecks returns each partition's error (nil: to delete), or
+// the request's (Kafka's handleDeleteOffsets).
+func (c *Coordinator) offsetDeleteChecks(req *kmsg.OffsetDeleteRequest) ([][]*kerr.Error, *kerr.Error) {
+	if req.Group == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, kerr.NotCoordinator
+	}
+	g := c.lookup(req.Group)
+	if g == nil || g.state == stateDead {
+		return nil, kerr.GroupIDNotFound
+	}
+	if g.state != stateEmpty && g.protocolType != consumerProtocolType {
+		return nil, kerr.NonEmptyGroup
+	}
+	errs := make([][]*kerr.Error, len(req.Topics))
+	for i, t := range req.Topics {
+		errs[i] = make([]*kerr.Error, len(t.Partitions))
+		subscribed := g.state != stateEmpty && g.subscribed(t.Topic)
+		for j, p := range t.Partitions {
+			switch {
+			case !c.cfg.TopicExists(t.Topic, p.Partition):
+				errs[i][j] = kerr.UnknownTopicOrPartition
+			case subscribed:
+				errs[i][j] = kerr.GroupSubscribedToTopic
+			}
+		}
+	}
+	return errs, nil
+}
