@@ -33,7 +33,7 @@ func deliver(round int, m string, p int32, o int64) step {
 }
 
 func commit(round int, m string, p int32, o int64) step {
-	return func(h *GroupHistory) { h.Committed(round, m, p, o) }
+	return func(h *GroupHistory) { h.Committed(round, m, p, o, time.Now()) }
 }
 
 // observe is an OffsetFetch sent now.
@@ -334,6 +334,12 @@ func TestGroupHistoryProgress(t *testing.T) {
 	if !h.CommittedSince([]int32{0, 1}, ev[16].Time) || h.CommittedSince([]int32{0, 1}, ev[23].Time.Add(1)) {
 		t.Fatal("CommittedSince")
 	}
+	if d, ok := h.FirstCommitAfter(ev[21].Time); !ok || d != ev[22].Time.Sub(ev[21].Time) {
+		t.Fatalf("FirstCommitAfter = %v, %v", d, ok)
+	}
+	if _, ok := h.FirstCommitAfter(ev[23].Time.Add(1)); ok {
+		t.Fatal("FirstCommitAfter found a commit sent before")
+	}
 }
 
 func TestSummaryGroups(t *testing.T) {
@@ -345,7 +351,7 @@ func TestSummaryGroups(t *testing.T) {
 	s.Grouped(CheckGroup("t", atts, runSteps(cleanGroupRun())))
 	out := s.String()
 	for _, want := range []string{"consumer groups:      2 checked", "records produced (acked) 17", "lost 1", "commits 12",
-		"coordinator kill -> first commit acknowledged: 1 measured, p50 2s"} {
+		"coordinator kill -> first commit sent after it acknowledged: 1 measured, p50 2s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}

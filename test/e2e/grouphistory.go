@@ -69,6 +69,7 @@ type GroupEvent struct {
 	AsOf       int             // Observed: the number of events when the OffsetFetch was sent
 	Offsets    map[int32]int64 // Observed: the committed offset by partition; absent if none
 	Time       time.Time
+	Sent       time.Time // Committed: when the commit was sent
 }
 
 func (e GroupEvent) String() string {
@@ -128,9 +129,10 @@ func (h *GroupHistory) Delivered(round int, member string, partition int32, offs
 }
 
 // Committed records an acknowledged commit of offset on partition by
-// member. Record it only once the coordinator answered without error.
-func (h *GroupHistory) Committed(round int, member string, partition int32, offset int64) {
-	h.add(GroupEvent{Kind: EvCommitted, Round: round, Member: member, Partition: partition, Offset: offset})
+// member, sent at sent. Record it only once the coordinator answered
+// without error.
+func (h *GroupHistory) Committed(round int, member string, partition int32, offset int64, sent time.Time) {
+	h.add(GroupEvent{Kind: EvCommitted, Round: round, Member: member, Partition: partition, Offset: offset, Sent: sent})
 }
 
 // Len is the number of events so far: the AsOf of an OffsetFetch about to
@@ -194,13 +196,14 @@ func (h *GroupHistory) CommittedSince(ps []int32, t time.Time) bool {
 	return true
 }
 
-// FirstCommitAfter is the time from t to the first commit acknowledged
-// after t; ok is false if there is none.
+// FirstCommitAfter is the time from t to the first acknowledgement of a
+// commit sent at or after t (one a coordinator that died at t cannot have
+// answered); ok is false if there is none.
 func (h *GroupHistory) FirstCommitAfter(t time.Time) (d time.Duration, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.events {
-		if e.Kind == EvCommitted && e.Time.After(t) {
+		if e.Kind == EvCommitted && !e.Sent.Before(t) {
 			return e.Time.Sub(t), true
 		}
 	}

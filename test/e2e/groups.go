@@ -131,6 +131,7 @@ func (m *Member) commit(ps []int32) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
+	sent := time.Now()
 	m.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{m.cfg.Topic: offs},
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {
@@ -149,7 +150,7 @@ func (m *Member) commit(ps []int32) {
 						m.noteErrLocked("commit", err)
 						continue
 					}
-					m.h.Committed(m.cfg.Round, m.cfg.Name, p.Partition, o.Offset)
+					m.h.Committed(m.cfg.Round, m.cfg.Name, p.Partition, o.Offset, sent)
 					if m.pending[p.Partition] == o.Offset {
 						delete(m.pending, p.Partition)
 					}

@@ -211,13 +211,22 @@ func (g *groupRun) coordinatorKill(ctx context.Context, t *testing.T) {
 		t.Fatalf("group %s still coordinated by the killed node %d", testGroup, victim)
 	}
 	g.waitCommits(ctx, t, t0, fmt.Sprintf("after killing coordinator %d", victim))
-	d, _ := g.gh.FirstCommitAfter(t0)
+	var d time.Duration
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := poll(wctx, "a commit sent after the kill acknowledged", func() (ok bool, _ error) {
+		d, ok = g.gh.FirstCommitAfter(t0)
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("after killing coordinator %d: %v", victim, err)
+	}
 	g.l.sum.CoordinatorFailover(d)
-	t.Logf("killed coordinator %d of group %s: node %d coordinates after %v, first commit acknowledged after %v",
+	t.Logf("killed coordinator %d of group %s: node %d coordinates after %v, first commit sent after the kill acknowledged after %v",
 		victim, testGroup, next, elected.Round(time.Millisecond), d.Round(time.Millisecond))
 	must(t, g.c.StartNode(ctx, victim))
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	defer rcancel()
 	must(t, g.c.WaitReady(rctx, g.topic, metadata.ConsumerOffsetsTopic))
 	heal(ctx, t, g.c, g.l.w, g.topic)
 }

@@ -17,7 +17,7 @@ type Summary struct {
 	elected      []time.Duration
 	verification []*Verification
 	groups       []*GroupReport
-	coordinator  []time.Duration // coordinator kill -> first commit acknowledged
+	coordinator  []time.Duration // coordinator kill -> first commit sent after it acknowledged
 }
 
 // Fault counts one injected fault of a kind ("leader-kill", "pause", ...).
@@ -63,7 +63,7 @@ func (s *Summary) Grouped(r *GroupReport) {
 }
 
 // CoordinatorFailover records the time from a coordinator kill to the
-// first commit acknowledged after it.
+// acknowledgement of the first commit sent after it.
 func (s *Summary) CoordinatorFailover(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -151,7 +151,7 @@ func (s *Summary) String() string {
 	if len(s.groups) > 0 {
 		g := sumGroupReports(s.groups)
 		fmt.Fprintf(&b, "consumer groups:      %d checked; %v\n", len(s.groups), g)
-		fmt.Fprintf(&b, "  coordinator kill -> first commit acknowledged: %d measured", len(s.coordinator))
+		fmt.Fprintf(&b, "  coordinator kill -> first commit sent after it acknowledged: %d measured", len(s.coordinator))
 		if len(s.coordinator) > 0 {
 			fmt.Fprintf(&b, ", p50 %v, max %v", Percentile(s.coordinator, 50).Round(time.Millisecond),
 				Percentile(s.coordinator, 100).Round(time.Millisecond))
