@@ -28,7 +28,8 @@ const (
 // offset go backwards (in the commits acknowledged, and in OffsetFetch
 // answers after each fault and round), and each new round start exactly
 // at the committed offsets. The long version repeats the faults and the
-// restarts of every member.
+// restarts of every member, and also kills the coordinator while each new
+// round of members joins.
 func TestGroupFailover(t *testing.T) {
 	phases := rounds(1, 3) // rounds of members with faults, each followed by a restart of every member
 	faults := rounds(1, 2) // coordinator kill + data-leader kill, per phase
@@ -50,11 +51,16 @@ func TestGroupFailover(t *testing.T) {
 		if round > 0 {
 			l.w.Release()
 		}
+		if longRun() && round > 0 {
+			// The new members are joining: the coordinator dies mid-rebalance.
+			g.coordinatorKill(ctx, t, true)
+			g.observe(ctx, t, round, "after coordinator kill during the join")
+		}
 		waitEveryPartition(ctx, t, c, l.w, topic, since)
 		g.waitCommits(ctx, t, since, "round start")
 		if round < phases {
 			for range faults {
-				g.coordinatorKill(ctx, t)
+				g.coordinatorKill(ctx, t, false)
 				g.observe(ctx, t, round, "after coordinator kill")
 				g.dataLeaderKill(ctx, t)
 				g.observe(ctx, t, round, "after leader kill")
@@ -195,16 +201,22 @@ func (g *groupRun) coordinator(ctx context.Context, t *testing.T) int {
 	return coord
 }
 
-// coordinatorKill kills -9 the group's coordinator under load, waits
-// until another node coordinates it and every partition has a commit
-// acknowledged after the kill, then restarts the victim.
-func (g *groupRun) coordinatorKill(ctx context.Context, t *testing.T) {
+// coordinatorKill kills -9 the group's coordinator under load (joining:
+// at once, while members join; else once commits flow on every
+// partition), waits until another node coordinates the group and every
+// partition has a commit acknowledged after the kill, then restarts the
+// victim.
+func (g *groupRun) coordinatorKill(ctx context.Context, t *testing.T, joining bool) {
 	t.Helper()
 	victim := g.coordinator(ctx, t)
-	g.waitCommits(ctx, t, time.Now(), "before the coordinator kill")
+	kind := "coordinator-kill-joining"
+	if !joining {
+		g.waitCommits(ctx, t, time.Now(), "before the coordinator kill")
+		kind = "coordinator-kill"
+	}
 	t0 := time.Now()
 	must(t, g.c.Kill(victim))
-	g.l.sum.Fault("coordinator-kill")
+	g.l.sum.Fault(kind)
 	next := g.coordinator(ctx, t)
 	elected := time.Since(t0)
 	if next == victim {
