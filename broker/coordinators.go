@@ -129,8 +129,9 @@ func (cs *coordinators) config() groupcoord.Config {
 		MinSessionTimeout:     c.GroupMinSessionTimeout,
 		MaxSessionTimeout:     c.GroupMaxSessionTimeout,
 		InitialRebalanceDelay: delay,
-		MaxRecordBytes:        int(c.MaxRequestBytes),
-		CommitTimeout:         c.Tuning.ProduceEnqueue,
+		// MaxRecordBytes keeps Kafka's message.max.bytes (1 MiB), which
+		// bounds a group's protocol metadata in Kafka too.
+		CommitTimeout: c.Tuning.ProduceEnqueue,
 		TopicExists: func(topic string, p int32) bool {
 			_, ok := cs.n.meta.fsm.State().Partition(topic, p)
 			return ok

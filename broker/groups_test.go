@@ -265,3 +265,115 @@ func TestConsumerOffsetsIsInternal(t *testing.T) {
 		t.Fatalf("CreateTopics %s succeeded", metadata.ConsumerOffsetsTopic)
 	}
 }
+
+// Bad group requests over the wire each get Kafka's error code, and the
+// group and its committed offsets stay as they were.
+func TestGroupBadInputLeavesGroupIntact(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t)
+	createTopic(t, cl, "bad", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req := func(r kmsg.Request) kmsg.Response {
+		t.Helper()
+		for {
+			resp, err := cl.Request(ctx, r)
+			if err != nil {
+				t.Fatalf("%T: %v", r, err)
+			}
+			// The coordinator is still being created or loaded: ask again.
+			if jr, ok := resp.(*kmsg.JoinGroupResponse); ok && (jr.ErrorCode == kerr.CoordinatorNotAvailable.Code || jr.ErrorCode == kerr.CoordinatorLoadInProgress.Code) {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			return resp
+		}
+	}
+	join := func(member string, protocols []kmsg.JoinGroupRequestProtocol) *kmsg.JoinGroupResponse {
+		j := kmsg.NewPtrJoinGroupRequest()
+		j.Group, j.MemberID, j.ProtocolType, j.Protocols = "bad-g", member, "consumer", protocols
+		j.SessionTimeoutMillis, j.RebalanceTimeoutMillis = 10000, 10000
+		return req(j).(*kmsg.JoinGroupResponse)
+	}
+	range1 := []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
+
+	// A stable group of one member, with a committed offset.
+	r := join("", range1)
+	if r.ErrorCode == kerr.MemberIDRequired.Code {
+		r = join(r.MemberID, range1)
+	}
+	if r.ErrorCode != 0 || r.Generation != 1 {
+		t.Fatalf("join: %+v", r)
+	}
+	member, gen := r.MemberID, r.Generation
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = "bad-g", member, gen
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: member, MemberAssignment: []byte{0, 0}}}
+	if s := req(sync).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	commit := func(topic string, offset int64, metadata string) int16 {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.MemberID, oc.Generation = "bad-g", member, gen
+		oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+			{Partition: 0, Offset: offset, LeaderEpoch: -1, Metadata: &metadata}}}}
+		return req(oc).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit("bad", 5, ""); code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+	hb := func(member string, gen int32) int16 {
+		h := kmsg.NewPtrHeartbeatRequest()
+		h.Group, h.MemberID, h.Generation = "bad-g", member, gen
+		return req(h).(*kmsg.HeartbeatResponse).ErrorCode
+	}
+	adm := kadm.NewClient(cl)
+	describe := func() string {
+		d, err := adm.DescribeGroups(ctx, "bad-g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := d["bad-g"]
+		return fmt.Sprintf("%s %s %d members", g.State, g.Protocol, len(g.Members))
+	}
+	before := describe()
+
+	huge := []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: make([]byte, 2<<20)}}
+	badJoinGroup := kmsg.NewPtrJoinGroupRequest()
+	badJoinGroup.Group, badJoinGroup.ProtocolType, badJoinGroup.Protocols = "", "consumer", range1
+	badJoinGroup.SessionTimeoutMillis = 10000
+	for _, tc := range []struct {
+		name string
+		got  func() int16
+		want *kerr.Error
+	}{
+		{"join with an unknown member id", func() int16 { return join("nobody", range1).ErrorCode }, kerr.UnknownMemberID},
+		{"join with no protocols", func() int16 { return join(member, nil).ErrorCode }, kerr.InconsistentGroupProtocol},
+		{"join with megabytes of metadata", func() int16 { return join(member, huge).ErrorCode }, kerr.InvalidRequest},
+		{"join with an empty group id", func() int16 { return req(badJoinGroup).(*kmsg.JoinGroupResponse).ErrorCode }, kerr.InvalidGroupID},
+		{"heartbeat of a stale generation", func() int16 { return hb(member, gen-1) }, kerr.IllegalGeneration},
+		{"heartbeat of an unknown member", func() int16 { return hb("nobody", gen) }, kerr.UnknownMemberID},
+		{"commit to an unknown topic", func() int16 { return commit("no-such-topic", 9, "") }, kerr.UnknownTopicOrPartition},
+		{"commit with too much metadata", func() int16 { return commit("bad", 9, string(make([]byte, 5000))) }, kerr.OffsetMetadataTooLarge},
+	} {
+		if got := tc.got(); got != tc.want.Code {
+			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(got), tc.want)
+		}
+		if now := describe(); now != before {
+			t.Errorf("after %s the group is %q, was %q", tc.name, now, before)
+		}
+	}
+	checkCommitted(t, adm, "bad-g", "bad", 1, 5)
+
+	// A member that left is unknown to the group.
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group, leave.MemberID = "bad-g", member
+	leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: member}}
+	if l := req(leave).(*kmsg.LeaveGroupResponse); l.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(l.ErrorCode))
+	}
+	if code := hb(member, gen); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("heartbeat of a member that left: %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(code))
+	}
+	checkCommitted(t, adm, "bad-g", "bad", 1, 5)
+}

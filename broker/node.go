@@ -289,11 +289,14 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 			n.kafkaLn.Close()
 		}
 		n.cancel()
+		if n.coords != nil {
+			// Before the replicas: a coordinator's pending writes are
+			// resolved by its running Raft group (committed, or failed
+			// when the leadership ends), which a closed group may not do.
+			n.coords.close()
+		}
 		if n.reps != nil {
 			errs = append(errs, n.reps.closeAll())
-		}
-		if n.coords != nil {
-			n.coords.close() // after the replicas: their closing fails the coordinators' pending writes
 		}
 		if n.meta != nil {
 			errs = append(errs, n.meta.close())

@@ -162,16 +162,26 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string, partitions int32,
 	})
 }
 
-// ListTopics returns the names of every topic, internal ones included,
-// sorted.
+// ListTopics returns the names of the topics, sorted, without the
+// internal ones (as Kafka's Admin lists them by default).
 func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {
+	return a.listTopics(ctx, false)
+}
+
+// ListAllTopics is ListTopics with the internal topics too (such as
+// __consumer_offsets, which holds the groups' committed offsets).
+func (a *Admin) ListAllTopics(ctx context.Context) ([]string, error) {
+	return a.listTopics(ctx, true)
+}
+
+func (a *Admin) listTopics(ctx context.Context, internal bool) ([]string, error) {
 	resp, err := a.metadata(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, t := range resp.Topics {
-		if t.Topic != nil && t.ErrorCode == 0 {
+		if t.Topic != nil && t.ErrorCode == 0 && (internal || !t.IsInternal) {
 			names = append(names, *t.Topic)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -338,7 +339,7 @@ func (g *Group) AddNonvoter(ctx context.Context, node int32, addr string) error 
 
 // Proposal is a command on its way through Raft.
 type Proposal struct {
-	f   raft.Future // an ApplyFuture, but for Barrier
+	f   raft.Future // an ApplyFuture
 	err error
 }
 
@@ -385,16 +386,44 @@ func (p Proposal) waitErr() error {
 	return fmt.Errorf("multiraft: %w", err)
 }
 
-// Barrier waits until every entry before it is applied on this member,
-// which must lead; a new leader applies its predecessors' entries only
-// after its own first entry commits. A timeout of zero or less fails at
-// once with ErrEnqueueTimeout.
-func (g *Group) Barrier(timeout time.Duration) error {
-	if timeout <= 0 {
-		return ErrEnqueueTimeout
+// Settle waits until this member, which must lead, has applied an entry
+// of its own term, and with it every entry of earlier terms: a new leader
+// applies its predecessors' entries only once an entry of its term (the
+// one raft appends on election) commits. It holds no raft future, which a
+// shutdown can leave unanswered, so it always ends: with ctx, when the
+// group closes (ErrGroupClosed), or when the member stops leading
+// (ErrNotLeader).
+func (g *Group) Settle(ctx context.Context) error {
+	tick := time.NewTicker(settlePoll)
+	defer tick.Stop()
+	term, target := uint64(0), uint64(0)
+	for {
+		if g.raft.State() != raft.Leader {
+			return ErrNotLeader
+		}
+		if t := g.raft.CurrentTerm(); t != term {
+			term, target = t, 0 // a new term: look for its first entry again
+		}
+		if target == 0 {
+			if last, err := strconv.ParseUint(g.raft.Stats()["last_log_term"], 10, 64); err == nil && last == term {
+				target = g.raft.LastIndex() // at or after this term's first entry
+			}
+		}
+		if target > 0 && g.raft.AppliedIndex() >= target {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-g.stop:
+			return ErrGroupClosed
+		case <-tick.C:
+		}
 	}
-	return (Proposal{f: g.raft.Barrier(timeout)}).waitErr()
 }
+
+// settlePoll is how often Settle looks at raft's indexes.
+const settlePoll = 2 * time.Millisecond
 
 // Snapshot takes a snapshot now (raft also takes them on its own, see
 // Timing). Having nothing new to snapshot is not an error.

@@ -1,6 +1,8 @@
 package multiraft
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -100,4 +102,38 @@ func reopen(t *testing.T, n *testNet, id int32, name string, members []int32, ti
 	}
 	t.Cleanup(func() { g.Close() })
 	return g, f
+}
+
+// Settle returns once a new leader has applied its predecessors' entries,
+// and refuses on a follower and on a closed group.
+func TestSettle(t *testing.T) {
+	n := newTestNet(t, nil)
+	var gs []*Group
+	var fsms []*countFSM
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	for id := int32(1); id <= 3; id++ {
+		g, f := n.open(id, "s", []int32{1, 2, 3}, fastTiming(), false)
+		gs, fsms = append(gs, g), append(fsms, f)
+	}
+	for v := uint64(1); v <= 20; v++ {
+		propose(t, gs, v)
+	}
+	l := leaderOf(t, gs)
+	if err := gs[l].Settle(testCtx(t)); err != nil {
+		t.Fatalf("leader's Settle: %v", err)
+	}
+	if st, _ := fsms[l].state(); st.high != 20 {
+		t.Fatalf("settled leader applied up to %d, want 20", st.high)
+	}
+	follower := (l + 1) % 3
+	if err := gs[follower].Settle(testCtx(t)); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("follower's Settle: %v, want ErrNotLeader", err)
+	}
+
+	gs[l].Close()
+	if err := gs[l].Settle(context.Background()); err == nil {
+		t.Fatal("Settle of a closed group succeeded")
+	}
 }

@@ -207,18 +207,20 @@ func (r *Replica) Leader() (node int32, ok bool) {
 func (r *Replica) LeaderEpoch() int32 { return int32(r.group.Epoch()) }
 
 // Settle waits, once per term, until this leader has applied every entry
-// of its predecessors' terms (a Raft barrier): until then its log may be
-// shorter than what earlier leaders acknowledged. timeout bounds the wait
-// when ctx has no deadline.
+// of its predecessors' terms (multiraft.Group.Settle): until then its log
+// may be shorter than what earlier leaders acknowledged. timeout bounds
+// the wait when ctx has no deadline.
 func (r *Replica) Settle(ctx context.Context, timeout time.Duration) error {
 	term := r.group.Epoch()
 	if r.settled.Load() >= term {
 		return nil
 	}
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	if err := r.group.Barrier(timeout); err != nil {
+	if err := r.group.Settle(ctx); err != nil {
 		return err
 	}
 	r.settled.Store(term)

@@ -13,26 +13,47 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/minikafka/minikafka-go/client"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
-// The group commands and consume --group against franz-go's kfake, which
-// implements the consumer group protocol: consume in a group in two runs
-// (the second continues exactly after what the first printed), describe,
-// reset and delete the group, and the refusals while it has a member.
+// The group commands and consume --group, against our 3-node cluster and
+// against franz-go's kfake (Kafka's behaviour as another implementation
+// reads it): consume in a group in two runs (the second continues exactly
+// after what the first printed), describe, reset and delete the group, and
+// the refusals while it has a member.
 func TestCLIGroups(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
-	g := []string{"--brokers", strings.Join(kc.ListenAddrs(), ","), "--timeout", "20s"}
+	t.Run("minikafka", func(t *testing.T) {
+		c := testcluster.Start(t, 3)
+		brokers := strings.Join(c.Seeds(), ",")
+		mustRun(t, "", "topic", "create", "events", "--partitions", "2", "--replication-factor", "3", "--brokers", brokers)
+		cliGroups(t, c.Seeds())
+		// The groups made __consumer_offsets; topic list shows it only
+		// when asked.
+		r := mustRun(t, "", "topic", "list", "--brokers", brokers)
+		all := mustRun(t, "", "topic", "list", "--internal", "--brokers", brokers)
+		if r.stdout != "events\n" || all.stdout != "__consumer_offsets\nevents\n" {
+			t.Fatalf("topic list printed %q, with --internal %q", r.stdout, all.stdout)
+		}
+	})
+	t.Run("kfake", func(t *testing.T) {
+		kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kc.Close()
+		cliGroups(t, kc.ListenAddrs())
+	})
+}
+
+func cliGroups(t *testing.T, brokers []string) {
+	g := []string{"--brokers", strings.Join(brokers, ","), "--timeout", "20s"}
 	cmd := func(args ...string) []string { return append(args, g...) }
 	mustRun(t, "a\nb\nc\n", cmd("produce", "events", "--partition", "0")...)
 	mustRun(t, "d\ne\n", cmd("produce", "events", "--partition", "1")...)
 	// The steps share the group: each starts where the previous left it.
 	t.Run("consume in two runs", func(t *testing.T) { cliConsumeTwice(t, cmd) })
 	t.Run("describe and reset", func(t *testing.T) { cliDescribeAndReset(t, cmd) })
-	t.Run("with a member", func(t *testing.T) { cliWithMember(t, kc, cmd) })
+	t.Run("with a member", func(t *testing.T) { cliWithMember(t, brokers, cmd) })
 }
 
 // format prints partition:offset:value.
@@ -61,11 +82,11 @@ func cliConsumeTwice(t *testing.T, cmd func(...string) []string) {
 func cliDescribeAndReset(t *testing.T, cmd func(...string) []string) {
 
 	r := mustRun(t, "", cmd("group", "list")...)
-	if !regexp.MustCompile(`(?m)^g +Empty +consumer +0$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`(?m)^g +Empty +consumer +[0-9]+$`).MatchString(r.stdout) {
 		t.Fatalf("group list printed:\n%s", r.stdout)
 	}
 	r = mustRun(t, "", cmd("group", "describe", "g")...)
-	for _, row := range []string{`^group "g": state Empty, 0 members, coordinator 0$`,
+	for _, row := range []string{`^group "g": state Empty, 0 members, coordinator [0-9]+$`,
 		`^TOPIC +PARTITION +COMMITTED +LOG-END +LAG +MEMBER$`, `^events +0 +3 +3 +0 +-$`, `^events +1 +2 +2 +0 +-$`} {
 		if !regexp.MustCompile(`(?m)` + row).MatchString(r.stdout) {
 			t.Fatalf("group describe printed no line %s:\n%s", row, r.stdout)
@@ -90,10 +111,10 @@ func cliDescribeAndReset(t *testing.T, cmd func(...string) []string) {
 
 // cliWithMember: while a member is in the group, describe shows it, and
 // reset and delete refuse; once it has left, delete works.
-func cliWithMember(t *testing.T, kc *kfake.Cluster, cmd func(...string) []string) {
+func cliWithMember(t *testing.T, brokers []string, cmd func(...string) []string) {
 
 	// A member in the group: describe shows it; reset and delete refuse.
-	m, err := client.NewGroupConsumer(client.Brokers(kc.ListenAddrs()...), client.ClientID("member-a"),
+	m, err := client.NewGroupConsumer(client.Brokers(brokers...), client.ClientID("member-a"),
 		client.ConsumerGroup("g"), client.ConsumeTopics("events"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +127,7 @@ func cliWithMember(t *testing.T, kc *kfake.Cluster, cmd func(...string) []string
 	}
 	memberID, _ := m.Member()
 	r := mustRun(t, "", cmd("group", "describe", "g")...)
-	for _, row := range []string{`^group "g": state Stable, 1 member, strategy range, coordinator 0$`,
+	for _, row := range []string{`^group "g": state Stable, 1 member, strategy range, coordinator [0-9]+$`,
 		`^` + regexp.QuoteMeta(memberID) + ` +- +member-a +\S+ +events\[0,1\]$`,
 		`^events +0 +3 +3 +0 +` + regexp.QuoteMeta(memberID) + `$`} {
 		if !regexp.MustCompile(`(?m)` + row).MatchString(r.stdout) {

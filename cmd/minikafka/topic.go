@@ -98,9 +98,10 @@ func allLed(d client.TopicDetail) bool {
 }
 
 func (a *app) topicListCommand() *cobra.Command {
-	return &cobra.Command{
+	var internal bool
+	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List topic names, one a line",
+		Short: "List topic names, one a line (internal topics such as __consumer_offsets with --internal)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.start(cmd.Context(), true, true)
@@ -110,7 +111,11 @@ func (a *app) topicListCommand() *cobra.Command {
 				return err
 			}
 			defer adm.Close()
-			names, err := adm.ListTopics(ctx)
+			list := adm.ListTopics
+			if internal {
+				list = adm.ListAllTopics
+			}
+			names, err := list(ctx)
 			if err != nil {
 				return a.explain(ctx, err)
 			}
@@ -120,6 +125,8 @@ func (a *app) topicListCommand() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&internal, "internal", false, "also list internal topics")
+	return cmd
 }
 
 func (a *app) topicDescribeCommand() *cobra.Command {
