@@ -32,6 +32,15 @@
 //     (ReadReplicaLog, CompareReplicas) and with what was read
 //     (SameRecords).
 //
+// Consumer groups (TestGroupFailover) add two parts: Member, a franz-go
+// group consumer in the test process that commits by hand and records
+// every assignment, revocation, delivery and acknowledged commit in a
+// GroupHistory (with the OffsetFetch answers the test asks for); and
+// CheckGroup, a pure checker of a GroupHistory against the workload's
+// History: nothing acknowledged unconsumed, nothing delivered below a
+// commit in force, no committed offset going backwards, and every new
+// round of members resuming at the committed offsets.
+//
 // Every wait is bounded by a context; nothing sleeps a fixed time where a
 // condition can be polled.
 package e2e

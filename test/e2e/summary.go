@@ -16,6 +16,8 @@ type Summary struct {
 	failovers    []time.Duration
 	elected      []time.Duration
 	verification []*Verification
+	groups       []*GroupReport
+	coordinator  []time.Duration // coordinator kill -> first commit sent after it acknowledged
 }
 
 // Fault counts one injected fault of a kind ("leader-kill", "pause", ...).
@@ -51,6 +53,21 @@ func (s *Summary) Verified(v *Verification) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.verification = append(s.verification, v)
+}
+
+// Grouped adds a consumer group's CheckGroup report.
+func (s *Summary) Grouped(r *GroupReport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups = append(s.groups, r)
+}
+
+// CoordinatorFailover records the time from a coordinator kill to the
+// acknowledgement of the first commit sent after it.
+func (s *Summary) CoordinatorFailover(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.coordinator = append(s.coordinator, d)
 }
 
 // Faults returns the number of faults injected.
@@ -131,6 +148,16 @@ func (s *Summary) String() string {
 			Percentile(s.elected, 100).Round(time.Millisecond))
 	}
 	b.WriteString("\n")
+	if len(s.groups) > 0 {
+		g := sumGroupReports(s.groups)
+		fmt.Fprintf(&b, "consumer groups:      %d checked; %v\n", len(s.groups), g)
+		fmt.Fprintf(&b, "  coordinator kill -> first commit sent after it acknowledged: %d measured", len(s.coordinator))
+		if len(s.coordinator) > 0 {
+			fmt.Fprintf(&b, ", p50 %v, max %v", Percentile(s.coordinator, 50).Round(time.Millisecond),
+				Percentile(s.coordinator, 100).Round(time.Millisecond))
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 
@@ -144,6 +171,8 @@ func (s *Summary) Merge(o *Summary) {
 	failovers := slices.Clone(o.failovers)
 	elected := slices.Clone(o.elected)
 	vs := slices.Clone(o.verification)
+	groups := slices.Clone(o.groups)
+	coordinator := slices.Clone(o.coordinator)
 	o.mu.Unlock()
 
 	s.mu.Lock()
@@ -157,4 +186,6 @@ func (s *Summary) Merge(o *Summary) {
 	s.failovers = append(s.failovers, failovers...)
 	s.elected = append(s.elected, elected...)
 	s.verification = append(s.verification, vs...)
+	s.groups = append(s.groups, groups...)
+	s.coordinator = append(s.coordinator, coordinator...)
 }
