@@ -19,7 +19,10 @@ import (
 // p50 and p99 (the aim: p99 <= 20 ms). A commit is answered once its
 // record is committed through the coordinator partition's Raft log, so
 // the baseline, measured in the same run under the same load, is a
-// one-record acks=all Produce to a partition of the same shape.
+// one-record acks=all Produce to a partition of the same shape. One of
+// the four groups ("load-3") shares the coordinator partition of "bench"
+// (partition 0 of 4); the baseline's partition gets one producer without
+// pause likewise.
 func BenchmarkOffsetCommit(b *testing.B) {
 	c := testcluster.Start(b, 3)
 	cl := c.Client(b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -58,8 +61,22 @@ func BenchmarkOffsetCommit(b *testing.B) {
 		latencies(b, func() error { at++; return commit("bench", at) })
 	})
 	b.Run("produce-baseline", func(b *testing.B) {
-		rec := &kgo.Record{Topic: "commits", Partition: 0, Value: []byte("x")}
-		latencies(b, func() error { return cl.ProduceSync(ctx, rec).FirstErr() })
+		pctx, pcancel := context.WithCancel(ctx)
+		// Its own client, so that kgo does not put both records in one batch.
+		loadCl := c.Client(b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		var load sync.WaitGroup
+		defer load.Wait()
+		defer pcancel()
+		load.Add(1)
+		go func() { // the producer sharing the partition, as load-3 shares the commits'
+			defer load.Done()
+			for pctx.Err() == nil {
+				loadCl.ProduceSync(pctx, &kgo.Record{Topic: "commits", Partition: 0, Value: []byte("load")})
+			}
+		}()
+		latencies(b, func() error {
+			return cl.ProduceSync(ctx, &kgo.Record{Topic: "commits", Partition: 0, Value: []byte("x")}).FirstErr()
+		})
 	})
 }
 
