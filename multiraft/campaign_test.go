@@ -45,8 +45,19 @@ func TestCampaignsHandOverAndRebalance(t *testing.T) {
 		}
 		waitFor(t, fmt.Sprintf("group %d to have a new leader", i), func() bool { return all[i][1].IsLeader() || all[i][2].IsLeader() })
 	}
-	// And gets them back, as their preferred member, while it stays up.
+	// From then on node 1, which is stopping, takes no leadership back:
+	// a transfer to it (what its peers' rebalancing, every 100ms here,
+	// would do for the groups that prefer it) fails and leaves the leader.
 	for i := 0; i < groups; i += 3 {
-		waitFor(t, fmt.Sprintf("group %d back on node 1", i), func() bool { return all[i][0].IsLeader() })
+		l := all[i][1]
+		if !l.IsLeader() {
+			l = all[i][2]
+		}
+		if err := l.TransferLeadership(testCtx(t), 1); err == nil {
+			t.Fatalf("group %d: a transfer to the stopping node 1 succeeded", i)
+		}
+		if !l.IsLeader() || all[i][0].IsLeader() {
+			t.Fatalf("group %d: leadership moved after a refused transfer", i)
+		}
 	}
 }

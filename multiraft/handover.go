@@ -40,7 +40,12 @@ func (h *Host) liveTarget(members []int32) (int32, bool) {
 // all when none is (raft's own pick could be a node that is down, and the
 // group would then wait out its election timeout for nothing). A node
 // stopping gracefully calls it first.
+//
+// From then on the node refuses leaderships offered to it: another
+// node's rebalancing could otherwise hand a group back to it just before
+// it closes, leaving the group to wait out an election.
 func (h *Host) HandOver(ctx context.Context) {
+	h.draining.Store(true)
 	var eg errgroup.Group
 	for _, g := range h.openGroups() {
 		if !g.IsLeader() {

@@ -36,6 +36,9 @@ type Host struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the Host owns
 	losses chan int32     // nodes found lost, for failoverLoop
+	// draining is set by HandOver: the node is stopping, so it refuses
+	// leaderships offered to it (TimeoutNow), which would die with it.
+	draining atomic.Bool
 
 	mu         sync.Mutex // guards every field below; never held while taking a peer's mu
 	groups     map[string]*transport

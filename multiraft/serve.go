@@ -93,6 +93,9 @@ func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (
 	case callRequestPreVote:
 		cmd = new(raft.RequestPreVoteRequest)
 	case callTimeoutNow:
+		if h.draining.Load() {
+			return appendResponse(nil, statusRemoteError, []byte("node is stopping: it takes no leadership")), true
+		}
 		cmd = new(raft.TimeoutNowRequest)
 	case callInstallSnapshot:
 		cmd = new(raft.InstallSnapshotRequest)
