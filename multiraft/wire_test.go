@@ -3,6 +3,7 @@ package multiraft
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -93,5 +94,24 @@ func TestServerIDs(t *testing.T) {
 		if id, ok := nodeOf(s); ok {
 			t.Errorf("nodeOf(%q) = %d, want no node", s, id)
 		}
+	}
+}
+
+// An AppendEntries whose few bytes claim ten million entries fails to
+// decode without allocating for them: the decoder sizes a collection by
+// what arrives, not by what its header claims.
+func TestDecodeForgedEntryCount(t *testing.T) {
+	forged := []byte{0x81, 0xa7} // a map of one key, "Entries"
+	forged = append(forged, "Entries"...)
+	forged = append(forged, 0xdd, 0x00, 0x98, 0x96, 0x80) // array32 of 10,000,000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := decodeMsgpack(forged, new(raft.AppendEntriesRequest))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("decode: %v, want ErrProtocol", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
+		t.Fatalf("decoding 12 bytes allocated %d bytes", grew)
 	}
 }
