@@ -143,6 +143,10 @@ func (b *backend) placeTopic(state *metadata.Snapshot, name string, parts int32,
 	if _, ok := state.Topic(name); ok {
 		return metadata.CreateTopic{}, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, name)
 	}
+	if total := state.PartitionCount() + int(parts); !metadata.IsInternal(name) && total > int(b.n.cfg.MaxPartitions) {
+		return metadata.CreateTopic{}, fmt.Errorf("%w: the cluster would hold %d partitions, more than max_partitions (%d)",
+			kerr.PolicyViolation, total, b.n.cfg.MaxPartitions)
+	}
 	live := b.liveBrokers(state)
 	if int(rf) > len(live) {
 		return metadata.CreateTopic{}, fmt.Errorf("%w: replication factor %d is larger than the %d live brokers",

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -325,4 +326,29 @@ func rawRequest(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
 		t.Fatalf("decode response: %v", err)
 	}
 	return kresp
+}
+
+// The cluster holds at most max_partitions partitions: a CreateTopics past
+// it gets POLICY_VIOLATION and creates nothing; the internal topic is
+// created regardless.
+func TestMaxPartitions(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.MaxPartitions, cfg.OffsetsTopicPartitions = 5, 4 })
+	cl := c.Client(t)
+	createTopic(t, cl, "three", 3, 1)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopics(ctx, 3, 1, nil, "three-more")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp["three-more"]; !errors.Is(r.Err, kerr.PolicyViolation) {
+		t.Fatalf("create past max_partitions: %v, want POLICY_VIOLATION", r.Err)
+	}
+	if md := metadataOf(t, cl, "three-more"); len(md) != 0 {
+		t.Fatalf("refused topic exists: %v", md)
+	}
+	eventually(t, 20*time.Second, "__consumer_offsets created past the cap", func() bool {
+		return adm.FindGroupCoordinators(ctx, "g").Ok()
+	})
 }

@@ -36,6 +36,11 @@ type Config struct {
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
 
+	// MaxPartitions bounds the partitions of the cluster's topics, each a
+	// Raft group on its replicas' nodes; a CreateTopics past it gets
+	// POLICY_VIOLATION. The internal topic is created regardless.
+	MaxPartitions int32
+
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape the
 	// internal topic __consumer_offsets when the cluster first needs it;
 	// the replication factor is capped by the brokers alive then.
@@ -183,6 +188,7 @@ func DefaultConfig() Config {
 		DefaultPartitions:        1,
 		DefaultReplicationFactor: 1,
 		AutoCreateTopics:         true,
+		MaxPartitions:            10000,
 		// Kafka's default is 50 partitions; each of ours is a Raft group,
 		// whose idle cost a small cluster notices.
 		OffsetsTopicPartitions:        16,
@@ -264,6 +270,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultPartitions < 1 {
 		return bad("default_partitions", c.DefaultPartitions, "must be at least 1")
+	}
+	if c.MaxPartitions < 1 {
+		return bad("max_partitions", c.MaxPartitions, "must be at least 1")
 	}
 	if c.OffsetsTopicPartitions < 1 || c.OffsetsTopicPartitions > 1024 {
 		return bad("offsets_topic_partitions", c.OffsetsTopicPartitions, "must be in 1..1024")

@@ -80,6 +80,15 @@ func (s *Snapshot) Topics() []Topic {
 	return out
 }
 
+// PartitionCount is the number of partitions of all topics.
+func (s *Snapshot) PartitionCount() int {
+	n := 0
+	for _, t := range s.topics {
+		n += len(t.Partitions)
+	}
+	return n
+}
+
 // Partition returns a copy of one partition.
 func (s *Snapshot) Partition(topic string, partition int32) (Partition, bool) {
 	t, ok := s.topics[topic]

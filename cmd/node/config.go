@@ -57,6 +57,7 @@ func keys() []key {
 		{"default_partitions", int(d.DefaultPartitions), "partitions of an auto-created topic"},
 		{"default_replication_factor", int(d.DefaultReplicationFactor), "replication factor of an auto-created topic"},
 		{"auto_create_topics", d.AutoCreateTopics, "create unknown topics on first use"},
+		{"max_partitions", int(d.MaxPartitions), "most partitions the cluster's topics may have in all (each is a Raft group)"},
 		{"offsets_topic_partitions", int(d.OffsetsTopicPartitions), "partitions of the internal topic __consumer_offsets, created on first need"},
 		{"offsets_topic_replication_factor", int(d.OffsetsTopicReplicationFactor), "replication factor of __consumer_offsets (at most the live brokers when it is created)"},
 		{"group_initial_rebalance_delay", d.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members (0 = none)"},
@@ -279,6 +280,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	rangeInt("default_replication_factor", rf, 1, 1<<15-1)
 	c.DefaultReplicationFactor = int16(rf)
 	c.AutoCreateTopics = g.bool("auto_create_topics")
+	mp := g.int("max_partitions")
+	rangeInt("max_partitions", mp, 1, 1<<31-1)
+	c.MaxPartitions = int32(mp)
 	op := g.int("offsets_topic_partitions")
 	rangeInt("offsets_topic_partitions", op, 1, 1<<10)
 	c.OffsetsTopicPartitions = int32(op)

@@ -101,6 +101,7 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
 		{name: "bad debug address", args: []string{"--debug-addr", "localhost"}, key: "debug_addr", value: "localhost"},
 		{name: "election below heartbeat", args: []string{"--raft-election-timeout", "10ms"}, key: "raft"},
+		{name: "no partitions allowed", args: []string{"--max-partitions", "0"}, key: "max_partitions", value: "0"},
 		{name: "offsets topic of no partitions", args: []string{"--offsets-topic-partitions", "0"}, key: "offsets_topic_partitions", value: "0"},
 		{name: "negative rebalance delay", args: []string{"--group-initial-rebalance-delay", "-1s"}, key: "group_initial_rebalance_delay", value: "-1s"},
 		{name: "session bounds crossed", yaml: "group_min_session_timeout: 10s\ngroup_max_session_timeout: 5s\n", key: "group_max_session_timeout", value: "5s"},
