@@ -115,12 +115,17 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 		return kafkaapi.CreatedTopic{}, err
 	}
 	t, _ := n.meta.fsm.State().Topic(spec.Name)
-	// Answer once every partition has a leader (or shortly), so that a
-	// client's next Metadata finds the topic usable.
-	wctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.TopicLeaders)
+	b.waitLeaders(ctx, spec.Name)
+	return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
+}
+
+// waitLeaders returns once every partition of topic has a leader, or
+// shortly, so that a client's next Metadata finds the topic usable.
+func (b *backend) waitLeaders(ctx context.Context, topic string) {
+	wctx, cancel := context.WithTimeout(ctx, b.n.cfg.Tuning.TopicLeaders)
 	defer cancel()
-	n.meta.fsm.WaitFor(wctx, func(s *metadata.Snapshot) bool {
-		t, ok := s.Topic(spec.Name)
+	b.n.meta.fsm.WaitFor(wctx, func(s *metadata.Snapshot) bool {
+		t, ok := s.Topic(topic)
 		if !ok {
 			return false
 		}
@@ -131,7 +136,49 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 		}
 		return true
 	})
-	return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
+}
+
+// CreatePartitions grows a topic, placing the new partitions' replicas on
+// the live brokers as CreateTopic does. The internal topic keeps its
+// partitions: groups are mapped to them by count.
+func (b *backend) CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error {
+	n := b.n
+	if metadata.IsInternal(topic) {
+		return fmt.Errorf("%w: the partitions of %s map groups to coordinators and cannot change", kerr.InvalidRequest, topic)
+	}
+	state := n.meta.fsm.State()
+	t, ok := state.Topic(topic)
+	if !ok {
+		return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
+	}
+	have := int32(len(t.Partitions))
+	if count <= have {
+		return fmt.Errorf("%w: topic %q has %d partitions; the new count must be larger", kerr.InvalidPartitions, topic, have)
+	}
+	if total := state.PartitionCount() + int(count-have); total > int(n.cfg.MaxPartitions) {
+		return fmt.Errorf("%w: the cluster would hold %d partitions, more than max_partitions (%d)", kerr.PolicyViolation, total, n.cfg.MaxPartitions)
+	}
+	rf := len(t.Partitions[0].Replicas)
+	live := b.liveBrokers(state)
+	if rf > len(live) {
+		return fmt.Errorf("%w: replication factor %d is larger than the %d live brokers", kerr.InvalidReplicationFactor, rf, len(live))
+	}
+	assignment, err := metadata.Place(live, state.Load(), count-have, int16(rf))
+	if err != nil {
+		return fmt.Errorf("%w: %w", metaErrorCode(err), err)
+	}
+	cmd := metadata.CreatePartitions{Topic: topic, Count: count, Assignment: assignment}
+	if validateOnly {
+		if _, _, err := state.Apply(state.AppliedIndex()+1, cmd); err != nil {
+			return fmt.Errorf("%w: %w", metaErrorCode(err), err)
+		}
+		return nil
+	}
+	if _, err := n.proposeMeta(ctx, cmd); err != nil {
+		return err
+	}
+	b.waitLeaders(ctx, topic)
+	return nil
 }
 
 // placeTopic checks that a topic can be created now and places its

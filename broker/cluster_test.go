@@ -352,3 +352,50 @@ func TestMaxPartitions(t *testing.T) {
 		return adm.FindGroupCoordinators(ctx, "g").Ok()
 	})
 }
+
+// CreatePartitions (kadm) grows a topic on a 3-node cluster: the new
+// partitions get replicas on the nodes and leaders, take records, and the
+// old ones keep theirs; bad requests get Kafka's codes.
+func TestCreatePartitions(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "grow", 2, 3)
+	produceSpread(t, cl, "grow", 2, 5, "before")
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreatePartitions(ctx, 3, "grow")
+	if err != nil || resp["grow"].Err != nil {
+		t.Fatalf("create partitions: %v %v", err, resp["grow"].Err)
+	}
+	md := metadataOf(t, cl, "grow")
+	if len(md) != 5 || len(md[4].replicas) != 3 {
+		t.Fatalf("after growing: %v", md)
+	}
+	for p := int32(2); p < 5; p++ {
+		if l, _ := c.Leader("grow", p, 15*time.Second); l < 0 {
+			t.Fatalf("new partition %d has no leader", p)
+		}
+	}
+	// A new client, as kgo refreshes a known topic's partitions only later.
+	produceSpread(t, c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), "grow", 5, 5, "after")
+	if got := consumeAll(t, c.Seeds(), "grow", 35); len(got) != 35 {
+		t.Fatalf("consumed %d records, want 35", len(got))
+	}
+	for _, tc := range []struct {
+		topic string
+		count int
+		want  *kerr.Error
+	}{
+		{"grow", 0, kerr.InvalidPartitions}, // UpdatePartitions to the same count
+		{"missing", 1, kerr.UnknownTopicOrPartition},
+	} {
+		r, err := adm.UpdatePartitions(ctx, 5+tc.count, tc.topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(r[tc.topic].Err, tc.want) {
+			t.Errorf("%s to %d: %v, want %v", tc.topic, 5+tc.count, r[tc.topic].Err, tc.want)
+		}
+	}
+}

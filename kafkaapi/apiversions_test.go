@@ -29,6 +29,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
 	{ApiKey: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
 	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
+	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 	{ApiKey: 42, MinVersion: 0, MaxVersion: 2}, // DeleteGroups
 	{ApiKey: 47, MinVersion: 0, MaxVersion: 0}, // OffsetDelete
 	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster

@@ -30,6 +30,14 @@ type Backend interface {
 	// ctx carries the request's deadline.
 	CreateTopic(ctx context.Context, spec TopicSpec, validateOnly bool) (CreatedTopic, error)
 
+	// CreatePartitions grows a topic to count partitions or, with
+	// validateOnly, only reports whether it could. Expected errors:
+	// kerr.UnknownTopicOrPartition, kerr.InvalidPartitions (count not above
+	// the current one), kerr.InvalidReplicationFactor (fewer live brokers
+	// than the topic's replicas), kerr.PolicyViolation, kerr.InvalidRequest
+	// (a topic whose partitions cannot change); ctx carries the deadline.
+	CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error
+
 	// AutoCreateTopics reports whether a Metadata request that names an
 	// unknown topic, and allows it, should create it with the defaults.
 	AutoCreateTopics() bool

@@ -49,6 +49,7 @@ var apis = []api{
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
 	{kmsg.DescribeConfigs, 0, 4},
+	{kmsg.CreatePartitions, 0, 3},
 	{kmsg.DeleteGroups, 0, 2},
 	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeCluster, 0, 1},
@@ -88,6 +89,8 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startDescribeCluster(req, received)
 	case *kmsg.FindCoordinatorRequest:
 		return s.startFindCoordinator(req, received)
+	case *kmsg.CreatePartitionsRequest:
+		return s.startCreatePartitions(req, received)
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r

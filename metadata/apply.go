@@ -38,6 +38,8 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.setPartitionLeader(c)
 	case AllocateProducerID:
 		result, err = next.allocateProducerID(c)
+	case CreatePartitions:
+		result, err = next.createPartitions(c)
 	}
 	if err != nil {
 		return next, nil, err
@@ -102,6 +104,53 @@ func (s *Snapshot) createTopic(index uint64, c CreateTopic) (CreateTopicResult, 
 	return CreateTopicResult{Topic: t.clone()}, nil
 }
 
+// checkReplicas checks the replica lists of partitions first, first+1,
+// ...: rf distinct registered brokers each.
+func (s *Snapshot) checkReplicas(assignment [][]int32, rf int, first int32) error {
+	for i, replicas := range assignment {
+		p := first + int32(i)
+		if len(replicas) != rf {
+			return &AssignmentError{Partition: p, Broker: -1, Err: ErrReplicaCount}
+		}
+		for j, b := range replicas {
+			if _, ok := s.brokers[b]; !ok {
+				return &AssignmentError{Partition: p, Broker: b, Err: ErrUnknownBroker}
+			}
+			if slices.Contains(replicas[:j], b) {
+				return &AssignmentError{Partition: p, Broker: b, Err: ErrDuplicateReplica}
+			}
+		}
+	}
+	return nil
+}
+
+// createPartitions grows a topic; see CreatePartitions for the checks,
+// made in a fixed order so that every replica reports the same first
+// error.
+func (s *Snapshot) createPartitions(c CreatePartitions) (CreatePartitionsResult, error) {
+	old, ok := s.topics[c.Topic]
+	if !ok {
+		return CreatePartitionsResult{}, &UnknownTopicError{Topic: c.Topic, Partition: -1}
+	}
+	have := int32(len(old.Partitions))
+	if c.Count <= have || c.Count > MaxPartitions {
+		return CreatePartitionsResult{}, &InvalidPartitionsError{Partitions: c.Count}
+	}
+	if len(c.Assignment) != int(c.Count-have) {
+		return CreatePartitionsResult{}, &AssignmentError{Partition: -1, Broker: -1, Err: ErrPartitionCount}
+	}
+	if err := s.checkReplicas(c.Assignment, len(old.Partitions[0].Replicas), have); err != nil {
+		return CreatePartitionsResult{}, err
+	}
+	t := old.clone()
+	for _, replicas := range c.Assignment {
+		t.Partitions = append(t.Partitions, Partition{Replicas: slices.Clone(replicas), Leader: NoLeader, LeaderEpoch: NoLeaderEpoch})
+	}
+	s.topics = cloneMap(s.topics)
+	s.topics[t.Name] = &t
+	return CreatePartitionsResult{Topic: t.clone()}, nil
+}
+
 // checkCreateTopic validates in a fixed order, so every replica reports the
 // same first error.
 func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
@@ -120,19 +169,8 @@ func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
 	if len(c.Assignment) != int(c.Partitions) {
 		return &AssignmentError{Partition: -1, Broker: -1, Err: ErrPartitionCount}
 	}
-	for i, replicas := range c.Assignment {
-		p := int32(i)
-		if len(replicas) != int(c.ReplicationFactor) {
-			return &AssignmentError{Partition: p, Broker: -1, Err: ErrReplicaCount}
-		}
-		for j, b := range replicas {
-			if _, ok := s.brokers[b]; !ok {
-				return &AssignmentError{Partition: p, Broker: b, Err: ErrUnknownBroker}
-			}
-			if slices.Contains(replicas[:j], b) {
-				return &AssignmentError{Partition: p, Broker: b, Err: ErrDuplicateReplica}
-			}
-		}
+	if err := s.checkReplicas(c.Assignment, int(c.ReplicationFactor), 0); err != nil {
+		return err
 	}
 	if _, ok := c.Configs[""]; ok {
 		return &InvalidConfigError{Key: "", Reason: "empty key"}

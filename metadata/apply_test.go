@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -421,5 +422,50 @@ func TestSnapshotAccessors(t *testing.T) {
 	}
 	if _, ok := s.TopicByID(TopicID{1}); ok {
 		t.Fatal("TopicByID of an unknown id found")
+	}
+}
+
+// CreatePartitions appends partitions with their replicas and no leader,
+// keeping the old ones; every bad request is refused whole.
+func TestCreatePartitions(t *testing.T) {
+	base := must(t, cluster3(t), CreateTopic{Name: "events", Partitions: 2, ReplicationFactor: 2,
+		Assignment: [][]int32{{1, 2}, {2, 3}}},
+		SetPartitionLeader{Topic: "events", Partition: 0, Leader: 1, Epoch: 3})
+	next, res, err := step(t, base, CreatePartitions{Topic: "events", Count: 4, Assignment: [][]int32{{3, 1}, {1, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.(CreatePartitionsResult).Topic
+	if len(got.Partitions) != 4 || got.Partitions[0].Leader != 1 || !slices.Equal(got.Partitions[2].Replicas, []int32{3, 1}) ||
+		got.Partitions[3].Leader != NoLeader {
+		t.Fatalf("grown topic: %+v", got)
+	}
+	if p, ok := next.Partition("events", 3); !ok || !slices.Equal(p.Replicas, []int32{1, 2}) {
+		t.Fatalf("partition 3 in the state: %+v %v", p, ok)
+	}
+	for _, tc := range []struct {
+		name string
+		cmd  CreatePartitions
+		want []error
+	}{
+		{"unknown topic", CreatePartitions{Topic: "nope", Count: 3, Assignment: [][]int32{{1, 2}}}, []error{ErrUnknownTopicOrPartition}},
+		{"no growth", CreatePartitions{Topic: "events", Count: 2}, []error{ErrInvalidPartitions}},
+		{"shrink", CreatePartitions{Topic: "events", Count: 1}, []error{ErrInvalidPartitions}},
+		{"too many", CreatePartitions{Topic: "events", Count: MaxPartitions + 1}, []error{ErrInvalidPartitions}},
+		{"assignment short", CreatePartitions{Topic: "events", Count: 4, Assignment: [][]int32{{1, 2}}},
+			[]error{ErrInvalidReplicaAssignment, ErrPartitionCount}},
+		{"wrong replication factor", CreatePartitions{Topic: "events", Count: 3, Assignment: [][]int32{{1, 2, 3}}},
+			[]error{ErrInvalidReplicaAssignment, ErrReplicaCount}},
+		{"unknown broker", CreatePartitions{Topic: "events", Count: 3, Assignment: [][]int32{{1, 9}}},
+			[]error{ErrInvalidReplicaAssignment, ErrUnknownBroker}},
+		{"duplicate replica", CreatePartitions{Topic: "events", Count: 3, Assignment: [][]int32{{2, 2}}},
+			[]error{ErrInvalidReplicaAssignment, ErrDuplicateReplica}},
+	} {
+		_, _, err := step(t, base, tc.cmd)
+		for _, w := range tc.want {
+			if !errors.Is(err, w) {
+				t.Errorf("%s: %v, want %v", tc.name, err, w)
+			}
+		}
 	}
 }

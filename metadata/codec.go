@@ -15,6 +15,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeCreateTopic:        1,
 	TypeSetPartitionLeader: 1,
 	TypeAllocateProducerID: 1,
+	TypeCreatePartitions:   1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -51,6 +52,15 @@ func Decode(b []byte) (Command, error) {
 		cmd = decodeCreateTopic(r)
 	case typ == TypeSetPartitionLeader && ver == 1:
 		cmd = SetPartitionLeader{Topic: r.str("topic"), Partition: r.i32("partition"), Leader: r.i32("leader"), Epoch: r.i32("epoch")}
+	case typ == TypeCreatePartitions && ver == 1:
+		c := CreatePartitions{Topic: r.str("topic"), Count: r.i32("partition count")}
+		if n := r.length("assignment", 4); n > 0 {
+			c.Assignment = make([][]int32, n)
+			for i := range c.Assignment {
+				c.Assignment[i] = readInt32s(r, "replicas")
+			}
+		}
+		cmd = c
 	case typ == TypeAllocateProducerID && ver == 1:
 		var c AllocateProducerID
 		if r.boolean("transactional id present") {
@@ -90,6 +100,10 @@ func deref(cmd Command) (Command, error) {
 		if c != nil {
 			return *c, nil
 		}
+	case *CreatePartitions:
+		if c != nil {
+			return *c, nil
+		}
 	case nil:
 	default:
 		return cmd, nil
@@ -111,6 +125,12 @@ func (c CreateTopic) appendBody(b []byte) []byte {
 	b = appendI16(b, c.ReplicationFactor)
 	b = appendAssignment(b, c.Assignment)
 	return appendConfigs(b, c.Configs)
+}
+
+func (c CreatePartitions) appendBody(b []byte) []byte {
+	b = appendString(b, c.Topic)
+	b = appendI32(b, c.Count)
+	return appendAssignment(b, c.Assignment)
 }
 
 func decodeCreateTopic(r *reader) CreateTopic {

@@ -11,6 +11,7 @@ const (
 	TypeCreateTopic        CommandType = 3
 	TypeSetPartitionLeader CommandType = 4
 	TypeAllocateProducerID CommandType = 5
+	TypeCreatePartitions   CommandType = 6
 )
 
 func (t CommandType) String() string {
@@ -25,6 +26,8 @@ func (t CommandType) String() string {
 		return "SetPartitionLeader"
 	case TypeAllocateProducerID:
 		return "AllocateProducerID"
+	case TypeCreatePartitions:
+		return "CreatePartitions"
 	}
 	return "Unknown"
 }
@@ -102,6 +105,26 @@ type CreateTopicResult struct {
 	Topic Topic
 }
 
+// CreatePartitions grows a topic to Count partitions (Kafka's
+// CreatePartitions). Assignment lists the replicas of each new partition,
+// computed by the proposer, normally with Place over the live brokers.
+// Apply checks it against the state at its log position: the topic exists,
+// Count is above its partition count and at most MaxPartitions, and each
+// new partition has as many distinct registered brokers as the topic's
+// replication factor. New partitions start with NoLeader.
+//
+// Result: CreatePartitionsResult.
+type CreatePartitions struct {
+	Topic      string
+	Count      int32
+	Assignment [][]int32 // [new partition] -> replicas, first = preferred leader
+}
+
+// CreatePartitionsResult answers CreatePartitions with the grown topic.
+type CreatePartitionsResult struct {
+	Topic Topic
+}
+
 // SetPartitionLeader records the leader a partition's Raft group elected,
 // reported by that leader. Reports with an epoch lower than the stored one
 // are stale and ignored (Applied is false, and the stored leader comes
@@ -149,3 +172,6 @@ func (SetPartitionLeader) Type() CommandType { return TypeSetPartitionLeader }
 
 // Type implements Command.
 func (AllocateProducerID) Type() CommandType { return TypeAllocateProducerID }
+
+// Type implements Command.
+func (CreatePartitions) Type() CommandType { return TypeCreatePartitions }

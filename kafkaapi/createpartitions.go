@@ -1,0 +1,46 @@
+package kafkaapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// startCreatePartitions grows the topics one by one, in request order,
+// when its turn comes (CreatePartitions 0-3). As with CreateTopics, a
+// topic named twice gets INVALID_REQUEST and a manual assignment
+// INVALID_REPLICA_ASSIGNMENT; the backend places the new replicas.
+func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		timeout := s.cfg.RequestTimeout
+		if req.TimeoutMillis > 0 {
+			timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		count := make(map[string]int, len(req.Topics))
+		for _, rt := range req.Topics {
+			count[rt.Topic]++
+		}
+		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic = rt.Topic
+			var err error
+			switch {
+			case count[rt.Topic] > 1:
+				err = errDuplicateTopic
+			case len(rt.Assignment) > 0:
+				err = errAssignment
+			default:
+				err = s.backend.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
+			}
+			if err != nil {
+				st.ErrorCode, st.ErrorMessage = ErrorCode(err), errorMessage(err)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+}
