@@ -162,6 +162,34 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string, partitions int32,
 	})
 }
 
+// CreatePartitions grows topic to count partitions (Kafka's
+// CreatePartitions); the brokers place the new replicas. A count not above
+// the current one gives ErrInvalidPartitions.
+func (a *Admin) CreatePartitions(ctx context.Context, topic string, count int32) error {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.TimeoutMillis = int32(a.cfg.requestTimeout / time.Millisecond)
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, count
+	req.Topics = append(req.Topics, rt)
+	return a.retry(ctx, func() error {
+		node, err := a.cl.controllerID(ctx)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		defer cancel()
+		resp, err := a.cl.request(rctx, node, req, 0)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.CreatePartitionsResponse)
+		if len(r.Topics) != 1 {
+			return fmt.Errorf("client: CreatePartitions answered %d topics", len(r.Topics))
+		}
+		return kafkaErr(r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage)
+	})
+}
+
 // ListTopics returns the names of the topics, sorted, without the
 // internal ones (as Kafka's Admin lists them by default).
 func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {

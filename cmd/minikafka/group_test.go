@@ -34,6 +34,15 @@ func TestCLIGroups(t *testing.T) {
 		if r.stdout != "events\n" || all.stdout != "__consumer_offsets\nevents\n" {
 			t.Fatalf("topic list printed %q, with --internal %q", r.stdout, all.stdout)
 		}
+		// topic add-partitions grows a topic; a count not above it is refused.
+		r = mustRun(t, "", "topic", "add-partitions", "events", "--partitions", "3", "--brokers", brokers)
+		if r.stdout != "topic \"events\" now has 3 partitions\n" {
+			t.Fatalf("add-partitions printed %q", r.stdout)
+		}
+		if r := runCLI(t, "", "topic", "add-partitions", "events", "--partitions", "2", "--brokers", brokers); r.code != 1 ||
+			!strings.Contains(r.stderr, "INVALID_PARTITIONS") {
+			t.Fatalf("add-partitions to fewer: exit %d, stderr %q", r.code, r.stderr)
+		}
 	})
 	t.Run("kfake", func(t *testing.T) {
 		kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))

@@ -22,7 +22,7 @@ func (a *app) topicCommand() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(a.topicCreateCommand(), a.topicListCommand(), a.topicDescribeCommand())
+	cmd.AddCommand(a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicListCommand(), a.topicDescribeCommand())
 	return cmd
 }
 
@@ -95,6 +95,34 @@ func allLed(d client.TopicDetail) bool {
 		}
 	}
 	return true
+}
+
+func (a *app) topicAddPartitionsCommand() *cobra.Command {
+	var partitions int32
+	cmd := &cobra.Command{
+		Use:   "add-partitions NAME --partitions N",
+		Short: "Grow a topic to N partitions (keyed records may then map to other partitions)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if partitions < 1 {
+				return usageErrorf("--partitions must be the new, larger partition count, got %d", partitions)
+			}
+			ctx, cancel := a.start(cmd.Context(), true, true)
+			defer cancel()
+			adm, err := a.admin()
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			if err := adm.CreatePartitions(ctx, args[0], partitions); err != nil {
+				return fmt.Errorf("add partitions to %q: %w", args[0], a.explain(ctx, err))
+			}
+			fmt.Fprintf(a.stdout, "topic %q now has %d partitions\n", args[0], partitions)
+			return nil
+		},
+	}
+	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (larger than the current one)")
+	return cmd
 }
 
 func (a *app) topicListCommand() *cobra.Command {
