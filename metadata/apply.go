@@ -40,6 +40,8 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.allocateProducerID(c)
 	case CreatePartitions:
 		result, err = next.createPartitions(c)
+	case DeleteTopic:
+		result, err = next.deleteTopic(c)
 	}
 	if err != nil {
 		return next, nil, err
@@ -149,6 +151,24 @@ func (s *Snapshot) createPartitions(c CreatePartitions) (CreatePartitionsResult,
 	s.topics = cloneMap(s.topics)
 	s.topics[t.Name] = &t
 	return CreatePartitionsResult{Topic: t.clone()}, nil
+}
+
+// deleteTopic removes a topic and remembers its id as deleted.
+func (s *Snapshot) deleteTopic(c DeleteTopic) (DeleteTopicResult, error) {
+	t, ok := s.topics[c.Name]
+	switch {
+	case !ok:
+		return DeleteTopicResult{}, &UnknownTopicError{Topic: c.Name, Partition: -1}
+	case IsInternal(c.Name):
+		return DeleteTopicResult{}, &InvalidTopicError{Name: c.Name, Reason: "internal topics cannot be deleted"}
+	}
+	s.topics = cloneMap(s.topics)
+	delete(s.topics, c.Name)
+	s.topicIDs = cloneMap(s.topicIDs)
+	delete(s.topicIDs, t.ID)
+	s.deleted = cloneMap(s.deleted)
+	s.deleted[t.ID] = struct{}{}
+	return DeleteTopicResult{ID: t.ID}, nil
 }
 
 // checkCreateTopic validates in a fixed order, so every replica reports the

@@ -469,3 +469,36 @@ func TestCreatePartitions(t *testing.T) {
 		}
 	}
 }
+
+// DeleteTopic removes the topic, remembers its id as deleted and frees the
+// name; an unknown or internal topic is refused.
+func TestDeleteTopic(t *testing.T) {
+	base := must(t, cluster3(t), CreateTopic{Name: "events", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}},
+		CreateTopic{Name: ConsumerOffsetsTopic, Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}})
+	old, _ := base.Topic("events")
+	next, res, err := step(t, base, DeleteTopic{Name: "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.(DeleteTopicResult).ID != old.ID || !next.TopicDeleted(old.ID) || base.TopicDeleted(old.ID) {
+		t.Fatalf("result %+v; deleted after %v, before %v", res, next.TopicDeleted(old.ID), base.TopicDeleted(old.ID))
+	}
+	if _, ok := next.Topic("events"); ok {
+		t.Fatal("deleted topic still there")
+	}
+	if _, ok := next.TopicByID(old.ID); ok {
+		t.Fatal("deleted topic still found by id")
+	}
+	again := must(t, next, CreateTopic{Name: "events", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{2}}})
+	if nt, _ := again.Topic("events"); nt.ID == old.ID || again.TopicDeleted(nt.ID) {
+		t.Fatalf("recreated topic has id %v (old %v)", nt.ID, old.ID)
+	}
+	for _, tc := range []struct {
+		name string
+		want error
+	}{{"events", ErrUnknownTopicOrPartition}, {ConsumerOffsetsTopic, ErrInvalidTopic}} {
+		if _, _, err := step(t, next, DeleteTopic{Name: tc.name}); !errors.Is(err, tc.want) {
+			t.Errorf("delete %s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}

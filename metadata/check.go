@@ -15,7 +15,7 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps
 // produced; tests run it after every command.
 func (s *Snapshot) check() error {
 	if s.clusterID == "" {
-		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional) > 0 {
+		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted) > 0 {
 			return errors.New("state without a cluster id")
 		}
 		return nil
@@ -27,6 +27,11 @@ func (s *Snapshot) check() error {
 		b := s.brokers[id]
 		if b.ID != id || id < 0 || checkAddr(b.KafkaAddr) != nil || checkAddr(b.RaftAddr) != nil {
 			return fmt.Errorf("broker %d: bad registration %+v", id, b)
+		}
+	}
+	for id := range s.deleted {
+		if name, ok := s.topicIDs[id]; ok {
+			return fmt.Errorf("topic %q has the id %v of a deleted topic", name, id)
 		}
 	}
 	if len(s.topicIDs) != len(s.topics) {

@@ -16,6 +16,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeSetPartitionLeader: 1,
 	TypeAllocateProducerID: 1,
 	TypeCreatePartitions:   1,
+	TypeDeleteTopic:        1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -61,6 +62,8 @@ func Decode(b []byte) (Command, error) {
 			}
 		}
 		cmd = c
+	case typ == TypeDeleteTopic && ver == 1:
+		cmd = DeleteTopic{Name: r.str("topic")}
 	case typ == TypeAllocateProducerID && ver == 1:
 		var c AllocateProducerID
 		if r.boolean("transactional id present") {
@@ -104,6 +107,10 @@ func deref(cmd Command) (Command, error) {
 		if c != nil {
 			return *c, nil
 		}
+	case *DeleteTopic:
+		if c != nil {
+			return *c, nil
+		}
 	case nil:
 	default:
 		return cmd, nil
@@ -132,6 +139,8 @@ func (c CreatePartitions) appendBody(b []byte) []byte {
 	b = appendI32(b, c.Count)
 	return appendAssignment(b, c.Assignment)
 }
+
+func (c DeleteTopic) appendBody(b []byte) []byte { return appendString(b, c.Name) }
 
 func decodeCreateTopic(r *reader) CreateTopic {
 	c := CreateTopic{

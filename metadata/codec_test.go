@@ -26,6 +26,8 @@ func sampleCommands() []Command {
 		AllocateProducerID{TransactionalID: ptr("app-1")},
 		CreatePartitions{Topic: "events", Count: 4, Assignment: [][]int32{{3, 1, 2}, {1, 2, 3}}},
 		CreatePartitions{},
+		DeleteTopic{Name: "events"},
+		DeleteTopic{},
 	}
 }
 
@@ -122,7 +124,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformedCommand},
 		{"type only", []byte{1}, ErrMalformedCommand},
 		{"type zero", []byte{0, 1}, ErrUnknownCommand},
-		{"type past the end", []byte{7, 1}, ErrUnknownCommand},
+		{"type past the end", []byte{8, 1}, ErrUnknownCommand},
 		{"version zero", []byte{1, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future version", []byte{1, 2, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"string longer than input", mustHex("0101" + "00000005" + "6331"), ErrMalformedCommand},

@@ -12,6 +12,7 @@ const (
 	TypeSetPartitionLeader CommandType = 4
 	TypeAllocateProducerID CommandType = 5
 	TypeCreatePartitions   CommandType = 6
+	TypeDeleteTopic        CommandType = 7
 )
 
 func (t CommandType) String() string {
@@ -28,6 +29,8 @@ func (t CommandType) String() string {
 		return "AllocateProducerID"
 	case TypeCreatePartitions:
 		return "CreatePartitions"
+	case TypeDeleteTopic:
+		return "DeleteTopic"
 	}
 	return "Unknown"
 }
@@ -125,6 +128,23 @@ type CreatePartitionsResult struct {
 	Topic Topic
 }
 
+// DeleteTopic deletes a topic (Kafka's DeleteTopics). Its id is remembered
+// as deleted, so that every node, also one that was down at the time,
+// removes its replicas of that id once it learns of it, and never mistakes
+// a replica of a deleted topic for one it has yet to learn about. The name
+// is free again at once; a new topic of that name gets a new id. The
+// internal topic cannot be deleted.
+//
+// Result: DeleteTopicResult.
+type DeleteTopic struct {
+	Name string
+}
+
+// DeleteTopicResult answers DeleteTopic with the deleted topic's id.
+type DeleteTopicResult struct {
+	ID TopicID
+}
+
 // SetPartitionLeader records the leader a partition's Raft group elected,
 // reported by that leader. Reports with an epoch lower than the stored one
 // are stale and ignored (Applied is false, and the stored leader comes
@@ -175,3 +195,6 @@ func (AllocateProducerID) Type() CommandType { return TypeAllocateProducerID }
 
 // Type implements Command.
 func (CreatePartitions) Type() CommandType { return TypeCreatePartitions }
+
+// Type implements Command.
+func (DeleteTopic) Type() CommandType { return TypeDeleteTopic }

@@ -21,6 +21,13 @@ type Snapshot struct {
 	topicIDs       map[TopicID]string // inverse of topics[name].ID
 	nextProducerID int64
 	transactional  map[string]ProducerIdentity
+	deleted        map[TopicID]struct{} // ids of deleted topics, never reused
+}
+
+// TopicDeleted reports whether a topic of that id was deleted.
+func (s *Snapshot) TopicDeleted(id TopicID) bool {
+	_, ok := s.deleted[id]
+	return ok
 }
 
 // AppliedIndex is the log index of the last entry applied, 0 before any.
@@ -156,7 +163,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 	}
 	return s.index == o.index && s.clusterID == o.clusterID && s.nextProducerID == o.nextProducerID &&
 		maps.Equal(s.brokers, o.brokers) && maps.Equal(s.transactional, o.transactional) &&
-		maps.Equal(s.topicIDs, o.topicIDs) &&
+		maps.Equal(s.topicIDs, o.topicIDs) && maps.Equal(s.deleted, o.deleted) &&
 		maps.EqualFunc(s.topics, o.topics, func(a, b *Topic) bool { return a.equal(b) })
 }
 

@@ -1,21 +1,28 @@
 package metadata
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+)
 
-// Snapshot encoding, version 1 (primitives in wire.go):
+// Snapshot encoding, version 2 (primitives in wire.go):
 //
-//	"MKMD" u8(version=1)
+//	"MKMD" u8(version=2)
 //	u64 appliedIndex, string clusterID, i64 nextProducerID
 //	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr
 //	array of topics, by name:        string name, [16]byte id,
 //	                                 array of partitions: array of i32 replicas, i32 leader, i32 leaderEpoch
 //	                                 array of configs, by key: string key, string value
 //	array of transactional ids, by id: string transactionalID, i64 producerID, i16 epoch
+//	array of deleted topic ids, by bytes: [16]byte id          (version 2 on)
 //
+// Version 1 is version 2 without the deleted topic ids; it is still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -58,7 +65,20 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 		b = appendI64(b, p.ProducerID)
 		b = appendI16(b, p.Epoch)
 	}
+
+	deleted := sortedIDs(s.deleted)
+	b = appendLen(b, len(deleted))
+	for _, id := range deleted {
+		b = append(b, id[:]...)
+	}
 	return b, nil
+}
+
+// sortedIDs returns the ids of a set in byte order.
+func sortedIDs(set map[TopicID]struct{}) []TopicID {
+	ids := slices.Collect(maps.Keys(set))
+	slices.SortFunc(ids, func(a, b TopicID) int { return bytes.Compare(a[:], b[:]) })
+	return ids
 }
 
 // DecodeSnapshot parses bytes written by MarshalBinary. It accepts only the
@@ -69,8 +89,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	if magic := string(r.take(len(snapshotMagic), "magic")); r.err == nil && magic != snapshotMagic {
 		return nil, &DecodeError{Offset: 0, Reason: fmt.Sprintf("magic %q, want %q", magic, snapshotMagic), Err: ErrMalformedSnapshot}
 	}
-	if v := r.u8("version"); r.err == nil && v != snapshotVersion {
-		return nil, &DecodeError{Offset: len(snapshotMagic), Reason: fmt.Sprintf("version %d, want %d", v, snapshotVersion), Err: ErrMalformedSnapshot}
+	version := r.u8("version")
+	if r.err == nil && (version < 1 || version > snapshotVersion) {
+		return nil, &DecodeError{Offset: len(snapshotMagic), Reason: fmt.Sprintf("version %d, want 1 to %d", version, snapshotVersion), Err: ErrMalformedSnapshot}
 	}
 	s := &Snapshot{index: r.u64("applied index"), clusterID: r.str("cluster id"), nextProducerID: r.i64("next producer id")}
 
@@ -119,6 +140,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 			s.transactional[tid], prev = p, tid
 		}
 	}
+	if version >= 2 {
+		s.deleted = readDeleted(r)
+	}
 	if err := r.done(); err != nil {
 		return nil, err
 	}
@@ -126,6 +150,28 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 		return nil, &DecodeError{Offset: len(b), Reason: err.Error(), Err: ErrMalformedSnapshot}
 	}
 	return s, nil
+}
+
+// readDeleted reads the deleted topic ids, which must be in byte order.
+func readDeleted(r *reader) map[TopicID]struct{} {
+	n := r.length("deleted topic ids", 16)
+	if n == 0 {
+		return nil
+	}
+	set := make(map[TopicID]struct{}, n)
+	var prev TopicID
+	for i := range n {
+		var id TopicID
+		copy(id[:], r.take(len(id), "deleted topic id"))
+		if r.err != nil {
+			break
+		}
+		if i > 0 && bytes.Compare(id[:], prev[:]) <= 0 {
+			r.fail("deleted topic id %v not after %v", id, prev)
+		}
+		set[id], prev = struct{}{}, id
+	}
+	return set
 }
 
 func decodeTopic(r *reader) *Topic {

@@ -19,6 +19,10 @@ func richState(t testing.TB) *Snapshot {
 		AllocateProducerID{TransactionalID: ptr("tx-b")},
 		AllocateProducerID{TransactionalID: ptr("tx-a")},
 		AllocateProducerID{TransactionalID: ptr("tx-b")},
+		CreateTopic{Name: "gone", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}},
+		DeleteTopic{Name: "gone"},
+		CreateTopic{Name: "gone", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{2}}},
+		DeleteTopic{Name: "gone"},
 	)
 }
 
@@ -52,7 +56,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	byID, _ := got.TopicByID(ev.ID)
 	if p.Leader != 7 || p.LeaderEpoch != 4 || tx.Epoch != 1 || cfg.Configs["retention.ms"] != "-1" ||
 		got.NextProducerID() != FirstProducerID+3 || got.AppliedIndex() != s.AppliedIndex() ||
-		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 4 {
+		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 4 || len(got.deleted) != 2 {
 		t.Fatalf("restored state lost data: %+v %+v %+v", p, tx, cfg)
 	}
 }
@@ -66,6 +70,7 @@ func TestSnapshotEqualDetectsDifferences(t *testing.T) {
 		"leader":      SetPartitionLeader{Topic: "events", Partition: 0, Leader: 2, Epoch: 9},
 		"producer":    AllocateProducerID{},
 		"transaction": AllocateProducerID{TransactionalID: ptr("tx-a")},
+		"partitions":  CreatePartitions{Topic: "cfg", Count: 2, Assignment: [][]int32{{1}}},
 	}
 	for name, cmd := range variants {
 		next, _, err := base.Apply(base.index, cmd) // same index: only the content differs
@@ -114,7 +119,9 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"bad magic", append([]byte("XXXX"), good[4:]...)},
-		{"future version", append(append([]byte(snapshotMagic), 2), good[5:]...)},
+		{"future version", append(append([]byte(snapshotMagic), snapshotVersion+1), good[5:]...)},
+		{"deleted ids out of order", build(hdr(1, "c", FirstProducerID), none, none, none,
+			appendLen(nil, 2), bytes.Repeat([]byte{2}, 16), bytes.Repeat([]byte{1}, 16))},
 		{"truncated", good[:len(good)-1]},
 		{"trailing byte", append(append([]byte{}, good...), 0)},
 		{"brokers out of order", build(hdr(1, "c", FirstProducerID), brokerBytes(2, 1), none, none)},
@@ -131,8 +138,17 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none)); err != nil {
+	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none)); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
+	}
+	// Version 1, written before topics could be deleted, has no deleted
+	// ids and is still read.
+	v1 := append([]byte(snapshotMagic), 1)
+	for _, p := range [][]byte{hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none} {
+		v1 = append(v1, p...)
+	}
+	if s, err := DecodeSnapshot(v1); err != nil || len(s.Brokers()) != 2 {
+		t.Fatalf("version 1: %v, %v", s, err)
 	}
 
 	// Inconsistent states that MarshalBinary will happily write.
@@ -186,4 +202,16 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			t.Fatalf("accepted an inconsistent state: %v", err)
 		}
 	})
+}
+
+// Equal notices a deleted id alone: a state whose deleted topic was the
+// only difference.
+func TestSnapshotEqualSeesDeletedIDs(t *testing.T) {
+	base := must(t, cluster3(t), CreateTopic{Name: "x", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}})
+	gone := must(t, base, DeleteTopic{Name: "x"})
+	plain := must(t, cluster3(t))
+	gone.index, plain.index = 0, 0
+	if gone.Equal(plain) || plain.Equal(gone) {
+		t.Fatal("Equal missed a deleted topic id")
+	}
 }
