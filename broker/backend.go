@@ -138,6 +138,20 @@ func (b *backend) waitLeaders(ctx context.Context, topic string) {
 	})
 }
 
+// DeleteTopic deletes a topic through the metadata group; every node
+// then removes its replicas (replicaSet.removeDeleted), a node that is
+// down when it returns.
+func (b *backend) DeleteTopic(ctx context.Context, topic string) error {
+	if metadata.IsInternal(topic) {
+		return fmt.Errorf("%w: %s is internal and cannot be deleted", kerr.InvalidTopicException, topic)
+	}
+	if _, ok := b.n.meta.fsm.State().Topic(topic); !ok {
+		return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
+	}
+	_, err := b.n.proposeMeta(ctx, metadata.DeleteTopic{Name: topic})
+	return err
+}
+
 // CreatePartitions grows a topic, placing the new partitions' replicas on
 // the live brokers as CreateTopic does. The internal topic keeps its
 // partitions: groups are mapped to them by count.

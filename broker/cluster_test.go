@@ -1,12 +1,14 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -397,5 +399,58 @@ func TestCreatePartitions(t *testing.T) {
 		if !errors.Is(r[tc.topic].Err, tc.want) {
 			t.Errorf("%s to %d: %v, want %v", tc.topic, 5+tc.count, r[tc.topic].Err, tc.want)
 		}
+	}
+}
+
+// DeleteTopics (kadm) deletes a topic on a 3-node cluster while one node
+// is down: the live nodes remove its replicas at once, the node that was
+// down removes its own when it returns, and the name takes a new topic
+// whose records are only its own.
+func TestDeleteTopicWithANodeDown(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "del", 2, 3)
+	produceSpread(t, cl, "del", 2, 5, "old")
+	replicaDirs := func(node int) []string {
+		dirs, _ := filepath.Glob(filepath.Join(c.DataDir(node), "partitions", "del-*"))
+		return dirs
+	}
+	if got := replicaDirs(3); len(got) != 2 {
+		t.Fatalf("node 3 holds %v before the delete", got)
+	}
+	c.HaltNode(3)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var resp kadm.DeleteTopicResponses
+	eventually(t, 30*time.Second, "delete accepted", func() bool {
+		var err error
+		resp, err = adm.DeleteTopics(ctx, "del")
+		return err == nil && resp["del"].Err == nil
+	})
+	eventually(t, 15*time.Second, "live nodes removed their replicas", func() bool {
+		return len(replicaDirs(1)) == 0 && len(replicaDirs(2)) == 0
+	})
+	if md := metadataOf(t, cl, "del"); len(md) != 0 {
+		t.Fatalf("deleted topic in metadata: %v", md)
+	}
+	if r, err := adm.DeleteTopics(ctx, "del"); err != nil || !errors.Is(r["del"].Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("deleting it again: %v %v", err, r["del"].Err)
+	}
+
+	c.StartNode(3)
+	c.WaitReady()
+	eventually(t, 30*time.Second, "the returning node removed its replicas", func() bool { return len(replicaDirs(3)) == 0 })
+	createTopic(t, cl, "del", 2, 3)
+	fresh := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceSpread(t, fresh, "del", 2, 3, "new")
+	got := consumeAll(t, c.Seeds(), "del", 6)
+	for _, r := range got {
+		if !bytes.HasPrefix(r.Value, []byte("new-")) {
+			t.Fatalf("the new topic holds %q", r.Value)
+		}
+	}
+	if len(got) != 6 {
+		t.Fatalf("the new topic holds %d records, want 6", len(got))
 	}
 }

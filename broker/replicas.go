@@ -188,6 +188,7 @@ func (s *replicaSet) reconcileLoop() {
 // disk: bbolt and bootstrap fsyncs), then releases the new groups'
 // campaigns as one batch.
 func (s *replicaSet) reconcile(state *metadata.Snapshot) {
+	s.removeDeleted(state)
 	var todo []replicaInfo
 	for _, p := range state.PartitionsOn(s.n.cfg.NodeID) {
 		if _, ok := s.get(p.Topic, p.Partition); ok {
@@ -224,6 +225,35 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 	released := time.Now()
 	if n := s.n.host.ReleaseCampaigns(s.n.ctx, opened); n > 0 {
 		s.n.logger.Info("released the campaigns of preferred replicas", "count", n, "took", time.Since(released).Round(logPrecision))
+	}
+}
+
+// removeDeleted closes the replicas of deleted topics and removes their
+// data, before a new topic of the same name may open a replica in the same
+// directory. A replica is removed only when the metadata names its topic
+// id as deleted, never merely because the id is unknown (a node's
+// metadata may be behind its disk).
+func (s *replicaSet) removeDeleted(state *metadata.Snapshot) {
+	var gone []*localReplica
+	s.mu.Lock()
+	for key, lr := range s.reps {
+		if id, err := metadata.ParseTopicID(lr.info.TopicID); err == nil && state.TopicDeleted(id) {
+			gone = append(gone, lr)
+			delete(s.reps, key)
+		}
+	}
+	s.mu.Unlock()
+	for _, lr := range gone {
+		<-lr.ready
+		if err := lr.rep.Close(); err != nil {
+			s.n.logger.Warn("closing a replica of a deleted topic", "topic", lr.info.Topic, "partition", lr.info.Partition, "err", err)
+		}
+		dir := filepath.Join(s.n.partitionsDir(), replicaDirName(lr.info.Topic, lr.info.Partition))
+		if err := os.RemoveAll(dir); err != nil {
+			s.n.logger.Error("removing a replica of a deleted topic", "dir", dir, "err", err)
+			continue
+		}
+		s.n.logger.Info("removed the replica of a deleted topic", "topic", lr.info.Topic, "partition", lr.info.Partition, "topic_id", lr.info.TopicID)
 	}
 }
 

@@ -38,6 +38,11 @@ type Backend interface {
 	// (a topic whose partitions cannot change); ctx carries the deadline.
 	CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error
 
+	// DeleteTopic deletes a topic and its data on every replica. Expected
+	// errors: kerr.UnknownTopicOrPartition, kerr.InvalidTopicException (an
+	// internal topic), kerr.NotController, kerr.RequestTimedOut.
+	DeleteTopic(ctx context.Context, topic string) error
+
 	// AutoCreateTopics reports whether a Metadata request that names an
 	// unknown topic, and allows it, should create it with the defaults.
 	AutoCreateTopics() bool

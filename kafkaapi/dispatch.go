@@ -46,6 +46,7 @@ var apis = []api{
 	{kmsg.ListGroups, 0, 4},
 	{kmsg.ApiVersions, 0, apiVersionsMax},
 	{kmsg.CreateTopics, 0, 7},
+	{kmsg.DeleteTopics, 0, 6},
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
 	{kmsg.DescribeConfigs, 0, 4},
@@ -91,6 +92,8 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startFindCoordinator(req, received)
 	case *kmsg.CreatePartitionsRequest:
 		return s.startCreatePartitions(req, received)
+	case *kmsg.DeleteTopicsRequest:
+		return s.startDeleteTopics(req, received)
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r

@@ -215,3 +215,16 @@ func TestSnapshotEqualSeesDeletedIDs(t *testing.T) {
 		t.Fatal("Equal missed a deleted topic id")
 	}
 }
+
+func TestParseTopicID(t *testing.T) {
+	s := richState(t)
+	ev, _ := s.Topic("events")
+	if id, err := ParseTopicID(ev.ID.String()); err != nil || id != ev.ID {
+		t.Fatalf("ParseTopicID(%s) = %v, %v", ev.ID, id, err)
+	}
+	for _, bad := range []string{"", "AAAA", "!!!!!!!!!!!!!!!!!!!!!!", ev.ID.String() + "AA"} {
+		if _, err := ParseTopicID(bad); err == nil {
+			t.Errorf("ParseTopicID(%q) succeeded", bad)
+		}
+	}
+}

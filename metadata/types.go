@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"encoding/base64"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -88,6 +89,17 @@ type TopicID [16]byte
 
 // String is Kafka's text form: URL-safe base64 without padding.
 func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// ParseTopicID reads String's form back.
+func ParseTopicID(s string) (TopicID, error) {
+	var id TopicID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("metadata: topic id %q is not 16 bytes of URL-safe base64", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
 
 // IsZero reports whether id is the all-zero UUID, which Kafka uses for
 // "no topic id".

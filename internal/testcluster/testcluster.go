@@ -158,6 +158,13 @@ func (c *Cluster) HaltNode(id int) {
 	}
 }
 
+// DataDir is node id's data directory.
+func (c *Cluster) DataDir(id int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfgs[id-1].DataDir
+}
+
 // Node returns node id, or nil if it is stopped.
 func (c *Cluster) Node(id int) *broker.Node {
 	c.mu.Lock()

@@ -1,0 +1,86 @@
+package kafkaapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// startDeleteTopics deletes the topics one by one, in request order, when
+// its turn comes (DeleteTopics 0-6: by name, and from v6 by name or id).
+// A topic named twice gets INVALID_REQUEST; an id no topic has,
+// UNKNOWN_TOPIC_ID.
+func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		timeout := s.cfg.RequestTimeout
+		if req.TimeoutMillis > 0 {
+			timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		topics := req.Topics
+		if req.Version < 6 {
+			topics = nil
+			for _, name := range req.TopicNames {
+				topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
+			}
+		}
+		view := s.backend.Cluster(ctx)
+		names := make([]string, len(topics))
+		count := map[string]int{}
+		for i, t := range topics {
+			names[i] = resolveTopic(view, t)
+			count[names[i]]++
+		}
+		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		for i, t := range topics {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			var err error
+			switch name := names[i]; {
+			case name == "" && t.Topic == nil:
+				err = fmt.Errorf("%w: no topic has id %x", kerr.UnknownTopicID, t.TopicID)
+			case count[name] > 1:
+				err = errDuplicateTopic
+			default:
+				rt.Topic = kmsg.StringPtr(name)
+				if rt.TopicID == [16]byte{} {
+					rt.TopicID = topicID(view, name)
+				}
+				err = s.backend.DeleteTopic(ctx, name)
+			}
+			if err != nil {
+				rt.ErrorCode, rt.ErrorMessage = ErrorCode(err), errorMessage(err)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
+
+// resolveTopic is the name a DeleteTopics entry names: its name, or the
+// name of the topic with its id ("" if none).
+func resolveTopic(view ClusterView, t kmsg.DeleteTopicsRequestTopic) string {
+	if t.Topic != nil {
+		return *t.Topic
+	}
+	for _, v := range view.Topics {
+		if v.ID == t.TopicID {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// topicID is the id of the named topic, zero if unknown.
+func topicID(view ClusterView, name string) [16]byte {
+	for _, v := range view.Topics {
+		if v.Name == name {
+			return v.ID
+		}
+	}
+	return [16]byte{}
+}
