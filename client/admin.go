@@ -162,6 +162,32 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string, partitions int32,
 	})
 }
 
+// DeleteTopic deletes a topic and its records on every replica. A topic
+// that does not exist gives ErrUnknownTopicOrPartition.
+func (a *Admin) DeleteTopic(ctx context.Context, topic string) error {
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TimeoutMillis = int32(a.cfg.requestTimeout / time.Millisecond)
+	req.TopicNames = []string{topic}
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+	return a.retry(ctx, func() error {
+		node, err := a.cl.controllerID(ctx)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		defer cancel()
+		resp, err := a.cl.request(rctx, node, req, 0)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.DeleteTopicsResponse)
+		if len(r.Topics) != 1 {
+			return fmt.Errorf("client: DeleteTopics answered %d topics", len(r.Topics))
+		}
+		return kafkaErr(r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage)
+	})
+}
+
 // CreatePartitions grows topic to count partitions (Kafka's
 // CreatePartitions); the brokers place the new replicas. A count not above
 // the current one gives ErrInvalidPartitions.

@@ -29,6 +29,7 @@ var clientVersions = map[int16][2]int16{
 	16: {0, 4},  // ListGroups: v5 adds group types
 	18: {0, 3},  // ApiVersions
 	19: {2, 7},  // CreateTopics
+	20: {1, 6},  // DeleteTopics
 	22: {0, 4},  // InitProducerID
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups

@@ -43,6 +43,16 @@ func TestCLIGroups(t *testing.T) {
 			!strings.Contains(r.stderr, "INVALID_PARTITIONS") {
 			t.Fatalf("add-partitions to fewer: exit %d, stderr %q", r.code, r.stderr)
 		}
+		// topic delete removes it; a second delete says it does not exist.
+		if r := mustRun(t, "", "topic", "delete", "events", "--brokers", brokers); r.stdout != "deleted topic \"events\"\n" {
+			t.Fatalf("delete printed %q", r.stdout)
+		}
+		if r := runCLI(t, "", "topic", "delete", "events", "--brokers", brokers); r.code != 1 || r.stderr != "minikafka: topic \"events\" does not exist\n" {
+			t.Fatalf("second delete: exit %d, stderr %q", r.code, r.stderr)
+		}
+		if r := mustRun(t, "", "topic", "list", "--brokers", brokers); r.stdout != "" {
+			t.Fatalf("topic list after the delete printed %q", r.stdout)
+		}
 	})
 	t.Run("kfake", func(t *testing.T) {
 		kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))

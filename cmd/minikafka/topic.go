@@ -22,7 +22,7 @@ func (a *app) topicCommand() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicListCommand(), a.topicDescribeCommand())
+	cmd.AddCommand(a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicDeleteCommand(), a.topicListCommand(), a.topicDescribeCommand())
 	return cmd
 }
 
@@ -123,6 +123,31 @@ func (a *app) topicAddPartitionsCommand() *cobra.Command {
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (larger than the current one)")
 	return cmd
+}
+
+func (a *app) topicDeleteCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a topic and its records on every replica",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := a.start(cmd.Context(), true, true)
+			defer cancel()
+			adm, err := a.admin()
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			if err := adm.DeleteTopic(ctx, args[0]); err != nil {
+				if errors.Is(err, client.ErrUnknownTopicOrPartition) {
+					return fmt.Errorf("topic %q does not exist", args[0])
+				}
+				return fmt.Errorf("delete topic %q: %w", args[0], a.explain(ctx, err))
+			}
+			fmt.Fprintf(a.stdout, "deleted topic %q\n", args[0])
+			return nil
+		},
+	}
 }
 
 func (a *app) topicListCommand() *cobra.Command {
