@@ -63,16 +63,27 @@ func countRecords(body []byte, want int32) error {
 	if int64(want)*(1+minRecordBody) > int64(len(body)) {
 		return &RecordCountError{NumRecords: want, Reason: fmt.Sprintf("%d bytes cannot hold them", len(body))}
 	}
-	found := 0
-	for len(body) > 0 {
+	found, pos := 0, 0
+	for pos < len(body) {
 		if found == int(want) {
-			return &RecordCountError{NumRecords: want, Found: found, Reason: fmt.Sprintf("%d bytes remain", len(body))}
+			return &RecordCountError{NumRecords: want, Found: found, Reason: fmt.Sprintf("%d bytes remain", len(body)-pos)}
 		}
-		length, n := binary.Varint(body)
-		if n <= 0 || length < minRecordBody || length > int64(len(body)-n) {
+		// Records under 8 KiB have one- or two-byte zigzag lengths,
+		// decoded inline: this loop runs once per produced record.
+		var u uint64
+		var n int
+		if c := body[pos]; c < 0x80 {
+			u, n = uint64(c), 1
+		} else if pos+1 < len(body) && body[pos+1] < 0x80 {
+			u, n = uint64(c&0x7f)|uint64(body[pos+1])<<7, 2
+		} else {
+			u, n = binary.Uvarint(body[pos:])
+		}
+		length := int64(u>>1) ^ -int64(u&1)
+		if n <= 0 || length < minRecordBody || length > int64(len(body)-pos-n) {
 			return &RecordCountError{NumRecords: want, Found: found, Reason: "bad record length"}
 		}
-		body = body[n+int(length):]
+		pos += n + int(length)
 		found++
 	}
 	if found != int(want) {
