@@ -44,6 +44,11 @@ func CheckRecordCount(b []byte, h Header) error {
 	}
 	body := b[HeaderSize:h.Size()]
 	if codec := h.Compression(); codec != CompressionNone {
+		if int64(h.NumRecords)*(1+minRecordBody) > MaxDecompressedSize {
+			// More records than any section Decompress returns can
+			// hold: no need to decompress to know.
+			return &RecordCountError{NumRecords: h.NumRecords, Reason: fmt.Sprintf("more than %d decompressed bytes can hold", MaxDecompressedSize)}
+		}
 		buf := countBufs.Get().(*[]byte)
 		defer putCountBuf(buf)
 		out, err := Decompress((*buf)[:0], codec, body)
