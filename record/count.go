@@ -20,7 +20,7 @@ type RecordCountError struct {
 }
 
 func (e *RecordCountError) Error() string {
-	return fmt.Sprintf("record: batch claims %d records: %s after %d", e.NumRecords, e.Reason, e.Found)
+	return fmt.Sprintf("record: batch claims %d records, but %s (%d records walked)", e.NumRecords, e.Reason, e.Found)
 }
 
 // Unwrap gives ErrInvalidRecord.
@@ -47,7 +47,7 @@ func CheckRecordCount(b []byte, h Header) error {
 		if int64(h.NumRecords)*(1+minRecordBody) > MaxDecompressedSize {
 			// More records than any section Decompress returns can
 			// hold: no need to decompress to know.
-			return &RecordCountError{NumRecords: h.NumRecords, Reason: fmt.Sprintf("more than %d decompressed bytes can hold", MaxDecompressedSize)}
+			return &RecordCountError{NumRecords: h.NumRecords, Reason: fmt.Sprintf("%d decompressed bytes cannot hold them", MaxDecompressedSize)}
 		}
 		buf := countBufs.Get().(*[]byte)
 		defer putCountBuf(buf)
@@ -66,12 +66,12 @@ func countRecords(body []byte, want int32) error {
 	// Each record takes at least 1+minRecordBody bytes, so a count the
 	// body cannot hold fails before the walk.
 	if int64(want)*(1+minRecordBody) > int64(len(body)) {
-		return &RecordCountError{NumRecords: want, Reason: fmt.Sprintf("%d bytes cannot hold them", len(body))}
+		return &RecordCountError{NumRecords: want, Reason: fmt.Sprintf("its %d bytes of records cannot hold them", len(body))}
 	}
 	found, pos := 0, 0
 	for pos < len(body) {
 		if found == int(want) {
-			return &RecordCountError{NumRecords: want, Found: found, Reason: fmt.Sprintf("%d bytes remain", len(body)-pos)}
+			return &RecordCountError{NumRecords: want, Found: found, Reason: fmt.Sprintf("%d bytes remain after them", len(body)-pos)}
 		}
 		// Records under 8 KiB have one- or two-byte zigzag lengths,
 		// decoded inline: this loop runs once per produced record.
@@ -86,13 +86,13 @@ func countRecords(body []byte, want int32) error {
 		}
 		length := int64(u>>1) ^ -int64(u&1)
 		if n <= 0 || length < minRecordBody || length > int64(len(body)-pos-n) {
-			return &RecordCountError{NumRecords: want, Found: found, Reason: "bad record length"}
+			return &RecordCountError{NumRecords: want, Found: found, Reason: "a record length is bad"}
 		}
 		pos += n + int(length)
 		found++
 	}
 	if found != int(want) {
-		return &RecordCountError{NumRecords: want, Found: found, Reason: "records end"}
+		return &RecordCountError{NumRecords: want, Found: found, Reason: "the records end sooner"}
 	}
 	return nil
 }
