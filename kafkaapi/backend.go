@@ -22,12 +22,15 @@ type Backend interface {
 
 	// CreateTopic creates a topic or, with validateOnly, only reports
 	// whether it could be created. The server has already checked the name
-	// with ValidateTopicName and that Partitions and ReplicationFactor are
-	// positive or -1 (-1 means the node's default). It returns the topic as
-	// created, with defaults resolved. Expected errors: kerr.TopicAlreadyExists,
-	// kerr.InvalidPartitions, kerr.InvalidReplicationFactor (for example more
-	// replicas than live brokers), kerr.NotController, kerr.RequestTimedOut;
-	// ctx carries the request's deadline.
+	// with ValidateTopicName, that Partitions and ReplicationFactor are
+	// positive or -1 (-1 means the node's default), that the request's
+	// topics stay within Config.MaxCreatePartitions, and that
+	// ReplicationFactor is at most the brokers Cluster lists. It returns
+	// the topic as created, with defaults resolved. Expected errors:
+	// kerr.TopicAlreadyExists, kerr.InvalidPartitions,
+	// kerr.InvalidReplicationFactor (for example more replicas than live
+	// brokers), kerr.NotController, kerr.RequestTimedOut; ctx carries the
+	// request's deadline.
 	CreateTopic(ctx context.Context, spec TopicSpec, validateOnly bool) (CreatedTopic, error)
 
 	// CreatePartitions grows a topic to count partitions or, with
@@ -78,12 +81,13 @@ type Backend interface {
 // function Produce returns, must not block for long.
 type Partition interface {
 	// Produce starts appending one batch, which the server has checked
-	// with record.CheckProduce, and returns at once. Batches passed to
-	// Produce on one Partition must be proposed in call order: the server
-	// calls it in the order requests arrive on a connection. The batch
-	// belongs to the backend after the call. acks is -1, 0 or 1; the
-	// backend may treat 1 like -1. The returned ProduceWait reports the
-	// outcome; it may never be called (the connection closed first).
+	// with record.CheckProduce and record.CheckRecordCount, and returns at
+	// once. Batches passed to Produce on one Partition must be proposed
+	// in call order: the server calls it in the order requests arrive on a
+	// connection. The batch belongs to the backend after the call. acks is
+	// -1, 0 or 1; the backend may treat 1 like -1. The returned
+	// ProduceWait reports the outcome; it may never be called (the
+	// connection closed first).
 	Produce(batch []byte, acks int16) ProduceWait
 
 	// Read returns whole committed batches (all below the high watermark),

@@ -1,9 +1,13 @@
 package kafkaapi
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
+
+	"github.com/minikafka/minikafka-go/internal/knob"
 )
 
 // Defaults for the zero values of Config.
@@ -11,6 +15,11 @@ const (
 	DefaultMaxRequestBytes = 100 << 20 // Kafka's socket.request.max.bytes
 	DefaultMaxInFlight     = 32
 	DefaultRequestTimeout  = 30 * time.Second
+
+	DefaultMaxFetchWait        = 30 * time.Second
+	DefaultFetchMaxBytes       = 55 << 20 // Kafka's fetch.max.bytes
+	DefaultMaxCreatePartitions = 10_000
+	minFetchMaxBytes           = 1024 // Kafka's lower bound for fetch.max.bytes
 )
 
 // Config tunes a Server. The zero value is usable: every zero field takes
@@ -29,6 +38,25 @@ type Config struct {
 	// with TimeoutMillis <= 0). Default 30s.
 	RequestTimeout time.Duration
 
+	// MaxFetchWait bounds how long a Fetch waits for MinBytes, whatever
+	// its MaxWaitMillis asks, so that a request cannot hold a goroutine for
+	// up to 24 days. Kafka has no such bound; the default is the 30s of
+	// the consumers' default request.timeout.ms, after which a client has
+	// given up on the answer anyway. Default 30s.
+	MaxFetchWait time.Duration
+
+	// FetchMaxBytes caps a Fetch's MaxBytes, and so every partition's
+	// share of it, like Kafka's fetch.max.bytes: the first batch still
+	// comes back whole when larger (KIP-74). At least 1024; default
+	// 55 MiB.
+	FetchMaxBytes int
+
+	// MaxCreatePartitions bounds the partitions one CreateTopics request
+	// may create, all its topics together; a topic that would pass it is
+	// answered INVALID_PARTITIONS before the backend is asked. Default
+	// 10,000.
+	MaxCreatePartitions int
+
 	// Logger receives per-connection problems at Debug. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -44,6 +72,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RequestTimeout < 0 {
 		return c, &ConfigError{Field: "RequestTimeout", Reason: fmt.Sprintf("%v is negative", c.RequestTimeout)}
+	}
+	err := knob.Check([]knob.Duration{
+		{Name: "MaxFetchWait", V: &c.MaxFetchWait, Def: DefaultMaxFetchWait, Min: time.Millisecond},
+	}, []knob.Int{
+		{Name: "FetchMaxBytes", V: &c.FetchMaxBytes, Def: DefaultFetchMaxBytes, Min: minFetchMaxBytes, Max: math.MaxInt32},
+		{Name: "MaxCreatePartitions", V: &c.MaxCreatePartitions, Def: DefaultMaxCreatePartitions, Min: 1, Max: math.MaxInt32},
+	})
+	if ke, ok := errors.AsType[*knob.Error](err); ok {
+		return c, &ConfigError{Field: ke.Name, Reason: ke.Msg}
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes

@@ -16,7 +16,8 @@ var (
 )
 
 // startCreateTopics creates the topics one by one, in request order, when
-// its turn comes. Topic configs are accepted and ignored.
+// its turn comes. Topic configs are accepted and ignored. The topics of one
+// request may create at most Config.MaxCreatePartitions partitions in all.
 func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		timeout := s.cfg.RequestTimeout
@@ -30,6 +31,7 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 		for _, rt := range req.Topics {
 			count[rt.Topic]++
 		}
+		lim := createLimits{partitions: s.cfg.MaxCreatePartitions, brokers: len(s.backend.Cluster(ctx).Brokers)}
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 		for i := range req.Topics {
@@ -37,7 +39,7 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 			st := &resp.Topics[i]
 			*st = kmsg.NewCreateTopicsResponseTopic()
 			st.Topic = rt.Topic
-			created, err := s.createTopic(ctx, rt, count[rt.Topic] > 1, req.ValidateOnly)
+			created, err := s.createTopic(ctx, rt, count[rt.Topic] > 1, req.ValidateOnly, &lim)
 			if err != nil {
 				st.ErrorCode = ErrorCode(err)
 				st.ErrorMessage = errorMessage(err)
@@ -51,9 +53,15 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 	}
 }
 
+// createLimits is what is left of one CreateTopics request's limits.
+type createLimits struct {
+	partitions int // partitions the request may still create
+	brokers    int // live brokers in the cluster view; 0 if none known
+}
+
 // createTopic checks one topic of the request and passes it to the
-// backend.
-func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool) (CreatedTopic, error) {
+// backend, charging what it created (or would create) to lim.
+func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool, lim *createLimits) (CreatedTopic, error) {
 	switch {
 	case duplicate:
 		return CreatedTopic{}, errDuplicateTopic
@@ -67,6 +75,21 @@ func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 	if err := ValidateTopicName(rt.Topic); err != nil {
 		return CreatedTopic{}, err
 	}
+	// A default count (-1) is charged once the backend has resolved it.
+	if int64(rt.NumPartitions) > int64(lim.partitions) || lim.partitions < 1 {
+		return CreatedTopic{}, fmt.Errorf("%w: %d partitions asked, %d left of the %d one request may create",
+			kerr.InvalidPartitions, rt.NumPartitions, max(lim.partitions, 0), s.cfg.MaxCreatePartitions)
+	}
+	// The backend decides on the live brokers it knows; this only spares
+	// it a request the cluster view already rules out.
+	if lim.brokers > 0 && int(rt.ReplicationFactor) > lim.brokers {
+		return CreatedTopic{}, fmt.Errorf("%w: replication factor %d is larger than the %d live brokers",
+			kerr.InvalidReplicationFactor, rt.ReplicationFactor, lim.brokers)
+	}
 	spec := TopicSpec{Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
-	return s.backend.CreateTopic(ctx, spec, validateOnly)
+	created, err := s.backend.CreateTopic(ctx, spec, validateOnly)
+	if err == nil {
+		lim.partitions -= int(created.Partitions)
+	}
+	return created, err
 }

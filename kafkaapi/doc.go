@@ -64,7 +64,12 @@
 //     node's broker configs or Kafka's defaults; topics have no configs of
 //     their own yet) and the receiving broker (Backend.Configs).
 //   - A Fetch answers only data below the high watermark, long-polls up to
-//     MaxWaitMillis until MinBytes are available across all its partitions,
-//     and always returns at least one whole batch of the first non-empty
-//     partition even over MaxBytes or PartitionMaxBytes (KIP-74).
+//     MaxWaitMillis (at most Config.MaxFetchWait) until MinBytes are
+//     available across all its partitions, returns at most MaxBytes (at
+//     most Config.FetchMaxBytes), and always returns at least one whole
+//     batch of the first non-empty partition even over MaxBytes or
+//     PartitionMaxBytes (KIP-74).
+//   - A produced batch's record count must match the records it holds
+//     (INVALID_RECORD otherwise, as Kafka), and a CreateTopics request may
+//     ask for at most Config.MaxCreatePartitions partitions in all.
 package kafkaapi

@@ -86,7 +86,9 @@ func (e *InvalidTopicNameError) Unwrap() error { return kerr.InvalidTopicExcepti
 
 // ErrorCode maps an error to the Kafka error code to put on the wire:
 // nil is 0 (NONE); a *kerr.Error anywhere in the chain gives its code; an
-// expired context is REQUEST_TIMED_OUT; an invalid record batch
+// expired context is REQUEST_TIMED_OUT; records that disagree with their
+// batch header (record.ErrInvalidRecord) are INVALID_RECORD, as Kafka's
+// InvalidRecordException; any other invalid record batch
 // (record.ErrInvalidBatch) is CORRUPT_MESSAGE; anything else is
 // UNKNOWN_SERVER_ERROR.
 func ErrorCode(err error) int16 {
@@ -99,6 +101,8 @@ func ErrorCode(err error) int16 {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code
+	case errors.Is(err, record.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
 	case errors.Is(err, record.ErrInvalidBatch):
 		return kerr.CorruptMessage.Code
 	}

@@ -25,6 +25,8 @@ func TestErrorCode(t *testing.T) {
 		{fmt.Errorf("apply: %w", context.DeadlineExceeded), kerr.RequestTimedOut.Code},
 		{&record.CRCError{Want: 1, Got: 2}, kerr.CorruptMessage.Code},
 		{record.ErrControlBatch, kerr.CorruptMessage.Code},
+		{&record.RecordCountError{NumRecords: 2, Found: 1}, kerr.InvalidRecord.Code},
+		{&record.CodecError{Codec: record.CompressionGzip, Decode: true, Err: io.ErrUnexpectedEOF}, kerr.CorruptMessage.Code},
 		{errors.New("mystery"), kerr.UnknownServerError.Code},
 		{context.Canceled, kerr.UnknownServerError.Code},
 		{&InvalidTopicNameError{Name: "a b"}, kerr.InvalidTopicException.Code},

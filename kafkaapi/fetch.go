@@ -13,8 +13,9 @@ import (
 
 // startFetch defers all work to the responder, which long-polls: it reads
 // every requested partition, and unless MinBytes are available, an error
-// needs reporting, or MaxWaitMillis since the request arrived have passed,
-// it waits for any of the partitions to change and reads again.
+// needs reporting, or MaxWaitMillis (at most Config.MaxFetchWait) since the
+// request arrived have passed, it waits for any of the partitions to change
+// and reads again.
 func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -24,7 +25,8 @@ func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responde
 			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 			return resp, nil
 		}
-		deadline := received.Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+		wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, s.cfg.MaxFetchWait)
+		deadline := received.Add(wait)
 		var timer *time.Timer
 		defer func() {
 			if timer != nil {
@@ -75,11 +77,12 @@ var noRecords = []byte{}
 
 // readFetch reads every partition of req once, within the request's byte
 // limits: each partition gets at most PartitionMaxBytes and the whole
-// response at most MaxBytes, except that the first batch of the first
-// partition with data is returned whole even when larger (KIP-74).
+// response at most MaxBytes, itself at most Config.FetchMaxBytes, except
+// that the first batch of the first partition with data is returned whole
+// even when larger (KIP-74).
 func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRead {
 	var r fetchRead
-	remaining := int(req.MaxBytes)
+	remaining := min(int(req.MaxBytes), s.cfg.FetchMaxBytes)
 	r.topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]

@@ -90,7 +90,14 @@ func (s *Server) produceOne(topic string, rp *kmsg.ProduceRequestTopicPartition,
 	// Exactly one whole batch with a good CRC, and not a control batch:
 	// CheckProduce's length check also rejects two batches, or one with
 	// trailing bytes.
-	if _, err := record.CheckProduce(rp.Records); err != nil {
+	h, err := record.CheckProduce(rp.Records)
+	if err != nil {
+		return nil, err
+	}
+	// Its header's record count must be the records it holds: the log
+	// gives the batch that many offsets. The FSM trusts the header, so the
+	// leader checks this once, here.
+	if err := record.CheckRecordCount(rp.Records, h); err != nil {
 		return nil, err
 	}
 	return p.Produce(rp.Records, acks), nil

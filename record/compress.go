@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -104,6 +105,26 @@ var (
 type appendWriter struct{ b []byte }
 
 func (w *appendWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+
+// ReadFrom reads r to its end straight into w's spare capacity, so that
+// io.Copy into w allocates no buffer of its own.
+func (w *appendWriter) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		if len(w.b) == cap(w.b) {
+			w.b = slices.Grow(w.b, max(512, cap(w.b)))
+		}
+		n, err := r.Read(w.b[len(w.b):cap(w.b)])
+		w.b = w.b[:len(w.b)+n]
+		total += int64(n)
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
 
 // Compress appends src compressed with codec to dst. Snappy is written as
 // one raw snappy block, the form the Kafka brokers and franz-go write and
