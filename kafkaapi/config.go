@@ -53,7 +53,7 @@ type Config struct {
 
 	// MaxCreatePartitions bounds the partitions one CreateTopics request
 	// may create, all its topics together; a topic that would pass it is
-	// answered INVALID_PARTITIONS before the backend is asked. Default
+	// answered POLICY_VIOLATION (as Kafka's controller answers an excessively large batch) before the backend is asked. Default
 	// 10,000.
 	MaxCreatePartitions int
 

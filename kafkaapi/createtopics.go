@@ -77,8 +77,10 @@ func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 	}
 	// A default count (-1) is charged once the backend has resolved it.
 	if int64(rt.NumPartitions) > int64(lim.partitions) || lim.partitions < 1 {
+		// Kafka's controller refuses such a request as an excessively
+		// large batch operation: POLICY_VIOLATION.
 		return CreatedTopic{}, fmt.Errorf("%w: %d partitions asked, %d left of the %d one request may create",
-			kerr.InvalidPartitions, rt.NumPartitions, max(lim.partitions, 0), s.cfg.MaxCreatePartitions)
+			kerr.PolicyViolation, rt.NumPartitions, max(lim.partitions, 0), s.cfg.MaxCreatePartitions)
 	}
 	// The backend decides on the live brokers it knows; this only spares
 	// it a request the cluster view already rules out.

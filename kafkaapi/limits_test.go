@@ -135,14 +135,15 @@ func TestFetchMaxBytesIsCapped(t *testing.T) {
 }
 
 // A CreateTopics asking for a million partitions is answered
-// INVALID_PARTITIONS without asking the backend; so is a request whose
+// POLICY_VIOLATION (Kafka's controller: an excessively large batch
+// operation) without asking the backend; so is a request whose
 // topics together pass the cap, from the topic that passes it.
 func TestCreateTopicsPartitionCap(t *testing.T) {
 	h := startServer(t, Config{})
 	c := h.dial()
 	resp := c.roundTrip(createTopicsRequest(7, false, topicAsk{"huge", 1_000_000, 1})).(*kmsg.CreateTopicsResponse)
-	if got := resp.Topics[0]; got.ErrorCode != kerr.InvalidPartitions.Code || got.ErrorMessage == nil {
-		t.Fatalf("huge: error %d message %v, want INVALID_PARTITIONS with a message", got.ErrorCode, got.ErrorMessage)
+	if got := resp.Topics[0]; got.ErrorCode != kerr.PolicyViolation.Code || got.ErrorMessage == nil {
+		t.Fatalf("huge: error %d message %v, want POLICY_VIOLATION with a message", got.ErrorCode, got.ErrorMessage)
 	}
 	if n := h.fb.createCount(); n != 0 {
 		t.Fatalf("backend called %d times", n)
@@ -155,7 +156,7 @@ func TestCreateTopicsPartitionCap(t *testing.T) {
 		topicAsk{"five", 5, 1},
 		topicAsk{"four", 4, 1},
 	)).(*kmsg.CreateTopicsResponse)
-	for i, want := range []int16{0, kerr.InvalidPartitions.Code, 0} {
+	for i, want := range []int16{0, kerr.PolicyViolation.Code, 0} {
 		if got := resp.Topics[i].ErrorCode; got != want {
 			t.Errorf("%s: error %d, want %d", resp.Topics[i].Topic, got, want)
 		}
