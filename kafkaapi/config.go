@@ -53,8 +53,8 @@ type Config struct {
 
 	// MaxCreatePartitions bounds the partitions one CreateTopics request
 	// may create, all its topics together; a topic that would pass it is
-	// answered POLICY_VIOLATION (as Kafka's controller answers an excessively large batch) before the backend is asked. Default
-	// 10,000.
+	// answered POLICY_VIOLATION (as Kafka's controller answers an
+	// excessively large batch) before the backend is asked. Default 10,000.
 	MaxCreatePartitions int
 
 	// Logger receives per-connection problems at Debug. Default
