@@ -23,7 +23,11 @@
 //     goroutines may call Read, CopyTo, Batches, OffsetForTimestamp,
 //     StartOffset, EndOffset and Size at the same time; they never see a
 //     partial batch.
-//  4. Call Sync at checkpoints to make the appended bytes durable.
+//  4. Call Sync at checkpoints to make the appended bytes durable. A
+//     failed fsync is final: the kernel may have dropped the unwritten
+//     pages, so from then on Sync, the writer's methods and Close return an
+//     error wrapping ErrSyncFailed; only reopening the log (which recovers
+//     from what is on disk) makes it usable again.
 //  5. Call Close at shutdown; it writes the active segment's index and syncs.
 //     TruncateTo, Reset and Close wait for running reads to finish.
 package partition
@@ -62,6 +66,9 @@ type LogOptions struct {
 	// writer's lock and before it fsyncs (set only by this package's
 	// tests, to hold a Sync there).
 	beforeFsync func()
+	// fsync, if set, replaces (*os.File).Sync for every fsync the log
+	// makes (set only by this package's tests, to inject failures).
+	fsync func(*os.File) error
 }
 
 // Defaults of LogOptions.
@@ -94,26 +101,37 @@ func (o LogOptions) resolve() (LogOptions, error) {
 	if o.Logger == nil {
 		o.Logger = logging.Discard()
 	}
+	if o.fsync == nil {
+		o.fsync = (*os.File).Sync
+	}
 	return o, nil
 }
 
 // Log is a partition's segmented log of record batches. See the package
 // documentation for the caller's duties.
 //
-// Locks are taken in the order wmu, truncMu, mu.
+// Locks are taken in the order syncSem, wmu, truncMu, mu.
 type Log struct {
 	dir    string
 	opts   LogOptions
 	logger *slog.Logger
 
+	// syncSem (capacity 1) serializes Sync's fsync phase and Close, so
+	// that a Sync returns only after every fsync started before it has
+	// finished: it takes the dirty flags a running Sync cleared as done.
+	// It is a channel rather than a mutex so that a Sync waiting for
+	// another counts as blocked under testing/synctest.
+	syncSem chan struct{}
+
 	// wmu serializes the writer's methods (Append, AppendAt, TruncateTo,
-	// Reset, Sync, Close). It guards wbuf, dirDirty, werr and the
+	// Reset, Sync, Close). It guards wbuf, dirDirty, werr, serr and the
 	// segments' dirty flags, and lets the writer read mu-guarded fields
 	// without mu, since only a wmu holder changes them.
 	wmu      sync.Mutex
 	wbuf     []byte // AppendAt's reusable copy of the batch
 	dirDirty bool   // files created or removed since the last directory fsync
 	werr     error  // sticky: a failed write could not be undone
+	serr     error  // sticky until reopen: an fsync failed (wraps ErrSyncFailed)
 	unsynced int64  // bytes appended since the flusher was last kicked
 
 	// The background flusher (nil channels when FlushBytes < 0): appends
@@ -154,7 +172,7 @@ func OpenLog(dir string, opts LogOptions) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: open log: %w", err)
 	}
-	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("dir", dir)}
+	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("dir", dir), syncSem: make(chan struct{}, 1)}
 	if err := l.loadSegments(); err != nil {
 		for _, s := range l.segs {
 			s.f.Close()
@@ -275,6 +293,8 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 	switch {
 	case l.closed:
 		return ErrClosed
+	case l.serr != nil:
+		return l.serr
 	case l.werr != nil:
 		return l.werr
 	case h.BaseOffset != l.end:
@@ -319,10 +339,21 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 
 // roll seals the active segment (writing its index file) and starts a new
 // one at base. The caller holds wmu.
+//
+// The sealed segment's data is fsynced before the new segment exists:
+// OpenLog checks only the last segment in full and trusts earlier ones, so
+// a sealed segment must never be less durable than the file after it. Its
+// index need not be: OpenLog rebuilds an index that does not match.
 func (l *Log) roll(base int64) (*segment, error) {
 	old := l.segs[len(l.segs)-1]
 	if err := old.writeIndex(); err != nil {
 		return nil, err
+	}
+	if old.dataDirty {
+		if err := old.syncParts(true, false, l.opts.fsync); err != nil {
+			return nil, l.failSync(err)
+		}
+		old.dataDirty = false
 	}
 	s, err := createSegment(l.dir, base)
 	if err != nil {
@@ -338,7 +369,9 @@ func (l *Log) roll(base int64) (*segment, error) {
 
 // Sync makes everything written before it was called durable: the segment
 // data and index files changed since the last Sync, then the directory if
-// files were created or removed.
+// files were created or removed. It returns only when every fsync that
+// began before it has finished, so a Sync that starts while another is
+// fsyncing waits for that one (whose writes it may not see as dirty).
 //
 // Appends go on while it waits for the disk: it notes and clears the dirty
 // flags under wmu, then fsyncs holding only truncMu shared (which keeps the
@@ -346,15 +379,23 @@ func (l *Log) roll(base int64) (*segment, error) {
 // sets its segment's flag again for the next Sync. Holding wmu for the
 // fsync would stall the partition's applies for as long as the kernel takes
 // to write back everything since the last snapshot.
+//
+// A failed fsync is sticky (see failSync).
 func (l *Log) Sync() error {
 	type pending struct {
 		s           *segment
 		data, index bool
 	}
+	l.syncSem <- struct{}{}
+	defer func() { <-l.syncSem }()
 	l.wmu.Lock()
-	if l.closed {
+	switch {
+	case l.closed:
 		l.wmu.Unlock()
 		return ErrClosed
+	case l.serr != nil:
+		l.wmu.Unlock()
+		return l.serr
 	}
 	var todo []pending
 	for _, s := range l.segs {
@@ -372,45 +413,53 @@ func (l *Log) Sync() error {
 		l.opts.beforeFsync()
 	}
 	var err error
-	for i, p := range todo {
-		if err = p.s.syncParts(p.data, p.index); err != nil {
-			todo = todo[i:]
+	for _, p := range todo {
+		if err = p.s.syncParts(p.data, p.index, l.opts.fsync); err != nil {
 			break
 		}
 	}
-	if err == nil {
-		todo = nil
-		if dir {
-			if err = syncPath(l.dir); err != nil {
-				err = fmt.Errorf("partition: sync directory: %w", err)
-			}
+	if err == nil && dir {
+		if err = syncPath(l.dir, l.opts.fsync); err != nil {
+			err = fmt.Errorf("partition: sync directory: %w", err)
 		}
 	}
 	l.truncMu.RUnlock()
 	if err == nil {
 		return nil
 	}
-	// Mark what was not made durable dirty again (wmu after truncMu is
-	// released: the lock order is wmu, truncMu).
+	// wmu after truncMu is released: the lock order is wmu, truncMu.
 	l.wmu.Lock()
-	for _, p := range todo {
-		p.s.dataDirty = p.s.dataDirty || p.data
-		p.s.indexDirty = p.s.indexDirty || p.index
-	}
-	l.dirDirty = l.dirDirty || dir
-	l.wmu.Unlock()
-	return err
+	defer l.wmu.Unlock()
+	return l.failSync(err)
 }
 
+// failSync records a failed fsync and returns the sticky error. After a
+// failed fsync the kernel may have dropped the dirty pages and marked them
+// clean, so a later fsync can succeed without the data ever reaching the
+// disk; no dirty flag is set again and no retry is trusted. Only OpenLog,
+// which reads back what the disk holds, gives a log to trust. The caller
+// holds wmu.
+func (l *Log) failSync(err error) error {
+	if l.serr == nil {
+		l.serr = fmt.Errorf("%w: %w", ErrSyncFailed, err)
+		l.logger.Error("fsync failed; the log refuses writes and syncs until reopened", "err", err)
+	}
+	return l.serr
+}
+
+// syncLocked fsyncs everything dirty. The caller holds syncSem and wmu.
 func (l *Log) syncLocked() error {
+	if l.serr != nil {
+		return l.serr
+	}
 	for _, s := range l.segs {
-		if err := s.sync(); err != nil {
-			return err
+		if err := s.sync(l.opts.fsync); err != nil {
+			return l.failSync(err)
 		}
 	}
 	if l.dirDirty {
-		if err := syncPath(l.dir); err != nil {
-			return fmt.Errorf("partition: sync directory: %w", err)
+		if err := syncPath(l.dir, l.opts.fsync); err != nil {
+			return l.failSync(fmt.Errorf("partition: sync directory: %w", err))
 		}
 		l.dirDirty = false
 	}
@@ -421,6 +470,10 @@ func (l *Log) syncLocked() error {
 // It waits for running reads; every later call returns ErrClosed.
 func (l *Log) Close() error {
 	l.stopFlusher()
+	// syncSem: a running Sync's fsync result must be known (and a failure
+	// recorded) before Close syncs and reports.
+	l.syncSem <- struct{}{}
+	defer func() { <-l.syncSem }()
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.closed {
@@ -429,7 +482,7 @@ func (l *Log) Close() error {
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
 	var errs []error
-	if l.werr == nil {
+	if l.werr == nil && l.serr == nil {
 		errs = append(errs, l.segs[len(l.segs)-1].writeIndex())
 	}
 	errs = append(errs, l.syncLocked())

@@ -16,6 +16,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if l.serr != nil {
+		return l.serr
+	}
 	if l.werr != nil {
 		return l.werr
 	}
@@ -101,6 +104,9 @@ func (l *Log) Reset(start int64) error {
 	defer l.wmu.Unlock()
 	if l.closed {
 		return ErrClosed
+	}
+	if l.serr != nil {
+		return l.serr // sticky until reopen, as for the other writer methods
 	}
 	if start < 0 {
 		return &OffsetRangeError{Offset: start, Start: 0, End: l.end}

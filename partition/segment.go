@@ -102,31 +102,31 @@ func (s *segment) writeIndex() error {
 	return nil
 }
 
-// sync fsyncs what changed in the segment since the last sync. The caller
-// holds Log.wmu.
-func (s *segment) sync() error {
-	if err := s.syncParts(s.dataDirty, false); err != nil {
+// sync fsyncs, with fsync, what changed in the segment since the last
+// sync. The caller holds Log.wmu.
+func (s *segment) sync(fsync func(*os.File) error) error {
+	if err := s.syncParts(s.dataDirty, false, fsync); err != nil {
 		return err
 	}
 	s.dataDirty = false
-	if err := s.syncParts(false, s.indexDirty); err != nil {
+	if err := s.syncParts(false, s.indexDirty, fsync); err != nil {
 		return err
 	}
 	s.indexDirty = false
 	return nil
 }
 
-// syncParts fsyncs the data file, the index file, or both. It touches no
-// flags; the caller holds Log.wmu or Log.truncMu (shared), either of which
-// keeps the file open.
-func (s *segment) syncParts(data, index bool) error {
+// syncParts fsyncs, with fsync, the data file, the index file, or both.
+// It touches no flags; the caller holds Log.wmu or Log.truncMu (shared),
+// either of which keeps the file open.
+func (s *segment) syncParts(data, index bool, fsync func(*os.File) error) error {
 	if data {
-		if err := s.f.Sync(); err != nil {
+		if err := fsync(s.f); err != nil {
 			return fmt.Errorf("partition: sync segment: %w", err)
 		}
 	}
 	if index {
-		if err := syncPath(s.indexPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := syncPath(s.indexPath(), fsync); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("partition: sync index: %w", err)
 		}
 	}
@@ -139,13 +139,13 @@ func (s *segment) remove() error {
 	return errors.Join(s.f.Close(), removeIfExists(s.path), removeIfExists(s.indexPath()))
 }
 
-// syncPath fsyncs a file or directory by name.
-func syncPath(path string) error {
+// syncPath fsyncs a file or directory by name, with fsync.
+func syncPath(path string, fsync func(*os.File) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	return errors.Join(f.Sync(), f.Close())
+	return errors.Join(fsync(f), f.Close())
 }
 
 func removeIfExists(path string) error {
