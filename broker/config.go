@@ -65,6 +65,13 @@ type Config struct {
 	ProducerWindow  int   // batches remembered per producer (Kafka: 5)
 	MaxRequestBytes int32 // largest Kafka request frame accepted
 
+	// MaxConnections and MaxConnectionsPerIP bound the Kafka connections
+	// served at once, in all and from one IP; ConnectionsMaxIdle closes a
+	// connection silent that long with no request in flight.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	ConnectionsMaxIdle  time.Duration
+
 	// LeaderRebalanceInterval is how often a node hands partitions it leads
 	// back to their preferred leader (the first replica). 0 disables it.
 	LeaderRebalanceInterval time.Duration
@@ -202,6 +209,9 @@ func DefaultConfig() Config {
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,
+		MaxConnections:                10000,
+		MaxConnectionsPerIP:           10000,
+		ConnectionsMaxIdle:            10 * time.Minute,
 		Tuning:                        DefaultTuning(),
 	}
 }
@@ -300,6 +310,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRequestBytes < 1<<20 {
 		return bad("max_request_bytes", c.MaxRequestBytes, "must be at least 1 MiB")
+	}
+	if c.MaxConnections < 1 || c.MaxConnectionsPerIP < 1 {
+		return bad("max_connections", fmt.Sprintf("%d/%d per IP", c.MaxConnections, c.MaxConnectionsPerIP), "max_connections and max_connections_per_ip must be at least 1")
+	}
+	if c.ConnectionsMaxIdle < time.Millisecond {
+		return bad("connections_max_idle", c.ConnectionsMaxIdle, "must be at least 1ms")
 	}
 	if c.LeaderRebalanceInterval < 0 {
 		return bad("leader_rebalance_interval", c.LeaderRebalanceInterval, "must not be negative")

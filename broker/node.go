@@ -176,7 +176,13 @@ func (n *Node) startGossip() error {
 // serveKafka starts the Kafka front end on the bound listener.
 func (n *Node) serveKafka() error {
 	var err error
-	n.kafka, err = kafkaapi.New(&backend{n: n}, kafkaapi.Config{MaxRequestBytes: n.cfg.MaxRequestBytes, Logger: n.logger})
+	n.kafka, err = kafkaapi.New(&backend{n: n}, kafkaapi.Config{
+		MaxRequestBytes:     n.cfg.MaxRequestBytes,
+		MaxConnections:      n.cfg.MaxConnections,
+		MaxConnectionsPerIP: n.cfg.MaxConnectionsPerIP,
+		ConnectionsMaxIdle:  n.cfg.ConnectionsMaxIdle,
+		Logger:              n.logger,
+	})
 	if err != nil {
 		return err
 	}

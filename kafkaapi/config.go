@@ -19,7 +19,9 @@ const (
 	DefaultMaxFetchWait        = 30 * time.Second
 	DefaultFetchMaxBytes       = 55 << 20 // Kafka's fetch.max.bytes
 	DefaultMaxCreatePartitions = 10_000
-	minFetchMaxBytes           = 1024 // Kafka's lower bound for fetch.max.bytes
+	DefaultMaxConnections      = 10_000
+	DefaultConnectionsMaxIdle  = 10 * time.Minute // Kafka's connections.max.idle.ms
+	minFetchMaxBytes           = 1024             // Kafka's lower bound for fetch.max.bytes
 )
 
 // Config tunes a Server. The zero value is usable: every zero field takes
@@ -57,6 +59,19 @@ type Config struct {
 	// excessively large batch) before the backend is asked. Default 10,000.
 	MaxCreatePartitions int
 
+	// MaxConnections bounds the connections served at once (Kafka's
+	// max.connections), and MaxConnectionsPerIP those from one IP address
+	// (max.connections.per.ip); a connection past either is closed as
+	// soon as it is accepted. Kafka leaves both unbounded; each connection
+	// costs two goroutines and buffers, so the defaults are 10,000 and
+	// MaxConnections.
+	MaxConnections, MaxConnectionsPerIP int
+
+	// ConnectionsMaxIdle closes a connection that has sent nothing for
+	// that long while none of its requests is being answered (Kafka's
+	// connections.max.idle.ms). Default 10 minutes.
+	ConnectionsMaxIdle time.Duration
+
 	// Logger receives per-connection problems at Debug. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -75,7 +90,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	err := knob.Check([]knob.Duration{
 		{Name: "MaxFetchWait", V: &c.MaxFetchWait, Def: DefaultMaxFetchWait, Min: time.Millisecond},
+		{Name: "ConnectionsMaxIdle", V: &c.ConnectionsMaxIdle, Def: DefaultConnectionsMaxIdle, Min: time.Millisecond},
 	}, []knob.Int{
+		{Name: "MaxConnections", V: &c.MaxConnections, Def: DefaultMaxConnections, Min: 1, Max: math.MaxInt32},
+		{Name: "MaxConnectionsPerIP", V: &c.MaxConnectionsPerIP, Def: math.MaxInt32, Min: 1, Max: math.MaxInt32},
 		{Name: "FetchMaxBytes", V: &c.FetchMaxBytes, Def: DefaultFetchMaxBytes, Min: minFetchMaxBytes, Max: math.MaxInt32},
 		{Name: "MaxCreatePartitions", V: &c.MaxCreatePartitions, Def: DefaultMaxCreatePartitions, Min: 1, Max: math.MaxInt32},
 	})

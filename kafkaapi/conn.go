@@ -88,6 +88,9 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 	br := bufio.NewReaderSize(nc, 64<<10)
 	host := remoteHost(nc)
 	for {
+		if err := s.awaitRequest(nc, br, slots); err != nil {
+			return err
+		}
 		frame, err := readFrame(br, s.cfg.MaxRequestBytes)
 		if err != nil {
 			return err
@@ -102,6 +105,30 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 			return err
 		}
 		queue <- st
+	}
+}
+
+// errIdle ends a connection that sent nothing for ConnectionsMaxIdle.
+var errIdle = errors.New("kafkaapi: connection idle")
+
+// awaitRequest waits for the first byte of the next request. A connection
+// with nothing to read for ConnectionsMaxIdle is idle, unless one of its
+// requests is being answered (a JoinGroup may wait minutes for its
+// rebalance); the rest of the request must then arrive within the same
+// span.
+func (s *Server) awaitRequest(nc net.Conn, br *bufio.Reader, slots chan<- struct{}) error {
+	for {
+		nc.SetReadDeadline(time.Now().Add(s.cfg.ConnectionsMaxIdle))
+		_, err := br.Peek(1)
+		if err == nil {
+			return nil
+		}
+		if ne, ok := errors.AsType[net.Error](err); !ok || !ne.Timeout() {
+			return err
+		}
+		if len(slots) == 0 {
+			return errIdle
+		}
 	}
 }
 

@@ -20,6 +20,8 @@ type Server struct {
 	closed  bool                          // guarded by mu: set by Close, never reset
 	nextID  uint64                        // guarded by mu: key for serving
 	serving map[uint64]context.CancelFunc // guarded by mu: stops each running Serve
+	conns   int                           // guarded by mu: connections being served
+	perIP   map[string]int                // guarded by mu: connections being served, by client IP
 
 	// wg counts running Serve calls. Add happens only under mu while
 	// !closed, so it never races with Close's Wait.
@@ -41,6 +43,7 @@ func New(backend Backend, cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		serving: make(map[uint64]context.CancelFunc),
+		perIP:   make(map[string]int),
 	}, nil
 }
 
@@ -113,11 +116,41 @@ func (s *Server) acceptLoop(ctx context.Context, l net.Listener, conns *sync.Wai
 			continue
 		}
 		delay = 0
+		host := remoteHost(nc)
+		if !s.admit(host) {
+			s.log.Debug("kafkaapi: connection refused: too many connections", "remote", nc.RemoteAddr().String())
+			nc.Close()
+			continue
+		}
 		conns.Add(1)
 		go func() {
 			defer conns.Done()
+			defer s.release(host)
 			s.serveConn(ctx, nc)
 		}()
+	}
+}
+
+// admit counts a new connection from host, or reports false when it
+// would pass MaxConnections or MaxConnectionsPerIP.
+func (s *Server) admit(host string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns >= s.cfg.MaxConnections || s.perIP[host] >= s.cfg.MaxConnectionsPerIP {
+		return false
+	}
+	s.conns++
+	s.perIP[host]++
+	return true
+}
+
+// release uncounts a connection admit counted.
+func (s *Server) release(host string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns--
+	if s.perIP[host]--; s.perIP[host] == 0 {
+		delete(s.perIP, host)
 	}
 }
 

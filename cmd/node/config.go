@@ -66,6 +66,9 @@ func keys() []key {
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
+		{"max_connections", d.MaxConnections, "most Kafka connections served at once"},
+		{"max_connections_per_ip", d.MaxConnectionsPerIP, "most Kafka connections served at once from one IP address"},
+		{"connections_max_idle", d.ConnectionsMaxIdle, "close a Kafka connection silent this long with no request in flight"},
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
@@ -297,6 +300,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	mrb := g.int("max_request_bytes")
 	rangeInt("max_request_bytes", mrb, 1, 1<<31-1)
 	c.MaxRequestBytes = int32(mrb)
+	c.MaxConnections = g.int("max_connections")
+	c.MaxConnectionsPerIP = g.int("max_connections_per_ip")
+	c.ConnectionsMaxIdle = g.duration("connections_max_idle")
 	c.LeaderRebalanceInterval = g.duration("leader_rebalance_interval")
 	c.PartitionRaft = g.timing("raft")
 	c.MetaRaft = g.timing("meta_raft")

@@ -101,6 +101,8 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
 		{name: "bad debug address", args: []string{"--debug-addr", "localhost"}, key: "debug_addr", value: "localhost"},
 		{name: "election below heartbeat", args: []string{"--raft-election-timeout", "10ms"}, key: "raft"},
+		{name: "no connections allowed", args: []string{"--max-connections", "0"}, key: "max_connections", value: "0"},
+		{name: "idle too short", env: []string{"MINIKAFKA_CONNECTIONS_MAX_IDLE", "0s"}, key: "connections_max_idle", value: "0s"},
 		{name: "no partitions allowed", args: []string{"--max-partitions", "0"}, key: "max_partitions", value: "0"},
 		{name: "offsets topic of no partitions", args: []string{"--offsets-topic-partitions", "0"}, key: "offsets_topic_partitions", value: "0"},
 		{name: "negative rebalance delay", args: []string{"--group-initial-rebalance-delay", "-1s"}, key: "group_initial_rebalance_delay", value: "-1s"},
