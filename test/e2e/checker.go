@@ -136,16 +136,32 @@ type CheckError struct {
 const maxListed = 20
 
 func (e *CheckError) Error() string {
+	return reportText("e2e: check failed:", numKinds, e.Report.Count, e.Report.Problems)
+}
+
+// Unwrap gives the sentinel of each kind present.
+func (e *CheckError) Unwrap() []error { return reportErrs(numKinds, e.Report.Count) }
+
+// problemKind is a checker's kind of problem (Kind, GroupKind).
+type problemKind interface {
+	~uint8
+	String() string
+	Err() error
+}
+
+// reportText renders a failed check: title, the count of each kind
+// present, then up to maxListed problems.
+func reportText[K problemKind, P fmt.Stringer](title string, kinds K, count func(K) int, problems []P) string {
 	var b strings.Builder
-	b.WriteString("e2e: check failed:")
-	for k := range numKinds {
-		if n := e.Report.Count(k); n > 0 {
+	b.WriteString(title)
+	for k := range kinds {
+		if n := count(k); n > 0 {
 			fmt.Fprintf(&b, " %d %s", n, k)
 		}
 	}
-	for i, p := range e.Report.Problems {
+	for i, p := range problems {
 		if i == maxListed {
-			fmt.Fprintf(&b, "\n  ... %d more", len(e.Report.Problems)-maxListed)
+			fmt.Fprintf(&b, "\n  ... %d more", len(problems)-maxListed)
 			break
 		}
 		b.WriteString("\n  ")
@@ -154,11 +170,11 @@ func (e *CheckError) Error() string {
 	return b.String()
 }
 
-// Unwrap gives the sentinel of each kind present.
-func (e *CheckError) Unwrap() []error {
+// reportErrs gives the sentinel of each kind present.
+func reportErrs[K problemKind](kinds K, count func(K) int) []error {
 	var errs []error
-	for k := range numKinds {
-		if e.Report.Count(k) > 0 {
+	for k := range kinds {
+		if count(k) > 0 {
 			errs = append(errs, k.Err())
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 )
 
 // GroupKind is a kind of problem CheckGroup reports.
@@ -154,34 +153,11 @@ type GroupCheckError struct {
 }
 
 func (e *GroupCheckError) Error() string {
-	var b strings.Builder
-	b.WriteString("e2e: group check failed:")
-	for k := range numGroupKinds {
-		if n := e.Report.Count(k); n > 0 {
-			fmt.Fprintf(&b, " %d %s", n, k)
-		}
-	}
-	for i, p := range e.Report.Problems {
-		if i == maxListed {
-			fmt.Fprintf(&b, "\n  ... %d more", len(e.Report.Problems)-maxListed)
-			break
-		}
-		b.WriteString("\n  ")
-		b.WriteString(p.String())
-	}
-	return b.String()
+	return reportText("e2e: group check failed:", numGroupKinds, e.Report.Count, e.Report.Problems)
 }
 
 // Unwrap gives the sentinel of each kind present.
-func (e *GroupCheckError) Unwrap() []error {
-	var errs []error
-	for k := range numGroupKinds {
-		if e.Report.Count(k) > 0 {
-			errs = append(errs, k.Err())
-		}
-	}
-	return errs
-}
+func (e *GroupCheckError) Unwrap() []error { return reportErrs(numGroupKinds, e.Report.Count) }
 
 // memberPartition names one member's ownership of one partition.
 type memberPartition struct {
@@ -210,115 +186,143 @@ const noCommit = -1
 // every partition exactly at the offset the last OffsetFetch before it
 // answered. Events must be in Seq order. CheckGroup is pure.
 func CheckGroup(topic string, attempts []Attempt, events []GroupEvent) *GroupReport {
-	r := &GroupReport{}
-	add := func(p GroupProblem) { r.Problems = append(r.Problems, p) }
-
-	maxCommit := map[int32]int64{} // highest acknowledged commit so far
-	commitSeq := map[int32]int{}   // its Seq
-	owned := map[memberPartition]*ownership{}
-	seenOffset := map[int32]map[int64]bool{} // offsets delivered so far, by partition
-	consumed := map[ID]bool{}
-	members := map[string]bool{}
-	rebalances := map[[2]int64]bool{}
-	rounds := map[int]bool{}
-	firstInRound := map[[2]int64]GroupEvent{} // (round, partition) -> first delivery
-	roundStart := map[int]int{}               // round -> Seq of its first member event
-
-	floorOf := func(p int32) int64 {
-		if c, ok := maxCommit[p]; ok {
-			return c
-		}
-		return noCommit
-	}
+	c := newGroupChecker()
 	for _, e := range events {
-		if e.Member != "" {
-			members[e.Member] = true
-			rounds[e.Round] = true
-			if _, ok := roundStart[e.Round]; !ok {
-				roundStart[e.Round] = e.Seq
-			}
-		}
-		switch e.Kind {
-		case EvAssigned:
-			if len(e.Partitions) > 0 {
-				rebalances[[2]int64{int64(e.Round), int64(e.Generation)}] = true
-			}
-			for _, p := range e.Partitions {
-				owned[memberPartition{e.Member, p}] = &ownership{open: true, start: e.Seq, floor: floorOf(p), own: noCommit}
-			}
-		case EvRevoked, EvLost:
-			for _, p := range e.Partitions {
-				if o := owned[memberPartition{e.Member, p}]; o != nil {
-					o.open = false
-				}
-			}
-		case EvDelivered:
-			r.Deliveries++
-			if id, ok := ParseValue(e.Value); ok {
-				consumed[id] = true
-			}
-			k := [2]int64{int64(e.Round), int64(e.Partition)}
-			if _, ok := firstInRound[k]; !ok {
-				firstInRound[k] = e
-			}
-			o := owned[memberPartition{e.Member, e.Partition}]
-			switch {
-			case o == nil:
-				add(GroupProblem{Kind: BadGroupHistory, Partition: e.Partition, Offset: e.Offset, Seq: e.Seq, Member: e.Member,
-					Detail: "delivered from a partition never assigned to the member"})
-			case e.Offset < max(o.floor, o.own):
-				detail := fmt.Sprintf("offset %d was committed before the member was assigned the partition (#%d)", o.floor, o.start)
-				if o.own > o.floor {
-					detail = fmt.Sprintf("the member itself committed offset %d since it was assigned the partition (#%d)", o.own, o.start)
-				}
-				if !o.open {
-					detail += "; delivered after the partition was revoked"
-				}
-				add(GroupProblem{Kind: BelowCommit, Partition: e.Partition, Offset: e.Offset, Seq: e.Seq, Member: e.Member, Detail: detail})
-			case seenOffset[e.Partition][e.Offset]:
-				r.Redelivered++
-			}
-			if seenOffset[e.Partition] == nil {
-				seenOffset[e.Partition] = map[int64]bool{}
-			}
-			seenOffset[e.Partition][e.Offset] = true
-		case EvCommitted:
-			r.Commits++
-			if prev, ok := maxCommit[e.Partition]; ok && e.Offset < prev {
-				add(GroupProblem{Kind: Regression, Partition: e.Partition, Offset: e.Offset, Seq: e.Seq, Member: e.Member,
-					Detail: fmt.Sprintf("commit acknowledged after a commit of offset %d (#%d)", prev, commitSeq[e.Partition])})
-			} else {
-				maxCommit[e.Partition], commitSeq[e.Partition] = e.Offset, e.Seq
-			}
-			if o := owned[memberPartition{e.Member, e.Partition}]; o != nil && o.open {
-				o.own = max(o.own, e.Offset)
-			}
-		case EvObserved:
-			r.Observed++
-		}
+		c.event(e)
 	}
-	checkObserved(events, add)
-	r.ResumeChecked = checkResume(events, roundStart, firstInRound, add)
-
+	r := c.r
+	checkObserved(events, c.add)
+	r.ResumeChecked = checkResume(events, c.roundStart, c.firstInRound, c.add)
 	for _, a := range attempts {
 		if a.Topic != topic || a.Outcome != Acked {
 			continue
 		}
 		r.Acked++
-		if consumed[a.ID] {
+		if c.consumed[a.ID] {
 			r.Consumed++
 			continue
 		}
-		add(GroupProblem{Kind: GroupLost, Partition: a.Partition, Offset: a.Offset, Seq: -1,
+		c.add(GroupProblem{Kind: GroupLost, Partition: a.Partition, Offset: a.Offset, Seq: -1,
 			Detail: fmt.Sprintf("%v acknowledged, never delivered", a.ID)})
 	}
-	r.Members, r.Rounds, r.Rebalances = len(members), len(rounds), len(rebalances)
+	r.Members, r.Rounds, r.Rebalances = len(c.members), len(c.rounds), len(c.rebalances)
 
 	slices.SortStableFunc(r.Problems, func(a, b GroupProblem) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Partition, b.Partition),
 			cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Detail, b.Detail))
 	})
 	return r
+}
+
+// groupChecker is CheckGroup's state while it walks the events.
+type groupChecker struct {
+	r            *GroupReport
+	maxCommit    map[int32]int64 // highest acknowledged commit so far
+	commitSeq    map[int32]int   // its Seq
+	owned        map[memberPartition]*ownership
+	seenOffset   map[int32]map[int64]bool // offsets delivered so far, by partition
+	consumed     map[ID]bool
+	members      map[string]bool
+	rebalances   map[[2]int64]bool
+	rounds       map[int]bool
+	firstInRound map[[2]int64]GroupEvent // (round, partition) -> first delivery
+	roundStart   map[int]int             // round -> Seq of its first member event
+}
+
+func newGroupChecker() *groupChecker {
+	return &groupChecker{r: &GroupReport{}, maxCommit: map[int32]int64{}, commitSeq: map[int32]int{},
+		owned: map[memberPartition]*ownership{}, seenOffset: map[int32]map[int64]bool{}, consumed: map[ID]bool{},
+		members: map[string]bool{}, rebalances: map[[2]int64]bool{}, rounds: map[int]bool{},
+		firstInRound: map[[2]int64]GroupEvent{}, roundStart: map[int]int{}}
+}
+
+func (c *groupChecker) add(p GroupProblem) { c.r.Problems = append(c.r.Problems, p) }
+
+// floorOf is the highest commit of p acknowledged so far.
+func (c *groupChecker) floorOf(p int32) int64 {
+	if v, ok := c.maxCommit[p]; ok {
+		return v
+	}
+	return noCommit
+}
+
+// event takes one event, in Seq order.
+func (c *groupChecker) event(e GroupEvent) {
+	if e.Member != "" {
+		c.members[e.Member] = true
+		c.rounds[e.Round] = true
+		if _, ok := c.roundStart[e.Round]; !ok {
+			c.roundStart[e.Round] = e.Seq
+		}
+	}
+	switch e.Kind {
+	case EvAssigned:
+		if len(e.Partitions) > 0 {
+			c.rebalances[[2]int64{int64(e.Round), int64(e.Generation)}] = true
+		}
+		for _, p := range e.Partitions {
+			c.owned[memberPartition{e.Member, p}] = &ownership{open: true, start: e.Seq, floor: c.floorOf(p), own: noCommit}
+		}
+	case EvRevoked, EvLost:
+		for _, p := range e.Partitions {
+			if o := c.owned[memberPartition{e.Member, p}]; o != nil {
+				o.open = false
+			}
+		}
+	case EvDelivered:
+		c.delivered(e)
+	case EvCommitted:
+		c.committed(e)
+	case EvObserved:
+		c.r.Observed++
+	}
+}
+
+// delivered checks a delivery against the member's ownership.
+func (c *groupChecker) delivered(e GroupEvent) {
+	c.r.Deliveries++
+	if id, ok := ParseValue(e.Value); ok {
+		c.consumed[id] = true
+	}
+	k := [2]int64{int64(e.Round), int64(e.Partition)}
+	if _, ok := c.firstInRound[k]; !ok {
+		c.firstInRound[k] = e
+	}
+	o := c.owned[memberPartition{e.Member, e.Partition}]
+	switch {
+	case o == nil:
+		c.add(GroupProblem{Kind: BadGroupHistory, Partition: e.Partition, Offset: e.Offset, Seq: e.Seq, Member: e.Member,
+			Detail: "delivered from a partition never assigned to the member"})
+	case e.Offset < max(o.floor, o.own):
+		detail := fmt.Sprintf("offset %d was committed before the member was assigned the partition (#%d)", o.floor, o.start)
+		if o.own > o.floor {
+			detail = fmt.Sprintf("the member itself committed offset %d since it was assigned the partition (#%d)", o.own, o.start)
+		}
+		if !o.open {
+			detail += "; delivered after the partition was revoked"
+		}
+		c.add(GroupProblem{Kind: BelowCommit, Partition: e.Partition, Offset: e.Offset, Seq: e.Seq, Member: e.Member, Detail: detail})
+	case c.seenOffset[e.Partition][e.Offset]:
+		c.r.Redelivered++
+	}
+	if c.seenOffset[e.Partition] == nil {
+		c.seenOffset[e.Partition] = map[int64]bool{}
+	}
+	c.seenOffset[e.Partition][e.Offset] = true
+}
+
+// committed checks an acknowledged commit against the earlier ones.
+func (c *groupChecker) committed(e GroupEvent) {
+	c.r.Commits++
+	if prev, ok := c.maxCommit[e.Partition]; ok && e.Offset < prev {
+		c.add(GroupProblem{Kind: Regression, Partition: e.Partition, Offset: e.Offset, Seq: e.Seq, Member: e.Member,
+			Detail: fmt.Sprintf("commit acknowledged after a commit of offset %d (#%d)", prev, c.commitSeq[e.Partition])})
+	} else {
+		c.maxCommit[e.Partition], c.commitSeq[e.Partition] = e.Offset, e.Seq
+	}
+	if o := c.owned[memberPartition{e.Member, e.Partition}]; o != nil && o.open {
+		o.own = max(o.own, e.Offset)
+	}
 }
 
 // checkObserved reports OffsetFetch answers lower than, or missing, a
