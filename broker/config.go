@@ -245,6 +245,30 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data_dir", c.DataDir, "must be set")
 	}
+	for _, check := range []func() error{c.validateAddrs, c.validateTopics, c.validateGroups, c.validateLimits} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if err := c.PartitionRaft.Validate(); err != nil {
+		return bad("raft", "", "%v", err)
+	}
+	if err := c.MetaRaft.Validate(); err != nil {
+		return bad("meta_raft", "", "%v", err)
+	}
+	if c.LeaderRebalanceInterval < 0 {
+		return bad("leader_rebalance_interval", c.LeaderRebalanceInterval, "must not be negative")
+	}
+	c.Tuning.Raft.RebalanceInterval = c.LeaderRebalanceInterval
+	if c.LeaderRebalanceInterval == 0 {
+		c.Tuning.Raft.RebalanceInterval = -1 // off
+	}
+	return c.Tuning.validate()
+}
+
+// validateAddrs checks the addresses, filling the advertised ones from
+// the bind addresses, and the gossip seeds.
+func (c *Config) validateAddrs() error {
 	for _, a := range []struct {
 		key  string
 		addr *string
@@ -278,53 +302,43 @@ func (c *Config) Validate() error {
 	if c.BootstrapExpect > 1 && len(c.Join) == 0 {
 		return bad("join", "[]", "must list gossip seeds when bootstrap_expect is %d", c.BootstrapExpect)
 	}
-	if c.DefaultPartitions < 1 {
+	return nil
+}
+
+// validateTopics checks the shapes of new topics and of the cluster's.
+func (c *Config) validateTopics() error {
+	switch {
+	case c.DefaultPartitions < 1:
 		return bad("default_partitions", c.DefaultPartitions, "must be at least 1")
-	}
-	if c.MaxPartitions < 1 {
+	case c.MaxPartitions < 1:
 		return bad("max_partitions", c.MaxPartitions, "must be at least 1")
-	}
-	if c.OffsetsTopicPartitions < 1 || c.OffsetsTopicPartitions > 1024 {
+	case c.OffsetsTopicPartitions < 1 || c.OffsetsTopicPartitions > 1024:
 		return bad("offsets_topic_partitions", c.OffsetsTopicPartitions, "must be in 1..1024")
-	}
-	if c.OffsetsTopicReplicationFactor < 1 {
+	case c.OffsetsTopicReplicationFactor < 1:
 		return bad("offsets_topic_replication_factor", c.OffsetsTopicReplicationFactor, "must be at least 1")
-	}
-	if err := c.validateGroups(); err != nil {
-		return err
-	}
-	if c.DefaultReplicationFactor < 1 {
+	case c.DefaultReplicationFactor < 1:
 		return bad("default_replication_factor", c.DefaultReplicationFactor, "must be at least 1")
 	}
-	if err := c.PartitionRaft.Validate(); err != nil {
-		return bad("raft", "", "%v", err)
-	}
-	if err := c.MetaRaft.Validate(); err != nil {
-		return bad("meta_raft", "", "%v", err)
-	}
-	if c.SegmentBytes < 1<<20 {
+	return nil
+}
+
+// validateLimits checks the storage and client limits.
+func (c *Config) validateLimits() error {
+	switch {
+	case c.SegmentBytes < 1<<20:
 		return bad("segment_bytes", c.SegmentBytes, "must be at least 1 MiB")
-	}
-	if c.ProducerWindow < 1 || c.ProducerWindow > 1000 {
+	case c.ProducerWindow < 1 || c.ProducerWindow > 1000:
 		return bad("producer_window", c.ProducerWindow, "must be in 1..1000")
-	}
-	if c.MaxRequestBytes < 1<<20 {
+	case c.MaxRequestBytes < 1<<20:
 		return bad("max_request_bytes", c.MaxRequestBytes, "must be at least 1 MiB")
-	}
-	if c.MaxConnections < 1 || c.MaxConnectionsPerIP < 1 {
-		return bad("max_connections", fmt.Sprintf("%d/%d per IP", c.MaxConnections, c.MaxConnectionsPerIP), "max_connections and max_connections_per_ip must be at least 1")
-	}
-	if c.ConnectionsMaxIdle < time.Millisecond {
+	case c.MaxConnections < 1:
+		return bad("max_connections", c.MaxConnections, "must be at least 1")
+	case c.MaxConnectionsPerIP < 1:
+		return bad("max_connections_per_ip", c.MaxConnectionsPerIP, "must be at least 1")
+	case c.ConnectionsMaxIdle < time.Millisecond:
 		return bad("connections_max_idle", c.ConnectionsMaxIdle, "must be at least 1ms")
 	}
-	if c.LeaderRebalanceInterval < 0 {
-		return bad("leader_rebalance_interval", c.LeaderRebalanceInterval, "must not be negative")
-	}
-	c.Tuning.Raft.RebalanceInterval = c.LeaderRebalanceInterval
-	if c.LeaderRebalanceInterval == 0 {
-		c.Tuning.Raft.RebalanceInterval = -1 // off
-	}
-	return c.Tuning.validate()
+	return nil
 }
 
 // validateGroups checks the settings of the group coordinators.
