@@ -137,6 +137,21 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string, partitions int32,
 		rt.Configs = append(rt.Configs, c)
 	}
 	req.Topics = append(req.Topics, rt)
+	return a.controllerRequest(ctx, req, func(resp kmsg.Response) (int, int16, *string) {
+		r := resp.(*kmsg.CreateTopicsResponse)
+		if len(r.Topics) != 1 {
+			return len(r.Topics), 0, nil
+		}
+		return 1, r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage
+	})
+}
+
+// controllerRequest sends a request about one topic to the controller,
+// retrying as retry does, and returns the topic's error. result gives the
+// number of topics answered and the first one's error code and message.
+// A NOT_CONTROLLER answer makes the next try ask metadata for the
+// controller again.
+func (a *Admin) controllerRequest(ctx context.Context, req kmsg.Request, result func(kmsg.Response) (int, int16, *string)) error {
 	return a.retry(ctx, func() error {
 		node, err := a.cl.controllerID(ctx)
 		if err != nil {
@@ -148,11 +163,11 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string, partitions int32,
 		if err != nil {
 			return err
 		}
-		r := resp.(*kmsg.CreateTopicsResponse)
-		if len(r.Topics) != 1 {
-			return fmt.Errorf("client: CreateTopics answered %d topics", len(r.Topics))
+		n, code, msg := result(resp)
+		if n != 1 {
+			return fmt.Errorf("client: %s answered %d topics", kmsg.Key(req.Key()).Name(), n)
 		}
-		err = kafkaErr(r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage)
+		err = kafkaErr(code, msg)
 		if errors.Is(err, ErrNotController) {
 			a.cl.mu.Lock()
 			a.cl.controller = -1 // ask metadata again
@@ -169,22 +184,12 @@ func (a *Admin) DeleteTopic(ctx context.Context, topic string) error {
 	req.TimeoutMillis = int32(a.cfg.requestTimeout / time.Millisecond)
 	req.TopicNames = []string{topic}
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(topic)}}
-	return a.retry(ctx, func() error {
-		node, err := a.cl.controllerID(ctx)
-		if err != nil {
-			return err
-		}
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
-		defer cancel()
-		resp, err := a.cl.request(rctx, node, req, 0)
-		if err != nil {
-			return err
-		}
+	return a.controllerRequest(ctx, req, func(resp kmsg.Response) (int, int16, *string) {
 		r := resp.(*kmsg.DeleteTopicsResponse)
 		if len(r.Topics) != 1 {
-			return fmt.Errorf("client: DeleteTopics answered %d topics", len(r.Topics))
+			return len(r.Topics), 0, nil
 		}
-		return kafkaErr(r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage)
+		return 1, r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage
 	})
 }
 
@@ -197,22 +202,12 @@ func (a *Admin) CreatePartitions(ctx context.Context, topic string, count int32)
 	rt := kmsg.NewCreatePartitionsRequestTopic()
 	rt.Topic, rt.Count = topic, count
 	req.Topics = append(req.Topics, rt)
-	return a.retry(ctx, func() error {
-		node, err := a.cl.controllerID(ctx)
-		if err != nil {
-			return err
-		}
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
-		defer cancel()
-		resp, err := a.cl.request(rctx, node, req, 0)
-		if err != nil {
-			return err
-		}
+	return a.controllerRequest(ctx, req, func(resp kmsg.Response) (int, int16, *string) {
 		r := resp.(*kmsg.CreatePartitionsResponse)
 		if len(r.Topics) != 1 {
-			return fmt.Errorf("client: CreatePartitions answered %d topics", len(r.Topics))
+			return len(r.Topics), 0, nil
 		}
-		return kafkaErr(r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage)
+		return 1, r.Topics[0].ErrorCode, r.Topics[0].ErrorMessage
 	})
 }
 

@@ -13,11 +13,7 @@ import (
 // INVALID_REPLICA_ASSIGNMENT; the backend places the new replicas.
 func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		timeout := s.cfg.RequestTimeout
-		if req.TimeoutMillis > 0 {
-			timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
-		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
 		defer cancel()
 		count := make(map[string]int, len(req.Topics))
 		for _, rt := range req.Topics {

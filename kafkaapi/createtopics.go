@@ -20,11 +20,7 @@ var (
 // request may create at most Config.MaxCreatePartitions partitions in all.
 func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		timeout := s.cfg.RequestTimeout
-		if req.TimeoutMillis > 0 {
-			timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
-		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
 		defer cancel()
 
 		count := make(map[string]int, len(req.Topics))
@@ -57,6 +53,16 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 type createLimits struct {
 	partitions int // partitions the request may still create
 	brokers    int // live brokers in the cluster view; 0 if none known
+}
+
+// withRequestTimeout bounds ctx by a request's own timeout, or by
+// Config.RequestTimeout when it carries none (0 or less).
+func (s *Server) withRequestTimeout(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
+	timeout := s.cfg.RequestTimeout
+	if timeoutMillis > 0 {
+		timeout = time.Duration(timeoutMillis) * time.Millisecond
+	}
+	return context.WithTimeout(ctx, timeout)
 }
 
 // createTopic checks one topic of the request and passes it to the

@@ -15,11 +15,7 @@ import (
 // UNKNOWN_TOPIC_ID.
 func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		timeout := s.cfg.RequestTimeout
-		if req.TimeoutMillis > 0 {
-			timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
-		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
 		defer cancel()
 		topics := req.Topics
 		if req.Version < 6 {
