@@ -41,17 +41,11 @@ func groupName(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// withAdmin runs fn with an admin client and a context bounded by
-// --timeout, and explains fn's error.
-func (a *app) withAdmin(parent context.Context, fn func(context.Context, *client.Admin) error) error {
-	ctx, cancel := a.start(parent, true, true)
-	defer cancel()
-	adm, err := a.admin()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	return a.explainGroup(ctx, fn(ctx, adm))
+// withGroupAdmin is withAdmin that explains fn's group errors.
+func (a *app) withGroupAdmin(parent context.Context, fn func(context.Context, *client.Admin) error) error {
+	return a.withAdmin(parent, func(ctx context.Context, adm *client.Admin) error {
+		return a.explainGroup(ctx, fn(ctx, adm))
+	})
 }
 
 // GroupNotFoundError is a group the cluster does not know.
@@ -100,7 +94,7 @@ func (a *app) groupListCommand() *cobra.Command {
 		Short: "List the groups with their state and protocol type",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+			return a.withGroupAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
 				gs, err := adm.ListGroups(ctx)
 				if err != nil {
 					return err
@@ -147,7 +141,7 @@ func (a *app) groupDescribeCommand() *cobra.Command {
 		Short: "Show a group's members and assignment, and each partition's committed offset and lag",
 		Args:  groupName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+			return a.withGroupAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
 				d, err := adm.DescribeGroup(ctx, args[0])
 				if err != nil {
 					return notFound(args[0], err)
@@ -215,7 +209,7 @@ func (a *app) groupDeleteCommand() *cobra.Command {
 		Short: "Delete a group that has no members, with its committed offsets",
 		Args:  groupName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+			return a.withGroupAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
 				err := adm.DeleteGroup(ctx, args[0])
 				if errors.Is(err, client.ErrNonEmptyGroup) {
 					return fmt.Errorf("group %q has active members: stop its consumers first", args[0])

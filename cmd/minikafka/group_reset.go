@@ -37,7 +37,7 @@ refused: they would overwrite the offsets.`,
 					return usageErrorf("--topic needs a topic name")
 				}
 			}
-			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+			return a.withGroupAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
 				for _, t := range topics {
 					if _, err := a.describeTopic(ctx, adm, t); err != nil {
 						return err

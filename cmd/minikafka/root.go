@@ -127,6 +127,19 @@ func (a *app) clientOpts(extra ...client.Opt) []client.Opt {
 	}, extra...)
 }
 
+// withAdmin runs fn with an admin client and a context bounded by
+// --timeout, and closes both after.
+func (a *app) withAdmin(parent context.Context, fn func(context.Context, *client.Admin) error) error {
+	ctx, cancel := a.start(parent, true, true)
+	defer cancel()
+	adm, err := a.admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	return fn(ctx, adm)
+}
+
 // admin creates an admin client; the caller closes it.
 func (a *app) admin() (*client.Admin, error) {
 	return client.NewAdmin(a.clientOpts()...)

@@ -107,18 +107,13 @@ func (a *app) topicAddPartitionsCommand() *cobra.Command {
 			if partitions < 1 {
 				return usageErrorf("--partitions must be the new, larger partition count, got %d", partitions)
 			}
-			ctx, cancel := a.start(cmd.Context(), true, true)
-			defer cancel()
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			if err := adm.CreatePartitions(ctx, args[0], partitions); err != nil {
-				return fmt.Errorf("add partitions to %q: %w", args[0], a.explain(ctx, err))
-			}
-			fmt.Fprintf(a.stdout, "topic %q now has %d partitions\n", args[0], partitions)
-			return nil
+			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+				if err := adm.CreatePartitions(ctx, args[0], partitions); err != nil {
+					return fmt.Errorf("add partitions to %q: %w", args[0], a.explain(ctx, err))
+				}
+				fmt.Fprintf(a.stdout, "topic %q now has %d partitions\n", args[0], partitions)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (larger than the current one)")
@@ -131,21 +126,16 @@ func (a *app) topicDeleteCommand() *cobra.Command {
 		Short: "Delete a topic and its records on every replica",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := a.start(cmd.Context(), true, true)
-			defer cancel()
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			if err := adm.DeleteTopic(ctx, args[0]); err != nil {
-				if errors.Is(err, client.ErrUnknownTopicOrPartition) {
-					return fmt.Errorf("topic %q does not exist", args[0])
+			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+				if err := adm.DeleteTopic(ctx, args[0]); err != nil {
+					if errors.Is(err, client.ErrUnknownTopicOrPartition) {
+						return fmt.Errorf("topic %q does not exist", args[0])
+					}
+					return fmt.Errorf("delete topic %q: %w", args[0], a.explain(ctx, err))
 				}
-				return fmt.Errorf("delete topic %q: %w", args[0], a.explain(ctx, err))
-			}
-			fmt.Fprintf(a.stdout, "deleted topic %q\n", args[0])
-			return nil
+				fmt.Fprintf(a.stdout, "deleted topic %q\n", args[0])
+				return nil
+			})
 		},
 	}
 }
@@ -157,25 +147,20 @@ func (a *app) topicListCommand() *cobra.Command {
 		Short: "List topic names, one a line (internal topics such as __consumer_offsets with --internal)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.start(cmd.Context(), true, true)
-			defer cancel()
-			adm, err := a.admin()
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			list := adm.ListTopics
-			if internal {
-				list = adm.ListAllTopics
-			}
-			names, err := list(ctx)
-			if err != nil {
-				return a.explain(ctx, err)
-			}
-			for _, n := range names {
-				fmt.Fprintln(a.stdout, n)
-			}
-			return nil
+			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+				list := adm.ListTopics
+				if internal {
+					list = adm.ListAllTopics
+				}
+				names, err := list(ctx)
+				if err != nil {
+					return a.explain(ctx, err)
+				}
+				for _, n := range names {
+					fmt.Fprintln(a.stdout, n)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&internal, "internal", false, "also list internal topics")
