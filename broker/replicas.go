@@ -41,6 +41,8 @@ type localReplica struct {
 	info  replicaInfo
 	rep   *partition.Replica // set once, before ready is closed
 	ready chan struct{}
+	// id is info.TopicID parsed (zero if it does not parse).
+	id metadata.TopicID
 	// view is the materialised view of a __consumer_offsets replica's
 	// records (nil for other topics), which its coordinator serves from.
 	view *groupcoord.View
@@ -127,6 +129,9 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	lr := &localReplica{info: info, ready: make(chan struct{})}
+	if id, err := metadata.ParseTopicID(info.TopicID); err == nil {
+		lr.id = id
+	}
 	logger := s.n.logger.With("partition", replicaDirName(info.Topic, info.Partition))
 	var sink partition.RecordSink
 	if info.Topic == metadata.ConsumerOffsetsTopic {
@@ -237,7 +242,7 @@ func (s *replicaSet) removeDeleted(state *metadata.Snapshot) {
 	var gone []*localReplica
 	s.mu.Lock()
 	for key, lr := range s.reps {
-		if id, err := metadata.ParseTopicID(lr.info.TopicID); err == nil && state.TopicDeleted(id) {
+		if !lr.id.IsZero() && state.TopicDeleted(lr.id) {
 			gone = append(gone, lr)
 			delete(s.reps, key)
 		}
