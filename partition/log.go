@@ -39,6 +39,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/record"
@@ -59,6 +60,10 @@ type LogOptions struct {
 	// otherwise write (hundreds of MB, competing with the Raft log's
 	// fsyncs). Appends never wait for it. Default 8 MiB; negative: never.
 	FlushBytes int64
+	// SegmentAge rolls the active segment at the first append after it
+	// has been open this long (Kafka's segment.ms), so that retention can
+	// delete a quiet partition's data. Zero: never by age.
+	SegmentAge time.Duration
 	// Logger receives recovery warnings and segment events; nil discards.
 	Logger *slog.Logger
 
@@ -133,6 +138,10 @@ type Log struct {
 	werr     error  // sticky: a failed write could not be undone
 	serr     error  // sticky until reopen: an fsync failed (wraps ErrSyncFailed)
 	unsynced int64  // bytes appended since the flusher was last kicked
+	// activeSince is when the active segment was created (or the log
+	// opened), for LogOptions.SegmentAge: a local layout choice, not
+	// replicated state, so the wall clock is fine here.
+	activeSince time.Time
 
 	// The background flusher (nil channels when FlushBytes < 0): appends
 	// kick it through flushKick (never blocking); Close closes flushStop
@@ -155,6 +164,7 @@ type Log struct {
 	// publish a change. closed is set with all three locks held.
 	mu     sync.RWMutex
 	segs   []*segment // in offset order; only the last one may be empty
+	start  int64      // log start offset: >= segs[0].base, <= end
 	end    int64      // log end offset: next offset to assign
 	bytes  int64      // sum of segment sizes
 	closed bool
@@ -180,7 +190,8 @@ func OpenLog(dir string, opts LogOptions) (*Log, error) {
 		return nil, err
 	}
 	last := l.segs[len(l.segs)-1]
-	l.end = last.next
+	l.start, l.end = l.segs[0].base, last.next
+	l.activeSince = time.Now()
 	for _, s := range l.segs {
 		l.bytes += s.size
 	}
@@ -221,12 +232,13 @@ func (l *Log) stopFlusher() {
 	})
 }
 
-// StartOffset is the offset of the first batch the log holds (or would
-// hold: an empty log's start equals its end).
+// StartOffset is the log start offset: the first offset a reader may ask
+// for. It is the first stored batch's base offset unless AdvanceStart moved
+// it past that (an empty log's start equals its end).
 func (l *Log) StartOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.segs[0].base
+	return l.start
 }
 
 // EndOffset is the log end offset: the offset the next batch must start at.
@@ -302,7 +314,7 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 	}
 	s := l.segs[len(l.segs)-1]
 	n := int64(len(b))
-	if s.size > 0 && (s.size+n > l.opts.SegmentBytes || h.BaseOffset-s.base > math.MaxUint32) {
+	if s.size > 0 && (s.size+n > l.opts.SegmentBytes || h.BaseOffset-s.base > math.MaxUint32 || l.segmentAged()) {
 		var err error
 		if s, err = l.roll(h.BaseOffset); err != nil {
 			return err
@@ -360,6 +372,7 @@ func (l *Log) roll(base int64) (*segment, error) {
 		return nil, err
 	}
 	l.dirDirty = true
+	l.activeSince = time.Now()
 	l.mu.Lock()
 	l.segs = append(l.segs, s)
 	l.mu.Unlock()

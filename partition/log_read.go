@@ -208,11 +208,14 @@ func (l *Log) headers(offset, stop int64, out []record.Header) ([]record.Header,
 
 // OffsetForTimestamp finds the first batch, in offset order, whose
 // MaxTimestamp is >= ts, and returns its base offset and MaxTimestamp
-// (ListOffsets by time). ok is false when no batch qualifies, and also when
-// the log is closed or cannot be read (logged at Warn).
+// (ListOffsets by time), or the log start offset when that batch began
+// before it; batches wholly below the start are skipped. ok is false when
+// no batch qualifies, and also when the log is closed or cannot be read
+// (logged at Warn).
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, maxTS int64, ok bool) {
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
+	start := l.StartOffset()
 	for i := 0; ; i++ {
 		l.mu.RLock()
 		if l.closed || i >= len(l.segs) {
@@ -236,8 +239,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, maxTS int64, ok bool) 
 				l.logger.Warn("offset for timestamp: cannot read log", "err", err)
 				return 0, 0, false
 			}
-			if h.MaxTimestamp >= ts {
-				return h.BaseOffset, h.MaxTimestamp, true
+			if h.MaxTimestamp >= ts && h.NextOffset() > start {
+				return max(h.BaseOffset, start), h.MaxTimestamp, true
 			}
 		}
 	}
@@ -252,8 +255,8 @@ func (l *Log) locate(offset int64) (k int, s *segment, e indexEntry, size int64,
 	if l.closed {
 		return 0, nil, e, 0, ErrClosed
 	}
-	if start := l.segs[0].base; offset < start || offset > l.end {
-		return 0, nil, e, 0, &OffsetRangeError{Offset: offset, Start: start, End: l.end}
+	if offset < l.start || offset > l.end {
+		return 0, nil, e, 0, &OffsetRangeError{Offset: offset, Start: l.start, End: l.end}
 	}
 	if offset == l.end {
 		return 0, nil, e, 0, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // TruncateTo drops every batch at or after offset, which must be a batch
@@ -22,8 +23,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.werr != nil {
 		return l.werr
 	}
-	if start := l.segs[0].base; offset < start || offset > l.end {
-		return &OffsetRangeError{Offset: offset, Start: start, End: l.end}
+	if offset < l.start || offset > l.end {
+		return &OffsetRangeError{Offset: offset, Start: l.start, End: l.end}
 	}
 	if offset == l.end {
 		return nil
@@ -128,9 +129,10 @@ func (l *Log) Reset(start int64) error {
 		}
 		errs = append(errs, old.remove())
 	}
+	l.activeSince = time.Now()
 	l.mu.Lock()
 	l.segs = []*segment{s}
-	l.end, l.bytes = start, 0
+	l.start, l.end, l.bytes = start, start, 0
 	l.mu.Unlock()
 	l.werr = nil // the files a failed write left behind are gone
 	l.logger.Info("log reset", "start", start)
