@@ -63,13 +63,16 @@
 //
 // # Unknown producers
 //
-// This table never expires producer state: an entry lives as long as the
-// table. So a producer the table does not know has never had a batch
-// appended to this partition, and a first batch whose sequence is not 0
-// means batches were lost on the way; it is OutOfOrder with Expected 0.
-// Apache Kafka instead accepts any sequence from an unknown producer,
-// because it expires idle producers and trims logs, after which it cannot
-// tell a new producer from a forgotten one.
+// An entry lives until its owner calls Expire (producer.id.expiration.ms,
+// with the leader's clock carried in a command). So a producer the table
+// does not know has never had a batch appended to this partition, or has
+// been idle past the expiration; either way its first batch must have
+// sequence 0, else it is OutOfOrder with Expected 0, and the producer
+// starts over. Apache Kafka instead accepts any sequence from an unknown
+// producer. Trimming the log (retention, DeleteRecords) removes nobody.
+//
+// SetLimit bounds the table: a new producer's batch is TableFull while the
+// table is at the limit, so a client cannot grow it without end.
 //
 // Producers may not send control batches; reject them before Validate
 // (record.CheckProduce does).

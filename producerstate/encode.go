@@ -8,15 +8,16 @@ import (
 	"github.com/minikafka/minikafka-go/record"
 )
 
-// The encoding, version 1, all integers big endian:
+// The encoding, version 2, all integers big endian:
 //
-//	u8   format version (1)
+//	u8   format version (2)
 //	u16  window
 //	u32  number of producers
 //	per producer, in ascending producer id order:
 //	  i64  producer id (>= 0, strictly ascending)
 //	  i16  epoch (>= 0)
 //	  u16  number of batches (1..window)
+//	  i64  last timestamp (version 2 only)
 //	  per batch, oldest first:
 //	    i32  first sequence (>= 0)
 //	    i32  last sequence (first + count - 1, wrapping past MaxInt32 to 0)
@@ -26,12 +27,15 @@ import (
 //
 // Every field has a fixed width and Decode accepts only what AppendEncode
 // can write, so a table has exactly one encoding. A new format gets a new
-// version byte; Decode keeps reading the old ones.
+// version byte; Decode keeps reading the old ones: version 1, without last
+// timestamps, decodes to a table whose Timed is false.
 const (
-	formatVersion = 1
+	formatVersion   = 2
+	formatVersionV1 = 1
 
 	headerSize  = 1 + 2 + 4
-	entrySize   = 8 + 2 + 2
+	entrySize   = 8 + 2 + 2 // plus timeSize from version 2
+	timeSize    = 8
 	batchSize   = 4 + 4 + 8 + 4
 	trailerSize = 4
 )
@@ -43,7 +47,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // whatever order their producers were added in.
 func (t *Table) AppendEncode(dst []byte) []byte {
 	ids := t.ids()
-	size := headerSize + trailerSize + len(ids)*entrySize
+	size := headerSize + trailerSize + len(ids)*(entrySize+timeSize)
 	for _, e := range t.producers {
 		size += len(e.batches) * batchSize
 	}
@@ -58,6 +62,7 @@ func (t *Table) AppendEncode(dst []byte) []byte {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(pid))
 		dst = binary.BigEndian.AppendUint16(dst, uint16(e.epoch))
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(e.batches)))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastTS))
 		for _, b := range e.batches {
 			dst = binary.BigEndian.AppendUint32(dst, uint32(b.FirstSeq))
 			dst = binary.BigEndian.AppendUint32(dst, uint32(b.LastSeq))
@@ -77,8 +82,13 @@ func Decode(b []byte) (*Table, error) {
 	if len(b) == 0 {
 		return nil, corrupt(0, "empty input")
 	}
-	if b[0] != formatVersion {
-		return nil, &VersionError{Version: b[0]}
+	version := b[0]
+	if version != formatVersion && version != formatVersionV1 {
+		return nil, &VersionError{Version: version}
+	}
+	perEntry := entrySize
+	if version >= 2 {
+		perEntry += timeSize
 	}
 	if len(b) < headerSize+trailerSize {
 		return nil, corrupt(len(b), "truncated header")
@@ -94,19 +104,23 @@ func Decode(b []byte) (*Table, error) {
 		return nil, corrupt(1, "window 0")
 	}
 	n := int(r.u32())
-	if n > r.left()/entrySize {
+	if n > r.left()/perEntry {
 		return nil, corrupt(r.off-4, "more producers than bytes")
 	}
-	t := &Table{window: window, producers: make(map[int64]*entry, n)}
+	t := &Table{window: window, producers: make(map[int64]*entry, n), untimed: version == formatVersionV1}
 	prev := int64(-1)
 	for range n {
 		at := r.off
-		if r.left() < entrySize {
+		if r.left() < perEntry {
 			return nil, corrupt(at, "truncated producer")
 		}
 		pid := int64(r.u64())
 		epoch := int16(r.u16())
 		nb := int(r.u16())
+		lastTS := int64(-1)
+		if version >= 2 {
+			lastTS = int64(r.u64())
+		}
 		switch {
 		case pid <= prev:
 			return nil, corrupt(at, "producer ids not ascending and non-negative")
@@ -132,7 +146,7 @@ func Decode(b []byte) (*Table, error) {
 			}
 			batches[i] = bt
 		}
-		t.producers[pid] = &entry{epoch: epoch, batches: batches}
+		t.producers[pid] = &entry{epoch: epoch, batches: batches, lastTS: lastTS}
 	}
 	if r.left() != 0 {
 		return nil, corrupt(r.off, "trailing bytes")

@@ -184,9 +184,9 @@ const (
 	posEntry0   = headerSize // producer 3
 	posEpoch0   = posEntry0 + 8
 	posNB0      = posEpoch0 + 2
-	posBatch00  = posEntry0 + entrySize    // 0..1
-	posEntry1   = posBatch00 + 2*batchSize // producer 9
-	posBatch10  = posEntry1 + entrySize    // 0..0
+	posBatch00  = posEntry0 + entrySize + timeSize // 0..1
+	posEntry1   = posBatch00 + 2*batchSize         // producer 9
+	posBatch10  = posEntry1 + entrySize + timeSize // 0..0
 	validLength = posBatch10 + batchSize + trailerSize
 )
 
@@ -214,7 +214,7 @@ func TestDecodeRejectsStructure(t *testing.T) {
 		offset  int  // CorruptError.Offset
 	}{
 		{name: "empty", mutate: func([]byte) []byte { return nil }, offset: 0},
-		{name: "unknown version", mutate: func(b []byte) []byte { b[0] = 2; return b }, version: true},
+		{name: "unknown version", mutate: func(b []byte) []byte { b[0] = 3; return b }, version: true},
 		{name: "version zero", mutate: func(b []byte) []byte { b[0] = 0; return b }, version: true},
 		{name: "header only", mutate: func(b []byte) []byte { return b[:headerSize] }, offset: headerSize},
 		{name: "bad checksum", mutate: func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, offset: validLength - trailerSize},
@@ -229,7 +229,7 @@ func TestDecodeRejectsStructure(t *testing.T) {
 		{name: "negative epoch", mutate: put16(posEpoch0, 0x8000), offset: posEntry0},
 		{name: "no batches", mutate: put16(posNB0, 0), offset: posEntry0},
 		{name: "batches beyond window", mutate: put16(posNB0, 6), offset: posEntry0},
-		{name: "batches beyond bytes", mutate: put16(posNB0, 4), offset: posEntry0},
+		{name: "batches beyond bytes", mutate: put16(posNB0, 5), offset: posEntry0},
 		{name: "negative first sequence", mutate: put32(posBatch00, 0x80000000), offset: posBatch00},
 		{name: "last sequence mismatch", mutate: put32(posBatch00+4, 7), offset: posBatch00},
 		{name: "zero count", mutate: put32(posBatch00+16, 0), offset: posBatch00},

@@ -28,6 +28,10 @@ type Entry struct {
 	ProducerID int64
 	Epoch      int16
 	Batches    []Batch // oldest first, at most the window
+	// LastTimestamp is the MaxTimestamp of the producer's last recorded
+	// batch (Kafka's lastTimestamp), which Expire compares with the
+	// leader's clock; -1 when unknown (a table decoded from format 1).
+	LastTimestamp int64
 }
 
 // entry is the stored form of Entry. batches is never empty and its
@@ -35,6 +39,7 @@ type Entry struct {
 type entry struct {
 	epoch   int16
 	batches []Batch // oldest first, 1..window
+	lastTS  int64
 }
 
 // Table is the producer state of one partition. The zero value is not
@@ -43,6 +48,11 @@ type entry struct {
 type Table struct {
 	window    int
 	producers map[int64]*entry // by producer id; never iterated in an order that leaks out
+	// limit bounds len(producers) (SetLimit); 0 is no bound.
+	limit int
+	// untimed is set on a table decoded from format 1, whose entries have
+	// no LastTimestamp (see Timed).
+	untimed bool
 }
 
 // New returns an empty table retaining window batches per producer.
@@ -75,6 +85,35 @@ func (t *Table) Window() int { return t.window }
 // Len is the number of producers in the table.
 func (t *Table) Len() int { return len(t.producers) }
 
+// SetLimit bounds the number of producers: a new producer's first batch
+// gets the verdict TableFull while the table holds n. n <= 0 removes the
+// bound. Like the window it decides verdicts, so every replica of a
+// partition must use the same limit.
+func (t *Table) SetLimit(n int) { t.limit = max(n, 0) }
+
+// Timed reports whether every entry carries its LastTimestamp. A table
+// decoded from format 1 does not; its owner rebuilds it from the log
+// before relying on Expire.
+func (t *Table) Timed() bool { return !t.untimed }
+
+// Expire removes every producer whose LastTimestamp is below now - ttl
+// (Kafka's producer.id.expiration.ms), and returns how many went. now is
+// the leader's clock, carried in the command that asks for it, so every
+// replica removes the same producers. ttl <= 0 removes nothing.
+func (t *Table) Expire(now, ttl int64) int {
+	if ttl <= 0 || now < math.MinInt64+ttl {
+		return 0
+	}
+	n := 0
+	for pid, e := range t.producers {
+		if e.lastTS < now-ttl {
+			delete(t.producers, pid)
+			n++
+		}
+	}
+	return n
+}
+
 // sequenceRange returns the first and last sequence of an idempotent
 // batch, and false if the range is malformed: a negative base sequence,
 // a negative last offset delta, or a count that does not fit an int32.
@@ -98,6 +137,9 @@ func (t *Table) Validate(h record.Header) Result {
 			r.Epoch = e.epoch
 		}
 		return r
+	}
+	if e == nil && t.limit > 0 && len(t.producers) >= t.limit {
+		return Result{Verdict: TableFull}
 	}
 	sameEpoch := e != nil && h.ProducerEpoch == e.epoch
 	var expected int32 // an unknown producer or a new epoch starts at 0
@@ -142,12 +184,13 @@ func (t *Table) Record(h record.Header) {
 	case e == nil:
 		batches := make([]Batch, 1, min(t.window, DefaultWindow))
 		batches[0] = b
-		t.producers[h.ProducerID] = &entry{epoch: h.ProducerEpoch, batches: batches}
+		t.producers[h.ProducerID] = &entry{epoch: h.ProducerEpoch, batches: batches, lastTS: h.MaxTimestamp}
 		return
 	case e.epoch != h.ProducerEpoch:
 		e.epoch = h.ProducerEpoch
 		e.batches = e.batches[:0]
 	}
+	e.lastTS = h.MaxTimestamp
 	if len(e.batches) < t.window {
 		e.batches = append(e.batches, b)
 		return
@@ -167,7 +210,7 @@ func (t *Table) Lookup(pid int64) (Entry, bool) {
 }
 
 func (e *entry) export(pid int64) Entry {
-	return Entry{ProducerID: pid, Epoch: e.epoch, Batches: slices.Clone(e.batches)}
+	return Entry{ProducerID: pid, Epoch: e.epoch, Batches: slices.Clone(e.batches), LastTimestamp: e.lastTS}
 }
 
 // ids returns the producer ids in ascending order.
@@ -194,9 +237,9 @@ func (t *Table) All() iter.Seq[Entry] {
 
 // Clone returns a deep copy that shares nothing with t.
 func (t *Table) Clone() *Table {
-	c := &Table{window: t.window, producers: make(map[int64]*entry, len(t.producers))}
+	c := &Table{window: t.window, producers: make(map[int64]*entry, len(t.producers)), limit: t.limit, untimed: t.untimed}
 	for pid, e := range t.producers {
-		c.producers[pid] = &entry{epoch: e.epoch, batches: slices.Clone(e.batches)}
+		c.producers[pid] = &entry{epoch: e.epoch, batches: slices.Clone(e.batches), lastTS: e.lastTS}
 	}
 	return c
 }
@@ -209,7 +252,7 @@ func (t *Table) Equal(o *Table) bool {
 	}
 	for pid, e := range t.producers {
 		f, ok := o.producers[pid]
-		if !ok || e.epoch != f.epoch || !slices.Equal(e.batches, f.batches) {
+		if !ok || e.epoch != f.epoch || e.lastTS != f.lastTS || !slices.Equal(e.batches, f.batches) {
 			return false
 		}
 	}

@@ -19,6 +19,9 @@ const (
 	// OutOfOrder means the sequence is neither next nor an exact retry:
 	// OUT_OF_ORDER_SEQUENCE_NUMBER.
 	OutOfOrder
+	// TableFull means the batch is a new producer's and the table holds
+	// as many producers as its limit (Table.SetLimit): append nothing.
+	TableFull
 )
 
 // String returns the verdict's name.
@@ -32,6 +35,8 @@ func (v Verdict) String() string {
 		return "Fenced"
 	case OutOfOrder:
 		return "OutOfOrder"
+	case TableFull:
+		return "TableFull"
 	}
 	return "Verdict(" + strconv.Itoa(int(v)) + ")"
 }
