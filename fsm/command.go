@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -19,7 +20,23 @@ const (
 	// CmdNoop changes nothing but the applied index: [CmdNoop]. A new
 	// leader proposes it to learn which entries are committed.
 	CmdNoop
+	// CmdProduceAt is CmdProduce with the leader's clock:
+	// [CmdProduceAt][leader time ms i64][flags u8][batch bytes...]. With
+	// FlagLogAppendTime the FSM stamps the leader time into the batch
+	// (message.timestamp.type=LogAppendTime).
+	CmdProduceAt
+	// CmdTrim moves the log start offset up (retention, DeleteRecords):
+	// [CmdTrim][offset i64]. The leader decides the offset.
+	CmdTrim
+	// CmdExpireProducers forgets producers idle for longer than ttl
+	// (producer.id.expiration.ms) as of the leader's clock:
+	// [CmdExpireProducers][now ms i64][ttl ms i64].
+	CmdExpireProducers
 )
+
+// FlagLogAppendTime, in a CmdProduceAt, stamps the leader time into the
+// batch as its LogAppendTime.
+const FlagLogAppendTime byte = 1
 
 func (c CmdType) String() string {
 	switch c {
@@ -27,6 +44,12 @@ func (c CmdType) String() string {
 		return "produce"
 	case CmdNoop:
 		return "noop"
+	case CmdProduceAt:
+		return "produce-at"
+	case CmdTrim:
+		return "trim"
+	case CmdExpireProducers:
+		return "expire-producers"
 	}
 	return fmt.Sprintf("cmd(%d)", uint8(c))
 }
@@ -37,6 +60,9 @@ var ErrUnknownCommand = errors.New("fsm: unknown command type")
 
 // ErrEmptyCommand means an entry with no bytes at all.
 var ErrEmptyCommand = errors.New("fsm: empty command")
+
+// ErrShortCommand means an entry too short (or long) for its type.
+var ErrShortCommand = errors.New("fsm: malformed command")
 
 // EncodeProduce returns the command that appends batch.
 func EncodeProduce(batch []byte) []byte {
@@ -49,6 +75,44 @@ func EncodeProduce(batch []byte) []byte {
 // EncodeNoop returns the no-op command.
 func EncodeNoop() []byte { return []byte{byte(CmdNoop)} }
 
+// produceAtHeader is the bytes of a CmdProduceAt before the batch.
+const produceAtHeader = 1 + 8 + 1
+
+// EncodeProduceAt returns the command that appends batch at the leader
+// time nowMs, with flags (FlagLogAppendTime).
+func EncodeProduceAt(batch []byte, nowMs int64, flags byte) []byte {
+	cmd := make([]byte, produceAtHeader+len(batch))
+	cmd[0] = byte(CmdProduceAt)
+	binary.BigEndian.PutUint64(cmd[1:], uint64(nowMs))
+	cmd[9] = flags
+	copy(cmd[produceAtHeader:], batch)
+	return cmd
+}
+
+// EncodeTrim returns the command that moves the log start offset up to
+// offset.
+func EncodeTrim(offset int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{byte(CmdTrim)}, uint64(offset))
+}
+
+// EncodeExpireProducers returns the command that forgets producers whose
+// last batch's timestamp is older than nowMs - ttlMs.
+func EncodeExpireProducers(nowMs, ttlMs int64) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{byte(CmdExpireProducers)}, uint64(nowMs))
+	return binary.BigEndian.AppendUint64(b, uint64(ttlMs))
+}
+
+// bodySize is the fixed body length of the commands that have one.
+func bodySize(t CmdType) (int, bool) {
+	switch t {
+	case CmdTrim:
+		return 8, true
+	case CmdExpireProducers:
+		return 16, true
+	}
+	return 0, false
+}
+
 // DecodeCommand splits a command into its type and body. The body aliases
 // data.
 func DecodeCommand(data []byte) (CmdType, []byte, error) {
@@ -58,6 +122,16 @@ func DecodeCommand(data []byte) (CmdType, []byte, error) {
 	t := CmdType(data[0])
 	switch t {
 	case CmdProduce, CmdNoop:
+		return t, data[1:], nil
+	case CmdProduceAt:
+		if len(data) < produceAtHeader {
+			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
+		}
+		return t, data[1:], nil
+	case CmdTrim, CmdExpireProducers:
+		if n, _ := bodySize(t); len(data) != 1+n {
+			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
+		}
 		return t, data[1:], nil
 	}
 	return t, nil, fmt.Errorf("%w: %d", ErrUnknownCommand, data[0])

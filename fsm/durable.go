@@ -21,7 +21,9 @@ import (
 //
 //   - checkpoint: applied index and term, log start and end, producer table;
 //     written atomically (temp file, fsync, rename, fsync dir) after syncing
-//     the log, at every snapshot, after a restore and on Close.
+//     the log, at every snapshot, after a restore, on Close, and at every
+//     trim before its segments are deleted (so the start it set is never
+//     lost).
 //   - journal: one small record (applied index, term, log end) appended after
 //     every ApplyBatch, without fsync. After a crash of the process the page
 //     cache still holds it and the log, so a restart resumes exactly where
@@ -257,6 +259,19 @@ func (f *FSM) recover(window int) error {
 		table = t
 	}
 	f.cpIndex = cp.index
+	// A trim records its start in a checkpoint before deleting segments;
+	// finish a deletion that a crash cut short.
+	if cp.start > f.log.StartOffset() {
+		if err := f.log.AdvanceStart(cp.start); err != nil {
+			return fmt.Errorf("fsm: restore log start %d: %w", cp.start, err)
+		}
+	}
+	replayFrom := cp.end
+	if !table.Timed() {
+		// A checkpoint from before producer timestamps: rebuild the whole
+		// table from the log, which no trim has touched yet.
+		table, replayFrom = producerstate.New(table.Window()), f.log.StartOffset()
+	}
 
 	target := journalRecord{index: cp.index, term: cp.term, end: cp.end}
 	records, err := readJournal(f.dir)
@@ -275,7 +290,7 @@ func (f *FSM) recover(window int) error {
 			return fmt.Errorf("fsm: truncate log to %d: %w", target.end, err)
 		}
 	}
-	for h, err := range f.log.Batches(cp.end) {
+	for h, err := range f.log.Batches(replayFrom) {
 		if err != nil {
 			return fmt.Errorf("fsm: rebuild producer state: %w", err)
 		}

@@ -24,6 +24,8 @@
 package fsm
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +63,11 @@ type Log interface {
 	Batches(from int64) iter.Seq2[record.Header, error]
 	TruncateTo(offset int64) error
 	Reset(start int64) error
+	// AdvanceStart moves StartOffset up to offset (at most EndOffset),
+	// deleting what lies wholly below it; not fsynced.
+	AdvanceStart(offset int64) error
+	// SizeBelow is the byte count CopyTo(w, end) writes.
+	SizeBelow(end int64) (int64, error)
 	Sync() error
 }
 
@@ -74,6 +81,15 @@ type Config struct {
 	Window int
 	// Logger receives recovery messages. Nil discards.
 	Logger *slog.Logger
+	// MaxProducers bounds each partition's producer table: a new
+	// producer's batch gets POLICY_VIOLATION while the table is full. It
+	// decides produce outcomes, so every node of a cluster must use the
+	// same value. Zero means DefaultMaxProducers; negative, no bound.
+	MaxProducers int
+	// Trimmed, if set, is called on the FSM goroutine after a CmdTrim
+	// moved the log start offset. It must not block; the replica uses it
+	// to take a Raft snapshot that no longer refers to the trimmed data.
+	Trimmed func()
 	// Observer, if set, is told of every batch the FSM appends, in log
 	// order, and of every Restore (after which the log holds other
 	// batches). It runs on the FSM goroutine and must be deterministic, as
@@ -90,6 +106,24 @@ type Observer interface {
 	Restored()
 }
 
+// DefaultMaxProducers is Config.MaxProducers's default.
+const DefaultMaxProducers = 100_000
+
+// TrimResult is what applying a CmdTrim returns.
+type TrimResult struct {
+	// StartOffset is the log start offset after the command.
+	StartOffset int64
+	// Err is nil or a *Error (OFFSET_OUT_OF_RANGE past the log end,
+	// KAFKA_STORAGE_ERROR).
+	Err error
+}
+
+// ExpireResult is what applying a CmdExpireProducers returns.
+type ExpireResult struct {
+	Removed   int // producers forgotten
+	Producers int // producers still known
+}
+
 // ProduceResult is what applying a produce command returns through
 // raft.ApplyFuture.Response.
 type ProduceResult struct {
@@ -101,6 +135,9 @@ type ProduceResult struct {
 	// Duplicate is true when the batch was an exact retry and nothing was
 	// appended.
 	Duplicate bool
+	// LogAppendTime is the leader time stamped into the batch, or -1 when
+	// the batch keeps its producer's timestamps.
+	LogAppendTime int64
 	// Err is nil or a *Error carrying the Kafka error code.
 	Err error
 }
@@ -119,10 +156,12 @@ var ErrClosed = errors.New("fsm: closed")
 
 // FSM is the partition state machine. It implements raft.BatchingFSM.
 type FSM struct {
-	dir    string
-	log    Log
-	logger *slog.Logger
-	obs    Observer // Config.Observer, or nil
+	dir     string
+	log     Log
+	logger  *slog.Logger
+	obs     Observer // Config.Observer, or nil
+	trimmed func()   // Config.Trimmed, or nil
+	limit   int      // producer table bound (Config.MaxProducers resolved)
 
 	// Owned by the FSM goroutine (ApplyBatch, Apply, Snapshot, Restore) and
 	// by New and Close, which raft never runs concurrently with it.
@@ -162,10 +201,15 @@ func New(cfg Config, log Log) (*FSM, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f := &FSM{dir: cfg.Dir, log: log, logger: logger, obs: cfg.Observer, changed: make(chan struct{})}
+	f := &FSM{dir: cfg.Dir, log: log, logger: logger, obs: cfg.Observer, trimmed: cfg.Trimmed,
+		limit: cfg.MaxProducers, changed: make(chan struct{})}
+	if f.limit == 0 {
+		f.limit = DefaultMaxProducers
+	}
 	if err := f.recover(cfg.Window); err != nil {
 		return nil, err
 	}
+	f.table.SetLimit(f.limit)
 	f.hw.Store(log.EndOffset())
 	return f, nil
 }
@@ -245,13 +289,27 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 	case CmdNoop:
 		return nil
 	case CmdProduce:
-		return f.applyProduce(body, l.Term)
+		return f.applyProduce(body, l.Term, -1)
+	case CmdProduceAt:
+		now, flags := int64(binary.BigEndian.Uint64(body)), body[8]
+		if flags&FlagLogAppendTime == 0 {
+			now = -1
+		}
+		return f.applyProduce(body[9:], l.Term, now)
+	case CmdTrim:
+		return f.applyTrim(int64(binary.BigEndian.Uint64(body)), l.Index, l.Term)
+	case CmdExpireProducers:
+		removed := f.table.Expire(int64(binary.BigEndian.Uint64(body)), int64(binary.BigEndian.Uint64(body[8:])))
+		return &ExpireResult{Removed: removed, Producers: f.table.Len()}
 	}
 	panic("unreachable: DecodeCommand accepted " + t.String())
 }
 
-func (f *FSM) applyProduce(batch []byte, term uint64) *ProduceResult {
-	res := &ProduceResult{BaseOffset: -1}
+// applyProduce appends batch if its producer's sequence allows. A
+// logAppendTime >= 0 is stamped into the batch first (on a copy: raft's
+// entry bytes are shared).
+func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64) *ProduceResult {
+	res := &ProduceResult{BaseOffset: -1, LogAppendTime: -1}
 	if f.failed != nil {
 		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
 		return res
@@ -260,6 +318,12 @@ func (f *FSM) applyProduce(batch []byte, term uint64) *ProduceResult {
 	if err != nil {
 		res.Err = &Error{Code: kerr.CorruptMessage, Detail: err.Error()}
 		return res
+	}
+	if logAppendTime >= 0 {
+		batch = bytes.Clone(batch)
+		record.SetLogAppendTime(batch, logAppendTime)
+		h.Attributes |= record.AttrTimestampType
+		h.MaxTimestamp, res.LogAppendTime = logAppendTime, logAppendTime
 	}
 	v := f.table.Validate(h)
 	switch v.Verdict {
@@ -279,6 +343,9 @@ func (f *FSM) applyProduce(batch []byte, term uint64) *ProduceResult {
 	case producerstate.Duplicate:
 		res.BaseOffset = v.Original.BaseOffset
 		res.Duplicate = true
+	case producerstate.TableFull:
+		res.Err = &Error{Code: kerr.PolicyViolation,
+			Detail: fmt.Sprintf("the partition's producer table holds its limit of %d producers; producer %d is refused until idle producers expire (producer.id.expiration.ms)", f.limit, h.ProducerID)}
 	case producerstate.Fenced:
 		res.Err = &Error{Code: kerr.InvalidProducerEpoch,
 			Detail: fmt.Sprintf("producer %d epoch %d is older than the recorded epoch", h.ProducerID, h.ProducerEpoch)}
@@ -324,4 +391,41 @@ func (f *FSM) Close() error {
 	}
 	f.notify()
 	return err
+}
+
+// applyTrim moves the log start offset up to offset, the same on every
+// replica. The new start is made durable before any segment goes: the log
+// is synced and a checkpoint at this entry records the start, so that
+// recovery never finds data missing below a checkpoint that still claims
+// it, and re-applies the start (recover) if the deletion did not finish.
+func (f *FSM) applyTrim(offset int64, index, term uint64) *TrimResult {
+	res := &TrimResult{StartOffset: f.log.StartOffset()}
+	switch {
+	case f.failed != nil:
+		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
+		return res
+	case offset > f.log.EndOffset():
+		res.Err = &Error{Code: kerr.OffsetOutOfRange,
+			Detail: fmt.Sprintf("offset %d is past the high watermark %d", offset, f.log.EndOffset())}
+		return res
+	case offset <= res.StartOffset:
+		return res
+	}
+	cp := checkpoint{index: index, term: term, start: offset, end: f.log.EndOffset(), table: f.table.AppendEncode(nil)}
+	if err := f.checkpoint(cp); err != nil {
+		f.fail(fmt.Errorf("fsm: checkpoint before trimming to %d: %w", offset, err))
+		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
+		return res
+	}
+	if err := f.log.AdvanceStart(offset); err != nil {
+		f.fail(fmt.Errorf("fsm: trim to %d: %w", offset, err))
+		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
+		return res
+	}
+	res.StartOffset = offset
+	f.notify()
+	if f.trimmed != nil {
+		f.trimmed()
+	}
+	return res
 }

@@ -13,6 +13,7 @@ import (
 // input would be too slow. Real-log behaviour is covered by the other tests.
 type memLog struct {
 	batches [][]byte
+	start   int64
 	end     int64
 }
 
@@ -37,7 +38,7 @@ func (m *memLog) AppendAt(b []byte, base int64, epoch int32) error {
 	return nil
 }
 
-func (m *memLog) StartOffset() int64 { return 0 }
+func (m *memLog) StartOffset() int64 { return m.start }
 func (m *memLog) EndOffset() int64   { return m.end }
 func (m *memLog) Size() int64 {
 	var n int64
@@ -81,8 +82,19 @@ func (m *memLog) TruncateTo(offset int64) error {
 	m.end = offset
 	return nil
 }
-func (m *memLog) Reset(start int64) error { m.batches, m.end = nil, start; return nil }
-func (m *memLog) Sync() error             { return nil }
+func (m *memLog) Reset(start int64) error { m.batches, m.start, m.end = nil, start, start; return nil }
+
+// AdvanceStart moves the start only; the batches stay (it is a test log).
+func (m *memLog) AdvanceStart(offset int64) error {
+	m.start = max(m.start, min(offset, m.end))
+	return nil
+}
+
+func (m *memLog) SizeBelow(end int64) (int64, error) {
+	var buf bytes.Buffer
+	return m.CopyTo(&buf, end)
+}
+func (m *memLog) Sync() error { return nil }
 
 func (m *memLog) bytes() []byte {
 	var buf bytes.Buffer

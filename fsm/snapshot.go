@@ -38,6 +38,11 @@ const (
 // ErrSnapshotCorrupt means a snapshot stream failed its checks.
 var ErrSnapshotCorrupt = errors.New("fsm: corrupt snapshot")
 
+// ErrSnapshotTrimmed means a stored snapshot refers to log data that a
+// trim has since deleted; it cannot be sent until a newer snapshot is
+// taken (the replica takes one after every trim).
+var ErrSnapshotTrimmed = errors.New("fsm: snapshot refers to trimmed data")
+
 type snapshotHeader struct {
 	form       byte
 	cp         checkpoint
@@ -158,9 +163,16 @@ func (f *FSM) OpenSnapshot(stored io.ReadCloser) (int64, io.ReadCloser, error) {
 		return int64(len(full)) + h.dataBytes, &readCloser{io.MultiReader(bytes.NewReader(full), stored), stored}, nil
 	}
 	stored.Close()
-	if f.log.StartOffset() > h.cp.start || f.log.EndOffset() < h.cp.end {
+	if start := f.log.StartOffset(); start > h.cp.end || f.log.EndOffset() < h.cp.end {
 		return 0, nil, fmt.Errorf("%w: snapshot references offsets [%d, %d) but the log holds [%d, %d)",
-			ErrSnapshotCorrupt, h.cp.start, h.cp.end, f.log.StartOffset(), f.log.EndOffset())
+			ErrSnapshotTrimmed, h.cp.start, h.cp.end, start, f.log.EndOffset())
+	}
+	// Trimming after the snapshot moved the start up: ship what the log
+	// still holds, with the start it has now. The entries after the
+	// snapshot repeat that trim on the receiver, as a no-op.
+	h.cp.start = max(h.cp.start, f.log.StartOffset())
+	if h.dataBytes, err = f.log.SizeBelow(h.cp.end); err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrSnapshotTrimmed, err)
 	}
 	h.form = formFull
 	full := h.encode()
@@ -236,23 +248,24 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	switch h.form {
 	case formReference:
 		// Only a snapshot of this very log can be a reference.
-		if f.log.StartOffset() > h.cp.start || f.log.EndOffset() < h.cp.end {
+		if f.log.StartOffset() > h.cp.end || f.log.EndOffset() < h.cp.end {
 			return fmt.Errorf("%w: reference snapshot beyond the local log", ErrSnapshotCorrupt)
 		}
 		if err := f.log.TruncateTo(h.cp.end); err != nil {
 			return fmt.Errorf("fsm: restore: %w", err)
 		}
+		h.cp.start = max(h.cp.start, f.log.StartOffset())
 	case formFull:
-		if err := f.log.Reset(h.cp.start); err != nil {
-			return fmt.Errorf("fsm: restore: %w", err)
-		}
-		if err := restoreBatches(f.log, bufio.NewReaderSize(rc, 1<<20), h.dataBytes); err != nil {
+		if err := f.restoreFull(h, rc); err != nil {
 			return err
 		}
-		if f.log.EndOffset() != h.cp.end {
-			return fmt.Errorf("%w: restored log ends at %d, snapshot says %d", ErrSnapshotCorrupt, f.log.EndOffset(), h.cp.end)
+	}
+	if !table.Timed() { // from a node that predates producer timestamps
+		if table, err = rebuildTable(f.log, table.Window(), h.cp.end); err != nil {
+			return err
 		}
 	}
+	table.SetLimit(f.limit)
 	f.table = table
 	f.applied.Store(h.cp.index)
 	f.appliedTerm = h.cp.term
@@ -271,6 +284,36 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.notify()
 	if f.obs != nil {
 		f.obs.Restored()
+	}
+	return nil
+}
+
+// restoreFull replaces the log by the batches of a full snapshot. They
+// start with the batch holding the snapshot's log start offset, which may
+// begin below it (a start inside a batch, or a segment kept whole).
+func (f *FSM) restoreFull(h snapshotHeader, rc io.Reader) error {
+	r := bufio.NewReaderSize(rc, 1<<20)
+	first := h.cp.start
+	if h.dataBytes > 0 {
+		p, err := r.Peek(8)
+		if err != nil {
+			return fmt.Errorf("%w: first batch: %w", ErrSnapshotCorrupt, err)
+		}
+		if first = int64(binary.BigEndian.Uint64(p)); first > h.cp.start {
+			return fmt.Errorf("%w: data starts at %d, after the log start %d", ErrSnapshotCorrupt, first, h.cp.start)
+		}
+	}
+	if err := f.log.Reset(first); err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	if err := restoreBatches(f.log, r, h.dataBytes); err != nil {
+		return err
+	}
+	if f.log.EndOffset() != h.cp.end {
+		return fmt.Errorf("%w: restored log ends at %d, snapshot says %d", ErrSnapshotCorrupt, f.log.EndOffset(), h.cp.end)
+	}
+	if err := f.log.AdvanceStart(h.cp.start); err != nil {
+		return fmt.Errorf("fsm: restore log start: %w", err)
 	}
 	return nil
 }
@@ -304,4 +347,20 @@ func restoreBatches(log Log, r io.Reader, n int64) error {
 		n -= size
 	}
 	return nil
+}
+
+// rebuildTable replays the headers of the log's batches below end into a
+// new table.
+func rebuildTable(log Log, window int, end int64) (*producerstate.Table, error) {
+	t := producerstate.New(window)
+	for h, err := range log.Batches(log.StartOffset()) {
+		if err != nil {
+			return nil, fmt.Errorf("fsm: rebuild producer state: %w", err)
+		}
+		if h.BaseOffset >= end {
+			break
+		}
+		t.Record(h)
+	}
+	return t, nil
 }

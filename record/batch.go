@@ -244,3 +244,14 @@ func FinishBatch(b []byte) {
 	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-LogOverhead))
 	binary.BigEndian.PutUint32(b[offCRC:], ComputeCRC(b))
 }
+
+// SetLogAppendTime marks the batch's timestamps as the broker's
+// (LogAppendTime) and sets its max timestamp to ts, as Kafka does for a
+// topic with message.timestamp.type=LogAppendTime; readers take ts as
+// every record's timestamp. It rewrites the CRC.
+func SetLogAppendTime(b []byte, ts int64) {
+	attrs := binary.BigEndian.Uint16(b[offAttributes:]) | AttrTimestampType
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
+	binary.BigEndian.PutUint64(b[offMaxTS:], uint64(ts))
+	binary.BigEndian.PutUint32(b[offCRC:], ComputeCRC(b))
+}

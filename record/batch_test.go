@@ -211,3 +211,24 @@ func FuzzParseHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestSetLogAppendTime: the batch then reads, through kmsg (not this
+// package), as a LogAppendTime batch with the new max timestamp and a valid
+// CRC; the first timestamp and records are untouched.
+func TestSetLogAppendTime(t *testing.T) {
+	b := kmsgBatch(t, 1, 0, 0, "x", "y")
+	SetLogAppendTime(b, 1800000000000)
+	var kb kmsg.RecordBatch
+	if err := kb.ReadFrom(b); err != nil {
+		t.Fatalf("kmsg cannot read the stamped batch: %v", err)
+	}
+	if kb.Attributes&AttrTimestampType == 0 || kb.MaxTimestamp != 1800000000000 || kb.FirstTimestamp != 1700000000000 {
+		t.Fatalf("attributes %#x, timestamps first %d max %d", kb.Attributes, kb.FirstTimestamp, kb.MaxTimestamp)
+	}
+	if want := crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)); uint32(kb.CRC) != want {
+		t.Fatalf("CRC %#x, want %#x", uint32(kb.CRC), want)
+	}
+	if _, err := Check(b); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+}
