@@ -102,3 +102,31 @@ func (l *Log) AdvanceStart(offset int64) error {
 	l.logger.Debug("log start advanced", "start", offset, "deleted_segments", k)
 	return errors.Join(errs...)
 }
+
+// SizeBelow is the number of bytes of the stored batches with offsets
+// below end, from the first stored batch on (what CopyTo(w, end) writes).
+// end must be a batch boundary in [StartOffset, EndOffset].
+func (l *Log) SizeBelow(end int64) (int64, error) {
+	l.truncMu.RLock()
+	defer l.truncMu.RUnlock()
+	k, s, e, size, err := l.locate(end)
+	if err != nil {
+		return 0, err
+	}
+	if s == nil { // end is the log end
+		return l.Size(), nil
+	}
+	pos, h, err := findBatch(s, e, size, end)
+	if err != nil {
+		return 0, err
+	}
+	if h.BaseOffset != end {
+		return 0, &BoundaryError{Offset: end, BatchBase: h.BaseOffset, BatchNext: h.NextOffset()}
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, t := range l.segs[:k] {
+		pos += t.size
+	}
+	return pos, nil
+}

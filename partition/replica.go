@@ -27,6 +27,8 @@ type ReplicaConfig struct {
 	Log   LogOptions
 	// ProducerWindow is the number of batches remembered per producer.
 	ProducerWindow int
+	// MaxProducers bounds the producer table (fsm.Config.MaxProducers).
+	MaxProducers int
 	// Records, if set, receives the log's records (see RecordSink).
 	Records RecordSink
 	Logger  *slog.Logger
@@ -43,6 +45,12 @@ type Replica struct {
 	// settled is the last term in which this replica settled as leader
 	// (Settle).
 	settled atomic.Uint64
+
+	// The snapshotter goroutine (replica_retain.go): the FSM kicks it
+	// after a trim; Close closes snapStop and waits for snapDone.
+	snapKick chan struct{}
+	snapStop chan struct{}
+	snapDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -64,7 +72,14 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	fcfg := fsm.Config{Dir: filepath.Join(dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger}
+	kick := make(chan struct{}, 1)
+	fcfg := fsm.Config{Dir: filepath.Join(dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger,
+		MaxProducers: cfg.MaxProducers, Trimmed: func() {
+			select {
+			case kick <- struct{}{}:
+			default: // a snapshot is pending already
+			}
+		}}
 	var feeder *recordFeeder
 	if cfg.Records != nil {
 		feeder = &recordFeeder{sink: cfg.Records, log: l, logger: logger}
@@ -93,7 +108,10 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 		l.Close()
 		return nil, err
 	}
-	return &Replica{log: l, fsm: f, group: g, logger: logger}, nil
+	r := &Replica{log: l, fsm: f, group: g, logger: logger,
+		snapKick: kick, snapStop: make(chan struct{}), snapDone: make(chan struct{})}
+	go r.snapshotter()
+	return r, nil
 }
 
 // durableFSM tells the group that the FSM keeps its state on disk, and
@@ -138,26 +156,41 @@ func (r *Replica) Propose(batch []byte, timeout time.Duration) *Proposal {
 	return &Proposal{r.group.Propose(fsm.EncodeProduce(batch), timeout)}
 }
 
+// ProposeLogAppendTime is Propose for a topic whose timestamps are the
+// broker's (message.timestamp.type=LogAppendTime): the entry carries this
+// leader's clock, which every replica stamps into the batch.
+func (r *Replica) ProposeLogAppendTime(batch []byte, timeout time.Duration) *Proposal {
+	cmd := fsm.EncodeProduceAt(batch, time.Now().UnixMilli(), fsm.FlagLogAppendTime)
+	return &Proposal{r.group.Propose(cmd, timeout)}
+}
+
 // Wait returns the outcome: the FSM's result, whose Err carries a Kafka
 // error for rejected batches, or one of this package's errors.
 func (p *Proposal) Wait() (*fsm.ProduceResult, error) {
-	_, resp, err := p.p.Wait()
+	return waitFor[*fsm.ProduceResult](p.p)
+}
+
+// waitFor waits for a proposal and returns the FSM's result, of type T,
+// or one of this package's errors.
+func waitFor[T any](p multiraft.Proposal) (T, error) {
+	var zero T
+	_, resp, err := p.Wait()
 	switch {
 	case err == nil:
 	case errors.Is(err, multiraft.ErrNotLeader):
-		return nil, ErrNotLeader
+		return zero, ErrNotLeader
 	case errors.Is(err, multiraft.ErrMaybeCommitted):
-		return nil, ErrMaybeCommitted
+		return zero, ErrMaybeCommitted
 	case errors.Is(err, multiraft.ErrEnqueueTimeout):
-		return nil, ErrTimeout
+		return zero, ErrTimeout
 	case errors.Is(err, multiraft.ErrGroupClosed):
-		return nil, ErrShutdown
+		return zero, ErrShutdown
 	default:
-		return nil, fmt.Errorf("partition: %w", err)
+		return zero, fmt.Errorf("partition: %w", err)
 	}
-	res, ok := resp.(*fsm.ProduceResult)
+	res, ok := resp.(T)
 	if !ok {
-		return nil, fmt.Errorf("partition: unexpected apply result %T", resp)
+		return zero, fmt.Errorf("partition: unexpected apply result %T", resp)
 	}
 	return res, nil
 }
@@ -240,6 +273,8 @@ func (r *Replica) Group() *multiraft.Group { return r.group }
 // safe to call more than once.
 func (r *Replica) Close() error {
 	r.closeOnce.Do(func() {
+		close(r.snapStop)
+		<-r.snapDone
 		err := r.group.Close()
 		if ferr := r.fsm.Close(); err == nil {
 			err = ferr

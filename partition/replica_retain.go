@@ -1,0 +1,65 @@
+package partition
+
+import (
+	"context"
+	"time"
+
+	"github.com/minikafka/minikafka-go/fsm"
+)
+
+// Trim moves the partition's log start offset up to offset on every
+// replica (retention, DeleteRecords) and returns the start after it. This
+// replica must lead. The FSM's error is returned as is: a *fsm.Error with
+// OFFSET_OUT_OF_RANGE for an offset past the high watermark.
+func (r *Replica) Trim(ctx context.Context, offset int64) (int64, error) {
+	res, err := waitFor[*fsm.TrimResult](r.group.Propose(fsm.EncodeTrim(offset), proposeTimeout(ctx)))
+	if err != nil {
+		return 0, err
+	}
+	return res.StartOffset, res.Err
+}
+
+// ExpireProducers makes every replica forget the producers whose last
+// batch is older than ttl as of this leader's clock now
+// (producer.id.expiration.ms). It returns how many went and how many stay.
+func (r *Replica) ExpireProducers(ctx context.Context, now time.Time, ttl time.Duration) (removed, remaining int, err error) {
+	cmd := fsm.EncodeExpireProducers(now.UnixMilli(), ttl.Milliseconds())
+	res, err := waitFor[*fsm.ExpireResult](r.group.Propose(cmd, proposeTimeout(ctx)))
+	if err != nil {
+		return 0, 0, err
+	}
+	return res.Removed, res.Producers, nil
+}
+
+// proposeTimeout bounds a proposal's queueing by ctx's deadline, or 10 s.
+func proposeTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return 10 * time.Second
+}
+
+// Segments describes the log's segments (retention decisions).
+func (r *Replica) Segments() []SegmentInfo { return r.log.Segments() }
+
+// SetSegmentLimits applies a topic's segment.bytes and segment.ms.
+func (r *Replica) SetSegmentLimits(bytes int64, age time.Duration) { r.log.SetSegmentLimits(bytes, age) }
+
+// snapshotter takes a Raft snapshot after each trim (kicked through
+// snapKick by the FSM's Trimmed hook), so that the stored snapshot stops
+// referring to deleted segments and a follower that needs one can get it.
+// Close stops it before the group closes, so its Snapshot call is always
+// answered.
+func (r *Replica) snapshotter() {
+	defer close(r.snapDone)
+	for {
+		select {
+		case <-r.snapStop:
+			return
+		case <-r.snapKick:
+			if err := r.group.Snapshot(); err != nil {
+				r.logger.Warn("snapshot after trim failed", "err", err)
+			}
+		}
+	}
+}
