@@ -43,7 +43,9 @@ func proposeTimeout(ctx context.Context) time.Duration {
 func (r *Replica) Segments() []SegmentInfo { return r.log.Segments() }
 
 // SetSegmentLimits applies a topic's segment.bytes and segment.ms.
-func (r *Replica) SetSegmentLimits(bytes int64, age time.Duration) { r.log.SetSegmentLimits(bytes, age) }
+func (r *Replica) SetSegmentLimits(bytes int64, age time.Duration) {
+	r.log.SetSegmentLimits(bytes, age)
+}
 
 // snapshotter takes a Raft snapshot after each trim (kicked through
 // snapKick by the FSM's Trimmed hook), so that the stored snapshot stops
