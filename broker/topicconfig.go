@@ -23,7 +23,7 @@ func (n *Node) ProducerIDExpiration() time.Duration {
 }
 
 // clusterConfigs are the cluster-wide dynamic broker defaults.
-func (n *Node) clusterConfigs() map[string]string { return nil }
+func (n *Node) clusterConfigs() map[string]string { return n.meta.fsm.State().ClusterConfigs() }
 
 // staticConfigs are the node's static configs by their Kafka names, as
 // DescribeConfigs reports them (backend.Configs).
