@@ -43,6 +43,10 @@ type Node struct {
 	kafka   *kafkaapi.Server
 	kafkaLn net.Listener
 
+	// static are the node's static configs under Kafka's names; fixed at
+	// Start (see TopicConfig).
+	static map[string]string
+
 	// memberCh wakes the metadata duties loop on membership changes.
 	memberCh chan struct{}
 
@@ -73,6 +77,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cancel:   cancel,
 		memberCh: make(chan struct{}, 1),
 	}
+	n.static = staticConfigs(&backend{n})
 	if err := n.start(ctx); err != nil {
 		n.Shutdown(context.Background())
 		return nil, err

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // ConfigEntry is one setting of the node, as DescribeConfigs reports it.
@@ -63,7 +65,7 @@ type describedConfig struct {
 	doc      string
 	readOnly bool
 	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
-	dflt     string // the value when there are no synonyms
+	value    string // in the config's own unit (a synonym may be in hours)
 }
 
 func synonym(name, value string, source kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
@@ -74,7 +76,7 @@ func synonym(name, value string, source kmsg.ConfigSource) kmsg.DescribeConfigsR
 
 // topicConfigs describes an existing topic's configs: each is the node's
 // value of its broker synonym (STATIC_BROKER_CONFIG) or else Kafka's
-// default (DEFAULT_CONFIG). Topics have no configs of their own yet.
+// default (DEFAULT_CONFIG).
 func (s *Server) topicConfigs(view *ClusterView, topic string) ([]describedConfig, error) {
 	if err := ValidateTopicName(topic); err != nil {
 		return nil, err
@@ -86,14 +88,13 @@ func (s *Server) topicConfigs(view *ClusterView, topic string) ([]describedConfi
 	for _, c := range s.backend.Configs() {
 		node[c.Name] = c.Value
 	}
-	out := make([]describedConfig, 0, len(topicConfigs))
-	for _, tc := range topicConfigs {
-		dc := describedConfig{name: tc.name, typ: tc.typ, doc: tc.doc, dflt: tc.value}
-		if tc.broker != "" {
-			if v, ok := node[tc.broker]; ok {
-				dc.synonyms = append(dc.synonyms, synonym(tc.broker, v, kmsg.ConfigSourceStaticBrokerConfig))
-			}
-			dc.synonyms = append(dc.synonyms, synonym(tc.broker, tc.value, kmsg.ConfigSourceDefaultConfig))
+	specs := topicconfig.Specs()
+	out := make([]describedConfig, 0, len(specs))
+	for _, spec := range specs {
+		value, syns, _ := topicconfig.Describe(spec.Name, nil, nil, node)
+		dc := describedConfig{name: spec.Name, typ: spec.Type, doc: spec.Doc, value: value}
+		for _, syn := range syns {
+			dc.synonyms = append(dc.synonyms, synonym(syn.Name, syn.Value, syn.Source))
 		}
 		out = append(out, dc)
 	}
@@ -119,7 +120,7 @@ func (s *Server) brokerConfigs(name string) ([]describedConfig, error) {
 	out := make([]describedConfig, 0, len(configs))
 	for _, c := range configs {
 		out = append(out, describedConfig{
-			name: c.Name, typ: c.Type, doc: c.Doc, readOnly: true,
+			name: c.Name, typ: c.Type, doc: c.Doc, readOnly: true, value: c.Value,
 			synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
 				synonym(c.Name, c.Value, kmsg.ConfigSourceStaticBrokerConfig)},
 		})
@@ -156,9 +157,9 @@ func answerConfigs(configs []describedConfig, names []string, synonyms, docs boo
 		}
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 		rc.Name, rc.ConfigType, rc.ReadOnly = dc.name, dc.typ, dc.readOnly
-		rc.Value, rc.Source = kmsg.StringPtr(dc.dflt), kmsg.ConfigSourceDefaultConfig
+		rc.Value, rc.Source = kmsg.StringPtr(dc.value), kmsg.ConfigSourceDefaultConfig
 		if len(dc.synonyms) > 0 {
-			rc.Value, rc.Source = dc.synonyms[0].Value, dc.synonyms[0].Source
+			rc.Source = dc.synonyms[0].Source
 		}
 		rc.IsDefault = rc.Source == kmsg.ConfigSourceDefaultConfig // v0
 		if synonyms {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 func describeConfigsRequest(version int16, synonyms, docs bool, resources ...kmsg.DescribeConfigsRequestResource) *kmsg.DescribeConfigsRequest {
@@ -43,7 +45,7 @@ func TestDescribeTopicConfigs(t *testing.T) {
 	for v := int16(0); v <= 4; v++ {
 		resp := c.roundTrip(describeConfigsRequest(v, true, true, configResource(kmsg.ConfigResourceTypeTopic, "t"))).(*kmsg.DescribeConfigsResponse)
 		r := resp.Resources[0]
-		if r.ErrorCode != 0 || r.ResourceName != "t" || r.ResourceType != kmsg.ConfigResourceTypeTopic || len(r.Configs) != len(topicConfigs) {
+		if r.ErrorCode != 0 || r.ResourceName != "t" || r.ResourceType != kmsg.ConfigResourceTypeTopic || len(r.Configs) != len(topicconfig.Specs()) {
 			t.Fatalf("v%d: error %d, %s %q, %d configs", v, r.ErrorCode, r.ResourceType, r.ResourceName, len(r.Configs))
 		}
 		seg := findConfig(t, r, "segment.bytes")

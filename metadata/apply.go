@@ -1,9 +1,13 @@
 package metadata
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
+
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // Apply returns the state after cmd is applied as the log entry at index,
@@ -42,6 +46,8 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.createPartitions(c)
 	case DeleteTopic:
 		result, err = next.deleteTopic(c)
+	case AlterConfigs:
+		result, err = next.alterConfigs(c)
 	}
 	if err != nil {
 		return next, nil, err
@@ -195,7 +201,54 @@ func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
 	if _, ok := c.Configs[""]; ok {
 		return &InvalidConfigError{Key: "", Reason: "empty key"}
 	}
+	if !c.legacyConfigs {
+		if err := topicconfig.ValidateAll(c.Configs); err != nil {
+			return invalidConfig(err)
+		}
+	}
 	return nil
+}
+
+// invalidConfig wraps a topicconfig error as an *InvalidConfigError.
+func invalidConfig(err error) error {
+	var e *topicconfig.Error
+	if errors.As(err, &e) {
+		return &InvalidConfigError{Key: e.Name, Reason: e.Error(), Err: err}
+	}
+	return &InvalidConfigError{Reason: err.Error(), Err: err}
+}
+
+// alterConfigs replaces a topic's overrides or the cluster defaults.
+func (s *Snapshot) alterConfigs(c AlterConfigs) (AlterConfigsResult, error) {
+	var configs map[string]string
+	if len(c.Configs) > 0 {
+		configs = maps.Clone(c.Configs)
+	}
+	switch c.Resource {
+	case ConfigTopic:
+		old, ok := s.topics[c.Topic]
+		if !ok {
+			return AlterConfigsResult{}, &UnknownTopicError{Topic: c.Topic, Partition: -1}
+		}
+		if err := topicconfig.ValidateAll(configs); err != nil {
+			return AlterConfigsResult{}, invalidConfig(err)
+		}
+		t := *old // Partitions are shared: never written
+		t.Configs = configs
+		s.topics = cloneMap(s.topics)
+		s.topics[c.Topic] = &t
+	case ConfigClusterDefaults:
+		if c.Topic != "" {
+			return AlterConfigsResult{}, &InvalidConfigError{Reason: "cluster defaults take no topic name"}
+		}
+		if err := topicconfig.ValidateBrokerAll(configs); err != nil {
+			return AlterConfigsResult{}, invalidConfig(err)
+		}
+		s.clusterConfigs = configs
+	default:
+		return AlterConfigsResult{}, &InvalidConfigError{Reason: fmt.Sprintf("unknown config resource %d", c.Resource)}
+	}
+	return AlterConfigsResult{Configs: maps.Clone(configs)}, nil
 }
 
 func (s *Snapshot) setPartitionLeader(c SetPartitionLeader) (SetPartitionLeaderResult, error) {

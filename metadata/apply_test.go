@@ -235,17 +235,17 @@ func TestCreateTopicErrorDetails(t *testing.T) {
 // The stored topic must not share memory with the command or with what
 // readers get back.
 func TestCreateTopicDoesNotAlias(t *testing.T) {
-	cmd := CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}}, Configs: map[string]string{"k": "v"}}
+	cmd := CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}}, Configs: map[string]string{"retention.ms": "1000"}}
 	s := must(t, cluster3(t), cmd)
 	cmd.Assignment[0][0] = 3
-	cmd.Configs["k"] = "changed"
+	cmd.Configs["retention.ms"] = "2000"
 	got, _ := s.Topic("t")
 	got.Partitions[0].Replicas[1] = 3
-	got.Configs["k"] = "changed too"
+	got.Configs["retention.ms"] = "3000"
 	p, _ := s.Partition("t", 0)
 	p.Replicas[0] = 9
 	again, _ := s.Topic("t")
-	if !equalInts(again.Partitions[0].Replicas, []int32{1, 2}) || again.Configs["k"] != "v" {
+	if !equalInts(again.Partitions[0].Replicas, []int32{1, 2}) || again.Configs["retention.ms"] != "1000" {
 		t.Fatalf("stored topic changed through an alias: %+v", again)
 	}
 }

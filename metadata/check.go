@@ -15,7 +15,7 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps
 // produced; tests run it after every command.
 func (s *Snapshot) check() error {
 	if s.clusterID == "" {
-		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted) > 0 {
+		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs) > 0 {
 			return errors.New("state without a cluster id")
 		}
 		return nil
@@ -41,6 +41,9 @@ func (s *Snapshot) check() error {
 		if err := s.checkTopic(name, s.topics[name]); err != nil {
 			return fmt.Errorf("topic %q: %w", name, err)
 		}
+	}
+	if _, empty := s.clusterConfigs[""]; empty {
+		return errors.New("empty cluster config key")
 	}
 	for _, tid := range sortedKeys(s.transactional) {
 		p := s.transactional[tid]

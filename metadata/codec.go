@@ -12,11 +12,12 @@ import (
 var commandVersion = map[CommandType]uint8{
 	TypeInitCluster:        1,
 	TypeRegisterBroker:     1,
-	TypeCreateTopic:        1,
+	TypeCreateTopic:        2, // 1: configs not interpreted
 	TypeSetPartitionLeader: 1,
 	TypeAllocateProducerID: 1,
 	TypeCreatePartitions:   1,
 	TypeDeleteTopic:        1,
+	TypeAlterConfigs:       1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -29,7 +30,11 @@ func Encode(cmd Command) ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, 0, 64)
-	b = append(b, byte(cmd.Type()), commandVersion[cmd.Type()])
+	ver := commandVersion[cmd.Type()]
+	if c, ok := cmd.(CreateTopic); ok && c.legacyConfigs {
+		ver = 1 // a decoded version 1 entry encodes back to its own bytes
+	}
+	b = append(b, byte(cmd.Type()), ver)
 	return cmd.appendBody(b), nil
 }
 
@@ -49,8 +54,10 @@ func Decode(b []byte) (Command, error) {
 		cmd = InitCluster{ClusterID: r.str("cluster id")}
 	case typ == TypeRegisterBroker && ver == 1:
 		cmd = RegisterBroker{ID: r.i32("broker id"), KafkaAddr: r.str("kafka address"), RaftAddr: r.str("raft address")}
-	case typ == TypeCreateTopic && ver == 1:
-		cmd = decodeCreateTopic(r)
+	case typ == TypeCreateTopic && (ver == 1 || ver == 2):
+		c := decodeCreateTopic(r)
+		c.legacyConfigs = ver == 1
+		cmd = c
 	case typ == TypeSetPartitionLeader && ver == 1:
 		cmd = SetPartitionLeader{Topic: r.str("topic"), Partition: r.i32("partition"), Leader: r.i32("leader"), Epoch: r.i32("epoch")}
 	case typ == TypeCreatePartitions && ver == 1:
@@ -64,6 +71,8 @@ func Decode(b []byte) (Command, error) {
 		cmd = c
 	case typ == TypeDeleteTopic && ver == 1:
 		cmd = DeleteTopic{Name: r.str("topic")}
+	case typ == TypeAlterConfigs && ver == 1:
+		cmd = AlterConfigs{Resource: ConfigResource(r.u8("config resource")), Topic: r.str("topic"), Configs: readConfigs(r)}
 	case typ == TypeAllocateProducerID && ver == 1:
 		var c AllocateProducerID
 		if r.boolean("transactional id present") {
@@ -111,6 +120,10 @@ func deref(cmd Command) (Command, error) {
 		if c != nil {
 			return *c, nil
 		}
+	case *AlterConfigs:
+		if c != nil {
+			return *c, nil
+		}
 	case nil:
 	default:
 		return cmd, nil
@@ -141,6 +154,12 @@ func (c CreatePartitions) appendBody(b []byte) []byte {
 }
 
 func (c DeleteTopic) appendBody(b []byte) []byte { return appendString(b, c.Name) }
+
+func (c AlterConfigs) appendBody(b []byte) []byte {
+	b = appendU8(b, uint8(c.Resource))
+	b = appendString(b, c.Topic)
+	return appendConfigs(b, c.Configs)
+}
 
 func decodeCreateTopic(r *reader) CreateTopic {
 	c := CreateTopic{

@@ -28,6 +28,9 @@ func sampleCommands() []Command {
 		CreatePartitions{},
 		DeleteTopic{Name: "events"},
 		DeleteTopic{},
+		AlterConfigs{Resource: ConfigTopic, Topic: "events", Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "delete"}},
+		AlterConfigs{Resource: ConfigClusterDefaults, Configs: map[string]string{"log.retention.ms": "-1"}},
+		AlterConfigs{},
 	}
 }
 
@@ -94,11 +97,14 @@ func TestEncodeGolden(t *testing.T) {
 		{InitCluster{ClusterID: "c1"}, "0101" + "00000002" + "6331"},
 		{RegisterBroker{ID: 2, KafkaAddr: "a:1", RaftAddr: "b:2"}, "0201" + "00000002" + "00000003" + "613a31" + "00000003" + "623a32"},
 		{CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}}, Configs: map[string]string{"k": "v"}},
-			"0301" + "00000001" + "74" + "00000001" + "0002" + "00000001" + "00000002" + "00000001" + "00000002" +
+			"0302" + "00000001" + "74" + "00000001" + "0002" + "00000001" + "00000002" + "00000001" + "00000002" +
 				"00000001" + "00000001" + "6b" + "00000001" + "76"},
 		{SetPartitionLeader{Topic: "t", Partition: 1, Leader: 2, Epoch: 3}, "0401" + "00000001" + "74" + "00000001" + "00000002" + "00000003"},
 		{AllocateProducerID{}, "0501" + "00"},
 		{AllocateProducerID{TransactionalID: ptr("x")}, "0501" + "01" + "00000001" + "78"},
+		{AlterConfigs{Resource: ConfigTopic, Topic: "t", Configs: map[string]string{"k": "v"}},
+			"0801" + "01" + "00000001" + "74" + "00000001" + "00000001" + "6b" + "00000001" + "76"},
+		{AlterConfigs{Resource: ConfigClusterDefaults}, "0801" + "02" + "00000000" + "00000000"},
 	}
 	for _, tc := range tests {
 		got, err := Encode(tc.cmd)
@@ -124,9 +130,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformedCommand},
 		{"type only", []byte{1}, ErrMalformedCommand},
 		{"type zero", []byte{0, 1}, ErrUnknownCommand},
-		{"type past the end", []byte{8, 1}, ErrUnknownCommand},
+		{"type past the end", []byte{9, 1}, ErrUnknownCommand},
 		{"version zero", []byte{1, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future version", []byte{1, 2, 0, 0, 0, 0}, ErrUnknownCommand},
+		{"future create topic version", []byte{3, 3}, ErrUnknownCommand},
 		{"string longer than input", mustHex("0101" + "00000005" + "6331"), ErrMalformedCommand},
 		{"huge string length", mustHex("0101" + "ffffffff"), ErrMalformedCommand},
 		{"huge assignment", mustHex("0301" + "00000001" + "74" + "00000001" + "0001" + "7fffffff"), ErrMalformedCommand},

@@ -13,6 +13,7 @@ const (
 	TypeAllocateProducerID CommandType = 5
 	TypeCreatePartitions   CommandType = 6
 	TypeDeleteTopic        CommandType = 7
+	TypeAlterConfigs       CommandType = 8
 )
 
 func (t CommandType) String() string {
@@ -31,6 +32,8 @@ func (t CommandType) String() string {
 		return "CreatePartitions"
 	case TypeDeleteTopic:
 		return "DeleteTopic"
+	case TypeAlterConfigs:
+		return "AlterConfigs"
 	}
 	return "Unknown"
 }
@@ -50,6 +53,7 @@ var (
 	_ Command = CreateTopic{}
 	_ Command = SetPartitionLeader{}
 	_ Command = AllocateProducerID{}
+	_ Command = AlterConfigs{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:
@@ -89,7 +93,9 @@ type RegisterBrokerResult struct {
 // against the state at its log position: valid and free name, 1..MaxPartitions
 // partitions, 1..len(brokers) replication factor, one replica list per
 // partition of exactly ReplicationFactor distinct registered brokers, and
-// non-empty config keys. Every partition starts with NoLeader.
+// configs that topicconfig.ValidateAll accepts (entries of encoding
+// version 1, written before configs were interpreted, need only non-empty
+// keys). Every partition starts with NoLeader.
 //
 // The topic id is derived from the cluster id, the entry's log index and
 // the name, so it is known only once applied.
@@ -101,6 +107,10 @@ type CreateTopic struct {
 	ReplicationFactor int16
 	Assignment        [][]int32         // [partition] -> replicas, first = preferred leader
 	Configs           map[string]string // optional topic-level configs
+
+	// legacyConfigs marks an entry of encoding version 1, whose configs
+	// are checked as they were then: non-empty keys only.
+	legacyConfigs bool
 }
 
 // CreateTopicResult answers CreateTopic with the stored topic.
@@ -177,6 +187,41 @@ type SetPartitionLeaderResult struct {
 type AllocateProducerID struct {
 	TransactionalID *string // nil for an idempotent, non-transactional producer
 }
+
+// ConfigResource names what AlterConfigs changes.
+type ConfigResource uint8
+
+// Config resources. Zero is reserved.
+const (
+	// ConfigTopic is one topic's overrides (Kafka's TOPIC resource).
+	ConfigTopic ConfigResource = 1
+	// ConfigClusterDefaults are the cluster-wide dynamic broker configs
+	// (Kafka's BROKER resource with an empty name), under broker names
+	// such as log.retention.ms.
+	ConfigClusterDefaults ConfigResource = 2
+)
+
+// AlterConfigs replaces a resource's dynamic configs with Configs, whole
+// (Kafka's AlterConfigs; the proposer computes IncrementalAlterConfigs
+// from the current map). An empty map clears them. Apply checks that the
+// topic exists (for ConfigTopic) and validates every entry:
+// topicconfig.ValidateAll for a topic, topicconfig.ValidateBrokerAll for
+// the cluster defaults.
+//
+// Result: AlterConfigsResult.
+type AlterConfigs struct {
+	Resource ConfigResource
+	Topic    string // for ConfigTopic; "" otherwise
+	Configs  map[string]string
+}
+
+// AlterConfigsResult answers AlterConfigs with the stored configs.
+type AlterConfigsResult struct {
+	Configs map[string]string
+}
+
+// Type implements Command.
+func (AlterConfigs) Type() CommandType { return TypeAlterConfigs }
 
 // Type implements Command.
 func (InitCluster) Type() CommandType { return TypeInitCluster }

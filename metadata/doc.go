@@ -1,7 +1,8 @@
 // Package metadata is the state machine of the cluster-metadata Raft group,
 // of which every node is a member: the cluster id, registered brokers,
 // topics with their replica placement and last reported leaders, and
-// producer ids. It holds no I/O and no Raft wiring; it is deterministic
+// producer ids; and dynamic configs (topic overrides and cluster-wide
+// broker defaults). It holds no I/O and no Raft wiring; it is deterministic
 // (no clock, randomness or map order reaches a state, a result, an encoding
 // or a placement), so every member holds the same state at the same index.
 //
@@ -23,11 +24,15 @@
 //     SetPartitionLeader with its Raft term as the epoch. Older reports are
 //     ignored, so reports may be retried and may race.
 //  6. Serve InitProducerId with AllocateProducerID.
-//  7. The raft ApplyFuture's Response() is the command's result value (its
+//  7. Serve AlterConfigs with AlterConfigs (the whole new map of a topic's
+//     overrides, or of the cluster-wide dynamic broker defaults); for
+//     IncrementalAlterConfigs compute the new map from the current state.
+//     Apply validates every entry with package topicconfig.
+//  8. The raft ApplyFuture's Response() is the command's result value (its
 //     type is named in each command's doc) or an error value; test with a
 //     type assertion to error first, then errors.Is / errors.As against the
 //     sentinels and typed errors of errors.go, which name their Kafka codes.
-//  8. Read with State(), which is an immutable *Snapshot, and wait for
+//  9. Read with State(), which is an immutable *Snapshot, and wait for
 //     changes with WaitFor or Watch. Every node answers Metadata from its
 //     local copy; a follower may lag the leader by a few entries.
 //

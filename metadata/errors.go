@@ -33,8 +33,9 @@ var (
 	// topic; an *AssignmentError also wraps one of the reasons below.
 	// [INVALID_REPLICA_ASSIGNMENT]
 	ErrInvalidReplicaAssignment = errors.New("metadata: invalid replica assignment")
-	// ErrInvalidConfig: a topic config entry with an empty key. [INVALID_CONFIG]
-	ErrInvalidConfig = errors.New("metadata: invalid topic config")
+	// ErrInvalidConfig: a config entry that cannot be stored: an empty key,
+	// an unknown name or a bad value (see topicconfig). [INVALID_CONFIG]
+	ErrInvalidConfig = errors.New("metadata: invalid config")
 	// ErrUnknownTopicOrPartition: no such topic, or no such partition in it.
 	// [UNKNOWN_TOPIC_OR_PARTITION]
 	ErrUnknownTopicOrPartition = errors.New("metadata: unknown topic or partition")
@@ -159,16 +160,25 @@ func (e *AssignmentError) Error() string {
 }
 func (e *AssignmentError) Unwrap() []error { return []error{ErrInvalidReplicaAssignment, e.Err} }
 
-// InvalidConfigError is a topic config entry that cannot be stored.
+// InvalidConfigError is a config entry that cannot be stored. It wraps
+// ErrInvalidConfig and, when there is one, Err: the *topicconfig.Error
+// (which wraps kerr.InvalidConfig).
 type InvalidConfigError struct {
 	Key    string
 	Reason string // for people, not for matching
+	Err    error  // may be nil
 }
 
 func (e *InvalidConfigError) Error() string {
-	return fmt.Sprintf("metadata: topic config %q: %s", e.Key, e.Reason)
+	return fmt.Sprintf("metadata: config %q: %s", e.Key, e.Reason)
 }
-func (e *InvalidConfigError) Unwrap() error { return ErrInvalidConfig }
+
+func (e *InvalidConfigError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrInvalidConfig}
+	}
+	return []error{ErrInvalidConfig, e.Err}
+}
 
 // UnknownTopicError names a topic, or a partition of it, that does not exist.
 type UnknownTopicError struct {

@@ -22,6 +22,18 @@ type Snapshot struct {
 	nextProducerID int64
 	transactional  map[string]ProducerIdentity
 	deleted        map[TopicID]struct{} // ids of deleted topics, never reused
+	// clusterConfigs are the cluster-wide dynamic broker defaults
+	// (AlterConfigs with ConfigClusterDefaults); nil when none.
+	clusterConfigs map[string]string
+}
+
+// ClusterConfigs returns a copy of the cluster-wide dynamic broker
+// defaults, by broker config name; nil when none is set.
+func (s *Snapshot) ClusterConfigs() map[string]string {
+	if len(s.clusterConfigs) == 0 {
+		return nil
+	}
+	return maps.Clone(s.clusterConfigs)
 }
 
 // TopicDeleted reports whether a topic of that id was deleted.
@@ -164,6 +176,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 	return s.index == o.index && s.clusterID == o.clusterID && s.nextProducerID == o.nextProducerID &&
 		maps.Equal(s.brokers, o.brokers) && maps.Equal(s.transactional, o.transactional) &&
 		maps.Equal(s.topicIDs, o.topicIDs) && maps.Equal(s.deleted, o.deleted) &&
+		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&
 		maps.EqualFunc(s.topics, o.topics, func(a, b *Topic) bool { return a.equal(b) })
 }
 

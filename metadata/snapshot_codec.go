@@ -7,9 +7,9 @@ import (
 	"slices"
 )
 
-// Snapshot encoding, version 2 (primitives in wire.go):
+// Snapshot encoding, version 3 (primitives in wire.go):
 //
-//	"MKMD" u8(version=2)
+//	"MKMD" u8(version=3)
 //	u64 appliedIndex, string clusterID, i64 nextProducerID
 //	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr
 //	array of topics, by name:        string name, [16]byte id,
@@ -17,12 +17,14 @@ import (
 //	                                 array of configs, by key: string key, string value
 //	array of transactional ids, by id: string transactionalID, i64 producerID, i16 epoch
 //	array of deleted topic ids, by bytes: [16]byte id          (version 2 on)
+//	array of cluster configs, by key: string key, string value (version 3 on)
 //
-// Version 1 is version 2 without the deleted topic ids; it is still read.
+// Version 1 is version 2 without the deleted topic ids, and version 2 is
+// version 3 without the cluster configs; both are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 2
+	snapshotVersion = 3
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -71,7 +73,7 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	for _, id := range deleted {
 		b = append(b, id[:]...)
 	}
-	return b, nil
+	return appendConfigs(b, s.clusterConfigs), nil
 }
 
 // sortedIDs returns the ids of a set in byte order.
@@ -142,6 +144,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	}
 	if version >= 2 {
 		s.deleted = readDeleted(r)
+	}
+	if version >= 3 {
+		s.clusterConfigs = readConfigs(r)
 	}
 	if err := r.done(); err != nil {
 		return nil, err

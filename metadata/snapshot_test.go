@@ -23,6 +23,7 @@ func richState(t testing.TB) *Snapshot {
 		DeleteTopic{Name: "gone"},
 		CreateTopic{Name: "gone", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{2}}},
 		DeleteTopic{Name: "gone"},
+		AlterConfigs{Resource: ConfigClusterDefaults, Configs: map[string]string{"log.retention.ms": "5000", "producer.id.expiration.ms": "1000"}},
 	)
 }
 
@@ -56,7 +57,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	byID, _ := got.TopicByID(ev.ID)
 	if p.Leader != 7 || p.LeaderEpoch != 4 || tx.Epoch != 1 || cfg.Configs["retention.ms"] != "-1" ||
 		got.NextProducerID() != FirstProducerID+3 || got.AppliedIndex() != s.AppliedIndex() ||
-		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 4 || len(got.deleted) != 2 {
+		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 4 || len(got.deleted) != 2 ||
+		got.ClusterConfigs()["log.retention.ms"] != "5000" {
 		t.Fatalf("restored state lost data: %+v %+v %+v", p, tx, cfg)
 	}
 }
@@ -65,12 +67,14 @@ func TestSnapshotRoundTrip(t *testing.T) {
 func TestSnapshotEqualDetectsDifferences(t *testing.T) {
 	base := richState(t)
 	variants := map[string]Command{
-		"broker":      RegisterBroker{ID: 8, KafkaAddr: "h:1", RaftAddr: "h:2"},
-		"topic":       CreateTopic{Name: "new", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}},
-		"leader":      SetPartitionLeader{Topic: "events", Partition: 0, Leader: 2, Epoch: 9},
-		"producer":    AllocateProducerID{},
-		"transaction": AllocateProducerID{TransactionalID: ptr("tx-a")},
-		"partitions":  CreatePartitions{Topic: "cfg", Count: 2, Assignment: [][]int32{{1}}},
+		"broker":          RegisterBroker{ID: 8, KafkaAddr: "h:1", RaftAddr: "h:2"},
+		"topic":           CreateTopic{Name: "new", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}},
+		"leader":          SetPartitionLeader{Topic: "events", Partition: 0, Leader: 2, Epoch: 9},
+		"producer":        AllocateProducerID{},
+		"transaction":     AllocateProducerID{TransactionalID: ptr("tx-a")},
+		"partitions":      CreatePartitions{Topic: "cfg", Count: 2, Assignment: [][]int32{{1}}},
+		"topic configs":   AlterConfigs{Resource: ConfigTopic, Topic: "cfg", Configs: map[string]string{"retention.ms": "1"}},
+		"cluster configs": AlterConfigs{Resource: ConfigClusterDefaults},
 	}
 	for name, cmd := range variants {
 		next, _, err := base.Apply(base.index, cmd) // same index: only the content differs
@@ -138,7 +142,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none)); err != nil {
+	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none)); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
 	}
 	// Version 1, written before topics could be deleted, has no deleted
@@ -149,6 +153,14 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 	}
 	if s, err := DecodeSnapshot(v1); err != nil || len(s.Brokers()) != 2 {
 		t.Fatalf("version 1: %v, %v", s, err)
+	}
+	// Version 2, written before cluster configs, is read too.
+	v2 := append([]byte(snapshotMagic), 2)
+	for _, p := range [][]byte{hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none} {
+		v2 = append(v2, p...)
+	}
+	if s, err := DecodeSnapshot(v2); err != nil || len(s.Brokers()) != 2 || s.ClusterConfigs() != nil {
+		t.Fatalf("version 2: %v, %v", s, err)
 	}
 
 	// Inconsistent states that MarshalBinary will happily write.
