@@ -15,6 +15,7 @@ import (
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // backend answers the Kafka front end from the node's state.
@@ -234,10 +235,11 @@ func (b *backend) liveBrokers(state *metadata.Snapshot) []int32 {
 
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	if lr, ok := b.n.reps.get(topic, p); ok {
+		rp := replicaPartition{r: lr.rep, enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.config(b.n)}
 		if metadata.IsInternal(topic) {
-			return internalPartition{replicaPartition{lr.rep, b.n.cfg.Tuning.ProduceEnqueue}}, nil
+			return internalPartition{rp}, nil
 		}
-		return replicaPartition{lr.rep, b.n.cfg.Tuning.ProduceEnqueue}, nil
+		return rp, nil
 	}
 	if _, ok := b.n.meta.fsm.State().Partition(topic, p); ok {
 		return nil, fmt.Errorf("%w: node %d holds no replica of %s-%d", kerr.NotLeaderForPartition, b.n.cfg.NodeID, topic, p)
@@ -246,8 +248,7 @@ func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 }
 
 // Configs reports the node's config under Kafka's names, and ours under
-// minikafka.*: the node never deletes data (retention -1), and a batch is
-// bounded only by the request size.
+// minikafka.*.
 func (b *backend) Configs() []kafkaapi.ConfigEntry {
 	c := b.n.cfg
 	str, num, boolean := kmsg.ConfigTypeString, kmsg.ConfigTypeInt, kmsg.ConfigTypeBoolean
@@ -264,10 +265,12 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 		{Name: "auto.leader.rebalance.enable", Value: strconv.FormatBool(c.LeaderRebalanceInterval > 0), Type: boolean},
 		{Name: "leader.imbalance.check.interval.seconds", Value: itoa(int64(c.LeaderRebalanceInterval.Seconds())), Type: kmsg.ConfigTypeLong},
 		{Name: "log.segment.bytes", Value: itoa(c.SegmentBytes), Type: num},
-		{Name: "log.retention.ms", Value: "-1", Type: kmsg.ConfigTypeLong},
-		{Name: "log.retention.bytes", Value: "-1", Type: kmsg.ConfigTypeLong},
+		{Name: "log.retention.ms", Value: itoa(c.LogRetentionMs), Type: kmsg.ConfigTypeLong},
+		{Name: "log.retention.bytes", Value: itoa(c.LogRetentionBytes), Type: kmsg.ConfigTypeLong},
+		{Name: "log.retention.check.interval.ms", Value: itoa(c.RetentionCheckInterval.Milliseconds()), Type: kmsg.ConfigTypeLong},
+		{Name: "producer.id.expiration.check.interval.ms", Value: itoa(c.ProducerExpirationCheckInterval.Milliseconds()), Type: num},
 		{Name: "socket.request.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
-		{Name: "message.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
+		{Name: "message.max.bytes", Value: itoa(int64(c.MessageMaxBytes)), Type: num},
 		{Name: "minikafka.raft.addr", Value: c.AdvertisedRaftAddr, Type: str},
 		{Name: "minikafka.gossip.addr", Value: c.AdvertisedGossip, Type: str},
 		{Name: "minikafka.bootstrap.expect", Value: itoa(int64(c.BootstrapExpect)), Type: num},
@@ -288,6 +291,7 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 type replicaPartition struct {
 	r       *partition.Replica
 	enqueue time.Duration
+	cfg     topicconfig.Config // the topic's, when the partition was looked up
 }
 
 var (
@@ -314,8 +318,20 @@ var _ kafkaapi.Partition = replicaPartition{}
 // Produce proposes the batch now, in call order. The wait does not end on
 // ctx: Raft resolves every proposal, at the latest when the leader's lease
 // runs out, and the answer then is the true outcome rather than a guess.
+//
+// A batch over the topic's max.message.bytes is MESSAGE_TOO_LARGE, as in
+// Kafka; a LogAppendTime topic's batch carries this leader's clock.
 func (p replicaPartition) Produce(batch []byte, acks int16) kafkaapi.ProduceWait {
-	prop := p.r.Propose(batch, p.enqueue)
+	if limit := p.cfg.MaxMessageBytes; limit > 0 && len(batch) > int(limit) {
+		err := fmt.Errorf("%w: the batch is %d bytes, over the topic's max.message.bytes %d", kerr.MessageTooLarge, len(batch), limit)
+		return func(context.Context) (kafkaapi.ProduceResult, error) { return kafkaapi.ProduceResult{}, err }
+	}
+	var prop *partition.Proposal
+	if p.cfg.LogAppendTime {
+		prop = p.r.ProposeLogAppendTime(batch, p.enqueue)
+	} else {
+		prop = p.r.Propose(batch, p.enqueue)
+	}
 	return func(ctx context.Context) (kafkaapi.ProduceResult, error) {
 		res, err := prop.Wait()
 		if err != nil {
@@ -324,7 +340,8 @@ func (p replicaPartition) Produce(batch []byte, acks int16) kafkaapi.ProduceWait
 		if res.Err != nil {
 			return kafkaapi.ProduceResult{}, res.Err
 		}
-		return kafkaapi.ProduceResult{BaseOffset: res.BaseOffset, LogStartOffset: res.LogStartOffset}, nil
+		return kafkaapi.ProduceResult{BaseOffset: res.BaseOffset, LogStartOffset: res.LogStartOffset,
+			LogAppendTime: res.LogAppendTime}, nil
 	}
 }
 
@@ -354,4 +371,20 @@ func (p internalPartition) Produce([]byte, int16) kafkaapi.ProduceWait {
 	return func(context.Context) (kafkaapi.ProduceResult, error) {
 		return kafkaapi.ProduceResult{}, fmt.Errorf("%w: clients may not write to an internal topic", kerr.InvalidTopicException)
 	}
+}
+
+// DeleteRecords moves the log start offset up through Raft (kafkaapi's
+// RecordDeleter), unless the topic's cleanup.policy has no delete, as in
+// Kafka.
+func (p replicaPartition) DeleteRecords(ctx context.Context, offset int64) (int64, error) {
+	if !slices.Contains(p.cfg.CleanupPolicy, cleanupDelete) {
+		return 0, fmt.Errorf("%w: records cannot be deleted from a topic whose cleanup.policy is %v", kerr.PolicyViolation, p.cfg.CleanupPolicy)
+	}
+	return p.r.Trim(ctx, offset)
+}
+
+// DeleteRecords refuses: the cluster's own records are not the clients'
+// to delete.
+func (p internalPartition) DeleteRecords(context.Context, int64) (int64, error) {
+	return 0, fmt.Errorf("%w: records of an internal topic cannot be deleted", kerr.InvalidTopicException)
 }

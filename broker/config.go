@@ -72,6 +72,24 @@ type Config struct {
 	MaxConnectionsPerIP int
 	ConnectionsMaxIdle  time.Duration
 
+	// RetentionCheckInterval is how often a partition leader applies its
+	// topic's retention.ms and retention.bytes (Kafka's
+	// log.retention.check.interval.ms). ProducerExpirationCheckInterval is
+	// how often it expires idle producers (producer.id.expiration.check.
+	// interval.ms). MaxProducers bounds each partition's producer table;
+	// it decides produce outcomes, so every node must use the same value.
+	//
+	// LogRetentionMs, LogRetentionBytes and MessageMaxBytes are the node's
+	// static log.retention.ms, log.retention.bytes and message.max.bytes:
+	// the defaults of topics' retention.ms, retention.bytes and
+	// max.message.bytes below the cluster-wide dynamic defaults.
+	LogRetentionMs                  int64
+	LogRetentionBytes               int64
+	MessageMaxBytes                 int32
+	RetentionCheckInterval          time.Duration
+	ProducerExpirationCheckInterval time.Duration
+	MaxProducers                    int
+
 	// LeaderRebalanceInterval is how often a node hands partitions it leads
 	// back to their preferred leader (the first replica). 0 disables it.
 	LeaderRebalanceInterval time.Duration
@@ -212,7 +230,15 @@ func DefaultConfig() Config {
 		MaxConnections:                10000,
 		MaxConnectionsPerIP:           10000,
 		ConnectionsMaxIdle:            10 * time.Minute,
-		Tuning:                        DefaultTuning(),
+		// Kafka checks every 5 minutes; a Raft entry per led partition
+		// every 30 s is cheap, and small topics shrink when users expect.
+		RetentionCheckInterval:          30 * time.Second,
+		LogRetentionMs:                  7 * 24 * 3600 * 1000, // Kafka's defaults
+		LogRetentionBytes:               -1,
+		MessageMaxBytes:                 1048588,
+		ProducerExpirationCheckInterval: 10 * time.Minute,
+		MaxProducers:                    100_000,
+		Tuning:                          DefaultTuning(),
 	}
 }
 
@@ -337,6 +363,18 @@ func (c *Config) validateLimits() error {
 		return bad("max_connections_per_ip", c.MaxConnectionsPerIP, "must be at least 1")
 	case c.ConnectionsMaxIdle < time.Millisecond:
 		return bad("connections_max_idle", c.ConnectionsMaxIdle, "must be at least 1ms")
+	case c.RetentionCheckInterval < time.Millisecond:
+		return bad("log_retention_check_interval", c.RetentionCheckInterval, "must be at least 1ms")
+	case c.ProducerExpirationCheckInterval < time.Millisecond:
+		return bad("producer_id_expiration_check_interval", c.ProducerExpirationCheckInterval, "must be at least 1ms")
+	case c.LogRetentionMs < -1:
+		return bad("log_retention_ms", c.LogRetentionMs, "must be -1 (forever) or more")
+	case c.LogRetentionBytes < -1:
+		return bad("log_retention_bytes", c.LogRetentionBytes, "must be -1 (no limit) or more")
+	case c.MessageMaxBytes < 0 || c.MessageMaxBytes > c.MaxRequestBytes:
+		return bad("message_max_bytes", c.MessageMaxBytes, "must be in 0..max_request_bytes (%d)", c.MaxRequestBytes)
+	case c.MaxProducers < 1:
+		return bad("max_producers_per_partition", c.MaxProducers, "must be at least 1")
 	}
 	return nil
 }

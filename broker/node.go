@@ -33,6 +33,10 @@ type Node struct {
 	ctx    context.Context // cancelled by Shutdown: stops every loop
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the node starts
+	// housekeepingDone is closed when the housekeeping goroutine
+	// (retention.go) has returned; stop waits for it before closing the
+	// replicas. Nil until start launches it.
+	housekeepingDone chan struct{}
 
 	host    *multiraft.Host
 	members *membership.Membership
@@ -120,6 +124,8 @@ func (n *Node) start(ctx context.Context) error {
 	n.wg.Add(2)
 	go n.metaDuties()
 	go n.reps.reconcileLoop()
+	n.housekeepingDone = make(chan struct{})
+	go n.housekeeping()
 	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,
 		"gossip", n.members.LocalAddr(), "data_dir", n.cfg.DataDir)
 	return nil
@@ -300,6 +306,9 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 			n.kafkaLn.Close()
 		}
 		n.cancel()
+		if n.housekeepingDone != nil {
+			<-n.housekeepingDone // its proposals need running groups
+		}
 		if n.coords != nil {
 			// Before the replicas: a coordinator's pending writes are
 			// resolved by its running Raft group (committed, or failed

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -18,6 +19,7 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // tp names a partition.
@@ -46,6 +48,9 @@ type localReplica struct {
 	// view is the materialised view of a __consumer_offsets replica's
 	// records (nil for other topics), which its coordinator serves from.
 	view *groupcoord.View
+	// cfg is the topic's resolved configs (retention.go), replaced when
+	// the metadata changes; read by produce and retention.
+	cfg atomic.Pointer[topicconfig.Config]
 }
 
 // replicaSet owns this node's partition replicas.
@@ -149,6 +154,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		},
 		Log:            partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes},
 		ProducerWindow: s.n.cfg.ProducerWindow,
+		MaxProducers:   s.n.cfg.MaxProducers,
 		Records:        sink,
 		Logger:         logger,
 	})
@@ -156,6 +162,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		return nil, fmt.Errorf("broker: open replica %s-%d: %w", info.Topic, info.Partition, err)
 	}
 	lr.rep = rep
+	lr.refreshConfig(s.n)
 	close(lr.ready)
 	s.mu.Lock()
 	if s.closed {
@@ -194,6 +201,9 @@ func (s *replicaSet) reconcileLoop() {
 // campaigns as one batch.
 func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 	s.removeDeleted(state)
+	for _, lr := range s.all() { // configs may have changed
+		lr.refreshConfig(s.n)
+	}
 	var todo []replicaInfo
 	for _, p := range state.PartitionsOn(s.n.cfg.NodeID) {
 		if _, ok := s.get(p.Topic, p.Partition); ok {

@@ -184,6 +184,9 @@ type ProduceWait func(ctx context.Context) (ProduceResult, error)
 type ProduceResult struct {
 	BaseOffset     int64 // offset of the batch's first record
 	LogStartOffset int64 // the partition's log start offset after the append
+	// LogAppendTime is the broker time stamped into the batch of a
+	// LogAppendTime topic; -1 otherwise. The zero value is read as -1.
+	LogAppendTime int64
 }
 
 // TimestampOffset is a ListOffsets answer.

@@ -47,6 +47,7 @@ var apis = []api{
 	{kmsg.ApiVersions, 0, apiVersionsMax},
 	{kmsg.CreateTopics, 0, 7},
 	{kmsg.DeleteTopics, 0, 6},
+	{kmsg.DeleteRecords, 0, 2},
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
 	{kmsg.DescribeConfigs, 0, 4},
@@ -94,6 +95,8 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startCreatePartitions(req, received)
 	case *kmsg.DeleteTopicsRequest:
 		return s.startDeleteTopics(req, received)
+	case *kmsg.DeleteRecordsRequest:
+		return s.startDeleteRecords(req, received)
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r

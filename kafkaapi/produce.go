@@ -67,6 +67,9 @@ func (s *Server) startProduce(req *kmsg.ProduceRequest, received time.Time) resp
 			}
 			w.resp.BaseOffset = res.BaseOffset
 			w.resp.LogStartOffset = res.LogStartOffset
+			if res.LogAppendTime > 0 {
+				w.resp.LogAppendTime = res.LogAppendTime
+			}
 		}
 		if acks == 0 {
 			if failed {

@@ -69,6 +69,12 @@ func keys() []key {
 		{"max_connections", d.MaxConnections, "most Kafka connections served at once"},
 		{"max_connections_per_ip", d.MaxConnectionsPerIP, "most Kafka connections served at once from one IP address"},
 		{"connections_max_idle", d.ConnectionsMaxIdle, "close a Kafka connection silent this long with no request in flight"},
+		{"log_retention_ms", d.LogRetentionMs, "topics' default retention.ms: how long data is kept (-1 = forever)"},
+		{"log_retention_bytes", d.LogRetentionBytes, "topics' default retention.bytes: partition size above which old segments go (-1 = no limit)"},
+		{"message_max_bytes", int(d.MessageMaxBytes), "topics' default max.message.bytes: the largest record batch accepted"},
+		{"log_retention_check_interval", d.RetentionCheckInterval, "how often partition leaders apply retention.ms and retention.bytes"},
+		{"producer_id_expiration_check_interval", d.ProducerExpirationCheckInterval, "how often partition leaders forget producers idle past producer.id.expiration.ms"},
+		{"max_producers_per_partition", d.MaxProducers, "most idempotent producers one partition tracks (the same on every node)"},
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
@@ -304,6 +310,12 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.MaxConnectionsPerIP = g.int("max_connections_per_ip")
 	c.ConnectionsMaxIdle = g.duration("connections_max_idle")
 	c.LeaderRebalanceInterval = g.duration("leader_rebalance_interval")
+	c.RetentionCheckInterval = g.duration("log_retention_check_interval")
+	c.LogRetentionMs = g.int64("log_retention_ms")
+	c.LogRetentionBytes = g.int64("log_retention_bytes")
+	c.MessageMaxBytes = int32(g.int("message_max_bytes"))
+	c.ProducerExpirationCheckInterval = g.duration("producer_id_expiration_check_interval")
+	c.MaxProducers = g.int("max_producers_per_partition")
 	c.PartitionRaft = g.timing("raft")
 	c.MetaRaft = g.timing("meta_raft")
 	o.LogLevel = g.string("log_level")

@@ -1,0 +1,81 @@
+package kafkaapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// RecordDeleter is an optional Partition capability: a partition that has
+// it serves DeleteRecords; one without it (an internal topic's) gets
+// POLICY_VIOLATION.
+type RecordDeleter interface {
+	// DeleteRecords moves the log start offset up to offset (at most the
+	// high watermark) on every replica and returns the start after it,
+	// Kafka's low watermark. Errors: kerr.OffsetOutOfRange past the high
+	// watermark, kerr.PolicyViolation for a topic whose cleanup.policy
+	// has no delete, kerr.NotLeaderForPartition.
+	DeleteRecords(ctx context.Context, offset int64) (int64, error)
+}
+
+// deleteToHighWatermark is the DeleteRecords offset that means "up to the
+// high watermark".
+const deleteToHighWatermark = -1
+
+// startDeleteRecords answers DeleteRecords 0-2 when its turn comes: each
+// partition's leader moves its log start offset through Raft, one
+// partition after another, within the request's timeout.
+func (s *Server) startDeleteRecords(req *kmsg.DeleteRecordsRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
+		defer cancel()
+		resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewDeleteRecordsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+				sp.Partition, sp.LowWatermark = rp.Partition, -1
+				low, err := s.deleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset)
+				if err != nil {
+					sp.ErrorCode = ErrorCode(err)
+				} else {
+					sp.LowWatermark = low
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+}
+
+// deleteRecords serves one partition of a DeleteRecords, checked in
+// Kafka's order: the partition and its leader, an internal topic, then the
+// offset.
+func (s *Server) deleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
+	if err := ValidateTopicName(topic); err != nil {
+		return 0, kerr.UnknownTopicOrPartition
+	}
+	p, _, err := s.leader(topic, partition, -1)
+	if err != nil {
+		return 0, err
+	}
+	if err := settle(ctx, p); err != nil {
+		return 0, err
+	}
+	d, ok := p.(RecordDeleter)
+	if !ok {
+		return 0, fmt.Errorf("%w: records of %s-%d cannot be deleted", kerr.PolicyViolation, topic, partition)
+	}
+	if offset == deleteToHighWatermark {
+		offset = p.HighWatermark()
+	}
+	if offset < 0 || offset > p.HighWatermark() {
+		return 0, fmt.Errorf("%w: offset %d is not in [0, high watermark %d]", kerr.OffsetOutOfRange, offset, p.HighWatermark())
+	}
+	return d.DeleteRecords(ctx, offset)
+}
