@@ -30,6 +30,7 @@ var clientVersions = map[int16][2]int16{
 	18: {0, 3},  // ApiVersions
 	19: {2, 7},  // CreateTopics
 	20: {1, 6},  // DeleteTopics
+	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerID
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups

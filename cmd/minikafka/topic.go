@@ -22,7 +22,7 @@ func (a *app) topicCommand() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicDeleteCommand(), a.topicListCommand(), a.topicDescribeCommand())
+	cmd.AddCommand(a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicDeleteCommand(), a.topicDeleteRecordsCommand(), a.topicListCommand(), a.topicDescribeCommand())
 	return cmd
 }
 
