@@ -268,6 +268,7 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 		{Name: "log.retention.ms", Value: itoa(c.LogRetentionMs), Type: kmsg.ConfigTypeLong},
 		{Name: "log.retention.bytes", Value: itoa(c.LogRetentionBytes), Type: kmsg.ConfigTypeLong},
 		{Name: "log.retention.check.interval.ms", Value: itoa(c.RetentionCheckInterval.Milliseconds()), Type: kmsg.ConfigTypeLong},
+		{Name: "producer.id.expiration.ms", Value: itoa(c.ProducerIDExpirationMs), Type: num},
 		{Name: "producer.id.expiration.check.interval.ms", Value: itoa(c.ProducerExpirationCheckInterval.Milliseconds()), Type: num},
 		{Name: "socket.request.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
 		{Name: "message.max.bytes", Value: itoa(int64(c.MessageMaxBytes)), Type: num},

@@ -72,20 +72,23 @@ type Config struct {
 	MaxConnectionsPerIP int
 	ConnectionsMaxIdle  time.Duration
 
+	// LogRetentionMs, LogRetentionBytes and MessageMaxBytes are the node's
+	// static log.retention.ms, log.retention.bytes and message.max.bytes:
+	// the defaults of topics' retention.ms, retention.bytes and
+	// max.message.bytes below the cluster-wide dynamic defaults.
+	// ProducerIDExpirationMs is its producer.id.expiration.ms: how long a
+	// producer may stay idle before partitions forget it.
+	LogRetentionMs         int64
+	LogRetentionBytes      int64
+	MessageMaxBytes        int32
+	ProducerIDExpirationMs int64
+
 	// RetentionCheckInterval is how often a partition leader applies its
 	// topic's retention.ms and retention.bytes (Kafka's
 	// log.retention.check.interval.ms). ProducerExpirationCheckInterval is
 	// how often it expires idle producers (producer.id.expiration.check.
 	// interval.ms). MaxProducers bounds each partition's producer table;
 	// it decides produce outcomes, so every node must use the same value.
-	//
-	// LogRetentionMs, LogRetentionBytes and MessageMaxBytes are the node's
-	// static log.retention.ms, log.retention.bytes and message.max.bytes:
-	// the defaults of topics' retention.ms, retention.bytes and
-	// max.message.bytes below the cluster-wide dynamic defaults.
-	LogRetentionMs                  int64
-	LogRetentionBytes               int64
-	MessageMaxBytes                 int32
 	RetentionCheckInterval          time.Duration
 	ProducerExpirationCheckInterval time.Duration
 	MaxProducers                    int
@@ -236,6 +239,7 @@ func DefaultConfig() Config {
 		LogRetentionMs:                  7 * 24 * 3600 * 1000, // Kafka's defaults
 		LogRetentionBytes:               -1,
 		MessageMaxBytes:                 1048588,
+		ProducerIDExpirationMs:          24 * 3600 * 1000,
 		ProducerExpirationCheckInterval: 10 * time.Minute,
 		MaxProducers:                    100_000,
 		Tuning:                          DefaultTuning(),
@@ -373,6 +377,8 @@ func (c *Config) validateLimits() error {
 		return bad("log_retention_bytes", c.LogRetentionBytes, "must be -1 (no limit) or more")
 	case c.MessageMaxBytes < 0 || c.MessageMaxBytes > c.MaxRequestBytes:
 		return bad("message_max_bytes", c.MessageMaxBytes, "must be in 0..max_request_bytes (%d)", c.MaxRequestBytes)
+	case c.ProducerIDExpirationMs < 1:
+		return bad("producer_id_expiration_ms", c.ProducerIDExpirationMs, "must be at least 1")
 	case c.MaxProducers < 1:
 		return bad("max_producers_per_partition", c.MaxProducers, "must be at least 1")
 	}

@@ -72,6 +72,7 @@ func keys() []key {
 		{"log_retention_ms", d.LogRetentionMs, "topics' default retention.ms: how long data is kept (-1 = forever)"},
 		{"log_retention_bytes", d.LogRetentionBytes, "topics' default retention.bytes: partition size above which old segments go (-1 = no limit)"},
 		{"message_max_bytes", int(d.MessageMaxBytes), "topics' default max.message.bytes: the largest record batch accepted"},
+		{"producer_id_expiration_ms", d.ProducerIDExpirationMs, "how long an idle idempotent producer is remembered (producer.id.expiration.ms)"},
 		{"log_retention_check_interval", d.RetentionCheckInterval, "how often partition leaders apply retention.ms and retention.bytes"},
 		{"producer_id_expiration_check_interval", d.ProducerExpirationCheckInterval, "how often partition leaders forget producers idle past producer.id.expiration.ms"},
 		{"max_producers_per_partition", d.MaxProducers, "most idempotent producers one partition tracks (the same on every node)"},
@@ -314,6 +315,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.LogRetentionMs = g.int64("log_retention_ms")
 	c.LogRetentionBytes = g.int64("log_retention_bytes")
 	c.MessageMaxBytes = int32(g.int("message_max_bytes"))
+	c.ProducerIDExpirationMs = g.int64("producer_id_expiration_ms")
 	c.ProducerExpirationCheckInterval = g.duration("producer_id_expiration_check_interval")
 	c.MaxProducers = g.int("max_producers_per_partition")
 	c.PartitionRaft = g.timing("raft")
