@@ -38,8 +38,8 @@ func TestKadmDescribes(t *testing.T) {
 		value  string
 		source kmsg.ConfigSource
 	}{
-		"segment.bytes":          {"1048576", kmsg.ConfigSourceStaticBrokerConfig}, // testcluster's segment size
-		"retention.ms":           {"-1", kmsg.ConfigSourceStaticBrokerConfig},      // the node never deletes
+		"segment.bytes":          {"1048576", kmsg.ConfigSourceStaticBrokerConfig},   // testcluster's segment size
+		"retention.ms":           {"604800000", kmsg.ConfigSourceStaticBrokerConfig}, // the node's log_retention_ms
 		"cleanup.policy":         {"delete", kmsg.ConfigSourceDefaultConfig},
 		"message.timestamp.type": {"CreateTime", kmsg.ConfigSourceDefaultConfig},
 	}
