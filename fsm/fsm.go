@@ -31,13 +31,13 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -90,6 +90,8 @@ type Config struct {
 	// moved the log start offset. It must not block; the replica uses it
 	// to take a Raft snapshot that no longer refers to the trimmed data.
 	Trimmed func()
+	// FS holds the checkpoint and the journal. Nil means vfs.OS.
+	FS vfs.FS
 	// Observer, if set, is told of every batch the FSM appends, in log
 	// order, and of every Restore (after which the log holds other
 	// batches). It runs on the FSM goroutine and must be deterministic, as
@@ -157,6 +159,7 @@ var ErrClosed = errors.New("fsm: closed")
 // FSM is the partition state machine. It implements raft.BatchingFSM.
 type FSM struct {
 	dir     string
+	fs      vfs.FS
 	log     Log
 	logger  *slog.Logger
 	obs     Observer // Config.Observer, or nil
@@ -194,14 +197,15 @@ func New(cfg Config, log Log) (*FSM, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("fsm: Config.Dir is empty")
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	fsys := vfs.Or(cfg.FS)
+	if err := fsys.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f := &FSM{dir: cfg.Dir, log: log, logger: logger, obs: cfg.Observer, trimmed: cfg.Trimmed,
+	f := &FSM{dir: cfg.Dir, fs: fsys, log: log, logger: logger, obs: cfg.Observer, trimmed: cfg.Trimmed,
 		limit: cfg.MaxProducers, changed: make(chan struct{})}
 	if f.limit == 0 {
 		f.limit = DefaultMaxProducers

@@ -277,7 +277,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := f.journal.close(); err != nil {
 		return err
 	}
-	if f.journal, err = openJournal(f.dir, journalRecord{index: h.cp.index, term: h.cp.term, end: h.cp.end}); err != nil {
+	if f.journal, err = openJournal(f.fs, f.dir, journalRecord{index: h.cp.index, term: h.cp.term, end: h.cp.end}); err != nil {
 		return fmt.Errorf("fsm: restore journal: %w", err)
 	}
 	f.hw.Store(f.log.EndOffset())
