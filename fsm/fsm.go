@@ -198,7 +198,7 @@ func New(cfg Config, log Log) (*FSM, error) {
 		return nil, errors.New("fsm: Config.Dir is empty")
 	}
 	fsys := vfs.Or(cfg.FS)
-	if err := fsys.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := vfs.MkdirAllSync(fsys, cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
 	logger := cfg.Logger
