@@ -137,6 +137,7 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 	// Recovery may cut the log back (unsynced); only that much is sure now.
 	c.synced = min(synced, l.EndOffset())
 	inc := &incarnation{m: m, log: l, f: f, stop: make(chan struct{}), done: make(chan struct{})}
+	m.OnCrash(f.Stop) // an apply retrying a failed write gives up
 	go inc.syncer()
 	return inc
 }
@@ -239,10 +240,7 @@ func (inc *incarnation) run(t *testing.T, rng *rand.Rand, ref *crashRef, next in
 			collect()
 			inc.stopSyncer(c)
 			index, end := inc.f.AppliedIndex(), inc.log.EndOffset()
-			// Close skips the checkpoint (returning nil) after a storage
-			// failure, so only a Close of a healthy FSM claims one.
-			healthy := inc.f.Err() == nil
-			if errors.Join(inc.f.Close(), inc.log.Close()) == nil && healthy {
+			if errors.Join(inc.f.Close(), inc.log.Close()) == nil {
 				c.cpIndex, c.synced = max(c.cpIndex, index), max(c.synced, end)
 			}
 			if inc = openIncarnation(t, inc.m, ref, c); inc == nil {

@@ -184,9 +184,13 @@ func (j *journal) append(index, term uint64, end int64) error {
 	b = binary.BigEndian.AppendUint64(b, term)
 	b = binary.BigEndian.AppendUint64(b, uint64(end))
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
-	n, err := j.fh.Write(b)
-	j.size += int64(n)
-	return err
+	if _, err := j.fh.Write(b); err != nil {
+		// Undo a partial record, so that later ones stay readable.
+		_, serr := j.fh.Seek(j.size, io.SeekStart)
+		return errors.Join(err, j.fh.Truncate(j.size), serr)
+	}
+	j.size += int64(len(b))
+	return nil
 }
 
 func (j *journal) close() error {

@@ -31,6 +31,7 @@ type MemFS struct {
 	dead    bool       // crashed and not restarted: every call fails
 	ops     int64      // mutating operations so far
 	crashAt int64      // > 0: crash at this operation
+	onCrash func()     // run by a crash, holding mu
 }
 
 // node is a file or a directory.
@@ -97,6 +98,14 @@ func (m *MemFS) CrashAt(n int64) {
 	m.crashAt = n
 }
 
+// OnCrash sets a function that each crash runs (fn must not call the
+// MemFS): a test stops what would otherwise retry forever.
+func (m *MemFS) OnCrash(fn func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onCrash = fn
+}
+
 // Ops is the number of mutating operations (writes, truncations, syncs,
 // creations, removals, renames) made so far.
 func (m *MemFS) Ops() int64 {
@@ -127,6 +136,9 @@ func (m *MemFS) crashLocked() {
 	}
 	m.dead = true
 	m.gen++
+	if m.onCrash != nil {
+		m.onCrash()
+	}
 	seen := map[*node]bool{}
 	m.settle(m.root, seen)
 }
