@@ -383,7 +383,7 @@ func (f *FSM) retry(what string, op func() error) error {
 	if err == nil {
 		return nil
 	}
-	f.storageErr.Store(&err)
+	f.setStorageErr(err)
 	f.logger.Error("storage failure; retrying, produce is refused meanwhile", "op", what, "err", err)
 	for wait := retryMin; ; wait = min(2*wait, retryMax) {
 		t := time.NewTimer(wait)
@@ -394,14 +394,19 @@ func (f *FSM) retry(what string, op func() error) error {
 			return ErrClosed
 		case <-t.C:
 		}
-		if err = op(); err == nil {
-			f.storageErr.Store(nil)
-			f.logger.Info("storage recovered", "op", what)
-			return nil
+		if err := op(); err != nil {
+			f.setStorageErr(err)
+			continue
 		}
-		f.storageErr.Store(&err)
+		f.storageErr.Store(nil)
+		f.logger.Info("storage recovered", "op", what)
+		return nil
 	}
 }
+
+// setStorageErr publishes err; each call stores its own copy, as readers
+// dereference the pointer.
+func (f *FSM) setStorageErr(err error) { f.storageErr.Store(&err) }
 
 // StorageErr returns the storage failure the FSM is waiting out, or nil.
 // While it is set the FSM applies nothing; the replica refuses produce
