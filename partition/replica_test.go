@@ -32,7 +32,7 @@ type group struct {
 	hosts map[int32]*multiraft.Host
 	reps  map[int32]*Replica
 	sinks map[int32]*valueSink // nil: replicas open without a RecordSink
-	fs    vfs.FS                // the replicas' log and FSM files; nil: the OS
+	fs    vfs.FS               // the replicas' log and FSM files; nil: the OS
 }
 
 func fastTiming() multiraft.Timing {
