@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/producerstate"
 )
 
@@ -111,16 +112,16 @@ func (f *FSM) checkpoint(c checkpoint) error {
 	if err := f.log.Sync(); err != nil {
 		return fmt.Errorf("fsm: sync log: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(f.dir, checkpointFile), c.encode()); err != nil {
+	if err := writeFileAtomic(f.fs, filepath.Join(f.dir, checkpointFile), c.encode()); err != nil {
 		return fmt.Errorf("fsm: write checkpoint: %w", err)
 	}
 	f.cpIndex = c.index
 	return nil
 }
 
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
 	tmp := path + ".tmp"
-	fh, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	fh, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -135,19 +136,10 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := fh.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fsys.SyncDir(filepath.Dir(path))
 }
 
 // journalRecord is one applied point.
@@ -159,13 +151,13 @@ type journalRecord struct {
 // journal appends applied points to a file without fsync. Only the FSM
 // goroutine uses it.
 type journal struct {
-	fh   *os.File
+	fh   vfs.File
 	size int64
 	buf  [journalRecordSize]byte
 }
 
-func openJournal(dir string, start journalRecord) (*journal, error) {
-	fh, err := os.OpenFile(filepath.Join(dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+func openJournal(fsys vfs.FS, dir string, start journalRecord) (*journal, error) {
+	fh, err := fsys.OpenFile(filepath.Join(dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -192,9 +184,13 @@ func (j *journal) append(index, term uint64, end int64) error {
 	b = binary.BigEndian.AppendUint64(b, term)
 	b = binary.BigEndian.AppendUint64(b, uint64(end))
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
-	n, err := j.fh.Write(b)
-	j.size += int64(n)
-	return err
+	if _, err := j.fh.Write(b); err != nil {
+		// Undo a partial record, so that later ones stay readable.
+		_, serr := j.fh.Seek(j.size, io.SeekStart)
+		return errors.Join(err, j.fh.Truncate(j.size), serr)
+	}
+	j.size += int64(len(b))
+	return nil
 }
 
 func (j *journal) close() error {
@@ -208,8 +204,8 @@ func (j *journal) close() error {
 
 // readJournal returns the whole, intact records of the journal in order,
 // stopping at the first torn or corrupt one.
-func readJournal(dir string) ([]journalRecord, error) {
-	b, err := os.ReadFile(filepath.Join(dir, journalFile))
+func readJournal(fsys vfs.FS, dir string) ([]journalRecord, error) {
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, journalFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -237,7 +233,7 @@ func readJournal(dir string) ([]journalRecord, error) {
 func (f *FSM) recover(window int) error {
 	cp := checkpoint{start: f.log.StartOffset(), end: f.log.StartOffset()}
 	hasCheckpoint := false
-	if b, err := os.ReadFile(filepath.Join(f.dir, checkpointFile)); err == nil {
+	if b, err := vfs.ReadFile(f.fs, filepath.Join(f.dir, checkpointFile)); err == nil {
 		if cp, err = decodeCheckpoint(b); err != nil {
 			return err
 		}
@@ -274,7 +270,7 @@ func (f *FSM) recover(window int) error {
 	}
 
 	target := journalRecord{index: cp.index, term: cp.term, end: cp.end}
-	records, err := readJournal(f.dir)
+	records, err := readJournal(f.fs, f.dir)
 	if err != nil {
 		return fmt.Errorf("fsm: read journal: %w", err)
 	}
@@ -302,7 +298,7 @@ func (f *FSM) recover(window int) error {
 	f.table = table
 	f.applied.Store(target.index)
 	f.appliedTerm = target.term
-	j, err := openJournal(f.dir, target)
+	j, err := openJournal(f.fs, f.dir, target)
 	if err != nil {
 		return fmt.Errorf("fsm: open journal: %w", err)
 	}
@@ -316,18 +312,18 @@ func (f *FSM) recover(window int) error {
 func (f *FSM) forget() error {
 	f.cpMu.Lock()
 	defer f.cpMu.Unlock()
-	if err := os.Remove(filepath.Join(f.dir, checkpointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := f.fs.Remove(filepath.Join(f.dir, checkpointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("fsm: forget checkpoint: %w", err)
 	}
 	if err := f.journal.close(); err != nil {
 		return fmt.Errorf("fsm: forget journal: %w", err)
 	}
-	fh, err := os.OpenFile(filepath.Join(f.dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	fh, err := f.fs.OpenFile(filepath.Join(f.dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("fsm: forget journal: %w", err)
 	}
 	f.journal = &journal{fh: fh}
-	if err := syncDir(f.dir); err != nil {
+	if err := f.fs.SyncDir(f.dir); err != nil {
 		return fmt.Errorf("fsm: forget: %w", err)
 	}
 	f.restoring = true

@@ -14,8 +14,9 @@
 //  3. Wrap the snapshot store with OpenSnapshot (see SnapshotStore in the
 //     partition package): Persist stores only a reference to the log, and
 //     OpenSnapshot expands it into the full form that followers install.
-//  4. After raft.Shutdown, call Close, which syncs and checkpoints so that
-//     the next start replays nothing.
+//  4. At shutdown call Stop (a storage retry in progress gives up, see
+//     StorageErr), then raft.Shutdown, then Close, which syncs and
+//     checkpoints so that the next start replays nothing.
 //
 // Apply is pure given its inputs: validation and offset assignment come from
 // the log and the producer table alone, with no clock, randomness or map
@@ -31,13 +32,14 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -90,6 +92,8 @@ type Config struct {
 	// moved the log start offset. It must not block; the replica uses it
 	// to take a Raft snapshot that no longer refers to the trimmed data.
 	Trimmed func()
+	// FS holds the checkpoint and the journal. Nil means vfs.OS.
+	FS vfs.FS
 	// Observer, if set, is told of every batch the FSM appends, in log
 	// order, and of every Restore (after which the log holds other
 	// batches). It runs on the FSM goroutine and must be deterministic, as
@@ -157,6 +161,7 @@ var ErrClosed = errors.New("fsm: closed")
 // FSM is the partition state machine. It implements raft.BatchingFSM.
 type FSM struct {
 	dir     string
+	fs      vfs.FS
 	log     Log
 	logger  *slog.Logger
 	obs     Observer // Config.Observer, or nil
@@ -168,8 +173,12 @@ type FSM struct {
 	table       *producerstate.Table
 	appliedTerm uint64
 	journal     *journal
-	failed      error // sticky: a storage failure stops all applies
 	closed      bool
+	stopped     bool // a storage retry gave up at Stop: nothing more is applied
+
+	stop       chan struct{}         // closed by Stop
+	stopOnce   sync.Once             // guards close(stop)
+	storageErr atomic.Pointer[error] // the failure a storage retry waits out, or nil
 
 	applied atomic.Uint64 // last applied Raft index; written by the FSM goroutine
 	hw      atomic.Int64  // high watermark: the log end after the last apply
@@ -194,15 +203,16 @@ func New(cfg Config, log Log) (*FSM, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("fsm: Config.Dir is empty")
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	fsys := vfs.Or(cfg.FS)
+	if err := vfs.MkdirAllSync(fsys, cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f := &FSM{dir: cfg.Dir, log: log, logger: logger, obs: cfg.Observer, trimmed: cfg.Trimmed,
-		limit: cfg.MaxProducers, changed: make(chan struct{})}
+	f := &FSM{dir: cfg.Dir, fs: fsys, log: log, logger: logger, obs: cfg.Observer, trimmed: cfg.Trimmed,
+		limit: cfg.MaxProducers, changed: make(chan struct{}), stop: make(chan struct{})}
 	if f.limit == 0 {
 		f.limit = DefaultMaxProducers
 	}
@@ -254,20 +264,25 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		if l.Index <= applied {
 			continue
 		}
-		advanced = true
-		applied, f.appliedTerm = l.Index, l.Term
-		if l.Type != raft.LogCommand {
+		if l.Type == raft.LogCommand {
+			out[i] = f.applyCommand(l)
+		}
+		if f.stopped {
+			// Not applied: the applied index stays below it, so the next
+			// start replays it.
+			out[i] = &ProduceResult{BaseOffset: -1, LogAppendTime: -1, Err: ErrClosed}
 			continue
 		}
-		out[i] = f.applyCommand(l)
+		applied, f.appliedTerm, advanced = l.Index, l.Term, true
 	}
 	if !advanced {
 		return out
 	}
 	f.applied.Store(applied)
-	if f.failed == nil && !f.closed {
+	if !f.closed {
 		if err := f.journal.append(applied, f.appliedTerm, f.log.EndOffset()); err != nil {
-			f.fail(fmt.Errorf("fsm: journal: %w", err))
+			// The journal only shortens replay: an older point is safe.
+			f.logger.Warn("applied-index journal append failed; a restart replays more", "err", err)
 		}
 	}
 	if end := f.log.EndOffset(); end != before {
@@ -278,7 +293,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 }
 
 func (f *FSM) applyCommand(l *raft.Log) any {
-	if f.closed {
+	if f.closed || f.stopped {
 		return &ProduceResult{BaseOffset: -1, Err: ErrClosed}
 	}
 	t, body, err := DecodeCommand(l.Data)
@@ -310,10 +325,6 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 // entry bytes are shared).
 func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64) *ProduceResult {
 	res := &ProduceResult{BaseOffset: -1, LogAppendTime: -1}
-	if f.failed != nil {
-		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
-		return res
-	}
 	h, err := record.CheckProduce(batch)
 	if err != nil {
 		res.Err = &Error{Code: kerr.CorruptMessage, Detail: err.Error()}
@@ -329,9 +340,8 @@ func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64) *Prod
 	switch v.Verdict {
 	case producerstate.Append:
 		base := f.log.EndOffset()
-		if err := f.log.AppendAt(batch, base, int32(term)); err != nil {
-			f.fail(fmt.Errorf("fsm: append at offset %d: %w", base, err))
-			res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
+		if err := f.retry("append", func() error { return f.log.AppendAt(batch, base, int32(term)) }); err != nil {
+			res.Err = err
 			return res
 		}
 		h.BaseOffset = base
@@ -357,19 +367,62 @@ func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64) *Prod
 	return res
 }
 
-// fail records a storage failure. Later produce commands are answered with
-// KAFKA_STORAGE_ERROR: continuing to append after a failed write could
-// leave this replica different from the others.
-func (f *FSM) fail(err error) {
-	if f.failed == nil {
-		f.failed = err
-		f.logger.Error("partition log failed; replica stops applying", "err", err)
+// Backoff of storage retries.
+const (
+	retryMin = time.Millisecond
+	retryMax = time.Second
+)
+
+// retry runs op, a storage write of the current entry, until it succeeds
+// or Stop is called (then it returns ErrClosed and sets f.stopped). An
+// entry is never skipped: skipping one would make this replica differ from
+// the others. Meanwhile StorageErr reports the failure. op must leave the
+// state as it found it when it fails (the log undoes a failed append).
+func (f *FSM) retry(what string, op func() error) error {
+	err := op()
+	if err == nil {
+		return nil
+	}
+	f.setStorageErr(err)
+	f.logger.Error("storage failure; retrying, produce is refused meanwhile", "op", what, "err", err)
+	for wait := retryMin; ; wait = min(2*wait, retryMax) {
+		t := time.NewTimer(wait)
+		select {
+		case <-f.stop: // shutting down: the entry stays unapplied
+			t.Stop()
+			f.stopped = true
+			return ErrClosed
+		case <-t.C:
+		}
+		if err := op(); err != nil {
+			f.setStorageErr(err)
+			continue
+		}
+		f.storageErr.Store(nil)
+		f.logger.Info("storage recovered", "op", what)
+		return nil
 	}
 }
 
-// Err returns the storage failure that stopped the FSM, if any.
-// Call it from the FSM goroutine or after raft stopped.
-func (f *FSM) Err() error { return f.failed }
+// setStorageErr publishes err; each call stores its own copy, as readers
+// dereference the pointer.
+func (f *FSM) setStorageErr(err error) { f.storageErr.Store(&err) }
+
+// StorageErr returns the storage failure the FSM is waiting out, or nil.
+// While it is set the FSM applies nothing; the replica refuses produce
+// with KAFKA_STORAGE_ERROR. Safe from any goroutine.
+func (f *FSM) StorageErr() error {
+	if p := f.storageErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Stop makes a storage retry give up, leaving its entry and every later
+// one unapplied (the next start replays them). Call it before
+// raft.Shutdown, which waits for the FSM goroutine. Safe from any
+// goroutine, more than once.
+func (f *FSM) Stop() { f.stopOnce.Do(func() { close(f.stop) }) }
 
 // Close checkpoints the applied state so that a restart replays nothing.
 // Call it after raft has shut down; it does not close the log.
@@ -378,14 +431,11 @@ func (f *FSM) Close() error {
 		return nil
 	}
 	f.closed = true
-	var err error
-	if f.failed == nil {
-		err = f.checkpoint(checkpoint{
-			index: f.applied.Load(), term: f.appliedTerm,
-			start: f.log.StartOffset(), end: f.log.EndOffset(),
-			table: f.table.AppendEncode(nil),
-		})
-	}
+	err := f.checkpoint(checkpoint{
+		index: f.applied.Load(), term: f.appliedTerm,
+		start: f.log.StartOffset(), end: f.log.EndOffset(),
+		table: f.table.AppendEncode(nil),
+	})
 	if jerr := f.journal.close(); err == nil {
 		err = jerr
 	}
@@ -401,9 +451,6 @@ func (f *FSM) Close() error {
 func (f *FSM) applyTrim(offset int64, index, term uint64) *TrimResult {
 	res := &TrimResult{StartOffset: f.log.StartOffset()}
 	switch {
-	case f.failed != nil:
-		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
-		return res
 	case offset > f.log.EndOffset():
 		res.Err = &Error{Code: kerr.OffsetOutOfRange,
 			Detail: fmt.Sprintf("offset %d is past the high watermark %d", offset, f.log.EndOffset())}
@@ -412,14 +459,12 @@ func (f *FSM) applyTrim(offset int64, index, term uint64) *TrimResult {
 		return res
 	}
 	cp := checkpoint{index: index, term: term, start: offset, end: f.log.EndOffset(), table: f.table.AppendEncode(nil)}
-	if err := f.checkpoint(cp); err != nil {
-		f.fail(fmt.Errorf("fsm: checkpoint before trimming to %d: %w", offset, err))
-		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
+	if err := f.retry("checkpoint before trim", func() error { return f.checkpoint(cp) }); err != nil {
+		res.Err = err
 		return res
 	}
-	if err := f.log.AdvanceStart(offset); err != nil {
-		f.fail(fmt.Errorf("fsm: trim to %d: %w", offset, err))
-		res.Err = &Error{Code: kerr.KafkaStorageError, Detail: f.failed.Error()}
+	if err := f.retry("trim", func() error { return f.log.AdvanceStart(offset) }); err != nil {
+		res.Err = err
 		return res
 	}
 	res.StartOffset = offset

@@ -118,9 +118,6 @@ type fsmSnapshot struct {
 // Snapshot implements raft.FSM. It captures the applied index, the log's
 // extent and the producer table; the log's bytes are referenced, not copied.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	if f.failed != nil {
-		return nil, f.failed
-	}
 	return &fsmSnapshot{
 		f: f,
 		cp: checkpoint{
@@ -269,7 +266,6 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.table = table
 	f.applied.Store(h.cp.index)
 	f.appliedTerm = h.cp.term
-	f.failed = nil
 	f.restored()
 	if err := f.checkpoint(h.cp); err != nil {
 		return err
@@ -277,7 +273,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := f.journal.close(); err != nil {
 		return err
 	}
-	if f.journal, err = openJournal(f.dir, journalRecord{index: h.cp.index, term: h.cp.term, end: h.cp.end}); err != nil {
+	if f.journal, err = openJournal(f.fs, f.dir, journalRecord{index: h.cp.index, term: h.cp.term, end: h.cp.end}); err != nil {
 		return fmt.Errorf("fsm: restore journal: %w", err)
 	}
 	f.hw.Store(f.log.EndOffset())

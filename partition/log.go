@@ -37,10 +37,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -66,14 +66,16 @@ type LogOptions struct {
 	SegmentAge time.Duration
 	// Logger receives recovery warnings and segment events; nil discards.
 	Logger *slog.Logger
+	// FS holds the log's files. Nil means vfs.OS.
+	FS vfs.FS
 
 	// beforeFsync, if set, runs in Sync after it has let go of the
 	// writer's lock and before it fsyncs (set only by this package's
 	// tests, to hold a Sync there).
 	beforeFsync func()
-	// fsync, if set, replaces (*os.File).Sync for every fsync the log
-	// makes (set only by this package's tests, to inject failures).
-	fsync func(*os.File) error
+	// fsync, if set, replaces File.Sync for every file fsync the log
+	// makes (set only by this package's tests, to observe them).
+	fsync func(vfs.File) error
 }
 
 // Defaults of LogOptions.
@@ -106,8 +108,9 @@ func (o LogOptions) resolve() (LogOptions, error) {
 	if o.Logger == nil {
 		o.Logger = logging.Discard()
 	}
+	o.FS = vfs.Or(o.FS)
 	if o.fsync == nil {
-		o.fsync = (*os.File).Sync
+		o.fsync = vfs.File.Sync
 	}
 	return o, nil
 }
@@ -179,7 +182,7 @@ func OpenLog(dir string, opts LogOptions) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.MkdirAllSync(opts.FS, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: open log: %w", err)
 	}
 	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("dir", dir), syncSem: make(chan struct{}, 1)}
@@ -367,7 +370,7 @@ func (l *Log) roll(base int64) (*segment, error) {
 		}
 		old.dataDirty = false
 	}
-	s, err := createSegment(l.dir, base)
+	s, err := createSegment(l.opts.FS, l.dir, base)
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +435,7 @@ func (l *Log) Sync() error {
 		}
 	}
 	if err == nil && dir {
-		if err = syncPath(l.dir, l.opts.fsync); err != nil {
+		if err = l.opts.FS.SyncDir(l.dir); err != nil {
 			err = fmt.Errorf("partition: sync directory: %w", err)
 		}
 	}
@@ -471,7 +474,7 @@ func (l *Log) syncLocked() error {
 		}
 	}
 	if l.dirDirty {
-		if err := syncPath(l.dir, l.opts.fsync); err != nil {
+		if err := l.opts.FS.SyncDir(l.dir); err != nil {
 			return l.failSync(fmt.Errorf("partition: sync directory: %w", err))
 		}
 		l.dirDirty = false

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -30,7 +31,7 @@ func (l *Log) loadSegments() error {
 		return err
 	}
 	if len(bases) == 0 {
-		s, err := createSegment(l.dir, 0)
+		s, err := createSegment(l.opts.FS, l.dir, 0)
 		if err != nil {
 			return err
 		}
@@ -39,7 +40,7 @@ func (l *Log) loadSegments() error {
 		return nil
 	}
 	for i, base := range bases {
-		s, fileSize, err := openSegment(l.dir, base)
+		s, fileSize, err := openSegment(l.opts.FS, l.dir, base)
 		if err != nil {
 			return err
 		}
@@ -72,7 +73,7 @@ func (l *Log) loadSegments() error {
 // listSegments returns the base offsets of the segment files in l.dir in
 // order, and deletes index files that have no segment.
 func (l *Log) listSegments() ([]int64, error) {
-	ents, err := os.ReadDir(l.dir)
+	ents, err := l.opts.FS.ReadDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("partition: open log: %w", err)
 	}
@@ -87,7 +88,7 @@ func (l *Log) listSegments() ([]int64, error) {
 	for _, e := range ents {
 		if base, ok := parseSegmentName(e.Name(), indexSuffix); ok && !logs[base] {
 			l.logger.Info("removing index without segment", "file", e.Name())
-			if err := removeIfExists(filepath.Join(l.dir, e.Name())); err != nil {
+			if err := removeIfExists(l.opts.FS, filepath.Join(l.dir, e.Name())); err != nil {
 				return nil, err
 			}
 			l.dirDirty = true
@@ -102,7 +103,7 @@ func (l *Log) listSegments() ([]int64, error) {
 // the rebuilt index). It reports false when the headers show damage; the
 // segment is then left empty for recoverLast to check in full.
 func (l *Log) loadSealed(s *segment, fileSize int64) (bool, error) {
-	data, err := os.ReadFile(s.indexPath())
+	data, err := vfs.ReadFile(l.opts.FS, s.indexPath())
 	if err == nil {
 		f, derr := decodeIndex(data)
 		if derr == nil {
@@ -191,7 +192,7 @@ func (l *Log) recoverLast(s *segment, fileSize int64) error {
 	// The active segment has no index file while the log is open: one
 	// written by Close describes bytes that appends and truncations will
 	// change, and the next roll writes a fresh one.
-	if err := os.Remove(s.indexPath()); err == nil {
+	if err := l.opts.FS.Remove(s.indexPath()); err == nil {
 		l.dirDirty = true
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("partition: remove active index: %w", err)
@@ -253,7 +254,7 @@ func (l *Log) dropSegments(bases []int64) error {
 	for _, base := range bases {
 		s := &segment{base: base, path: filepath.Join(l.dir, segmentName(base, logSuffix))}
 		l.logger.Warn("deleting segment after a damaged or discontinuous one", "segment", s.path)
-		if err := errors.Join(removeIfExists(s.path), removeIfExists(s.indexPath())); err != nil {
+		if err := errors.Join(removeIfExists(l.opts.FS, s.path), removeIfExists(l.opts.FS, s.indexPath())); err != nil {
 			return err
 		}
 		l.dirDirty = true

@@ -3,12 +3,13 @@ package partition
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+
+	"github.com/minikafka/minikafka-go/internal/vfs"
 )
 
 // A Sync that starts while another is inside its fsync must not return
@@ -67,7 +68,7 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 	opts.FlushBytes = -1 // only this test's Syncs run
 	injected := errors.New("injected EIO")
 	var failing atomic.Bool
-	opts.fsync = func(f *os.File) error {
+	opts.fsync = func(f vfs.File) error {
 		if failing.Load() {
 			return injected
 		}
@@ -127,7 +128,7 @@ func TestRollFsyncsSealedSegmentFirst(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex                // guards laterExists
 	laterExists := map[string]bool{} // segment file fsynced -> a later segment existed then
-	opts.fsync = func(f *os.File) error {
+	opts.fsync = func(f vfs.File) error {
 		if filepath.Ext(f.Name()) == logSuffix {
 			later := false
 			for _, p := range segmentFiles(t, dir) {

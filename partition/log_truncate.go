@@ -54,7 +54,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	dropped := l.segs[k+1:]
 	// s is the active segment now: an index file of it (written at its
 	// roll) describes bytes that are gone.
-	errs := []error{removeIfExists(s.indexPath())}
+	errs := []error{removeIfExists(l.opts.FS, s.indexPath())}
 	s.indexDirty = false
 	l.dirDirty = true
 	for _, d := range dropped {
@@ -116,7 +116,7 @@ func (l *Log) Reset(start int64) error {
 	defer l.truncMu.Unlock()
 	// Create first: on failure the old log stays whole. A segment with the
 	// same base is emptied by the create and must not be deleted after.
-	s, err := createSegment(l.dir, start)
+	s, err := createSegment(l.opts.FS, l.dir, start)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 	}
 	kick := make(chan struct{}, 1)
 	fcfg := fsm.Config{Dir: filepath.Join(dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger,
-		MaxProducers: cfg.MaxProducers, Trimmed: func() {
+		FS: lopts.FS, MaxProducers: cfg.MaxProducers, Trimmed: func() {
 			select {
 			case kick <- struct{}{}:
 			default: // a snapshot is pending already
@@ -147,26 +147,41 @@ var (
 )
 
 // Proposal is a produce command on its way through Raft.
-type Proposal struct{ p multiraft.Proposal }
+type Proposal struct {
+	p      multiraft.Proposal
+	refuse error // set instead of p: the storage failure that refused it
+}
 
 // Propose queues batch (already CRC-checked by the caller) for replication.
 // Proposals are ordered in call order. timeout bounds only the queueing;
-// Wait blocks until the entry is applied or the proposal fails.
+// Wait blocks until the entry is applied or the proposal fails. While this
+// replica's storage fails (fsm.FSM.StorageErr) nothing is proposed: Wait
+// answers KAFKA_STORAGE_ERROR at once.
 func (r *Replica) Propose(batch []byte, timeout time.Duration) *Proposal {
-	return &Proposal{r.group.Propose(fsm.EncodeProduce(batch), timeout)}
+	if err := r.fsm.StorageErr(); err != nil {
+		return &Proposal{refuse: err}
+	}
+	return &Proposal{p: r.group.Propose(fsm.EncodeProduce(batch), timeout)}
 }
 
 // ProposeLogAppendTime is Propose for a topic whose timestamps are the
 // broker's (message.timestamp.type=LogAppendTime): the entry carries this
 // leader's clock, which every replica stamps into the batch.
 func (r *Replica) ProposeLogAppendTime(batch []byte, timeout time.Duration) *Proposal {
+	if err := r.fsm.StorageErr(); err != nil {
+		return &Proposal{refuse: err}
+	}
 	cmd := fsm.EncodeProduceAt(batch, time.Now().UnixMilli(), fsm.FlagLogAppendTime)
-	return &Proposal{r.group.Propose(cmd, timeout)}
+	return &Proposal{p: r.group.Propose(cmd, timeout)}
 }
 
 // Wait returns the outcome: the FSM's result, whose Err carries a Kafka
 // error for rejected batches, or one of this package's errors.
 func (p *Proposal) Wait() (*fsm.ProduceResult, error) {
+	if p.refuse != nil {
+		return &fsm.ProduceResult{BaseOffset: -1, LogAppendTime: -1,
+			Err: &fsm.Error{Code: kerr.KafkaStorageError, Detail: p.refuse.Error()}}, nil
+	}
 	return waitFor[*fsm.ProduceResult](p.p)
 }
 
@@ -275,6 +290,7 @@ func (r *Replica) Close() error {
 	r.closeOnce.Do(func() {
 		close(r.snapStop)
 		<-r.snapDone
+		r.fsm.Stop() // raft's shutdown waits for an apply retrying a failed write
 		err := r.group.Close()
 		if ferr := r.fsm.Close(); err == nil {
 			err = ferr

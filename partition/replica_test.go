@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -31,6 +32,7 @@ type group struct {
 	hosts map[int32]*multiraft.Host
 	reps  map[int32]*Replica
 	sinks map[int32]*valueSink // nil: replicas open without a RecordSink
+	fs    vfs.FS               // the replicas' log and FSM files; nil: the OS
 }
 
 func fastTiming() multiraft.Timing {
@@ -47,9 +49,12 @@ func fastTiming() multiraft.Timing {
 	return t
 }
 
-func newGroup(t *testing.T, n int) *group {
+func newGroup(t *testing.T, n int) *group { return newGroupFS(t, n, nil) }
+
+// newGroupFS is newGroup with the replicas' logs and FSMs on fsys.
+func newGroupFS(t *testing.T, n int, fsys vfs.FS) *group {
 	g := &group{t: t, base: t.TempDir(), timing: fastTiming(), addrs: map[int32]string{},
-		hosts: map[int32]*multiraft.Host{}, reps: map[int32]*Replica{}}
+		hosts: map[int32]*multiraft.Host{}, reps: map[int32]*Replica{}, fs: fsys}
 	for i := 1; i <= n; i++ {
 		g.members = append(g.members, int32(i))
 	}
@@ -86,7 +91,7 @@ func (g *group) start(id int32) {
 	g.mu.Unlock()
 	r, err := OpenReplica(h, ReplicaConfig{
 		Group: multiraft.GroupSpec{Name: "p", Members: g.members, Dir: filepath.Join(g.base, fmt.Sprint(id)), Timing: g.timing},
-		Log:   LogOptions{SegmentBytes: 2048},
+		Log:   LogOptions{SegmentBytes: 2048, FS: g.fs},
 		Records: func() RecordSink {
 			if g.sinks == nil {
 				return nil

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/minikafka/minikafka-go/internal/vfs"
 )
 
 // File names: a segment is "<base offset, 20 digits>.log" and its sparse
@@ -22,7 +24,8 @@ const (
 type segment struct {
 	base int64    // immutable: offset of the first batch; also the file name
 	path string   // immutable: the .log file
-	f    *os.File // immutable; closed only while Log.truncMu is held exclusively
+	f    vfs.File // immutable; closed only while Log.truncMu is held exclusively
+	fs   vfs.FS   // immutable: holds the segment's files
 
 	// Guarded by Log.mu; changed only by the writer, which also holds
 	// Log.wmu and may therefore read them without Log.mu.
@@ -60,15 +63,15 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 
 // createSegment makes an empty segment file, replacing any leftover file of
 // the same name (no segment in the log's list owns it).
-func createSegment(dir string, base int64) (*segment, error) {
+func createSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
 	path := filepath.Join(dir, segmentName(base, logSuffix))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("partition: create segment: %w", err)
 	}
-	s := &segment{base: base, path: path, f: f, next: base, dataDirty: true}
+	s := &segment{base: base, path: path, f: f, fs: fsys, next: base, dataDirty: true}
 	// A leftover index of the same name would describe other bytes.
-	if err := removeIfExists(s.indexPath()); err != nil {
+	if err := removeIfExists(fsys, s.indexPath()); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -77,9 +80,9 @@ func createSegment(dir string, base int64) (*segment, error) {
 
 // openSegment opens an existing segment file; its size, next and index are
 // filled in by recovery.
-func openSegment(dir string, base int64) (*segment, int64, error) {
+func openSegment(fsys vfs.FS, dir string, base int64) (*segment, int64, error) {
 	path := filepath.Join(dir, segmentName(base, logSuffix))
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, 0, fmt.Errorf("partition: open segment: %w", err)
 	}
@@ -88,14 +91,14 @@ func openSegment(dir string, base int64) (*segment, int64, error) {
 		f.Close()
 		return nil, 0, fmt.Errorf("partition: open segment: %w", err)
 	}
-	return &segment{base: base, path: path, f: f, next: base}, fi.Size(), nil
+	return &segment{base: base, path: path, f: f, fs: fsys, next: base}, fi.Size(), nil
 }
 
 // writeIndex stores the segment's index file (not fsynced; Sync does that).
 // The caller is the writer and holds Log.wmu.
 func (s *segment) writeIndex() error {
 	data := encodeIndex(s.base, s.size, s.next, &s.idx)
-	if err := os.WriteFile(s.indexPath(), data, 0o644); err != nil {
+	if err := vfs.WriteFile(s.fs, s.indexPath(), data, 0o644); err != nil {
 		return fmt.Errorf("partition: write index: %w", err)
 	}
 	s.indexDirty = true
@@ -104,7 +107,7 @@ func (s *segment) writeIndex() error {
 
 // sync fsyncs, with fsync, what changed in the segment since the last
 // sync. The caller holds Log.wmu.
-func (s *segment) sync(fsync func(*os.File) error) error {
+func (s *segment) sync(fsync func(vfs.File) error) error {
 	if err := s.syncParts(s.dataDirty, false, fsync); err != nil {
 		return err
 	}
@@ -119,14 +122,14 @@ func (s *segment) sync(fsync func(*os.File) error) error {
 // syncParts fsyncs, with fsync, the data file, the index file, or both.
 // It touches no flags; the caller holds Log.wmu or Log.truncMu (shared),
 // either of which keeps the file open.
-func (s *segment) syncParts(data, index bool, fsync func(*os.File) error) error {
+func (s *segment) syncParts(data, index bool, fsync func(vfs.File) error) error {
 	if data {
 		if err := fsync(s.f); err != nil {
 			return fmt.Errorf("partition: sync segment: %w", err)
 		}
 	}
 	if index {
-		if err := syncPath(s.indexPath(), fsync); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := syncFile(s.fs, s.indexPath(), fsync); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("partition: sync index: %w", err)
 		}
 	}
@@ -136,20 +139,20 @@ func (s *segment) syncParts(data, index bool, fsync func(*os.File) error) error 
 // remove closes and deletes the segment's files. The caller holds
 // Log.truncMu exclusively.
 func (s *segment) remove() error {
-	return errors.Join(s.f.Close(), removeIfExists(s.path), removeIfExists(s.indexPath()))
+	return errors.Join(s.f.Close(), removeIfExists(s.fs, s.path), removeIfExists(s.fs, s.indexPath()))
 }
 
-// syncPath fsyncs a file or directory by name, with fsync.
-func syncPath(path string, fsync func(*os.File) error) error {
-	f, err := os.Open(path)
+// syncFile fsyncs a file by name, with fsync.
+func syncFile(fsys vfs.FS, path string, fsync func(vfs.File) error) error {
+	f, err := vfs.Open(fsys, path)
 	if err != nil {
 		return err
 	}
 	return errors.Join(fsync(f), f.Close())
 }
 
-func removeIfExists(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func removeIfExists(fsys vfs.FS, path string) error {
+	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("partition: %w", err)
 	}
 	return nil

@@ -1,0 +1,348 @@
+package fsm_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/fsm"
+	"github.com/minikafka/minikafka-go/internal/vfs"
+	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/producerstate"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// The crash harness runs the partition log and the FSM on a MemFS that
+// loses what was not synced at a simulated power loss, under load (applies
+// in varied batches, Syncs, concurrent Syncs as the flusher makes,
+// snapshots persisted beside the applies, clean restarts, small segments
+// so that rolls happen), crashes at a seeded random file operation, and
+// checks each recovery:
+//   - the log holds whole batches with intact CRCs, byte-identical to a
+//     prefix of what a run without crashes writes, and reaches at least
+//     the end that every completed Sync covered;
+//   - the FSM's applied index is at least that of the last checkpoint that
+//     was reported written, and the log ends exactly where the reference
+//     log ended at that index;
+//   - replaying the rest (as raft would, from the last checkpoint) ends in
+//     the reference's log bytes and producer table.
+const (
+	crashLogDir = "/data/p0/log"
+	crashFSMDir = "/data/p0/fsm"
+	crashSegSz  = 1024
+)
+
+func crashLogOpts(fsys vfs.FS) partition.LogOptions {
+	return partition.LogOptions{FS: fsys, SegmentBytes: crashSegSz, IndexIntervalBytes: 256, FlushBytes: 700}
+}
+
+// crashRef is the outcome of applying the entries without a crash.
+type crashRef struct {
+	entries []*raft.Log
+	endAt   []int64 // endAt[i]: the log end after entries[:i]
+	bytes   []byte
+	table   *producerstate.Table
+	ops     int64 // file operations of one crash-free harness run
+}
+
+func crashReference(t *testing.T, entries []*raft.Log) *crashRef {
+	m := vfs.NewStrictMem()
+	l, err := partition.OpenLog(crashLogDir, crashLogOpts(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsm.New(fsm.Config{Dir: crashFSMDir, FS: m}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &crashRef{entries: entries, endAt: []int64{0}}
+	for _, e := range entries {
+		f.ApplyBatch([]*raft.Log{e})
+		ref.endAt = append(ref.endAt, l.EndOffset())
+	}
+	var buf bytes.Buffer
+	if _, err := l.CopyTo(&buf, l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	ref.bytes, ref.table = buf.Bytes(), f.Producers()
+	if err := errors.Join(f.Close(), l.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// crashClaims are what the code under test reported durable.
+type crashClaims struct {
+	cpIndex uint64 // newest checkpoint reported written
+	synced  int64  // log end covered by completed Syncs
+}
+
+// incarnation is one run of the log and FSM between a start and a crash.
+type incarnation struct {
+	m    *vfs.MemFS
+	log  *partition.Log
+	f    *fsm.FSM
+	stop chan struct{} // closed to stop the syncer
+	done chan struct{} // closed when the syncer returned
+	// synced is the log end covered by the syncer's completed Syncs.
+	synced atomic.Int64
+}
+
+// openIncarnation recovers the log and FSM from m and checks the result
+// against ref and the claims. A crash during recovery gives a nil
+// incarnation and no error.
+func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) *incarnation {
+	t.Helper()
+	crashed := func(err error) bool {
+		if errors.Is(err, syscall.EIO) && m.Crashed() {
+			return true
+		}
+		t.Fatalf("recovery failed without a crash: %v", err)
+		return false
+	}
+	l, err := partition.OpenLog(crashLogDir, crashLogOpts(m))
+	if err != nil && crashed(err) {
+		return nil
+	}
+	checkLogPrefix(t, l, ref, c.synced, "log reopened")
+	// The FSM may cut the log back to its checkpoint, unsynced: a crash
+	// during recovery may keep the cut.
+	synced := c.synced
+	c.synced = min(synced, ref.endAt[c.cpIndex])
+	f, err := fsm.New(fsm.Config{Dir: crashFSMDir, FS: m}, l)
+	if err != nil {
+		l.Close()
+		if crashed(err) {
+			return nil
+		}
+	}
+	applied := f.AppliedIndex()
+	switch {
+	case applied < c.cpIndex:
+		t.Fatalf("FSM recovered at index %d, below the checkpoint reported at %d", applied, c.cpIndex)
+	case applied > uint64(len(ref.entries)):
+		t.Fatalf("FSM recovered at index %d, past the %d entries", applied, len(ref.entries))
+	case l.EndOffset() != ref.endAt[applied]:
+		t.Fatalf("FSM recovered at index %d with log end %d, want %d", applied, l.EndOffset(), ref.endAt[applied])
+	}
+	checkLogPrefix(t, l, ref, 0, "after FSM recovery")
+	// Recovery may cut the log back (unsynced); only that much is sure now.
+	c.synced = min(synced, l.EndOffset())
+	inc := &incarnation{m: m, log: l, f: f, stop: make(chan struct{}), done: make(chan struct{})}
+	m.OnCrash(f.Stop) // an apply retrying a failed write gives up
+	go inc.syncer()
+	return inc
+}
+
+// checkLogPrefix checks that the log holds whole, CRC-intact batches equal
+// to a prefix of the reference, ending at or past minEnd.
+func checkLogPrefix(t *testing.T, l *partition.Log, ref *crashRef, minEnd int64, when string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := l.CopyTo(&buf, l.EndOffset()); err != nil {
+		t.Fatalf("%s: CopyTo: %v", when, err)
+	}
+	got := buf.Bytes()
+	for rest := got; len(rest) > 0; {
+		b, r, _, err := record.Next(rest)
+		if err == nil {
+			_, err = record.Check(b)
+		}
+		if err != nil {
+			t.Fatalf("%s: batch at byte %d: %v", when, len(got)-len(rest), err)
+		}
+		rest = r
+	}
+	if !bytes.HasPrefix(ref.bytes, got) {
+		t.Fatalf("%s: the log's %d bytes are not a prefix of the reference", when, len(got))
+	}
+	if l.EndOffset() < minEnd {
+		t.Fatalf("%s: log ends at %d, but a completed Sync covered %d", when, l.EndOffset(), minEnd)
+	}
+}
+
+// syncer calls Sync in a loop, as the flusher does, and records what each
+// completed Sync covered.
+func (inc *incarnation) syncer() {
+	defer close(inc.done)
+	for {
+		select {
+		case <-inc.stop:
+			return
+		case <-time.After(50 * time.Microsecond):
+		}
+		end := inc.log.EndOffset()
+		if inc.log.Sync() == nil && end > inc.synced.Load() {
+			inc.synced.Store(end)
+		}
+	}
+}
+
+// stopSyncer stops the syncer and folds its claim into c.
+func (inc *incarnation) stopSyncer(c *crashClaims) {
+	close(inc.stop)
+	<-inc.done
+	c.synced = max(c.synced, inc.synced.Load())
+}
+
+// abandon ends an incarnation at a crash: nothing is closed cleanly, but
+// the log's goroutines are stopped.
+func (inc *incarnation) abandon(c *crashClaims) {
+	inc.stopSyncer(c)
+	inc.log.Close() // fails after the crash; it only stops the flusher
+}
+
+// persistResult is a checkpoint written beside the applies.
+type persistResult struct {
+	index uint64
+	end   int64
+	err   error
+}
+
+// run applies entries from next on in random batches, with Syncs,
+// snapshots persisted in the background and clean restarts, until the
+// entries run out or the file system crashes. It returns the incarnation
+// in use (nil if a restart crashed) and the next entry to apply.
+func (inc *incarnation) run(t *testing.T, rng *rand.Rand, ref *crashRef, next int, c *crashClaims) (*incarnation, int) {
+	t.Helper()
+	var persisting chan persistResult // nil when no Persist runs
+	collect := func() {
+		if persisting != nil {
+			if r := <-persisting; r.err == nil {
+				c.cpIndex, c.synced = max(c.cpIndex, r.index), max(c.synced, r.end)
+			}
+			persisting = nil
+		}
+	}
+	defer collect()
+	for next < len(ref.entries) && !inc.m.Crashed() {
+		n := min(1+rng.IntN(6), len(ref.entries)-next)
+		inc.f.ApplyBatch(ref.entries[next : next+n])
+		next += n
+		switch rng.IntN(16) {
+		case 0:
+			end := inc.log.EndOffset()
+			if inc.log.Sync() == nil {
+				c.synced = max(c.synced, end)
+			}
+		case 1, 2:
+			collect()
+			persisting = inc.persist()
+		case 3:
+			collect()
+			inc.stopSyncer(c)
+			index, end := inc.f.AppliedIndex(), inc.log.EndOffset()
+			if errors.Join(inc.f.Close(), inc.log.Close()) == nil {
+				c.cpIndex, c.synced = max(c.cpIndex, index), max(c.synced, end)
+			}
+			if inc = openIncarnation(t, inc.m, ref, c); inc == nil {
+				return nil, next
+			}
+			next = int(inc.f.AppliedIndex()) // what raft replays
+		}
+	}
+	return inc, next
+}
+
+// persist takes a snapshot on the apply goroutine and persists it in the
+// background, as raft does.
+func (inc *incarnation) persist() chan persistResult {
+	out := make(chan persistResult, 1)
+	snap, err := inc.f.Snapshot()
+	if err != nil {
+		out <- persistResult{err: err}
+		return out
+	}
+	r := persistResult{index: inc.f.AppliedIndex(), end: inc.log.EndOffset()}
+	go func() {
+		defer snap.Release()
+		var sink memSink
+		r.err = snap.Persist(&sink)
+		out <- r
+	}()
+	return out
+}
+
+// crashOnce runs one seeded scenario: up to crashes crashes at random file
+// operations, then a clean run to the end, compared with the reference.
+// It returns how many crashes hit an armed operation.
+func crashOnce(t *testing.T, ref *crashRef, seed uint64, crashes int) int {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
+	m := vfs.NewStrictMemSeeded(seed)
+	var c crashClaims
+	hits := 0
+	for range crashes {
+		m.CrashAt(m.Ops() + 1 + rng.Int64N(ref.ops))
+		inc := openIncarnation(t, m, ref, &c)
+		if inc != nil {
+			inc, _ = inc.run(t, rng, ref, int(inc.f.AppliedIndex()), &c)
+		}
+		if m.Crashed() {
+			hits++
+		} else {
+			m.Crash() // the entries ran out first
+		}
+		if inc != nil {
+			inc.abandon(&c)
+		}
+		m.Restart()
+	}
+	inc := openIncarnation(t, m, ref, &c)
+	// Raft replays from its last snapshot, which is no newer than the last
+	// checkpoint; the FSM skips what it holds already.
+	inc.f.ApplyBatch(ref.entries[c.cpIndex:])
+	inc.stopSyncer(&c)
+	var buf bytes.Buffer
+	if _, err := inc.log.CopyTo(&buf, inc.log.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), ref.bytes) || !inc.f.Producers().Equal(ref.table) {
+		t.Fatalf("after recovery and replay the log or producer table differs from the reference")
+	}
+	if err := errors.Join(inc.f.Close(), inc.log.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// measureOps counts the file operations of a crash-free run of the
+// workload, the range crash points are drawn from.
+func measureOps(t *testing.T, ref *crashRef) int64 {
+	m := vfs.NewStrictMem()
+	var c crashClaims
+	inc := openIncarnation(t, m, ref, &c)
+	inc, _ = inc.run(t, rand.New(rand.NewPCG(1, 2)), ref, 0, &c)
+	ops := m.Ops()
+	m.Crash()
+	inc.abandon(&c)
+	return ops
+}
+
+// TestCrashRecovery crashes the log and FSM at hundreds of seeded points
+// (MINIKAFKA_CRASH_LONG=1: thousands, on a longer history).
+func TestCrashRecovery(t *testing.T) {
+	seeds, n := 150, 160
+	if os.Getenv("MINIKAFKA_CRASH_LONG") != "" {
+		seeds, n = 2500, 400
+	}
+	ref := crashReference(t, history(21, n))
+	ref.ops = measureOps(t, ref)
+	hits := 0
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { hits += crashOnce(t, ref, seed, 2) })
+		if t.Failed() {
+			break
+		}
+	}
+	t.Logf("%d scenarios, %d crashes at a chosen file operation (of ~%d per run), the rest after the last entry",
+		seeds, hits, ref.ops)
+}

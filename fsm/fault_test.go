@@ -1,0 +1,145 @@
+package fsm_test
+
+import (
+	"bytes"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/fsm"
+	"github.com/minikafka/minikafka-go/internal/vfs"
+	"github.com/minikafka/minikafka-go/partition"
+)
+
+// faultReplica is a log and FSM on a FaultyFS over a MemFS.
+type faultReplica struct {
+	ff  *vfs.FaultyFS
+	log *partition.Log
+	f   *fsm.FSM
+}
+
+func openFaultReplica(t *testing.T, ff *vfs.FaultyFS) *faultReplica {
+	t.Helper()
+	opts := crashLogOpts(ff)
+	opts.FlushBytes = -1
+	l, err := partition.OpenLog(crashLogDir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsm.New(fsm.Config{Dir: crashFSMDir, FS: ff}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &faultReplica{ff: ff, log: l, f: f}
+}
+
+// applyInBackground applies entries in chunks on a goroutine of its own,
+// as raft's FSM goroutine would; the returned channel closes when done.
+func applyInBackground(f *fsm.FSM, entries []*raft.Log) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < len(entries); i += 5 {
+			f.ApplyBatch(entries[i:min(i+5, len(entries))])
+		}
+	}()
+	return done
+}
+
+// waitStorageErr waits until the FSM reports a storage failure.
+func waitStorageErr(t *testing.T, f *fsm.FSM) error {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if err := f.StorageErr(); err != nil {
+			return err
+		}
+	}
+	t.Fatal("the FSM never reported the storage failure")
+	return nil
+}
+
+// A full disk stops the applies at the failing entry, which is retried;
+// committed data stays readable; once space returns the entry and the
+// rest apply and the log is byte-identical to one that never failed.
+func TestDiskFullRetriesUntilSpaceReturns(t *testing.T) {
+	entries := history(5, 200)
+	ref := crashReference(t, entries)
+	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
+	r.f.ApplyBatch(entries[:80])
+	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
+	done := applyInBackground(r.f, entries[80:])
+	if err := waitStorageErr(t, r.f); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("StorageErr %v, want ENOSPC", err)
+	}
+	stuck := r.f.AppliedIndex()
+	hw := r.f.HighWatermark()
+	if got, err := r.log.Read(0, 1<<20); err != nil || !bytes.Equal(got, ref.bytes[:len(got)]) || int64(len(got)) == 0 {
+		t.Fatalf("reading committed data while the disk is full: %d bytes, %v", len(got), err)
+	}
+	time.Sleep(20 * time.Millisecond) // a few retries
+	if r.f.AppliedIndex() != stuck || r.f.HighWatermark() != hw || hw != ref.endAt[stuck] {
+		t.Fatalf("applies moved while the disk was full: index %d->%d, hw %d->%d (want %d)",
+			stuck, r.f.AppliedIndex(), hw, r.f.HighWatermark(), ref.endAt[stuck])
+	}
+	r.ff.Heal()
+	<-done
+	if err := r.f.StorageErr(); err != nil {
+		t.Fatalf("StorageErr after healing: %v", err)
+	}
+	checkSameAsReference(t, r, ref)
+	if err := errors.Join(r.f.Close(), r.log.Close()); err != nil {
+		t.Fatal(err)
+	}
+	r = openFaultReplica(t, r.ff)
+	checkSameAsReference(t, r, ref)
+	if err := errors.Join(r.f.Close(), r.log.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stop ends a retry without applying its entry; the next start replays it
+// and ends where a replica that never failed does.
+func TestStopDuringDiskFullReplaysAtNextStart(t *testing.T) {
+	entries := history(6, 200)
+	ref := crashReference(t, entries)
+	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
+	r.f.ApplyBatch(entries[:60])
+	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
+	done := applyInBackground(r.f, entries[60:])
+	waitStorageErr(t, r.f)
+	r.f.Stop()
+	<-done
+	stuck := r.f.AppliedIndex()
+	if stuck >= uint64(len(entries)) || r.log.EndOffset() != ref.endAt[stuck] {
+		t.Fatalf("stopped at index %d with log end %d, want an unapplied entry and end %d", stuck, r.log.EndOffset(), ref.endAt[stuck])
+	}
+	r.f.Close() // may fail: the checkpoint needs space
+	r.log.Close()
+	r.ff.Heal()
+	r = openFaultReplica(t, r.ff)
+	if r.f.AppliedIndex() > stuck {
+		t.Fatalf("reopened at index %d, past the unapplied entry %d", r.f.AppliedIndex(), stuck+1)
+	}
+	r.f.ApplyBatch(entries)
+	checkSameAsReference(t, r, ref)
+	if err := errors.Join(r.f.Close(), r.log.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkSameAsReference(t *testing.T, r *faultReplica, ref *crashRef) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := r.log.CopyTo(&buf, r.log.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), ref.bytes) || !r.f.Producers().Equal(ref.table) {
+		t.Fatalf("log (%d bytes) or producer table differs from the reference (%d bytes)", buf.Len(), len(ref.bytes))
+	}
+	if r.f.AppliedIndex() != uint64(len(ref.entries)) {
+		t.Fatalf("applied index %d, want %d", r.f.AppliedIndex(), len(ref.entries))
+	}
+}
