@@ -104,6 +104,7 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 	if err != nil {
 		return kafkaapi.CreatedTopic{}, err
 	}
+	cmd.Configs = spec.Configs
 	if validateOnly {
 		next, _, err := state.Apply(state.AppliedIndex()+1, cmd)
 		if err != nil {

@@ -46,6 +46,30 @@ type Backend interface {
 	// internal topic), kerr.NotController, kerr.RequestTimedOut.
 	DeleteTopic(ctx context.Context, topic string) error
 
+	// TopicConfigs returns a topic's config overrides (nil when it has
+	// none), under topic config names. It reads local state and must not
+	// block. Errors: kerr.UnknownTopicOrPartition.
+	TopicConfigs(topic string) (map[string]string, error)
+
+	// ClusterConfigs returns the cluster-wide dynamic broker defaults
+	// (Kafka's BROKER resource with an empty name), under broker config
+	// names such as log.retention.ms; nil when none is set. It reads
+	// local state and must not block.
+	ClusterConfigs() map[string]string
+
+	// AlterTopicConfigs replaces a topic's overrides with configs, whole,
+	// or with validateOnly only reports whether it could. The server has
+	// validated configs with topicconfig.ValidateAll. Expected errors:
+	// kerr.UnknownTopicOrPartition, kerr.InvalidConfig,
+	// kerr.NotController, kerr.RequestTimedOut; ctx carries the deadline.
+	AlterTopicConfigs(ctx context.Context, topic string, configs map[string]string, validateOnly bool) error
+
+	// AlterClusterConfigs replaces the cluster-wide dynamic broker
+	// defaults, whole, or with validateOnly only reports whether it could.
+	// The server has validated configs with topicconfig.ValidateBrokerAll.
+	// Expected errors as AlterTopicConfigs, without the unknown topic.
+	AlterClusterConfigs(ctx context.Context, configs map[string]string, validateOnly bool) error
+
 	// AutoCreateTopics reports whether a Metadata request that names an
 	// unknown topic, and allows it, should create it with the defaults.
 	AutoCreateTopics() bool
@@ -235,6 +259,9 @@ type TopicSpec struct {
 	Name              string
 	Partitions        int32
 	ReplicationFactor int16
+	// Configs are the topic's overrides, checked with
+	// topicconfig.ValidateAll; nil when none.
+	Configs map[string]string
 }
 
 // CreatedTopic is a topic as CreateTopic made (or would make) it.
@@ -242,6 +269,7 @@ type CreatedTopic struct {
 	ID                [16]byte
 	Partitions        int32
 	ReplicationFactor int16
+	Configs           map[string]string // the overrides; filled in by the server
 }
 
 // InitProducerIDRequest asks for a producer identity.

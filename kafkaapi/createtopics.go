@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // Errors the server answers CreateTopics with before asking the backend.
@@ -16,8 +18,10 @@ var (
 )
 
 // startCreateTopics creates the topics one by one, in request order, when
-// its turn comes. Topic configs are accepted and ignored. The topics of one
-// request may create at most Config.MaxCreatePartitions partitions in all.
+// its turn comes. Topic configs are validated (INVALID_CONFIG) and stored
+// with the topic; v5+ answers every config of the created topic with its
+// value and source. The topics of one request may create at most
+// Config.MaxCreatePartitions partitions in all.
 func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
@@ -44,6 +48,9 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 			st.TopicID = created.ID
 			st.NumPartitions = created.Partitions
 			st.ReplicationFactor = created.ReplicationFactor
+			if req.Version >= 5 {
+				st.Configs = s.createdConfigs(created.Configs)
+			}
 		}
 		return resp, nil
 	}
@@ -81,6 +88,10 @@ func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 	if err := ValidateTopicName(rt.Topic); err != nil {
 		return CreatedTopic{}, err
 	}
+	configs, err := requestConfigs(rt.Configs)
+	if err != nil {
+		return CreatedTopic{}, err
+	}
 	// A default count (-1) is charged once the backend has resolved it.
 	if int64(rt.NumPartitions) > int64(lim.partitions) || lim.partitions < 1 {
 		// Kafka's controller refuses such a request as an excessively
@@ -94,10 +105,46 @@ func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		return CreatedTopic{}, fmt.Errorf("%w: replication factor %d is larger than the %d live brokers",
 			kerr.InvalidReplicationFactor, rt.ReplicationFactor, lim.brokers)
 	}
-	spec := TopicSpec{Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
+	spec := TopicSpec{Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: configs}
 	created, err := s.backend.CreateTopic(ctx, spec, validateOnly)
 	if err == nil {
 		lim.partitions -= int(created.Partitions)
+		created.Configs = configs
 	}
 	return created, err
+}
+
+// requestConfigs checks a CreateTopics topic's configs, as Kafka does:
+// no null values, no name twice, each one valid (INVALID_CONFIG).
+func requestConfigs(rcs []kmsg.CreateTopicsRequestTopicConfig) (map[string]string, error) {
+	if len(rcs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(rcs))
+	for _, c := range rcs {
+		if c.Value == nil {
+			return nil, fmt.Errorf("%w: null value not supported for topic configs: %s", kerr.InvalidConfig, c.Name)
+		}
+		if _, dup := m[c.Name]; dup {
+			return nil, fmt.Errorf("%w: duplicate config key %s", kerr.InvalidRequest, c.Name)
+		}
+		m[c.Name] = *c.Value
+	}
+	return m, topicconfig.ValidateAll(m)
+}
+
+// createdConfigs answers CreateTopics v5+: every topic config of a new
+// topic with its overrides, with its value and source.
+func (s *Server) createdConfigs(overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	described := describeTopic(overrides, s.backend.ClusterConfigs(), s.staticConfigs())
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(described))
+	for _, dc := range described {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = dc.name, kmsg.StringPtr(dc.value), int8(kmsg.ConfigSourceDefaultConfig)
+		if len(dc.synonyms) > 0 {
+			c.Source = int8(dc.synonyms[0].Source)
+		}
+		out = append(out, c)
+	}
+	return out
 }

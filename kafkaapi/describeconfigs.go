@@ -3,6 +3,8 @@ package kafkaapi
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -74,9 +76,11 @@ func synonym(name, value string, source kmsg.ConfigSource) kmsg.DescribeConfigsR
 	return syn
 }
 
-// topicConfigs describes an existing topic's configs: each is the node's
-// value of its broker synonym (STATIC_BROKER_CONFIG) or else Kafka's
-// default (DEFAULT_CONFIG).
+// topicConfigs describes an existing topic's configs, each with its
+// sources in Kafka's precedence: the topic's override
+// (DYNAMIC_TOPIC_CONFIG), the cluster-wide default
+// (DYNAMIC_DEFAULT_BROKER_CONFIG), the node's static value
+// (STATIC_BROKER_CONFIG), Kafka's default (DEFAULT_CONFIG).
 func (s *Server) topicConfigs(view *ClusterView, topic string) ([]describedConfig, error) {
 	if err := ValidateTopicName(topic); err != nil {
 		return nil, err
@@ -84,30 +88,50 @@ func (s *Server) topicConfigs(view *ClusterView, topic string) ([]describedConfi
 	if _, ok := indexTopics(view.Topics)[topic]; !ok {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	node := make(map[string]string)
-	for _, c := range s.backend.Configs() {
-		node[c.Name] = c.Value
+	overrides, err := s.backend.TopicConfigs(topic)
+	if err != nil {
+		return nil, err
 	}
+	return describeTopic(overrides, s.backend.ClusterConfigs(), s.staticConfigs()), nil
+}
+
+// describeTopic describes every topic config from its three levels.
+func describeTopic(overrides, cluster, static map[string]string) []describedConfig {
 	specs := topicconfig.Specs()
 	out := make([]describedConfig, 0, len(specs))
 	for _, spec := range specs {
-		value, syns, _ := topicconfig.Describe(spec.Name, nil, nil, node)
+		value, syns, _ := topicconfig.Describe(spec.Name, overrides, cluster, static)
 		dc := describedConfig{name: spec.Name, typ: spec.Type, doc: spec.Doc, value: value}
 		for _, syn := range syns {
 			dc.synonyms = append(dc.synonyms, synonym(syn.Name, syn.Value, syn.Source))
 		}
 		out = append(out, dc)
 	}
-	return out, nil
+	return out
 }
 
-// brokerConfigs describes this node's configs (read-only, set when it
-// started) for its own broker id, and the cluster-wide dynamic defaults
-// (none) for the empty name; another broker's id is INVALID_REQUEST, as
-// in Kafka, since each broker describes itself.
+// staticConfigs are the node's settings by name.
+func (s *Server) staticConfigs() map[string]string {
+	node := make(map[string]string)
+	for _, c := range s.backend.Configs() {
+		node[c.Name] = c.Value
+	}
+	return node
+}
+
+// brokerConfigs describes, for the empty name, the cluster-wide dynamic
+// defaults that are set; for this node's id, its settings with the
+// cluster-wide defaults over them (read-only unless a cluster default may
+// be set for them). Another broker's id is INVALID_REQUEST, as in Kafka,
+// since each broker describes itself.
 func (s *Server) brokerConfigs(name string) ([]describedConfig, error) {
+	cluster := s.backend.ClusterConfigs()
 	if name == "" {
-		return nil, nil
+		out := make([]describedConfig, 0, len(cluster))
+		for _, k := range slices.Sorted(maps.Keys(cluster)) {
+			out = append(out, dynamicDefault(k, cluster[k]))
+		}
+		return out, nil
 	}
 	id, err := strconv.ParseInt(name, 10, 32)
 	if err != nil {
@@ -117,15 +141,35 @@ func (s *Server) brokerConfigs(name string) ([]describedConfig, error) {
 	if mine := brokerID(configs); id != mine {
 		return nil, fmt.Errorf("%w: unexpected broker id, expected %d or an empty name, but received %d", kerr.InvalidRequest, mine, id)
 	}
-	out := make([]describedConfig, 0, len(configs))
+	out := make([]describedConfig, 0, len(configs)+len(cluster))
+	listed := make(map[string]bool, len(configs))
 	for _, c := range configs {
-		out = append(out, describedConfig{
-			name: c.Name, typ: c.Type, doc: c.Doc, readOnly: true, value: c.Value,
-			synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
-				synonym(c.Name, c.Value, kmsg.ConfigSourceStaticBrokerConfig)},
-		})
+		static := synonym(c.Name, c.Value, kmsg.ConfigSourceStaticBrokerConfig)
+		_, dynamic := topicconfig.BrokerConfigType(c.Name)
+		dc := describedConfig{name: c.Name, typ: c.Type, doc: c.Doc, readOnly: !dynamic, value: c.Value,
+			synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{static}}
+		if v, ok := cluster[c.Name]; ok {
+			dc.value = v
+			dc.synonyms = append([]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
+				synonym(c.Name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig)}, static)
+		}
+		out = append(out, dc)
+		listed[c.Name] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(cluster)) {
+		if !listed[k] {
+			out = append(out, dynamicDefault(k, cluster[k]))
+		}
 	}
 	return out, nil
+}
+
+// dynamicDefault describes one cluster-wide dynamic default.
+func dynamicDefault(name, value string) describedConfig {
+	typ, _ := topicconfig.BrokerConfigType(name)
+	return describedConfig{name: name, typ: typ, value: value,
+		synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
+			synonym(name, value, kmsg.ConfigSourceDynamicDefaultBrokerConfig)}}
 }
 
 // brokerID is the node's broker.id config, or -1.

@@ -51,8 +51,10 @@ var apis = []api{
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
 	{kmsg.DescribeConfigs, 0, 4},
+	{kmsg.AlterConfigs, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
 	{kmsg.DeleteGroups, 0, 2},
+	{kmsg.IncrementalAlterConfigs, 0, 1},
 	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeCluster, 0, 1},
 }
@@ -87,6 +89,10 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startOffsetForLeaderEpoch(req, received)
 	case *kmsg.DescribeConfigsRequest:
 		return s.startDescribeConfigs(req, received)
+	case *kmsg.AlterConfigsRequest:
+		return s.startAlterConfigs(req, received)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return s.startIncrementalAlterConfigs(req, received)
 	case *kmsg.DescribeClusterRequest:
 		return s.startDescribeCluster(req, received)
 	case *kmsg.FindCoordinatorRequest:

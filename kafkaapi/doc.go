@@ -21,7 +21,8 @@
 //
 //	Produce 3-9, Fetch 4-12, ListOffsets 0-7, Metadata 0-12,
 //	ApiVersions 0-3, CreateTopics 0-7, InitProducerId 0-4,
-//	OffsetForLeaderEpoch 0-4, DescribeConfigs 0-4, DescribeCluster 0-1
+//	OffsetForLeaderEpoch 0-4, DescribeConfigs 0-4, AlterConfigs 0-2,
+//	IncrementalAlterConfigs 0-1, DescribeCluster 0-1
 //
 // Produce below v3 and Fetch below v4 carry message sets of format v0 or
 // v1, which the node does not store (Kafka converts them; Kafka 4 dropped
@@ -60,9 +61,18 @@
 //     Partition that implements Settler is settled before
 //     OffsetForLeaderEpoch, ListOffsets or a Fetch past its high watermark
 //     is answered, so that none of them takes the short log for the truth.
-//   - DescribeConfigs describes topics (Kafka's topic configs, from the
-//     node's broker configs or Kafka's defaults; topics have no configs of
-//     their own yet) and the receiving broker (Backend.Configs).
+//   - DescribeConfigs describes topics (Kafka's topic configs, package
+//     topicconfig, with their sources in Kafka's precedence: the topic's
+//     override, the cluster-wide dynamic default, the node's static value,
+//     Kafka's default), the cluster-wide defaults (broker resource "") and
+//     the receiving broker (Backend.Configs with the defaults over them).
+//   - AlterConfigs and IncrementalAlterConfigs change a topic's overrides
+//     or the cluster-wide defaults (broker resource ""). Invalid names and
+//     values are INVALID_CONFIG; a specific broker id is INVALID_REQUEST
+//     (there are no per-broker dynamic configs), as is a resource named
+//     twice. IncrementalAlterConfigs is computed from the current configs
+//     and stored whole, so two concurrent ones on one resource may lose
+//     one's change (last writer wins).
 //   - A Fetch answers only data below the high watermark, long-polls up to
 //     MaxWaitMillis (at most Config.MaxFetchWait) until MinBytes are
 //     available across all its partitions, returns at most MaxBytes (at

@@ -2,6 +2,7 @@ package kafkaapi
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -32,13 +33,16 @@ type fakeBackend struct {
 	epochIndex   bool                         // partitions offer EpochEndOffsetReader
 	settle       func(p *fakePartition) error // if set, partitions offer Settler
 	controllerID int32
-	groups       fakeGroups // answers the group APIs
+	groups       fakeGroups        // answers the group APIs
+	cluster      map[string]string // cluster-wide dynamic broker defaults
+	alterCalls   int
 }
 
 type fakeTopic struct {
 	id         [16]byte
 	rf         int16
 	partitions []*fakePartition
+	configs    map[string]string
 }
 
 var _ Backend = (*fakeBackend)(nil)
@@ -125,7 +129,48 @@ func (b *fakeBackend) CreateTopic(_ context.Context, spec TopicSpec, validateOnl
 		return CreatedTopic{Partitions: spec.Partitions, ReplicationFactor: spec.ReplicationFactor}, nil
 	}
 	t := b.addTopicLocked(spec.Name, spec.Partitions, spec.ReplicationFactor)
+	t.configs = maps.Clone(spec.Configs)
 	return CreatedTopic{ID: t.id, Partitions: spec.Partitions, ReplicationFactor: spec.ReplicationFactor}, nil
+}
+
+func (b *fakeBackend) TopicConfigs(topic string) (map[string]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[topic]
+	if !ok {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return maps.Clone(t.configs), nil
+}
+
+func (b *fakeBackend) ClusterConfigs() map[string]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.cluster)
+}
+
+func (b *fakeBackend) AlterTopicConfigs(_ context.Context, topic string, configs map[string]string, validateOnly bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.alterCalls++
+	t, ok := b.topics[topic]
+	if !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	if !validateOnly {
+		t.configs = maps.Clone(configs)
+	}
+	return nil
+}
+
+func (b *fakeBackend) AlterClusterConfigs(_ context.Context, configs map[string]string, validateOnly bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.alterCalls++
+	if !validateOnly {
+		b.cluster = maps.Clone(configs)
+	}
+	return nil
 }
 
 func (b *fakeBackend) AutoCreateTopics() bool {
