@@ -120,9 +120,9 @@ func drive(ctx context.Context, o options, s *sampler) ([]Sample, error) {
 
 // progressLine is one sample, briefly.
 func progressLine(s Sample) string {
-	return fmt.Sprintf("%8v %-6s acked %d, failed %d; RSS MiB %.0f/%.0f/%.0f; disk MiB %.0f/%.0f/%.0f",
-		s.At.Round(time.Second), s.Phase, s.Acked, s.Failed,
-		mib(s.RSS[0]), mib(s.RSS[1]), mib(s.RSS[2]), mib(s.Disk[0]), mib(s.Disk[1]), mib(s.Disk[2]))
+	return fmt.Sprintf("%8v %-6s acked %d, failed %d; RSS MiB %.0f/%.0f/%.0f (anon %.0f/%.0f/%.0f); disk MiB %.0f/%.0f/%.0f",
+		s.At.Round(time.Second), s.Phase, s.Acked, s.Failed, mib(s.RSS[0]), mib(s.RSS[1]), mib(s.RSS[2]),
+		mib(s.Anon[0]), mib(s.Anon[1]), mib(s.Anon[2]), mib(s.Disk[0]), mib(s.Disk[1]), mib(s.Disk[2]))
 }
 
 // writeOutputs writes soak.csv and soak.svg and prints the summary.
@@ -140,7 +140,15 @@ func writeOutputs(o options, samples []Sample) error {
 	if err != nil {
 		return err
 	}
-	panels := []Panel{{Title: "data directory, MiB", Series: series(samples, diskOf)}, {Title: "RSS, MiB", Series: series(samples, rssOf)}}
+	anon := series(samples, anonOf)
+	for i := range anon {
+		anon[i].Name += " anon"
+		anon[i].Dashed = true
+	}
+	panels := []Panel{
+		{Title: "data directory, MiB", Series: series(samples, diskOf)},
+		{Title: "RSS, MiB (dashed: its anonymous part, RssAnon)", Series: append(series(samples, rssOf), anon...)},
+	}
 	if err := errors.Join(writeSVG(g, title, panels), g.Close()); err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ type Sample struct {
 	Acked    uint64        // records acknowledged
 	Failed   uint64        // records that failed
 	RSS      [nodes]int64  // bytes resident (VmRSS) per node
+	Anon     [nodes]int64  // of which anonymous (RssAnon: heap and stacks, not mapped files)
 	Disk     [nodes]int64  // bytes of files under each node's data directory
 }
 
@@ -50,23 +51,38 @@ func (c *counting) Send(ctx context.Context, value []byte, done func(error)) err
 	return err
 }
 
-// ErrNoVmRSS means /proc/<pid>/status has no VmRSS line.
-var ErrNoVmRSS = errors.New("soak: no VmRSS in /proc status")
+// ErrNoVmRSS means /proc/<pid>/status lacks VmRSS or RssAnon.
+var ErrNoVmRSS = errors.New("soak: no VmRSS or RssAnon in /proc status")
 
-// readRSS returns process pid's resident bytes (VmRSS).
-func readRSS(pid int) (int64, error) {
+// readRSS returns process pid's resident bytes (VmRSS) and the anonymous
+// part of them (RssAnon; the rest is mapped files, such as bbolt's).
+func readRSS(pid int) (rss, anon int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	found := 0
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (name != "VmRSS" && name != "RssAnon") {
+			continue
 		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("soak: /proc/%d/status %s: %w", pid, name, err)
+		}
+		if name == "VmRSS" {
+			rss = kb << 10
+		} else {
+			anon = kb << 10
+		}
+		found++
 	}
-	return 0, fmt.Errorf("%w: pid %d", ErrNoVmRSS, pid)
+	if found != 2 {
+		return 0, 0, fmt.Errorf("%w: pid %d", ErrNoVmRSS, pid)
+	}
+	return rss, anon, nil
 }
 
 // dirSize sums the sizes of the regular files under dir. Files that vanish
@@ -114,7 +130,7 @@ func (s *sampler) take() (Sample, error) {
 		Produced: s.counts.produced.Load(), Acked: s.counts.acked.Load(), Failed: s.counts.failed.Load()}
 	for i := range nodes {
 		var err error
-		if smp.RSS[i], err = readRSS(s.pids[i]); err != nil {
+		if smp.RSS[i], smp.Anon[i], err = readRSS(s.pids[i]); err != nil {
 			return smp, fmt.Errorf("node %d: %w", i+1, err)
 		}
 		if smp.Disk[i], err = dirSize(s.dataDirs[i]); err != nil {

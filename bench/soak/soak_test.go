@@ -51,7 +51,7 @@ func TestCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 5 || len(rows[0]) != 5+2*nodes || rows[4][0] != "30.00" || rows[4][3] != "300" || rows[4][8] != "3.00" {
+	if len(rows) != 5 || len(rows[0]) != 5+3*nodes || rows[4][0] != "30.00" || rows[4][3] != "300" || rows[4][11] != "3.00" {
 		t.Fatalf("csv rows %v", rows)
 	}
 }
@@ -84,7 +84,7 @@ func TestSVGIsWellFormed(t *testing.T) {
 
 func TestSummaryTable(t *testing.T) {
 	out := summaryTable(testSamples())
-	if strings.Count(out, "\n") != 1+2*nodes || !strings.Contains(out, "+6.00") {
+	if strings.Count(out, "\n") != 1+3*nodes || !strings.Contains(out, "+6.00") {
 		t.Fatalf("summary:\n%s", out)
 	}
 }

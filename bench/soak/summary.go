@@ -15,6 +15,7 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 // Series is one node's measure over time.
 type Series struct {
 	Name   string
+	Dashed bool // drawn dashed
 	Points []Point
 }
 
@@ -37,6 +38,7 @@ func series(samples []Sample, pick func(Sample, int) int64) []Series {
 }
 
 func rssOf(s Sample, i int) int64  { return s.RSS[i] }
+func anonOf(s Sample, i int) int64 { return s.Anon[i] }
 func diskOf(s Sample, i int) int64 { return s.Disk[i] }
 
 // Stats summarise a Series.
@@ -87,7 +89,7 @@ func slope(ps []Point) (float64, bool) {
 func writeCSV(w io.Writer, samples []Sample) error {
 	cw := csv.NewWriter(w)
 	head := []string{"elapsed_s", "phase", "produced", "acked", "failed"}
-	for _, m := range []string{"rss_mib", "disk_mib"} {
+	for _, m := range []string{"rss_mib", "rss_anon_mib", "disk_mib"} {
 		for i := 1; i <= nodes; i++ {
 			head = append(head, fmt.Sprintf("node%d_%s", i, m))
 		}
@@ -101,6 +103,9 @@ func writeCSV(w io.Writer, samples []Sample) error {
 			strconv.FormatUint(s.Acked, 10), strconv.FormatUint(s.Failed, 10)}
 		for i := range nodes {
 			row = append(row, f(mib(s.RSS[i])))
+		}
+		for i := range nodes {
+			row = append(row, f(mib(s.Anon[i])))
 		}
 		for i := range nodes {
 			row = append(row, f(mib(s.Disk[i])))
@@ -121,7 +126,7 @@ func summaryTable(samples []Sample) string {
 	for _, m := range []struct {
 		name string
 		pick func(Sample, int) int64
-	}{{"disk", diskOf}, {"rss", rssOf}} {
+	}{{"disk", diskOf}, {"rss", rssOf}, {"anon", anonOf}} {
 		for _, s := range series(samples, m.pick) {
 			st := stats(s)
 			sl := "-"

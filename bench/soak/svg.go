@@ -14,7 +14,7 @@ const (
 	plotWidth   = 900
 	panelHeight = 300
 	marginLeft  = 70
-	marginRight = 110 // the legend
+	marginRight = 120 // the legend
 	marginTop   = 30
 	marginBot   = 40
 )
@@ -83,14 +83,17 @@ func drawPanel(sb *strings.Builder, p Panel, y0 int, tmax time.Duration) {
 	fmt.Fprintf(sb, `<text x="%g" y="%g" text-anchor="middle">minutes</text>`+"\n", (x0+x1)/2, bot+32)
 	fmt.Fprintf(sb, `<rect x="%g" y="%g" width="%g" height="%g" fill="none" stroke="#333"/>`+"\n", x0, top, x1-x0, bot-top)
 	for i, s := range p.Series {
-		color := lineColors[i%len(lineColors)]
+		color, dash := lineColors[i%nodes%len(lineColors)], ""
+		if s.Dashed {
+			dash = ` stroke-dasharray="5,3"`
+		}
 		var pts []string
 		for _, pt := range s.Points {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(pt.At), yOf(pt.MiB)))
 		}
-		fmt.Fprintf(sb, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+		fmt.Fprintf(sb, `<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>`+"\n", color, dash, strings.Join(pts, " "))
 		ly := top + 14 + float64(18*i)
-		fmt.Fprintf(sb, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"/>`+"\n", x1+10, ly-4, x1+30, ly-4, color)
+		fmt.Fprintf(sb, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"%s/>`+"\n", x1+10, ly-4, x1+30, ly-4, color, dash)
 		fmt.Fprintf(sb, `<text x="%g" y="%g">%s</text>`+"\n", x1+35, ly, html.EscapeString(s.Name))
 	}
 }

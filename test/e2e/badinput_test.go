@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/client"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -301,7 +302,53 @@ func caseFetchHugeWithData(ctx context.Context, t *testing.T, e *badEnv) string 
 	if !bytes.Equal(p.RecordBatches, e.stored[topicKnown].batches) {
 		t.Fatalf("fetch answered %d bytes, not the %d stored", len(p.RecordBatches), len(e.stored[topicKnown].batches))
 	}
-	return fmt.Sprintf("answered in %v, %d bytes", took.Round(time.Millisecond), len(p.RecordBatches))
+	note := fmt.Sprintf("answered in %v, %d bytes", took.Round(time.Millisecond), len(p.RecordBatches))
+	if longRun() {
+		note += "; " + fetchOverCap(ctx, t, e)
+	}
+	return note
+}
+
+// fetchOverCap stores more than fetchCap in a topic of its own, in 1 MiB
+// batches, and checks that the same Fetch answers at most fetchCap bytes
+// of whole batches from offset 0.
+func fetchOverCap(ctx context.Context, t *testing.T, e *badEnv) string {
+	const topic, batches = "big", fetchCap/(1<<20) + 5
+	adm, err := client.NewAdmin(client.Brokers(e.c.Seeds()...), client.RequestTimeout(10*time.Second))
+	must(t, err)
+	defer adm.Close()
+	must(t, adm.CreateTopic(ctx, topic, 1, 3, nil))
+	must(t, e.c.WaitReady(ctx, topic))
+	value := make([]byte, 1<<20-128)
+	for i := range batches {
+		batch, err := record.AppendBatch(nil, record.PlainBatch(record.CompressionNone),
+			[]record.Record{{Timestamp: 1_700_000_000_000, Value: value}})
+		must(t, err)
+		if p := produceBatch(ctx, t, e.c, topic, batch); p.ErrorCode != 0 || p.BaseOffset != int64(i) {
+			t.Fatalf("%s: batch %d: offset %d, %v", topic, i, p.BaseOffset, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	l, err := e.c.Leader(ctx, topic, 0)
+	must(t, err)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := Request(rctx, e.c.Node(l.Node).KafkaAddr, fetchRequest(topic, 0, math.MaxInt32, math.MaxInt32, math.MaxInt32))
+	must(t, err)
+	p, err := fetchPartition(resp)
+	must(t, err)
+	n := 0
+	for b := p.RecordBatches; len(b) > 0; n++ {
+		_, rest, h, err := record.Next(b)
+		must(t, err)
+		if h.BaseOffset != int64(n) {
+			t.Fatalf("%s: batch %d at offset %d", topic, n, h.BaseOffset)
+		}
+		b = rest
+	}
+	if len(p.RecordBatches) > fetchCap || n == 0 {
+		t.Fatalf("%s: a fetch of 2 GiB answered %d bytes in %d batches; want at most %d", topic, len(p.RecordBatches), n, fetchCap)
+	}
+	return fmt.Sprintf("over %d MiB stored, %d batches (%s) answered", batches, n, mib(int64(len(p.RecordBatches))))
 }
 
 // maxFetchWait is the node's bound on a Fetch's wait
