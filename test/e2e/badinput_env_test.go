@@ -55,8 +55,10 @@ type storedLog struct {
 }
 
 // writeBadConfigs writes node1..3.yaml for the suite into dir: the
-// shipped configs' settings, quiet logs, no auto-creation, and
-// max_connections for the idle connections.
+// shipped configs' settings, quiet logs, no auto-creation,
+// max_connections for the idle connections, and message_max_bytes (the
+// topics' default max.message.bytes) of 8 MiB, so that only
+// topicLimited's own max.message.bytes can refuse a 2 MiB record.
 func writeBadConfigs(dir string, maxConns int) error {
 	for id := 1; id <= NodeCount; id++ {
 		cfg := fmt.Sprintf(`# The bad-input suite's node %d (test/e2e/badinput_test.go).
@@ -72,6 +74,7 @@ auto_create_topics: false
 log_level: warn
 max_connections: %d
 max_connections_per_ip: %d
+message_max_bytes: 8388608
 `, id, id, id, maxConns, maxConns)
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("node%d.yaml", id)), []byte(cfg), 0o644); err != nil {
 			return err
