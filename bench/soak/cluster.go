@@ -17,9 +17,12 @@ import (
 const nodes = 3
 
 // writeConfigs writes configs/node1..3.yaml under dir: the shipped
-// configs' settings with quiet logs and no auto-creation. The cluster
-// harness overrides addresses and data directories with flags.
-func writeConfigs(dir string) error {
+// configs' settings with quiet logs and no auto-creation, and the topic's
+// retention and segment size as the node's defaults too (segment_bytes,
+// log_retention_ms), so that they act even where CreateTopics does not yet
+// apply topic configs. The cluster harness overrides addresses and data
+// directories with flags.
+func writeConfigs(dir string, o options) error {
 	if err := os.MkdirAll(filepath.Join(dir, "configs"), 0o755); err != nil {
 		return err
 	}
@@ -32,7 +35,9 @@ default_partitions: 3
 default_replication_factor: %d
 auto_create_topics: false
 log_level: warn
-`, id, id, id, nodes, nodes)
+segment_bytes: %d
+log_retention_ms: %d
+`, id, id, id, nodes, nodes, o.segmentBytes, o.retention.Milliseconds())
 		if err := os.WriteFile(filepath.Join(dir, "configs", "node"+strconv.Itoa(id)+".yaml"), []byte(cfg), 0o644); err != nil {
 			return err
 		}
@@ -52,7 +57,7 @@ func startCluster(ctx context.Context, o options) (*clusters.MiniKafka, error) {
 		return nil, err
 	}
 	dir := filepath.Join(o.out, "cluster")
-	if err := writeConfigs(dir); err != nil {
+	if err := writeConfigs(dir, o); err != nil {
 		return nil, err
 	}
 	abs, err := filepath.Abs(dir)
