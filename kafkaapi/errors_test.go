@@ -26,6 +26,7 @@ func TestErrorCode(t *testing.T) {
 		{&record.CRCError{Want: 1, Got: 2}, kerr.CorruptMessage.Code},
 		{record.ErrControlBatch, kerr.CorruptMessage.Code},
 		{&record.RecordCountError{NumRecords: 2, Found: 1}, kerr.InvalidRecord.Code},
+		{&record.CountError{NumRecords: 5, LastOffsetDelta: 0}, kerr.InvalidRecord.Code}, // LogValidator.validateBatch
 		{&record.CodecError{Codec: record.CompressionGzip, Decode: true, Err: io.ErrUnexpectedEOF}, kerr.CorruptMessage.Code},
 		{errors.New("mystery"), kerr.UnknownServerError.Code},
 		{context.Canceled, kerr.UnknownServerError.Code},

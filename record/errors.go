@@ -52,4 +52,6 @@ type CountError struct {
 func (e *CountError) Error() string {
 	return fmt.Sprintf("record: record count %d inconsistent with last offset delta %d", e.NumRecords, e.LastOffsetDelta)
 }
-func (e *CountError) Unwrap() error { return ErrInvalidBatch }
+// Unwrap gives ErrInvalidRecord (which matches ErrInvalidBatch): Kafka's
+// LogValidator answers an inconsistent count with InvalidRecordException.
+func (e *CountError) Unwrap() error { return ErrInvalidRecord }

@@ -119,8 +119,6 @@ func caseClaimedRecords(ctx context.Context, t *testing.T, e *badEnv) string {
 // LogValidator.validateBatch: "Inconsistent batch offset range ... and
 // count of records", an InvalidRecordException: INVALID_RECORD.
 func caseCountDeltaMismatch(ctx context.Context, t *testing.T, e *badEnv) string {
-	t.Skip("defect (reported to the lead): a header whose record count disagrees with lastOffsetDelta is answered CORRUPT_MESSAGE " +
-		"(record.CountError wraps ErrInvalidBatch); Kafka answers INVALID_RECORD. Remove this skip with the fix.")
 	batch := forgedCountBatch(t, math.MaxInt32, 0)
 	return wantProduceError(t, produceBatch(ctx, t, e.c, topicKnown, batch), kerr.InvalidRecord)
 }
@@ -203,8 +201,6 @@ func caseHugeRequest(ctx context.Context, t *testing.T, e *badEnv) string {
 // caseRecordTooLarge: one 2 MiB record to topicLimited, whose
 // max.message.bytes is 1 MiB: MESSAGE_TOO_LARGE.
 func caseRecordTooLarge(ctx context.Context, t *testing.T, e *badEnv) string {
-	t.Skip("issue 13: per-topic max.message.bytes not yet enforced: CreateTopics ignores the topic's configs, " +
-		"so a 2 MiB record to a topic created with max.message.bytes=1048576 is stored (the node's message_max_bytes is 8 MiB here)")
 	batch, err := record.AppendBatch(nil, record.PlainBatch(record.CompressionNone),
 		[]record.Record{{Timestamp: 1_700_000_000_000, Value: make([]byte, 2<<20)}})
 	must(t, err)
