@@ -52,6 +52,7 @@ type CountError struct {
 func (e *CountError) Error() string {
 	return fmt.Sprintf("record: record count %d inconsistent with last offset delta %d", e.NumRecords, e.LastOffsetDelta)
 }
+
 // Unwrap gives ErrInvalidRecord (which matches ErrInvalidBatch): Kafka's
 // LogValidator answers an inconsistent count with InvalidRecordException.
 func (e *CountError) Unwrap() error { return ErrInvalidRecord }
