@@ -80,7 +80,7 @@ func (h *Host) serveCalls(st *yamux.Stream) {
 
 // serveRPC hands one RPC to its group's raft and returns the response
 // frame; more is false when the stream cannot carry another call (a
-// snapshot's bytes were not all read).
+// snapshot's bytes were not all read, or the call was malformed).
 func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (resp []byte, more bool) {
 	h.stats.callsReceived.Add(1)
 	snapshot := kind == callInstallSnapshot
@@ -101,7 +101,9 @@ func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (
 		cmd = new(raft.InstallSnapshotRequest)
 	}
 	if err := decodeMsgpack(payload, cmd); err != nil {
-		return appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error()))), !snapshot
+		// Malformed: answer why, then close the stream (wire.go), as for
+		// every other malformed frame; a sane peer redials.
+		return appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error()))), false
 	}
 	// A group's members open it at about the same time, and its first
 	// candidate may ask for votes before this member has.
