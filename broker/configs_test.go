@@ -82,9 +82,9 @@ func TestTopicConfigsOnThreeNodes(t *testing.T) {
 		{Op: kadm.DeleteConfig, Name: "retention.ms"},
 	}, "cfg")
 	everyNodeSays(t, cl, "cfg", "segment.ms", "60000", kmsg.ConfigSourceDynamicTopicConfig)
-	everyNodeSays(t, cl, "cfg", "retention.ms", "-1", kmsg.ConfigSourceStaticBrokerConfig)
+	everyNodeSays(t, cl, "cfg", "retention.ms", "604800000", kmsg.ConfigSourceStaticBrokerConfig)
 	for _, n := range c.Running() {
-		if tc := n.TopicConfig("cfg"); tc.SegmentMs != 60000 || tc.RetentionMs != -1 {
+		if tc := n.TopicConfig("cfg"); tc.SegmentMs != 60000 || tc.RetentionMs != 604_800_000 {
 			t.Fatalf("TopicConfig %+v", tc)
 		}
 	}
