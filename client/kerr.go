@@ -71,7 +71,9 @@ var (
 	ErrTopicAlreadyExists        = &KafkaError{Code: 36}
 	ErrInvalidPartitions         = &KafkaError{Code: 37}
 	ErrInvalidReplicationFactor  = &KafkaError{Code: 38}
+	ErrInvalidTopicConfig        = &KafkaError{Code: 40} // INVALID_CONFIG: a config name or value the broker refuses
 	ErrNotController             = &KafkaError{Code: 41}
+	ErrInvalidRequest            = &KafkaError{Code: 42}
 	ErrOutOfOrderSequence        = &KafkaError{Code: 45}
 	ErrDuplicateSequence         = &KafkaError{Code: 46}
 	ErrInvalidProducerEpoch      = &KafkaError{Code: 47}

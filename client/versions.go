@@ -32,8 +32,10 @@ var clientVersions = map[int16][2]int16{
 	20: {1, 6},  // DeleteTopics
 	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerID
+	32: {1, 4},  // DescribeConfigs: v1 brought config sources
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
+	44: {0, 1},  // IncrementalAlterConfigs
 	60: {0, 1},  // DescribeCluster
 }
 

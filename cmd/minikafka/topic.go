@@ -22,13 +22,15 @@ func (a *app) topicCommand() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicDeleteCommand(), a.topicDeleteRecordsCommand(), a.topicListCommand(), a.topicDescribeCommand())
+	cmd.AddCommand(a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicDeleteCommand(), a.topicDeleteRecordsCommand(),
+		a.topicListCommand(), a.topicDescribeCommand(), a.topicAlterConfigCommand())
 	return cmd
 }
 
 func (a *app) topicCreateCommand() *cobra.Command {
 	var partitions int32
 	var rf int16
+	var configs []string
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic and wait until every partition has a leader",
@@ -40,15 +42,20 @@ func (a *app) topicCreateCommand() *cobra.Command {
 			if rf == 0 || rf < -1 {
 				return usageErrorf("--replication-factor must be positive (or -1 for the broker's default), got %d", rf)
 			}
-			return a.topicCreate(cmd.Context(), args[0], partitions, rf)
+			m, err := parseConfigs("config", configs)
+			if err != nil {
+				return err
+			}
+			return a.topicCreate(cmd.Context(), args[0], partitions, rf, m)
 		},
 	}
+	cmd.Flags().StringArrayVar(&configs, "config", nil, "a topic config, NAME=VALUE with Kafka's names, e.g. retention.ms=86400000 (repeatable)")
 	cmd.Flags().Int32Var(&partitions, "partitions", -1, "number of partitions (-1: the broker's default)")
 	cmd.Flags().Int16Var(&rf, "replication-factor", -1, "replicas per partition (-1: the broker's default)")
 	return cmd
 }
 
-func (a *app) topicCreate(parent context.Context, name string, partitions int32, rf int16) error {
+func (a *app) topicCreate(parent context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
 	ctx, cancel := a.start(parent, true, true)
 	defer cancel()
 	adm, err := a.admin()
@@ -56,9 +63,12 @@ func (a *app) topicCreate(parent context.Context, name string, partitions int32,
 		return err
 	}
 	defer adm.Close()
-	if err := adm.CreateTopic(ctx, name, partitions, rf, nil); err != nil {
+	if err := adm.CreateTopic(ctx, name, partitions, rf, configs); err != nil {
 		if errors.Is(err, client.ErrTopicAlreadyExists) {
 			return fmt.Errorf("topic %q already exists", name)
+		}
+		if errors.Is(err, client.ErrInvalidTopicConfig) {
+			return a.configError(ctx, name, err)
 		}
 		err = a.explain(ctx, err)
 		var ue *UnreachableError
@@ -200,6 +210,9 @@ func (a *app) topicDescribeCommand() *cobra.Command {
 			}
 			if len(known) > 0 || len(args) == 0 {
 				writePartitions(a.stdout, known)
+				if err := a.describeConfigs(ctx, adm, known); err != nil {
+					return err
+				}
 			}
 			switch len(missing) {
 			case 0:
@@ -210,6 +223,28 @@ func (a *app) topicDescribeCommand() *cobra.Command {
 			return fmt.Errorf("topics %s do not exist", quoteAll(missing))
 		},
 	}
+}
+
+// describeConfigs prints the topics' configs that are not defaults.
+func (a *app) describeConfigs(ctx context.Context, adm *client.Admin, topics []client.TopicDetail) error {
+	configs := make(map[string][]client.TopicConfig, len(topics))
+	var order []string
+	for _, t := range topics {
+		if t.Err != nil {
+			continue
+		}
+		cs, err := adm.DescribeTopicConfigs(ctx, t.Name)
+		if isUnknownTopic(err) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("describe configs of %q: %w", t.Name, a.explain(ctx, err))
+		}
+		configs[t.Name] = cs
+		order = append(order, t.Name)
+	}
+	writeConfigs(a.stdout, configs, order)
+	return nil
 }
 
 func isUnknownTopic(err error) bool { return errors.Is(err, client.ErrUnknownTopicOrPartition) }
