@@ -157,7 +157,7 @@ func TestClusterDefaultsDescribed(t *testing.T) {
 	c := h.dial()
 	wantCodes(t, incAlter(t, c, 1, false,
 		incResource(kmsg.ConfigResourceTypeBroker, "", set("log.retention.hours", "2"), set("log.segment.bytes", "2097152")),
-		incResource(kmsg.ConfigResourceTypeTopic, "t", set("segment.bytes", "4096")),
+		incResource(kmsg.ConfigResourceTypeTopic, "t", set("segment.bytes", "4194304")),
 	), nil, nil)
 	wantCodes(t, incAlter(t, c, 1, false, incResource(kmsg.ConfigResourceTypeBroker, "", set("retention.ms", "1"))), kerr.InvalidConfig)
 
@@ -174,7 +174,7 @@ func TestClusterDefaultsDescribed(t *testing.T) {
 	seg := findConfig(t, resp.Resources[0], "segment.bytes")
 	want := []kmsg.ConfigSource{kmsg.ConfigSourceDynamicTopicConfig, kmsg.ConfigSourceDynamicDefaultBrokerConfig,
 		kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigSourceDefaultConfig}
-	if *seg.Value != "4096" || len(seg.ConfigSynonyms) != len(want) {
+	if *seg.Value != "4194304" || len(seg.ConfigSynonyms) != len(want) {
 		t.Fatalf("segment.bytes %+v", seg)
 	}
 	for i, w := range want {

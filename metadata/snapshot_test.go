@@ -13,7 +13,7 @@ func richState(t testing.TB) *Snapshot {
 		RegisterBroker{ID: 7, KafkaAddr: "h7:9092", RaftAddr: "h7:9093"},
 		CreateTopic{Name: "events", Partitions: 2, ReplicationFactor: 3, Assignment: [][]int32{{1, 2, 3}, {2, 3, 7}}},
 		CreateTopic{Name: "cfg", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{7}},
-			Configs: map[string]string{"segment.bytes": "1024", "retention.ms": "-1"}},
+			Configs: map[string]string{"segment.bytes": "1048576", "retention.ms": "-1"}},
 		SetPartitionLeader{Topic: "events", Partition: 1, Leader: 7, Epoch: 4},
 		AllocateProducerID{},
 		AllocateProducerID{TransactionalID: ptr("tx-b")},

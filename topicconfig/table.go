@@ -34,11 +34,10 @@ const maxLong = "9223372036854775807"
 
 // Kafka's limits where the node follows them as they are.
 const (
-	// minSegmentBytes is Kafka's minimum segment.bytes (the size of a
-	// legacy record header). The log rolls before an append that would
-	// overflow a non-empty segment, so a tiny value only means one batch
-	// per segment file.
-	minSegmentBytes = 14
+	// minSegmentBytes is Kafka 4.0's minimum segment.bytes (KIP-1030;
+	// before it, 14): every segment keeps a file open, so a client must
+	// not be able to ask for one file per batch.
+	minSegmentBytes = 1 << 20
 )
 
 // specs are Kafka's topic configs (as of Kafka 3.9, without the ones

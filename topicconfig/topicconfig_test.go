@@ -36,8 +36,8 @@ func TestValidate(t *testing.T) {
 		{"retention.ms", "1d", false, "Not a number of type LONG"},
 		{"retention.bytes", "-1", true, ""},
 		{"retention.bytes", "-5", false, "at least -1"},
-		{"segment.bytes", "14", true, ""},
-		{"segment.bytes", "13", false, "at least 14"},
+		{"segment.bytes", "1048576", true, ""},
+		{"segment.bytes", "1048575", false, "at least 1048576"},
 		{"segment.bytes", "4294967296", false, "Not a number of type INT"},
 		{"segment.ms", "1", true, ""},
 		{"segment.ms", "0", false, "at least 1"},
@@ -139,8 +139,8 @@ func TestResolvePrecedence(t *testing.T) {
 		{"static", nil, nil, func(c Config) bool {
 			return c.SegmentBytes == 1048576 && c.RetentionMs == -1 && c.MaxMessageBytes == 2000000
 		}},
-		{"cluster over static", nil, map[string]string{"log.retention.ms": "5000", "log.segment.bytes": "4096"}, func(c Config) bool {
-			return c.RetentionMs == 5000 && c.SegmentBytes == 4096
+		{"cluster over static", nil, map[string]string{"log.retention.ms": "5000", "log.segment.bytes": "2097152"}, func(c Config) bool {
+			return c.RetentionMs == 5000 && c.SegmentBytes == 2097152
 		}},
 		{"topic over cluster", map[string]string{"retention.ms": "7", "message.timestamp.type": "LogAppendTime"},
 			map[string]string{"log.retention.ms": "5000"}, func(c Config) bool { return c.RetentionMs == 7 && c.LogAppendTime }},
