@@ -201,8 +201,14 @@ func (s *replicaSet) reconcileLoop() {
 // campaigns as one batch.
 func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 	s.removeDeleted(state)
-	for _, lr := range s.all() { // configs may have changed
-		lr.refreshConfig(s.n)
+	resolved := map[string]topicconfig.Config{} // once per topic, not per partition
+	for _, lr := range s.all() {                // configs may have changed
+		c, ok := resolved[lr.info.Topic]
+		if !ok {
+			c = s.n.TopicConfig(lr.info.Topic)
+			resolved[lr.info.Topic] = c
+		}
+		lr.setConfig(c)
 	}
 	var todo []replicaInfo
 	for _, p := range state.PartitionsOn(s.n.cfg.NodeID) {

@@ -134,15 +134,20 @@ func (lr *localReplica) config(n *Node) topicconfig.Config {
 	return lr.refreshConfig(n)
 }
 
-// refreshConfig resolves lr's topic's configs again and applies the
-// segment limits to its log when they changed.
+// refreshConfig resolves lr's topic's configs again (setConfig).
 func (lr *localReplica) refreshConfig(n *Node) topicconfig.Config {
 	c := n.TopicConfig(lr.info.Topic)
+	lr.setConfig(c)
+	return c
+}
+
+// setConfig stores c as lr's topic's configs and applies its segment
+// limits to the log when they changed.
+func (lr *localReplica) setConfig(c topicconfig.Config) {
 	old := lr.cfg.Swap(&c)
 	if old == nil || old.SegmentBytes != c.SegmentBytes || old.SegmentMs != c.SegmentMs {
 		lr.rep.SetSegmentLimits(c.SegmentBytes, time.Duration(c.SegmentMs)*time.Millisecond)
 	}
-	return c
 }
 
 // ReplicaOffsets reports this node's replica of a partition: its log start
