@@ -16,7 +16,6 @@ import (
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/partition"
-	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -24,16 +23,20 @@ import (
 // loses what was not synced at a simulated power loss, under load (applies
 // in varied batches, Syncs, concurrent Syncs as the flusher makes,
 // snapshots persisted beside the applies, clean restarts, small segments
-// so that rolls happen), crashes at a seeded random file operation, and
-// checks each recovery:
-//   - the log holds whole batches with intact CRCs, byte-identical to a
-//     prefix of what a run without crashes writes, and reaches at least
-//     the end that every completed Sync covered;
+// so that rolls happen; trims inside segments and to the end, produce with
+// LogAppendTime, producer expiries), crashes at a seeded random file
+// operation, and checks each recovery:
+//   - the log holds whole batches with intact CRCs, byte-identical to the
+//     reference's batches from its first stored offset on, and reaches at
+//     least the end that every completed Sync covered;
 //   - the FSM's applied index is at least that of the last checkpoint that
-//     was reported written, and the log ends exactly where the reference
-//     log ended at that index;
+//     was reported written (by a snapshot, a Close, or a trim that moved
+//     the start), and the log's end, start and producer table are the
+//     reference's at that index: a trim in a durable checkpoint is never
+//     lost, one that was not is replayed; reads below the start fail with
+//     partition.ErrOffsetOutOfRange;
 //   - replaying the rest (as raft would, from the last checkpoint) ends in
-//     the reference's log bytes and producer table.
+//     the reference's start, log bytes from the start, and producer table.
 const (
 	crashLogDir = "/data/p0/log"
 	crashFSMDir = "/data/p0/fsm"
@@ -44,45 +47,22 @@ func crashLogOpts(fsys vfs.FS) partition.LogOptions {
 	return partition.LogOptions{FS: fsys, SegmentBytes: crashSegSz, IndexIntervalBytes: 256, FlushBytes: 700}
 }
 
-// crashRef is the outcome of applying the entries without a crash.
-type crashRef struct {
-	entries []*raft.Log
-	endAt   []int64 // endAt[i]: the log end after entries[:i]
-	bytes   []byte
-	table   *producerstate.Table
-	ops     int64 // file operations of one crash-free harness run
-}
-
-func crashReference(t *testing.T, entries []*raft.Log) *crashRef {
-	m := vfs.NewStrictMem()
-	l, err := partition.OpenLog(crashLogDir, crashLogOpts(m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsm.New(fsm.Config{Dir: crashFSMDir, FS: m}, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := &crashRef{entries: entries, endAt: []int64{0}}
-	for _, e := range entries {
-		f.ApplyBatch([]*raft.Log{e})
-		ref.endAt = append(ref.endAt, l.EndOffset())
-	}
-	var buf bytes.Buffer
-	if _, err := l.CopyTo(&buf, l.EndOffset()); err != nil {
-		t.Fatal(err)
-	}
-	ref.bytes, ref.table = buf.Bytes(), f.Producers()
-	if err := errors.Join(f.Close(), l.Close()); err != nil {
-		t.Fatal(err)
-	}
-	return ref
-}
-
 // crashClaims are what the code under test reported durable.
 type crashClaims struct {
 	cpIndex uint64 // newest checkpoint reported written
 	synced  int64  // log end covered by completed Syncs
+}
+
+// applied folds into c what applying entries (with results out) reported
+// durable: a trim that moved the start wrote a checkpoint at its index,
+// after syncing the log, before it returned.
+func (c *crashClaims) applied(ref *crashRef, entries []*raft.Log, out []any) {
+	for i, e := range entries {
+		tr, ok := out[i].(*fsm.TrimResult)
+		if ok && tr.Err == nil && ref.startAt[e.Index] > ref.startAt[e.Index-1] {
+			c.cpIndex, c.synced = max(c.cpIndex, e.Index), max(c.synced, ref.endAt[e.Index])
+		}
+	}
 }
 
 // incarnation is one run of the log and FSM between a start and a crash.
@@ -133,7 +113,7 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 	case l.EndOffset() != ref.endAt[applied]:
 		t.Fatalf("FSM recovered at index %d with log end %d, want %d", applied, l.EndOffset(), ref.endAt[applied])
 	}
-	checkLogPrefix(t, l, ref, 0, "after FSM recovery")
+	checkRecovered(t, l, f, ref)
 	// Recovery may cut the log back (unsynced); only that much is sure now.
 	c.synced = min(synced, l.EndOffset())
 	inc := &incarnation{m: m, log: l, f: f, stop: make(chan struct{}), done: make(chan struct{})}
@@ -143,7 +123,8 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 }
 
 // checkLogPrefix checks that the log holds whole, CRC-intact batches equal
-// to a prefix of the reference, ending at or past minEnd.
+// to the reference's from the log's first stored batch on, ending at or
+// past minEnd.
 func checkLogPrefix(t *testing.T, l *partition.Log, ref *crashRef, minEnd int64, when string) {
 	t.Helper()
 	var buf bytes.Buffer
@@ -161,11 +142,52 @@ func checkLogPrefix(t *testing.T, l *partition.Log, ref *crashRef, minEnd int64,
 		}
 		rest = r
 	}
-	if !bytes.HasPrefix(ref.bytes, got) {
-		t.Fatalf("%s: the log's %d bytes are not a prefix of the reference", when, len(got))
+	first := l.Segments()[0].Base
+	pos, ok := ref.posOf[first]
+	if !ok {
+		t.Fatalf("%s: the log's first segment starts at %d, not a batch of the reference", when, first)
+	}
+	if !bytes.HasPrefix(ref.full[pos:], got) {
+		t.Fatalf("%s: the log's %d bytes from offset %d differ from the reference", when, len(got), first)
 	}
 	if l.EndOffset() < minEnd {
 		t.Fatalf("%s: log ends at %d, but a completed Sync covered %d", when, l.EndOffset(), minEnd)
+	}
+}
+
+// checkRecovered checks the recovered log and FSM against the reference at
+// the FSM's applied index: log bytes, start offset, reads below the start,
+// producer table.
+func checkRecovered(t *testing.T, l *partition.Log, f *fsm.FSM, ref *crashRef) {
+	t.Helper()
+	checkLogPrefix(t, l, ref, 0, "after FSM recovery")
+	applied := f.AppliedIndex()
+	if got, want := l.StartOffset(), ref.startAt[applied]; got != want || f.LogStartOffset() != want {
+		t.Fatalf("recovered at index %d with log start %d, want %d", applied, got, want)
+	}
+	if start := l.StartOffset(); start > 0 {
+		if _, err := l.Read(start-1, 1); !errors.Is(err, partition.ErrOffsetOutOfRange) {
+			t.Fatalf("Read(%d) below the start %d: %v, want ErrOffsetOutOfRange", start-1, start, err)
+		}
+	}
+	if !f.Producers().Equal(ref.tables[applied]) {
+		t.Fatalf("recovered at index %d with a producer table that differs from the reference's", applied)
+	}
+}
+
+// checkTail checks that the log's start and its batches from the one that
+// holds the start equal the reference's final ones.
+func checkTail(t *testing.T, l *partition.Log, ref *crashRef) {
+	t.Helper()
+	if got, want := l.StartOffset(), ref.startAt[ref.last()]; got != want {
+		t.Fatalf("after replay the log starts at %d, want %d", got, want)
+	}
+	got, err := l.Read(l.StartOffset(), len(ref.full)+1)
+	if err != nil {
+		t.Fatalf("Read from the start: %v", err)
+	}
+	if want := ref.tail(); !bytes.Equal(got, want) {
+		t.Fatalf("after replay the log from its start holds %d bytes that differ from the reference's %d", len(got), len(want))
 	}
 }
 
@@ -225,7 +247,8 @@ func (inc *incarnation) run(t *testing.T, rng *rand.Rand, ref *crashRef, next in
 	defer collect()
 	for next < len(ref.entries) && !inc.m.Crashed() {
 		n := min(1+rng.IntN(6), len(ref.entries)-next)
-		inc.f.ApplyBatch(ref.entries[next : next+n])
+		out := inc.f.ApplyBatch(ref.entries[next : next+n])
+		c.applied(ref, ref.entries[next:next+n], out)
 		next += n
 		switch rng.IntN(16) {
 		case 0:
@@ -301,12 +324,9 @@ func crashOnce(t *testing.T, ref *crashRef, seed uint64, crashes int) int {
 	// checkpoint; the FSM skips what it holds already.
 	inc.f.ApplyBatch(ref.entries[c.cpIndex:])
 	inc.stopSyncer(&c)
-	var buf bytes.Buffer
-	if _, err := inc.log.CopyTo(&buf, inc.log.EndOffset()); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), ref.bytes) || !inc.f.Producers().Equal(ref.table) {
-		t.Fatalf("after recovery and replay the log or producer table differs from the reference")
+	checkTail(t, inc.log, ref)
+	if !inc.f.Producers().Equal(ref.tables[ref.last()]) {
+		t.Fatalf("after recovery and replay the producer table differs from the reference's")
 	}
 	if err := errors.Join(inc.f.Close(), inc.log.Close()); err != nil {
 		t.Fatal(err)
@@ -334,8 +354,9 @@ func TestCrashRecovery(t *testing.T) {
 	if os.Getenv("MINIKAFKA_CRASH_LONG") != "" {
 		seeds, n = 2500, 400
 	}
-	ref := crashReference(t, history(21, n))
+	ref := crashReference(t, history(21, n), newCrashWorkload(21))
 	ref.ops = measureOps(t, ref)
+	t.Logf("workload: %v", ref.workloadMix())
 	hits := 0
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { hits += crashOnce(t, ref, seed, 2) })

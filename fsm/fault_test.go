@@ -66,7 +66,7 @@ func waitStorageErr(t *testing.T, f *fsm.FSM) error {
 // rest apply and the log is byte-identical to one that never failed.
 func TestDiskFullRetriesUntilSpaceReturns(t *testing.T) {
 	entries := history(5, 200)
-	ref := crashReference(t, entries)
+	ref := crashReference(t, entries, nil)
 	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
 	r.f.ApplyBatch(entries[:80])
 	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
@@ -76,7 +76,7 @@ func TestDiskFullRetriesUntilSpaceReturns(t *testing.T) {
 	}
 	stuck := r.f.AppliedIndex()
 	hw := r.f.HighWatermark()
-	if got, err := r.log.Read(0, 1<<20); err != nil || !bytes.Equal(got, ref.bytes[:len(got)]) || int64(len(got)) == 0 {
+	if got, err := r.log.Read(0, 1<<20); err != nil || !bytes.Equal(got, ref.full[:len(got)]) || int64(len(got)) == 0 {
 		t.Fatalf("reading committed data while the disk is full: %d bytes, %v", len(got), err)
 	}
 	time.Sleep(20 * time.Millisecond) // a few retries
@@ -104,7 +104,7 @@ func TestDiskFullRetriesUntilSpaceReturns(t *testing.T) {
 // and ends where a replica that never failed does.
 func TestStopDuringDiskFullReplaysAtNextStart(t *testing.T) {
 	entries := history(6, 200)
-	ref := crashReference(t, entries)
+	ref := crashReference(t, entries, nil)
 	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
 	r.f.ApplyBatch(entries[:60])
 	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
@@ -136,8 +136,8 @@ func checkSameAsReference(t *testing.T, r *faultReplica, ref *crashRef) {
 	if _, err := r.log.CopyTo(&buf, r.log.EndOffset()); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(buf.Bytes(), ref.bytes) || !r.f.Producers().Equal(ref.table) {
-		t.Fatalf("log (%d bytes) or producer table differs from the reference (%d bytes)", buf.Len(), len(ref.bytes))
+	if !bytes.Equal(buf.Bytes(), ref.full) || !r.f.Producers().Equal(ref.tables[ref.last()]) {
+		t.Fatalf("log (%d bytes) or producer table differs from the reference (%d bytes)", buf.Len(), len(ref.full))
 	}
 	if r.f.AppliedIndex() != uint64(len(ref.entries)) {
 		t.Fatalf("applied index %d, want %d", r.f.AppliedIndex(), len(ref.entries))
