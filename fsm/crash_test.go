@@ -51,15 +51,25 @@ func crashLogOpts(fsys vfs.FS) partition.LogOptions {
 type crashClaims struct {
 	cpIndex uint64 // newest checkpoint reported written
 	synced  int64  // log end covered by completed Syncs
+	// finishedTrims counts recoveries that deleted segments a durable trim
+	// had not: crashes between a trim's checkpoint and its deletion.
+	finishedTrims int
 }
 
 // applied folds into c what applying entries (with results out) reported
-// durable: a trim that moved the start wrote a checkpoint at its index,
-// after syncing the log, before it returned.
+// durable: a trim that moved the start, and an expiry that removed
+// producers, wrote a checkpoint at its index, after syncing the log, before
+// it returned.
 func (c *crashClaims) applied(ref *crashRef, entries []*raft.Log, out []any) {
 	for i, e := range entries {
-		tr, ok := out[i].(*fsm.TrimResult)
-		if ok && tr.Err == nil && ref.startAt[e.Index] > ref.startAt[e.Index-1] {
+		var durable bool
+		switch r := out[i].(type) {
+		case *fsm.TrimResult:
+			durable = r.Err == nil && ref.startAt[e.Index] > ref.startAt[e.Index-1]
+		case *fsm.ExpireResult:
+			durable = r.Removed > 0
+		}
+		if durable {
 			c.cpIndex, c.synced = max(c.cpIndex, e.Index), max(c.synced, ref.endAt[e.Index])
 		}
 	}
@@ -97,6 +107,7 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 	// during recovery may keep the cut.
 	synced := c.synced
 	c.synced = min(synced, ref.endAt[c.cpIndex])
+	firstSeg := l.Segments()[0]
 	f, err := fsm.New(fsm.Config{Dir: crashFSMDir, FS: m}, l)
 	if err != nil {
 		l.Close()
@@ -114,6 +125,9 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 		t.Fatalf("FSM recovered at index %d with log end %d, want %d", applied, l.EndOffset(), ref.endAt[applied])
 	}
 	checkRecovered(t, l, f, ref)
+	if firstSeg.Next <= l.StartOffset() && firstSeg.Next > firstSeg.Base {
+		c.finishedTrims++ // a trim's checkpoint was durable, its deletion not
+	}
 	// Recovery may cut the log back (unsynced); only that much is sure now.
 	c.synced = min(synced, l.EndOffset())
 	inc := &incarnation{m: m, log: l, f: f, stop: make(chan struct{}), done: make(chan struct{})}
@@ -296,13 +310,13 @@ func (inc *incarnation) persist() chan persistResult {
 
 // crashOnce runs one seeded scenario: up to crashes crashes at random file
 // operations, then a clean run to the end, compared with the reference.
-// It returns how many crashes hit an armed operation.
-func crashOnce(t *testing.T, ref *crashRef, seed uint64, crashes int) int {
+// It returns how many crashes hit an armed operation, and how many
+// recoveries finished a trim's deletion.
+func crashOnce(t *testing.T, ref *crashRef, seed uint64, crashes int) (hits, finishedTrims int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	m := vfs.NewStrictMemSeeded(seed)
 	var c crashClaims
-	hits := 0
 	for range crashes {
 		m.CrashAt(m.Ops() + 1 + rng.Int64N(ref.ops))
 		inc := openIncarnation(t, m, ref, &c)
@@ -331,7 +345,7 @@ func crashOnce(t *testing.T, ref *crashRef, seed uint64, crashes int) int {
 	if err := errors.Join(inc.f.Close(), inc.log.Close()); err != nil {
 		t.Fatal(err)
 	}
-	return hits
+	return hits, c.finishedTrims
 }
 
 // measureOps counts the file operations of a crash-free run of the
@@ -357,13 +371,19 @@ func TestCrashRecovery(t *testing.T) {
 	ref := crashReference(t, history(21, n), newCrashWorkload(21))
 	ref.ops = measureOps(t, ref)
 	t.Logf("workload: %v", ref.workloadMix())
-	hits := 0
+	hits, finished := 0, 0
 	for seed := range uint64(seeds) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { hits += crashOnce(t, ref, seed, 2) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			h, f := crashOnce(t, ref, seed, 2)
+			hits, finished = hits+h, finished+f
+		})
 		if t.Failed() {
 			break
 		}
 	}
-	t.Logf("%d scenarios, %d crashes at a chosen file operation (of ~%d per run), the rest after the last entry",
-		seeds, hits, ref.ops)
+	if !t.Failed() && finished == 0 {
+		t.Error("no crash fell between a trim's checkpoint and its segment deletion: the workload no longer exercises them")
+	}
+	t.Logf("%d scenarios, %d crashes at a chosen file operation (of ~%d per run), the rest after the last entry; %d recoveries finished a trim's deletion",
+		seeds, hits, ref.ops, finished)
 }

@@ -22,9 +22,10 @@ import (
 //
 //   - checkpoint: applied index and term, log start and end, producer table;
 //     written atomically (temp file, fsync, rename, fsync dir) after syncing
-//     the log, at every snapshot, after a restore, on Close, and at every
-//     trim before its segments are deleted (so the start it set is never
-//     lost).
+//     the log, at every snapshot, after a restore, on Close, at every trim
+//     before its segments are deleted (so the start it set is never lost),
+//     and at every producer expiry that removed producers (the batch
+//     headers that recovery replays into the table cannot replay it).
 //   - journal: one small record (applied index, term, log end) appended after
 //     every ApplyBatch, without fsync. After a crash of the process the page
 //     cache still holds it and the log, so a restart resumes exactly where

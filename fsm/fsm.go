@@ -314,8 +314,7 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 	case CmdTrim:
 		return f.applyTrim(int64(binary.BigEndian.Uint64(body)), l.Index, l.Term)
 	case CmdExpireProducers:
-		removed := f.table.Expire(int64(binary.BigEndian.Uint64(body)), int64(binary.BigEndian.Uint64(body[8:])))
-		return &ExpireResult{Removed: removed, Producers: f.table.Len()}
+		return f.applyExpire(int64(binary.BigEndian.Uint64(body)), int64(binary.BigEndian.Uint64(body[8:])), l.Index, l.Term)
 	}
 	panic("unreachable: DecodeCommand accepted " + t.String())
 }
@@ -473,4 +472,22 @@ func (f *FSM) applyTrim(offset int64, index, term uint64) *TrimResult {
 		f.trimmed()
 	}
 	return res
+}
+
+// applyExpire forgets the producers idle beyond ttl as of now. A removal is
+// made durable at once in a checkpoint at this entry: recovery rebuilds the
+// table from the checkpoint and the stored batch headers, which cannot
+// replay it, and resumes past this entry when the journal allows.
+func (f *FSM) applyExpire(now, ttl int64, index, term uint64) *ExpireResult {
+	table := f.table.Clone()
+	removed := table.Expire(now, ttl)
+	if removed > 0 {
+		cp := checkpoint{index: index, term: term, start: f.log.StartOffset(), end: f.log.EndOffset(),
+			table: table.AppendEncode(nil)}
+		if err := f.retry("checkpoint after producer expiry", func() error { return f.checkpoint(cp) }); err != nil {
+			return &ExpireResult{Producers: f.table.Len()} // not applied: f.stopped is set
+		}
+		f.table = table
+	}
+	return &ExpireResult{Removed: removed, Producers: f.table.Len()}
 }

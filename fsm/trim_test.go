@@ -199,3 +199,29 @@ func TestProducerLimitRefusesNewProducers(t *testing.T) {
 		t.Fatalf("a known producer while full: %v", res.Err)
 	}
 }
+
+// TestExpiryIsNotLostAtACrash: a restart that resumes from the journal past
+// an expiry (a crash of the process, no Close) does not bring the expired
+// producers back, which would make this replica differ from the others.
+func TestExpiryIsNotLostAtACrash(t *testing.T) {
+	dir := t.TempDir()
+	r := openReplica(t, dir)
+	next := fill(t, r.f, 1, 1, 2) // producer 1, timestamps 1000
+	if e, ok := r.f.Apply(command(next, fsm.EncodeExpireProducers(5000, 1000))).(*fsm.ExpireResult); !ok || e.Removed != 1 {
+		t.Fatalf("expire: %+v, want producer 1 removed", e)
+	}
+	if res := result(t, r.f.Apply(produce(next+1, 1, batch(2, 0, 0, "k", "v")))); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	want := r.f.Producers()
+	r.crash()
+
+	r = openReplica(t, dir)
+	defer r.close()
+	if r.f.AppliedIndex() != next+1 {
+		t.Fatalf("recovered at index %d, want %d (from the journal)", r.f.AppliedIndex(), next+1)
+	}
+	if _, ok := r.f.Producers().Lookup(1); ok || !r.f.Producers().Equal(want) {
+		t.Fatal("after a crash the producer table differs from before it: the expiry was lost")
+	}
+}
