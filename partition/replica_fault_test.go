@@ -141,3 +141,53 @@ func TestReplicaCloseDuringDiskFull(t *testing.T) {
 		t.Fatalf("log after restart: %v, %q", err, batchValues(t, got))
 	}
 }
+
+// While the FSM waits out a full disk, Trim and ExpireProducers answer
+// KAFKA_STORAGE_ERROR at once instead of queueing behind the stuck entry;
+// after healing both work again.
+func TestReplicaDiskFullRefusesTrimAndExpiry(t *testing.T) {
+	ff := vfs.Faulty(nil)
+	g := newGroupFS(t, 1, ff)
+	batch := func(seq int) []byte { return idemBatch(t, 11, int32(seq), fmt.Sprint("v", seq)) }
+	for i := range 4 {
+		g.produce(batch(i))
+	}
+	_, r := g.leader()
+	ff.Fail(vfs.OpFull, syscall.ENOSPC)
+	stuck := make(chan error, 1)
+	go func() {
+		_, err := r.Produce(context.Background(), batch(4))
+		stuck <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); r.fsm.StorageErr() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never reported the full disk")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	if start, err := r.Trim(ctx, 2); !errors.Is(err, kerr.KafkaStorageError) || start != 0 {
+		t.Fatalf("Trim on a full disk: %d, %v; want start 0 and KAFKA_STORAGE_ERROR", start, err)
+	}
+	if _, _, err := r.ExpireProducers(ctx, time.Now(), time.Millisecond); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("ExpireProducers on a full disk: %v; want KAFKA_STORAGE_ERROR", err)
+	}
+	if d := time.Since(began); d > time.Second {
+		t.Fatalf("the refusals took %v, want them at once", d)
+	}
+	if r.LogStartOffset() != 0 {
+		t.Fatalf("log start %d after a refused trim", r.LogStartOffset())
+	}
+
+	ff.Heal()
+	if err := <-stuck; err != nil {
+		t.Fatalf("the entry stuck on the full disk: %v", err)
+	}
+	if start, err := r.Trim(ctx, 2); err != nil || start != 2 {
+		t.Fatalf("Trim after healing: %d, %v; want 2", start, err)
+	}
+	if removed, _, err := r.ExpireProducers(ctx, time.Now().Add(time.Hour), time.Minute); err != nil || removed != 1 {
+		t.Fatalf("ExpireProducers after healing: removed %d, %v; want producer 11 removed", removed, err)
+	}
+}

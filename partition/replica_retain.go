@@ -4,14 +4,21 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/minikafka/minikafka-go/fsm"
 )
 
 // Trim moves the partition's log start offset up to offset on every
 // replica (retention, DeleteRecords) and returns the start after it. This
 // replica must lead. The FSM's error is returned as is: a *fsm.Error with
-// OFFSET_OUT_OF_RANGE for an offset past the high watermark.
+// OFFSET_OUT_OF_RANGE for an offset past the high watermark. While this
+// replica's storage fails (fsm.FSM.StorageErr) nothing is proposed: it
+// answers a *fsm.Error with KAFKA_STORAGE_ERROR at once, as Propose does.
 func (r *Replica) Trim(ctx context.Context, offset int64) (int64, error) {
+	if err := r.storageRefusal(); err != nil {
+		return r.fsm.LogStartOffset(), err
+	}
 	res, err := waitFor[*fsm.TrimResult](r.group.Propose(fsm.EncodeTrim(offset), proposeTimeout(ctx)))
 	if err != nil {
 		return 0, err
@@ -22,13 +29,27 @@ func (r *Replica) Trim(ctx context.Context, offset int64) (int64, error) {
 // ExpireProducers makes every replica forget the producers whose last
 // batch is older than ttl as of this leader's clock now
 // (producer.id.expiration.ms). It returns how many went and how many stay.
+// While this replica's storage fails it answers KAFKA_STORAGE_ERROR at
+// once, as Trim does.
 func (r *Replica) ExpireProducers(ctx context.Context, now time.Time, ttl time.Duration) (removed, remaining int, err error) {
+	if err := r.storageRefusal(); err != nil {
+		return 0, 0, err
+	}
 	cmd := fsm.EncodeExpireProducers(now.UnixMilli(), ttl.Milliseconds())
 	res, err := waitFor[*fsm.ExpireResult](r.group.Propose(cmd, proposeTimeout(ctx)))
 	if err != nil {
 		return 0, 0, err
 	}
 	return res.Removed, res.Producers, nil
+}
+
+// storageRefusal is the *fsm.Error (KAFKA_STORAGE_ERROR) that commands are
+// refused with while the FSM waits out a storage failure, or nil.
+func (r *Replica) storageRefusal() error {
+	if err := r.fsm.StorageErr(); err != nil {
+		return &fsm.Error{Code: kerr.KafkaStorageError, Detail: err.Error()}
+	}
+	return nil
 }
 
 // proposeTimeout bounds a proposal's queueing by ctx's deadline, or 10 s.
