@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/internal/knob"
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
 
@@ -100,6 +101,11 @@ type Config struct {
 	// Tuning holds every other timeout and limit of the node; zero fields
 	// take their defaults.
 	Tuning Tuning
+
+	// PartitionFS holds the partition replicas' logs and FSM state (not
+	// their Raft logs, nor the metadata group's). Nil means the OS; tests
+	// pass a vfs.Faulty to fail the disk under a running node.
+	PartitionFS vfs.FS
 
 	Logger *slog.Logger
 }

@@ -152,7 +152,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 			Hold:     true,
 			OnLeader: func(leader bool, term uint64) { s.onLeader(lr, leader, term) },
 		},
-		Log:            partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes},
+		Log:            partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes, FS: s.n.cfg.PartitionFS},
 		ProducerWindow: s.n.cfg.ProducerWindow,
 		MaxProducers:   s.n.cfg.MaxProducers,
 		Records:        sink,
