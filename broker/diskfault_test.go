@@ -199,3 +199,44 @@ func TestNodeDiskFull(t *testing.T) {
 	}
 	checkHistory(t, valuesOf(t, fetchFrom(t, cl, leader, "diskfull")), acked, maybe)
 }
+
+// TestNodeShutdownDuringDiskFault: a node stops promptly while a produce
+// waits on its failing disk (the wait gives up; the entry is committed),
+// and after it restarts on a healed disk the entry is applied, once.
+func TestNodeShutdownDuringDiskFault(t *testing.T) {
+	ff := vfs.Faulty(nil)
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.PartitionFS = ff })
+	t.Cleanup(ff.Heal)
+	cl := c.Client(t)
+	createTopic(t, cl, "diskstop", 1, 1)
+	for i := range int32(3) {
+		if err := produceTo(t, cl, 1, "diskstop", 1, i, fmt.Sprint("a", i), 10*time.Second); err != nil {
+			t.Fatalf("produce a%d: %v", i, err)
+		}
+	}
+	ff.Fail(vfs.OpFull, syscall.ENOSPC)
+	slow := c.Client(t)
+	stuck := make(chan error, 1)
+	go func() { stuck <- produceTo(t, slow, 1, "diskstop", 1, 3, "a3", 30*time.Second) }()
+	eventually(t, 10*time.Second, "the partition's writes fail", func() bool { return ff.Failures() > 0 })
+	stopped := make(chan struct{})
+	go func() { c.StopNode(1); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		ff.Heal() // let the node finish stopping before the test ends
+		<-stopped
+		t.Fatal("the node did not stop within 20s while a produce waited on its disk")
+	}
+	t.Logf("the produce that hit the fault: %v", <-stuck)
+	ff.Heal()
+	c.StartNode(1)
+	c.WaitReady()
+	cl2 := c.Client(t)
+	var log []string
+	eventually(t, 20*time.Second, "the committed entry applied at the restart", func() bool {
+		log = valuesOf(t, fetchFrom(t, cl2, 1, "diskstop"))
+		return len(log) == 4
+	})
+	checkHistory(t, log, []string{"a0", "a1", "a2", "a3"}, nil)
+}

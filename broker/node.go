@@ -294,6 +294,13 @@ func (n *Node) PartitionLeader(topic string, p int32) (leader, epoch int32, ok b
 func (n *Node) stop(ctx context.Context, graceful bool) error {
 	n.shutdownOnce.Do(func() {
 		var errs []error
+		if n.reps != nil {
+			// A produce waiting on a failing disk would hold up the Kafka
+			// server's close for as long as the disk fails.
+			for _, lr := range n.reps.all() {
+				lr.rep.StopStorageRetries()
+			}
+		}
 		if !graceful && n.host != nil {
 			n.host.Close()
 		}

@@ -155,8 +155,10 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code.Message, e.Detail) }
 func (e *Error) Unwrap() error { return e.Code }
 
-// ErrClosed is returned by applies after Close.
-var ErrClosed = errors.New("fsm: closed")
+// ErrClosed is returned by applies after Close, and by one that gave up a
+// storage retry at Stop (its entry is applied at the next start). It wraps
+// NOT_LEADER_OR_FOLLOWER: the client should find the partition elsewhere.
+var ErrClosed = fmt.Errorf("fsm: closed: %w", kerr.NotLeaderForPartition)
 
 // FSM is the partition state machine. It implements raft.BatchingFSM.
 type FSM struct {

@@ -284,6 +284,12 @@ func (r *Replica) EpochEndOffset(epoch int32) (floor int32, end int64, err error
 // Group is the replica's Raft group.
 func (r *Replica) Group() *multiraft.Group { return r.group }
 
+// StopStorageRetries makes an apply that waits out a storage failure give
+// up (its entry and the later ones apply at the next start), so that the
+// requests waiting on it end. Healthy replicas are not affected. A node
+// calls it first when it shuts down.
+func (r *Replica) StopStorageRetries() { r.fsm.Stop() }
+
 // Close stops Raft, then checkpoints the FSM and closes the log. It is
 // safe to call more than once.
 func (r *Replica) Close() error {
