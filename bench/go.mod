@@ -5,6 +5,11 @@ go 1.26.8
 require github.com/minikafka/minikafka-go v0.0.0
 
 require (
+	github.com/hashicorp/yamux v0.1.2 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+)
+
+require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
