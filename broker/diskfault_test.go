@@ -51,6 +51,17 @@ func produceTo(t *testing.T, cl *kgo.Client, node int32, topic string, pid int64
 // on broker node and returns the raw batches.
 func fetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) []byte {
 	t.Helper()
+	out, err := tryFetchFrom(t, cl, node, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryFetchFrom is fetchFrom that returns a partition error instead of
+// failing (a node that just restarted may not lead yet).
+func tryFetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) ([]byte, error) {
+	t.Helper()
 	var out []byte
 	for offset := int64(0); ; {
 		req := kmsg.NewPtrFetchRequest()
@@ -69,10 +80,10 @@ func fetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) []byte {
 		}
 		p := resp.Topics[0].Partitions[0]
 		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-			t.Fatalf("fetch from node %d at %d: %v", node, offset, err)
+			return nil, fmt.Errorf("fetch from node %d at %d: %w", node, offset, err)
 		}
 		if offset >= p.HighWatermark || len(p.RecordBatches) == 0 {
-			return out
+			return out, nil
 		}
 		for rest := p.RecordBatches; len(rest) > 0; {
 			b, r, _, err := record.Next(rest)
@@ -235,7 +246,11 @@ func TestNodeShutdownDuringDiskFault(t *testing.T) {
 	cl2 := c.Client(t)
 	var log []string
 	eventually(t, 20*time.Second, "the committed entry applied at the restart", func() bool {
-		log = valuesOf(t, fetchFrom(t, cl2, 1, "diskstop"))
+		b, err := tryFetchFrom(t, cl2, 1, "diskstop")
+		if err != nil {
+			return false // not leading yet
+		}
+		log = valuesOf(t, b)
 		return len(log) == 4
 	})
 	checkHistory(t, log, []string{"a0", "a1", "a2", "a3"}, nil)
