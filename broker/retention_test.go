@@ -168,8 +168,13 @@ func checkStart(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, adm *kadm.
 	if earliest.Offset != start {
 		t.Fatalf("ListOffsets earliest = %d, want %d", earliest.Offset, start)
 	}
-	if err := fetchError(t, c, cl, topic, start-1); !errors.Is(err, kerr.OffsetOutOfRange) {
-		t.Fatalf("Fetch below the start: %v, want OFFSET_OUT_OF_RANGE", err)
+	var ferr error
+	eventually(t, 20*time.Second, "a Fetch below the start answered by the leader", func() bool {
+		ferr = fetchError(t, c, cl, topic, start-1)
+		return !errors.Is(ferr, kerr.NotLeaderForPartition) && !errors.Is(ferr, kerr.LeaderNotAvailable)
+	})
+	if !errors.Is(ferr, kerr.OffsetOutOfRange) {
+		t.Fatalf("Fetch below the start: %v, want OFFSET_OUT_OF_RANGE", ferr)
 	}
 	got := consumeAll(t, c.Seeds(), topic, int(end-start))
 	if got[0].Offset != start || len(got) != int(end-start) {
