@@ -5,7 +5,13 @@ go 1.26.8
 require github.com/minikafka/minikafka-go v0.0.0
 
 require (
+	github.com/benbjohnson/immutable v0.4.0 // indirect
+	github.com/coreos/etcd v3.3.27+incompatible // indirect
+	github.com/coreos/go-systemd v0.0.0-20191104093116-d3cd4ed1dbcf // indirect
+	github.com/coreos/pkg v0.0.0-20220810130054-c7d1c02cb6cf // indirect
+	github.com/hashicorp/raft-wal v0.4.0 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
+	golang.org/x/exp v0.0.0-20220827204233-334a2380cb91 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 )
 

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/minikafka/minikafka-go/logging"
 )
@@ -29,9 +27,14 @@ type GroupSpec struct {
 	// managed at run time (Bootstrap, AddNonvoter), such as a cluster's
 	// metadata group.
 	Members []int32
-	// Dir holds raft.db and snapshots/. Created if missing.
+	// Dir holds the Raft log store's files (raft.db, or wal/) and
+	// snapshots/. Created if missing.
 	Dir    string
 	Timing Timing
+	// LogStore is the store of a new group's Raft log: LogStoreBoltDB
+	// (also when empty) or LogStoreWAL. A group whose Dir already holds a
+	// store's files keeps that store, whatever LogStore says.
+	LogStore LogStore
 	// FSM is the group's state machine; it may implement DurableFSM.
 	FSM raft.FSM
 	// Hold, for a brand-new group (no state in Dir) of more than one
@@ -69,7 +72,7 @@ type Group struct {
 	h     *Host
 	spec  GroupSpec
 	raft  *raft.Raft
-	store *raftboltdb.BoltStore
+	store logStore
 	trans *transport
 	log   *slog.Logger
 
@@ -133,6 +136,11 @@ func (s *GroupSpec) validate() error {
 	if err := s.Timing.Validate(); err != nil {
 		return invalid("group %q: %v", s.Name, err)
 	}
+	if s.LogStore != "" {
+		if _, err := ParseLogStore(string(s.LogStore)); err != nil {
+			return fmt.Errorf("group %q: %w", s.Name, err)
+		}
+	}
 	for i, m := range s.Members {
 		if m <= 0 || slices.Contains(s.Members[:i], m) {
 			return invalid("group %q: members %v must be distinct positive node ids", s.Name, s.Members)
@@ -168,14 +176,13 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	normal = raft.ReloadableConfig{TrailingLogs: rc.TrailingLogs, SnapshotInterval: rc.SnapshotInterval,
 		SnapshotThreshold: rc.SnapshotThreshold, HeartbeatTimeout: rc.HeartbeatTimeout, ElectionTimeout: rc.ElectionTimeout}
 
-	path := filepath.Join(spec.Dir, "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path: path,
-		// A zero timeout blocks forever on a file another process holds.
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
+	kind, err := storeIn(spec.Dir, spec.LogStore)
 	if err != nil {
-		return normal, false, fmt.Errorf("multiraft: open %s: %w", path, err)
+		return normal, false, err
+	}
+	store, err := openLogStore(spec.Dir, kind, hl)
+	if err != nil {
+		return normal, false, err
 	}
 	fail := func(err error) (raft.ReloadableConfig, bool, error) {
 		_ = store.Close()
@@ -475,8 +482,13 @@ func (g *Group) Close() error {
 	return g.closeErr
 }
 
-// HasState reports whether dir holds a group's Raft state.
+// HasState reports whether dir holds a group's Raft state, in either
+// LogStore.
 func HasState(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "raft.db"))
-	return err == nil
+	for _, name := range []string{boltFile, walDir} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
