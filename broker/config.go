@@ -61,6 +61,11 @@ type Config struct {
 	// and of the metadata group.
 	PartitionRaft multiraft.Timing
 	MetaRaft      multiraft.Timing
+	// PartitionLogStore is the Raft log store of new partition groups
+	// (YAML raft.log_store): "boltdb" or "wal". A partition whose dir
+	// already holds a store keeps it; the metadata group always uses
+	// boltdb.
+	PartitionLogStore multiraft.LogStore
 
 	SegmentBytes    int64 // partition log segment size
 	ProducerWindow  int   // batches remembered per producer (Kafka: 5)
@@ -232,6 +237,7 @@ func DefaultConfig() Config {
 		GroupMaxSessionTimeout:        30 * time.Minute,
 		PartitionRaft:                 partitionRaft,
 		MetaRaft:                      multiraft.DefaultTiming(),
+		PartitionLogStore:             multiraft.LogStoreBoltDB,
 		SegmentBytes:                  128 << 20,
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,
@@ -288,6 +294,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.PartitionRaft.Validate(); err != nil {
 		return bad("raft", "", "%v", err)
+	}
+	if _, err := multiraft.ParseLogStore(string(c.PartitionLogStore)); err != nil {
+		return bad("raft.log_store", c.PartitionLogStore, "must be %q or %q", multiraft.LogStoreBoltDB, multiraft.LogStoreWAL)
 	}
 	if err := c.MetaRaft.Validate(); err != nil {
 		return bad("meta_raft", "", "%v", err)

@@ -28,8 +28,11 @@ func openMetaGroup(n *Node, f *metadata.FSM) (*metaGroup, error) {
 		Name:   "meta",
 		Dir:    filepath.Join(n.cfg.DataDir, "meta"),
 		Timing: n.cfg.MetaRaft,
-		FSM:    f,
-		Logger: n.logger.With("group", "meta"),
+		// raft-boltdb whatever raft.log_store says: the metadata group's
+		// store does not change with the partitions'.
+		LogStore: multiraft.LogStoreBoltDB,
+		FSM:      f,
+		Logger:   n.logger.With("group", "meta"),
 	})
 	if err != nil {
 		return nil, err

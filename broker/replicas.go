@@ -149,6 +149,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 			Members:  info.Replicas,
 			Dir:      dir,
 			Timing:   s.n.cfg.PartitionRaft,
+			LogStore: s.n.cfg.PartitionLogStore,
 			Hold:     true,
 			OnLeader: func(leader bool, term uint64) { s.onLeader(lr, leader, term) },
 		},

@@ -81,6 +81,7 @@ func keys() []key {
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
 	}
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
+	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb or wal (an existing partition keeps its own)"})
 	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
 }
 
@@ -320,6 +321,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.MaxProducers = g.int("max_producers_per_partition")
 	c.PartitionRaft = g.timing("raft")
 	c.MetaRaft = g.timing("meta_raft")
+	c.PartitionLogStore = multiraft.LogStore(g.string("raft.log_store"))
 	o.LogLevel = g.string("log_level")
 	o.DebugAddr = g.string("debug_addr")
 	if o.DebugAddr != "" {

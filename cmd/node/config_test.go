@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 func env(kv ...string) func(string) (string, bool) {
@@ -106,6 +107,7 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "no partitions allowed", args: []string{"--max-partitions", "0"}, key: "max_partitions", value: "0"},
 		{name: "offsets topic of no partitions", args: []string{"--offsets-topic-partitions", "0"}, key: "offsets_topic_partitions", value: "0"},
 		{name: "negative rebalance delay", args: []string{"--group-initial-rebalance-delay", "-1s"}, key: "group_initial_rebalance_delay", value: "-1s"},
+		{name: "unknown log store", yaml: "raft:\n  log_store: rocksdb\n", key: "raft.log_store", value: "rocksdb"},
 		{name: "session bounds crossed", yaml: "group_min_session_timeout: 10s\ngroup_max_session_timeout: 5s\n", key: "group_max_session_timeout", value: "5s"},
 	}
 	for _, c := range cases {
@@ -175,5 +177,24 @@ func TestDebugServerServesPprof(t *testing.T) {
 	}
 	if _, _, err := serveDebug("bad", slog.New(slog.DiscardHandler), nil); err == nil {
 		t.Fatal(`serveDebug("bad") succeeded`)
+	}
+}
+
+func TestLogStoreKey(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want multiraft.LogStore
+	}{
+		{nil, multiraft.LogStoreBoltDB},
+		{[]string{"--raft-log-store", "wal"}, multiraft.LogStoreWAL},
+		{[]string{"--raft-log-store", "boltdb"}, multiraft.LogStoreBoltDB},
+	} {
+		o, err := loadConfig(c.args, env(), &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if o.PartitionLogStore != c.want {
+			t.Errorf("%v: log store %q, want %q", c.args, o.PartitionLogStore, c.want)
+		}
 	}
 }
