@@ -121,6 +121,22 @@ func openWAL(dir string, hl hclog.Logger) (walStore, error) {
 	return walStore{WAL: w, meta: meta}, nil
 }
 
+// GetLog is the WAL's GetLog but refuses, as raft.ErrLogNotFound, an index
+// below FirstIndex: raft-wal deletes only whole segments and still serves
+// a head-truncated entry from the segment it is in, where raft expects a
+// compacted entry to be gone (a follower that far behind then gets a
+// snapshot, as with raft-boltdb).
+func (s walStore) GetLog(index uint64, l *raft.Log) error {
+	first, err := s.FirstIndex()
+	if err != nil {
+		return err
+	}
+	if index < first {
+		return raft.ErrLogNotFound
+	}
+	return s.WAL.GetLog(index, l)
+}
+
 // Close closes the WAL's segment files and its metadata file.
 func (s walStore) Close() error {
 	err := s.WAL.Close()
