@@ -23,6 +23,8 @@ type testNet struct {
 	t    testing.TB
 	base string
 	tune func(*Tuning)
+	// store is the LogStore of the groups that open and reopen open.
+	store LogStore
 
 	mu    sync.Mutex // guards addrs and hosts
 	addrs map[int32]string
@@ -128,7 +130,7 @@ func (n *testNet) open(id int32, name string, members []int32, timing Timing, ho
 	n.t.Helper()
 	f := &countFSM{}
 	g, err := n.host(id).Open(GroupSpec{Name: name, Members: members, Dir: filepath.Join(n.base, fmt.Sprint(id), name),
-		Timing: timing, FSM: f, Hold: hold})
+		Timing: timing, FSM: f, Hold: hold, LogStore: n.store})
 	if err != nil {
 		n.t.Fatalf("Open %s on %d: %v", name, id, err)
 	}

@@ -10,9 +10,16 @@ import (
 )
 
 // Several groups on three hosts elect, replicate and agree, over one
-// session per pair of hosts and direction.
+// session per pair of hosts and direction, with either log store.
 func TestGroupsReplicateOverSharedSessions(t *testing.T) {
+	for _, store := range []LogStore{LogStoreBoltDB, LogStoreWAL} {
+		t.Run(string(store), func(t *testing.T) { testGroupsReplicateOverSharedSessions(t, store) })
+	}
+}
+
+func testGroupsReplicateOverSharedSessions(t *testing.T, store LogStore) {
 	n := newTestNet(t, nil)
+	n.store = store
 	for id := int32(1); id <= 3; id++ {
 		n.start(id)
 	}
@@ -52,9 +59,17 @@ func TestGroupsReplicateOverSharedSessions(t *testing.T) {
 }
 
 // A member that was down while the others compacted their logs catches up
-// from a snapshot sent over a call stream (its bytes follow the request).
+// from a snapshot sent over a call stream (its bytes follow the request),
+// with either log store.
 func TestSnapshotInstalledOverStream(t *testing.T) {
+	for _, store := range []LogStore{LogStoreBoltDB, LogStoreWAL} {
+		t.Run(string(store), func(t *testing.T) { testSnapshotInstalledOverStream(t, store) })
+	}
+}
+
+func testSnapshotInstalledOverStream(t *testing.T, store LogStore) {
 	n := newTestNet(t, nil)
+	n.store = store
 	for id := int32(1); id <= 3; id++ {
 		n.start(id)
 	}
@@ -96,7 +111,7 @@ func reopen(t *testing.T, n *testNet, id int32, name string, members []int32, ti
 	t.Helper()
 	f := &countFSM{}
 	g, err := n.host(id).Open(GroupSpec{Name: name, Members: members, Dir: filepath.Join(n.base, fmt.Sprint(id), name),
-		Timing: timing, FSM: f})
+		Timing: timing, FSM: f, LogStore: n.store})
 	if err != nil {
 		t.Fatal(err)
 	}

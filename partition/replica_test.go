@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -19,8 +20,8 @@ import (
 )
 
 // group is a 3-replica partition, each replica on its own multiraft.Host
-// over loopback TCP, with real raft-boltdb stores, snapshots and logs in
-// temporary directories.
+// over loopback TCP, with real Raft log stores (raft-boltdb unless store
+// says otherwise), snapshots and logs in temporary directories.
 type group struct {
 	t       *testing.T
 	base    string
@@ -33,6 +34,7 @@ type group struct {
 	reps  map[int32]*Replica
 	sinks map[int32]*valueSink // nil: replicas open without a RecordSink
 	fs    vfs.FS               // the replicas' log and FSM files; nil: the OS
+	store multiraft.LogStore   // the replicas' Raft log store; "": boltdb
 }
 
 func fastTiming() multiraft.Timing {
@@ -49,12 +51,15 @@ func fastTiming() multiraft.Timing {
 	return t
 }
 
-func newGroup(t *testing.T, n int) *group { return newGroupFS(t, n, nil) }
+func newGroup(t *testing.T, n int) *group { return newGroupStore(t, n, nil, "") }
 
 // newGroupFS is newGroup with the replicas' logs and FSMs on fsys.
-func newGroupFS(t *testing.T, n int, fsys vfs.FS) *group {
+func newGroupFS(t *testing.T, n int, fsys vfs.FS) *group { return newGroupStore(t, n, fsys, "") }
+
+// newGroupStore is newGroupFS with the replicas' Raft logs in store.
+func newGroupStore(t *testing.T, n int, fsys vfs.FS, store multiraft.LogStore) *group {
 	g := &group{t: t, base: t.TempDir(), timing: fastTiming(), addrs: map[int32]string{},
-		hosts: map[int32]*multiraft.Host{}, reps: map[int32]*Replica{}, fs: fsys}
+		hosts: map[int32]*multiraft.Host{}, reps: map[int32]*Replica{}, fs: fsys, store: store}
 	for i := 1; i <= n; i++ {
 		g.members = append(g.members, int32(i))
 	}
@@ -90,8 +95,9 @@ func (g *group) start(id int32) {
 	g.addrs[id] = h.Addr()
 	g.mu.Unlock()
 	r, err := OpenReplica(h, ReplicaConfig{
-		Group: multiraft.GroupSpec{Name: "p", Members: g.members, Dir: filepath.Join(g.base, fmt.Sprint(id)), Timing: g.timing},
-		Log:   LogOptions{SegmentBytes: 2048, FS: g.fs},
+		Group: multiraft.GroupSpec{Name: "p", Members: g.members, Dir: filepath.Join(g.base, fmt.Sprint(id)), Timing: g.timing,
+			LogStore: g.store},
+		Log: LogOptions{SegmentBytes: 2048, FS: g.fs},
 		Records: func() RecordSink {
 			if g.sinks == nil {
 				return nil
@@ -221,8 +227,17 @@ func idemBatch(t testing.TB, pid int64, seq int32, values ...string) []byte {
 	return b
 }
 
+// logStores are the Raft log stores that replica tests run with.
+var logStores = []multiraft.LogStore{multiraft.LogStoreBoltDB, multiraft.LogStoreWAL}
+
 func TestReplicaGroupFailover(t *testing.T) {
-	g := newGroup(t, 3)
+	for _, store := range logStores {
+		t.Run(string(store), func(t *testing.T) { testReplicaGroupFailover(t, store) })
+	}
+}
+
+func testReplicaGroupFailover(t *testing.T, store multiraft.LogStore) {
+	g := newGroupStore(t, 3, nil, store)
 	var seq int32
 	next := func(n int) []byte {
 		vals := make([]string, n)
@@ -263,6 +278,9 @@ func TestReplicaGroupFailover(t *testing.T) {
 	end := int64(seq)
 	g.converge(end)
 	g.identical()
+	if want := map[multiraft.LogStore]string{multiraft.LogStoreBoltDB: "raft.db", multiraft.LogStoreWAL: "wal"}[store]; !fileExists(filepath.Join(g.base, fmt.Sprint(newID), want)) {
+		t.Fatalf("no %s in a replica's dir with LogStore %q", want, store)
+	}
 	// The leader snapshots on its own every 50-100 ms once 8 entries are
 	// new; on a loaded machine that may not have happened yet, so take
 	// one now (compacting the log to 4 trailing entries).
@@ -291,7 +309,13 @@ func TestReplicaGroupFailover(t *testing.T) {
 }
 
 func TestReplicaRestartKeepsProducerState(t *testing.T) {
-	g := newGroup(t, 3)
+	for _, store := range logStores {
+		t.Run(string(store), func(t *testing.T) { testReplicaRestartKeepsProducerState(t, store) })
+	}
+}
+
+func testReplicaRestartKeepsProducerState(t *testing.T, store multiraft.LogStore) {
+	g := newGroupStore(t, 3, nil, store)
 	lab := idemBatch(t, 77, 0, "once")
 	g.produce(idemBatch(t, -1, -1, "0", "1", "2")) // -1: not idempotent
 	if got := g.produce(lab); got != 3 {
@@ -413,4 +437,9 @@ func TestRecordSinkFollowsTheLog(t *testing.T) {
 		g.start(id)
 	}
 	agree("after a full restart")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
