@@ -21,7 +21,25 @@ func (sinkFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
 
 // BenchmarkReplicate proposes 1 KiB commands to a group of three members,
 // 64 in flight: the cost of replication over the transport, per command.
-func BenchmarkReplicate(b *testing.B) {
+func BenchmarkReplicate(b *testing.B) { benchReplicate(b, LogStoreBoltDB, 1<<10, 64) }
+
+// BenchmarkReplicateLogStore is BenchmarkReplicate with each LogStore, with
+// 16 KiB and 1 KiB commands: the stores' fsyncs are most of a commit's
+// cost. Sizes and stores alternate, so that -count runs interleave them.
+func BenchmarkReplicateLogStore(b *testing.B) {
+	for _, size := range []int{16 << 10, 1 << 10} {
+		for _, store := range []LogStore{LogStoreBoltDB, LogStoreWAL} {
+			b.Run(fmt.Sprintf("size=%dKiB/store=%s", size>>10, store), func(b *testing.B) {
+				benchReplicate(b, store, size, 64)
+			})
+		}
+	}
+}
+
+// benchReplicate proposes size-byte commands to a new group of three
+// members over loopback, inFlight at a time, each member's Raft log in
+// store.
+func benchReplicate(b *testing.B, store LogStore, size, inFlight int) {
 	n := newTestNet(b, nil)
 	for id := int32(1); id <= 3; id++ {
 		n.start(id)
@@ -29,7 +47,7 @@ func BenchmarkReplicate(b *testing.B) {
 	var gs []*Group
 	for id := int32(1); id <= 3; id++ {
 		g, err := n.host(id).Open(GroupSpec{Name: "bench", Members: []int32{1, 2, 3},
-			Dir: filepath.Join(n.base, fmt.Sprint(id)), Timing: DefaultTiming(), FSM: sinkFSM{}})
+			Dir: filepath.Join(n.base, fmt.Sprint(id)), Timing: DefaultTiming(), FSM: sinkFSM{}, LogStore: store})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -37,9 +55,9 @@ func BenchmarkReplicate(b *testing.B) {
 		gs = append(gs, g)
 	}
 	leader := gs[leaderOf(b, gs)]
-	cmd := make([]byte, 1024)
+	cmd := make([]byte, size)
 	binary.BigEndian.PutUint64(cmd, 1)
-	sem := make(chan struct{}, 64)
+	sem := make(chan struct{}, inFlight)
 	var wg sync.WaitGroup
 	b.SetBytes(int64(len(cmd)))
 	b.ResetTimer()
