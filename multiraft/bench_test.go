@@ -25,7 +25,7 @@ func BenchmarkReplicate(b *testing.B) { benchReplicate(b, LogStoreBoltDB, 1<<10,
 
 // BenchmarkReplicateLogStore is BenchmarkReplicate with each LogStore, with
 // 16 KiB and 1 KiB commands: the stores' fsyncs are most of a commit's
-// cost. Sizes and stores alternate, so that -count runs interleave them.
+// cost.
 func BenchmarkReplicateLogStore(b *testing.B) {
 	for _, size := range []int{16 << 10, 1 << 10} {
 		for _, store := range []LogStore{LogStoreBoltDB, LogStoreWAL} {
