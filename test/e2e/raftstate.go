@@ -19,9 +19,9 @@ import (
 
 // RaftLastIndex reads the last Raft log index of a replica offline, from
 // <replicaDir>/raft.db opened read-only, or, if there is none, from the
-// raft-wal log in <replicaDir>/wal (raft.log_store: wal). The node must not be running: a
-// running node holds the files' locks; raft.db's open then fails after a
-// second, the WAL's blocks.
+// raft-wal log in <replicaDir>/wal (raft.log_store: wal). The node must not
+// be running: a running node holds the files' locks; raft.db's open then
+// fails after a second, the WAL's blocks.
 func RaftLastIndex(replicaDir string) (uint64, error) {
 	if _, err := os.Stat(filepath.Join(replicaDir, "raft.db")); errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Stat(filepath.Join(replicaDir, "wal")); err == nil {
