@@ -64,14 +64,7 @@ func tryFetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) ([]byt
 	t.Helper()
 	var out []byte
 	for offset := int64(0); ; {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = 11, -1, 0, 1<<20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, offset, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := fetchRequest(topic, offset, 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
 		cancel()
@@ -97,6 +90,20 @@ func tryFetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) ([]byt
 			out, offset, rest = append(out, b...), h.NextOffset(), r
 		}
 	}
+}
+
+// fetchRequest is a Fetch (v11) of partition 0 of topic from offset,
+// waiting at most maxWait ms, for up to 1 MiB.
+func fetchRequest(topic string, offset int64, maxWait int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = 11, -1, maxWait, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
 }
 
 // valuesOf returns the record values of raw batches, in order.

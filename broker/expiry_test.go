@@ -1,45 +1,23 @@
 package broker_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
-	"github.com/minikafka/minikafka-go/record"
 )
 
 // rawProduce sends one idempotent batch of producer pid (epoch 0) with
 // sequence seq to the partition's leader and returns the partition's error.
 func rawProduce(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, topic string, pid int64, seq int32) error {
 	t.Helper()
-	b, err := record.AppendBatch(nil, record.BatchOptions{ProducerID: pid, BaseSequence: seq},
-		[]record.Record{{Timestamp: time.Now().UnixMilli(), Value: []byte("v")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = 0, b
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	leader, _ := c.Leader(topic, 0, 10*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
-	if err != nil {
-		return err
-	}
-	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	return produceTo(t, cl, leader, topic, pid, seq, "v", 15*time.Second)
 }
 
 // TestProducerExpiryOnEveryReplica: with producer.id.expiration.ms of 2 s,

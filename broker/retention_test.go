@@ -83,14 +83,7 @@ func segmentFiles(c *testcluster.Cluster, node int, topic string) int {
 func fetchError(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, topic string, offset int64) error {
 	t.Helper()
 	leader, _ := c.Leader(topic, 0, 10*time.Second)
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.MaxWaitMillis, req.MaxBytes = 11, 10, 1<<20
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, offset, 1<<20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := fetchRequest(topic, offset, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))

@@ -21,17 +21,8 @@ func probeRequest(t *testing.T, topic string, partition int32, id ID) *kmsg.Prod
 	batch, err := record.AppendBatch(nil, record.PlainBatch(record.CompressionNone),
 		[]record.Record{{Timestamp: time.Now().UnixMilli(), Key: []byte(id.Key), Value: id.Value(0)}})
 	must(t, err)
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks = -1
-	req.TimeoutMillis = 10_000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition = partition
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRequest(topic, batch)
+	req.Topics[0].Partitions[0].Partition = partition
 	return req
 }
 
