@@ -287,14 +287,8 @@ func (f *FSM) recover(window int) error {
 			return fmt.Errorf("fsm: truncate log to %d: %w", target.end, err)
 		}
 	}
-	for h, err := range f.log.Batches(replayFrom) {
-		if err != nil {
-			return fmt.Errorf("fsm: rebuild producer state: %w", err)
-		}
-		if h.BaseOffset >= target.end {
-			break
-		}
-		table.Record(h)
+	if err := replayHeaders(table, f.log, replayFrom, target.end); err != nil {
+		return err
 	}
 	f.table = table
 	f.applied.Store(target.index)

@@ -258,7 +258,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 	}
 	if !table.Timed() { // from a node that predates producer timestamps
-		if table, err = rebuildTable(f.log, table.Window(), h.cp.end); err != nil {
+		table = producerstate.New(table.Window())
+		if err := replayHeaders(table, f.log, f.log.StartOffset(), h.cp.end); err != nil {
 			return err
 		}
 	}
@@ -345,18 +346,18 @@ func restoreBatches(log Log, r io.Reader, n int64) error {
 	return nil
 }
 
-// rebuildTable replays the headers of the log's batches below end into a
-// new table.
-func rebuildTable(log Log, window int, end int64) (*producerstate.Table, error) {
-	t := producerstate.New(window)
-	for h, err := range log.Batches(log.StartOffset()) {
+// replayHeaders records in t the headers of the log's batches from the
+// one holding from up to (not including) end: the producer state those
+// appends built.
+func replayHeaders(t *producerstate.Table, log Log, from, end int64) error {
+	for h, err := range log.Batches(from) {
 		if err != nil {
-			return nil, fmt.Errorf("fsm: rebuild producer state: %w", err)
+			return fmt.Errorf("fsm: rebuild producer state: %w", err)
 		}
 		if h.BaseOffset >= end {
 			break
 		}
 		t.Record(h)
 	}
-	return t, nil
+	return nil
 }
