@@ -102,15 +102,12 @@ func EncodeExpireProducers(nowMs, ttlMs int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(ttlMs))
 }
 
-// bodySize is the fixed body length of the commands that have one.
-func bodySize(t CmdType) (int, bool) {
-	switch t {
-	case CmdTrim:
-		return 8, true
-	case CmdExpireProducers:
-		return 16, true
+// bodySize is the fixed body length of CmdTrim and CmdExpireProducers.
+func bodySize(t CmdType) int {
+	if t == CmdExpireProducers {
+		return 16
 	}
-	return 0, false
+	return 8
 }
 
 // DecodeCommand splits a command into its type and body. The body aliases
@@ -129,7 +126,7 @@ func DecodeCommand(data []byte) (CmdType, []byte, error) {
 		}
 		return t, data[1:], nil
 	case CmdTrim, CmdExpireProducers:
-		if n, _ := bodySize(t); len(data) != 1+n {
+		if len(data) != 1+bodySize(t) {
 			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
 		}
 		return t, data[1:], nil

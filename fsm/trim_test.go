@@ -225,3 +225,26 @@ func TestExpiryIsNotLostAtACrash(t *testing.T) {
 		t.Fatal("after a crash the producer table differs from before it: the expiry was lost")
 	}
 }
+
+// TestMalformedCommandsAreRefused: a trim, expiry or produce-at entry of
+// the wrong length decodes to ErrShortCommand, and its apply changes
+// nothing (a corrupt entry, answered CORRUPT_MESSAGE).
+func TestMalformedCommandsAreRefused(t *testing.T) {
+	for _, cmd := range [][]byte{
+		fsm.EncodeTrim(5)[:5],
+		append(fsm.EncodeTrim(5), 0),
+		fsm.EncodeExpireProducers(1, 2)[:9],
+		fsm.EncodeProduceAt(nil, 1, 0)[:4],
+	} {
+		if _, _, err := fsm.DecodeCommand(cmd); !errors.Is(err, fsm.ErrShortCommand) {
+			t.Errorf("DecodeCommand(%x) = %v, want ErrShortCommand", cmd, err)
+		}
+	}
+	r := openReplica(t, t.TempDir())
+	defer r.close()
+	end := r.log.EndOffset()
+	res := result(t, r.f.Apply(command(1, fsm.EncodeTrim(5)[:5])))
+	if !errors.Is(res.Err, kerr.CorruptMessage) || r.log.EndOffset() != end || r.log.StartOffset() != 0 {
+		t.Fatalf("apply of a short trim: %+v", res)
+	}
+}
