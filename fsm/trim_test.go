@@ -248,3 +248,26 @@ func TestMalformedCommandsAreRefused(t *testing.T) {
 		t.Fatalf("apply of a short trim: %+v", res)
 	}
 }
+
+// TestFormat1CheckpointRebuildsTimestamps: a checkpoint whose producer
+// table predates last timestamps is rebuilt from the log at recovery, so
+// the producers carry their batches' timestamps and expiry acts on them.
+func TestFormat1CheckpointRebuildsTimestamps(t *testing.T) {
+	dir := t.TempDir()
+	r := openReplica(t, dir)
+	next := fill(t, r.f, 9, 1, 3) // batch timestamps 1000
+	r.close()
+	if err := fsm.DowngradeCheckpoint(filepath.Join(dir, "fsm")); err != nil {
+		t.Fatal(err)
+	}
+	r = openReplica(t, dir)
+	defer r.close()
+	e, ok := r.f.Producers().Lookup(9)
+	if !ok || e.LastTimestamp != 1000 || len(e.Batches) != 3 {
+		t.Fatalf("producer 9 after a format-1 checkpoint: %+v, %v; want last timestamp 1000 and 3 batches", e, ok)
+	}
+	res := r.f.Apply(command(next, fsm.EncodeExpireProducers(2001, 1000)))
+	if ex, ok := res.(*fsm.ExpireResult); !ok || ex.Removed != 1 {
+		t.Fatalf("expiry after the rebuild: %+v, want producer 9 removed", res)
+	}
+}
