@@ -492,3 +492,16 @@ func HasState(dir string) bool {
 	}
 	return false
 }
+
+// SetWriteCaching sets whether the group's Raft log acknowledges entries
+// before they are fsynced: flush > 0 turns write caching on (entries are
+// fsynced within flush), 0 turns it off (every entry is fsynced before it
+// counts towards a commit, the default). It reports false, and changes
+// nothing, when the group's store always fsyncs (boltdb, wal).
+func (g *Group) SetWriteCaching(flush time.Duration) bool {
+	wc, ok := g.store.(writeCacher)
+	if ok {
+		wc.SetWriteCaching(max(flush, 0))
+	}
+	return ok
+}

@@ -145,3 +145,11 @@ func (s walStore) Close() error {
 	}
 	return err
 }
+
+// writeCacher is a logStore that can acknowledge entries before they are
+// fsynced (write caching): with flush > 0 its StoreLogs returns once the
+// entries are written to the OS, and it fsyncs them within flush; with
+// flush 0 every StoreLogs is durable when it returns.
+type writeCacher interface {
+	SetWriteCaching(flush time.Duration)
+}
