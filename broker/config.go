@@ -62,9 +62,9 @@ type Config struct {
 	PartitionRaft multiraft.Timing
 	MetaRaft      multiraft.Timing
 	// PartitionLogStore is the Raft log store of new partition groups
-	// (YAML raft.log_store): "boltdb" or "wal". A partition whose dir
-	// already holds a store keeps it; the metadata group always uses
-	// boltdb.
+	// (YAML raft.log_store): "boltdb", "wal" or "pebble" (one DB for the
+	// node, in DataDir/raftlog). A partition whose dir already holds a
+	// store keeps it; the metadata group always uses boltdb.
 	PartitionLogStore multiraft.LogStore
 
 	SegmentBytes    int64 // partition log segment size
@@ -296,7 +296,8 @@ func (c *Config) Validate() error {
 		return bad("raft", "", "%v", err)
 	}
 	if _, err := multiraft.ParseLogStore(string(c.PartitionLogStore)); err != nil {
-		return bad("raft.log_store", c.PartitionLogStore, "must be %q or %q", multiraft.LogStoreBoltDB, multiraft.LogStoreWAL)
+		return bad("raft.log_store", c.PartitionLogStore, "must be %q, %q or %q",
+			multiraft.LogStoreBoltDB, multiraft.LogStoreWAL, multiraft.LogStorePebble)
 	}
 	if err := c.MetaRaft.Validate(); err != nil {
 		return bad("meta_raft", "", "%v", err)

@@ -188,6 +188,7 @@ func TestLogStoreKey(t *testing.T) {
 		{nil, multiraft.LogStoreBoltDB},
 		{[]string{"--raft-log-store", "wal"}, multiraft.LogStoreWAL},
 		{[]string{"--raft-log-store", "boltdb"}, multiraft.LogStoreBoltDB},
+		{[]string{"--raft-log-store", "pebble"}, multiraft.LogStorePebble},
 	} {
 		o, err := loadConfig(c.args, env(), &bytes.Buffer{})
 		if err != nil {
