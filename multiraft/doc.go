@@ -46,5 +46,6 @@
 // redialed on next use; a watched peer's is redialed at once.
 //
 // Every goroutine the package starts is owned by the Host or the Group
-// that started it, and ends by their Close.
+// that started it, and ends by their Close; the node-wide log store's
+// (its write-caching flusher, Pebble's own) end when it closes.
 package multiraft

@@ -594,3 +594,42 @@ func TestPebbleGroupsSurviveRestart(t *testing.T) {
 		t.Fatalf("term %d after the restart, was %d", now, term)
 	}
 }
+
+// A Host closed before its pebble groups (a simulated crash) leaves the
+// DB open under them; the last group's Close closes it, after which a new
+// Host opens it again.
+func TestPebbleHostClosedBeforeGroups(t *testing.T) {
+	n := newTestNet(t, nil)
+	h := n.start(1)
+	n.store = LogStorePebble
+	a, _ := n.open(1, "a", []int32{1}, fastTiming(), false)
+	b, _ := n.open(1, "b", []int32{1}, fastTiming(), false)
+	for v := uint64(1); v <= 5; v++ {
+		propose(t, []*Group{a}, v)
+	}
+	n.stop(1)
+	h.logMu.Lock()
+	pl := h.plog
+	h.logMu.Unlock()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pl.mu.Lock()
+	closed := pl.closed
+	pl.mu.Unlock()
+	if closed {
+		t.Fatal("the DB closed with group b open")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pl.mu.Lock()
+	closed = pl.closed
+	pl.mu.Unlock()
+	if !closed {
+		t.Fatal("the DB is open after its Host and every group closed")
+	}
+	n.start(1)
+	_, f := reopen(t, n, 1, "a", []int32{1}, fastTiming())
+	waitFor(t, "the log replayed", func() bool { st, _ := f.state(); return st.high == 5 })
+}

@@ -77,11 +77,11 @@ const (
 	// pebbleMemTableSize: Raft entries live until their group's next
 	// snapshot (after SnapshotThreshold 4096 new entries, checked every
 	// SnapshotInterval), which then deletes all but TrailingLogs 2048 with
-	// one range deletion. Large memtables let a modestly loaded node's
-	// entries (e.g. a dozen partitions' 6,000 entries of 1 KiB) die before
-	// they are flushed; entries that do reach L0 are dropped by
-	// delete-only compactions once a range deletion covers their files.
-	// Up to pebbleMemTables of them may be queued behind a slow flush.
+	// one range deletion. A large memtable lets a modestly loaded node's
+	// entries (about ten partitions' 6,000 entries of 1 KiB) die before
+	// they are flushed; a busier node's do reach L0, where delete-only
+	// compactions drop whole files once range deletions cover them. Up to
+	// pebbleMemTables memtables may queue behind a slow flush (256 MiB).
 	pebbleMemTableSize = 64 << 20
 	pebbleMemTables    = 4
 	// pebbleMaxOpenFiles keeps the file descriptors of one node's log
