@@ -100,6 +100,10 @@ func pebbleOptions(fs vfs.FS, cache *pebble.Cache, logger *slog.Logger) *pebble.
 		// One compaction at a time, two when L0 falls behind: the node's
 		// CPU is for serving.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
+		// An explicit format, as Pebble advises (its default is the oldest
+		// it reads): the newest of v2.1.7, whose WAL records its syncs, so
+		// that recovery tells a torn unsynced tail from corruption.
+		FormatMajorVersion: pebble.FormatValueSeparation,
 	}
 	return o
 }
