@@ -159,7 +159,8 @@ func (s walStore) Close() error {
 
 // writeCacher is a logStore that can acknowledge entries before they are
 // fsynced (write caching): with flush > 0 its StoreLogs returns once the
-// entries are written to the OS, and it fsyncs them within flush; with
+// entries are handed to the OS (for pebble, to its WAL writer, which
+// writes them to the OS at once), and it fsyncs them within flush; with
 // flush 0 every StoreLogs is durable when it returns.
 type writeCacher interface {
 	SetWriteCaching(flush time.Duration)

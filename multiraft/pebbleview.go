@@ -109,7 +109,9 @@ func (v *pebbleView) GetLog(index uint64, l *raft.Log) error {
 func (v *pebbleView) StoreLog(l *raft.Log) error { return v.StoreLogs([]*raft.Log{l}) }
 
 // StoreLogs stores entries in one commit: fsynced before it returns, or,
-// with write caching on, within the flush interval.
+// with write caching on, within the flush interval by the flusher (until
+// then a crash of the machine, or of the process before Pebble's WAL
+// writer has written them, loses them).
 func (v *pebbleView) StoreLogs(logs []*raft.Log) error {
 	size := 0
 	for _, l := range logs {
