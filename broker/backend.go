@@ -273,6 +273,8 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 		{Name: "producer.id.expiration.check.interval.ms", Value: itoa(c.ProducerExpirationCheckInterval.Milliseconds()), Type: num},
 		{Name: "socket.request.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
 		{Name: "message.max.bytes", Value: itoa(int64(c.MessageMaxBytes)), Type: num},
+		{Name: topicconfig.WriteCachingDefault, Value: strconv.FormatBool(c.WriteCachingDefault), Type: boolean},
+		{Name: "log.flush.interval.ms", Value: itoa(c.LogFlushIntervalMs), Type: kmsg.ConfigTypeLong},
 		{Name: "minikafka.raft.addr", Value: c.AdvertisedRaftAddr, Type: str},
 		{Name: "minikafka.gossip.addr", Value: c.AdvertisedGossip, Type: str},
 		{Name: "minikafka.bootstrap.expect", Value: itoa(int64(c.BootstrapExpect)), Type: num},
