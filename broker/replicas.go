@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,13 @@ type localReplica struct {
 	// cfg is the topic's resolved configs (retention.go), replaced when
 	// the metadata changes; read by produce and retention.
 	cfg atomic.Pointer[topicconfig.Config]
+	// logger names the partition.
+	logger *slog.Logger
+
+	// wcMu guards wc, and serialises SetWriteCaching calls so that the
+	// group ends in the mode of the last config applied (writecaching.go).
+	wcMu sync.Mutex
+	wc   writeCaching
 }
 
 // replicaSet owns this node's partition replicas.
@@ -138,6 +146,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		lr.id = id
 	}
 	logger := s.n.logger.With("partition", replicaDirName(info.Topic, info.Partition))
+	lr.logger = logger
 	var sink partition.RecordSink
 	if info.Topic == metadata.ConsumerOffsetsTopic {
 		lr.view = groupcoord.NewView()
