@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -23,9 +24,13 @@ type writeCaching struct {
 // applyWriteCaching gives lr's Raft group the flush interval that c asks
 // for, when it differs from the last one. A store that always fsyncs
 // refuses; the partition then stays fsync-on-commit, which is stricter,
-// and the refusal is logged once.
+// and the refusal is logged once. Internal topics (committed offsets)
+// always fsync on commit: like Redpanda, write caching is for user topics.
 func (lr *localReplica) applyWriteCaching(c topicconfig.Config) {
 	flush := c.WriteCachingFlush()
+	if metadata.IsInternal(lr.info.Topic) {
+		flush = 0
+	}
 	lr.wcMu.Lock()
 	defer lr.wcMu.Unlock()
 	if lr.wc.set && lr.wc.flush == flush {

@@ -66,8 +66,8 @@ func everyReplicaFlushes(t *testing.T, c *testcluster.Cluster, topic string, flu
 
 // write.caching reaches the Raft group of every replica, followers too:
 // set when the topic is created, changed with its flush.ms, turned off,
-// turned on by a cluster-wide default, and set again when a node
-// restarts. DescribeConfigs shows what the user set although the boltdb
+// turned on by a cluster-wide default (which leaves __consumer_offsets
+// alone), and set again when a node restarts. DescribeConfigs shows what the user set although the boltdb
 // store refuses to cache, which each replica logs once.
 func TestWriteCachingReachesEveryReplica(t *testing.T) {
 	logs := &lockedBuffer{}
@@ -97,6 +97,12 @@ func TestWriteCachingReachesEveryReplica(t *testing.T) {
 	alter(t, ctx, adm.AlterTopicConfigsState, nil, "wc")
 	everyReplicaFlushes(t, c, "wc", 100*time.Millisecond)
 	everyNodeSays(t, cl, "wc", "write.caching", "true", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+
+	// Committed offsets stay fsync-on-commit under the cluster default.
+	eventually(t, 20*time.Second, "__consumer_offsets created", func() bool {
+		return adm.FindGroupCoordinators(ctx, "g").Ok()
+	})
+	everyReplicaFlushes(t, c, "__consumer_offsets", 0)
 
 	c.StopNode(2)
 	c.StartNode(2)
