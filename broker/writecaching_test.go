@@ -67,7 +67,8 @@ func everyReplicaFlushes(t *testing.T, c *testcluster.Cluster, topic string, flu
 // write.caching reaches the Raft group of every replica, followers too:
 // set when the topic is created, changed with its flush.ms, turned off,
 // turned on by a cluster-wide default (which leaves __consumer_offsets
-// alone), and set again when a node restarts. DescribeConfigs shows what the user set although the boltdb
+// alone), set again when a node restarts, and off with the node's static
+// default once the cluster default is deleted. DescribeConfigs shows what the user set although the boltdb
 // store refuses to cache, which each replica logs once.
 func TestWriteCachingReachesEveryReplica(t *testing.T) {
 	logs := &lockedBuffer{}
@@ -108,6 +109,13 @@ func TestWriteCachingReachesEveryReplica(t *testing.T) {
 	c.StartNode(2)
 	c.WaitReady()
 	everyReplicaFlushes(t, c, "wc", 100*time.Millisecond)
+
+	// Without the cluster default the node's static one (false) rules.
+	cl = c.Client(t) // node 2 is a new process
+	adm = kadm.NewClient(cl)
+	alter(t, ctx, adm.AlterBrokerConfigs, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "write.caching.default"}})
+	everyReplicaFlushes(t, c, "wc", 0)
+	everyNodeSays(t, cl, "wc", "write.caching", "false", kmsg.ConfigSourceStaticBrokerConfig)
 
 	// Once per replica: three replicas, the restarted one logs again.
 	if n := logs.count(refusal); n != 4 {
