@@ -213,6 +213,9 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 	s.removeDeleted(state)
 	resolved := map[string]topicconfig.Config{} // once per topic, not per partition
 	for _, lr := range s.all() {                // configs may have changed
+		if s.n.ctx.Err() != nil {
+			return // the node is closing its replicas
+		}
 		c, ok := resolved[lr.info.Topic]
 		if !ok {
 			c = s.n.TopicConfig(lr.info.Topic)
