@@ -42,8 +42,8 @@ func (lr *localReplica) applyWriteCaching(c topicconfig.Config) {
 	case flush > 0 && !took && !lr.wc.refusalLogged:
 		lr.wc.refusalLogged = true
 		lr.logger.Info("write caching asked for, but this partition's Raft log store always fsyncs: it stays fsync-on-commit",
-			"topic", lr.info.Topic, "partition", lr.info.Partition, "flush", flush)
+			"flush", flush) // lr.logger names the partition
 	case took:
-		lr.logger.Debug("write caching set", "topic", lr.info.Topic, "partition", lr.info.Partition, "flush", flush)
+		lr.logger.Debug("write caching set", "flush", flush)
 	}
 }
