@@ -106,7 +106,7 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 	fs.StringVar(&o.repo, "repo", "..", "root of the minikafka-go module (cmd/node, configs/)")
 	fs.StringVar(&o.out, "out", "out", "directory for results.json, chart.png/svg, logs/ and data/")
 	fs.BoolVar(&o.keepData, "keep-data", false, "keep the servers' data directories after the run")
-	fs.StringVar(&raw.nodeArgs, "node-args", "", "extra flags for every MiniKafka node, space-separated (e.g. \"--raft-max-append-entries 512\")")
+	fs.StringVar(&raw.nodeArgs, "node-args", "", "extra flags for every MiniKafka node, space-separated; {id} becomes the node's id 1..3 (e.g. \"--raft-log-store pebble --debug-addr 127.0.0.1:606{id}\")")
 	fs.Float64Var(&o.rate, "rate", 0, "offered records/s of the fixed-load runs (0 = half of our client's peak at each size)")
 	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 16 KiB)")
 	fs.DurationVar(&o.ourLinger, "our-linger", -1, "Linger option of our client (negative = its default, 5ms)")

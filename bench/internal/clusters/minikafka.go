@@ -33,12 +33,29 @@ func BuildNode(ctx context.Context, repoDir, bin string) error {
 
 // MiniKafkaConfig describes a local MiniKafka cluster.
 type MiniKafkaConfig struct {
-	Bin     string   // node binary
-	RepoDir string   // holds configs/node1.yaml ... ; the processes run here
-	DataDir string   // each node's data goes to DataDir/nodeN (removed first)
-	LogDir  string   // each node's output goes to LogDir/minikafka-nodeN.log
-	Nodes   int      // 1 to 3 (configs/ has three node files)
-	Args    []string // extra flags for every node
+	Bin     string // node binary
+	RepoDir string // holds configs/node1.yaml ... ; the processes run here
+	DataDir string // each node's data goes to DataDir/nodeN (removed first)
+	LogDir  string // each node's output goes to LogDir/<Name>-nodeN.log
+	Nodes   int    // 1 to 3 (configs/ has three node files)
+	// Args are extra flags for every node; "{id}" in any of them becomes
+	// the node's id (1..Nodes), e.g. "--debug-addr 127.0.0.1:606{id}".
+	Args []string
+	// Name prefixes the processes' names and logs: LogDir/<Name>-nodeN.log.
+	// Default "minikafka".
+	Name string
+}
+
+// IDPlaceholder in a node argument is replaced by the node's id.
+const IDPlaceholder = "{id}"
+
+// NodeArgs returns args with every IDPlaceholder replaced by id.
+func NodeArgs(args []string, id int) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, IDPlaceholder, strconv.Itoa(id))
+	}
+	return out
 }
 
 // MiniKafka is a running local cluster.
@@ -52,6 +69,9 @@ type MiniKafka struct {
 func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err error) {
 	if cfg.Nodes < 1 || cfg.Nodes > 3 {
 		return nil, fmt.Errorf("clusters: %d nodes; configs/ has 3", cfg.Nodes)
+	}
+	if cfg.Name == "" {
+		cfg.Name = "minikafka"
 	}
 	ports, err := FreePorts(3 * cfg.Nodes)
 	if err != nil {
@@ -84,9 +104,9 @@ func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err
 			"--bootstrap-expect", strconv.Itoa(cfg.Nodes),
 			"--default-replication-factor", strconv.Itoa(cfg.Nodes),
 			"--log-level", "warn",
-		}, cfg.Args...)
-		p, err := proc.Start(fmt.Sprintf("minikafka-node%d", id), cfg.RepoDir,
-			filepath.Join(cfg.LogDir, fmt.Sprintf("minikafka-node%d.log", id)), cfg.Bin, args...)
+		}, NodeArgs(cfg.Args, id)...)
+		name := fmt.Sprintf("%s-node%d", cfg.Name, id)
+		p, err := proc.Start(name, cfg.RepoDir, filepath.Join(cfg.LogDir, name+".log"), cfg.Bin, args...)
 		if err != nil {
 			return nil, err
 		}
