@@ -219,7 +219,9 @@ func (b *bench) jetstream(ctx context.Context, dataDir, key string, always bool)
 	b.measureAll(ctx, target{
 		key:   key,
 		meter: func() (float64, error) { return proc.CPUSeconds(c.PIDs()...) },
-		mk:    func(size int) (targets.Target, error) { return targets.NewJetStream([]targets.Route{{URL: leader, Subject: topic}}, b.o.window(size)) },
+		mk: func(size int) (targets.Target, error) {
+			return targets.NewJetStream([]targets.Route{{URL: leader, Subject: topic}}, b.o.window(size))
+		},
 	})
 	b.bar.step("stopping " + key + " cluster")
 	return ctx.Err()
