@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -141,24 +142,35 @@ func (c *MiniKafka) Brokers() []string { return append([]string(nil), c.brokers.
 // PIDs returns the node processes' ids.
 func (c *MiniKafka) PIDs() []int { return pids(c.procs) }
 
+// ErrTopicConfigRefused means the nodes answered INVALID_CONFIG to the
+// topic's configs: a name or value this node build does not know.
+var ErrTopicConfigRefused = errors.New("clusters: the nodes refused the topic configs")
+
 // CreateTopic creates a topic with the cluster's replication factor and
-// returns once leadership has settled: every partition is led by its
-// preferred replica (the node hands leadership there within
-// leader_rebalance_interval, which would otherwise land in the middle of a
-// measured run) and no leader epoch changed for a second.
-func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions int32) error {
+// the given topic configs, and returns once leadership has settled: every
+// partition is led by its preferred replica (the node hands leadership
+// there within leader_rebalance_interval, which would otherwise land in
+// the middle of a measured run) and no leader epoch changed for a second.
+// It returns how many partitions each node leads then, by node id, from
+// the cluster's metadata (every broker listed, 0 if it leads none).
+func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions int32, configs map[string]string) (map[string]int, error) {
 	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer adm.Close()
-	if err := adm.CreateTopic(ctx, topic, partitions, int16(len(c.procs)), nil); err != nil &&
-		!errors.Is(err, client.ErrTopicAlreadyExists) {
-		return fmt.Errorf("clusters: create topic %s: %w", topic, err)
+	err = adm.CreateTopic(ctx, topic, partitions, int16(len(c.brokers)), configs)
+	switch {
+	case errors.Is(err, client.ErrInvalidTopicConfig):
+		return nil, fmt.Errorf("%w %s of topic %s (INVALID_CONFIG: does this build of cmd/node have them?): %w",
+			ErrTopicConfigRefused, configList(configs), topic, err)
+	case err != nil && !errors.Is(err, client.ErrTopicAlreadyExists):
+		return nil, fmt.Errorf("clusters: create topic %s: %w", topic, err)
 	}
+	var leaders map[string]int
 	var last int64 = -1
 	var since time.Time
-	return poll(ctx, 30*time.Second, c.procs, func(ctx context.Context) error {
+	err = poll(ctx, 30*time.Second, c.procs, func(ctx context.Context) error {
 		ts, err := adm.DescribeTopics(ctx, topic)
 		if err != nil {
 			return err
@@ -167,12 +179,14 @@ func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions in
 			return fmt.Errorf("topic %s not described yet", topic)
 		}
 		var sum int64
+		leaders = map[string]int{}
 		for _, p := range ts[0].Partitions {
 			if p.Leader < 0 || p.Err != nil || len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
 				last = -1
 				return fmt.Errorf("partition %d led by %d, preferred %v", p.Partition, p.Leader, p.Replicas)
 			}
 			sum += int64(p.LeaderEpoch)
+			leaders[strconv.Itoa(int(p.Leader))]++
 		}
 		if sum != last {
 			last, since = sum, time.Now()
@@ -182,6 +196,50 @@ func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions in
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return leaders, c.addIdle(ctx, adm, leaders)
+}
+
+// addIdle adds every broker that leads no partition to leaders, with 0.
+func (c *MiniKafka) addIdle(ctx context.Context, adm *client.Admin, leaders map[string]int) error {
+	d, err := adm.DescribeCluster(ctx)
+	if err != nil {
+		return fmt.Errorf("clusters: describe cluster: %w", err)
+	}
+	for _, b := range d.Brokers {
+		if id := strconv.Itoa(int(b.NodeID)); leaders[id] == 0 {
+			leaders[id] = 0
+		}
+	}
+	return nil
+}
+
+// configList shows configs as name=value pairs, sorted.
+func configList(configs map[string]string) string {
+	kv := make([]string, 0, len(configs))
+	for k, v := range configs {
+		kv = append(kv, k+"="+v)
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, ",")
+}
+
+// Spread reports whether leaders are spread evenly: no server leads more
+// than one partition more than another.
+func Spread(leaders map[string]int) bool {
+	if len(leaders) == 0 {
+		return false
+	}
+	lo, hi := -1, 0
+	for _, n := range leaders {
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	return hi-lo <= 1
 }
 
 // LeaderEpochs returns the sum of the topic's partitions' leader epochs

@@ -74,21 +74,29 @@ func (r *Report) WriteChart(path string) error {
 	return f.Close()
 }
 
-// systemsIn returns the systems that have a run in mode at size, in order.
+// systemsIn returns the runs in mode at size, by partitions then system.
 func (r *Report) systemsIn(mode string, size int) []Run {
 	var runs []Run
-	for _, key := range SystemOrder {
-		if run, ok := r.Find(key, mode, size); ok {
-			runs = append(runs, run)
+	for _, parts := range r.PartitionCounts() {
+		for _, key := range SystemOrder {
+			if run, ok := r.Find(key, mode, size, parts); ok {
+				runs = append(runs, run)
+			}
 		}
 	}
 	return runs
 }
 
+// names labels runs by system, and by partitions when more than one count
+// was measured.
 func (r *Report) names(runs []Run) []string {
+	many := len(r.PartitionCounts()) > 1
 	out := make([]string, len(runs))
 	for i, run := range runs {
 		out[i] = r.SystemByKey(run.System).Name
+		if many {
+			out[i] += fmt.Sprintf("\n%dp", run.Partitions)
+		}
 	}
 	return out
 }
