@@ -37,11 +37,11 @@ func (b *bench) buildNode(ctx context.Context) (bin, repo string, err error) {
 // partitions and the given topic configs, and measures the systems keys
 // (our client, kgo, or our client on a write-caching topic) against it.
 func (b *bench) minikafka(ctx context.Context, parts int, name string, configs map[string]string, keys ...string) error {
+	name = clusterName(name, parts)
 	bin, repo, err := b.buildNode(ctx)
 	if err != nil {
-		return b.setupFailed(err, keys...)
+		return b.setupFailed(parts, name, err, keys...)
 	}
-	name = clusterName(name, parts)
 	b.bar.step("starting " + name + " cluster")
 	logs, _ := filepath.Abs(filepath.Join(b.o.out, "logs"))
 	c, err := clusters.StartMiniKafka(ctx, clusters.MiniKafkaConfig{
@@ -49,12 +49,12 @@ func (b *bench) minikafka(ctx context.Context, parts int, name string, configs m
 		Args: b.o.nodeArgs, Name: name,
 	})
 	if err != nil {
-		return b.setupFailed(fmt.Errorf("%s cluster: %w", name, err), keys...)
+		return b.setupFailed(parts, name, fmt.Errorf("cluster: %w", err), keys...)
 	}
 	defer c.Stop(context.Background())
 	leaders, err := c.CreateTopic(ctx, topic, int32(parts), configs)
 	if err != nil {
-		return b.setupFailed(fmt.Errorf("%s: %w", name, err), keys...)
+		return b.setupFailed(parts, name, err, keys...)
 	}
 	if !clusters.Spread(leaders) {
 		b.bar.note("%s: partition leaders not spread over the nodes: %s", name, report.LeadersLabel(leaders))
@@ -79,23 +79,23 @@ func (b *bench) minikafka(ctx context.Context, parts int, name string, configs m
 // jetstream runs the JetStream client against a fresh JetStream cluster
 // with parts streams.
 func (b *bench) jetstream(ctx context.Context, parts int, key string, always bool) error {
+	name := clusterName(key, parts)
 	self, err := os.Executable()
 	if err != nil {
-		return b.setupFailed(err, key)
+		return b.setupFailed(parts, name, err, key)
 	}
-	name := clusterName(key, parts)
 	b.bar.step("starting " + name + " cluster")
 	logs, _ := filepath.Abs(filepath.Join(b.o.out, "logs"))
 	c, err := clusters.StartJetStream(ctx, clusters.JetStreamConfig{
 		Self: self, DataDir: filepath.Join(b.dataDir, name), LogDir: logs, Name: name, Servers: servers, SyncAlways: always,
 	})
 	if err != nil {
-		return b.setupFailed(fmt.Errorf("%s cluster: %w", name, err), key)
+		return b.setupFailed(parts, name, fmt.Errorf("cluster: %w", err), key)
 	}
 	defer c.Stop(context.Background())
 	streams, leaders, err := c.CreateStreams(ctx, stream, topic, parts, servers)
 	if err != nil {
-		return b.setupFailed(fmt.Errorf("%s streams: %w", name, err), key)
+		return b.setupFailed(parts, name, fmt.Errorf("streams: %w", err), key)
 	}
 	if !clusters.Spread(leaders) {
 		b.bar.note("%s: stream leaders not spread over the servers: %s", name, report.LeadersLabel(leaders))

@@ -224,17 +224,16 @@ func (o options) ourOpts() []client.Opt {
 
 func (o options) has(system string) bool { return slices.Contains(o.systems, system) }
 
-// runsPerSystem is the number of runs of one system.
-func (o options) runsPerSystem() int {
-	n := len(o.sizes) * len(o.partitions)
+// modes is the number of modes each system runs in at each size.
+func (o options) modes() int {
 	if o.halfLoad {
-		n *= 2
+		return 2
 	}
-	return n
+	return 1
 }
 
 // runs is the number of runs of the invocation.
-func (o options) runs() int { return len(o.systems) * o.runsPerSystem() }
+func (o options) runs() int { return len(o.systems) * len(o.partitions) * len(o.sizes) * o.modes() }
 
 // logStore is the partitions' Raft log store the node flags ask for.
 func (o options) logStore() string {

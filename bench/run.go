@@ -196,14 +196,16 @@ func clusterName(name string, parts int) string {
 	return fmt.Sprintf("%s-p%d", name, parts)
 }
 
-// setupFailed records that keys could not be measured because of err,
-// moves the progress bar past their runs, and returns err.
-func (b *bench) setupFailed(err error, keys ...string) error {
+// setupFailed records that keys could not be measured with parts
+// partitions because of err, moves the progress bar past their runs, and
+// returns err, naming the cluster.
+func (b *bench) setupFailed(parts int, cluster string, err error, keys ...string) error {
 	for _, k := range keys {
-		b.rep.Fail(k, err)
-		b.ticks += int64(b.o.runsPerSystem()) * b.perRun
+		b.rep.Fail(k, parts, err)
+		b.ticks += int64(len(b.o.sizes)*b.o.modes()) * b.perRun
 	}
 	b.bar.set(b.ticks)
+	err = fmt.Errorf("%s: %w", cluster, err)
 	b.bar.note("%v", err)
 	return err
 }

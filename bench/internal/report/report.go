@@ -115,6 +115,9 @@ type Report struct {
 	Systems     []System     `json:"systems"`
 	Runs        []Run        `json:"runs"`
 	Comparisons []Comparison `json:"comparisons"`
+	// Scaling is, per system and size, peak records/s with more than one
+	// partition over the figure with one, from the same invocation.
+	Scaling []Scaling `json:"partition_scaling,omitempty"`
 	// SetupErrors are systems that could not be measured at all (a cluster
 	// that did not start, a topic the nodes refused), one line each.
 	SetupErrors []string `json:"setup_errors,omitempty"`
@@ -168,9 +171,10 @@ func (r *Report) Add(in RunInfo, res load.Result, runErr error) {
 	r.Runs = append(r.Runs, run)
 }
 
-// Fail records that system could not be measured at all, and why.
-func (r *Report) Fail(system string, err error) {
-	r.SetupErrors = append(r.SetupErrors, fmt.Sprintf("%s: %v", r.SystemByKey(system).Name, err))
+// Fail records that system could not be measured at all with that many
+// partitions, and why.
+func (r *Report) Fail(system string, partitions int, err error) {
+	r.SetupErrors = append(r.SetupErrors, fmt.Sprintf("%s, %d partition(s): %v", r.SystemByKey(system).Name, partitions, err))
 }
 
 // Find returns the run of system in mode at size with that many partitions.

@@ -117,13 +117,25 @@ func TestCompareAgainstAims(t *testing.T) {
 	}
 }
 
+// Scaling lists our 12-partition peak against the 1-partition one, and
+// nothing for systems measured with one partition only.
+func TestScaling(t *testing.T) {
+	r := sample()
+	if len(r.Scaling) != 1 {
+		t.Fatalf("scaling %+v, want ours at 1 KiB only", r.Scaling)
+	}
+	if s := r.Scaling[0]; s.System != Ours || s.RecordBytes != 1024 || s.Partitions != 12 || s.Ratio != 2.5 {
+		t.Fatalf("scaling %+v", s)
+	}
+}
+
 // Without the stalled run the stall aim is met; with no MiniKafka run at
 // all it was not run.
 func TestStallAim(t *testing.T) {
 	r := sample()
 	r.Runs = slices.DeleteFunc(r.Runs, func(run Run) bool { return run.Partitions == 12 })
 	r.Compare()
-	if c := r.stallAim(); c.Status != "met" || c.Figure != "0 in 0 of 5 runs, longest gap 0 ms" {
+	if c := r.stallAim(); c.Status != "met" || c.Figure != "0 window(s) in 0 of 5 runs; longest gap 0 ms" {
 		t.Fatalf("no stalls: %+v", c)
 	}
 	r.Runs = slices.DeleteFunc(r.Runs, func(run Run) bool { return minikafka(run.System) })
@@ -135,7 +147,7 @@ func TestStallAim(t *testing.T) {
 func TestTableShowsRatiosAndVerdicts(t *testing.T) {
 	var buf bytes.Buffer
 	r := sample()
-	r.Fail(OursCached, errors.New("refused"))
+	r.Fail(OursCached, 12, errors.New("refused"))
 	if err := r.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +156,8 @@ func TestTableShowsRatiosAndVerdicts(t *testing.T) {
 		"3.00x",         // ours/js-always at 1 KiB peak
 		"1.20x",         // ours/js-default
 		"js-a (FAILED)", // the failed run is marked
-		"(failed)",      // and its comparison too
-		"(not run)",     // an aim whose runs were not made
+		"failed",        // and its comparison too
+		"not run",       // an aim whose runs were not made
 		"SHORT", "met",
 		"HALF LOAD",
 		"fsync too", // durability is stated
@@ -154,7 +166,8 @@ func TestTableShowsRatiosAndVerdicts(t *testing.T) {
 		"STALLS: 1 run(s)",
 		"1 and 12 partition(s)",
 		"longest gap 420 ms",
-		"NOT RUN: ours-cached: refused", // a system that could not be set up
+		"NOT RUN: ours-cached, 12 partition(s): refused", // a system that could not be set up
+		"PARTITIONS:", "2.50x", // the scaling of ours
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

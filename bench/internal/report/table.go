@@ -46,10 +46,26 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "\nWARNING: in %d run(s) other processes used more than 10%% of the machine's CPU (column \"other CPU s\"): those figures are not from a quiet machine; rerun.\n", busy)
 	}
 	r.writeStalls(w)
+	r.writeScaling(w)
 	for _, e := range r.SetupErrors {
 		fmt.Fprintf(w, "\nNOT RUN: %s\n", e)
 	}
 	return r.writeAims(w)
+}
+
+// writeScaling prints each system's peak with many partitions over one.
+func (r *Report) writeScaling(w io.Writer) {
+	if len(r.Scaling) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nPARTITIONS: peak records/s over all partitions (streams) against one, same invocation")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "size\tsystem\tpartitions\trecords/s\twith 1\tratio\t")
+	for _, s := range r.Scaling {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.2fx\t\n", SizeLabel(s.RecordBytes), r.SystemByKey(s.System).Name,
+			s.Partitions, s.RecordsPerSec, s.OneRecordsSec, s.Ratio)
+	}
+	tw.Flush()
 }
 
 // writeStalls lists the runs that had a 100ms window without an ack.
