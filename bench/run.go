@@ -34,8 +34,8 @@ func describeSystems(store string) []report.System {
 		{Key: report.Franz, Name: "minikafka/kgo", Client: "franz-go kgo (idempotent, acks=all)",
 			Durability: "same cluster and guarantee as minikafka"},
 		{Key: report.OursCached, Name: "minikafka-cached", Client: "our client (idempotent, acks=all)",
-			Durability: "topic write.caching=true: Raft commit in the memory of 2 of 3 replicas, fsynced within flush.ms; " +
-				"only the pebble log store acts on it (log store here: " + store + "; on boltdb the ack still waits for the fsync)"},
+			Durability: "topic write.caching=true: Raft commit in the memory of 2 of 3 replicas, fsynced within flush.ms (100 ms unless set); " +
+				"only the pebble log store honours it (log store here: " + store + "; boltdb and wal fsync before the ack)"},
 		{Key: report.JSAlways, Name: "js-always", Client: "nats.go async publish",
 			Durability: "Raft commit: fsynced in the Raft WAL of 2 of 3 servers (sync_interval: always)"},
 		{Key: report.JSDefault, Name: "js-default", Client: "nats.go async publish",
