@@ -143,7 +143,8 @@ func (c *MiniKafka) Brokers() []string { return append([]string(nil), c.brokers.
 func (c *MiniKafka) PIDs() []int { return pids(c.procs) }
 
 // ErrTopicConfigRefused means the nodes answered INVALID_CONFIG to the
-// topic's configs: a name or value this node build does not know.
+// topic's configs (a name or value this node build does not know), or
+// described the created topic with other values.
 var ErrTopicConfigRefused = errors.New("clusters: the nodes refused the topic configs")
 
 // CreateTopic creates a topic with the cluster's replication factor and
@@ -152,7 +153,8 @@ var ErrTopicConfigRefused = errors.New("clusters: the nodes refused the topic co
 // there within leader_rebalance_interval, which would otherwise land in
 // the middle of a measured run) and no leader epoch changed for a second.
 // It returns how many partitions each node leads then, by node id, from
-// the cluster's metadata (every broker listed, 0 if it leads none).
+// the cluster's metadata (every broker listed, 0 if it leads none). The
+// topic's configs are read back (DescribeConfigs) and must be as asked.
 func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions int32, configs map[string]string) (map[string]int, error) {
 	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))
 	if err != nil {
@@ -166,6 +168,9 @@ func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions in
 			ErrTopicConfigRefused, configList(configs), topic, err)
 	case err != nil && !errors.Is(err, client.ErrTopicAlreadyExists):
 		return nil, fmt.Errorf("clusters: create topic %s: %w", topic, err)
+	}
+	if err := checkConfigs(ctx, adm, topic, configs); err != nil {
+		return nil, err
 	}
 	var leaders map[string]int
 	var last int64 = -1
@@ -211,6 +216,27 @@ func (c *MiniKafka) addIdle(ctx context.Context, adm *client.Admin, leaders map[
 	for _, b := range d.Brokers {
 		if id := strconv.Itoa(int(b.NodeID)); leaders[id] == 0 {
 			leaders[id] = 0
+		}
+	}
+	return nil
+}
+
+// checkConfigs returns ErrTopicConfigRefused unless topic has configs.
+func checkConfigs(ctx context.Context, adm *client.Admin, topic string, configs map[string]string) error {
+	if len(configs) == 0 {
+		return nil
+	}
+	got, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("clusters: describe configs of %s: %w", topic, err)
+	}
+	have := map[string]string{}
+	for _, c := range got {
+		have[c.Name] = c.Value
+	}
+	for k, v := range configs {
+		if have[k] != v {
+			return fmt.Errorf("%w: topic %s has %s=%q, asked for %q", ErrTopicConfigRefused, topic, k, have[k], v)
 		}
 	}
 	return nil
