@@ -142,12 +142,8 @@ func newBench(o options, dataDir string, stderr io.Writer) *bench {
 			Note: "clients and all servers of one system share this machine's CPUs; systems run one after another"},
 		Settings: report.Settings{Warmup: o.warmup.String(), Duration: o.duration.String(), WindowBytes: o.windowBytes,
 			Partitions: o.partitions, Servers: servers, Replicas: servers, Quick: o.quick, FixedRate: o.rate},
+		Systems: describeSystems(o.logStore()),
 	}}
-	for _, sys := range describeSystems(o.logStore()) {
-		if o.has(sys.Key) {
-			b.rep.Systems = append(b.rep.Systems, sys)
-		}
-	}
 	if o.ourBatchSize > 0 {
 		b.rep.Settings.OurClient += fmt.Sprintf("BatchSize(%d) ", o.ourBatchSize)
 	}

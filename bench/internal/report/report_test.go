@@ -29,7 +29,8 @@ func result(n uint64, size int, lat time.Duration) load.Result {
 
 func sample() *Report {
 	r := &Report{Settings: Settings{Warmup: "1s", Duration: "1s", WindowBytes: 4 << 20, Partitions: []int{1, 12}, Servers: 3, Replicas: 3},
-		Host: Host{CPUs: 2}, Systems: []System{{Key: Ours, Name: "minikafka", Durability: "fsync"}, {Key: JSAlways, Name: "js-a", Durability: "fsync too"}}}
+		Host: Host{CPUs: 2}, Systems: []System{{Key: Ours, Name: "minikafka", Durability: "fsync"}, {Key: JSAlways, Name: "js-a", Durability: "fsync too"},
+			{Key: OursCached, Name: "ours-cached", Durability: "durable in memory"}, {Key: "none", Name: "not-run", Durability: "never run"}}}
 	add := func(system, mode string, size, parts int, offered float64, elections int64, res load.Result, err error) {
 		r.Add(RunInfo{System: system, Mode: mode, Size: size, Partitions: parts, Window: 4 << 20 / size,
 			Offered: offered, Elections: elections}, res, err)
@@ -160,9 +161,10 @@ func TestTableShowsRatiosAndVerdicts(t *testing.T) {
 		"not run",       // an aim whose runs were not made
 		"SHORT", "met",
 		"HALF LOAD",
-		"fsync too", // durability is stated
-		"4/5/3",     // leaders per node
-		"3 STALL",   // the stalled run is flagged in its row
+		"fsync too",         // durability is stated
+		"durable in memory", // of every system with runs
+		"4/5/3",             // leaders per node
+		"3 STALL",           // the stalled run is flagged in its row
 		"STALLS: 1 run(s)",
 		"1 and 12 partition(s)",
 		"longest gap 420 ms",
@@ -181,6 +183,9 @@ func TestTableWarnsAboutBusyMachine(t *testing.T) {
 	var buf bytes.Buffer
 	if err := r.WriteTable(&buf); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "never run") {
+		t.Fatalf("a system without runs is described:\n%s", buf.String())
 	}
 	if strings.Contains(buf.String(), "WARNING") {
 		t.Fatalf("quiet runs flagged:\n%s", buf.String())

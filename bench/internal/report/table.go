@@ -109,7 +109,7 @@ func (r *Report) writeSettings(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, key := range SystemOrder {
 		sys := r.SystemByKey(key)
-		if sys.Durability == "" {
+		if sys.Durability == "" || !r.measured(key) {
 			continue
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", sys.Name, sys.Client, sys.Durability)
@@ -166,6 +166,23 @@ func (r *Report) busyRuns() int {
 		}
 	}
 	return n
+}
+
+// measured reports whether system has a run, or was to have one and
+// could not be set up.
+func (r *Report) measured(system string) bool {
+	for _, run := range r.Runs {
+		if run.System == system {
+			return true
+		}
+	}
+	name := r.SystemByKey(system).Name + ","
+	for _, e := range r.SetupErrors {
+		if strings.HasPrefix(e, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Report) hasMode(mode string) bool {
