@@ -90,7 +90,13 @@ func StartJetStream(ctx context.Context, cfg JetStreamConfig) (_ *JetStream, err
 		c.urls = append(c.urls, "nats://"+addr(ports[2*i]))
 		c.names = append(c.names, name)
 	}
-	return c, poll(ctx, 60*time.Second, c.procs, func(ctx context.Context) error {
+	return c, c.waitReady(ctx, 60*time.Second)
+}
+
+// waitReady returns once every server answers JetStream requests (its
+// meta group has a leader), or after limit.
+func (c *JetStream) waitReady(ctx context.Context, limit time.Duration) error {
+	return poll(ctx, limit, c.procs, func(ctx context.Context) error {
 		for _, u := range c.urls {
 			nc, err := nats.Connect(u, nats.Timeout(time.Second), nats.NoReconnect())
 			if err != nil {
