@@ -192,6 +192,19 @@ const (
 	validLength = posAborted + 4 + trailerSize
 )
 
+// put16, put32 and put64 return mutations that overwrite a field at at.
+func put16(at int, v uint16) func([]byte) []byte {
+	return func(b []byte) []byte { binary.BigEndian.PutUint16(b[at:], v); return b }
+}
+
+func put32(at int, v uint32) func([]byte) []byte {
+	return func(b []byte) []byte { binary.BigEndian.PutUint32(b[at:], v); return b }
+}
+
+func put64(at int, v uint64) func([]byte) []byte {
+	return func(b []byte) []byte { binary.BigEndian.PutUint64(b[at:], v); return b }
+}
+
 func TestDecodeRejectsStructure(t *testing.T) {
 	valid := validEncoding(t)
 	if len(valid) != validLength {
@@ -199,15 +212,6 @@ func TestDecodeRejectsStructure(t *testing.T) {
 	}
 	if _, err := Decode(valid); err != nil {
 		t.Fatalf("valid encoding: %v", err)
-	}
-	put16 := func(at int, v uint16) func([]byte) []byte {
-		return func(b []byte) []byte { binary.BigEndian.PutUint16(b[at:], v); return b }
-	}
-	put32 := func(at int, v uint32) func([]byte) []byte {
-		return func(b []byte) []byte { binary.BigEndian.PutUint32(b[at:], v); return b }
-	}
-	put64 := func(at int, v uint64) func([]byte) []byte {
-		return func(b []byte) []byte { binary.BigEndian.PutUint64(b[at:], v); return b }
 	}
 	tests := []struct {
 		name    string
