@@ -87,7 +87,10 @@ func New(window int) *Table {
 // Rebuild replays stored batch headers, in log order, into a new table
 // with the given window (see New). Every header is passed to Record, so
 // the headers must be those of batches that were appended, each with its
-// assigned BaseOffset, as a log holds them.
+// assigned BaseOffset, as a log holds them. A transaction marker's type is
+// in its record, not its header: Record ignores control batches, so a log
+// with markers is replayed with Record and RecordMarker in log order (as
+// the partition FSM does).
 func Rebuild(window int, headers iter.Seq[record.Header]) *Table {
 	t := New(window)
 	for h := range headers {
