@@ -135,16 +135,19 @@ cluster-stop:
 	  fi; \
 	done; exit $$status
 
-# Benchmark: MiniKafka vs NATS JetStream (sync always / default) and our
-# client vs franz-go, on 3-server loopback clusters. bench/ is its own Go
-# module (nats-server is not a dependency of the broker). Prints a table;
-# writes bench/out/results.json and bench/out/chart.{png,svg}. Extra flags:
-# make bench BENCH_FLAGS="--sizes 1024 --duration 20s" (see bench/README.md).
+# Benchmark: MiniKafka (fsync on commit, and a write.caching=true topic) vs
+# NATS JetStream (sync always / default) and our client vs franz-go, on
+# 3-server loopback clusters. bench/ is its own Go module (nats-server is
+# not a dependency of the broker). Prints a table with the aims of issue
+# 14; writes bench/out/results.json and bench/out/chart.{png,svg}. Extra
+# flags: make bench BENCH_FLAGS="--sizes 1024 --duration 20s"; the issue-14
+# comparison: make bench BENCH_FLAGS='--partitions 1,12 --node-args
+# "--raft-log-store pebble"' (see bench/README.md).
 .PHONY: bench bench-quick
 bench:
 	cd bench && $(GO) build -o out/bench . && ./out/bench $(BENCH_FLAGS)
 
-# Smoke check of the same (under a minute): short runs, smaller window.
+# Smoke check of the same (about a minute): short runs, smaller window.
 bench-quick:
 	cd bench && $(GO) build -o out/bench . && ./out/bench --quick $(BENCH_FLAGS)
 

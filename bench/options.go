@@ -20,7 +20,7 @@ type options struct {
 	warmup      time.Duration
 	duration    time.Duration
 	sizes       []int
-	partitions  int
+	partitions  []int // partition counts (JetStream: streams), ascending
 	windowBytes int
 	halfLoad    bool
 	systems     []string // report.System keys, in report.SystemOrder
@@ -29,6 +29,10 @@ type options struct {
 	keepData    bool
 	nodeArgs    []string
 	cpuProfile  string
+
+	// cachedConfigs are the topic configs of ours-cached: write.caching=true
+	// and what -cached-topic-configs adds.
+	cachedConfigs map[string]string
 
 	rate float64 // offered records/s of the fixed-load runs; 0 = half of our client's peak
 
@@ -40,7 +44,7 @@ var errFlags = errors.New("bad flags")
 
 // rawFlags are the flags that are parsed further into options.
 type rawFlags struct {
-	sizes, systems, nodeArgs string
+	sizes, systems, nodeArgs, partitions, cachedConfigs string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -70,11 +74,16 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.systems, err = parseSystems(raw.systems); err != nil {
 		return bad("%v", err)
 	}
+	if o.partitions, err = parsePartitions(raw.partitions); err != nil {
+		return bad("%v", err)
+	}
+	if o.cachedConfigs, err = parseConfigs(raw.cachedConfigs); err != nil {
+		return bad("%v", err)
+	}
+	o.cachedConfigs[writeCaching] = "true"
 	switch {
 	case o.warmup < 0 || o.duration <= 0:
 		return bad("-warmup must be >= 0 and -duration > 0")
-	case o.partitions < 1:
-		return bad("-partitions must be >= 1")
 	case o.rate < 0:
 		return bad("-rate must be >= 0")
 	case o.ourBatchSize < 0:
@@ -99,14 +108,15 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "time each run sends before measuring")
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "measured time of each run")
 	fs.StringVar(&raw.sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
-	fs.IntVar(&o.partitions, "partitions", 1, "partitions of our topic (JetStream always has one stream, so keep 1 for a like-for-like comparison)")
+	fs.StringVar(&raw.partitions, "partitions", "1", "partition counts, comma-separated (e.g. 1,12): every system is measured with each; JetStream gets as many R3 streams, records go round robin")
+	fs.StringVar(&raw.cachedConfigs, "cached-topic-configs", "", "topic configs of ours-cached besides write.caching=true, name=value comma-separated (e.g. flush.ms=1000)")
 	fs.IntVar(&o.windowBytes, "window-bytes", 4<<20, "value bytes outstanding (sent, not acked) at most; window in records = this / size")
 	fs.BoolVar(&o.halfLoad, "half-load", true, "also run every system at half of our client's peak rate")
 	fs.StringVar(&raw.systems, "systems", strings.Join(report.SystemOrder, ","), "systems to run: "+strings.Join(report.SystemOrder, ","))
 	fs.StringVar(&o.repo, "repo", "..", "root of the minikafka-go module (cmd/node, configs/)")
 	fs.StringVar(&o.out, "out", "out", "directory for results.json, chart.png/svg, logs/ and data/")
 	fs.BoolVar(&o.keepData, "keep-data", false, "keep the servers' data directories after the run")
-	fs.StringVar(&raw.nodeArgs, "node-args", "", "extra flags for every MiniKafka node, space-separated (e.g. \"--raft-max-append-entries 512\")")
+	fs.StringVar(&raw.nodeArgs, "node-args", "", "extra flags for every MiniKafka node, space-separated; {id} becomes the node's id 1..3 (e.g. \"--raft-log-store pebble --debug-addr 127.0.0.1:606{id}\")")
 	fs.Float64Var(&o.rate, "rate", 0, "offered records/s of the fixed-load runs (0 = half of our client's peak at each size)")
 	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 16 KiB)")
 	fs.DurationVar(&o.ourLinger, "our-linger", -1, "Linger option of our client (negative = its default, 5ms)")
@@ -141,6 +151,41 @@ func parseSizes(list string) ([]int, error) {
 		}
 	}
 	return sizes, nil
+}
+
+// parsePartitions parses -partitions, ascending without repeats.
+func parsePartitions(list string) ([]int, error) {
+	var ps []int
+	for s := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1000 {
+			return nil, fmt.Errorf("-partitions: %q is not a count from 1 to 1000", s)
+		}
+		if !slices.Contains(ps, n) {
+			ps = append(ps, n)
+		}
+	}
+	slices.Sort(ps)
+	return ps, nil
+}
+
+// writeCaching is the topic config of ours-cached.
+const writeCaching = "write.caching"
+
+// parseConfigs parses -cached-topic-configs: name=value pairs.
+func parseConfigs(list string) (map[string]string, error) {
+	cfg := map[string]string{}
+	for s := range strings.SplitSeq(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(s, "=")
+		if name = strings.TrimSpace(name); !ok || name == "" || name == writeCaching {
+			return nil, fmt.Errorf("-cached-topic-configs: %q is not name=value (write.caching is always true)", s)
+		}
+		cfg[name] = strings.TrimSpace(value)
+	}
+	return cfg, nil
 }
 
 // parseSystems parses -systems into report.SystemOrder's order.
@@ -178,3 +223,27 @@ func (o options) ourOpts() []client.Opt {
 }
 
 func (o options) has(system string) bool { return slices.Contains(o.systems, system) }
+
+// modes is the number of modes each system runs in at each size.
+func (o options) modes() int {
+	if o.halfLoad {
+		return 2
+	}
+	return 1
+}
+
+// runs is the number of runs of the invocation.
+func (o options) runs() int { return len(o.systems) * len(o.partitions) * len(o.sizes) * o.modes() }
+
+// logStore is the partitions' Raft log store the node flags ask for.
+func (o options) logStore() string {
+	for i, a := range o.nodeArgs {
+		if v, ok := strings.CutPrefix(a, "--raft-log-store="); ok {
+			return v
+		}
+		if a == "--raft-log-store" && i+1 < len(o.nodeArgs) {
+			return o.nodeArgs[i+1]
+		}
+	}
+	return "boltdb, the default"
+}

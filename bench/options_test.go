@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -16,8 +17,12 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.warmup != 3*time.Second || o.duration != 12*time.Second || o.windowBytes != 4<<20 ||
-		!slices.Equal(o.sizes, []int{1024, 100}) || !slices.Equal(o.systems, report.SystemOrder) || !o.halfLoad {
+		!slices.Equal(o.sizes, []int{1024, 100}) || !slices.Equal(o.systems, report.SystemOrder) || !o.halfLoad ||
+		!slices.Equal(o.partitions, []int{1}) || !maps.Equal(o.cachedConfigs, map[string]string{"write.caching": "true"}) {
 		t.Fatalf("defaults %+v", o)
+	}
+	if o.runs() != 5*2*2 || o.logStore() != "boltdb, the default" {
+		t.Fatalf("runs %d, log store %q", o.runs(), o.logStore())
 	}
 	if o.window(1024) != 4096 || o.window(100) != 41943 || o.window(8<<20) != 1 {
 		t.Fatalf("windows %d %d %d", o.window(1024), o.window(100), o.window(8<<20))
@@ -47,6 +52,20 @@ func TestOptionsSelection(t *testing.T) {
 	if len(o.ourOpts()) != 0 {
 		t.Fatal("no client option asked for, some given")
 	}
+	o, err = parseOptions([]string{"--partitions", "12, 1,12", "--half-load=false", "--systems", "ours-cached",
+		"--cached-topic-configs", "flush.ms=1000, min.insync.replicas=2", "--node-args", "--raft-log-store pebble --debug-addr 127.0.0.1:606{id}"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.partitions, []int{1, 12}) || o.runs() != 1*2*2 || o.logStore() != "pebble" {
+		t.Fatalf("partitions %v runs %d store %q", o.partitions, o.runs(), o.logStore())
+	}
+	if want := map[string]string{"write.caching": "true", "flush.ms": "1000", "min.insync.replicas": "2"}; !maps.Equal(o.cachedConfigs, want) {
+		t.Fatalf("cached configs %v, want %v", o.cachedConfigs, want)
+	}
+	if o, _ := parseOptions([]string{"--node-args", "--raft-log-store=wal"}, io.Discard); o.logStore() != "wal" {
+		t.Fatalf("--raft-log-store=wal: %q", o.logStore())
+	}
 	o, err = parseOptions([]string{"--our-batch-size", "65536", "--our-linger", "1ms"}, io.Discard)
 	if err != nil || len(o.ourOpts()) != 2 {
 		t.Fatalf("client options: %v %d", err, len(o.ourOpts()))
@@ -55,7 +74,8 @@ func TestOptionsSelection(t *testing.T) {
 
 func TestOptionsRejectBadInput(t *testing.T) {
 	for _, args := range [][]string{
-		{"--sizes", "0"}, {"--sizes", "abc"}, {"--systems", "kafka"}, {"--partitions", "0"},
+		{"--sizes", "0"}, {"--sizes", "abc"}, {"--systems", "kafka"}, {"--partitions", "0"}, {"--partitions", "1,x"},
+		{"--cached-topic-configs", "flush.ms"}, {"--cached-topic-configs", "write.caching=false"}, {"--cached-topic-configs", "=1"},
 		{"--duration", "0s"}, {"--rate", "-1"}, {"--window-bytes", "0"}, {"--our-batch-size", "-1"},
 		{"stray"}, {"--no-such-flag"},
 	} {

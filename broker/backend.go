@@ -273,6 +273,8 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 		{Name: "producer.id.expiration.check.interval.ms", Value: itoa(c.ProducerExpirationCheckInterval.Milliseconds()), Type: num},
 		{Name: "socket.request.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
 		{Name: "message.max.bytes", Value: itoa(int64(c.MessageMaxBytes)), Type: num},
+		{Name: topicconfig.WriteCachingDefault, Value: strconv.FormatBool(c.WriteCachingDefault), Type: boolean},
+		{Name: "log.flush.interval.ms", Value: itoa(c.LogFlushIntervalMs), Type: kmsg.ConfigTypeLong},
 		{Name: "minikafka.raft.addr", Value: c.AdvertisedRaftAddr, Type: str},
 		{Name: "minikafka.gossip.addr", Value: c.AdvertisedGossip, Type: str},
 		{Name: "minikafka.bootstrap.expect", Value: itoa(int64(c.BootstrapExpect)), Type: num},
@@ -299,7 +301,39 @@ type replicaPartition struct {
 var (
 	_ kafkaapi.Settler              = replicaPartition{}
 	_ kafkaapi.EpochEndOffsetReader = replicaPartition{}
+	_ kafkaapi.TxnReader            = replicaPartition{}
+	_ kafkaapi.TxnMarkerWriter      = replicaPartition{}
 )
+
+// LastStableOffset is the replica's last stable offset (transactions).
+func (p replicaPartition) LastStableOffset() int64 { return p.r.LastStableOffset() }
+
+// AbortedTxns lists the aborted transactions overlapping [from, to).
+func (p replicaPartition) AbortedTxns(from, to int64) []kafkaapi.AbortedTxn {
+	var out []kafkaapi.AbortedTxn
+	for _, a := range p.r.AbortedTxns(from, to) {
+		out = append(out, kafkaapi.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+	}
+	return out
+}
+
+// WriteTxnMarker proposes a transaction marker now, in call order, and
+// waits for it as Produce does. An internal topic's partitions take
+// markers too (__consumer_offsets holds transactional offset commits).
+func (p replicaPartition) WriteTxnMarker(m kafkaapi.TxnMarker) kafkaapi.ProduceWait {
+	prop := p.r.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, p.enqueue)
+	return func(context.Context) (kafkaapi.ProduceResult, error) {
+		res, err := prop.Wait()
+		if err != nil {
+			return kafkaapi.ProduceResult{}, err
+		}
+		if res.Err != nil {
+			return kafkaapi.ProduceResult{}, res.Err
+		}
+		return kafkaapi.ProduceResult{BaseOffset: res.BaseOffset, LogStartOffset: res.LogStartOffset, LogAppendTime: -1}, nil
+	}
+}
 
 // Settle waits until a new leader has applied its predecessors' entries
 // (partition.Replica.Settle).

@@ -11,6 +11,7 @@ import (
 	"github.com/minikafka/minikafka-go/internal/knob"
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/multiraft"
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // Config is everything a node needs to start. cmd/node fills it from a
@@ -88,6 +89,15 @@ type Config struct {
 	LogRetentionBytes      int64
 	MessageMaxBytes        int32
 	ProducerIDExpirationMs int64
+
+	// WriteCachingDefault and LogFlushIntervalMs are the node's static
+	// write.caching.default and log.flush.interval.ms: the defaults of
+	// topics' write.caching and flush.ms below the cluster-wide dynamic
+	// defaults. LogFlushIntervalMs is 100 (Redpanda's) rather than Kafka's
+	// Long.MAX, so that a partition in write-caching mode fsyncs what it
+	// acknowledged within 100 ms unless its topic says otherwise.
+	WriteCachingDefault bool
+	LogFlushIntervalMs  int64
 
 	// RetentionCheckInterval is how often a partition leader applies its
 	// topic's retention.ms and retention.bytes (Kafka's
@@ -252,6 +262,7 @@ func DefaultConfig() Config {
 		LogRetentionBytes:               -1,
 		MessageMaxBytes:                 1048588,
 		ProducerIDExpirationMs:          24 * 3600 * 1000,
+		LogFlushIntervalMs:              topicconfig.DefaultWriteCachingFlushMs,
 		ProducerExpirationCheckInterval: 10 * time.Minute,
 		MaxProducers:                    100_000,
 		Tuning:                          DefaultTuning(),
@@ -393,6 +404,8 @@ func (c *Config) validateLimits() error {
 		return bad("log_retention_bytes", c.LogRetentionBytes, "must be -1 (no limit) or more")
 	case c.MessageMaxBytes < 0 || c.MessageMaxBytes > c.MaxRequestBytes:
 		return bad("message_max_bytes", c.MessageMaxBytes, "must be in 0..max_request_bytes (%d)", c.MaxRequestBytes)
+	case c.LogFlushIntervalMs < 0:
+		return bad("log_flush_interval_ms", c.LogFlushIntervalMs, "must be 0 (fsync before acknowledging) or more")
 	case c.ProducerIDExpirationMs < 1:
 		return bad("producer_id_expiration_ms", c.ProducerIDExpirationMs, "must be at least 1")
 	case c.MaxProducers < 1:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,13 @@ type localReplica struct {
 	// cfg is the topic's resolved configs (retention.go), replaced when
 	// the metadata changes; read by produce and retention.
 	cfg atomic.Pointer[topicconfig.Config]
+	// logger names the partition.
+	logger *slog.Logger
+
+	// wcMu guards wc, and serialises SetWriteCaching calls so that the
+	// group ends in the mode of the last config applied (writecaching.go).
+	wcMu sync.Mutex
+	wc   writeCaching
 }
 
 // replicaSet owns this node's partition replicas.
@@ -143,6 +151,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		lr.id = id
 	}
 	logger := s.n.logger.With("partition", replicaDirName(info.Topic, info.Partition))
+	lr.logger = logger
 	var sink partition.RecordSink
 	if info.Topic == metadata.ConsumerOffsetsTopic {
 		lr.view = groupcoord.NewView()
@@ -209,6 +218,9 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 	s.removeDeleted(state)
 	resolved := map[string]topicconfig.Config{} // once per topic, not per partition
 	for _, lr := range s.all() {                // configs may have changed
+		if s.n.ctx.Err() != nil {
+			return // the node is closing its replicas
+		}
 		c, ok := resolved[lr.info.Topic]
 		if !ok {
 			c = s.n.TopicConfig(lr.info.Topic)

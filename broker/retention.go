@@ -142,12 +142,14 @@ func (lr *localReplica) refreshConfig(n *Node) topicconfig.Config {
 }
 
 // setConfig stores c as lr's topic's configs and applies its segment
-// limits to the log when they changed.
+// limits to the log and its write caching to the Raft group when they
+// changed.
 func (lr *localReplica) setConfig(c topicconfig.Config) {
 	old := lr.cfg.Swap(&c)
 	if old == nil || old.SegmentBytes != c.SegmentBytes || old.SegmentMs != c.SegmentMs {
 		lr.rep.SetSegmentLimits(c.SegmentBytes, time.Duration(c.SegmentMs)*time.Millisecond)
 	}
+	lr.applyWriteCaching(c)
 }
 
 // ReplicaOffsets reports this node's replica of a partition: its log start

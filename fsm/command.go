@@ -32,6 +32,12 @@ const (
 	// (producer.id.expiration.ms) as of the leader's clock:
 	// [CmdExpireProducers][now ms i64][ttl ms i64].
 	CmdExpireProducers
+	// CmdEndTxn writes a transaction marker (a COMMIT or ABORT control
+	// batch) for a producer, as the transaction coordinator asks through
+	// WriteTxnMarkers: [CmdEndTxn][producer id i64][producer epoch i16]
+	// [coordinator epoch i32][commit u8: 0 abort, 1 commit][leader time ms
+	// i64]. The FSM builds the batch, stamped with the leader time.
+	CmdEndTxn
 )
 
 // FlagLogAppendTime, in a CmdProduceAt, stamps the leader time into the
@@ -50,6 +56,8 @@ func (c CmdType) String() string {
 		return "trim"
 	case CmdExpireProducers:
 		return "expire-producers"
+	case CmdEndTxn:
+		return "end-txn"
 	}
 	return fmt.Sprintf("cmd(%d)", uint8(c))
 }
@@ -102,10 +110,47 @@ func EncodeExpireProducers(nowMs, ttlMs int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(ttlMs))
 }
 
-// bodySize is the fixed body length of CmdTrim and CmdExpireProducers.
+// EndTxn is the body of a CmdEndTxn.
+type EndTxn struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool  // COMMIT, else ABORT
+	LeaderTime       int64 // ms; the marker's timestamp
+}
+
+// EncodeEndTxn returns the command that writes the marker m.
+func EncodeEndTxn(m EndTxn) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{byte(CmdEndTxn)}, uint64(m.ProducerID))
+	b = binary.BigEndian.AppendUint16(b, uint16(m.ProducerEpoch))
+	b = binary.BigEndian.AppendUint32(b, uint32(m.CoordinatorEpoch))
+	commit := byte(0)
+	if m.Commit {
+		commit = 1
+	}
+	b = append(b, commit)
+	return binary.BigEndian.AppendUint64(b, uint64(m.LeaderTime))
+}
+
+// decodeEndTxn reads a CmdEndTxn body that DecodeCommand accepted.
+func decodeEndTxn(body []byte) EndTxn {
+	return EndTxn{
+		ProducerID:       int64(binary.BigEndian.Uint64(body)),
+		ProducerEpoch:    int16(binary.BigEndian.Uint16(body[8:])),
+		CoordinatorEpoch: int32(binary.BigEndian.Uint32(body[10:])),
+		Commit:           body[14] == 1,
+		LeaderTime:       int64(binary.BigEndian.Uint64(body[15:])),
+	}
+}
+
+// bodySize is the fixed body length of CmdTrim, CmdExpireProducers and
+// CmdEndTxn.
 func bodySize(t CmdType) int {
-	if t == CmdExpireProducers {
+	switch t {
+	case CmdExpireProducers:
 		return 16
+	case CmdEndTxn:
+		return 8 + 2 + 4 + 1 + 8
 	}
 	return 8
 }
@@ -125,8 +170,8 @@ func DecodeCommand(data []byte) (CmdType, []byte, error) {
 			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
 		}
 		return t, data[1:], nil
-	case CmdTrim, CmdExpireProducers:
-		if len(data) != 1+bodySize(t) {
+	case CmdTrim, CmdExpireProducers, CmdEndTxn:
+		if len(data) != 1+bodySize(t) || (t == CmdEndTxn && data[15] > 1) {
 			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
 		}
 		return t, data[1:], nil

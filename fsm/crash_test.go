@@ -24,19 +24,22 @@ import (
 // in varied batches, Syncs, concurrent Syncs as the flusher makes,
 // snapshots persisted beside the applies, clean restarts, small segments
 // so that rolls happen; trims inside segments and to the end, produce with
-// LogAppendTime, producer expiries), crashes at a seeded random file
+// LogAppendTime, producer expiries, transactional batches and COMMIT and
+// ABORT markers), crashes at a seeded random file
 // operation, and checks each recovery:
 //   - the log holds whole batches with intact CRCs, byte-identical to the
 //     reference's batches from its first stored offset on, and reaches at
 //     least the end that every completed Sync covered;
 //   - the FSM's applied index is at least that of the last checkpoint that
 //     was reported written (by a snapshot, a Close, or a trim that moved
-//     the start), and the log's end, start and producer table are the
+//     the start), and the log's end, start, producer table (with its open
+//     transactions and aborted index) and last stable offset are the
 //     reference's at that index: a trim in a durable checkpoint is never
 //     lost, one that was not is replayed; reads below the start fail with
 //     partition.ErrOffsetOutOfRange;
 //   - replaying the rest (as raft would, from the last checkpoint) ends in
-//     the reference's start, log bytes from the start, and producer table.
+//     the reference's start, log bytes from the start, producer table and
+//     last stable offset.
 const (
 	crashLogDir = "/data/p0/log"
 	crashFSMDir = "/data/p0/fsm"
@@ -186,6 +189,9 @@ func checkRecovered(t *testing.T, l *partition.Log, f *fsm.FSM, ref *crashRef) {
 	}
 	if !f.Producers().Equal(ref.tables[applied]) {
 		t.Fatalf("recovered at index %d with a producer table that differs from the reference's", applied)
+	}
+	if got, want := f.LastStableOffset(), ref.lso[applied]; got != want {
+		t.Fatalf("recovered at index %d with last stable offset %d, want %d", applied, got, want)
 	}
 }
 
@@ -342,6 +348,9 @@ func crashOnce(t *testing.T, ref *crashRef, seed uint64, crashes int) (hits, fin
 	if !inc.f.Producers().Equal(ref.tables[ref.last()]) {
 		t.Fatalf("after recovery and replay the producer table differs from the reference's")
 	}
+	if got, want := inc.f.LastStableOffset(), ref.lso[ref.last()]; got != want {
+		t.Fatalf("after recovery and replay the last stable offset is %d, want %d", got, want)
+	}
 	if err := errors.Join(inc.f.Close(), inc.log.Close()); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +379,11 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	ref := crashReference(t, history(21, n), newCrashWorkload(21))
 	ref.ops = measureOps(t, ref)
-	t.Logf("workload: %v", ref.workloadMix())
+	mix := ref.workloadMix()
+	t.Logf("workload: %v", mix)
+	if mix["end-txn (aborted one)"] == 0 || mix["end-txn (written)"] == 0 {
+		t.Error("the workload no longer writes markers that end transactions")
+	}
 	hits, finished := 0, 0
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {

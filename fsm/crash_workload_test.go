@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -21,6 +22,7 @@ type crashRef struct {
 	endAt   []int64                // endAt[i]: the log end after entries[:i]
 	startAt []int64                // startAt[i]: the log start after entries[:i]
 	tables  []*producerstate.Table // tables[i]: the producer table after entries[:i]
+	lso     []int64                // lso[i]: the last stable offset after entries[:i]
 	// full holds every batch ever appended, in offset order: trims delete
 	// none of it here. posOf is the byte position in full of each batch
 	// boundary (the offset of a batch's first record, and the end).
@@ -44,12 +46,17 @@ func (ref *crashRef) tail() []byte {
 }
 
 // crashWorkload makes the harness's entries from history: some produce
-// entries become CmdProduceAt with LogAppendTime, and between entries it
-// inserts, from the reference log's state, trims (inside a segment, to a
-// segment's base, to the end, past the end) and producer expiries.
+// entries become CmdProduceAt with LogAppendTime, some batches become
+// transactional, and between entries it inserts, from the reference log's
+// state, trims (inside a segment, to a segment's base, to the end, past
+// the end), producer expiries and transaction markers (COMMIT and ABORT,
+// some with a stale epoch or coordinator epoch, which are refused).
 type crashWorkload struct {
 	rng   *rand.Rand
 	clock int64 // the leader's clock in ms: steps forward per entry
+	// epochs is the latest epoch each producer's batches carried.
+	epochs map[int64]int16
+	coord  int32 // the coordinator epoch, bumped now and then
 }
 
 // next returns the entries to apply for e: e itself (perhaps as a
@@ -58,7 +65,18 @@ type crashWorkload struct {
 func (w *crashWorkload) next(e *raft.Log, l *partition.Log) []*raft.Log {
 	w.clock += 1 + w.rng.Int64N(20)
 	c := *e
-	if t, body, err := fsm.DecodeCommand(c.Data); err == nil && t == fsm.CmdProduce && w.rng.IntN(3) == 0 {
+	t, body, err := fsm.DecodeCommand(c.Data)
+	isProduce := err == nil && t == fsm.CmdProduce
+	if h, err := record.Check(body); isProduce && err == nil && h.ProducerID >= 0 {
+		w.epochs[h.ProducerID] = max(w.epochs[h.ProducerID], h.ProducerEpoch) // zombies carry old ones
+		// Producers 100 and 101 write transactions, with a rare stray
+		// non-transactional batch (INVALID_TXN_STATE); 102 never does.
+		if h.ProducerID != 102 && w.rng.IntN(10) != 0 { // a copy: retries share the history's bytes
+			body = makeTransactional(bytes.Clone(body))
+			c.Data = fsm.EncodeProduce(body)
+		}
+	}
+	if isProduce && w.rng.IntN(3) == 0 {
 		flags := fsm.FlagLogAppendTime
 		if w.rng.IntN(4) == 0 {
 			flags = 0
@@ -77,8 +95,33 @@ func (w *crashWorkload) next(e *raft.Log, l *partition.Log) []*raft.Log {
 	case k < 5:
 		ttl := []int64{30, 200, 2000}[w.rng.IntN(3)]
 		out = append(out, cmd(fsm.EncodeExpireProducers(w.clock, ttl)))
+	case k < 12:
+		out = append(out, cmd(fsm.EncodeEndTxn(w.marker())))
 	}
 	return out
+}
+
+// marker is a COMMIT or ABORT for one of the history's producers at its
+// latest epoch and the current coordinator epoch; one in eight has a
+// stale epoch, one in eight bumps it (as the coordinator does for a new
+// producer instance), one in eight comes from a stale coordinator.
+func (w *crashWorkload) marker() fsm.EndTxn {
+	pid := int64(100 + w.rng.IntN(3))
+	if w.rng.IntN(16) == 0 {
+		w.coord++
+	}
+	m := fsm.EndTxn{ProducerID: pid, ProducerEpoch: w.epochs[pid], Commit: w.rng.IntN(3) == 0,
+		CoordinatorEpoch: w.coord, LeaderTime: w.clock}
+	switch w.rng.IntN(8) {
+	case 0:
+		m.ProducerEpoch--
+	case 1:
+		m.ProducerEpoch++
+		w.epochs[pid] = m.ProducerEpoch
+	case 2:
+		m.CoordinatorEpoch--
+	}
+	return m
 }
 
 // trimTarget picks an offset inside a segment or at a segment's base,
@@ -97,7 +140,7 @@ func (w *crashWorkload) trimTarget(l *partition.Log) int64 {
 
 // newCrashWorkload returns the workload generator for seed.
 func newCrashWorkload(seed uint64) *crashWorkload {
-	return &crashWorkload{rng: rand.New(rand.NewPCG(seed, 2)), clock: 1_000_000}
+	return &crashWorkload{rng: rand.New(rand.NewPCG(seed, 2)), clock: 1_000_000, epochs: map[int64]int16{}}
 }
 
 // crashReference applies entries (made into the crash workload by w, if
@@ -114,7 +157,7 @@ func crashReference(t *testing.T, entries []*raft.Log, w *crashWorkload) *crashR
 		t.Fatal(err)
 	}
 	ref := &crashRef{endAt: []int64{0}, startAt: []int64{0}, tables: []*producerstate.Table{f.Producers()},
-		posOf: map[int64]int{0: 0}}
+		lso: []int64{0}, posOf: map[int64]int{0: 0}}
 	for _, e := range entries {
 		batch := []*raft.Log{e}
 		if w != nil {
@@ -159,6 +202,7 @@ func (ref *crashRef) record(t *testing.T, l *partition.Log, f *fsm.FSM) {
 	ref.endAt = append(ref.endAt, l.EndOffset())
 	ref.startAt = append(ref.startAt, l.StartOffset())
 	ref.tables = append(ref.tables, f.Producers())
+	ref.lso = append(ref.lso, f.LastStableOffset())
 }
 
 // workloadMix counts the entries of each kind, for the test log.
@@ -173,6 +217,10 @@ func (ref *crashRef) workloadMix() map[string]int {
 			mix["trim (moved)"]++
 		case t == fsm.CmdExpireProducers && ref.tables[i+1].Len() < ref.tables[i].Len():
 			mix["expire (removed)"]++
+		case t == fsm.CmdEndTxn && len(ref.tables[i+1].AbortedTxns()) > len(ref.tables[i].AbortedTxns()):
+			mix["end-txn (aborted one)"]++
+		case t == fsm.CmdEndTxn && ref.endAt[i+1] > ref.endAt[i]:
+			mix["end-txn (written)"]++
 		default:
 			mix[t.String()]++
 		}

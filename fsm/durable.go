@@ -33,8 +33,10 @@ import (
 //     log, and recovery takes the newest record that the log still covers.
 //
 // Recovery cuts the log back to the chosen point and rebuilds the producer
-// table from the checkpoint's table plus the stored batch headers after the
-// checkpoint. Entries after the chosen point are replayed by raft.
+// table (with the open transactions and the aborted transactions index)
+// from the checkpoint's table plus the stored batch headers after the
+// checkpoint, reading the record of each transaction marker among them.
+// Entries after the chosen point are replayed by raft.
 
 const (
 	checkpointFile = "checkpoint"

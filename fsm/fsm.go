@@ -22,6 +22,13 @@
 // the log and the producer table alone, with no clock, randomness or map
 // order, so replicas end byte-identical (contract B3). The leader epoch
 // stamped into each stored batch is the Raft term of its entry.
+//
+// Transactions: a transactional batch opens its producer's transaction on
+// the partition; a CmdEndTxn, proposed by the leader for the transaction
+// coordinator's WriteTxnMarkers, writes a COMMIT or ABORT marker that the
+// FSM builds itself and ends it (producerstate has the rules). The FSM
+// publishes the last stable offset and the aborted transactions index for
+// read_committed readers (LastStableOffset, AbortedTxns).
 package fsm
 
 import (
@@ -63,6 +70,10 @@ type Log interface {
 	// Batches yields the headers of stored batches from the one holding
 	// from.
 	Batches(from int64) iter.Seq2[record.Header, error]
+	// Read returns whole stored batches from the one holding offset, at
+	// least one, adding more while within maxBytes. Recovery reads the
+	// transaction markers with it.
+	Read(offset int64, maxBytes int) ([]byte, error)
 	TruncateTo(offset int64) error
 	Reset(start int64) error
 	// AdvanceStart moves StartOffset up to offset (at most EndOffset),
@@ -184,6 +195,14 @@ type FSM struct {
 
 	applied atomic.Uint64 // last applied Raft index; written by the FSM goroutine
 	hw      atomic.Int64  // high watermark: the log end after the last apply
+	// lso is the last stable offset, aborted the aborted transactions
+	// index (producerstate.Table.AbortedTxns), both published by the FSM
+	// goroutine after each apply: aborted first, then lso, then hw, so
+	// that a reader who loads them in the other order never sees a stable
+	// range without its aborts.
+	lso      atomic.Int64
+	aborted  atomic.Pointer[[]producerstate.AbortedTxn]
+	txnDirty bool // the table's aborted index changed since the last publish; FSM goroutine
 
 	// cpMu serializes checkpoint writes (Persist runs beside the FSM
 	// goroutine) and guards cpIndex, the index of the newest checkpoint,
@@ -222,8 +241,49 @@ func New(cfg Config, log Log) (*FSM, error) {
 		return nil, err
 	}
 	f.table.SetLimit(f.limit)
-	f.hw.Store(log.EndOffset())
+	f.publish()
 	return f, nil
+}
+
+// publish makes the applied state visible to readers, in the order the
+// comment at FSM.lso gives.
+func (f *FSM) publish() {
+	f.publishAborted()
+	f.publishOffsets()
+}
+
+func (f *FSM) publishAborted() {
+	aborted := f.table.AbortedTxns()
+	f.aborted.Store(&aborted)
+	f.txnDirty = false
+}
+
+// publishOffsets stores the last stable offset, then the high watermark.
+func (f *FSM) publishOffsets() {
+	end, start := f.log.EndOffset(), f.log.StartOffset()
+	lso := end
+	if first, ok := f.table.FirstUnstableOffset(); ok {
+		lso = min(first, end)
+	}
+	f.lso.Store(max(lso, start))
+	f.hw.Store(end)
+}
+
+// LastStableOffset is the offset below which every transaction has ended:
+// the first offset of the oldest open transaction, or the high watermark
+// when none is open (never below the log start). A read_committed consumer
+// reads up to it.
+func (f *FSM) LastStableOffset() int64 { return f.lso.Load() }
+
+// AbortedTxns returns the aborted transactions that overlap the offsets
+// [from, to), oldest marker first, for a read_committed Fetch. Load
+// LastStableOffset first: the index then covers every abort below it.
+func (f *FSM) AbortedTxns(from, to int64) []producerstate.AbortedTxn {
+	p := f.aborted.Load()
+	if p == nil {
+		return nil
+	}
+	return producerstate.AbortedIn(*p, from, to)
 }
 
 // HighWatermark is the offset after the last applied batch: every offset
@@ -287,8 +347,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			f.logger.Warn("applied-index journal append failed; a restart replays more", "err", err)
 		}
 	}
-	if end := f.log.EndOffset(); end != before {
-		f.hw.Store(end)
+	if end := f.log.EndOffset(); end != before || f.txnDirty {
+		if f.txnDirty {
+			f.publishAborted()
+		}
+		f.publishOffsets()
 		f.notify()
 	}
 	return out
@@ -317,6 +380,8 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 		return f.applyTrim(int64(binary.BigEndian.Uint64(body)), l.Index, l.Term)
 	case CmdExpireProducers:
 		return f.applyExpire(int64(binary.BigEndian.Uint64(body)), int64(binary.BigEndian.Uint64(body[8:])), l.Index, l.Term)
+	case CmdEndTxn:
+		return f.applyEndTxn(decodeEndTxn(body), l.Term)
 	}
 	panic("unreachable: DecodeCommand accepted " + t.String())
 }
@@ -360,12 +425,61 @@ func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64) *Prod
 	case producerstate.Fenced:
 		res.Err = &Error{Code: kerr.InvalidProducerEpoch,
 			Detail: fmt.Sprintf("producer %d epoch %d is older than the recorded epoch", h.ProducerID, h.ProducerEpoch)}
+	case producerstate.TxnStateInvalid:
+		res.Err = &Error{Code: kerr.InvalidTxnState,
+			Detail: fmt.Sprintf("producer %d has a transaction open on the partition: expected a transactional batch", h.ProducerID)}
 	default:
 		res.Err = &Error{Code: kerr.OutOfOrderSequenceNumber,
 			Detail: fmt.Sprintf("producer %d epoch %d: sequence %d, expected %d", h.ProducerID, h.ProducerEpoch, h.BaseSequence, v.Expected)}
 	}
 	res.LogStartOffset = f.log.StartOffset()
 	return res
+}
+
+// applyEndTxn writes the marker m for its producer if the producer state
+// allows (producerstate.Table.ValidateMarker): a control batch built here,
+// stamped with the leader time m carries, so every replica writes the
+// same bytes. The result's BaseOffset is the marker's offset.
+func (f *FSM) applyEndTxn(m EndTxn, term uint64) *ProduceResult {
+	res := &ProduceResult{BaseOffset: -1, LogAppendTime: -1}
+	v := f.table.ValidateMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch)
+	switch v.Verdict {
+	case producerstate.Append:
+	case producerstate.CoordinatorFenced:
+		res.Err = &Error{Code: kerr.TransactionCoordinatorFenced,
+			Detail: fmt.Sprintf("producer %d: coordinator epoch %d is older than the recorded %d", m.ProducerID, m.CoordinatorEpoch, v.CoordinatorEpoch)}
+		return res
+	default:
+		res.Err = &Error{Code: kerr.InvalidProducerEpoch,
+			Detail: fmt.Sprintf("producer %d: marker epoch %d is older than the recorded epoch %d", m.ProducerID, m.ProducerEpoch, v.Epoch)}
+		return res
+	}
+	typ := record.ControlAbort
+	if m.Commit {
+		typ = record.ControlCommit
+	}
+	batch := record.AppendEndTxnMarker(nil, m.ProducerID, m.ProducerEpoch, m.LeaderTime,
+		record.EndTxnMarker{Type: typ, CoordinatorEpoch: m.CoordinatorEpoch})
+	base := f.log.EndOffset()
+	if err := f.retry("append marker", func() error { return f.log.AppendAt(batch, base, int32(term)) }); err != nil {
+		res.Err = err
+		return res
+	}
+	f.recordMarker(m.ProducerID, m.ProducerEpoch, base, m.LeaderTime, record.EndTxnMarker{Type: typ, CoordinatorEpoch: m.CoordinatorEpoch})
+	if f.obs != nil {
+		f.obs.Appended(batch)
+	}
+	res.BaseOffset, res.LogStartOffset = base, f.log.StartOffset()
+	return res
+}
+
+// recordMarker records a written marker in the producer table.
+func (f *FSM) recordMarker(pid int64, epoch int16, offset, ts int64, m record.EndTxnMarker) {
+	ended := f.table.RecordMarker(producerstate.Marker{ProducerID: pid, Epoch: epoch,
+		Commit: m.Type == record.ControlCommit, CoordinatorEpoch: m.CoordinatorEpoch, Offset: offset, Timestamp: ts})
+	if ended && m.Type == record.ControlAbort {
+		f.txnDirty = true
+	}
 }
 
 // Backoff of storage retries.
@@ -459,16 +573,21 @@ func (f *FSM) applyTrim(offset int64, index, term uint64) *TrimResult {
 	case offset <= res.StartOffset:
 		return res
 	}
-	cp := checkpoint{index: index, term: term, start: offset, end: f.log.EndOffset(), table: f.table.AppendEncode(nil)}
+	// The aborted transactions wholly below the new start go with it.
+	table := f.table.Clone()
+	table.TrimAborted(offset)
+	cp := checkpoint{index: index, term: term, start: offset, end: f.log.EndOffset(), table: table.AppendEncode(nil)}
 	if err := f.retry("checkpoint before trim", func() error { return f.checkpoint(cp) }); err != nil {
 		res.Err = err
 		return res
 	}
+	f.table = table
 	if err := f.retry("trim", func() error { return f.log.AdvanceStart(offset) }); err != nil {
 		res.Err = err
 		return res
 	}
 	res.StartOffset = offset
+	f.publish()
 	f.notify()
 	if f.trimmed != nil {
 		f.trimmed()

@@ -226,6 +226,7 @@ func FuzzApplyCommand(f *testing.F) {
 	f.Add(fsm.EncodeProduce(batch(5, 0, 0, "k", "v")))
 	f.Add(fsm.EncodeProduce(batch(5, 0, 1, "k", "v", "w")))
 	f.Add(fsm.EncodeNoop())
+	f.Add(fsm.EncodeEndTxn(fsm.EndTxn{ProducerID: 5, Commit: true, LeaderTime: 7}))
 	f.Add([]byte{1, 0, 0})
 	f.Add([]byte{})
 	dir := f.TempDir()

@@ -72,6 +72,27 @@ func (m *memLog) Batches(from int64) iter.Seq2[record.Header, error] {
 		}
 	}
 }
+
+// Read returns the batch holding offset and those after it within
+// maxBytes (at least one).
+func (m *memLog) Read(offset int64, maxBytes int) ([]byte, error) {
+	var out []byte
+	for _, b := range m.batches {
+		h, _ := record.ParseHeader(b)
+		if h.NextOffset() <= offset {
+			continue
+		}
+		if len(out) > 0 && len(out)+len(b) > maxBytes {
+			break
+		}
+		out = append(out, b...)
+	}
+	if out == nil {
+		return nil, io.EOF
+	}
+	return out, nil
+}
+
 func (m *memLog) TruncateTo(offset int64) error {
 	for i, b := range m.batches {
 		if h, _ := record.ParseHeader(b); h.BaseOffset >= offset {

@@ -277,7 +277,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if f.journal, err = openJournal(f.fs, f.dir, journalRecord{index: h.cp.index, term: h.cp.term, end: h.cp.end}); err != nil {
 		return fmt.Errorf("fsm: restore journal: %w", err)
 	}
-	f.hw.Store(f.log.EndOffset())
+	f.publish()
 	f.notify()
 	if f.obs != nil {
 		f.obs.Restored()
@@ -348,7 +348,8 @@ func restoreBatches(log Log, r io.Reader, n int64) error {
 
 // replayHeaders records in t the headers of the log's batches from the
 // one holding from up to (not including) end: the producer state those
-// appends built.
+// appends built. A transaction marker's type and coordinator epoch are in
+// its record, which is read from the log.
 func replayHeaders(t *producerstate.Table, log Log, from, end int64) error {
 	for h, err := range log.Batches(from) {
 		if err != nil {
@@ -357,7 +358,33 @@ func replayHeaders(t *producerstate.Table, log Log, from, end int64) error {
 		if h.BaseOffset >= end {
 			break
 		}
-		t.Record(h)
+		if !h.IsControl() {
+			t.Record(h)
+			continue
+		}
+		m, err := readMarker(log, h)
+		if err != nil {
+			return fmt.Errorf("fsm: rebuild producer state: marker at offset %d: %w", h.BaseOffset, err)
+		}
+		t.RecordMarker(producerstate.Marker{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch,
+			Commit: m.Type == record.ControlCommit, CoordinatorEpoch: m.CoordinatorEpoch,
+			Offset: h.BaseOffset, Timestamp: h.MaxTimestamp})
 	}
 	return nil
+}
+
+// readMarker reads the marker of the control batch h from the log.
+func readMarker(log Log, h record.Header) (record.EndTxnMarker, error) {
+	b, err := log.Read(h.BaseOffset, h.Size())
+	if err != nil {
+		return record.EndTxnMarker{}, err
+	}
+	batch, _, got, err := record.Next(b)
+	if err != nil {
+		return record.EndTxnMarker{}, err
+	}
+	if got.BaseOffset != h.BaseOffset {
+		return record.EndTxnMarker{}, fmt.Errorf("%w: read the batch at %d", ErrCorruptState, got.BaseOffset)
+	}
+	return record.ParseEndTxnMarker(batch)
 }

@@ -194,6 +194,52 @@ type EpochEndOffsetReader interface {
 	EpochEndOffset(epoch int32) (floor int32, end int64, err error)
 }
 
+// TxnReader is an optional Partition capability: the partition side of
+// Kafka transactions, for read_committed consumers. Without it the last
+// stable offset is the high watermark and no transaction is aborted.
+type TxnReader interface {
+	// LastStableOffset is the offset below which every transaction on the
+	// partition has ended (committed or aborted): the first offset of the
+	// oldest open transaction, or the high watermark when none is open. It
+	// is never above the high watermark read after it.
+	LastStableOffset() int64
+	// AbortedTxns returns the aborted transactions whose offsets overlap
+	// [from, to), ordered by their ABORT markers' offsets. It covers every
+	// abort below a LastStableOffset read before the call.
+	AbortedTxns(from, to int64) []AbortedTxn
+}
+
+// AbortedTxn is an aborted transaction as a Fetch reports it: producer
+// ProducerID's transactional records from FirstOffset up to its ABORT
+// marker are to be skipped by read_committed consumers.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+}
+
+// TxnMarkerWriter is an optional Partition capability: writing a
+// transaction marker for the transaction coordinator (WriteTxnMarkers).
+// Without it WriteTxnMarkers answers the partition
+// UNSUPPORTED_FOR_MESSAGE_FORMAT, as Kafka does for a log that cannot hold
+// markers.
+type TxnMarkerWriter interface {
+	// WriteTxnMarker starts writing m through the partition's replicated
+	// log, like Produce (in call order, returning at once). The wait
+	// reports the marker's offset as BaseOffset, or an error:
+	// kerr.InvalidProducerEpoch (an epoch older than the producer's),
+	// kerr.TransactionCoordinatorFenced, kerr.NotLeaderForPartition,
+	// kerr.RequestTimedOut, kerr.KafkaStorageError.
+	WriteTxnMarker(m TxnMarker) ProduceWait
+}
+
+// TxnMarker is one COMMIT or ABORT marker for one partition.
+type TxnMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	Commit           bool // COMMIT, else ABORT
+	CoordinatorEpoch int32
+}
+
 // ProduceWait waits for the outcome of one Produce. It returns when the
 // batch is committed and applied (for acks -1 and 1) or has failed, or when
 // ctx is done (then with an error wrapping ctx.Err(), or kerr.RequestTimedOut).

@@ -50,6 +50,7 @@ var apis = []api{
 	{kmsg.DeleteRecords, 0, 2},
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
+	{kmsg.WriteTxnMarkers, 0, 1},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
@@ -103,6 +104,8 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startDeleteTopics(req, received)
 	case *kmsg.DeleteRecordsRequest:
 		return s.startDeleteRecords(req, received)
+	case *kmsg.WriteTxnMarkersRequest:
+		return s.startWriteTxnMarkers(req, received)
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r

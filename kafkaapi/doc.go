@@ -21,8 +21,8 @@
 //
 //	Produce 3-9, Fetch 4-12, ListOffsets 0-7, Metadata 0-12,
 //	ApiVersions 0-3, CreateTopics 0-7, InitProducerId 0-4,
-//	OffsetForLeaderEpoch 0-4, DescribeConfigs 0-4, AlterConfigs 0-2,
-//	IncrementalAlterConfigs 0-1, DescribeCluster 0-1
+//	OffsetForLeaderEpoch 0-4, WriteTxnMarkers 0-1, DescribeConfigs 0-4,
+//	AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeCluster 0-1
 //
 // Produce below v3 and Fetch below v4 carry message sets of format v0 or
 // v1, which the node does not store (Kafka converts them; Kafka 4 dropped
@@ -79,6 +79,15 @@
 //     most Config.FetchMaxBytes), and always returns at least one whole
 //     batch of the first non-empty partition even over MaxBytes or
 //     PartitionMaxBytes (KIP-74).
+//   - Transactions, the partition side (TxnReader, TxnMarkerWriter): a
+//     Fetch with isolation level read_committed returns data only below
+//     the last stable offset and lists the aborted transactions that
+//     overlap the returned offsets; every Fetch reports the last stable
+//     offset. ListOffsets with read_committed answers the last stable
+//     offset for the latest offset and finds no timestamp at or past it.
+//     WriteTxnMarkers writes COMMIT and ABORT markers through the
+//     partitions' replicated logs; it is an inter-broker API that, as in a
+//     Kafka without an authorizer, any connection may call for now.
 //   - A produced batch's record count must match the records it holds
 //     (INVALID_RECORD otherwise, as Kafka), and a CreateTopics request may
 //     ask for at most Config.MaxCreatePartitions partitions in all.

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -32,6 +33,7 @@ type fakeBackend struct {
 	maxTS        bool                         // partitions offer MaxTimestampReader
 	epochIndex   bool                         // partitions offer EpochEndOffsetReader
 	settle       func(p *fakePartition) error // if set, partitions offer Settler
+	txnParts     bool                         // partitions offer TxnReader and TxnMarkerWriter
 	controllerID int32
 	groups       fakeGroups        // answers the group APIs
 	cluster      map[string]string // cluster-wide dynamic broker defaults
@@ -195,6 +197,9 @@ func (b *fakeBackend) Partition(topic string, partition int32) (Partition, error
 	if b.settle != nil {
 		return settlingPartition{t.partitions[partition], b.settle}, nil
 	}
+	if b.txnParts {
+		return txnPartition{t.partitions[partition]}, nil
+	}
 	return t.partitions[partition], nil
 }
 
@@ -265,6 +270,9 @@ type fakePartition struct {
 	changedCalls int            // Changed calls
 	failNext     error          // the next Produce's outcome, if set
 	onProduce    func()         // called by Produce after queueing, without mu
+	// txns is the producer table of the committed batches: the
+	// transaction state txnPartition answers from.
+	txns *producerstate.Table
 }
 
 type fakeProduce struct {
@@ -277,7 +285,7 @@ type fakeProduce struct {
 var _ Partition = (*fakePartition)(nil)
 
 func newFakePartition() *fakePartition {
-	return &fakePartition{changed: make(chan struct{}), leader: true, epoch: 5}
+	return &fakePartition{changed: make(chan struct{}), leader: true, epoch: 5, txns: producerstate.New(0)}
 }
 
 func (p *fakePartition) Produce(batch []byte, _ int16) ProduceWait {
@@ -323,6 +331,8 @@ func (p *fakePartition) commitLocked(fp *fakeProduce) {
 	}
 	record.SetBaseOffset(fp.batch, p.hw)
 	record.SetLeaderEpoch(fp.batch, p.epoch)
+	h.BaseOffset = p.hw
+	p.txns.Record(h)
 	p.log = append(p.log, fp.batch)
 	fp.res = ProduceResult{BaseOffset: p.hw, LogStartOffset: p.start}
 	p.hw += int64(h.Count())

@@ -96,7 +96,8 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 			*sp = kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			limit := min(int(rp.PartitionMaxBytes), remaining)
-			ch, err := s.readPartition(ctx, rt.Topic, rp, sp, limit, r.bytes == 0)
+			ch, err := s.readPartition(ctx, rt.Topic, rp, sp, partitionRead{limit: limit, firstData: r.bytes == 0,
+				committed: req.IsolationLevel == readCommitted})
 			if sp.RecordBatches == nil {
 				sp.RecordBatches = noRecords
 			}
@@ -115,41 +116,113 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 	return r
 }
 
+// Isolation levels of Fetch and ListOffsets.
+const (
+	readUncommitted = 0
+	readCommitted   = 1
+)
+
+// partitionRead is how much of a partition a Fetch may return.
+type partitionRead struct {
+	limit     int  // bytes
+	firstData bool // no partition before it returned data: KIP-74 applies
+	committed bool // read_committed: up to the last stable offset
+}
+
+// offsets is a partition's offsets as one read sees them.
+type offsets struct {
+	start, hw, lso int64
+}
+
+// readOffsets reads the last stable offset before the high watermark, so
+// that lso <= hw, and both after getting the Changed channel.
+func readOffsets(p Partition) offsets {
+	lso := int64(-1)
+	if tr, ok := p.(TxnReader); ok {
+		lso = tr.LastStableOffset()
+	}
+	o := offsets{hw: p.HighWatermark(), start: p.LogStartOffset()}
+	if lso < 0 || lso > o.hw {
+		lso = o.hw
+	}
+	o.lso = lso
+	return o
+}
+
 // readPartition fills sp for one partition and returns the channel that
 // tells when the partition changes after this read.
-func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, limit int, firstData bool) (<-chan struct{}, error) {
+func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, pr partitionRead) (<-chan struct{}, error) {
 	p, _, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
 		return nil, err
 	}
 	changed := p.Changed() // before reading the state it guards
-	hw, start := p.HighWatermark(), p.LogStartOffset()
-	if rp.FetchOffset > hw {
+	o := readOffsets(p)
+	if rp.FetchOffset > o.hw {
 		// Past the end of a new leader that has not yet applied its
 		// predecessors' entries is not out of range; wait for them.
 		if err := settle(ctx, p); err != nil {
 			return nil, err
 		}
 		changed = p.Changed()
-		hw, start = p.HighWatermark(), p.LogStartOffset()
+		o = readOffsets(p)
 	}
-	if rp.FetchOffset < start || rp.FetchOffset > hw {
+	if rp.FetchOffset < o.start || rp.FetchOffset > o.hw {
 		return nil, kerr.OffsetOutOfRange
 	}
-	if rp.FetchOffset < hw && (limit > 0 || firstData) {
-		data, err := p.Read(rp.FetchOffset, max(limit, 0))
+	// read_committed reads up to the last stable offset (Kafka's
+	// FetchIsolation.TXN_COMMITTED), read_uncommitted up to the high
+	// watermark.
+	end := o.hw
+	if pr.committed {
+		end = o.lso
+	}
+	if rp.FetchOffset < end && (pr.limit > 0 || pr.firstData) {
+		data, err := p.Read(rp.FetchOffset, max(pr.limit, 0))
 		if err != nil {
 			return nil, err
 		}
-		// The high watermark may have moved while reading; what Read
-		// returned must be below the newer one.
-		hw = max(hw, p.HighWatermark())
-		sp.RecordBatches = wholeBatches(data, limit, firstData, hw)
+		if !pr.committed {
+			// The high watermark may have moved while reading; what
+			// Read returned must be below the newer one.
+			o.hw = max(o.hw, p.HighWatermark())
+			end = o.hw
+		}
+		sp.RecordBatches = wholeBatches(data, pr.limit, pr.firstData, end)
 	}
-	sp.HighWatermark = hw
-	sp.LastStableOffset = hw // no transactions: everything committed is stable
-	sp.LogStartOffset = start
+	sp.HighWatermark = o.hw
+	sp.LastStableOffset = o.lso
+	sp.LogStartOffset = o.start
+	if pr.committed {
+		sp.AbortedTransactions = abortedIn(p, rp.FetchOffset, sp.RecordBatches)
+	}
 	return changed, nil
+}
+
+// abortedIn lists the aborted transactions a read_committed consumer needs
+// to filter the batches data read from offset from: those overlapping the
+// returned offsets. It is never nil: Kafka answers an empty list, not
+// null, to read_committed.
+func abortedIn(p Partition, from int64, data []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	out := []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	tr, ok := p.(TxnReader)
+	if !ok || len(data) == 0 {
+		return out
+	}
+	to := from
+	for rest := data; len(rest) > 0; {
+		_, next, h, err := record.Next(rest)
+		if err != nil {
+			break
+		}
+		to, rest = h.NextOffset(), next
+	}
+	for _, a := range tr.AbortedTxns(from, to) {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		out = append(out, at)
+	}
+	return out
 }
 
 // wholeBatches keeps the leading whole batches of data that end below the

@@ -11,7 +11,7 @@ import (
 
 // Special ListOffsets timestamps.
 const (
-	latestTimestamp   = -1 // the high watermark
+	latestTimestamp   = -1 // the high watermark, or the last stable offset for read_committed
 	earliestTimestamp = -2 // the log start offset
 	maxTimestamp      = -3 // the record with the largest timestamp (KIP-734)
 )
@@ -38,7 +38,7 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 					sp.OldStyleOffsets, sp.ErrorCode = offsets, ErrorCode(err)
 					continue
 				}
-				found, err := s.listOffset(ctx, rt.Topic, rp)
+				found, err := s.listOffset(ctx, rt.Topic, rp, req.IsolationLevel == readCommitted)
 				if err != nil {
 					sp.ErrorCode = ErrorCode(err)
 					continue
@@ -58,14 +58,14 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 // the high watermark when there is none (as Kafka's newest "segment", the
 // log end, counts as written now).
 func (s *Server) listOffsetV0(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) ([]int64, error) {
-	found, err := s.listOffset(ctx, topic, rp)
+	found, err := s.listOffset(ctx, topic, rp, false)
 	if err != nil {
 		return []int64{}, err
 	}
 	if found.Offset < 0 {
 		latest := *rp
 		latest.Timestamp = latestTimestamp
-		if found, err = s.listOffset(ctx, topic, &latest); err != nil {
+		if found, err = s.listOffset(ctx, topic, &latest, false); err != nil {
 			return []int64{}, err
 		}
 	}
@@ -75,7 +75,10 @@ func (s *Server) listOffsetV0(ctx context.Context, topic string, rp *kmsg.ListOf
 	return []int64{found.Offset}, nil
 }
 
-func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) (TimestampOffset, error) {
+// listOffset answers one partition. With committed (read_committed), as in
+// Kafka, the latest offset is the last stable offset, and a timestamp
+// lookup finds nothing at or past it.
+func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, committed bool) (TimestampOffset, error) {
 	none := TimestampOffset{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	p, epoch, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
@@ -92,9 +95,11 @@ func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffs
 	)
 	switch rp.Timestamp {
 	case latestTimestamp:
-		// Read committed and uncommitted agree: without transactions
-		// the last stable offset is the high watermark.
-		return TimestampOffset{Offset: p.HighWatermark(), Timestamp: -1, LeaderEpoch: epoch}, nil
+		o := readOffsets(p)
+		if committed {
+			return TimestampOffset{Offset: o.lso, Timestamp: -1, LeaderEpoch: epoch}, nil
+		}
+		return TimestampOffset{Offset: o.hw, Timestamp: -1, LeaderEpoch: epoch}, nil
 	case earliestTimestamp:
 		// Kafka answers the epoch of its first leader epoch entry: the
 		// first batch's, or the current one for an empty log.
@@ -117,7 +122,7 @@ func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffs
 			found = s.firstRecordAt(p, found, rp.Timestamp)
 		}
 	}
-	if !ok {
+	if !ok || (committed && found.Offset >= readOffsets(p).lso) {
 		return none, nil // Kafka answers "no such record" with offset -1 and no error
 	}
 	return found, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/multiraft"
+	"github.com/minikafka/minikafka-go/producerstate"
 )
 
 // ReplicaConfig opens one partition replica.
@@ -175,6 +176,27 @@ func (r *Replica) ProposeLogAppendTime(batch []byte, timeout time.Duration) *Pro
 	return &Proposal{p: r.group.Propose(cmd, timeout)}
 }
 
+// TxnMarker is a transaction marker to write (ProposeEndTxn).
+type TxnMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool // COMMIT, else ABORT
+}
+
+// ProposeEndTxn queues a transaction marker (for the transaction
+// coordinator's WriteTxnMarkers), stamped with this leader's clock, as
+// Propose queues a batch. The result's BaseOffset is the marker's offset;
+// the FSM refuses a stale producer or coordinator epoch in its Err.
+func (r *Replica) ProposeEndTxn(m TxnMarker, timeout time.Duration) *Proposal {
+	if err := r.fsm.StorageErr(); err != nil {
+		return &Proposal{refuse: err}
+	}
+	cmd := fsm.EncodeEndTxn(fsm.EndTxn{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit, LeaderTime: time.Now().UnixMilli()})
+	return &Proposal{p: r.group.Propose(cmd, timeout)}
+}
+
 // Wait returns the outcome: the FSM's result, whose Err carries a Kafka
 // error for rejected batches, or one of this package's errors.
 func (p *Proposal) Wait() (*fsm.ProduceResult, error) {
@@ -228,6 +250,16 @@ func (r *Replica) Read(offset int64, maxBytes int) ([]byte, error) {
 
 // HighWatermark is the end of the committed, applied log.
 func (r *Replica) HighWatermark() int64 { return r.fsm.HighWatermark() }
+
+// LastStableOffset is the offset below which every transaction has ended
+// (fsm.FSM.LastStableOffset).
+func (r *Replica) LastStableOffset() int64 { return r.fsm.LastStableOffset() }
+
+// AbortedTxns returns the aborted transactions overlapping [from, to)
+// (fsm.FSM.AbortedTxns).
+func (r *Replica) AbortedTxns(from, to int64) []producerstate.AbortedTxn {
+	return r.fsm.AbortedTxns(from, to)
+}
 
 // LogStartOffset is the first offset held.
 func (r *Replica) LogStartOffset() int64 { return r.log.StartOffset() }

@@ -35,6 +35,9 @@
 //     the offset the first copy of the batch was given.
 //   - Fenced: append nothing; answer INVALID_PRODUCER_EPOCH.
 //   - OutOfOrder: append nothing; answer OUT_OF_ORDER_SEQUENCE_NUMBER.
+//   - TxnStateInvalid: append nothing; answer INVALID_TXN_STATE.
+//   - CoordinatorFenced (markers only): write nothing; answer
+//     TRANSACTION_COORDINATOR_FENCED.
 //
 // # Rules
 //
@@ -76,4 +79,29 @@
 //
 // Producers may not send control batches; reject them before Validate
 // (record.CheckProduce does).
+//
+// # Transactions
+//
+// The table also holds the partition's side of Kafka transactions (as
+// Kafka's ProducerStateManager does):
+//
+//   - Record of a transactional batch (attribute bit 4) opens the
+//     producer's transaction at the batch's offset unless one is open; the
+//     oldest open transaction's first offset is FirstUnstableOffset, and
+//     the last stable offset is the smaller of it and the high watermark.
+//   - Validate answers TxnStateInvalid for a batch that is not
+//     transactional from a producer whose transaction is open.
+//   - A marker (a control batch the broker writes for the transaction
+//     coordinator) goes through ValidateMarker, then, once written,
+//     RecordMarker: an epoch below the recorded one is Fenced, a
+//     coordinator epoch below the last marker's CoordinatorFenced. A
+//     marker ends the open transaction, if any (a marker with none is
+//     still written, as in Kafka), and an ABORT adds it to the aborted
+//     transactions index (AbortedTxns, AbortedIn). A marker's epoch
+//     becomes the producer's; a new one empties the window.
+//   - Expire keeps producers whose transaction is open; TrimAborted drops
+//     the index entries below a new log start offset.
+//
+// Rebuilding from the log replays markers with RecordMarker and batches
+// with Record, in log order.
 package producerstate

@@ -8,35 +8,46 @@ import (
 	"github.com/minikafka/minikafka-go/record"
 )
 
-// The encoding, version 2, all integers big endian:
+// The encoding, version 3, all integers big endian:
 //
-//	u8   format version (2)
+//	u8   format version (3)
 //	u16  window
 //	u32  number of producers
 //	per producer, in ascending producer id order:
 //	  i64  producer id (>= 0, strictly ascending)
 //	  i16  epoch (>= 0)
-//	  u16  number of batches (1..window)
-//	  i64  last timestamp (version 2 only)
+//	  u16  number of batches (1..window; 0..window from version 3)
+//	  i64  last timestamp (from version 2)
+//	  i64  first offset of the open transaction, or -1 (from version 3)
+//	  i32  coordinator epoch of the last marker, or -1 (from version 3)
 //	  per batch, oldest first:
 //	    i32  first sequence (>= 0)
 //	    i32  last sequence (first + count - 1, wrapping past MaxInt32 to 0)
 //	    i64  base offset
 //	    i32  count (>= 1)
+//	u32  number of aborted transactions (from version 3)
+//	per aborted transaction, in marker order (from version 3):
+//	  i64  producer id (>= 0)
+//	  i64  first offset (>= 0)
+//	  i64  last offset (the marker's: >= first, strictly ascending)
 //	u32  CRC32C (Castagnoli) of every byte before it
 //
 // Every field has a fixed width and Decode accepts only what AppendEncode
 // can write, so a table has exactly one encoding. A new format gets a new
 // version byte; Decode keeps reading the old ones: version 1, without last
-// timestamps, decodes to a table whose Timed is false.
+// timestamps, decodes to a table whose Timed is false; versions 1 and 2,
+// without transactions, decode to a table with none open or aborted.
 const (
-	formatVersion   = 2
+	formatVersion   = 3
+	formatVersionV2 = 2
 	formatVersionV1 = 1
 
 	headerSize  = 1 + 2 + 4
-	entrySize   = 8 + 2 + 2 // plus timeSize from version 2
+	entrySize   = 8 + 2 + 2 // plus timeSize from version 2, txnSize from 3
 	timeSize    = 8
+	txnSize     = 8 + 4
 	batchSize   = 4 + 4 + 8 + 4
+	abortedSize = 8 + 8 + 8
 	trailerSize = 4
 )
 
@@ -47,7 +58,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // whatever order their producers were added in.
 func (t *Table) AppendEncode(dst []byte) []byte {
 	ids := t.ids()
-	size := headerSize + trailerSize + len(ids)*(entrySize+timeSize)
+	size := headerSize + 4 + trailerSize + len(ids)*(entrySize+timeSize+txnSize) + len(t.aborted)*abortedSize
 	for _, e := range t.producers {
 		size += len(e.batches) * batchSize
 	}
@@ -63,12 +74,20 @@ func (t *Table) AppendEncode(dst []byte) []byte {
 		dst = binary.BigEndian.AppendUint16(dst, uint16(e.epoch))
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(e.batches)))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastTS))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(e.txnFirst))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(e.coordEpoch))
 		for _, b := range e.batches {
 			dst = binary.BigEndian.AppendUint32(dst, uint32(b.FirstSeq))
 			dst = binary.BigEndian.AppendUint32(dst, uint32(b.LastSeq))
 			dst = binary.BigEndian.AppendUint64(dst, uint64(b.BaseOffset))
 			dst = binary.BigEndian.AppendUint32(dst, uint32(b.Count))
 		}
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(t.aborted)))
+	for _, a := range t.aborted {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(a.ProducerID))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(a.FirstOffset))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(a.LastOffset))
 	}
 	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
@@ -83,12 +102,8 @@ func Decode(b []byte) (*Table, error) {
 		return nil, corrupt(0, "empty input")
 	}
 	version := b[0]
-	if version != formatVersion && version != formatVersionV1 {
+	if version != formatVersion && version != formatVersionV2 && version != formatVersionV1 {
 		return nil, &VersionError{Version: version}
-	}
-	perEntry := entrySize
-	if version >= 2 {
-		perEntry += timeSize
 	}
 	if len(b) < headerSize+trailerSize {
 		return nil, corrupt(len(b), "truncated header")
@@ -104,54 +119,109 @@ func Decode(b []byte) (*Table, error) {
 		return nil, corrupt(1, "window 0")
 	}
 	n := int(r.u32())
-	if n > r.left()/perEntry {
+	if n > r.left()/entryBytes(version) {
 		return nil, corrupt(r.off-4, "more producers than bytes")
 	}
 	t := &Table{window: window, producers: make(map[int64]*entry, n), untimed: version == formatVersionV1}
 	prev := int64(-1)
 	for range n {
-		at := r.off
-		if r.left() < perEntry {
-			return nil, corrupt(at, "truncated producer")
+		pid, e, err := decodeEntry(&r, version, window, prev)
+		if err != nil {
+			return nil, err
 		}
-		pid := int64(r.u64())
-		epoch := int16(r.u16())
-		nb := int(r.u16())
-		lastTS := int64(-1)
-		if version >= 2 {
-			lastTS = int64(r.u64())
+		t.producers[pid], prev = e, pid
+	}
+	if version >= 3 {
+		if err := t.decodeAborted(&r); err != nil {
+			return nil, err
 		}
-		switch {
-		case pid <= prev:
-			return nil, corrupt(at, "producer ids not ascending and non-negative")
-		case epoch < 0:
-			return nil, corrupt(at, "negative epoch")
-		case nb == 0 || nb > window:
-			return nil, corrupt(at, "batch count outside 1..window")
-		case nb > r.left()/batchSize:
-			return nil, corrupt(at, "truncated batches")
-		}
-		prev = pid
-		batches := make([]Batch, nb)
-		for i := range batches {
-			at := r.off
-			bt := Batch{
-				FirstSeq:   int32(r.u32()),
-				LastSeq:    int32(r.u32()),
-				BaseOffset: int64(r.u64()),
-				Count:      int32(r.u32()),
-			}
-			if bt.FirstSeq < 0 || bt.Count < 1 || bt.LastSeq != record.AddSequence(bt.FirstSeq, bt.Count-1) {
-				return nil, corrupt(at, "inconsistent batch sequence range")
-			}
-			batches[i] = bt
-		}
-		t.producers[pid] = &entry{epoch: epoch, batches: batches, lastTS: lastTS}
 	}
 	if r.left() != 0 {
 		return nil, corrupt(r.off, "trailing bytes")
 	}
+	t.rebuildOngoing()
 	return t, nil
+}
+
+// entryBytes is the fixed part of a producer in the given version.
+func entryBytes(version byte) int {
+	switch version {
+	case formatVersionV1:
+		return entrySize
+	case formatVersionV2:
+		return entrySize + timeSize
+	}
+	return entrySize + timeSize + txnSize
+}
+
+// decodeEntry reads one producer whose id must be above prev.
+func decodeEntry(r *reader, version byte, window int, prev int64) (int64, *entry, error) {
+	at := r.off
+	if r.left() < entryBytes(version) {
+		return 0, nil, corrupt(at, "truncated producer")
+	}
+	pid := int64(r.u64())
+	e := &entry{epoch: int16(r.u16()), lastTS: -1, txnFirst: -1, coordEpoch: -1}
+	nb := int(r.u16())
+	if version >= 2 {
+		e.lastTS = int64(r.u64())
+	}
+	if version >= 3 {
+		e.txnFirst, e.coordEpoch = int64(r.u64()), int32(r.u32())
+	}
+	minBatches := 1
+	if version >= 3 {
+		minBatches = 0 // a marker with a new epoch empties the window
+	}
+	switch {
+	case pid <= prev:
+		return 0, nil, corrupt(at, "producer ids not ascending and non-negative")
+	case e.epoch < 0:
+		return 0, nil, corrupt(at, "negative epoch")
+	case nb < minBatches || nb > window:
+		return 0, nil, corrupt(at, "batch count outside the window")
+	case nb > r.left()/batchSize:
+		return 0, nil, corrupt(at, "truncated batches")
+	case e.txnFirst < -1 || e.coordEpoch < -1:
+		return 0, nil, corrupt(at, "negative transaction offset or coordinator epoch")
+	}
+	e.batches = make([]Batch, nb)
+	for i := range e.batches {
+		at := r.off
+		bt := Batch{
+			FirstSeq:   int32(r.u32()),
+			LastSeq:    int32(r.u32()),
+			BaseOffset: int64(r.u64()),
+			Count:      int32(r.u32()),
+		}
+		if bt.FirstSeq < 0 || bt.Count < 1 || bt.LastSeq != record.AddSequence(bt.FirstSeq, bt.Count-1) {
+			return 0, nil, corrupt(at, "inconsistent batch sequence range")
+		}
+		e.batches[i] = bt
+	}
+	return pid, e, nil
+}
+
+// decodeAborted reads the aborted transactions index.
+func (t *Table) decodeAborted(r *reader) error {
+	if r.left() < 4 {
+		return corrupt(r.off, "truncated aborted transactions")
+	}
+	n := int(r.u32())
+	if n > r.left()/abortedSize {
+		return corrupt(r.off-4, "more aborted transactions than bytes")
+	}
+	t.aborted = make([]AbortedTxn, n)
+	prev := int64(-1)
+	for i := range t.aborted {
+		at := r.off
+		a := AbortedTxn{ProducerID: int64(r.u64()), FirstOffset: int64(r.u64()), LastOffset: int64(r.u64())}
+		if a.ProducerID < 0 || a.FirstOffset < 0 || a.LastOffset < a.FirstOffset || a.LastOffset <= prev {
+			return corrupt(at, "inconsistent aborted transaction")
+		}
+		t.aborted[i], prev = a, a.LastOffset
+	}
+	return nil
 }
 
 func corrupt(off int, reason string) error {

@@ -43,7 +43,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 // producers, checksum.
 func TestEncodeEmpty(t *testing.T) {
 	enc := New(3).AppendEncode(nil)
-	body := []byte{formatVersion, 0, 3, 0, 0, 0, 0}
+	body := []byte{formatVersion, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0}
 	want := binary.BigEndian.AppendUint32(slices.Clone(body), crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 	if !bytes.Equal(enc, want) {
 		t.Fatalf("empty table encodes to %x, want %x", enc, want)
@@ -184,11 +184,26 @@ const (
 	posEntry0   = headerSize // producer 3
 	posEpoch0   = posEntry0 + 8
 	posNB0      = posEpoch0 + 2
-	posBatch00  = posEntry0 + entrySize + timeSize // 0..1
-	posEntry1   = posBatch00 + 2*batchSize         // producer 9
-	posBatch10  = posEntry1 + entrySize + timeSize // 0..0
-	validLength = posBatch10 + batchSize + trailerSize
+	posTxn0     = posEntry0 + entrySize + timeSize
+	posBatch00  = posTxn0 + txnSize                          // 0..1
+	posEntry1   = posBatch00 + 2*batchSize                   // producer 9
+	posBatch10  = posEntry1 + entrySize + timeSize + txnSize // 0..0
+	posAborted  = posBatch10 + batchSize
+	validLength = posAborted + 4 + trailerSize
 )
+
+// put16, put32 and put64 return mutations that overwrite a field at at.
+func put16(at int, v uint16) func([]byte) []byte {
+	return func(b []byte) []byte { binary.BigEndian.PutUint16(b[at:], v); return b }
+}
+
+func put32(at int, v uint32) func([]byte) []byte {
+	return func(b []byte) []byte { binary.BigEndian.PutUint32(b[at:], v); return b }
+}
+
+func put64(at int, v uint64) func([]byte) []byte {
+	return func(b []byte) []byte { binary.BigEndian.PutUint64(b[at:], v); return b }
+}
 
 func TestDecodeRejectsStructure(t *testing.T) {
 	valid := validEncoding(t)
@@ -198,15 +213,6 @@ func TestDecodeRejectsStructure(t *testing.T) {
 	if _, err := Decode(valid); err != nil {
 		t.Fatalf("valid encoding: %v", err)
 	}
-	put16 := func(at int, v uint16) func([]byte) []byte {
-		return func(b []byte) []byte { binary.BigEndian.PutUint16(b[at:], v); return b }
-	}
-	put32 := func(at int, v uint32) func([]byte) []byte {
-		return func(b []byte) []byte { binary.BigEndian.PutUint32(b[at:], v); return b }
-	}
-	put64 := func(at int, v uint64) func([]byte) []byte {
-		return func(b []byte) []byte { binary.BigEndian.PutUint64(b[at:], v); return b }
-	}
 	tests := []struct {
 		name    string
 		mutate  func([]byte) []byte
@@ -214,20 +220,23 @@ func TestDecodeRejectsStructure(t *testing.T) {
 		offset  int  // CorruptError.Offset
 	}{
 		{name: "empty", mutate: func([]byte) []byte { return nil }, offset: 0},
-		{name: "unknown version", mutate: func(b []byte) []byte { b[0] = 3; return b }, version: true},
+		{name: "unknown version", mutate: func(b []byte) []byte { b[0] = 4; return b }, version: true},
 		{name: "version zero", mutate: func(b []byte) []byte { b[0] = 0; return b }, version: true},
 		{name: "header only", mutate: func(b []byte) []byte { return b[:headerSize] }, offset: headerSize},
 		{name: "bad checksum", mutate: func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, offset: validLength - trailerSize},
 		{name: "window zero", mutate: put16(posWindow, 0), offset: posWindow},
 		{name: "window below batches", mutate: put16(posWindow, 1), offset: posEntry0},
 		{name: "count beyond bytes", mutate: put32(posCount, 0xFFFFFFFF), offset: posCount},
-		{name: "count one short", mutate: put32(posCount, 1), offset: posEntry1},
-		{name: "count one more", mutate: put32(posCount, 3), offset: posBatch10 + batchSize},
+		{name: "count one short", mutate: put32(posCount, 1), offset: posEntry1 + 4}, // read as no aborted transactions
+		{name: "count one more", mutate: put32(posCount, 3), offset: posAborted},
 		{name: "ids descending", mutate: put64(posEntry1, 2), offset: posEntry1},
 		{name: "ids repeated", mutate: put64(posEntry1, 3), offset: posEntry1},
 		{name: "negative id", mutate: put64(posEntry0, 1<<63), offset: posEntry0},
 		{name: "negative epoch", mutate: put16(posEpoch0, 0x8000), offset: posEntry0},
-		{name: "no batches", mutate: put16(posNB0, 0), offset: posEntry0},
+		{name: "no batches, then batches", mutate: put16(posNB0, 0), offset: posBatch00},
+		{name: "transaction offset below -1", mutate: put64(posTxn0, 1<<63), offset: posEntry0},
+		{name: "coordinator epoch below -1", mutate: put32(posTxn0+8, 0xFFFFFFFE), offset: posEntry0},
+		{name: "aborted beyond bytes", mutate: put32(posAborted, 1), offset: posAborted},
 		{name: "batches beyond window", mutate: put16(posNB0, 6), offset: posEntry0},
 		{name: "batches beyond bytes", mutate: put16(posNB0, 5), offset: posEntry0},
 		{name: "negative first sequence", mutate: put32(posBatch00, 0x80000000), offset: posBatch00},

@@ -29,17 +29,26 @@ type Entry struct {
 	Epoch      int16
 	Batches    []Batch // oldest first, at most the window
 	// LastTimestamp is the MaxTimestamp of the producer's last recorded
-	// batch (Kafka's lastTimestamp), which Expire compares with the
-	// leader's clock; -1 when unknown (a table decoded from format 1).
+	// batch or marker (Kafka's lastTimestamp), which Expire compares with
+	// the leader's clock; -1 when unknown (a table decoded from format 1).
 	LastTimestamp int64
+	// TxnFirstOffset is the offset of the first batch of the producer's
+	// open transaction on this partition, or -1 when none is open.
+	TxnFirstOffset int64
+	// CoordinatorEpoch is the coordinator epoch of the last marker
+	// recorded for the producer, or -1 before any.
+	CoordinatorEpoch int32
 }
 
-// entry is the stored form of Entry. batches is never empty and its
-// sequences are contiguous when the caller keeps Record's contract.
+// entry is the stored form of Entry. Its batches' sequences are
+// contiguous when the caller keeps Record's contract; batches is empty only
+// after a marker with a new epoch (RecordMarker).
 type entry struct {
-	epoch   int16
-	batches []Batch // oldest first, 1..window
-	lastTS  int64
+	epoch      int16
+	batches    []Batch // oldest first, 0..window
+	lastTS     int64
+	txnFirst   int64 // first offset of the open transaction, or -1
+	coordEpoch int32 // of the last marker, or -1
 }
 
 // Table is the producer state of one partition. The zero value is not
@@ -53,6 +62,14 @@ type Table struct {
 	// untimed is set on a table decoded from format 1, whose entries have
 	// no LastTimestamp (see Timed).
 	untimed bool
+	// ongoing is the open transactions, oldest first: derived from the
+	// entries' txnFirst, kept sorted because a transaction opens at the
+	// log end, after every open one.
+	ongoing []OngoingTxn
+	// aborted is the aborted transactions index, in the order their
+	// markers were written. Its elements are never changed in place: a
+	// slice of it handed out by AbortedTxns stays valid.
+	aborted []AbortedTxn
 }
 
 // New returns an empty table retaining window batches per producer.
@@ -70,7 +87,10 @@ func New(window int) *Table {
 // Rebuild replays stored batch headers, in log order, into a new table
 // with the given window (see New). Every header is passed to Record, so
 // the headers must be those of batches that were appended, each with its
-// assigned BaseOffset, as a log holds them.
+// assigned BaseOffset, as a log holds them. A transaction marker's type is
+// in its record, not its header: Record ignores control batches, so a log
+// with markers is replayed with Record and RecordMarker in log order (as
+// the partition FSM does).
 func Rebuild(window int, headers iter.Seq[record.Header]) *Table {
 	t := New(window)
 	for h := range headers {
@@ -106,7 +126,8 @@ func (t *Table) Expire(now, ttl int64) int {
 	}
 	n := 0
 	for pid, e := range t.producers {
-		if e.lastTS < now-ttl {
+		// Kafka keeps a producer with an open transaction.
+		if e.lastTS < now-ttl && e.txnFirst < 0 {
 			delete(t.producers, pid)
 			n++
 		}
@@ -142,8 +163,8 @@ func (t *Table) Validate(h record.Header) Result {
 		return Result{Verdict: TableFull}
 	}
 	sameEpoch := e != nil && h.ProducerEpoch == e.epoch
-	var expected int32 // an unknown producer or a new epoch starts at 0
-	if sameEpoch {
+	var expected int32 // an unknown producer, a new epoch or an empty window starts at 0
+	if sameEpoch && len(e.batches) > 0 {
 		expected = record.NextSequence(e.batches[len(e.batches)-1].LastSeq)
 	}
 	first, last, ok := sequenceRange(h)
@@ -159,6 +180,9 @@ func (t *Table) Validate(h record.Header) Result {
 	}
 	if first != expected {
 		return Result{Verdict: OutOfOrder, Expected: expected}
+	}
+	if e != nil && e.txnFirst >= 0 && !h.IsTransactional() {
+		return Result{Verdict: TxnStateInvalid}
 	}
 	return Result{Verdict: Append}
 }
@@ -184,12 +208,15 @@ func (t *Table) Record(h record.Header) {
 	case e == nil:
 		batches := make([]Batch, 1, min(t.window, DefaultWindow))
 		batches[0] = b
-		t.producers[h.ProducerID] = &entry{epoch: h.ProducerEpoch, batches: batches, lastTS: h.MaxTimestamp}
+		e = &entry{epoch: h.ProducerEpoch, batches: batches, lastTS: h.MaxTimestamp, txnFirst: -1, coordEpoch: -1}
+		t.producers[h.ProducerID] = e
+		t.maybeBegin(h, e)
 		return
 	case e.epoch != h.ProducerEpoch:
 		e.epoch = h.ProducerEpoch
 		e.batches = e.batches[:0]
 	}
+	t.maybeBegin(h, e)
 	e.lastTS = h.MaxTimestamp
 	if len(e.batches) < t.window {
 		e.batches = append(e.batches, b)
@@ -210,7 +237,8 @@ func (t *Table) Lookup(pid int64) (Entry, bool) {
 }
 
 func (e *entry) export(pid int64) Entry {
-	return Entry{ProducerID: pid, Epoch: e.epoch, Batches: slices.Clone(e.batches), LastTimestamp: e.lastTS}
+	return Entry{ProducerID: pid, Epoch: e.epoch, Batches: slices.Clone(e.batches), LastTimestamp: e.lastTS,
+		TxnFirstOffset: e.txnFirst, CoordinatorEpoch: e.coordEpoch}
 }
 
 // ids returns the producer ids in ascending order.
@@ -237,9 +265,11 @@ func (t *Table) All() iter.Seq[Entry] {
 
 // Clone returns a deep copy that shares nothing with t.
 func (t *Table) Clone() *Table {
-	c := &Table{window: t.window, producers: make(map[int64]*entry, len(t.producers)), limit: t.limit, untimed: t.untimed}
+	c := &Table{window: t.window, producers: make(map[int64]*entry, len(t.producers)), limit: t.limit, untimed: t.untimed,
+		ongoing: slices.Clone(t.ongoing), aborted: t.aborted[:len(t.aborted):len(t.aborted)]}
 	for pid, e := range t.producers {
-		c.producers[pid] = &entry{epoch: e.epoch, batches: slices.Clone(e.batches), lastTS: e.lastTS}
+		c.producers[pid] = &entry{epoch: e.epoch, batches: slices.Clone(e.batches), lastTS: e.lastTS,
+			txnFirst: e.txnFirst, coordEpoch: e.coordEpoch}
 	}
 	return c
 }
@@ -247,12 +277,14 @@ func (t *Table) Clone() *Table {
 // Equal reports whether two tables hold the same window and the same
 // state for every producer, so that they decide every batch alike.
 func (t *Table) Equal(o *Table) bool {
-	if t.window != o.window || len(t.producers) != len(o.producers) {
+	if t.window != o.window || len(t.producers) != len(o.producers) ||
+		!slices.Equal(t.ongoing, o.ongoing) || !slices.Equal(t.aborted, o.aborted) {
 		return false
 	}
 	for pid, e := range t.producers {
 		f, ok := o.producers[pid]
-		if !ok || e.epoch != f.epoch || e.lastTS != f.lastTS || !slices.Equal(e.batches, f.batches) {
+		if !ok || e.epoch != f.epoch || e.lastTS != f.lastTS || !slices.Equal(e.batches, f.batches) ||
+			e.txnFirst != f.txnFirst || e.coordEpoch != f.coordEpoch {
 			return false
 		}
 	}

@@ -22,6 +22,14 @@ const (
 	// TableFull means the batch is a new producer's and the table holds
 	// as many producers as its limit (Table.SetLimit): append nothing.
 	TableFull
+	// TxnStateInvalid means a batch that is not transactional from a
+	// producer whose transaction is open on the partition: append nothing
+	// and answer INVALID_TXN_STATE.
+	TxnStateInvalid
+	// CoordinatorFenced means a transaction marker from a coordinator
+	// epoch older than the last recorded for the producer: append nothing
+	// and answer TRANSACTION_COORDINATOR_FENCED.
+	CoordinatorFenced
 )
 
 // String returns the verdict's name.
@@ -37,6 +45,10 @@ func (v Verdict) String() string {
 		return "OutOfOrder"
 	case TableFull:
 		return "TableFull"
+	case TxnStateInvalid:
+		return "TxnStateInvalid"
+	case CoordinatorFenced:
+		return "CoordinatorFenced"
 	}
 	return "Verdict(" + strconv.Itoa(int(v)) + ")"
 }
@@ -53,4 +65,7 @@ type Result struct {
 	// Epoch is, for Fenced, the epoch recorded for the producer, or -1 if
 	// the producer is unknown (for the error text).
 	Epoch int16
+	// CoordinatorEpoch is, for CoordinatorFenced, the coordinator epoch
+	// recorded for the producer (for the error text).
+	CoordinatorEpoch int32
 }

@@ -10,8 +10,9 @@
 //     kerr.InvalidConfig and read like Kafka's.
 //  2. Resolve a topic's typed Config from its overrides, the cluster-wide
 //     dynamic defaults and the node's static broker configs whenever it acts
-//     on one (retention, segment rolling, batch limits); Describe gives the
-//     same value with every source, for DescribeConfigs.
+//     on one (retention, segment rolling, batch limits, write caching);
+//     Describe gives the same value with every source, for
+//     DescribeConfigs.
 //
 // Precedence, as in Kafka: the topic's override, then the dynamic
 // cluster default (under the broker synonym's name, for example

@@ -3,8 +3,11 @@ package topicconfig
 import (
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -182,6 +185,30 @@ type Config struct {
 	SegmentMs       int64
 	MaxMessageBytes int32
 	LogAppendTime   bool // message.timestamp.type=LogAppendTime
+	WriteCaching    bool // write.caching
+	FlushMs         int64
+}
+
+// DefaultWriteCachingFlushMs bounds the fsync delay of a partition in
+// write-caching mode when flush.ms says "never" (Redpanda's default).
+const DefaultWriteCachingFlushMs = 100
+
+// maxFlushMs is the longest flush.ms a time.Duration holds (about 292
+// years); longer values, Kafka's default Long.MAX among them, mean never.
+const maxFlushMs = math.MaxInt64 / int64(time.Millisecond)
+
+// WriteCachingFlush is what a replica's Raft group is given
+// (multiraft.Group.SetWriteCaching): 0 without write caching, that is
+// fsync before acknowledging; else flush.ms, where "never" becomes
+// DefaultWriteCachingFlushMs so that the fsync delay is always bounded.
+func (c Config) WriteCachingFlush() time.Duration {
+	switch {
+	case !c.WriteCaching || c.FlushMs <= 0:
+		return 0
+	case c.FlushMs > maxFlushMs:
+		return DefaultWriteCachingFlushMs * time.Millisecond
+	}
+	return time.Duration(c.FlushMs) * time.Millisecond
 }
 
 // Resolve gives a topic's Config from its overrides, the cluster-wide
@@ -208,6 +235,8 @@ func Resolve(topic, clusterDefaults, static map[string]string) Config {
 		SegmentMs:       long("segment.ms"),
 		MaxMessageBytes: int32(long("max.message.bytes")),
 		LogAppendTime:   get("message.timestamp.type") == "LogAppendTime",
+		WriteCaching:    strings.EqualFold(strings.TrimSpace(get("write.caching")), "true"),
+		FlushMs:         long("flush.ms"),
 	}
 }
 

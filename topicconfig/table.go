@@ -62,7 +62,10 @@ var specs = []Spec{
 	{Name: "flush.messages", Type: kmsg.ConfigTypeLong, Default: maxLong, Broker: "log.flush.interval.messages",
 		Doc: "Messages written between forced fsyncs of the log.", valid: longAtLeast(1)},
 	{Name: "flush.ms", Type: kmsg.ConfigTypeLong, Default: maxLong, Broker: "log.flush.interval.ms",
-		Doc: "Milliseconds between forced fsyncs of the log.", valid: longAtLeast(0)},
+		Doc: "With write.caching=true, the longest an acknowledged write waits before it is fsynced (0: fsync before acknowledging). " +
+			"Kafka's default (Long.MAX, never force) gives 100 ms there, and the node's static default is 100. " +
+			"Without write caching every write is fsynced before it is acknowledged, which meets any flush.ms.",
+		valid: longAtLeast(0)},
 	{Name: "follower.replication.throttled.replicas", Type: kmsg.ConfigTypeList, Default: "",
 		Doc: "Replicas whose follower replication is throttled.", valid: throttledReplicas},
 	{Name: "index.interval.bytes", Type: kmsg.ConfigTypeInt, Default: "4096", Broker: "log.index.interval.bytes",
@@ -112,6 +115,13 @@ var specs = []Spec{
 		units: []unit{{"log.roll.hours", 3_600_000}}},
 	{Name: "unclean.leader.election.enable", Type: kmsg.ConfigTypeBoolean, Default: "false", Broker: "unclean.leader.election.enable",
 		Doc: "Whether a replica that is not in sync may become leader; not acted on: Raft never elects a replica that lacks committed entries.", valid: boolean},
+	{Name: "write.caching", Type: kmsg.ConfigTypeBoolean, Default: "false", Broker: WriteCachingDefault,
+		Doc: "true acknowledges a write once a majority of replicas hold it in memory and fsyncs it within flush.ms; " +
+			"false (the default) acknowledges it once a majority fsynced it. true trades durability for latency: " +
+			"a crash of any processes loses nothing acknowledged while a majority of machines keep power, " +
+			"but a power loss of a majority within flush.ms may lose acknowledged writes. " +
+			"Partitions whose Raft log store always fsyncs (boltdb, wal) stay fsync-on-commit.",
+		valid: boolean},
 }
 
 // Specs returns every topic config, sorted by name.
@@ -125,6 +135,10 @@ func Lookup(name string) (Spec, bool) {
 	}
 	return specs[i], true
 }
+
+// WriteCachingDefault is the broker config that supplies write.caching's
+// default (Redpanda's write_caching_default, in Kafka's spelling).
+const WriteCachingDefault = "write.caching.default"
 
 // Broker configs that are no topic config's synonym but may be set as
 // cluster-wide dynamic defaults.

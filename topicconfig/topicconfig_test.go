@@ -2,9 +2,11 @@ package topicconfig
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,6 +66,14 @@ func TestValidate(t *testing.T) {
 		{"leader.replication.throttled.replicas", "0:1,1:2", true, ""},
 		{"leader.replication.throttled.replicas", "*", true, ""},
 		{"leader.replication.throttled.replicas", "x", false, "partitionId"},
+		{"write.caching", "true", true, ""},
+		{"write.caching", "FALSE", true, ""},
+		{"write.caching", "yes", false, "Invalid value yes for configuration write.caching: Expected value to be either true or false"},
+		{"write.caching", "", false, "true or false"},
+		{"flush.ms", "0", true, ""},
+		{"flush.ms", "9223372036854775807", true, ""},
+		{"flush.ms", "-1", false, "Invalid value -1 for configuration flush.ms: Value must be at least 0"},
+		{"flush.ms", "100ms", false, "Not a number of type LONG"},
 		{"no.such.config", "1", false, "Unknown topic config name: no.such.config"},
 	}
 	for _, tc := range tests {
@@ -114,6 +124,11 @@ func TestValidateBroker(t *testing.T) {
 		{"transactional.id.expiration.ms", "3600000", true},
 		{"retention.ms", "1000", false}, // a topic name, not a broker one
 		{"broker.id", "3", false},       // read-only
+		{"write.caching.default", "true", true},
+		{"write.caching.default", "1", false},
+		{"write.caching", "true", false}, // the topic's name
+		{"log.flush.interval.ms", "100", true},
+		{"log.flush.interval.ms", "-1", false},
 	}
 	for _, tc := range tests {
 		err := ValidateBroker(tc.name, tc.value)
@@ -123,6 +138,9 @@ func TestValidateBroker(t *testing.T) {
 	}
 	if typ, ok := BrokerConfigType("log.retention.hours"); !ok || typ != kmsg.ConfigTypeInt {
 		t.Errorf("log.retention.hours type %v %v", typ, ok)
+	}
+	if typ, ok := BrokerConfigType(WriteCachingDefault); !ok || typ != kmsg.ConfigTypeBoolean {
+		t.Errorf("%s type %v %v", WriteCachingDefault, typ, ok)
 	}
 }
 
@@ -207,5 +225,46 @@ func TestProducerIDExpiration(t *testing.T) {
 	}
 	if got := TransactionalIDExpirationMs(nil, nil); got != 604_800_000 {
 		t.Fatalf("transactional default %d", got)
+	}
+}
+
+// write.caching and flush.ms resolve like every topic config, and the
+// flush interval a replica's group gets is bounded whatever flush.ms says.
+func TestResolveWriteCaching(t *testing.T) {
+	static := map[string]string{"log.flush.interval.ms": "100"}
+	tests := []struct {
+		name                   string
+		topic, cluster, static map[string]string
+		caching                bool
+		flushMs                int64
+		flush                  time.Duration
+	}{
+		{"Kafka defaults: off, flush.ms never", nil, nil, nil, false, math.MaxInt64, 0},
+		{"static flush.ms alone turns nothing on", nil, nil, static, false, 100, 0},
+		{"topic on, static 100", map[string]string{"write.caching": "true"}, nil, static, true, 100, 100 * time.Millisecond},
+		{"topic on, flush.ms never becomes 100 ms", map[string]string{"write.caching": "TRUE"}, nil, nil, true, math.MaxInt64, 100 * time.Millisecond},
+		{"flush.ms past a Duration means never", map[string]string{"write.caching": "true", "flush.ms": "9223372036855"}, nil, nil, true, 9223372036855, 100 * time.Millisecond},
+		{"topic flush.ms", map[string]string{"write.caching": "true", "flush.ms": "250"}, nil, static, true, 250, 250 * time.Millisecond},
+		{"flush.ms 0 is fsync on commit", map[string]string{"write.caching": "true", "flush.ms": "0"}, nil, static, true, 0, 0},
+		{"cluster default on", nil, map[string]string{WriteCachingDefault: "true", "log.flush.interval.ms": "50"}, static, true, 50, 50 * time.Millisecond},
+		{"static default on", nil, nil, map[string]string{WriteCachingDefault: "true", "log.flush.interval.ms": "100"}, true, 100, 100 * time.Millisecond},
+		{"topic off over cluster on", map[string]string{"write.caching": "false"}, map[string]string{WriteCachingDefault: "true"}, static, false, 100, 0},
+		{"cluster off over static on", nil, map[string]string{WriteCachingDefault: "false"}, map[string]string{WriteCachingDefault: "true"}, false, math.MaxInt64, 0},
+		{"invalid stored value skipped", map[string]string{"write.caching": "yes"}, map[string]string{WriteCachingDefault: "true"}, static, true, 100, 100 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		c := Resolve(tc.topic, tc.cluster, tc.static)
+		if c.WriteCaching != tc.caching || c.FlushMs != tc.flushMs || c.WriteCachingFlush() != tc.flush {
+			t.Errorf("%s: write caching %v, flush.ms %d, flush %v; want %v, %d, %v",
+				tc.name, c.WriteCaching, c.FlushMs, c.WriteCachingFlush(), tc.caching, tc.flushMs, tc.flush)
+		}
+	}
+	value, syns, _ := Describe("write.caching", nil, nil, map[string]string{WriteCachingDefault: "false"})
+	want := []Synonym{
+		{WriteCachingDefault, "false", kmsg.ConfigSourceStaticBrokerConfig},
+		{WriteCachingDefault, "false", kmsg.ConfigSourceDefaultConfig},
+	}
+	if value != "false" || !slices.Equal(syns, want) {
+		t.Fatalf("Describe(write.caching) = %q %+v", value, syns)
 	}
 }

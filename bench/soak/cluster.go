@@ -84,5 +84,6 @@ func createTopic(ctx context.Context, c *clusters.MiniKafka, o options) error {
 	if err := adm.CreateTopic(ctx, topic, int32(o.partitions), nodes, configs); err != nil && !errors.Is(err, client.ErrTopicAlreadyExists) {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return c.CreateTopic(ctx, topic, int32(o.partitions)) // waits for settled leaders
+	_, err = c.CreateTopic(ctx, topic, int32(o.partitions), nil) // waits for settled leaders
+	return err
 }

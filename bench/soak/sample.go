@@ -36,8 +36,8 @@ type counting struct {
 	produced, acked, failed atomic.Uint64
 }
 
-func (c *counting) Send(ctx context.Context, value []byte, done func(error)) error {
-	err := c.Target.Send(ctx, value, func(err error) {
+func (c *counting) Send(ctx context.Context, partition int, value []byte, done func(error)) error {
+	err := c.Target.Send(ctx, partition, value, func(err error) {
 		if err != nil {
 			c.failed.Add(1)
 		} else {

@@ -72,6 +72,8 @@ func keys() []key {
 		{"log_retention_ms", d.LogRetentionMs, "topics' default retention.ms: how long data is kept (-1 = forever)"},
 		{"log_retention_bytes", d.LogRetentionBytes, "topics' default retention.bytes: partition size above which old segments go (-1 = no limit)"},
 		{"message_max_bytes", int(d.MessageMaxBytes), "topics' default max.message.bytes: the largest record batch accepted"},
+		{"write_caching_default", d.WriteCachingDefault, "topics' default write.caching: acknowledge a write once a majority holds it in memory and fsync it within flush.ms (partitions on the boltdb and wal log stores always fsync first; set it alike on every node)"},
+		{"log_flush_interval_ms", d.LogFlushIntervalMs, "topics' default flush.ms: in write-caching mode the longest an acknowledged write waits for fsync (0 = fsync before acknowledging)"},
 		{"producer_id_expiration_ms", d.ProducerIDExpirationMs, "how long an idle idempotent producer is remembered (producer.id.expiration.ms)"},
 		{"log_retention_check_interval", d.RetentionCheckInterval, "how often partition leaders apply retention.ms and retention.bytes"},
 		{"producer_id_expiration_check_interval", d.ProducerExpirationCheckInterval, "how often partition leaders forget producers idle past producer.id.expiration.ms"},
@@ -316,6 +318,8 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.LogRetentionMs = g.int64("log_retention_ms")
 	c.LogRetentionBytes = g.int64("log_retention_bytes")
 	c.MessageMaxBytes = int32(g.int("message_max_bytes"))
+	c.WriteCachingDefault = g.bool("write_caching_default")
+	c.LogFlushIntervalMs = g.int64("log_flush_interval_ms")
 	c.ProducerIDExpirationMs = g.int64("producer_id_expiration_ms")
 	c.ProducerExpirationCheckInterval = g.duration("producer_id_expiration_check_interval")
 	c.MaxProducers = g.int("max_producers_per_partition")

@@ -108,6 +108,10 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "offsets topic of no partitions", args: []string{"--offsets-topic-partitions", "0"}, key: "offsets_topic_partitions", value: "0"},
 		{name: "negative rebalance delay", args: []string{"--group-initial-rebalance-delay", "-1s"}, key: "group_initial_rebalance_delay", value: "-1s"},
 		{name: "unknown log store", yaml: "raft:\n  log_store: rocksdb\n", key: "raft.log_store", value: "rocksdb"},
+		{name: "write caching not a bool", args: []string{"--write-caching-default", "maybe"}, key: "write_caching_default", value: "maybe"},
+		{name: "write caching bad yaml", yaml: "write_caching_default: sometimes\n", key: "write_caching_default", value: "sometimes"},
+		{name: "flush interval negative", args: []string{"--log-flush-interval-ms", "-5"}, key: "log_flush_interval_ms", value: "-5"},
+		{name: "flush interval a duration", env: []string{"MINIKAFKA_LOG_FLUSH_INTERVAL_MS", "100ms"}, key: "log_flush_interval_ms", value: "100ms"},
 		{name: "session bounds crossed", yaml: "group_min_session_timeout: 10s\ngroup_max_session_timeout: 5s\n", key: "group_max_session_timeout", value: "5s"},
 	}
 	for _, c := range cases {
@@ -196,6 +200,33 @@ func TestLogStoreKey(t *testing.T) {
 		}
 		if o.PartitionLogStore != c.want {
 			t.Errorf("%v: log store %q, want %q", c.args, o.PartitionLogStore, c.want)
+		}
+	}
+}
+
+// write_caching_default and log_flush_interval_ms: defaults (off, 100 ms),
+// then the file, the environment and flags, each over the one before.
+func TestWriteCachingKeys(t *testing.T) {
+	p := writeYAML(t, "node_id: 1\nwrite_caching_default: true\nlog_flush_interval_ms: 250\n")
+	for _, c := range []struct {
+		name    string
+		args    []string
+		env     []string
+		caching bool
+		flushMs int64
+	}{
+		{"defaults", nil, nil, false, 100},
+		{"file", []string{"--config", p}, nil, true, 250},
+		{"env over file", []string{"--config", p}, []string{"MINIKAFKA_WRITE_CACHING_DEFAULT", "false", "MINIKAFKA_LOG_FLUSH_INTERVAL_MS", "0"}, false, 0},
+		{"flag over env", []string{"--write-caching-default", "true", "--log-flush-interval-ms", "40"}, []string{"MINIKAFKA_WRITE_CACHING_DEFAULT", "false"}, true, 40},
+	} {
+		o, err := loadConfig(c.args, env(c.env...), &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if o.WriteCachingDefault != c.caching || o.LogFlushIntervalMs != c.flushMs {
+			t.Errorf("%s: write_caching_default %v, log_flush_interval_ms %d; want %v, %d",
+				c.name, o.WriteCachingDefault, o.LogFlushIntervalMs, c.caching, c.flushMs)
 		}
 	}
 }

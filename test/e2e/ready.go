@@ -137,12 +137,19 @@ func (c *Cluster) WaitReady(ctx context.Context, topics ...string) error {
 
 // CreateTopic creates a topic and waits until it is ready everywhere.
 func (c *Cluster) CreateTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
+	return c.CreateTopicWith(ctx, topic, partitions, replicationFactor, nil)
+}
+
+// CreateTopicWith creates a topic with topic configs (write.caching, ...)
+// and waits until it is ready everywhere. A topic that exists already is
+// left as it is.
+func (c *Cluster) CreateTopicWith(ctx context.Context, topic string, partitions int32, replicationFactor int16, configs map[string]string) error {
 	adm, err := client.NewAdmin(client.Brokers(c.Seeds()...), client.RequestTimeout(5*time.Second))
 	if err != nil {
 		return err
 	}
 	defer adm.Close()
-	if err := adm.CreateTopic(ctx, topic, partitions, replicationFactor, nil); err != nil && !errors.Is(err, client.ErrTopicAlreadyExists) {
+	if err := adm.CreateTopic(ctx, topic, partitions, replicationFactor, configs); err != nil && !errors.Is(err, client.ErrTopicAlreadyExists) {
 		return fmt.Errorf("e2e: create topic %s: %w", topic, err)
 	}
 	return c.WaitReady(ctx, topic)

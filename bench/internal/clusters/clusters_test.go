@@ -3,6 +3,7 @@ package clusters
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,5 +45,25 @@ func TestFreePortsDistinct(t *testing.T) {
 			t.Fatalf("ports %v", ps)
 		}
 		seen[p] = true
+	}
+}
+
+// "{id}" in a node argument becomes each node's own id, wherever it
+// appears and however often; other arguments pass unchanged.
+func TestNodeArgsSubstituteID(t *testing.T) {
+	args := []string{"--debug-addr", "127.0.0.1:606{id}", "--raft-log-store", "pebble", "--x", "{id}-{id}"}
+	for id, want := range map[int][]string{
+		1: {"--debug-addr", "127.0.0.1:6061", "--raft-log-store", "pebble", "--x", "1-1"},
+		3: {"--debug-addr", "127.0.0.1:6063", "--raft-log-store", "pebble", "--x", "3-3"},
+	} {
+		if got := NodeArgs(args, id); !slices.Equal(got, want) {
+			t.Errorf("node %d: %q, want %q", id, got, want)
+		}
+	}
+	if args[1] != "127.0.0.1:606{id}" {
+		t.Fatalf("NodeArgs changed its input: %q", args)
+	}
+	if got := NodeArgs(nil, 2); len(got) != 0 {
+		t.Fatalf("no args gave %q", got)
 	}
 }

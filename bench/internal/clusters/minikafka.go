@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,12 +34,29 @@ func BuildNode(ctx context.Context, repoDir, bin string) error {
 
 // MiniKafkaConfig describes a local MiniKafka cluster.
 type MiniKafkaConfig struct {
-	Bin     string   // node binary
-	RepoDir string   // holds configs/node1.yaml ... ; the processes run here
-	DataDir string   // each node's data goes to DataDir/nodeN (removed first)
-	LogDir  string   // each node's output goes to LogDir/minikafka-nodeN.log
-	Nodes   int      // 1 to 3 (configs/ has three node files)
-	Args    []string // extra flags for every node
+	Bin     string // node binary
+	RepoDir string // holds configs/node1.yaml ... ; the processes run here
+	DataDir string // each node's data goes to DataDir/nodeN (removed first)
+	LogDir  string // each node's output goes to LogDir/<Name>-nodeN.log
+	Nodes   int    // 1 to 3 (configs/ has three node files)
+	// Args are extra flags for every node; "{id}" in any of them becomes
+	// the node's id (1..Nodes), e.g. "--debug-addr 127.0.0.1:606{id}".
+	Args []string
+	// Name prefixes the processes' names and logs: LogDir/<Name>-nodeN.log.
+	// Default "minikafka".
+	Name string
+}
+
+// IDPlaceholder in a node argument is replaced by the node's id.
+const IDPlaceholder = "{id}"
+
+// NodeArgs returns args with every IDPlaceholder replaced by id.
+func NodeArgs(args []string, id int) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, IDPlaceholder, strconv.Itoa(id))
+	}
+	return out
 }
 
 // MiniKafka is a running local cluster.
@@ -52,6 +70,9 @@ type MiniKafka struct {
 func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err error) {
 	if cfg.Nodes < 1 || cfg.Nodes > 3 {
 		return nil, fmt.Errorf("clusters: %d nodes; configs/ has 3", cfg.Nodes)
+	}
+	if cfg.Name == "" {
+		cfg.Name = "minikafka"
 	}
 	ports, err := FreePorts(3 * cfg.Nodes)
 	if err != nil {
@@ -84,9 +105,9 @@ func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err
 			"--bootstrap-expect", strconv.Itoa(cfg.Nodes),
 			"--default-replication-factor", strconv.Itoa(cfg.Nodes),
 			"--log-level", "warn",
-		}, cfg.Args...)
-		p, err := proc.Start(fmt.Sprintf("minikafka-node%d", id), cfg.RepoDir,
-			filepath.Join(cfg.LogDir, fmt.Sprintf("minikafka-node%d.log", id)), cfg.Bin, args...)
+		}, NodeArgs(cfg.Args, id)...)
+		name := fmt.Sprintf("%s-node%d", cfg.Name, id)
+		p, err := proc.Start(name, cfg.RepoDir, filepath.Join(cfg.LogDir, name+".log"), cfg.Bin, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -121,24 +142,40 @@ func (c *MiniKafka) Brokers() []string { return append([]string(nil), c.brokers.
 // PIDs returns the node processes' ids.
 func (c *MiniKafka) PIDs() []int { return pids(c.procs) }
 
+// ErrTopicConfigRefused means the nodes answered INVALID_CONFIG to the
+// topic's configs (a name or value this node build does not know), or
+// described the created topic with other values.
+var ErrTopicConfigRefused = errors.New("clusters: the nodes refused the topic configs")
+
 // CreateTopic creates a topic with the cluster's replication factor and
-// returns once leadership has settled: every partition is led by its
-// preferred replica (the node hands leadership there within
-// leader_rebalance_interval, which would otherwise land in the middle of a
-// measured run) and no leader epoch changed for a second.
-func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions int32) error {
+// the given topic configs, and returns once leadership has settled: every
+// partition is led by its preferred replica (the node hands leadership
+// there within leader_rebalance_interval, which would otherwise land in
+// the middle of a measured run) and no leader epoch changed for a second.
+// It returns how many partitions each node leads then, by node id, from
+// the cluster's metadata (every broker listed, 0 if it leads none). The
+// topic's configs are read back (DescribeConfigs) and must be as asked.
+func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions int32, configs map[string]string) (map[string]int, error) {
 	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer adm.Close()
-	if err := adm.CreateTopic(ctx, topic, partitions, int16(len(c.procs)), nil); err != nil &&
-		!errors.Is(err, client.ErrTopicAlreadyExists) {
-		return fmt.Errorf("clusters: create topic %s: %w", topic, err)
+	err = adm.CreateTopic(ctx, topic, partitions, int16(len(c.brokers)), configs)
+	switch {
+	case errors.Is(err, client.ErrInvalidTopicConfig):
+		return nil, fmt.Errorf("%w %s of topic %s (INVALID_CONFIG: does this build of cmd/node have them?): %w",
+			ErrTopicConfigRefused, configList(configs), topic, err)
+	case err != nil && !errors.Is(err, client.ErrTopicAlreadyExists):
+		return nil, fmt.Errorf("clusters: create topic %s: %w", topic, err)
 	}
+	if err := checkConfigs(ctx, adm, topic, configs); err != nil {
+		return nil, err
+	}
+	var leaders map[string]int
 	var last int64 = -1
 	var since time.Time
-	return poll(ctx, 30*time.Second, c.procs, func(ctx context.Context) error {
+	err = poll(ctx, 30*time.Second, c.procs, func(ctx context.Context) error {
 		ts, err := adm.DescribeTopics(ctx, topic)
 		if err != nil {
 			return err
@@ -147,12 +184,14 @@ func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions in
 			return fmt.Errorf("topic %s not described yet", topic)
 		}
 		var sum int64
+		leaders = map[string]int{}
 		for _, p := range ts[0].Partitions {
 			if p.Leader < 0 || p.Err != nil || len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
 				last = -1
 				return fmt.Errorf("partition %d led by %d, preferred %v", p.Partition, p.Leader, p.Replicas)
 			}
 			sum += int64(p.LeaderEpoch)
+			leaders[strconv.Itoa(int(p.Leader))]++
 		}
 		if sum != last {
 			last, since = sum, time.Now()
@@ -162,6 +201,71 @@ func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions in
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return leaders, c.addIdle(ctx, adm, leaders)
+}
+
+// addIdle adds every broker that leads no partition to leaders, with 0.
+func (c *MiniKafka) addIdle(ctx context.Context, adm *client.Admin, leaders map[string]int) error {
+	d, err := adm.DescribeCluster(ctx)
+	if err != nil {
+		return fmt.Errorf("clusters: describe cluster: %w", err)
+	}
+	for _, b := range d.Brokers {
+		if id := strconv.Itoa(int(b.NodeID)); leaders[id] == 0 {
+			leaders[id] = 0
+		}
+	}
+	return nil
+}
+
+// checkConfigs returns ErrTopicConfigRefused unless topic has configs.
+func checkConfigs(ctx context.Context, adm *client.Admin, topic string, configs map[string]string) error {
+	if len(configs) == 0 {
+		return nil
+	}
+	got, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("clusters: describe configs of %s: %w", topic, err)
+	}
+	have := map[string]string{}
+	for _, c := range got {
+		have[c.Name] = c.Value
+	}
+	for k, v := range configs {
+		if have[k] != v {
+			return fmt.Errorf("%w: topic %s has %s=%q, asked for %q", ErrTopicConfigRefused, topic, k, have[k], v)
+		}
+	}
+	return nil
+}
+
+// configList shows configs as name=value pairs, sorted.
+func configList(configs map[string]string) string {
+	kv := make([]string, 0, len(configs))
+	for k, v := range configs {
+		kv = append(kv, k+"="+v)
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, ",")
+}
+
+// Spread reports whether leaders are spread evenly: no server leads more
+// than one partition more than another.
+func Spread(leaders map[string]int) bool {
+	if len(leaders) == 0 {
+		return false
+	}
+	lo, hi := -1, 0
+	for _, n := range leaders {
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	return hi-lo <= 1
 }
 
 // LeaderEpochs returns the sum of the topic's partitions' leader epochs

@@ -6,7 +6,8 @@
 //
 //  1. Wrap the client in a Target (Send must not wait for the ack; it calls
 //     done exactly once per accepted record).
-//  2. Describe the run in a Spec: the record value, the window (records
+//  2. Describe the run in a Spec: the record value, the number of
+//     partitions (records go to them round robin), the window (records
 //     outstanding at most), the offered rate (0 = peak: as fast as the
 //     window allows), warm-up and measured durations.
 //  3. Call Run. It sends for Warmup+Duration, counts only acks that arrive
@@ -34,11 +35,11 @@ import (
 
 // Target is one producer client under test.
 type Target interface {
-	// Send hands one record to the client and returns without waiting for
-	// its acknowledgement. If it returns nil, done is called exactly once,
-	// from any goroutine, with the outcome; if it returns an error, done
-	// is never called.
-	Send(ctx context.Context, value []byte, done func(error)) error
+	// Send hands one record for partition (0 to Spec.Partitions-1) to the
+	// client and returns without waiting for its acknowledgement. If it
+	// returns nil, done is called exactly once, from any goroutine, with
+	// the outcome; if it returns an error, done is never called.
+	Send(ctx context.Context, partition int, value []byte, done func(error)) error
 }
 
 // Meter reads cumulative CPU seconds of a set of processes.
@@ -46,13 +47,16 @@ type Meter func() (float64, error)
 
 // Spec describes one run.
 type Spec struct {
-	Value    []byte        // every record's value
-	Window   int           // records sent and not yet acknowledged, at most
-	Rate     float64       // records per second offered; 0 = peak
-	Warmup   time.Duration // sent but not measured
-	Duration time.Duration // measured
-	Drain    time.Duration // longest wait for outstanding acks at the end; default 30s
-	Servers  Meter         // CPU of the servers; nil = not measured
+	Value []byte // every record's value
+	// Partitions the records are spread over, round robin: record i goes
+	// to partition i mod Partitions. 0 means 1.
+	Partitions int
+	Window     int           // records sent and not yet acknowledged, at most
+	Rate       float64       // records per second offered; 0 = peak
+	Warmup     time.Duration // sent but not measured
+	Duration   time.Duration // measured
+	Drain      time.Duration // longest wait for outstanding acks at the end; default 30s
+	Servers    Meter         // CPU of the servers; nil = not measured
 	// Tick, if set, is called about ten times a second with the time since
 	// the run started (warm-up included).
 	Tick func(elapsed time.Duration)
@@ -72,9 +76,16 @@ type Result struct {
 	// OtherCPU is the CPU seconds the rest of the machine used: a run
 	// that competed with other work says so here.
 	OtherCPU float64
-	// Timeline has one Slot per SlotWidth of the measured window: acks and
-	// the slowest ack in each, to show stalls that percentiles hide.
+	// Timeline has one Slot per SlotWidth of the measured window (the
+	// last one may be partial): acks and the slowest ack in each, to show
+	// stalls that percentiles hide.
 	Timeline []Slot
+	// EmptySlots is the number of whole SlotWidth slots of the measured
+	// window in which no record was acknowledged.
+	EmptySlots int
+	// LongestGap is the longest time in the measured window without an
+	// acknowledgement, counting from the window's start and to its end.
+	LongestGap time.Duration
 }
 
 // SlotWidth is the width of a Timeline slot.
@@ -120,7 +131,10 @@ func Run(ctx context.Context, t Target, s Spec) (Result, error) {
 		return Result{}, fmt.Errorf("%w: rate %v", ErrBadSpec, s.Rate)
 	case s.Duration <= 0 || s.Warmup < 0:
 		return Result{}, fmt.Errorf("%w: durations %v/%v", ErrBadSpec, s.Warmup, s.Duration)
+	case s.Partitions < 0:
+		return Result{}, fmt.Errorf("%w: partitions %d", ErrBadSpec, s.Partitions)
 	}
+	s.Partitions = max(s.Partitions, 1)
 	if s.Drain <= 0 {
 		s.Drain = 30 * time.Second
 	}
@@ -206,6 +220,8 @@ type meter struct {
 	firstErr  atomic.Pointer[error]
 	t0        atomic.Pointer[time.Time] // start of the measured window
 	slots     []slot
+	lastAck   atomic.Int64 // latest ack in the measured window, ns after t0
+	maxGap    atomic.Int64 // longest ns between acks in the measured window
 }
 
 type slot struct {
@@ -227,31 +243,60 @@ func (m *meter) ack(start time.Time, err error) {
 	m.lat.Record(lat)
 	m.records.Add(1)
 	if t0 := m.t0.Load(); t0 != nil {
-		if i := int(now.Sub(*t0) / SlotWidth); i >= 0 && i < len(m.slots) {
+		off := now.Sub(*t0)
+		m.gap(int64(off))
+		if i := int(off / SlotWidth); i >= 0 && i < len(m.slots) {
 			sl := &m.slots[i]
 			sl.records.Add(1)
-			for {
-				old := sl.max.Load()
-				if int64(lat) <= old || sl.max.CompareAndSwap(old, int64(lat)) {
-					break
-				}
-			}
+			raise(&sl.max, int64(lat))
 		}
 	}
 }
 
-// collect copies what the acks recorded into res: counts, latency, errors
-// and the timeline up to its last non-empty slot.
+// gap moves lastAck forward to off (ns after t0), raising maxGap to the
+// time since the previous ack. Acks reported out of order by concurrent
+// callers do not move it back.
+func (m *meter) gap(off int64) {
+	for {
+		prev := m.lastAck.Load()
+		if off <= prev {
+			return
+		}
+		if m.lastAck.CompareAndSwap(prev, off) {
+			raise(&m.maxGap, off-prev)
+			return
+		}
+	}
+}
+
+// raise sets a to v if v is larger.
+func raise(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// collect copies what the acks recorded into res: counts, latency, errors,
+// the timeline of the measured window (res.Elapsed, set by measure) and
+// its stalls.
 func (m *meter) collect(res *Result) {
 	res.Records, res.Bytes = m.records.Load(), m.records.Load()*m.size
 	res.Latency = m.lat.Snapshot()
 	res.Errors = m.errors.Load()
-	n := len(m.slots)
-	for n > 0 && m.slots[n-1].records.Load() == 0 {
-		n--
-	}
+	whole := min(int(res.Elapsed/SlotWidth), len(m.slots))
+	n := min(int((res.Elapsed+SlotWidth-1)/SlotWidth), len(m.slots))
 	for i := range n {
-		res.Timeline = append(res.Timeline, Slot{Records: m.slots[i].records.Load(), Max: time.Duration(m.slots[i].max.Load())})
+		sl := Slot{Records: m.slots[i].records.Load(), Max: time.Duration(m.slots[i].max.Load())}
+		res.Timeline = append(res.Timeline, sl)
+		if i < whole && sl.Records == 0 {
+			res.EmptySlots++
+		}
+	}
+	if res.Elapsed > 0 {
+		res.LongestGap = time.Duration(max(m.maxGap.Load(), int64(res.Elapsed)-m.lastAck.Load()))
 	}
 	if e := m.firstErr.Load(); e != nil {
 		res.FirstErr = *e
@@ -286,7 +331,7 @@ func send(ctx context.Context, t Target, s Spec, begin time.Time, sem chan struc
 		if !sched.paced() {
 			start = time.Now()
 		}
-		err := t.Send(ctx, s.Value, func(err error) {
+		err := t.Send(ctx, int(i%uint64(s.Partitions)), s.Value, func(err error) {
 			m.ack(start, err)
 			<-sem
 		})

@@ -14,11 +14,18 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeTarget acks each record from a goroutine after delay, failing every
-// failEvery-th (0 = never), and tracks the most records outstanding.
+// failEvery-th (0 = never), and tracks the most records outstanding and
+// the records sent to each partition.
 type fakeTarget struct {
 	delay     time.Duration
 	failEvery uint64
 	never     bool // never ack
+	// holdFrom and holdUntil, if set: a record sent between them is
+	// acknowledged at holdUntil, not after delay (a stalled server).
+	holdFrom, holdUntil time.Time
+
+	mu    sync.Mutex // guards parts
+	parts map[int]int
 
 	sent        atomic.Uint64
 	outstanding atomic.Int64
@@ -28,7 +35,13 @@ type fakeTarget struct {
 
 var errFake = errors.New("fake failure")
 
-func (f *fakeTarget) Send(_ context.Context, _ []byte, done func(error)) error {
+func (f *fakeTarget) Send(_ context.Context, partition int, _ []byte, done func(error)) error {
+	f.mu.Lock()
+	if f.parts == nil {
+		f.parts = map[int]int{}
+	}
+	f.parts[partition]++
+	f.mu.Unlock()
 	n := f.sent.Add(1)
 	o := f.outstanding.Add(1)
 	for {
@@ -40,8 +53,12 @@ func (f *fakeTarget) Send(_ context.Context, _ []byte, done func(error)) error {
 	if f.never {
 		return nil
 	}
+	delay := f.delay
+	if now := time.Now(); now.After(f.holdFrom) && now.Before(f.holdUntil) {
+		delay = f.holdUntil.Sub(now)
+	}
 	f.wg.Go(func() {
-		time.Sleep(f.delay)
+		time.Sleep(delay)
 		f.outstanding.Add(-1)
 		if f.failEvery > 0 && n%f.failEvery == 0 {
 			done(errFake)
@@ -158,5 +175,67 @@ func TestSchedule(t *testing.T) {
 	}
 	if newSchedule(b, 0).paced() {
 		t.Fatal("rate 0 must be unpaced")
+	}
+}
+
+// Records go to the partitions round robin, and a single partition is the
+// default.
+func TestPartitionsRoundRobin(t *testing.T) {
+	f := &fakeTarget{}
+	if _, err := Run(context.Background(), f, Spec{Value: []byte("x"), Window: 8, Partitions: 3, Duration: 30 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	f.wg.Wait()
+	if len(f.parts) != 3 {
+		t.Fatalf("partitions used %v, want 0, 1 and 2", f.parts)
+	}
+	lo, hi := f.parts[0], f.parts[0]
+	for _, n := range f.parts {
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if hi-lo > 1 {
+		t.Fatalf("per partition %v: not round robin", f.parts)
+	}
+	g := &fakeTarget{}
+	if _, err := Run(context.Background(), g, Spec{Value: []byte("x"), Window: 8, Duration: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	g.wg.Wait()
+	if len(g.parts) != 1 || g.parts[0] == 0 {
+		t.Fatalf("default partitions %v, want all in 0", g.parts)
+	}
+}
+
+// A pause of the acks shows as empty 100ms slots and as the longest gap,
+// also when it lasts to the end of the measured window.
+func TestStallsCounted(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		from, until    time.Duration // of the hold, after the measured window starts
+		minEmpty       int
+		minGap, maxGap time.Duration
+	}{
+		{"middle", 200 * time.Millisecond, 600 * time.Millisecond, 3, 350 * time.Millisecond, 550 * time.Millisecond},
+		{"to the end", 500 * time.Millisecond, 1500 * time.Millisecond, 4, 450 * time.Millisecond, 700 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			warmup := 50 * time.Millisecond
+			t0 := time.Now().Add(warmup)
+			f := &fakeTarget{delay: time.Millisecond, holdFrom: t0.Add(tc.from), holdUntil: t0.Add(tc.until)}
+			res, err := Run(context.Background(), f, Spec{Value: []byte("x"), Window: 4, Warmup: warmup, Duration: time.Second})
+			f.wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.EmptySlots < tc.minEmpty || res.EmptySlots > 10 {
+				t.Errorf("%d empty slots, want at least %d", res.EmptySlots, tc.minEmpty)
+			}
+			if res.LongestGap < tc.minGap || res.LongestGap > tc.maxGap {
+				t.Errorf("longest gap %v, want %v to %v", res.LongestGap, tc.minGap, tc.maxGap)
+			}
+			if want := int((res.Elapsed + SlotWidth - 1) / SlotWidth); len(res.Timeline) != want {
+				t.Errorf("timeline of %d slots for %v, want %d (trailing empty slots kept)", len(res.Timeline), res.Elapsed, want)
+			}
+		})
 	}
 }

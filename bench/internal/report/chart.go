@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,14 @@ func (r *Report) WriteChart(path string) error {
 			return err
 		}
 	}
-	w, h := vg.Length(len(sizes))*13*vg.Centimeter, 18*vg.Centimeter
+	// 13 cm per size, wider for many runs; taller for slanted labels.
+	col, h := 13.0, 18*vg.Centimeter
+	for _, size := range sizes {
+		if n := len(r.systemsIn(Peak, size)); n > 5 {
+			col, h = max(col, 1.6*float64(n)), 22*vg.Centimeter
+		}
+	}
+	w := vg.Length(float64(len(sizes))*col) * vg.Centimeter
 	var c vg.CanvasSizer
 	var save func(*os.File) error
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -74,23 +82,37 @@ func (r *Report) WriteChart(path string) error {
 	return f.Close()
 }
 
-// systemsIn returns the systems that have a run in mode at size, in order.
+// systemsIn returns the runs in mode at size, by partitions then system.
 func (r *Report) systemsIn(mode string, size int) []Run {
 	var runs []Run
-	for _, key := range SystemOrder {
-		if run, ok := r.Find(key, mode, size); ok {
-			runs = append(runs, run)
+	for _, parts := range r.PartitionCounts() {
+		for _, key := range SystemOrder {
+			if run, ok := r.Find(key, mode, size, parts); ok {
+				runs = append(runs, run)
+			}
 		}
 	}
 	return runs
 }
 
-func (r *Report) names(runs []Run) []string {
-	out := make([]string, len(runs))
+// nominalX labels the x axis with the runs' systems, and their partitions
+// when more than one count was measured; labels of more than five runs
+// are slanted so that they do not overlap.
+func (r *Report) nominalX(p *plot.Plot, runs []Run) {
+	many := len(r.PartitionCounts()) > 1
+	names := make([]string, len(runs))
 	for i, run := range runs {
-		out[i] = r.SystemByKey(run.System).Name
+		names[i] = r.SystemByKey(run.System).Name
+		if many {
+			names[i] += fmt.Sprintf(" %dp", run.Partitions)
+		}
 	}
-	return out
+	p.NominalX(names...)
+	p.X.Tick.Label.Font.Size = vg.Points(9)
+	if len(runs) > 5 {
+		p.X.Tick.Label.Rotation = math.Pi / 4
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YTop
+	}
 }
 
 func (r *Report) throughputPlot(size int) (*plot.Plot, error) {
@@ -127,8 +149,7 @@ func (r *Report) throughputPlot(size int) (*plot.Plot, error) {
 	}
 	lbl.Offset = vg.Point{Y: vg.Points(3)}
 	p.Add(lbl)
-	p.NominalX(r.names(runs)...)
-	p.X.Tick.Label.Font.Size = vg.Points(9)
+	r.nominalX(p, runs)
 	p.Y.Min = 0
 	p.Y.Max *= 1.12 // room for the labels
 	return p, nil
@@ -176,7 +197,7 @@ func (r *Report) latencyPlot(size int, mode string) (*plot.Plot, error) {
 		p.Add(sc)
 		p.Legend.Add(q.name, sc)
 	}
-	p.NominalX(r.names(runs)...)
+	r.nominalX(p, runs)
 	p.X.Min, p.X.Max = -0.5, float64(len(runs))-0.5
 	p.Y.Max *= 3 // room for the legend
 	return p, nil

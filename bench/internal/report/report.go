@@ -1,10 +1,11 @@
 // Package report turns benchmark runs into what a reader sees: the table
-// printed on stdout (with ratios ours/peer and the aims of issue 6), the
+// printed on stdout (with ratios ours/peer and the aims of issue 14), the
 // JSON file of every figure, and a chart of throughput and latency per
 // system.
 //
 // A caller's duties: fill a Report with one Run per measured run (Add
-// converts a load.Result), call Compare to derive the comparisons, then
+// converts a load.Result; Fail records a system that could not be set
+// up), call Compare to derive the comparisons, then
 // WriteTable, WriteJSON and WriteChart. Everything here is a pure function
 // of the Report: equal reports give equal outputs.
 package report
@@ -21,14 +22,18 @@ import (
 
 // System keys, in the order tables and charts list them.
 const (
-	Ours      = "ours"       // MiniKafka, our client package
-	Franz     = "franz"      // MiniKafka, franz-go's kgo producer
-	JSAlways  = "js-always"  // JetStream, sync_interval: always
-	JSDefault = "js-default" // JetStream, default sync (every 2 min)
+	Ours       = "ours"        // MiniKafka, our client package
+	Franz      = "franz"       // MiniKafka, franz-go's kgo producer
+	OursCached = "ours-cached" // MiniKafka, topic with write.caching=true, our client
+	JSAlways   = "js-always"   // JetStream, sync_interval: always
+	JSDefault  = "js-default"  // JetStream, default sync (every 2 min)
 )
 
 // SystemOrder is the order of systems in every output.
-var SystemOrder = []string{Ours, Franz, JSAlways, JSDefault}
+var SystemOrder = []string{Ours, Franz, OursCached, JSAlways, JSDefault}
+
+// minikafka reports whether a system key is one of our cluster's.
+func minikafka(key string) bool { return key == Ours || key == Franz || key == OursCached }
 
 // Modes of a run.
 const (
@@ -49,8 +54,12 @@ type Run struct {
 	System      string  `json:"system"` // a System key
 	Mode        string  `json:"mode"`
 	RecordBytes int     `json:"record_bytes"`
+	Partitions  int     `json:"partitions"`                        // of the topic, or JetStream streams
 	OfferedRate float64 `json:"offered_records_per_sec,omitempty"` // HalfLoad only
 	Window      int     `json:"window_records"`
+	// Leaders is how many partitions (streams) each server led when the
+	// topic (streams) had been created, by node id (server name).
+	Leaders map[string]int `json:"leaders_per_node,omitempty"`
 
 	MeasuredFrom  time.Time `json:"measured_from"`
 	Seconds       float64   `json:"seconds"` // measured window
@@ -72,6 +81,10 @@ type Run struct {
 	// changed during the run (from the leader epochs); -1 when unknown.
 	Elections int64  `json:"elections"`
 	Errors    uint64 `json:"errors"`
+	// EmptyWindows is how many whole 100ms windows of the measured period
+	// had no acknowledgement; LongestGapMs the longest time without one.
+	EmptyWindows int     `json:"empty_100ms_windows"`
+	LongestGapMs float64 `json:"longest_ack_gap_ms"`
 	// Timeline is [records acked, slowest ack in ms] per 100ms of the
 	// measured window: stalls show up here.
 	Timeline [][2]float64 `json:"timeline_100ms,omitempty"`
@@ -83,13 +96,15 @@ type Settings struct {
 	Warmup      string  `json:"warmup"`
 	Duration    string  `json:"duration"`
 	WindowBytes int     `json:"window_bytes"`
-	Partitions  int     `json:"partitions"`
+	Partitions  []int   `json:"partitions"` // partition counts measured, ascending
 	Servers     int     `json:"servers"`
 	Replicas    int     `json:"replicas"`
 	Quick       bool    `json:"quick"`
 	FixedRate   float64 `json:"fixed_rate,omitempty"` // records/s of the half-load runs when forced by -rate
 	NodeArgs    string  `json:"node_args,omitempty"`
 	OurClient   string  `json:"our_client_options,omitempty"` // options beyond the defaults
+	// CachedTopicConfigs are the topic configs of ours-cached's topic.
+	CachedTopicConfigs map[string]string `json:"cached_topic_configs,omitempty"`
 }
 
 // Report is everything one bench invocation measured.
@@ -100,6 +115,12 @@ type Report struct {
 	Systems     []System     `json:"systems"`
 	Runs        []Run        `json:"runs"`
 	Comparisons []Comparison `json:"comparisons"`
+	// Scaling is, per system and size, peak records/s with more than one
+	// partition over the figure with one, from the same invocation.
+	Scaling []Scaling `json:"partition_scaling,omitempty"`
+	// SetupErrors are systems that could not be measured at all (a cluster
+	// that did not start, a topic the nodes refused), one line each.
+	SetupErrors []string `json:"setup_errors,omitempty"`
 }
 
 // Host describes the machine.
@@ -110,17 +131,30 @@ type Host struct {
 	Note      string `json:"note"`
 }
 
+// RunInfo is what the caller knows of a run besides its load.Result.
+type RunInfo struct {
+	System, Mode string
+	Size         int // record value bytes
+	Partitions   int
+	Window       int
+	Offered      float64 // records/s, HalfLoad only
+	Elections    int64   // -1 when unknown
+	Leaders      map[string]int
+}
+
 // Add appends a run built from a load result; runErr is the error load.Run
 // returned, if any.
-func (r *Report) Add(system, mode string, size, window int, offered float64, elections int64, res load.Result, runErr error) {
+func (r *Report) Add(in RunInfo, res load.Result, runErr error) {
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	run := Run{
-		System: system, Mode: mode, RecordBytes: size, OfferedRate: offered, Window: window,
+		System: in.System, Mode: in.Mode, RecordBytes: in.Size, Partitions: max(in.Partitions, 1),
+		OfferedRate: in.Offered, Window: in.Window, Leaders: in.Leaders,
 		MeasuredFrom: res.Start.UTC(), Seconds: res.Elapsed.Seconds(), Records: res.Records,
 		RecordsPerSec: res.RecordsPerSec(), MBPerSec: res.MBPerSec(),
 		P50ms: ms(res.Latency.Quantile(0.50)), P99ms: ms(res.Latency.Quantile(0.99)),
 		P999ms: ms(res.Latency.Quantile(0.999)), MaxMs: ms(res.Latency.Max), MeanMs: ms(res.Latency.Mean()),
-		ServerCPU: res.ServerCPU, ClientCPU: res.ClientCPU, OtherCPU: res.OtherCPU, Errors: res.Errors, Elections: elections,
+		ServerCPU: res.ServerCPU, ClientCPU: res.ClientCPU, OtherCPU: res.OtherCPU, Errors: res.Errors,
+		Elections: in.Elections, EmptyWindows: res.EmptySlots, LongestGapMs: ms(res.LongestGap),
 	}
 	for _, sl := range res.Timeline {
 		run.Timeline = append(run.Timeline, [2]float64{float64(sl.Records), ms(sl.Max)})
@@ -137,15 +171,36 @@ func (r *Report) Add(system, mode string, size, window int, offered float64, ele
 	r.Runs = append(r.Runs, run)
 }
 
-// Find returns the run of system in mode at size.
-func (r *Report) Find(system, mode string, size int) (Run, bool) {
+// Fail records that system could not be measured at all with that many
+// partitions, and why.
+func (r *Report) Fail(system string, partitions int, err error) {
+	r.SetupErrors = append(r.SetupErrors, fmt.Sprintf("%s, %d partition(s): %v", r.SystemByKey(system).Name, partitions, err))
+}
+
+// Find returns the run of system in mode at size with that many partitions.
+func (r *Report) Find(system, mode string, size, partitions int) (Run, bool) {
 	for _, run := range r.Runs {
-		if run.System == system && run.Mode == mode && run.RecordBytes == size {
+		if run.System == system && run.Mode == mode && run.RecordBytes == size && run.Partitions == partitions {
 			return run, true
 		}
 	}
 	return Run{}, false
 }
+
+// PartitionCounts returns the partition counts measured, ascending.
+func (r *Report) PartitionCounts() []int {
+	var ps []int
+	for _, run := range r.Runs {
+		if !slices.Contains(ps, run.Partitions) {
+			ps = append(ps, run.Partitions)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// Stalled reports whether the run had a 100ms window without an ack.
+func (run Run) Stalled() bool { return run.EmptyWindows > 0 }
 
 // Sizes returns the record sizes measured, largest first.
 func (r *Report) Sizes() []int {

@@ -3,10 +3,12 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,23 +28,33 @@ func result(n uint64, size int, lat time.Duration) load.Result {
 }
 
 func sample() *Report {
-	r := &Report{Settings: Settings{Warmup: "1s", Duration: "1s", WindowBytes: 4 << 20, Partitions: 1, Servers: 3, Replicas: 3},
-		Host: Host{CPUs: 2}, Systems: []System{{Key: Ours, Name: "minikafka", Durability: "fsync"}, {Key: JSAlways, Name: "js-a", Durability: "fsync too"}}}
-	r.Add(Ours, Peak, 1024, 4096, 0, 0, result(3000, 1024, 4*time.Millisecond), nil)
-	r.Add(JSAlways, Peak, 1024, 4096, 0, -1, result(1000, 1024, 8*time.Millisecond), nil)
-	r.Add(JSDefault, Peak, 1024, 4096, 0, -1, result(2500, 1024, 2*time.Millisecond), nil)
-	r.Add(Franz, Peak, 1024, 4096, 0, 1, result(3000, 1024, 2*time.Millisecond), nil)
-	r.Add(Ours, HalfLoad, 1024, 4096, 1500, 0, result(1500, 1024, 30*time.Millisecond), nil)
-	r.Add(JSAlways, HalfLoad, 1024, 4096, 1500, -1, result(1500, 1024, 10*time.Millisecond), nil)
-	r.Add(Ours, Peak, 100, 40000, 0, 0, result(100, 100, time.Millisecond), nil)
-	r.Add(JSAlways, Peak, 100, 40000, 0, -1, result(10, 100, time.Millisecond), os.ErrDeadlineExceeded)
+	r := &Report{Settings: Settings{Warmup: "1s", Duration: "1s", WindowBytes: 4 << 20, Partitions: []int{1, 12}, Servers: 3, Replicas: 3},
+		Host: Host{CPUs: 2}, Systems: []System{{Key: Ours, Name: "minikafka", Durability: "fsync"}, {Key: JSAlways, Name: "js-a", Durability: "fsync too"},
+			{Key: OursCached, Name: "ours-cached", Durability: "durable in memory"}, {Key: "none", Name: "not-run", Durability: "never run"}}}
+	add := func(system, mode string, size, parts int, offered float64, elections int64, res load.Result, err error) {
+		r.Add(RunInfo{System: system, Mode: mode, Size: size, Partitions: parts, Window: 4 << 20 / size,
+			Offered: offered, Elections: elections}, res, err)
+	}
+	add(Ours, Peak, 1024, 1, 0, 0, result(3000, 1024, 4*time.Millisecond), nil)
+	add(JSAlways, Peak, 1024, 1, 0, -1, result(1000, 1024, 8*time.Millisecond), nil)
+	add(JSDefault, Peak, 1024, 1, 0, -1, result(2500, 1024, 2*time.Millisecond), nil)
+	add(OursCached, Peak, 1024, 1, 0, 0, result(3500, 1024, 2*time.Millisecond), nil)
+	add(Franz, Peak, 1024, 1, 0, 1, result(3000, 1024, 2*time.Millisecond), nil)
+	add(Ours, HalfLoad, 1024, 1, 1500, 0, result(1500, 1024, 30*time.Millisecond), nil)
+	add(JSAlways, HalfLoad, 1024, 1, 1500, -1, result(1500, 1024, 10*time.Millisecond), nil)
+	add(Ours, Peak, 100, 1, 0, 0, result(100, 100, time.Millisecond), nil)
+	add(JSAlways, Peak, 100, 1, 0, -1, result(10, 100, time.Millisecond), os.ErrDeadlineExceeded)
+	many := result(7500, 1024, 5*time.Millisecond)
+	many.EmptySlots, many.LongestGap = 3, 420*time.Millisecond
+	r.Add(RunInfo{System: Ours, Mode: Peak, Size: 1024, Partitions: 12, Window: 4096,
+		Leaders: map[string]int{"1": 4, "2": 5, "3": 3}}, many, nil)
 	r.Compare()
 	return r
 }
 
 func TestAddDerivesFigures(t *testing.T) {
 	r := sample()
-	run, ok := r.Find(Ours, Peak, 1024)
+	run, ok := r.Find(Ours, Peak, 1024, 1)
 	if !ok {
 		t.Fatal("ours peak 1 KiB missing")
 	}
@@ -52,7 +64,7 @@ func TestAddDerivesFigures(t *testing.T) {
 	if run.P99ms < 3.9 || run.P99ms > 4.1 {
 		t.Fatalf("p99 %v ms, want 4", run.P99ms)
 	}
-	if f, _ := r.Find(JSAlways, Peak, 100); f.Error == "" {
+	if f, _ := r.Find(JSAlways, Peak, 100, 1); f.Error == "" {
 		t.Fatal("a run error must be kept")
 	}
 	if got := r.Sizes(); len(got) != 2 || got[0] != 1024 || got[1] != 100 {
@@ -67,22 +79,32 @@ func TestCompareAgainstAims(t *testing.T) {
 		what string
 	}
 	type verdict struct {
-		ratio        float64
-		met, missing bool
+		ratio  float64
+		status string
 	}
 	// Systems the report does not describe are named by their key.
 	want := map[key]verdict{
-		{1024, "peak records/s: ours vs js-a"}:            {3, true, false},          // aim 2x
-		{1024, "peak records/s: ours vs js-default"}:      {1.2, false, false},       // aim 1.3x
-		{1024, "peak records/s: ours vs franz"}:           {1, true, false},          // aim 1.0x, equal counts
-		{1024, "p99 latency of ours at half of our peak"}: {30.0 / 20, false, false}, // 30ms > 20ms
-		{100, "peak records/s: ours vs js-a"}:             {0, false, true},          // the peer's run failed
-		{100, "peak records/s: ours vs franz"}:            {0, false, true},          // not run
-		{100, "p99 latency of ours at half of our peak"}:  {0, false, true},
+		{1024, "peak records/s: minikafka vs js-a"}:               {3, "met"},           // aim 1.5x
+		{1024, "peak records/s: ours-cached vs js-default"}:       {1.4, "met"},         // aim 1.3x
+		{1024, "peak records/s: minikafka vs franz"}:              {1, "met"},           // aim 1.0x, equal counts
+		{1024, "p99 latency of minikafka at half of its peak"}:    {30.0 / 20, "SHORT"}, // 30ms > 20ms
+		{100, "peak records/s: minikafka vs js-a"}:                {0, "failed"},        // the peer's run failed
+		{100, "peak records/s: minikafka vs js-default"}:          {0, "not run"},       // aim 3x
+		{100, "peak records/s: minikafka vs franz"}:               {0, "not run"},       // not run
+		{100, "p99 latency of minikafka at half of its peak"}:     {0, "not run"},       //
+		{0, "100 ms windows without an ack, every minikafka run"}: {0, "SHORT"},         // the 12-partition run stalled
+		{1024, "peak records/s of minikafka: 12 partitions vs 1"}: {2.5, "met"},         // 7500 vs 3000
+		{100, "peak records/s of minikafka: 12 partitions vs 1"}:  {0, "not run"},       //
 	}
 	got := map[key]verdict{}
 	for _, c := range r.Comparisons {
-		got[key{c.RecordBytes, c.What}] = verdict{c.Ratio, c.Met, c.Missing}
+		got[key{c.RecordBytes, c.What}] = verdict{c.Ratio, c.Status}
+		if c.Met != (c.Status == "met") || c.Missing != (c.Status == "not run" || c.Status == "failed") {
+			t.Errorf("%s: met %v missing %v but status %s", c.What, c.Met, c.Missing, c.Status)
+		}
+	}
+	if len(got) != len(r.Comparisons) || len(r.Comparisons) != 11 {
+		t.Errorf("%d comparisons, want the 11 aims once each: %+v", len(r.Comparisons), r.Comparisons)
 	}
 	for k, w := range want {
 		g, ok := got[k]
@@ -90,26 +112,64 @@ func TestCompareAgainstAims(t *testing.T) {
 			t.Errorf("no comparison %v in %+v", k, r.Comparisons)
 			continue
 		}
-		if g.met != w.met || g.missing != w.missing || math.Abs(g.ratio-w.ratio) > 0.02 {
+		if g.status != w.status || math.Abs(g.ratio-w.ratio) > 0.02 {
 			t.Errorf("%v: got %+v, want %+v", k, g, w)
 		}
 	}
 }
 
+// Scaling lists our 12-partition peak against the 1-partition one, and
+// nothing for systems measured with one partition only.
+func TestScaling(t *testing.T) {
+	r := sample()
+	if len(r.Scaling) != 1 {
+		t.Fatalf("scaling %+v, want ours at 1 KiB only", r.Scaling)
+	}
+	if s := r.Scaling[0]; s.System != Ours || s.RecordBytes != 1024 || s.Partitions != 12 || s.Ratio != 2.5 {
+		t.Fatalf("scaling %+v", s)
+	}
+}
+
+// Without the stalled run the stall aim is met; with no MiniKafka run at
+// all it was not run.
+func TestStallAim(t *testing.T) {
+	r := sample()
+	r.Runs = slices.DeleteFunc(r.Runs, func(run Run) bool { return run.Partitions == 12 })
+	r.Compare()
+	if c := r.stallAim(); c.Status != "met" || c.Figure != "0 window(s) in 0 of 5 runs; longest gap 0 ms" {
+		t.Fatalf("no stalls: %+v", c)
+	}
+	r.Runs = slices.DeleteFunc(r.Runs, func(run Run) bool { return minikafka(run.System) })
+	if c := r.stallAim(); c.Status != "not run" {
+		t.Fatalf("no minikafka runs: %+v", c)
+	}
+}
+
 func TestTableShowsRatiosAndVerdicts(t *testing.T) {
 	var buf bytes.Buffer
-	if err := sample().WriteTable(&buf); err != nil {
+	r := sample()
+	r.Fail(OursCached, 12, errors.New("refused"))
+	if err := r.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"3.00x",          // ours/js-always at 1 KiB peak
-		"1.20x",          // ours/js-default
-		"js-a (FAILED)",  // the failed run is marked
-		"(not measured)", // and its comparison too
+		"3.00x",         // ours/js-always at 1 KiB peak
+		"1.20x",         // ours/js-default
+		"js-a (FAILED)", // the failed run is marked
+		"failed",        // and its comparison too
+		"not run",       // an aim whose runs were not made
 		"SHORT", "met",
 		"HALF LOAD",
-		"fsync too", // durability is stated
+		"fsync too",         // durability is stated
+		"durable in memory", // of every system with runs
+		"4/5/3",             // leaders per node
+		"3 STALL",           // the stalled run is flagged in its row
+		"STALLS: 1 run(s)",
+		"1 and 12 partition(s)",
+		"longest gap 420 ms",
+		"NOT RUN: ours-cached, 12 partition(s): refused", // a system that could not be set up
+		"PARTITIONS:", "2.50x", // the scaling of ours
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -123,6 +183,9 @@ func TestTableWarnsAboutBusyMachine(t *testing.T) {
 	var buf bytes.Buffer
 	if err := r.WriteTable(&buf); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "never run") {
+		t.Fatalf("a system without runs is described:\n%s", buf.String())
 	}
 	if strings.Contains(buf.String(), "WARNING") {
 		t.Fatalf("quiet runs flagged:\n%s", buf.String())

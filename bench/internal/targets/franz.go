@@ -7,11 +7,12 @@ import (
 )
 
 // Franz produces with franz-go's kgo client: idempotent and acks=all (its
-// defaults), default batching (linger 10ms, batches up to ~1 MB). Two
+// defaults), default batching (linger 10ms, batches up to ~1 MB). Three
 // settings differ from its defaults: no compression (its default is
 // snappy; our client's is none, and the same bytes should go over the
-// wire), and MaxBufferedRecords raised so that only the bench's window
-// bounds what is outstanding.
+// wire), MaxBufferedRecords raised so that only the bench's window bounds
+// what is outstanding, and the manual partitioner, so that each record
+// goes to the partition the bench picks.
 type Franz struct {
 	cl    *kgo.Client
 	topic string
@@ -25,6 +26,7 @@ func NewFranz(brokers []string, topic string, window int, extra ...kgo.Opt) (*Fr
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.MaxBufferedRecords(window + 1024),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 	}, extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -33,10 +35,10 @@ func NewFranz(brokers []string, topic string, window int, extra ...kgo.Opt) (*Fr
 	return &Franz{cl: cl, topic: topic}, nil
 }
 
-// Send produces one keyless record. kgo's Produce only blocks when its
-// buffer is full, which the window prevents.
-func (t *Franz) Send(ctx context.Context, value []byte, done func(error)) error {
-	t.cl.Produce(ctx, &kgo.Record{Topic: t.topic, Value: value},
+// Send produces one keyless record to partition. kgo's Produce only blocks
+// when its buffer is full, which the window prevents.
+func (t *Franz) Send(ctx context.Context, partition int, value []byte, done func(error)) error {
+	t.cl.Produce(ctx, &kgo.Record{Topic: t.topic, Value: value, Partition: int32(partition)},
 		func(_ *kgo.Record, err error) { done(err) })
 	return nil
 }

@@ -3,6 +3,7 @@ package targets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -14,31 +15,70 @@ import (
 // send (a bug in the bench or the client library).
 var ErrUnknownAck = errors.New("targets: ack for an unknown message")
 
+// ErrNoRoutes is returned by NewJetStream without a stream to publish to.
+var ErrNoRoutes = errors.New("targets: no JetStream routes")
+
+// Route is where one partition's messages go: a subject of one stream, and
+// the client URL of the server that leads that stream.
+type Route struct {
+	URL     string
+	Subject string
+}
+
 // JetStream publishes with nats.go's JetStream async publisher: every
 // message is acknowledged by the stream (after the stream's replicas have
-// it), and the ack or error handler reports each one. The client library's
-// own pending limit is set to the window, so that it bounds what is
+// it), and the ack or error handler reports each one. Partition i of the
+// bench is routes[i]: a stream each, published over a connection to that
+// stream leader's server (one connection per server), as Kafka clients
+// send each partition's records to its leader. The client library's own
+// pending limit is set to the window, so that it bounds what is
 // outstanding exactly as the bench's window does for the other clients.
 type JetStream struct {
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	subject string
+	conns    []*nats.Conn
+	js       []jetstream.JetStream // one per connection
+	subjects []string              // by partition
+	byPart   []jetstream.JetStream // by partition: the context of its leader's connection
 
-	mu      sync.Mutex // guards pending
+	mu      sync.Mutex // guards pending and unknown
 	pending map[*nats.Msg]func(error)
 	unknown error // set by a handler that found no pending entry
 }
 
-// NewJetStream connects to url (the stream leader's server, so that
-// JetStream gets the same direct path to the leader as Kafka clients) and
-// publishes to subject.
-func NewJetStream(url, subject string, window int) (*JetStream, error) {
+// NewJetStream connects to the routes' servers and publishes partition i
+// to routes[i].Subject.
+func NewJetStream(routes []Route, window int) (_ *JetStream, err error) {
+	if len(routes) == 0 {
+		return nil, ErrNoRoutes
+	}
+	t := &JetStream{pending: map[*nats.Msg]func(error){}}
+	defer func() {
+		if err != nil {
+			t.closeConns()
+		}
+	}()
+	byURL := map[string]jetstream.JetStream{}
+	for _, r := range routes {
+		js, ok := byURL[r.URL]
+		if !ok {
+			if js, err = t.connect(r.URL, window); err != nil {
+				return nil, err
+			}
+			byURL[r.URL] = js
+		}
+		t.subjects = append(t.subjects, r.Subject)
+		t.byPart = append(t.byPart, js)
+	}
+	return t, nil
+}
+
+// connect opens a connection to url and its async publishing context.
+func (t *JetStream) connect(url string, window int) (jetstream.JetStream, error) {
 	nc, err := nats.Connect(url, nats.Name("jetstream-bench"), nats.Timeout(5*time.Second))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("targets: connect %s: %w", url, err)
 	}
-	t := &JetStream{nc: nc, subject: subject, pending: map[*nats.Msg]func(error){}}
-	t.js, err = jetstream.New(nc,
+	t.conns = append(t.conns, nc)
+	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(window),
 		jetstream.WithPublishAsyncTimeout(30*time.Second),
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
@@ -48,10 +88,10 @@ func NewJetStream(url, subject string, window int) (*JetStream, error) {
 			t.finish(m, err)
 		}))
 	if err != nil {
-		nc.Close()
-		return nil, err
+		return nil, fmt.Errorf("targets: jetstream %s: %w", url, err)
 	}
-	return t, nil
+	t.js = append(t.js, js)
+	return js, nil
 }
 
 func (t *JetStream) finish(m *nats.Msg, err error) {
@@ -67,13 +107,16 @@ func (t *JetStream) finish(m *nats.Msg, err error) {
 	}
 }
 
-// Send publishes one message asynchronously.
-func (t *JetStream) Send(_ context.Context, value []byte, done func(error)) error {
-	m := &nats.Msg{Subject: t.subject, Data: value}
+// Send publishes one message to partition's stream asynchronously.
+func (t *JetStream) Send(_ context.Context, partition int, value []byte, done func(error)) error {
+	if partition < 0 || partition >= len(t.subjects) {
+		return fmt.Errorf("targets: partition %d of %d streams", partition, len(t.subjects))
+	}
+	m := &nats.Msg{Subject: t.subjects[partition], Data: value}
 	t.mu.Lock()
 	t.pending[m] = done
 	t.mu.Unlock()
-	if _, err := t.js.PublishMsgAsync(m); err != nil {
+	if _, err := t.byPart[partition].PublishMsgAsync(m); err != nil {
 		t.mu.Lock()
 		_, ok := t.pending[m]
 		delete(t.pending, m)
@@ -87,16 +130,24 @@ func (t *JetStream) Send(_ context.Context, value []byte, done func(error)) erro
 }
 
 // Close waits for every outstanding ack (bounded by ctx) and closes the
-// connection.
+// connections.
 func (t *JetStream) Close(ctx context.Context) error {
 	var err error
-	select {
-	case <-t.js.PublishAsyncComplete():
-	case <-ctx.Done():
-		err = ctx.Err()
+	for _, js := range t.js {
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 	}
-	t.nc.Close()
+	t.closeConns()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return errors.Join(err, t.unknown)
+}
+
+func (t *JetStream) closeConns() {
+	for _, nc := range t.conns {
+		nc.Close()
+	}
 }

@@ -9,7 +9,8 @@ import (
 
 // Ours produces with our client package: idempotent, acks=all (the
 // defaults), default batching (BatchSize 16 KiB, Linger 5ms), no
-// compression. The buffer is raised to 1 GiB and blocks rather than fails
+// compression. Each record goes to the partition the bench picks
+// (ExplicitPartition). The buffer is raised to 1 GiB and blocks rather than fails
 // when full, so that only the bench's window bounds what is outstanding.
 type Ours struct {
 	p     *client.Producer
@@ -31,9 +32,9 @@ func NewOurs(brokers []string, topic string, extra ...client.Opt) (*Ours, error)
 	return &Ours{p: p, topic: topic}, nil
 }
 
-// Send produces one keyless record.
-func (o *Ours) Send(ctx context.Context, value []byte, done func(error)) error {
-	return o.p.Produce(ctx, &client.Record{Topic: o.topic, Value: value},
+// Send produces one keyless record to partition.
+func (o *Ours) Send(ctx context.Context, partition int, value []byte, done func(error)) error {
+	return o.p.Produce(ctx, &client.Record{Topic: o.topic, Value: value, Partition: int32(partition), ExplicitPartition: true},
 		func(_ *client.Record, err error) { done(err) })
 }
 

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/minikafka/minikafka-go/bench/internal/clusters"
+	"github.com/minikafka/minikafka-go/bench/internal/proc"
+	"github.com/minikafka/minikafka-go/bench/internal/report"
+	"github.com/minikafka/minikafka-go/bench/internal/targets"
+)
+
+// buildNode builds cmd/node once per invocation and returns its path.
+func (b *bench) buildNode(ctx context.Context) (bin, repo string, err error) {
+	repo, err = filepath.Abs(b.o.repo)
+	if err != nil {
+		return "", "", err
+	}
+	if b.nodeBin != "" {
+		return b.nodeBin, repo, nil
+	}
+	bin, err = filepath.Abs(filepath.Join(b.o.out, "bin", "minikafka-node"))
+	if err != nil {
+		return "", "", err
+	}
+	b.bar.step("building cmd/node")
+	if err := clusters.BuildNode(ctx, repo, bin); err != nil {
+		return "", "", err
+	}
+	b.nodeBin = bin
+	return bin, repo, nil
+}
+
+// minikafka starts a fresh MiniKafka cluster, creates the topic with parts
+// partitions and the given topic configs, and measures the systems keys
+// (our client, kgo, or our client on a write-caching topic) against it.
+func (b *bench) minikafka(ctx context.Context, parts int, name string, configs map[string]string, keys ...string) error {
+	name = clusterName(name, parts)
+	bin, repo, err := b.buildNode(ctx)
+	if err != nil {
+		return b.setupFailed(parts, name, err, keys...)
+	}
+	b.bar.step("starting " + name + " cluster")
+	logs, _ := filepath.Abs(filepath.Join(b.o.out, "logs"))
+	c, err := clusters.StartMiniKafka(ctx, clusters.MiniKafkaConfig{
+		Bin: bin, RepoDir: repo, DataDir: filepath.Join(b.dataDir, name), LogDir: logs, Nodes: servers,
+		Args: b.o.nodeArgs, Name: name,
+	})
+	if err != nil {
+		return b.setupFailed(parts, name, fmt.Errorf("cluster: %w", err), keys...)
+	}
+	defer c.Stop(context.Background())
+	leaders, err := c.CreateTopic(ctx, topic, int32(parts), configs)
+	if err != nil {
+		return b.setupFailed(parts, name, err, keys...)
+	}
+	if !clusters.Spread(leaders) {
+		b.bar.note("%s: partition leaders not spread over the nodes: %s", name, report.LeadersLabel(leaders))
+	}
+	meter := func() (float64, error) { return proc.CPUSeconds(c.PIDs()...) }
+	epochs := func(ctx context.Context) (int64, error) { return c.LeaderEpochs(ctx, topic) }
+	var ts []target
+	for _, key := range keys {
+		t := target{key: key, parts: parts, leaders: leaders, meter: meter, epochs: epochs}
+		if key == report.Franz {
+			t.mk = func(size int) (targets.Target, error) { return targets.NewFranz(c.Brokers(), topic, b.o.window(size)) }
+		} else {
+			t.mk = func(int) (targets.Target, error) { return targets.NewOurs(c.Brokers(), topic, b.o.ourOpts()...) }
+		}
+		ts = append(ts, t)
+	}
+	b.measureAll(ctx, ts...)
+	b.bar.step("stopping " + name + " cluster")
+	return ctx.Err()
+}
+
+// jetstream runs the JetStream client against a fresh JetStream cluster
+// with parts streams.
+func (b *bench) jetstream(ctx context.Context, parts int, key string, always bool) error {
+	name := clusterName(key, parts)
+	self, err := os.Executable()
+	if err != nil {
+		return b.setupFailed(parts, name, err, key)
+	}
+	b.bar.step("starting " + name + " cluster")
+	logs, _ := filepath.Abs(filepath.Join(b.o.out, "logs"))
+	c, err := clusters.StartJetStream(ctx, clusters.JetStreamConfig{
+		Self: self, DataDir: filepath.Join(b.dataDir, name), LogDir: logs, Name: name, Servers: servers, SyncAlways: always,
+	})
+	if err != nil {
+		return b.setupFailed(parts, name, fmt.Errorf("cluster: %w", err), key)
+	}
+	defer c.Stop(context.Background())
+	streams, leaders, err := c.CreateStreams(ctx, stream, topic, parts, servers)
+	if err != nil {
+		return b.setupFailed(parts, name, fmt.Errorf("streams: %w", err), key)
+	}
+	if !clusters.Spread(leaders) {
+		b.bar.note("%s: stream leaders not spread over the servers: %s", name, report.LeadersLabel(leaders))
+	}
+	routes := make([]targets.Route, len(streams))
+	for i, s := range streams {
+		routes[i] = targets.Route{URL: s.URL, Subject: s.Subject}
+	}
+	b.measureAll(ctx, target{
+		key: key, parts: parts, leaders: leaders,
+		meter: func() (float64, error) { return proc.CPUSeconds(c.PIDs()...) },
+		mk:    func(size int) (targets.Target, error) { return targets.NewJetStream(routes, b.o.window(size)) },
+	})
+	b.bar.step("stopping " + name + " cluster")
+	return ctx.Err()
+}
