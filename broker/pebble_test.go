@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
@@ -15,8 +17,9 @@ import (
 )
 
 // With raft.log_store pebble, a cluster keeps each node's partition logs
-// in data_dir/raftlog, serves every record after a node's crash and
-// restart, and a deleted topic's replicas go, keys and dirs.
+// in data_dir/raftlog, takes write.caching on every replica, serves every
+// record after a node's crash and restart, and a deleted topic's replicas
+// go, keys and dirs.
 func TestPebbleLogStoreCluster(t *testing.T) {
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.PartitionLogStore = multiraft.LogStorePebble })
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -34,6 +37,16 @@ func TestPebbleLogStoreCluster(t *testing.T) {
 			t.Fatalf("node %d: %v", node, err)
 		}
 	}
+	// write.caching: the pebble store takes it on every replica.
+	adm := kadm.NewClient(cl)
+	createWithConfigs(t, adm, "pebwc", map[string]*string{"write.caching": kmsg.StringPtr("true")})
+	for _, n := range c.Running() {
+		eventually(t, 10*time.Second, fmt.Sprintf("node %d caches pebwc/0", n.ID()), func() bool {
+			flush, cached, _ := n.WriteCaching("pebwc", 0)
+			return cached && flush == 100*time.Millisecond
+		})
+	}
+	produceSpread(t, cl, "pebwc", 1, 5, "c")
 	c.HaltNode(3)
 	c.StartNode(3)
 	c.WaitReady()
@@ -41,7 +54,9 @@ func TestPebbleLogStoreCluster(t *testing.T) {
 	if got := consumeAll(t, c.Seeds(), "peb", 20); len(got) != 20 {
 		t.Fatalf("%d records after node 3's restart, want 20", len(got))
 	}
-	adm := kadm.NewClient(cl)
+	if got := consumeAll(t, c.Seeds(), "pebwc", 5); len(got) != 5 {
+		t.Fatalf("%d cached records after node 3's restart, want 5", len(got))
+	}
 	eventually(t, 30*time.Second, "delete accepted", func() bool {
 		resp, err := adm.DeleteTopics(t.Context(), "peb")
 		return err == nil && resp["peb"].Err == nil
