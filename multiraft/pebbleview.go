@@ -144,11 +144,12 @@ func (v *pebbleView) StoreLogs(logs []*raft.Log) error {
 // DeleteRange deletes the entries min..max (inclusive) with one range
 // deletion. A suffix of the log (raft drops a follower's conflicting
 // entries) is fsynced before DeleteRange returns, so that the entries
-// that replace it can never sit on disk next to it. A head (raft's
-// compaction below a snapshot) is not: a crash that loses the deletion
-// leaves committed entries the snapshot already covers, which raft
-// compacts again, and any later synced write covers it (the WAL is
-// replayed in order).
+// that replace it can never sit on disk next to it, whatever write
+// caching does to them. A head (raft's compaction below a snapshot it
+// has persisted) is not: Pebble recovers a prefix of its WAL, so a crash
+// that loses the deletion leaves the log as it was just before it (a
+// state a crash a moment earlier leaves too), which raft compacts again;
+// any later synced write makes it durable.
 func (v *pebbleView) DeleteRange(min, max uint64) error {
 	if min > max {
 		return nil
