@@ -80,6 +80,9 @@ func checkLog(t testing.TB, s raft.LogStore, lo, hi uint64) {
 	if err := s.GetLog(hi+1, &l); !errors.Is(err, raft.ErrLogNotFound) {
 		t.Fatalf("GetLog(%d) past the end: %v", hi+1, err)
 	}
+	if err := s.GetLog(lo-1, &l); lo > 1 && !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("GetLog(%d) of a deleted entry: %v", lo-1, err)
+	}
 }
 
 // Every store keeps entries, the term and the vote across a close, drops
