@@ -247,7 +247,7 @@ func DefaultConfig() Config {
 		GroupMaxSessionTimeout:        30 * time.Minute,
 		PartitionRaft:                 partitionRaft,
 		MetaRaft:                      multiraft.DefaultTiming(),
-		PartitionLogStore:             multiraft.LogStoreBoltDB,
+		PartitionLogStore:             multiraft.LogStorePebble,
 		SegmentBytes:                  128 << 20,
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,

@@ -189,7 +189,7 @@ func TestLogStoreKey(t *testing.T) {
 		args []string
 		want multiraft.LogStore
 	}{
-		{nil, multiraft.LogStoreBoltDB},
+		{nil, multiraft.LogStorePebble},
 		{[]string{"--raft-log-store", "wal"}, multiraft.LogStoreWAL},
 		{[]string{"--raft-log-store", "boltdb"}, multiraft.LogStoreBoltDB},
 		{[]string{"--raft-log-store", "pebble"}, multiraft.LogStorePebble},
