@@ -140,7 +140,13 @@ func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (
 	case <-expired:
 		return appendResponse(nil, statusNoResponse, nil), true
 	case <-t.closed:
-		return appendResponse(nil, statusNoResponse, nil), !snapshot
+		// An answer given just before the group closed still counts:
+		// select picks at random when both are ready.
+		select {
+		case r = <-respCh:
+		default:
+			return appendResponse(nil, statusNoResponse, nil), !snapshot
+		}
 	case <-h.ctx.Done():
 		return appendResponse(nil, statusNoResponse, nil), false
 	}
