@@ -50,6 +50,9 @@ var apis = []api{
 	{kmsg.DeleteRecords, 0, 2},
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
+	{kmsg.AddPartitionsToTxn, 0, 3},
+	{kmsg.AddOffsetsToTxn, 0, 3},
+	{kmsg.EndTxn, 0, 3},
 	{kmsg.WriteTxnMarkers, 0, 1},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
@@ -106,6 +109,12 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startDeleteRecords(req, received)
 	case *kmsg.WriteTxnMarkersRequest:
 		return s.startWriteTxnMarkers(req, received)
+	case *kmsg.AddPartitionsToTxnRequest:
+		return s.startAddPartitionsToTxn(req, received)
+	case *kmsg.AddOffsetsToTxnRequest:
+		return s.startAddOffsetsToTxn(req, received)
+	case *kmsg.EndTxnRequest:
+		return s.startEndTxn(req, received)
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r

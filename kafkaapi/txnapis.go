@@ -1,0 +1,101 @@
+package kafkaapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Transactions is the optional Backend capability that serves the
+// transaction coordinator's APIs (found by type assertion; without it
+// FindCoordinator for transactions and the APIs below answer
+// COORDINATOR_NOT_AVAILABLE). Errors are Kafka's, as for Groups.
+type Transactions interface {
+	// TxnCoordinatorNode returns the node that coordinates a
+	// transactional id now.
+	TxnCoordinatorNode(ctx context.Context, transactionalID string) (int32, error)
+	// TxnCoordinator returns this node's coordinator of a transactional
+	// id: kerr.NotCoordinator if another node coordinates it,
+	// kerr.CoordinatorLoadInProgress while this node takes over.
+	TxnCoordinator(ctx context.Context, transactionalID string) (TxnCoordinator, error)
+}
+
+// TxnCoordinator serves the transactional ids of one coordinator (in the
+// broker, one partition of __transaction_state). Each method answers at
+// the request's version once what it changed is committed.
+type TxnCoordinator interface {
+	AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse
+	AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse
+	EndTxnRequest(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse
+}
+
+// txnCoordinator returns this node's coordinator of a transactional id,
+// bounding the lookup by the request timeout.
+func (s *Server) txnCoordinator(ctx context.Context, id string) (TxnCoordinator, error) {
+	txns, ok := s.backend.(Transactions)
+	if !ok {
+		return nil, fmt.Errorf("%w: transactions are not served", kerr.CoordinatorNotAvailable)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	return txns.TxnCoordinator(ctx, id)
+}
+
+// txnCoordinatorNode finds the node that coordinates a transactional id.
+func (s *Server) txnCoordinatorNode(ctx context.Context, id string) (int32, error) {
+	txns, ok := s.backend.(Transactions)
+	if !ok {
+		return -1, fmt.Errorf("%w: transactions are not served", kerr.CoordinatorNotAvailable)
+	}
+	return txns.TxnCoordinatorNode(ctx, id)
+}
+
+// startAddPartitionsToTxn answers AddPartitionsToTxn 0-3; a routing error
+// is every partition's error.
+func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.txnCoordinator(ctx, req.TransactionalID)
+		if err == nil {
+			return c.AddPartitionsToTxn(ctx, req), nil
+		}
+		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, ErrorCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
+
+func (s *Server) startAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.txnCoordinator(ctx, req.TransactionalID)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		return c.AddOffsetsToTxn(ctx, req), nil
+	}
+}
+
+func (s *Server) startEndTxn(req *kmsg.EndTxnRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.txnCoordinator(ctx, req.TransactionalID)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		return c.EndTxnRequest(ctx, req), nil
+	}
+}
