@@ -114,3 +114,93 @@ func TestZombieProducerIsFenced(t *testing.T) {
 		}
 	}
 }
+
+// copyOnce runs a franz-go GroupTransactSession that copies topic in to
+// topic out, one transaction per poll (output records and the group's
+// offsets through TxnOffsetCommit), until want records were copied or,
+// with want 0, until idle passes without any record.
+func copyOnce(t *testing.T, c *testcluster.Cluster, want int, idle time.Duration) int {
+	t.Helper()
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Seeds()...), kgo.TransactionalID("eos-copier"),
+		kgo.DefaultProduceTopic("eos-out"), kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics("eos-in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	copied := 0
+	deadline, quiet := time.Now().Add(60*time.Second), time.Now().Add(idle)
+	for (want == 0 && time.Now().Before(quiet)) || (want > 0 && copied < want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("copied %d of %d records", copied, want)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := sess.PollFetches(ctx)
+		cancel()
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			sess.Produce(context.Background(), &kgo.Record{Key: r.Key, Value: append([]byte("copy-"), r.Value...)}, nil)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		cancel()
+		if err != nil {
+			t.Fatalf("end transaction: %v", err)
+		}
+		if committed {
+			copied += len(recs)
+		}
+	}
+	return copied
+}
+
+// TestGroupTransactSessionCopiesExactlyOnce: franz-go's
+// consume-transform-produce session (a consumer group, read_committed,
+// AddOffsetsToTxn and TxnOffsetCommit into __consumer_offsets, made
+// visible by the COMMIT marker there) copies a topic: a read_committed
+// reader of the output sees every input record once, and a second
+// session of the same group finds nothing left to copy.
+func TestGroupTransactSessionCopiesExactlyOnce(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t)
+	createTopic(t, cl, "eos-in", 3, 3)
+	createTopic(t, cl, "eos-out", 3, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := values(100, "in")
+	if err := cl.ProduceSync(ctx, withTopic(in, "eos-in")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if n := copyOnce(t, c, len(in), 0); n != len(in) {
+		t.Fatalf("first session copied %d records, want %d", n, len(in))
+	}
+	if n := copyOnce(t, c, 0, 3*time.Second); n != 0 {
+		t.Fatalf("a second session of the group copied %d records again", n)
+	}
+	reader := c.Client(t, kgo.ConsumeTopics("eos-out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	got := pollValues(t, reader, len(in), time.Second)
+	var want []string
+	for _, r := range in {
+		want = append(want, "copy-"+string(r.Value))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("output has %d records, want each of the %d inputs once", len(got), len(want))
+	}
+}
+
+func withTopic(recs []*kgo.Record, topic string) []*kgo.Record {
+	for _, r := range recs {
+		r.Topic = topic
+	}
+	return recs
+}

@@ -72,7 +72,7 @@ func (v *View) Restore(snapshot []byte) error {
 		b = rest
 	}
 	v.mu.Lock()
-	v.groups = fresh.groups
+	v.groups, v.pending = fresh.groups, fresh.pending
 	v.mu.Unlock()
 	return nil
 }

@@ -30,6 +30,17 @@ type View struct {
 	// copies, so nothing they return changes under the caller.
 	mu     sync.RWMutex
 	groups map[string]*viewGroup
+	// pending are transactional offset commits (TxnOffsetCommit) by
+	// producer id, in log order, until the producer's marker: COMMIT
+	// makes them committed offsets, ABORT drops them.
+	pending map[int64][]pendingOffset
+}
+
+// pendingOffset is one transactional offset commit awaiting its marker.
+type pendingOffset struct {
+	group string
+	tp    topicPartition
+	o     Offset
 }
 
 // viewGroup is what the view knows of one group. A group with neither
@@ -53,7 +64,7 @@ type PartitionOffset struct {
 
 // NewView returns an empty view.
 func NewView() *View {
-	return &View{groups: make(map[string]*viewGroup)}
+	return &View{groups: make(map[string]*viewGroup), pending: make(map[int64][]pendingOffset)}
 }
 
 // Apply applies one record of the partition: an offset commit or group

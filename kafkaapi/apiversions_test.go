@@ -34,6 +34,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 25, MinVersion: 0, MaxVersion: 3}, // AddOffsetsToTxn
 	{ApiKey: 26, MinVersion: 0, MaxVersion: 3}, // EndTxn
 	{ApiKey: 27, MinVersion: 0, MaxVersion: 1}, // WriteTxnMarkers
+	{ApiKey: 28, MinVersion: 0, MaxVersion: 3}, // TxnOffsetCommit
 	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
 	{ApiKey: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
 	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions

@@ -54,6 +54,7 @@ var apis = []api{
 	{kmsg.AddOffsetsToTxn, 0, 3},
 	{kmsg.EndTxn, 0, 3},
 	{kmsg.WriteTxnMarkers, 0, 1},
+	{kmsg.TxnOffsetCommit, 0, 3},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
@@ -115,6 +116,8 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startAddOffsetsToTxn(req, received)
 	case *kmsg.EndTxnRequest:
 		return s.startEndTxn(req, received)
+	case *kmsg.TxnOffsetCommitRequest:
+		return s.startTxnOffsetCommit(req, received)
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r

@@ -99,3 +99,36 @@ func (s *Server) startEndTxn(req *kmsg.EndTxnRequest, _ time.Time) responder {
 		return c.EndTxnRequest(ctx, req), nil
 	}
 }
+
+// TxnOffsetCommitter is the optional GroupCoordinator capability that
+// serves TxnOffsetCommit: offsets pending until the producer's transaction
+// ends. Without it TxnOffsetCommit is UNSUPPORTED_VERSION.
+type TxnOffsetCommitter interface {
+	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse
+}
+
+// startTxnOffsetCommit answers TxnOffsetCommit 0-3 from the group's
+// coordinator; a routing error is every partition's error.
+func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.coordinator(ctx, req.Group)
+		if err == nil {
+			if tc, ok := c.(TxnOffsetCommitter); ok {
+				return tc.TxnOffsetCommit(ctx, req), nil
+			}
+			err = fmt.Errorf("%w: transactional offset commits are not served", kerr.UnsupportedVersion)
+		}
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, ErrorCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
