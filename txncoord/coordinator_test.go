@@ -161,3 +161,16 @@ func TestCoordinatorAbortsTimedOutAndResumesPrepared(t *testing.T) {
 		t.Fatalf("resumed markers %+v", mk2.written)
 	}
 }
+
+// Old request versions get INVALID_PRODUCER_EPOCH for PRODUCER_FENCED.
+func TestCodeBeforeKIP588(t *testing.T) {
+	if got := Code(kerr.ProducerFenced, true); got != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("old version: %d", got)
+	}
+	if got := Code(kerr.ProducerFenced, false); got != kerr.ProducerFenced.Code {
+		t.Fatalf("new version: %d", got)
+	}
+	if Code(nil, true) != 0 || Code(errors.New("x"), false) != kerr.UnknownServerError.Code {
+		t.Fatal("nil or a non-Kafka error")
+	}
+}
