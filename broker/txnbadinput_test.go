@@ -75,7 +75,7 @@ func TestTransactionBadInput(t *testing.T) {
 	// A fresh request each time: kgo rewrites one into v4's batched form.
 	add := func(epoch int16, topics ...string) *kmsg.AddPartitionsToTxnResponse {
 		req := kmsg.NewPtrAddPartitionsToTxnRequest()
-			req.TransactionalID, req.ProducerID, req.ProducerEpoch = "bad-tx", pid, epoch
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = "bad-tx", pid, epoch
 		for _, topic := range topics {
 			at := kmsg.NewAddPartitionsToTxnRequestTopic()
 			at.Topic, at.Partitions = topic, []int32{0}
