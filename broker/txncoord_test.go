@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
@@ -203,4 +204,45 @@ func withTopic(recs []*kgo.Record, topic string) []*kgo.Record {
 		r.Topic = topic
 	}
 	return recs
+}
+
+// TestTransactionSurvivesCoordinatorFailover: the node coordinating a
+// transactional id is halted with a transaction open; the partition's new
+// leader takes the transaction over from its view of
+// __transaction_state, franz-go's commit (retried at the new coordinator)
+// succeeds, and a read_committed consumer reads the records.
+func TestTransactionSurvivesCoordinatorFailover(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t)
+	createTopic(t, cl, "fo-tx", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := c.Client(t, kgo.TransactionalID("fo-producer"), kgo.DefaultProduceTopic("fo-tx"))
+	transaction(t, p, true, "before")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("during")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKey, req.CoordinatorKeys = 1, "fo-producer", []string{"fo-producer"}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordinator := resp.NodeID
+	if len(resp.Coordinators) > 0 {
+		coordinator = resp.Coordinators[0].NodeID
+	}
+	c.HaltNode(int(coordinator))
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the coordinator %d was halted: %v", coordinator, err)
+	}
+	transaction(t, p, false, "aborted-after")
+	reader := c.Client(t, kgo.ConsumeTopics("fo-tx"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if got := pollValues(t, reader, 2, time.Second); !slices.Equal(got, []string{"before", "during"}) {
+		t.Fatalf("read_committed read %v after the failover", got)
+	}
 }
