@@ -112,3 +112,10 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 	}
 	return kafkaapi.ProducerIdentity{ID: pid, Epoch: epoch}, nil
 }
+
+var _ kafkaapi.TxnLister = (*backend)(nil)
+
+// TxnCoordinators returns every transaction coordinator this node runs.
+func (b *backend) TxnCoordinators() ([]kafkaapi.TxnDescriber, error) {
+	return b.n.txns.all()
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,6 +70,37 @@ func TestFranzGoTransactionalProducer(t *testing.T) {
 	uncommitted := c.Client(t, kgo.ConsumeTopics("tx-out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if got := pollValues(t, uncommitted, 25, 500*time.Millisecond); len(got) != 25 {
 		t.Fatalf("read_uncommitted read %d records, want 25", len(got))
+	}
+	describeAndList(t, cl, "tx-producer")
+}
+
+// describeAndList checks kadm's DescribeTransactions and ListTransactions
+// of a transactional id whose last transaction committed.
+func describeAndList(t *testing.T, cl *kgo.Client, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	described, err := adm.DescribeTransactions(ctx, id, "never-used")
+	if err != nil {
+		t.Fatalf("DescribeTransactions: %v", err)
+	}
+	d, ok := described[id]
+	if !ok || d.Err != nil || d.State != "CompleteCommit" || d.ProducerID < 0 || len(d.Topics) != 0 {
+		t.Fatalf("DescribeTransactions %s: %+v", id, d)
+	}
+	if u := described["never-used"]; !errors.Is(u.Err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("DescribeTransactions of an unknown id: %+v", u)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"})
+	if err != nil {
+		t.Fatalf("ListTransactions: %v", err)
+	}
+	if l, ok := listed[id]; !ok || l.ProducerID != d.ProducerID || l.State != "CompleteCommit" {
+		t.Fatalf("ListTransactions: %+v", listed)
+	}
+	if ongoing, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"}); err != nil || len(ongoing) != 0 {
+		t.Fatalf("ListTransactions Ongoing: %+v %v", ongoing, err)
 	}
 }
 

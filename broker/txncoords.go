@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka-go/groupcoord"
+	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/txncoord"
@@ -154,6 +155,23 @@ func (ts *txnCoordinators) get(p int32) (*txncoord.Coordinator, error) {
 		return nil, fmt.Errorf("%w: %s-%d is loading", kerr.CoordinatorLoadInProgress, metadata.TransactionStateTopic, p)
 	}
 	return s.coord, nil
+}
+
+// all returns every running coordinator, and COORDINATOR_LOAD_IN_PROGRESS
+// with them while one is loading.
+func (ts *txnCoordinators) all() ([]kafkaapi.TxnDescriber, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var out []kafkaapi.TxnDescriber
+	var err error
+	for _, s := range ts.slots {
+		if s.coord == nil {
+			err = kerr.CoordinatorLoadInProgress
+			continue
+		}
+		out = append(out, s.coord)
+	}
+	return out, err
 }
 
 // close closes every coordinator; no new one starts after it.

@@ -62,6 +62,8 @@ var apis = []api{
 	{kmsg.IncrementalAlterConfigs, 0, 1},
 	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeCluster, 0, 1},
+	{kmsg.DescribeTransactions, 0, 0},
+	{kmsg.ListTransactions, 0, 1},
 }
 
 // requestInfo is what the server knows of a request besides its body.
@@ -118,6 +120,10 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startEndTxn(req, received)
 	case *kmsg.TxnOffsetCommitRequest:
 		return s.startTxnOffsetCommit(req, received)
+	case *kmsg.DescribeTransactionsRequest:
+		return s.startDescribeTransactions(req, received)
+	case *kmsg.ListTransactionsRequest:
+		return s.startListTransactions(req, received)
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r

@@ -3,6 +3,7 @@ package kafkaapi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -128,6 +129,75 @@ func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.T
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
+
+// TxnLister is the optional Transactions capability that serves
+// DescribeTransactions and ListTransactions; the coordinators it returns
+// are TxnDescribers.
+type TxnLister interface {
+	// TxnCoordinators returns every transaction coordinator this node
+	// runs, and kerr.CoordinatorLoadInProgress with them while one loads.
+	TxnCoordinators() ([]TxnDescriber, error)
+}
+
+// TxnDescriber describes and lists a coordinator's transactions.
+type TxnDescriber interface {
+	DescribeTransaction(id string) kmsg.DescribeTransactionsResponseTransactionState
+	ListTransactions(states []string, pids []int64, minDurationMillis int64) []kmsg.ListTransactionsResponseTransactionState
+}
+
+// startDescribeTransactions answers DescribeTransactions 0 for each id
+// from its coordinator on this node (NOT_COORDINATOR if none).
+func (s *Server) startDescribeTransactions(req *kmsg.DescribeTransactionsRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+		for _, id := range req.TransactionalIDs {
+			c, err := s.txnCoordinator(ctx, id)
+			d, ok := c.(TxnDescriber)
+			if err == nil && !ok {
+				err = fmt.Errorf("%w: transactions are not described", kerr.CoordinatorNotAvailable)
+			}
+			if err != nil {
+				st := kmsg.NewDescribeTransactionsResponseTransactionState()
+				st.TransactionalID, st.ErrorCode, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, ErrorCode(err), -1, -1, -1
+				resp.TransactionStates = append(resp.TransactionStates, st)
+				continue
+			}
+			resp.TransactionStates = append(resp.TransactionStates, d.DescribeTransaction(id))
+		}
+		return resp, nil
+	}
+}
+
+// knownTxnStates are the states ListTransactions filters by.
+var knownTxnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
+	"CompleteAbort", "Dead", "PrepareEpochFence"}
+
+// startListTransactions answers ListTransactions 0-1 with this node's
+// coordinators' transactions, as Kafka does (a client asks every broker).
+func (s *Server) startListTransactions(req *kmsg.ListTransactionsRequest, _ time.Time) responder {
+	return func(context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+		for _, st := range req.StateFilters {
+			if !slices.Contains(knownTxnStates, st) {
+				resp.UnknownStateFilters = append(resp.UnknownStateFilters, st)
+			}
+		}
+		lister, ok := s.backend.(TxnLister)
+		if !ok {
+			return resp, nil
+		}
+		coords, err := lister.TxnCoordinators()
+		resp.ErrorCode = ErrorCode(err)
+		duration := int64(-1)
+		if req.Version >= 1 {
+			duration = req.DurationFilterMillis
+		}
+		for _, c := range coords {
+			resp.TransactionStates = append(resp.TransactionStates, c.ListTransactions(req.StateFilters, req.ProducerIDFilters, duration)...)
 		}
 		return resp, nil
 	}
