@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
@@ -276,5 +277,36 @@ func TestTransactionSurvivesCoordinatorFailover(t *testing.T) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if got := pollValues(t, reader, 2, time.Second); !slices.Equal(got, []string{"before", "during"}) {
 		t.Fatalf("read_committed read %v after the failover", got)
+	}
+}
+
+// TestHungTransactionIsAborted: a transaction left open past its timeout
+// is aborted by its coordinator (checked every TxnAbortInterval by the
+// leader's clock, written through Raft): read_committed readers move past
+// it, and its producer, whose epoch the abort bumped, is fenced.
+func TestHungTransactionIsAborted(t *testing.T) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.TxnAbortInterval = 100 * time.Millisecond })
+	cl := c.Client(t)
+	createTopic(t, cl, "hung", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := c.Client(t, kgo.TransactionalID("hung-tx"), kgo.DefaultProduceTopic("hung"), kgo.TransactionTimeout(time.Second))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("hung")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "hung", Value: []byte("plain")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	reader := c.Client(t, kgo.ConsumeTopics("hung"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if got := pollValues(t, reader, 1, time.Second); !slices.Equal(got, []string{"plain"}) {
+		t.Fatalf("read_committed read %v, want the plain record once the hung transaction is aborted", got)
+	}
+	err := p.EndTransaction(ctx, kgo.TryCommit)
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("commit of the aborted transaction: %v, want it fenced", err)
 	}
 }
