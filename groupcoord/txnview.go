@@ -36,22 +36,28 @@ func (v *View) ApplyTxn(producerID int64, key, value []byte) error {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.seq++
 	v.pending[producerID] = append(v.pending[producerID], pendingOffset{
-		group: k.Group, tp: topicPartition{k.Topic, k.Partition},
+		group: k.Group, tp: topicPartition{k.Topic, k.Partition}, seq: v.seq,
 		o: Offset{Offset: val.Offset, LeaderEpoch: val.LeaderEpoch, Metadata: val.Metadata, CommitTimestamp: val.CommitTimestamp},
 	})
 	return nil
 }
 
 // Marker ends producerID's transaction: on COMMIT its pending offset
-// commits become committed offsets, in log order; on ABORT they are
-// dropped.
+// commits become committed offsets, in log order, except where an offset
+// was committed after them (a later record wins, as in Kafka); on ABORT
+// they are dropped.
 func (v *View) Marker(producerID int64, commit bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if commit {
 		for _, p := range v.pending[producerID] {
-			v.group(p.group).offsets[p.tp] = p.o
+			g := v.group(p.group)
+			if s, ok := g.seqs[p.tp]; ok && s > p.seq {
+				continue
+			}
+			g.offsets[p.tp], g.seqs[p.tp] = p.o, p.seq
 		}
 	}
 	delete(v.pending, producerID)

@@ -28,7 +28,17 @@ func TestViewPendingOffsetsFollowMarkers(t *testing.T) {
 	if _, ok := v.Offset("h", "in", 0); ok || v.Pending("h", "in", 0) {
 		t.Fatal("an aborted offset became visible or stayed pending")
 	}
+	// A plain commit after a pending one wins over it at the marker.
 	commit(1, "g", 11)
+	plain := OffsetRecord("g", "in", 0, Offset{Offset: 12, LeaderEpoch: -1, CommitTimestamp: 2})
+	if err := v.Apply(plain.Key, plain.Value); err != nil {
+		t.Fatal(err)
+	}
+	v.Marker(1, true)
+	if o, _ := v.Offset("g", "in", 0); o.Offset != 12 {
+		t.Fatalf("the marker overwrote a later plain commit: %d", o.Offset)
+	}
+	commit(1, "g", 13)
 	if err := v.Restore(NewView().AppendSnapshot(nil)); err != nil {
 		t.Fatal(err)
 	}
