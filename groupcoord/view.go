@@ -25,9 +25,10 @@ import (
 // machine, one at a time; every other method may be called concurrently
 // with them and with each other.
 type View struct {
-	// mu guards groups, pending, seq and everything reachable from them. Apply and
-	// Restore hold it for writing; readers hold it for reading and return
-	// copies, so nothing they return changes under the caller.
+	// mu guards groups, pending, seq and everything reachable from them.
+	// Apply, ApplyTxn, Marker and Restore hold it for writing; readers
+	// hold it for reading and return copies, so nothing they return
+	// changes under the caller.
 	mu     sync.RWMutex
 	groups map[string]*viewGroup
 	// pending are transactional offset commits (TxnOffsetCommit) by
