@@ -49,7 +49,8 @@ func seq(prefix string, n int) []string {
 // (FindCoordinator for transactions, InitProducerId, AddPartitionsToTxn,
 // EndTxn) commits and aborts transactions over three partitions of a
 // 3-node cluster; a read_committed consumer sees exactly the committed
-// records, a read_uncommitted one every record.
+// records, a read_uncommitted one every record; the transaction state
+// survives a restart of every node.
 func TestFranzGoTransactionalProducer(t *testing.T) {
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
@@ -72,12 +73,29 @@ func TestFranzGoTransactionalProducer(t *testing.T) {
 	if got := pollValues(t, uncommitted, 25, 500*time.Millisecond); len(got) != 25 {
 		t.Fatalf("read_uncommitted read %d records, want 25", len(got))
 	}
-	describeAndList(t, cl, "tx-producer")
+	pid := describeAndList(t, cl, "tx-producer")
+	p.Close()
+
+	// Every node halted and restarted: the coordinators rebuild their
+	// views from __transaction_state; the id keeps its producer id.
+	for id := 1; id <= 3; id++ {
+		c.HaltNode(id)
+	}
+	for id := 1; id <= 3; id++ {
+		c.StartNode(id)
+	}
+	c.WaitReady()
+	again := c.Client(t, kgo.TransactionalID("tx-producer"), kgo.DefaultProduceTopic("tx-out"))
+	transaction(t, again, true, "after-restart")
+	if got := describeAndList(t, c.Client(t), "tx-producer"); got != pid {
+		t.Fatalf("producer id %d after the restart, want %d", got, pid)
+	}
 }
 
 // describeAndList checks kadm's DescribeTransactions and ListTransactions
-// of a transactional id whose last transaction committed.
-func describeAndList(t *testing.T, cl *kgo.Client, id string) {
+// of a transactional id whose last transaction committed, and returns its
+// producer id.
+func describeAndList(t *testing.T, cl *kgo.Client, id string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -103,6 +121,7 @@ func describeAndList(t *testing.T, cl *kgo.Client, id string) {
 	if ongoing, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"}); err != nil || len(ongoing) != 0 {
 		t.Fatalf("ListTransactions Ongoing: %+v %v", ongoing, err)
 	}
+	return d.ProducerID
 }
 
 // TestZombieProducerIsFenced: a second instance with the same
