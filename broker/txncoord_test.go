@@ -100,12 +100,16 @@ func describeAndList(t *testing.T, cl *kgo.Client, id string) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	described, err := adm.DescribeTransactions(ctx, id, "never-used")
-	if err != nil {
-		t.Fatalf("DescribeTransactions: %v", err)
-	}
-	d, ok := described[id]
-	if !ok || d.Err != nil || d.State != "CompleteCommit" || d.ProducerID < 0 || len(d.Topics) != 0 {
+	// EndTxn answers once PrepareCommit is written; CompleteCommit follows
+	// the markers.
+	var described kadm.DescribedTransactions
+	eventually(t, 10*time.Second, id+" in CompleteCommit", func() bool {
+		var err error
+		described, err = adm.DescribeTransactions(ctx, id, "never-used")
+		return err == nil && described[id].State == "CompleteCommit"
+	})
+	d := described[id]
+	if d.Err != nil || d.ProducerID < 0 || len(d.Topics) != 0 {
 		t.Fatalf("DescribeTransactions %s: %+v", id, d)
 	}
 	if u := described["never-used"]; !errors.Is(u.Err, kerr.TransactionalIDNotFound) {
