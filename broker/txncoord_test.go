@@ -281,15 +281,9 @@ func TestTransactionSurvivesCoordinatorFailover(t *testing.T) {
 	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("during")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorType, req.CoordinatorKey, req.CoordinatorKeys = 1, "fo-producer", []string{"fo-producer"}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	coordinator := resp.NodeID
-	if len(resp.Coordinators) > 0 {
-		coordinator = resp.Coordinators[0].NodeID
+	coordinator := txnCoordinatorOf(t, ctx, cl, "fo-producer")
+	if coordinator < 0 {
+		t.Fatal("no transaction coordinator")
 	}
 	c.HaltNode(int(coordinator))
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -332,4 +326,64 @@ func TestHungTransactionIsAborted(t *testing.T) {
 	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.InvalidTxnState) {
 		t.Fatalf("commit of the aborted transaction: %v, want it fenced", err)
 	}
+}
+
+// TestNewCoordinatorCompletesPreparedCommit: a commit is accepted
+// (PrepareCommit written) while the transaction's only partition is down,
+// so its marker cannot be written; then the coordinator's node is halted
+// too. When the partition's node returns, the new coordinator finds the
+// PrepareCommit in its view, writes the marker and completes the commit:
+// read_committed readers see the record.
+func TestNewCoordinatorCompletesPreparedCommit(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t)
+	createTopic(t, cl, "prep", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	owner, _ := c.Leader("prep", 0, 10*time.Second)
+	id, coordinator := "", int32(-1)
+	for i := 0; coordinator < 0 || coordinator == owner; i++ { // a coordinator on another node
+		id = fmt.Sprintf("prep-%d", i)
+		coordinator = txnCoordinatorOf(t, ctx, cl, id)
+	}
+	p := c.Client(t, kgo.TransactionalID(id), kgo.DefaultProduceTopic("prep"))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("prepared")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c.HaltNode(int(owner))
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit while the partition is down: %v", err)
+	}
+	p.Close()
+	c.HaltNode(int(coordinator))
+	c.StartNode(int(owner))
+	reader := c.Client(t, kgo.ConsumeTopics("prep"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if got := pollValues(t, reader, 1, time.Second); !slices.Equal(got, []string{"prepared"}) {
+		t.Fatalf("read_committed read %v", got)
+	}
+}
+
+// txnCoordinatorOf asks FindCoordinator for a transactional id's node, -1
+// while there is none.
+func txnCoordinatorOf(t *testing.T, ctx context.Context, cl *kgo.Client, id string) int32 {
+	t.Helper()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKey, req.CoordinatorKeys = 1, id, []string{id}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, code := resp.NodeID, resp.ErrorCode
+	if len(resp.Coordinators) > 0 {
+		node, code = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
+	}
+	if code != 0 {
+		time.Sleep(50 * time.Millisecond)
+		return -1
+	}
+	return node
 }
