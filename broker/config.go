@@ -52,7 +52,8 @@ type Config struct {
 	// TxnTopicPartitions and TxnTopicReplicationFactor shape the internal
 	// topic __transaction_state when the cluster first needs it
 	// (transaction.state.log.num.partitions, .replication.factor); the
-	// replication factor is capped by the brokers alive then.
+	// replication factor is capped by the brokers alive then. Kafka's 50
+	// partitions become 16, as for __consumer_offsets.
 	TxnTopicPartitions        int32
 	TxnTopicReplicationFactor int16
 	// TxnMaxTimeout bounds the transaction timeout a producer may ask for
@@ -76,9 +77,9 @@ type Config struct {
 	PartitionRaft multiraft.Timing
 	MetaRaft      multiraft.Timing
 	// PartitionLogStore is the Raft log store of new partition groups
-	// (YAML raft.log_store): "boltdb" or "wal". A partition whose dir
-	// already holds a store keeps it; the metadata group always uses
-	// boltdb.
+	// (YAML raft.log_store): "boltdb", "wal" or "pebble" (one DB for the
+	// node, in DataDir/raftlog). A partition whose dir already holds a
+	// store keeps it; the metadata group always uses boltdb.
 	PartitionLogStore multiraft.LogStore
 
 	SegmentBytes    int64 // partition log segment size
@@ -255,25 +256,23 @@ func DefaultConfig() Config {
 		// whose idle cost a small cluster notices.
 		OffsetsTopicPartitions:        16,
 		OffsetsTopicReplicationFactor: 3,
-		// Kafka's default is 50, like __consumer_offsets, cut for the same
-		// reason.
-		TxnTopicPartitions:         16,
-		TxnTopicReplicationFactor:  3,
-		TxnMaxTimeout:              15 * time.Minute,
-		TxnAbortInterval:           10 * time.Second,
-		GroupInitialRebalanceDelay: 3 * time.Second,
-		GroupMinSessionTimeout:     6 * time.Second,
-		GroupMaxSessionTimeout:     30 * time.Minute,
-		PartitionRaft:              partitionRaft,
-		MetaRaft:                   multiraft.DefaultTiming(),
-		PartitionLogStore:          multiraft.LogStoreBoltDB,
-		SegmentBytes:               128 << 20,
-		ProducerWindow:             5,
-		MaxRequestBytes:            100 << 20,
-		LeaderRebalanceInterval:    10 * time.Second,
-		MaxConnections:             10000,
-		MaxConnectionsPerIP:        10000,
-		ConnectionsMaxIdle:         10 * time.Minute,
+		TxnTopicPartitions:            16,
+		TxnTopicReplicationFactor:     3,
+		TxnMaxTimeout:                 15 * time.Minute,
+		TxnAbortInterval:              10 * time.Second,
+		GroupInitialRebalanceDelay:    3 * time.Second,
+		GroupMinSessionTimeout:        6 * time.Second,
+		GroupMaxSessionTimeout:        30 * time.Minute,
+		PartitionRaft:                 partitionRaft,
+		MetaRaft:                      multiraft.DefaultTiming(),
+		PartitionLogStore:             multiraft.LogStorePebble,
+		SegmentBytes:                  128 << 20,
+		ProducerWindow:                5,
+		MaxRequestBytes:               100 << 20,
+		LeaderRebalanceInterval:       10 * time.Second,
+		MaxConnections:                10000,
+		MaxConnectionsPerIP:           10000,
+		ConnectionsMaxIdle:            10 * time.Minute,
 		// Kafka checks every 5 minutes; a Raft entry per led partition
 		// every 30 s is cheap, and small topics shrink when users expect.
 		RetentionCheckInterval:          30 * time.Second,
@@ -326,7 +325,8 @@ func (c *Config) Validate() error {
 		return bad("raft", "", "%v", err)
 	}
 	if _, err := multiraft.ParseLogStore(string(c.PartitionLogStore)); err != nil {
-		return bad("raft.log_store", c.PartitionLogStore, "must be %q or %q", multiraft.LogStoreBoltDB, multiraft.LogStoreWAL)
+		return bad("raft.log_store", c.PartitionLogStore, "must be %q, %q or %q",
+			multiraft.LogStoreBoltDB, multiraft.LogStoreWAL, multiraft.LogStorePebble)
 	}
 	if err := c.MetaRaft.Validate(); err != nil {
 		return bad("meta_raft", "", "%v", err)

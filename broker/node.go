@@ -144,7 +144,7 @@ func (n *Node) listen() error {
 	}
 	var err error
 	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
-		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft})
+		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft, LogDir: n.raftLogDir()})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
@@ -354,3 +354,6 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 }
 
 func (n *Node) partitionsDir() string { return filepath.Join(n.cfg.DataDir, "partitions") }
+
+// raftLogDir holds the node-wide Raft log store of pebble partitions.
+func (n *Node) raftLogDir() string { return filepath.Join(n.cfg.DataDir, "raftlog") }

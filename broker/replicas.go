@@ -99,6 +99,11 @@ func (s *replicaSet) all() []*localReplica {
 
 func replicaDirName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, p) }
 
+// groupName is the name of a replica's Raft group.
+func groupName(info replicaInfo) string {
+	return "p/" + info.TopicID + "/" + strconv.Itoa(int(info.Partition))
+}
+
 // openFromDisk starts every replica whose directory holds a replica.json.
 func (s *replicaSet) openFromDisk() error {
 	entries, err := os.ReadDir(s.n.partitionsDir())
@@ -161,7 +166,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 	}
 	rep, err := partition.OpenReplica(s.n.host, partition.ReplicaConfig{
 		Group: multiraft.GroupSpec{
-			Name:     "p/" + info.TopicID + "/" + strconv.Itoa(int(info.Partition)),
+			Name:     groupName(info),
 			Members:  info.Replicas,
 			Dir:      dir,
 			Timing:   s.n.cfg.PartitionRaft,
@@ -290,7 +295,7 @@ func (s *replicaSet) removeDeleted(state *metadata.Snapshot) {
 			s.n.logger.Warn("closing a replica of a deleted topic", "topic", lr.info.Topic, "partition", lr.info.Partition, "err", err)
 		}
 		dir := filepath.Join(s.n.partitionsDir(), replicaDirName(lr.info.Topic, lr.info.Partition))
-		if err := os.RemoveAll(dir); err != nil {
+		if err := s.n.host.RemoveState(groupName(lr.info), dir); err != nil {
 			s.n.logger.Error("removing a replica of a deleted topic", "dir", dir, "err", err)
 			continue
 		}

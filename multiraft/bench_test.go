@@ -28,7 +28,7 @@ func BenchmarkReplicate(b *testing.B) { benchReplicate(b, LogStoreBoltDB, 1<<10,
 // cost.
 func BenchmarkReplicateLogStore(b *testing.B) {
 	for _, size := range []int{16 << 10, 1 << 10} {
-		for _, store := range []LogStore{LogStoreBoltDB, LogStoreWAL} {
+		for _, store := range allStores {
 			b.Run(fmt.Sprintf("size=%dKiB/store=%s", size>>10, store), func(b *testing.B) {
 				benchReplicate(b, store, size, 64)
 			})

@@ -41,6 +41,11 @@ type Config struct {
 	// Tuning holds the timeouts and limits; zero fields take their
 	// defaults (DefaultTuning).
 	Tuning Tuning
+	// LogDir is the directory of the node-wide Raft log store: the one
+	// Pebble DB that keeps the log and stable state of every
+	// LogStorePebble group. The Host opens it at the first such group and
+	// closes it in Close, after the groups. Empty means no pebble groups.
+	LogDir string
 }
 
 // Tuning is every timeout and limit of a Host in one place. A zero field

@@ -22,8 +22,18 @@
 //  5. Other internal protocols run as services on the same port: Listen
 //     for a name, and peers Dial it.
 //  6. To stop gracefully, HandOver every leadership, Close every group,
-//     then Close the Host. Closing the Host first instead makes the node go
-//     silent at once, as a crash would.
+//     then Close the Host, which closes the node-wide Raft log store
+//     (Config.LogDir) last. Closing the Host first instead makes the node go
+//     silent at once, as a crash would; the log store then stays open
+//     until the last pebble group is closed.
+//  7. To delete a group for good (a deleted partition), Close it and
+//     RemoveState its name and dir.
+//
+// The log stores. Each group keeps its Raft log and stable state in the
+// store GroupSpec.LogStore names: a bbolt file or a raft-wal directory of
+// its own, or its key range of the one Pebble DB of the node, whose
+// commits from all groups share each WAL fsync (logstore.go,
+// pebblelog.go).
 //
 // The transport. Each node dials one yamux session to each peer it talks
 // to and calls the peer only over that session; the peer's calls come
@@ -36,5 +46,6 @@
 // redialed on next use; a watched peer's is redialed at once.
 //
 // Every goroutine the package starts is owned by the Host or the Group
-// that started it, and ends by their Close.
+// that started it, and ends by their Close; the node-wide log store's
+// (its write-caching flusher, Pebble's own) end when it closes.
 package multiraft

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/minikafka/minikafka-go/logging"
@@ -27,13 +28,14 @@ type GroupSpec struct {
 	// managed at run time (Bootstrap, AddNonvoter), such as a cluster's
 	// metadata group.
 	Members []int32
-	// Dir holds the Raft log store's files (raft.db, or wal/) and
-	// snapshots/. Created if missing.
+	// Dir holds the Raft log store's files (raft.db, wal/, or pebble's
+	// marker raftlog.pebble) and snapshots/. Created if missing.
 	Dir    string
 	Timing Timing
 	// LogStore is the store of a new group's Raft log: LogStoreBoltDB
-	// (also when empty) or LogStoreWAL. A group whose Dir already holds a
-	// store's files keeps that store, whatever LogStore says.
+	// (also when empty), LogStoreWAL or LogStorePebble (which needs
+	// Config.LogDir). A group whose Dir already holds a store's files
+	// keeps that store, whatever LogStore says.
 	LogStore LogStore
 	// FSM is the group's state machine; it may implement DurableFSM.
 	FSM raft.FSM
@@ -176,11 +178,7 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	normal = raft.ReloadableConfig{TrailingLogs: rc.TrailingLogs, SnapshotInterval: rc.SnapshotInterval,
 		SnapshotThreshold: rc.SnapshotThreshold, HeartbeatTimeout: rc.HeartbeatTimeout, ElectionTimeout: rc.ElectionTimeout}
 
-	kind, err := storeIn(spec.Dir, spec.LogStore)
-	if err != nil {
-		return normal, false, err
-	}
-	store, err := openLogStore(spec.Dir, kind, hl)
+	store, err := g.openStore(hl)
 	if err != nil {
 		return normal, false, err
 	}
@@ -227,6 +225,19 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	}
 	g.raft, g.store = r, store
 	return normal, hold, nil
+}
+
+// openStore opens the group's log store: the one its dir holds, else the
+// spec's.
+func (g *Group) openStore(hl hclog.Logger) (logStore, error) {
+	kind, err := storeIn(g.spec.Dir, g.spec.LogStore)
+	if err != nil {
+		return nil, err
+	}
+	if kind == LogStorePebble {
+		return g.h.openPebbleStore(g.spec.Name, g.spec.Dir)
+	}
+	return openLogStore(g.spec.Dir, kind, hl)
 }
 
 // servers is the raft configuration of members, with the addresses
@@ -482,11 +493,11 @@ func (g *Group) Close() error {
 	return g.closeErr
 }
 
-// HasState reports whether dir holds a group's Raft state, in either
-// LogStore.
+// HasState reports whether dir holds a group's Raft state, in any
+// LogStore (for pebble, the marker that ties dir to the node's DB).
 func HasState(dir string) bool {
-	for _, name := range []string{boltFile, walDir} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+	for _, f := range storeFiles {
+		if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
 			return true
 		}
 	}
@@ -497,7 +508,8 @@ func HasState(dir string) bool {
 // before they are fsynced: flush > 0 turns write caching on (entries are
 // fsynced within flush), 0 turns it off (every entry is fsynced before it
 // counts towards a commit, the default). It reports false, and changes
-// nothing, when the group's store always fsyncs (boltdb, wal).
+// nothing, when the group's store always fsyncs (boltdb, wal); pebble
+// caches.
 func (g *Group) SetWriteCaching(flush time.Duration) bool {
 	wc, ok := g.store.(writeCacher)
 	if ok {

@@ -72,7 +72,8 @@ func (n *testNet) start(id int32) *Host {
 	var h *Host
 	var err error
 	for range 50 { // a restarted node's port may linger for a moment
-		h, err = Listen(Config{NodeID: id, BindAddr: bind, Resolve: n.resolve, Logger: logger, Tuning: tun})
+		h, err = Listen(Config{NodeID: id, BindAddr: bind, Resolve: n.resolve, Logger: logger, Tuning: tun,
+			LogDir: filepath.Join(n.base, fmt.Sprint(id), "raftlog")})
 		if err == nil {
 			break
 		}
@@ -253,3 +254,6 @@ func (s countSnapshot) Persist(sink raft.SnapshotSink) error {
 func (countSnapshot) Release() {}
 
 var _ = slices.Contains[[]int32]
+
+// allStores is every LogStore, for tests that run with each.
+var allStores = []LogStore{LogStoreBoltDB, LogStoreWAL, LogStorePebble}

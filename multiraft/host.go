@@ -49,6 +49,10 @@ type Host struct {
 	closed     bool
 
 	stats counters
+
+	logDir string     // Config.LogDir
+	logMu  sync.Mutex // guards plog; never held with mu
+	plog   *pebbleLog // the node-wide log store, nil until a pebble group opens
 }
 
 // Listen binds cfg.BindAddr and starts serving. The caller must Close the
@@ -80,6 +84,7 @@ func Listen(cfg Config) (*Host, error) {
 		ctx: ctx, cancel: cancel, losses: make(chan int32, 64),
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
+		logDir: cfg.LogDir,
 	}
 	h.yamux = &yamux.Config{
 		AcceptBacklog:          256,
@@ -133,8 +138,10 @@ func (h *Host) Addr() string { return h.addr }
 
 // Close stops accepting, closes every session (which fails every call in
 // flight and every service stream) and waits for the Host's goroutines.
-// Groups still open go quiet: their RPCs fail until they are closed. Close
-// is idempotent.
+// Groups still open go quiet: their RPCs fail until they are closed. Then
+// it closes the node-wide log store (Config.LogDir), or, if pebble groups
+// are still open, leaves it to the last of them to close. Close is
+// idempotent.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -160,6 +167,14 @@ func (h *Host) Close() error {
 	h.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
+	}
+	h.logMu.Lock()
+	pl := h.plog
+	h.logMu.Unlock()
+	if pl != nil {
+		if rerr := pl.release(); err == nil {
+			err = rerr
+		}
 	}
 	return err
 }

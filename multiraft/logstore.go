@@ -29,21 +29,27 @@ const (
 	// its metadata and the stable state, in the subdirectory wal/ of the
 	// group's dir.
 	LogStoreWAL LogStore = "wal"
+	// LogStorePebble is the node-wide Pebble DB in Config.LogDir, shared by
+	// every pebble group of the Host (whose concurrent commits share
+	// fsyncs); the group's dir holds only a marker file, raftlog.pebble.
+	// It is the one store with write caching (Group.SetWriteCaching).
+	LogStorePebble LogStore = "pebble"
 )
 
-// ParseLogStore returns the LogStore that s names ("boltdb" or "wal"),
-// or an error wrapping ErrInvalidConfig.
+// ParseLogStore returns the LogStore that s names ("boltdb", "wal" or
+// "pebble"), or an error wrapping ErrInvalidConfig.
 func ParseLogStore(s string) (LogStore, error) {
 	switch l := LogStore(s); l {
-	case LogStoreBoltDB, LogStoreWAL:
+	case LogStoreBoltDB, LogStoreWAL, LogStorePebble:
 		return l, nil
 	}
-	return "", invalid("log store %q is not %q or %q", s, LogStoreBoltDB, LogStoreWAL)
+	return "", invalid("log store %q is not %q, %q or %q", s, LogStoreBoltDB, LogStoreWAL, LogStorePebble)
 }
 
 const (
-	boltFile = "raft.db" // LogStoreBoltDB's file in a group's dir
-	walDir   = "wal"     // LogStoreWAL's subdirectory of a group's dir
+	boltFile     = "raft.db"        // LogStoreBoltDB's file in a group's dir
+	walDir       = "wal"            // LogStoreWAL's subdirectory of a group's dir
+	pebbleMarker = "raftlog.pebble" // LogStorePebble's marker file in a group's dir
 	// walSegmentSize is the size of each raft-wal segment file, which is
 	// preallocated when created: one per group is open for writing, so it
 	// bounds the disk a node reserves per partition (raft-wal's default
@@ -63,19 +69,23 @@ var (
 	_ logStore = walStore{}
 )
 
+// storeFiles names each store by the file or dir it leaves in a group's
+// dir, in the order storeIn looks for them.
+var storeFiles = []struct {
+	kind LogStore
+	name string
+}{{LogStoreBoltDB, boltFile}, {LogStoreWAL, walDir}, {LogStorePebble, pebbleMarker}}
+
 // storeIn returns the store a group in dir uses: the one whose files dir
 // already holds (raft.db first), whatever want says, so that an existing
 // data directory keeps its store; otherwise want ("" means boltdb).
 func storeIn(dir string, want LogStore) (LogStore, error) {
-	if _, err := os.Stat(filepath.Join(dir, boltFile)); err == nil {
-		return LogStoreBoltDB, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("multiraft: %w", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, walDir)); err == nil {
-		return LogStoreWAL, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("multiraft: %w", err)
+	for _, f := range storeFiles {
+		if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
+			return f.kind, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("multiraft: %w", err)
+		}
 	}
 	if want == "" {
 		return LogStoreBoltDB, nil
@@ -83,7 +93,8 @@ func storeIn(dir string, want LogStore) (LogStore, error) {
 	return want, nil
 }
 
-// openLogStore opens the store of kind in the group dir dir.
+// openLogStore opens the store of kind, boltdb or wal, in the group dir
+// dir (pebble's is Host.openPebbleStore).
 func openLogStore(dir string, kind LogStore, hl hclog.Logger) (logStore, error) {
 	if kind == LogStoreWAL {
 		return openWAL(filepath.Join(dir, walDir), hl)
@@ -148,7 +159,8 @@ func (s walStore) Close() error {
 
 // writeCacher is a logStore that can acknowledge entries before they are
 // fsynced (write caching): with flush > 0 its StoreLogs returns once the
-// entries are written to the OS, and it fsyncs them within flush; with
+// entries are handed to the OS (for pebble, to its WAL writer, which
+// writes them to the OS at once), and it fsyncs them within flush; with
 // flush 0 every StoreLogs is durable when it returns.
 type writeCacher interface {
 	SetWriteCaching(flush time.Duration)

@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseLogStore(t *testing.T) {
-	for _, s := range []string{"boltdb", "wal"} {
+	for _, s := range []string{"boltdb", "wal", "pebble"} {
 		if l, err := ParseLogStore(s); err != nil || string(l) != s {
 			t.Errorf("ParseLogStore(%q) = %q, %v", s, l, err)
 		}
@@ -25,6 +25,20 @@ func TestParseLogStore(t *testing.T) {
 	_, err := n.start(1).Open(GroupSpec{Name: "x", Dir: t.TempDir(), Timing: fastTiming(), FSM: &countFSM{}, LogStore: "rocksdb"})
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("Open with LogStore rocksdb: %v, want ErrInvalidConfig", err)
+	}
+	// A pebble group needs the Host's LogDir.
+	h, err := Listen(Config{NodeID: 1, BindAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	dir := t.TempDir()
+	_, err = h.Open(GroupSpec{Name: "x", Dir: dir, Timing: fastTiming(), FSM: &countFSM{}, LogStore: LogStorePebble})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("Open with LogStore pebble and no LogDir: %v, want ErrInvalidConfig", err)
+	}
+	if HasState(dir) {
+		t.Fatal("a failed pebble Open left state behind")
 	}
 }
 
@@ -40,6 +54,12 @@ func TestExistingDirKeepsItsLogStore(t *testing.T) {
 		{first: "", then: LogStoreWAL, file: boltFile, absent: walDir},
 		{first: LogStoreWAL, then: LogStoreBoltDB, file: walDir, absent: boltFile},
 		{first: LogStoreWAL, then: "", file: walDir, absent: boltFile},
+		{first: LogStoreBoltDB, then: LogStorePebble, file: boltFile, absent: pebbleMarker},
+		{first: LogStoreWAL, then: LogStorePebble, file: walDir, absent: pebbleMarker},
+		// A pebble dir never becomes an empty boltdb or wal log.
+		{first: LogStorePebble, then: LogStoreBoltDB, file: pebbleMarker, absent: boltFile},
+		{first: LogStorePebble, then: "", file: pebbleMarker, absent: boltFile},
+		{first: LogStorePebble, then: LogStoreWAL, file: pebbleMarker, absent: walDir},
 	}
 	for _, c := range cases {
 		t.Run(string(c.first)+"-then-"+string(c.then), func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // Several groups on three hosts elect, replicate and agree, over one
 // session per pair of hosts and direction, with either log store.
 func TestGroupsReplicateOverSharedSessions(t *testing.T) {
-	for _, store := range []LogStore{LogStoreBoltDB, LogStoreWAL} {
+	for _, store := range allStores {
 		t.Run(string(store), func(t *testing.T) { testGroupsReplicateOverSharedSessions(t, store) })
 	}
 }
@@ -62,7 +62,7 @@ func testGroupsReplicateOverSharedSessions(t *testing.T, store LogStore) {
 // from a snapshot sent over a call stream (its bytes follow the request),
 // with either log store.
 func TestSnapshotInstalledOverStream(t *testing.T) {
-	for _, store := range []LogStore{LogStoreBoltDB, LogStoreWAL} {
+	for _, store := range allStores {
 		t.Run(string(store), func(t *testing.T) { testSnapshotInstalledOverStream(t, store) })
 	}
 }

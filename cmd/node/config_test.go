@@ -189,9 +189,10 @@ func TestLogStoreKey(t *testing.T) {
 		args []string
 		want multiraft.LogStore
 	}{
-		{nil, multiraft.LogStoreBoltDB},
+		{nil, multiraft.LogStorePebble},
 		{[]string{"--raft-log-store", "wal"}, multiraft.LogStoreWAL},
 		{[]string{"--raft-log-store", "boltdb"}, multiraft.LogStoreBoltDB},
+		{[]string{"--raft-log-store", "pebble"}, multiraft.LogStorePebble},
 	} {
 		o, err := loadConfig(c.args, env(), &bytes.Buffer{})
 		if err != nil {

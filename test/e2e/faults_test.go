@@ -145,7 +145,7 @@ func followerCatchUp(ctx context.Context, t *testing.T, c *Cluster, w *Workload,
 	must(t, c.Kill(f))
 	sum.Fault("follower-kill")
 	fdir := ReplicaDir(c.Node(f).DataDir, topic, p)
-	last, err := RaftLastIndex(fdir)
+	last, err := RaftLastIndex(c.Node(f).DataDir, fdir)
 	must(t, err)
 	need := last + snapshotTrailing + 1
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)

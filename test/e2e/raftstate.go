@@ -2,55 +2,20 @@ package e2e
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
-	"go.etcd.io/bbolt"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // RaftLastIndex reads the last Raft log index of a replica offline, from
-// <replicaDir>/raft.db opened read-only, or, if there is none, from the
-// raft-wal log in <replicaDir>/wal (raft.log_store: wal). The node must not
-// be running: a running node holds the files' locks; raft.db's open then
-// fails after a second, the WAL's blocks.
-func RaftLastIndex(replicaDir string) (uint64, error) {
-	if _, err := os.Stat(filepath.Join(replicaDir, "raft.db")); errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Stat(filepath.Join(replicaDir, "wal")); err == nil {
-			return walLastIndex(filepath.Join(replicaDir, "wal"))
-		}
-	}
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(replicaDir, "raft.db"),
-		BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: time.Second},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("e2e: open raft.db of %s: %w", replicaDir, err)
-	}
-	defer store.Close()
-	return store.LastIndex()
-}
-
-// walLastIndex opens the raft-wal log in dir, which must not be in use,
-// and returns its last index. WAL.Close leaves the metadata file open, so
-// it is closed here.
-func walLastIndex(dir string) (uint64, error) {
-	meta := &metadb.BoltMetaDB{}
-	defer meta.Close()
-	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithLogger(hclog.NewNullLogger()))
-	if err != nil {
-		return 0, fmt.Errorf("e2e: open %s: %w", dir, err)
-	}
-	defer w.Close()
-	return w.LastIndex()
+// whichever log store its directory uses (raft.db, wal/, or the node's
+// shared pebble store in <dataDir>/raftlog). The node must not be running:
+// a running node holds the stores' locks.
+func RaftLastIndex(dataDir, replicaDir string) (uint64, error) {
+	return multiraft.LastIndexOffline(replicaDir, filepath.Join(dataDir, "raftlog"))
 }
 
 // NewestSnapshotIndex returns the Raft index of the newest complete
