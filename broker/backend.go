@@ -282,14 +282,6 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 	}
 }
 
-func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerIDRequest) (kafkaapi.ProducerIdentity, error) {
-	r, err := b.n.proposeMeta(ctx, metadata.AllocateProducerID{TransactionalID: req.TransactionalID})
-	if err != nil {
-		return kafkaapi.ProducerIdentity{}, err
-	}
-	return kafkaapi.ProducerIdentity{ID: r.ProducerID, Epoch: r.Epoch}, nil
-}
-
 // replicaPartition adapts a partition.Replica to the front end; enqueue
 // bounds the wait for a slot in Raft's apply queue.
 type replicaPartition struct {

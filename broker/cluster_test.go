@@ -127,17 +127,16 @@ func TestTransactionalIDFencing(t *testing.T) {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID = kmsg.StringPtr("orders-writer")
 		req.TransactionTimeoutMillis = 60000
-		// Straight to a broker: kgo would look for a transaction
-		// coordinator first, and MiniKafka has no transactions; any node
-		// forwards InitProducerId to the metadata leader.
-		kresp, err := cl.Broker(1).Request(ctx, req)
-		if err != nil {
-			t.Fatalf("InitProducerId: %v", err)
-		}
-		resp := kresp.(*kmsg.InitProducerIDResponse)
-		if resp.ErrorCode != 0 {
-			t.Fatalf("InitProducerId: code %d", resp.ErrorCode)
-		}
+		// kgo sends it to the transaction coordinator.
+		var resp *kmsg.InitProducerIDResponse
+		eventually(t, 15*time.Second, "InitProducerId answered", func() bool {
+			kresp, err := cl.Request(ctx, req)
+			if err != nil {
+				return false
+			}
+			resp = kresp.(*kmsg.InitProducerIDResponse)
+			return resp.ErrorCode == 0
+		})
 		return resp.ProducerID, resp.ProducerEpoch
 	}
 	pid1, e := initPID()

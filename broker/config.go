@@ -49,6 +49,20 @@ type Config struct {
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
 
+	// TxnTopicPartitions and TxnTopicReplicationFactor shape the internal
+	// topic __transaction_state when the cluster first needs it
+	// (transaction.state.log.num.partitions, .replication.factor); the
+	// replication factor is capped by the brokers alive then. Kafka's 50
+	// partitions become 16, as for __consumer_offsets.
+	TxnTopicPartitions        int32
+	TxnTopicReplicationFactor int16
+	// TxnMaxTimeout bounds the transaction timeout a producer may ask for
+	// (transaction.max.timeout.ms). TxnAbortInterval is how often a
+	// coordinator aborts timed-out transactions
+	// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
+	TxnMaxTimeout    time.Duration
+	TxnAbortInterval time.Duration
+
 	// GroupInitialRebalanceDelay is how long the first rebalance of an
 	// empty group waits for more members (Kafka's
 	// group.initial.rebalance.delay.ms); 0 means none.
@@ -242,6 +256,10 @@ func DefaultConfig() Config {
 		// whose idle cost a small cluster notices.
 		OffsetsTopicPartitions:        16,
 		OffsetsTopicReplicationFactor: 3,
+		TxnTopicPartitions:            16,
+		TxnTopicReplicationFactor:     3,
+		TxnMaxTimeout:                 15 * time.Minute,
+		TxnAbortInterval:              10 * time.Second,
 		GroupInitialRebalanceDelay:    3 * time.Second,
 		GroupMinSessionTimeout:        6 * time.Second,
 		GroupMaxSessionTimeout:        30 * time.Minute,
@@ -373,6 +391,12 @@ func (c *Config) validateTopics() error {
 		return bad("offsets_topic_partitions", c.OffsetsTopicPartitions, "must be in 1..1024")
 	case c.OffsetsTopicReplicationFactor < 1:
 		return bad("offsets_topic_replication_factor", c.OffsetsTopicReplicationFactor, "must be at least 1")
+	case c.TxnTopicPartitions < 1 || c.TxnTopicPartitions > 1024:
+		return bad("transaction_state_partitions", c.TxnTopicPartitions, "must be in 1..1024")
+	case c.TxnTopicReplicationFactor < 1:
+		return bad("transaction_state_replication_factor", c.TxnTopicReplicationFactor, "must be at least 1")
+	case c.TxnMaxTimeout <= 0 || c.TxnAbortInterval <= 0:
+		return bad("transaction_max_timeout", c.TxnMaxTimeout, "and the abort interval must be positive")
 	case c.DefaultReplicationFactor < 1:
 		return bad("default_replication_factor", c.DefaultReplicationFactor, "must be at least 1")
 	}

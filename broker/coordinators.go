@@ -9,10 +9,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/record"
 )
 
 // coordinators are the group coordinators this node runs: one for each
@@ -204,6 +206,33 @@ func (l offsetsLog) Append(ctx context.Context, recs []groupcoord.Record) error 
 		enqueue = max(time.Until(d), time.Millisecond)
 	}
 	res, err := l.rep.Propose(batch, enqueue).Wait()
+	return proposalError(res, err)
+}
+
+// AppendTxn implements groupcoord.TxnLog: the records go as one
+// transactional batch of the producer, written as its coordinator
+// (partition.Replica.ProposeCoordinator: sequence -1, epoch checked).
+func (l offsetsLog) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []groupcoord.Record) error {
+	rs := make([]record.Record, len(recs))
+	now := time.Now().UnixMilli()
+	for i, r := range recs {
+		rs[i] = record.Record{Timestamp: now, Key: r.Key, Value: r.Value}
+	}
+	batch, err := record.AppendBatch(nil, record.BatchOptions{ProducerID: pid, ProducerEpoch: epoch,
+		BaseSequence: record.NoSequence, Transactional: true}, rs)
+	if err != nil {
+		return err
+	}
+	enqueue := l.enqueue
+	if d, ok := ctx.Deadline(); ok {
+		enqueue = max(time.Until(d), time.Millisecond)
+	}
+	res, err := l.rep.ProposeCoordinator(batch, enqueue).Wait()
+	return proposalError(res, err)
+}
+
+// proposalError is the error of a proposal's outcome for a coordinator.
+func proposalError(res *fsm.ProduceResult, err error) error {
 	switch {
 	case errors.Is(err, partition.ErrTimeout), errors.Is(err, partition.ErrMaybeCommitted):
 		return fmt.Errorf("%w: %w", kerr.RequestTimedOut, err)
@@ -229,6 +258,16 @@ func (s viewSink) Reset() {
 		s.logger.Warn("reset of the group view failed", "err", err)
 	}
 }
+
+var _ partition.TxnRecordSink = viewSink{}
+
+func (s viewSink) TxnRecord(pid int64, key, value []byte) {
+	if err := s.view.ApplyTxn(pid, key, value); err != nil && !errors.Is(err, groupcoord.ErrUnknownRecord) {
+		s.logger.Warn("transactional record of __consumer_offsets skipped", "err", err)
+	}
+}
+
+func (s viewSink) Marker(pid int64, commit bool) { s.view.Marker(pid, commit) }
 
 func (s viewSink) Record(key, value []byte) {
 	if err := s.view.Apply(key, value); err != nil && !errors.Is(err, groupcoord.ErrUnknownRecord) {

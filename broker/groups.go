@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,7 +25,7 @@ func (b *backend) offsetsPartition(ctx context.Context, group string) (int32, er
 	n := b.n
 	t, ok := n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic)
 	if !ok {
-		if err := b.createOffsetsTopic(ctx); err != nil {
+		if err := b.createInternalTopic(ctx, metadata.ConsumerOffsetsTopic, n.cfg.OffsetsTopicPartitions, n.cfg.OffsetsTopicReplicationFactor); err != nil {
 			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, err)
 		}
 		if t, ok = n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic); !ok {
@@ -34,28 +33,6 @@ func (b *backend) offsetsPartition(ctx context.Context, group string) (int32, er
 		}
 	}
 	return metadata.GroupPartition(group, int32(len(t.Partitions))), nil
-}
-
-// createOffsetsTopic creates __consumer_offsets with the configured shape,
-// its replication factor capped by the brokers alive now. A concurrent
-// creation by another request or node is success.
-func (b *backend) createOffsetsTopic(ctx context.Context) error {
-	n := b.n
-	state := n.meta.fsm.State()
-	rf := min(n.cfg.OffsetsTopicReplicationFactor, int16(len(b.liveBrokers(state))))
-	if rf < 1 {
-		return fmt.Errorf("%w: no live brokers", kerr.CoordinatorNotAvailable)
-	}
-	cmd, err := b.placeTopic(state, metadata.ConsumerOffsetsTopic, n.cfg.OffsetsTopicPartitions, rf)
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.MetaProposal)
-		defer cancel()
-		_, err = n.proposeMeta(pctx, cmd)
-	}
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		return nil
-	}
-	return err
 }
 
 // CoordinatorNode is the node that coordinates group now: the leader of

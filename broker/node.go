@@ -43,7 +43,8 @@ type Node struct {
 	meta    *metaGroup
 	addrs   addrBook // node id -> Raft address, for every group
 	reps    *replicaSet
-	coords  *coordinators // group coordinators of the __consumer_offsets partitions this node leads
+	coords  *coordinators    // group coordinators of the __consumer_offsets partitions this node leads
+	txns    *txnCoordinators // transaction coordinators of the __transaction_state partitions it leads
 	kafka   *kafkaapi.Server
 	kafkaLn net.Listener
 
@@ -114,6 +115,7 @@ func (n *Node) start(ctx context.Context) error {
 	// Replicas already on disk start at once, before the metadata group
 	// is up: their Raft groups know their members.
 	n.coords = newCoordinators(n)
+	n.txns = newTxnCoordinators(n)
 	n.reps = newReplicaSet(n)
 	if err := n.reps.openFromDisk(); err != nil {
 		return err
@@ -315,6 +317,9 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 		n.cancel()
 		if n.housekeepingDone != nil {
 			<-n.housekeepingDone // its proposals need running groups
+		}
+		if n.txns != nil {
+			n.txns.close() // before the replicas, as the group coordinators
 		}
 		if n.coords != nil {
 			// Before the replicas: a coordinator's pending writes are

@@ -21,6 +21,7 @@ import (
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/topicconfig"
+	"github.com/minikafka/minikafka-go/txncoord"
 )
 
 // tp names a partition.
@@ -49,6 +50,9 @@ type localReplica struct {
 	// view is the materialised view of a __consumer_offsets replica's
 	// records (nil for other topics), which its coordinator serves from.
 	view *groupcoord.View
+	// txnView is the materialised view of a __transaction_state
+	// replica's records (nil for other topics).
+	txnView *txncoord.View
 	// cfg is the topic's resolved configs (retention.go), replaced when
 	// the metadata changes; read by produce and retention.
 	cfg atomic.Pointer[topicconfig.Config]
@@ -156,6 +160,9 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 	if info.Topic == metadata.ConsumerOffsetsTopic {
 		lr.view = groupcoord.NewView()
 		sink = viewSink{view: lr.view, logger: logger}
+	} else if info.Topic == metadata.TransactionStateTopic {
+		lr.txnView = txncoord.NewView()
+		sink = txnViewSink{view: lr.txnView, logger: logger}
 	}
 	rep, err := partition.OpenReplica(s.n.host, partition.ReplicaConfig{
 		Group: multiraft.GroupSpec{
@@ -301,6 +308,9 @@ func (s *replicaSet) removeDeleted(state *metadata.Snapshot) {
 func (s *replicaSet) onLeader(lr *localReplica, leader bool, term uint64) {
 	if lr.view != nil {
 		s.n.coords.leadership(lr, leader, term)
+	}
+	if lr.txnView != nil {
+		s.n.txns.leadership(lr, leader, term)
 	}
 	if !leader {
 		return

@@ -37,6 +37,7 @@ var clientVersions = map[int16][2]int16{
 	42: {0, 2},  // DeleteGroups
 	44: {0, 1},  // IncrementalAlterConfigs
 	60: {0, 1},  // DescribeCluster
+	66: {0, 0},  // ListTransactions
 }
 
 // pickVersion is the highest version both sides speak. Called with c.mu.

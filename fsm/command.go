@@ -40,9 +40,17 @@ const (
 	CmdEndTxn
 )
 
-// FlagLogAppendTime, in a CmdProduceAt, stamps the leader time into the
-// batch as its LogAppendTime.
-const FlagLogAppendTime byte = 1
+// Flags of a CmdProduceAt.
+const (
+	// FlagLogAppendTime stamps the leader time into the batch as its
+	// LogAppendTime.
+	FlagLogAppendTime byte = 1
+	// FlagCoordinator marks a batch a coordinator writes for a producer
+	// (a transactional offset commit: Kafka's AppendOrigin.COORDINATOR):
+	// it carries no sequence (-1), so only its epoch is checked, and it
+	// enters no producer window.
+	FlagCoordinator byte = 2
+)
 
 func (c CmdType) String() string {
 	switch c {

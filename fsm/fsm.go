@@ -369,13 +369,13 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 	case CmdNoop:
 		return nil
 	case CmdProduce:
-		return f.applyProduce(body, l.Term, -1)
+		return f.applyProduce(body, l.Term, -1, false)
 	case CmdProduceAt:
 		now, flags := int64(binary.BigEndian.Uint64(body)), body[8]
 		if flags&FlagLogAppendTime == 0 {
 			now = -1
 		}
-		return f.applyProduce(body[9:], l.Term, now)
+		return f.applyProduce(body[9:], l.Term, now, flags&FlagCoordinator != 0)
 	case CmdTrim:
 		return f.applyTrim(int64(binary.BigEndian.Uint64(body)), l.Index, l.Term)
 	case CmdExpireProducers:
@@ -386,10 +386,10 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 	panic("unreachable: DecodeCommand accepted " + t.String())
 }
 
-// applyProduce appends batch if its producer's sequence allows. A
-// logAppendTime >= 0 is stamped into the batch first (on a copy: raft's
-// entry bytes are shared).
-func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64) *ProduceResult {
+// applyProduce appends batch if its producer's sequence allows (only its
+// epoch, for a coordinator's batch). A logAppendTime >= 0 is stamped into
+// the batch first (on a copy: raft's entry bytes are shared).
+func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64, coordinator bool) *ProduceResult {
 	res := &ProduceResult{BaseOffset: -1, LogAppendTime: -1}
 	h, err := record.CheckProduce(batch)
 	if err != nil {
@@ -403,6 +403,9 @@ func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64) *Prod
 		h.MaxTimestamp, res.LogAppendTime = logAppendTime, logAppendTime
 	}
 	v := f.table.Validate(h)
+	if coordinator {
+		v = coordinatorVerdict(f.table, h)
+	}
 	switch v.Verdict {
 	case producerstate.Append:
 		base := f.log.EndOffset()
@@ -434,6 +437,16 @@ func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64) *Prod
 	}
 	res.LogStartOffset = f.log.StartOffset()
 	return res
+}
+
+// coordinatorVerdict is Validate for a coordinator's batch: fenced if its
+// epoch is older than the producer's, else appended (Record then ignores
+// its sequence of -1).
+func coordinatorVerdict(t *producerstate.Table, h record.Header) producerstate.Result {
+	if e, ok := t.Lookup(h.ProducerID); ok && h.ProducerEpoch < e.Epoch {
+		return producerstate.Result{Verdict: producerstate.Fenced, Epoch: e.Epoch}
+	}
+	return producerstate.Result{Verdict: producerstate.Append}
 }
 
 // applyEndTxn writes the marker m for its producer if the producer state

@@ -135,8 +135,9 @@ func (c *Coordinator) validateCommit(groupID string, generation int32, memberID 
 // FetchOffsets answers one group of an OffsetFetch: the committed offsets
 // of the given partitions (offset -1 for those without one), or, with
 // nil topics, every offset the group has committed. An unknown group is
-// no error: its partitions have no offsets. requireStable is accepted and
-// ignored: without transactions no commit is ever pending.
+// no error: its partitions have no offsets. With requireStable, a
+// partition with a transactional commit pending is UNSTABLE_OFFSET_COMMIT,
+// which clients retry.
 func (c *Coordinator) FetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = group
@@ -175,7 +176,11 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, group string, topics []k
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			o, ok := c.view.Offset(group, t.Topic, p)
-			rt.Partitions = append(rt.Partitions, answer(p, o, ok))
+			rp := answer(p, o, ok)
+			if requireStable && c.view.Pending(group, t.Topic, p) {
+				rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
 		}
 		out.Topics = append(out.Topics, rt)
 	}

@@ -72,7 +72,7 @@ func (v *View) Restore(snapshot []byte) error {
 		b = rest
 	}
 	v.mu.Lock()
-	v.groups = fresh.groups
+	v.groups, v.pending, v.seq = fresh.groups, fresh.pending, fresh.seq
 	v.mu.Unlock()
 	return nil
 }

@@ -25,11 +25,28 @@ import (
 // machine, one at a time; every other method may be called concurrently
 // with them and with each other.
 type View struct {
-	// mu guards groups and everything reachable from it. Apply and
-	// Restore hold it for writing; readers hold it for reading and return
-	// copies, so nothing they return changes under the caller.
+	// mu guards groups, pending, seq and everything reachable from them.
+	// Apply, ApplyTxn, Marker and Restore hold it for writing; readers
+	// hold it for reading and return copies, so nothing they return
+	// changes under the caller.
 	mu     sync.RWMutex
 	groups map[string]*viewGroup
+	// pending are transactional offset commits (TxnOffsetCommit) by
+	// producer id, in log order, until the producer's marker: COMMIT
+	// makes them committed offsets, ABORT drops them.
+	pending map[int64][]pendingOffset
+	// seq numbers the offset records applied, committed or pending, in
+	// log order: a COMMIT marker makes a pending offset visible only over
+	// an offset committed before it (Kafka compares log positions).
+	seq int64
+}
+
+// pendingOffset is one transactional offset commit awaiting its marker.
+type pendingOffset struct {
+	group string
+	tp    topicPartition
+	o     Offset
+	seq   int64
 }
 
 // viewGroup is what the view knows of one group. A group with neither
@@ -37,6 +54,7 @@ type View struct {
 type viewGroup struct {
 	meta    *GroupMetadata // nil: never stored, or deleted
 	offsets map[topicPartition]Offset
+	seqs    map[topicPartition]int64 // View.seq of each offset's record
 }
 
 type topicPartition struct {
@@ -53,7 +71,7 @@ type PartitionOffset struct {
 
 // NewView returns an empty view.
 func NewView() *View {
-	return &View{groups: make(map[string]*viewGroup)}
+	return &View{groups: make(map[string]*viewGroup), pending: make(map[int64][]pendingOffset)}
 }
 
 // Apply applies one record of the partition: an offset commit or group
@@ -110,6 +128,7 @@ func (v *View) applyOffset(key, value []byte) error {
 	if value == nil {
 		if g := v.groups[k.Group]; g != nil {
 			delete(g.offsets, tp)
+			delete(g.seqs, tp)
 			v.dropIfEmpty(k.Group, g)
 		}
 		return nil
@@ -125,6 +144,8 @@ func (v *View) applyOffset(key, value []byte) error {
 		val.LeaderEpoch = -1
 	}
 	g := v.group(k.Group)
+	v.seq++
+	g.seqs[tp] = v.seq
 	g.offsets[tp] = Offset{
 		Offset:          val.Offset,
 		LeaderEpoch:     val.LeaderEpoch,
@@ -182,7 +203,7 @@ func (v *View) applyGroup(key, value []byte) error {
 func (v *View) group(name string) *viewGroup {
 	g := v.groups[name]
 	if g == nil {
-		g = &viewGroup{offsets: make(map[topicPartition]Offset)}
+		g = &viewGroup{offsets: make(map[topicPartition]Offset), seqs: make(map[topicPartition]int64)}
 		v.groups[name] = g
 	}
 	return g

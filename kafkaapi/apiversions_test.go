@@ -30,7 +30,11 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
 	{ApiKey: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
+	{ApiKey: 24, MinVersion: 0, MaxVersion: 3}, // AddPartitionsToTxn
+	{ApiKey: 25, MinVersion: 0, MaxVersion: 3}, // AddOffsetsToTxn
+	{ApiKey: 26, MinVersion: 0, MaxVersion: 3}, // EndTxn
 	{ApiKey: 27, MinVersion: 0, MaxVersion: 1}, // WriteTxnMarkers
+	{ApiKey: 28, MinVersion: 0, MaxVersion: 3}, // TxnOffsetCommit
 	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
 	{ApiKey: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
 	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
@@ -38,6 +42,8 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
 	{ApiKey: 47, MinVersion: 0, MaxVersion: 0}, // OffsetDelete
 	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
+	{ApiKey: 65, MinVersion: 0, MaxVersion: 0}, // DescribeTransactions
+	{ApiKey: 66, MinVersion: 0, MaxVersion: 1}, // ListTransactions
 }
 
 func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {

@@ -50,7 +50,11 @@ var apis = []api{
 	{kmsg.DeleteRecords, 0, 2},
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
+	{kmsg.AddPartitionsToTxn, 0, 3},
+	{kmsg.AddOffsetsToTxn, 0, 3},
+	{kmsg.EndTxn, 0, 3},
 	{kmsg.WriteTxnMarkers, 0, 1},
+	{kmsg.TxnOffsetCommit, 0, 3},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
@@ -58,6 +62,8 @@ var apis = []api{
 	{kmsg.IncrementalAlterConfigs, 0, 1},
 	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeCluster, 0, 1},
+	{kmsg.DescribeTransactions, 0, 0},
+	{kmsg.ListTransactions, 0, 1},
 }
 
 // requestInfo is what the server knows of a request besides its body.
@@ -106,6 +112,18 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startDeleteRecords(req, received)
 	case *kmsg.WriteTxnMarkersRequest:
 		return s.startWriteTxnMarkers(req, received)
+	case *kmsg.AddPartitionsToTxnRequest:
+		return s.startAddPartitionsToTxn(req, received)
+	case *kmsg.AddOffsetsToTxnRequest:
+		return s.startAddOffsetsToTxn(req, received)
+	case *kmsg.EndTxnRequest:
+		return s.startEndTxn(req, received)
+	case *kmsg.TxnOffsetCommitRequest:
+		return s.startTxnOffsetCommit(req, received)
+	case *kmsg.DescribeTransactionsRequest:
+		return s.startDescribeTransactions(req, received)
+	case *kmsg.ListTransactionsRequest:
+		return s.startListTransactions(req, received)
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r

@@ -88,6 +88,14 @@
 //     WriteTxnMarkers writes COMMIT and ABORT markers through the
 //     partitions' replicated logs; it is an inter-broker API that, as in a
 //     Kafka without an authorizer, any connection may call for now.
+//   - Transactions, the coordinator side (Transactions, TxnLister, and
+//     TxnOffsetCommitter on a GroupCoordinator): FindCoordinator for
+//     transactional ids, AddPartitionsToTxn 0-3, AddOffsetsToTxn and
+//     EndTxn go to the id's coordinator; TxnOffsetCommit to the group's;
+//     DescribeTransactions and ListTransactions answer from this node's
+//     coordinators. Without the capabilities they answer
+//     COORDINATOR_NOT_AVAILABLE (or UNSUPPORTED_VERSION), and
+//     ListTransactions lists nothing.
 //   - A produced batch's record count must match the records it holds
 //     (INVALID_RECORD otherwise, as Kafka), and a CreateTopics request may
 //     ask for at most Config.MaxCreatePartitions partitions in all.

@@ -85,16 +85,18 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 		c.ErrorCode, c.ErrorMessage = ErrorCode(err), errorMessage(err)
 		return c
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var node int32
+	var err error
 	switch keyType {
 	case coordinatorKeyGroup:
+		node, err = s.backend.CoordinatorNode(ctx, key)
 	case coordinatorKeyTransaction:
-		return fail(fmt.Errorf("%w: transactions are not supported", kerr.InvalidRequest))
+		node, err = s.txnCoordinatorNode(ctx, key)
 	default:
 		return fail(fmt.Errorf("%w: unknown coordinator key type %d", kerr.InvalidRequest, keyType))
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
-	node, err := s.backend.CoordinatorNode(ctx, key)
 	if err != nil {
 		return fail(err)
 	}

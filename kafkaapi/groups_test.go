@@ -161,7 +161,7 @@ func TestFindCoordinator(t *testing.T) {
 	}{
 		{"not available", 1, fmt.Errorf("%w: no leader", kerr.CoordinatorNotAvailable), 0, kerr.CoordinatorNotAvailable},
 		{"dead node", 9, nil, 0, kerr.CoordinatorNotAvailable},
-		{"transactions", 1, nil, coordinatorKeyTransaction, kerr.InvalidRequest},
+		{"transactions without the capability", 1, nil, coordinatorKeyTransaction, kerr.CoordinatorNotAvailable},
 		{"unknown key type", 1, nil, 5, kerr.InvalidRequest},
 	} {
 		h.fb.set(func(b *fakeBackend) { b.groups = fakeGroups{node: tc.node, err: tc.err} })

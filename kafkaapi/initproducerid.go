@@ -17,6 +17,9 @@ func (s *Server) startInitProducerID(req *kmsg.InitProducerIDRequest, _ time.Tim
 		id, err := s.initProducerID(ctx, req)
 		if err != nil {
 			resp.ErrorCode = ErrorCode(err)
+			if resp.ErrorCode == kerr.ProducerFenced.Code && req.Version < 4 {
+				resp.ErrorCode = kerr.InvalidProducerEpoch.Code // before KIP-588
+			}
 			return resp, nil
 		}
 		resp.ProducerID, resp.ProducerEpoch = id.ID, id.Epoch

@@ -122,10 +122,24 @@ type TopicPartition struct {
 // the leader of partition GroupPartition(group) coordinates the group.
 const ConsumerOffsetsTopic = "__consumer_offsets"
 
+// TransactionStateTopic is the internal topic of transaction metadata. Its
+// partitions are Raft groups like any other; the leader of partition
+// TxnPartition(transactionalID) coordinates the transactional id.
+const TransactionStateTopic = "__transaction_state"
+
 // IsInternal reports whether a topic is one the cluster keeps for itself:
 // clients may read it but not produce to it, create it or see it listed
 // unless they ask.
-func IsInternal(name string) bool { return name == ConsumerOffsetsTopic }
+func IsInternal(name string) bool {
+	return name == ConsumerOffsetsTopic || name == TransactionStateTopic
+}
+
+// TxnPartition is the partition of TransactionStateTopic (of n) that holds
+// a transactional id's metadata: Kafka's abs(id.hashCode()) % n, the same
+// hash as GroupPartition, so that tools that compute it agree.
+func TxnPartition(transactionalID string, n int32) int32 {
+	return GroupPartition(transactionalID, n)
+}
 
 // GroupPartition is the partition of ConsumerOffsetsTopic (of n) that holds
 // group's offsets and metadata: Kafka's abs(group.hashCode()) % n, with

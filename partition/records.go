@@ -20,6 +20,18 @@ type RecordSink interface {
 	Record(key, value []byte)
 }
 
+// TxnRecordSink is a RecordSink that follows transactions too (the
+// consumer-offsets view keeps transactional offset commits pending until
+// their marker): the records of transactional batches go to TxnRecord
+// instead of Record, and each transaction marker to Marker.
+type TxnRecordSink interface {
+	RecordSink
+	// TxnRecord is a record of producerID's open transaction.
+	TxnRecord(producerID int64, key, value []byte)
+	// Marker ends producerID's transaction: COMMIT if commit, else ABORT.
+	Marker(producerID int64, commit bool)
+}
+
 // recordFeeder feeds a RecordSink from the FSM (as its fsm.Observer) and
 // from the log.
 type recordFeeder struct {
@@ -65,18 +77,35 @@ func (f *recordFeeder) rebuild() error {
 	return nil
 }
 
-// feed passes one batch's records to the sink; control batches carry none.
+// feed passes one batch's records to the sink, and a marker to a
+// TxnRecordSink; other control batches carry no records for it.
 func (f *recordFeeder) feed(batch []byte) error {
 	h, err := record.ParseHeader(batch)
-	if err != nil || h.IsControl() {
+	if err != nil {
 		return err
+	}
+	txn, isTxn := f.sink.(TxnRecordSink)
+	if h.IsControl() {
+		if !isTxn {
+			return nil
+		}
+		m, err := record.ParseEndTxnMarker(batch)
+		if err != nil {
+			return fmt.Errorf("partition: marker: %w", err)
+		}
+		txn.Marker(h.ProducerID, m.Type == record.ControlCommit)
+		return nil
 	}
 	f.scratch, err = record.AppendRecords(f.scratch[:0], batch)
 	if err != nil {
 		return fmt.Errorf("partition: records: %w", err)
 	}
 	for _, r := range f.scratch {
-		f.sink.Record(r.Key, r.Value)
+		if isTxn && h.IsTransactional() {
+			txn.TxnRecord(h.ProducerID, r.Key, r.Value)
+		} else {
+			f.sink.Record(r.Key, r.Value)
+		}
 	}
 	clear(f.scratch)
 	return nil

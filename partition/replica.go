@@ -176,6 +176,17 @@ func (r *Replica) ProposeLogAppendTime(batch []byte, timeout time.Duration) *Pro
 	return &Proposal{p: r.group.Propose(cmd, timeout)}
 }
 
+// ProposeCoordinator is Propose for a batch a coordinator writes for a
+// producer (transactional offset commits): its sequence is -1 and only its
+// epoch is checked (fsm.FlagCoordinator).
+func (r *Replica) ProposeCoordinator(batch []byte, timeout time.Duration) *Proposal {
+	if err := r.fsm.StorageErr(); err != nil {
+		return &Proposal{refuse: err}
+	}
+	cmd := fsm.EncodeProduceAt(batch, time.Now().UnixMilli(), fsm.FlagCoordinator)
+	return &Proposal{p: r.group.Propose(cmd, timeout)}
+}
+
 // TxnMarker is a transaction marker to write (ProposeEndTxn).
 type TxnMarker struct {
 	ProducerID       int64

@@ -50,7 +50,7 @@ Errors are one line on stderr. Exit status: 0 ok, 1 failure, 2 bad usage,
 	pf.StringSliceVar(&a.brokers, "brokers", []string{"127.0.0.1:9092"}, "seed brokers, comma-separated host:port")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "how long to wait for the cluster (connecting, metadata, each record's delivery)")
 
-	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.groupCommand(), a.clusterCommand())
+	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.groupCommand(), a.txnCommand(), a.clusterCommand())
 	return root
 }
 

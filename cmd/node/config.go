@@ -60,6 +60,10 @@ func keys() []key {
 		{"max_partitions", int(d.MaxPartitions), "most partitions the cluster's topics may have in all (each is a Raft group)"},
 		{"offsets_topic_partitions", int(d.OffsetsTopicPartitions), "partitions of the internal topic __consumer_offsets, created on first need"},
 		{"offsets_topic_replication_factor", int(d.OffsetsTopicReplicationFactor), "replication factor of __consumer_offsets (at most the live brokers when it is created)"},
+		{"transaction_state_partitions", int(d.TxnTopicPartitions), "partitions of the internal topic __transaction_state, created on first need"},
+		{"transaction_state_replication_factor", int(d.TxnTopicReplicationFactor), "replication factor of __transaction_state (at most the live brokers when it is created)"},
+		{"transaction_max_timeout", d.TxnMaxTimeout, "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)"},
+		{"transaction_abort_interval", d.TxnAbortInterval, "how often coordinators abort timed-out transactions"},
 		{"group_initial_rebalance_delay", d.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members (0 = none)"},
 		{"group_min_session_timeout", d.GroupMinSessionTimeout, "shortest session timeout a group member may ask for"},
 		{"group_max_session_timeout", d.GroupMaxSessionTimeout, "longest session timeout a group member may ask for"},
@@ -296,12 +300,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	mp := g.int("max_partitions")
 	rangeInt("max_partitions", mp, 1, 1<<31-1)
 	c.MaxPartitions = int32(mp)
-	op := g.int("offsets_topic_partitions")
-	rangeInt("offsets_topic_partitions", op, 1, 1<<10)
-	c.OffsetsTopicPartitions = int32(op)
-	orf := g.int("offsets_topic_replication_factor")
-	rangeInt("offsets_topic_replication_factor", orf, 1, 1<<15-1)
-	c.OffsetsTopicReplicationFactor = int16(orf)
+	internalTopics(g, c, rangeInt)
 	c.GroupInitialRebalanceDelay = g.duration("group_initial_rebalance_delay")
 	c.GroupMinSessionTimeout = g.duration("group_min_session_timeout")
 	c.GroupMaxSessionTimeout = g.duration("group_max_session_timeout")
@@ -340,4 +339,23 @@ func fromViper(v *viper.Viper) (options, error) {
 		return options{}, err
 	}
 	return o, nil
+}
+
+// internalTopics reads the shapes of the internal topics and the
+// transaction coordinator's limits.
+func internalTopics(g *getter, c *broker.Config, rangeInt func(key string, n, lo, hi int)) {
+	op := g.int("offsets_topic_partitions")
+	rangeInt("offsets_topic_partitions", op, 1, 1<<10)
+	c.OffsetsTopicPartitions = int32(op)
+	orf := g.int("offsets_topic_replication_factor")
+	rangeInt("offsets_topic_replication_factor", orf, 1, 1<<15-1)
+	c.OffsetsTopicReplicationFactor = int16(orf)
+	tp := g.int("transaction_state_partitions")
+	rangeInt("transaction_state_partitions", tp, 1, 1<<10)
+	c.TxnTopicPartitions = int32(tp)
+	trf := g.int("transaction_state_replication_factor")
+	rangeInt("transaction_state_replication_factor", trf, 1, 1<<15-1)
+	c.TxnTopicReplicationFactor = int16(trf)
+	c.TxnMaxTimeout = g.duration("transaction_max_timeout")
+	c.TxnAbortInterval = g.duration("transaction_abort_interval")
 }

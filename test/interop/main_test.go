@@ -2,6 +2,9 @@
 // franz-go (kgo, kadm) in process, and librdkafka through Debian's kcat
 // when it is installed (the tests that need it skip otherwise).
 //
+// Transactions: TestSaramaTransactionalProducer, and
+// TestLibrdkafkaTransactionalProducer with txn_client.py.
+//
 // TestGroupClients is the group suite: franz-go, sarama and kafka-go in
 // process, librdkafka (python3-confluent-kafka) and kafkajs as child
 // processes running group_client.py and group_client.js, each producing

@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/txncoord"
+)
+
+// markerWriter writes the transaction markers of this node's transaction
+// coordinators: through the local replica into a partition this node
+// leads, and with WriteTxnMarkers, over the Kafka API, to the leader of
+// any other.
+type markerWriter struct {
+	n *Node
+
+	// mu guards clients and closed: one Kafka client per remote leader,
+	// keyed by its Kafka address, kept until the node stops.
+	mu      sync.Mutex
+	clients map[string]*kgo.Client
+	closed  bool
+}
+
+var _ txncoord.Markers = (*markerWriter)(nil)
+
+func newMarkerWriter(n *Node) *markerWriter {
+	return &markerWriter{n: n, clients: make(map[string]*kgo.Client)}
+}
+
+// WriteMarkers implements txncoord.Markers. Partitions of deleted topics
+// count as written.
+func (w *markerWriter) WriteMarkers(ctx context.Context, m txncoord.Marker, parts []txncoord.TopicPartition) error {
+	state := w.n.meta.fsm.State()
+	remote := map[int32][]txncoord.TopicPartition{}
+	var errs []error
+	for _, tp := range parts {
+		if _, ok := state.Partition(tp.Topic, tp.Partition); !ok {
+			continue
+		}
+		leader, _, ok := w.n.PartitionLeader(tp.Topic, tp.Partition)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.LeaderNotAvailable))
+		case leader == w.n.cfg.NodeID:
+			errs = append(errs, w.writeLocal(m, tp))
+		default:
+			remote[leader] = append(remote[leader], tp)
+		}
+	}
+	for leader, tps := range remote {
+		errs = append(errs, w.writeRemote(ctx, leader, m, tps))
+	}
+	return errors.Join(errs...)
+}
+
+// writeLocal proposes the marker to this node's replica of tp.
+func (w *markerWriter) writeLocal(m txncoord.Marker, tp txncoord.TopicPartition) error {
+	lr, ok := w.n.reps.get(tp.Topic, tp.Partition)
+	if !ok {
+		return fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.NotLeaderForPartition)
+	}
+	<-lr.ready
+	res, err := lr.rep.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.n.cfg.Tuning.ProduceEnqueue).Wait()
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return fmt.Errorf("%s-%d: marker: %w", tp.Topic, tp.Partition, err)
+	}
+	return nil
+}
+
+// writeRemote sends one WriteTxnMarkers to leader for tps.
+func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord.Marker, tps []txncoord.TopicPartition) error {
+	cl, err := w.client(leader)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	mk := kmsg.NewWriteTxnMarkersRequestMarker()
+	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
+	for _, tp := range tps {
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
+		mk.Topics = append(mk.Topics, t)
+	}
+	req.Markers = append(req.Markers, mk)
+	ctx, cancel := context.WithTimeout(ctx, w.n.cfg.Tuning.MetaProposal)
+	defer cancel()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("WriteTxnMarkers to node %d: %w", leader, err)
+	}
+	var errs []error
+	for _, rm := range resp.(*kmsg.WriteTxnMarkersResponse).Markers {
+		for _, t := range rm.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					errs = append(errs, fmt.Errorf("%s-%d on node %d: %w", t.Topic, p.Partition, leader, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// client returns the Kafka client of a node, made on first use.
+func (w *markerWriter) client(node int32) (*kgo.Client, error) {
+	b, ok := w.n.meta.fsm.State().Broker(node)
+	if !ok {
+		return nil, fmt.Errorf("node %d: %w", node, kerr.BrokerNotAvailable)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, fmt.Errorf("%w: the node is stopping", kerr.NotCoordinator)
+	}
+	if cl := w.clients[b.KafkaAddr]; cl != nil {
+		return cl, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.KafkaAddr), kgo.ClientID("minikafka-txn-coordinator"))
+	if err != nil {
+		return nil, fmt.Errorf("broker: client of node %d: %w", node, err)
+	}
+	w.clients[b.KafkaAddr] = cl
+	return cl, nil
+}
+
+// close closes the clients; later writes fail.
+func (w *markerWriter) close() {
+	w.mu.Lock()
+	w.closed = true
+	clients := w.clients
+	w.clients = nil
+	w.mu.Unlock()
+	for _, cl := range clients {
+		cl.Close()
+	}
+}

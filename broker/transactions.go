@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
+)
+
+// Transactions. Transactional id T's coordinator is the leader of
+// partition metadata.TxnPartition(T, n) of the internal topic
+// __transaction_state, which the cluster creates the first time a client
+// looks for a transaction coordinator. Its partitions are Raft groups like
+// any other; their FSMs feed a materialised view of transaction metadata
+// (txncoord.View), so a new leader coordinates at once.
+
+var _ kafkaapi.Transactions = (*backend)(nil)
+
+// txnPartition returns the partition of __transaction_state that holds a
+// transactional id, creating the topic on first need (until then
+// COORDINATOR_NOT_AVAILABLE, which clients retry).
+func (b *backend) txnPartition(ctx context.Context, id string) (int32, error) {
+	n := b.n
+	t, ok := n.meta.fsm.State().Topic(metadata.TransactionStateTopic)
+	if !ok {
+		if err := b.createInternalTopic(ctx, metadata.TransactionStateTopic, n.cfg.TxnTopicPartitions, n.cfg.TxnTopicReplicationFactor); err != nil {
+			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, err)
+		}
+		if t, ok = n.meta.fsm.State().Topic(metadata.TransactionStateTopic); !ok {
+			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
+		}
+	}
+	return metadata.TxnPartition(id, int32(len(t.Partitions))), nil
+}
+
+// createInternalTopic creates an internal topic with parts partitions and
+// replication factor rf capped by the brokers alive now. A concurrent
+// creation by another request or node is success.
+func (b *backend) createInternalTopic(ctx context.Context, name string, parts int32, rf int16) error {
+	n := b.n
+	state := n.meta.fsm.State()
+	rf = min(rf, int16(len(b.liveBrokers(state))))
+	if rf < 1 {
+		return fmt.Errorf("%w: no live brokers", kerr.CoordinatorNotAvailable)
+	}
+	cmd, err := b.placeTopic(state, name, parts, rf)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.MetaProposal)
+		defer cancel()
+		_, err = n.proposeMeta(pctx, cmd)
+	}
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil
+	}
+	return err
+}
+
+// TxnCoordinatorNode is the node that coordinates a transactional id now:
+// the leader of its __transaction_state partition.
+func (b *backend) TxnCoordinatorNode(ctx context.Context, id string) (int32, error) {
+	p, err := b.txnPartition(ctx, id)
+	if err != nil {
+		return -1, err
+	}
+	leader, _, ok := b.n.PartitionLeader(metadata.TransactionStateTopic, p)
+	if !ok {
+		return -1, fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, p)
+	}
+	return leader, nil
+}
+
+// TxnCoordinator returns this node's coordinator of a transactional id.
+func (b *backend) TxnCoordinator(_ context.Context, id string) (kafkaapi.TxnCoordinator, error) {
+	t, ok := b.n.meta.fsm.State().Topic(metadata.TransactionStateTopic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
+	}
+	c, err := b.n.txns.get(metadata.TxnPartition(id, int32(len(t.Partitions))))
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// InitProducerID allocates an idempotent producer's id from the metadata
+// group; a transactional id's InitProducerId goes to its coordinator,
+// which must be this node (else NOT_COORDINATOR, as in Kafka).
+func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerIDRequest) (kafkaapi.ProducerIdentity, error) {
+	if req.TransactionalID == nil {
+		r, err := b.n.proposeMeta(ctx, metadata.AllocateProducerID{})
+		if err != nil {
+			return kafkaapi.ProducerIdentity{}, err
+		}
+		return kafkaapi.ProducerIdentity{ID: r.ProducerID, Epoch: r.Epoch}, nil
+	}
+	id := *req.TransactionalID
+	t, ok := b.n.meta.fsm.State().Topic(metadata.TransactionStateTopic)
+	if !ok {
+		return kafkaapi.ProducerIdentity{}, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
+	}
+	c, err := b.n.txns.get(metadata.TxnPartition(id, int32(len(t.Partitions))))
+	if err != nil {
+		return kafkaapi.ProducerIdentity{}, err
+	}
+	pid, epoch, err := c.InitProducerID(ctx, id, req.TransactionTimeout, req.ProducerID, req.ProducerEpoch)
+	if err != nil {
+		return kafkaapi.ProducerIdentity{}, err
+	}
+	return kafkaapi.ProducerIdentity{ID: pid, Epoch: epoch}, nil
+}
+
+var _ kafkaapi.TxnLister = (*backend)(nil)
+
+// TxnCoordinators returns every transaction coordinator this node runs.
+func (b *backend) TxnCoordinators() ([]kafkaapi.TxnDescriber, error) {
+	return b.n.txns.all()
+}

@@ -1,0 +1,204 @@
+package kafkaapi
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Transactions is the optional Backend capability that serves the
+// transaction coordinator's APIs (found by type assertion; without it
+// FindCoordinator for transactions and the APIs below answer
+// COORDINATOR_NOT_AVAILABLE). Errors are Kafka's, as for Groups.
+type Transactions interface {
+	// TxnCoordinatorNode returns the node that coordinates a
+	// transactional id now.
+	TxnCoordinatorNode(ctx context.Context, transactionalID string) (int32, error)
+	// TxnCoordinator returns this node's coordinator of a transactional
+	// id: kerr.NotCoordinator if another node coordinates it,
+	// kerr.CoordinatorLoadInProgress while this node takes over.
+	TxnCoordinator(ctx context.Context, transactionalID string) (TxnCoordinator, error)
+}
+
+// TxnCoordinator serves the transactional ids of one coordinator (in the
+// broker, one partition of __transaction_state). Each method answers at
+// the request's version once what it changed is committed.
+type TxnCoordinator interface {
+	AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse
+	AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse
+	EndTxnRequest(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse
+}
+
+// txnCoordinator returns this node's coordinator of a transactional id,
+// bounding the lookup by the request timeout.
+func (s *Server) txnCoordinator(ctx context.Context, id string) (TxnCoordinator, error) {
+	txns, ok := s.backend.(Transactions)
+	if !ok {
+		return nil, fmt.Errorf("%w: transactions are not served", kerr.CoordinatorNotAvailable)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	return txns.TxnCoordinator(ctx, id)
+}
+
+// txnCoordinatorNode finds the node that coordinates a transactional id.
+func (s *Server) txnCoordinatorNode(ctx context.Context, id string) (int32, error) {
+	txns, ok := s.backend.(Transactions)
+	if !ok {
+		return -1, fmt.Errorf("%w: transactions are not served", kerr.CoordinatorNotAvailable)
+	}
+	return txns.TxnCoordinatorNode(ctx, id)
+}
+
+// startAddPartitionsToTxn answers AddPartitionsToTxn 0-3; a routing error
+// is every partition's error.
+func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.txnCoordinator(ctx, req.TransactionalID)
+		if err == nil {
+			return c.AddPartitionsToTxn(ctx, req), nil
+		}
+		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, ErrorCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
+
+func (s *Server) startAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.txnCoordinator(ctx, req.TransactionalID)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		return c.AddOffsetsToTxn(ctx, req), nil
+	}
+}
+
+func (s *Server) startEndTxn(req *kmsg.EndTxnRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.txnCoordinator(ctx, req.TransactionalID)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+			resp.ErrorCode = ErrorCode(err)
+			return resp, nil
+		}
+		return c.EndTxnRequest(ctx, req), nil
+	}
+}
+
+// TxnOffsetCommitter is the optional GroupCoordinator capability that
+// serves TxnOffsetCommit: offsets pending until the producer's transaction
+// ends. Without it TxnOffsetCommit is UNSUPPORTED_VERSION.
+type TxnOffsetCommitter interface {
+	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse
+}
+
+// startTxnOffsetCommit answers TxnOffsetCommit 0-3 from the group's
+// coordinator; a routing error is every partition's error.
+func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		c, err := s.coordinator(ctx, req.Group)
+		if err == nil {
+			if tc, ok := c.(TxnOffsetCommitter); ok {
+				return tc.TxnOffsetCommit(ctx, req), nil
+			}
+			err = fmt.Errorf("%w: transactional offset commits are not served", kerr.UnsupportedVersion)
+		}
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, ErrorCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
+
+// TxnLister is the optional Transactions capability that serves
+// DescribeTransactions and ListTransactions; the coordinators it returns
+// are TxnDescribers.
+type TxnLister interface {
+	// TxnCoordinators returns every transaction coordinator this node
+	// runs, and kerr.CoordinatorLoadInProgress with them while one loads.
+	TxnCoordinators() ([]TxnDescriber, error)
+}
+
+// TxnDescriber describes and lists a coordinator's transactions.
+type TxnDescriber interface {
+	DescribeTransaction(id string) kmsg.DescribeTransactionsResponseTransactionState
+	ListTransactions(states []string, pids []int64, minDurationMillis int64) []kmsg.ListTransactionsResponseTransactionState
+}
+
+// startDescribeTransactions answers DescribeTransactions 0 for each id
+// from its coordinator on this node (NOT_COORDINATOR if none).
+func (s *Server) startDescribeTransactions(req *kmsg.DescribeTransactionsRequest, _ time.Time) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+		for _, id := range req.TransactionalIDs {
+			c, err := s.txnCoordinator(ctx, id)
+			d, ok := c.(TxnDescriber)
+			if err == nil && !ok {
+				err = fmt.Errorf("%w: transactions are not described", kerr.CoordinatorNotAvailable)
+			}
+			if err != nil {
+				st := kmsg.NewDescribeTransactionsResponseTransactionState()
+				st.TransactionalID, st.ErrorCode, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, ErrorCode(err), -1, -1, -1
+				resp.TransactionStates = append(resp.TransactionStates, st)
+				continue
+			}
+			resp.TransactionStates = append(resp.TransactionStates, d.DescribeTransaction(id))
+		}
+		return resp, nil
+	}
+}
+
+// knownTxnStates are the states ListTransactions filters by.
+var knownTxnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
+	"CompleteAbort", "Dead", "PrepareEpochFence"}
+
+// startListTransactions answers ListTransactions 0-1 with this node's
+// coordinators' transactions, as Kafka does (a client asks every broker).
+func (s *Server) startListTransactions(req *kmsg.ListTransactionsRequest, _ time.Time) responder {
+	return func(context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+		for _, st := range req.StateFilters {
+			if !slices.Contains(knownTxnStates, st) {
+				resp.UnknownStateFilters = append(resp.UnknownStateFilters, st)
+			}
+		}
+		lister, ok := s.backend.(TxnLister)
+		if !ok {
+			return resp, nil
+		}
+		coords, err := lister.TxnCoordinators()
+		resp.ErrorCode = ErrorCode(err)
+		duration := int64(-1)
+		if req.Version >= 1 {
+			duration = req.DurationFilterMillis
+		}
+		for _, c := range coords {
+			resp.TransactionStates = append(resp.TransactionStates, c.ListTransactions(req.StateFilters, req.ProducerIDFilters, duration)...)
+		}
+		return resp, nil
+	}
+}

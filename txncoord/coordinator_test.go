@@ -1,0 +1,176 @@
+package txncoord
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// memLog applies appended records to a view at once.
+type memLog struct{ view *View }
+
+func (l memLog) Append(_ context.Context, recs []Record) error {
+	for _, r := range recs {
+		if err := l.view.Apply(r.Key, r.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memMarkers records the markers written; fail makes the next n calls fail.
+type memMarkers struct {
+	mu      sync.Mutex // guards written and fail
+	written []Marker
+	fail    int
+}
+
+func (m *memMarkers) WriteMarkers(_ context.Context, mk Marker, parts []TopicPartition) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail > 0 {
+		m.fail--
+		return errors.New("leader unreachable")
+	}
+	for range parts {
+		m.written = append(m.written, mk)
+	}
+	return nil
+}
+
+func (m *memMarkers) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.written)
+}
+
+func newTestCoordinator(t *testing.T, view *View, mk *memMarkers, cfg Config) *Coordinator {
+	t.Helper()
+	next := int64(1000)
+	var mu sync.Mutex
+	cfg.NewProducerID = func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); next++; return next, nil }
+	cfg.TopicExists = func(topic string, _ int32) bool { return topic != "nope" }
+	cfg.OffsetsPartition = func(string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 3}, true }
+	cfg.MarkerRetry = time.Millisecond
+	c, err := New(cfg, memLog{view}, view, mk, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// waitState waits until id's state is s.
+func waitState(t *testing.T, v *View, id string, s State) Metadata {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if m, _ := v.Txn(id); m.State == s {
+			return m
+		}
+	}
+	m, _ := v.Txn(id)
+	t.Fatalf("%s: state %v, want %v", id, m.State, s)
+	return m
+}
+
+func TestCoordinatorCommitAbortAndFencing(t *testing.T) {
+	ctx := context.Background()
+	view, mk := NewView(), &memMarkers{fail: 2}
+	c := newTestCoordinator(t, view, mk, Config{})
+	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil || pid != 1001 || epoch != 0 {
+		t.Fatalf("first init: %d/%d %v", pid, epoch, err)
+	}
+	if err := c.EndTxn(ctx, "t", pid, epoch, true); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("EndTxn without a transaction: %v", err)
+	}
+	parts := []TopicPartition{{"a", 0}, {"b", 1}}
+	if err := c.AddPartitions(ctx, "t", pid, epoch, parts); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPartitions(ctx, "t", pid+1, epoch, parts); !errors.Is(err, kerr.InvalidProducerIDMapping) {
+		t.Fatalf("another producer id: %v", err)
+	}
+	if err := c.EndTxn(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, view, "t", CompleteCommit)
+	if mk.count() != 2 || !mk.written[0].Commit || mk.written[0].CoordinatorEpoch != 7 {
+		t.Fatalf("markers %+v", mk.written)
+	}
+	if err := c.EndTxn(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatalf("a retried commit: %v", err)
+	}
+	// An ongoing transaction is aborted by the next InitProducerId, which
+	// fences the old epoch twice over.
+	if err := c.AddPartitions(ctx, "t", pid, epoch, parts[:1]); err != nil {
+		t.Fatal(err)
+	}
+	pid2, epoch2, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil || pid2 != pid || epoch2 != 2 {
+		t.Fatalf("second init: %d/%d %v", pid2, epoch2, err)
+	}
+	if m, _ := view.Txn("t"); m.State != Empty || mk.count() != 3 || mk.written[2].Commit || mk.written[2].ProducerEpoch != 1 {
+		t.Fatalf("after init: %+v, markers %+v", m, mk.written)
+	}
+	if err := c.AddPartitions(ctx, "t", pid, epoch, parts); !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("zombie: %v", err)
+	}
+	if _, _, err := c.InitProducerID(ctx, "t", time.Minute, pid, epoch); !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("KIP-360 with an old epoch: %v", err)
+	}
+	if _, e, err := c.InitProducerID(ctx, "t", time.Minute, pid, epoch2); err != nil || e != 3 {
+		t.Fatalf("KIP-360 bump: %d %v", e, err)
+	}
+	if _, _, err := c.InitProducerID(ctx, "t", DefaultMaxTimeout+time.Millisecond, -1, -1); !errors.Is(err, kerr.InvalidTransactionTimeout) {
+		t.Fatalf("timeout over the max: %v", err)
+	}
+}
+
+func TestCoordinatorAbortsTimedOutAndResumesPrepared(t *testing.T) {
+	ctx := context.Background()
+	view, mk := NewView(), &memMarkers{}
+	now := time.UnixMilli(1_000_000)
+	var clockMu sync.Mutex
+	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	c := newTestCoordinator(t, view, mk, Config{AbortInterval: time.Millisecond, Now: clock})
+	pid, epoch, _ := c.InitProducerID(ctx, "t", time.Second, -1, -1)
+	if err := c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	clockMu.Lock()
+	now = now.Add(2 * time.Second)
+	clockMu.Unlock()
+	m := waitState(t, view, "t", CompleteAbort)
+	if m.ProducerEpoch != epoch+1 || mk.count() != 1 || mk.written[0].Commit {
+		t.Fatalf("timed out: %+v, markers %+v", m, mk.written)
+	}
+	c.Close()
+
+	// A new coordinator finds a PrepareCommit and completes it.
+	m.State, m.Partitions = PrepareCommit, []TopicPartition{{"a", 0}, {"c", 2}}
+	apply(t, view, MetadataRecord("t", m))
+	mk2 := &memMarkers{}
+	newTestCoordinator(t, view, mk2, Config{})
+	waitState(t, view, "t", CompleteCommit)
+	if mk2.count() != 2 || !mk2.written[0].Commit {
+		t.Fatalf("resumed markers %+v", mk2.written)
+	}
+}
+
+// Old request versions get INVALID_PRODUCER_EPOCH for PRODUCER_FENCED.
+func TestCodeBeforeKIP588(t *testing.T) {
+	if got := Code(kerr.ProducerFenced, true); got != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("old version: %d", got)
+	}
+	if got := Code(kerr.ProducerFenced, false); got != kerr.ProducerFenced.Code {
+		t.Fatalf("new version: %d", got)
+	}
+	if Code(nil, true) != 0 || Code(errors.New("x"), false) != kerr.UnknownServerError.Code {
+		t.Fatal("nil or a non-Kafka error")
+	}
+}

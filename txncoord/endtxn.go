@@ -1,0 +1,89 @@
+package txncoord
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// EndTxn ends the ongoing transaction of id: it writes PrepareCommit (or
+// PrepareAbort) and answers once that is committed; the markers follow in
+// the background, then CompleteCommit (or CompleteAbort). A retry of an
+// EndTxn that was accepted is answered as the original was, or
+// CONCURRENT_TRANSACTIONS while its markers are being written.
+func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	m, err := c.check(id, pid, epoch)
+	if err != nil {
+		return err
+	}
+	switch {
+	case m.State == Ongoing:
+		m.State = PrepareAbort
+		if commit {
+			m.State = PrepareCommit
+		}
+		if err := c.write(ctx, id, m); err != nil {
+			return err
+		}
+		c.startCompletion(id, m)
+		return nil
+	case m.State == PrepareCommit && commit, m.State == PrepareAbort && !commit:
+		return kerr.ConcurrentTransactions
+	case m.State == CompleteCommit && commit, m.State == CompleteAbort && !commit:
+		return nil // a retry of what already happened
+	}
+	return kerr.InvalidTxnState
+}
+
+// startCompletion starts writing the markers of m, a transaction in a
+// Prepare state, unless that is under way. Call with opMu held.
+func (c *Coordinator) startCompletion(id string, m Metadata) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.completing[id] != nil {
+		return
+	}
+	done := make(chan struct{})
+	c.completing[id] = done
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.complete(id, m)
+		c.mu.Lock()
+		delete(c.completing, id)
+		c.mu.Unlock()
+		close(done)
+	}()
+}
+
+// complete writes m's markers, retrying until every partition has one or
+// the coordinator closes, then writes the Complete state.
+func (c *Coordinator) complete(id string, m Metadata) {
+	mk := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: c.epoch,
+		Commit: m.State == PrepareCommit}
+	for attempt := 1; ; attempt++ {
+		err := c.markers.WriteMarkers(c.ctx, mk, m.Partitions)
+		if err == nil {
+			break
+		}
+		c.logger.Debug("txncoord: markers not written yet", "transactional_id", id, "attempt", attempt, "err", err)
+		if !c.sleep(c.cfg.MarkerRetry) {
+			return
+		}
+	}
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	cur, ok := c.view.Txn(id)
+	if !ok || cur.ProducerID != m.ProducerID || cur.ProducerEpoch != m.ProducerEpoch || cur.State != m.State {
+		return // changed meanwhile; nothing of this transaction is left to record
+	}
+	cur.State, cur.Partitions = CompleteAbort, nil
+	if mk.Commit {
+		cur.State = CompleteCommit
+	}
+	if err := c.write(c.ctx, id, cur); err != nil {
+		c.logger.Warn("txncoord: transaction complete, but its state was not written", "transactional_id", id, "err", err)
+	}
+}
