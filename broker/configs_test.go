@@ -16,8 +16,7 @@ import (
 )
 
 // describedOn asks one node for a topic config's value and source.
-func describedOn(t *testing.T, cl *kgo.Client, node int32, topic, name string) (string, kmsg.ConfigSource) {
-	t.Helper()
+func describedOn(cl *kgo.Client, node int32, topic, name string) (string, kmsg.ConfigSource, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{name}
@@ -26,24 +25,33 @@ func describedOn(t *testing.T, cl *kgo.Client, node int32, topic, name string) (
 	defer cancel()
 	kr, err := cl.Broker(int(node)).Request(ctx, req)
 	if err != nil {
-		t.Fatalf("node %d: describe %s %s: %v", node, topic, name, err)
+		return "", 0, fmt.Errorf("node %d: describe %s %s: %w", node, topic, name, err)
 	}
 	resp := kr.(*kmsg.DescribeConfigsResponse)
 	if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 || len(resp.Resources[0].Configs) != 1 {
-		t.Fatalf("node %d: describe %s %s: %+v", node, topic, name, resp.Resources)
+		return "", 0, fmt.Errorf("node %d: describe %s %s: %+v", node, topic, name, resp.Resources)
 	}
 	c := resp.Resources[0].Configs[0]
-	return *c.Value, c.Source
+	return *c.Value, c.Source, nil
 }
 
 // everyNodeSays waits until every node describes name as value from src.
+// A failed DescribeConfigs counts as not yet: the client may not know a
+// restarted node until its next metadata refresh.
 func everyNodeSays(t *testing.T, cl *kgo.Client, topic, name, value string, src kmsg.ConfigSource) {
 	t.Helper()
 	for node := int32(1); node <= 3; node++ {
-		eventually(t, 10*time.Second, fmt.Sprintf("node %d: %s=%s", node, name, value), func() bool {
-			v, s := describedOn(t, cl, node, topic, name)
-			return v == value && s == src
-		})
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			v, s, err := describedOn(cl, node, topic, name)
+			if err == nil && v == value && s == src {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: %s=%s from %v not within 10s: last %q from %v, err %v", node, name, value, src, v, s, err)
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
 	}
 }
 
