@@ -245,5 +245,5 @@ func (o options) logStore() string {
 			return o.nodeArgs[i+1]
 		}
 	}
-	return "boltdb, the default"
+	return "pebble, the default"
 }

@@ -21,7 +21,7 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 		!slices.Equal(o.partitions, []int{1}) || !maps.Equal(o.cachedConfigs, map[string]string{"write.caching": "true"}) {
 		t.Fatalf("defaults %+v", o)
 	}
-	if o.runs() != 5*2*2 || o.logStore() != "boltdb, the default" {
+	if o.runs() != 5*2*2 || o.logStore() != "pebble, the default" {
 		t.Fatalf("runs %d, log store %q", o.runs(), o.logStore())
 	}
 	if o.window(1024) != 4096 || o.window(100) != 41943 || o.window(8<<20) != 1 {
