@@ -241,6 +241,13 @@ func DefaultConfig() Config {
 	// followers serve no reads and a new leader commits a no-op at once, so
 	// they can learn it late.
 	partitionRaft.CommitTimeout = time.Second
+	// A partition's entry is a produce request, up to a MiB or more, so
+	// raft's 256 entries per AppendEntries made RPCs of hundreds of MiB
+	// for a follower that fell behind, which then outran the call
+	// timeout and were sent again (seconds without commits, elections).
+	// 16 bounds an RPC near 16 MiB and still batches plenty of fsyncs
+	// (docs/performance.md: 1.3–1.5x the records/s of 256 at peak).
+	partitionRaft.MaxAppendEntries = 16
 	return Config{
 		NodeID:                   1,
 		DataDir:                  "./data/single",
