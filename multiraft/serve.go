@@ -78,28 +78,33 @@ func (h *Host) serveCalls(st *yamux.Stream) {
 	}
 }
 
+// newCommand returns the request a call of kind decodes into.
+func newCommand(kind byte) any {
+	switch kind {
+	case callAppendEntries:
+		return new(raft.AppendEntriesRequest)
+	case callRequestVote:
+		return new(raft.RequestVoteRequest)
+	case callRequestPreVote:
+		return new(raft.RequestPreVoteRequest)
+	case callTimeoutNow:
+		return new(raft.TimeoutNowRequest)
+	case callInstallSnapshot:
+		return new(raft.InstallSnapshotRequest)
+	}
+	return nil
+}
+
 // serveRPC hands one RPC to its group's raft and returns the response
 // frame; more is false when the stream cannot carry another call (a
 // snapshot's bytes were not all read, or the call was malformed).
 func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (resp []byte, more bool) {
 	h.stats.callsReceived.Add(1)
 	snapshot := kind == callInstallSnapshot
-	var cmd any
-	switch kind {
-	case callAppendEntries:
-		cmd = new(raft.AppendEntriesRequest)
-	case callRequestVote:
-		cmd = new(raft.RequestVoteRequest)
-	case callRequestPreVote:
-		cmd = new(raft.RequestPreVoteRequest)
-	case callTimeoutNow:
-		if h.draining.Load() {
-			return appendResponse(nil, statusRemoteError, []byte("node is stopping: it takes no leadership")), true
-		}
-		cmd = new(raft.TimeoutNowRequest)
-	case callInstallSnapshot:
-		cmd = new(raft.InstallSnapshotRequest)
+	if kind == callTimeoutNow && h.draining.Load() {
+		return appendResponse(nil, statusRemoteError, []byte("node is stopping: it takes no leadership")), true
 	}
+	cmd := newCommand(kind)
 	if err := decodeMsgpack(payload, cmd); err != nil {
 		// Malformed: answer why, then close the stream (wire.go), as for
 		// every other malformed frame; a sane peer redials.
