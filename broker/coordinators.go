@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,106 +17,18 @@ import (
 )
 
 // coordinators are the group coordinators this node runs: one for each
-// partition of __consumer_offsets it leads. A coordinator starts once its
-// partition's new leader has applied every entry of earlier terms (until
-// then its view is behind, and requests are answered
-// COORDINATOR_LOAD_IN_PROGRESS), and closes when the leadership is lost.
+// partition of __consumer_offsets it leads (ledCoords).
 type coordinators struct {
-	n *Node
-
-	// mu guards slots and closed. Coordinators are created and closed
-	// outside it.
-	mu     sync.Mutex
-	slots  map[int32]*coordSlot // by partition of __consumer_offsets
-	closed bool
-}
-
-// coordSlot is one led partition's coordinator.
-type coordSlot struct {
-	term  uint64
-	coord *groupcoord.Coordinator // nil while loading
+	ledCoords[*groupcoord.Coordinator]
 }
 
 func newCoordinators(n *Node) *coordinators {
-	return &coordinators{n: n, slots: make(map[int32]*coordSlot)}
-}
-
-// leadership follows this node's leadership of one __consumer_offsets
-// replica (replicaSet.onLeader): a gain starts loading a coordinator, a
-// loss closes it.
-func (cs *coordinators) leadership(lr *localReplica, leader bool, term uint64) {
-	p := lr.info.Partition
-	cs.mu.Lock()
-	old := cs.slots[p]
-	delete(cs.slots, p)
-	if leader && !cs.closed {
-		cs.slots[p] = &coordSlot{term: term}
-	}
-	cs.mu.Unlock()
-	if old != nil && old.coord != nil {
-		// Not on this goroutine, which Raft may need to resolve the
-		// writes Close waits for.
-		cs.n.wg.Add(1)
-		go func() {
-			defer cs.n.wg.Done()
-			old.coord.Close()
-		}()
-	}
-	if leader {
-		cs.n.wg.Add(1)
-		go cs.load(lr, term)
-	}
-}
-
-// load starts the coordinator of a partition this node leads in term,
-// once the leader has settled; it gives up when the term ends.
-func (cs *coordinators) load(lr *localReplica, term uint64) {
-	defer cs.n.wg.Done()
-	select { // the leadership callback can come before OpenReplica returns
-	case <-lr.ready:
-	case <-cs.n.ctx.Done():
-		return
-	}
-	for {
-		if cs.n.ctx.Err() != nil || !cs.current(lr.info.Partition, term) {
-			return
-		}
-		ctx, cancel := context.WithTimeout(cs.n.ctx, cs.n.cfg.Tuning.ProduceEnqueue)
-		err := lr.rep.Settle(ctx, cs.n.cfg.Tuning.ProduceEnqueue)
-		cancel()
-		if err == nil {
-			break
-		}
-		cs.n.logger.Debug("group coordinator waits for its partition to settle", "partition", lr.info.Partition, "err", err)
-		select {
-		case <-cs.n.ctx.Done():
-			return
-		case <-time.After(cs.n.cfg.Tuning.LeaderReportRetry):
-		}
-	}
-	c, err := groupcoord.New(cs.config(), offsetsLog{lr.rep, cs.n.cfg.Tuning.ProduceEnqueue}, lr.view)
-	if err != nil {
-		cs.n.logger.Error("group coordinator not started", "partition", lr.info.Partition, "err", err)
-		return
-	}
-	cs.mu.Lock()
-	slot := cs.slots[lr.info.Partition]
-	if cs.closed || slot == nil || slot.term != term {
-		cs.mu.Unlock()
-		c.Close() // the leadership ended while loading
-		return
-	}
-	slot.coord = c
-	cs.mu.Unlock()
-	cs.n.logger.Debug("group coordinator started", "partition", lr.info.Partition, "epoch", term)
-}
-
-// current reports whether p is still led in term.
-func (cs *coordinators) current(p int32, term uint64) bool {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	s := cs.slots[p]
-	return s != nil && s.term == term
+	cs := &coordinators{}
+	cs.ledCoords = newLedCoords(n, metadata.ConsumerOffsetsTopic, "group coordinator",
+		func(lr *localReplica, _ uint64) (*groupcoord.Coordinator, error) {
+			return groupcoord.New(cs.config(), offsetsLog{lr.rep, n.cfg.Tuning.ProduceEnqueue}, lr.view)
+		})
+	return cs
 }
 
 // config is the coordinators' configuration from the node's.
@@ -142,51 +53,19 @@ func (cs *coordinators) config() groupcoord.Config {
 	}
 }
 
-// get returns the coordinator of partition p of __consumer_offsets, or
-// the error to answer.
-func (cs *coordinators) get(p int32) (*groupcoord.Coordinator, error) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	s := cs.slots[p]
-	switch {
-	case s == nil:
-		return nil, fmt.Errorf("%w: node %d does not lead %s-%d", kerr.NotCoordinator, cs.n.cfg.NodeID, metadata.ConsumerOffsetsTopic, p)
-	case s.coord == nil:
-		return nil, fmt.Errorf("%w: %s-%d is loading", kerr.CoordinatorLoadInProgress, metadata.ConsumerOffsetsTopic, p)
-	}
-	return s.coord, nil
-}
-
 // all returns every running coordinator, and COORDINATOR_LOAD_IN_PROGRESS
 // with them while one is loading.
 func (cs *coordinators) all() ([]kafkaapi.GroupCoordinator, error) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	var out []kafkaapi.GroupCoordinator
-	var err error
-	for _, s := range cs.slots {
-		if s.coord == nil {
-			err = kerr.CoordinatorLoadInProgress
-			continue
-		}
-		out = append(out, s.coord)
+	running, err := cs.running()
+	out := make([]kafkaapi.GroupCoordinator, len(running))
+	for i, c := range running {
+		out[i] = c
 	}
 	return out, err
 }
 
 // close closes every coordinator; no new one starts after it.
-func (cs *coordinators) close() {
-	cs.mu.Lock()
-	cs.closed = true
-	slots := cs.slots
-	cs.slots = make(map[int32]*coordSlot)
-	cs.mu.Unlock()
-	for _, s := range slots {
-		if s.coord != nil {
-			s.coord.Close()
-		}
-	}
-}
+func (cs *coordinators) close() { cs.closeAll() }
 
 // offsetsLog is the groupcoord.Log of a __consumer_offsets replica: it
 // proposes the records as one batch and returns once it is applied, which

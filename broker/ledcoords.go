@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ledCoords are the coordinators of one internal topic this node runs
+// (groups on __consumer_offsets, transactions on __transaction_state): one
+// for each partition of it the node leads. A coordinator starts once its
+// partition's new leader has applied every entry of earlier terms (until
+// then its view is behind, and requests are answered
+// COORDINATOR_LOAD_IN_PROGRESS), and closes when the leadership is lost.
+type ledCoords[C interface{ Close() }] struct {
+	n     *Node
+	topic string                                         // the internal topic
+	what  string                                         // names the coordinators in log lines
+	start func(lr *localReplica, term uint64) (C, error) // makes a settled partition's coordinator
+
+	// mu guards slots and closed. Coordinators are created and closed
+	// outside it.
+	mu     sync.Mutex
+	slots  map[int32]*ledSlot[C] // by partition of topic
+	closed bool
+}
+
+// ledSlot is one led partition's coordinator.
+type ledSlot[C any] struct {
+	term    uint64
+	coord   C
+	running bool // coord is set: false while loading
+}
+
+func newLedCoords[C interface{ Close() }](n *Node, topic, what string, start func(*localReplica, uint64) (C, error)) ledCoords[C] {
+	return ledCoords[C]{n: n, topic: topic, what: what, start: start, slots: make(map[int32]*ledSlot[C])}
+}
+
+// leadership follows this node's leadership of one replica of the topic
+// (replicaSet.onLeader): a gain starts loading a coordinator, a loss
+// closes it.
+func (lc *ledCoords[C]) leadership(lr *localReplica, leader bool, term uint64) {
+	p := lr.info.Partition
+	lc.mu.Lock()
+	old := lc.slots[p]
+	delete(lc.slots, p)
+	if leader && !lc.closed {
+		lc.slots[p] = &ledSlot[C]{term: term}
+	}
+	lc.mu.Unlock()
+	if old != nil && old.running {
+		// Not on this goroutine, which Raft may need to resolve the
+		// writes Close waits for.
+		lc.n.wg.Add(1)
+		go func() {
+			defer lc.n.wg.Done()
+			old.coord.Close()
+		}()
+	}
+	if leader {
+		lc.n.wg.Add(1)
+		go lc.load(lr, term)
+	}
+}
+
+// load starts the coordinator of a partition this node leads in term,
+// once the leader has settled; it gives up when the term ends.
+func (lc *ledCoords[C]) load(lr *localReplica, term uint64) {
+	defer lc.n.wg.Done()
+	n := lc.n
+	select { // the leadership callback can come before OpenReplica returns
+	case <-lr.ready:
+	case <-n.ctx.Done():
+		return
+	}
+	for {
+		if n.ctx.Err() != nil || !lc.current(lr.info.Partition, term) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Tuning.ProduceEnqueue)
+		err := lr.rep.Settle(ctx, n.cfg.Tuning.ProduceEnqueue)
+		cancel()
+		if err == nil {
+			break
+		}
+		n.logger.Debug(lc.what+" waits for its partition to settle", "partition", lr.info.Partition, "err", err)
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(n.cfg.Tuning.LeaderReportRetry):
+		}
+	}
+	c, err := lc.start(lr, term)
+	if err != nil {
+		n.logger.Error(lc.what+" not started", "partition", lr.info.Partition, "err", err)
+		return
+	}
+	lc.mu.Lock()
+	slot := lc.slots[lr.info.Partition]
+	if lc.closed || slot == nil || slot.term != term {
+		lc.mu.Unlock()
+		c.Close() // the leadership ended while loading
+		return
+	}
+	slot.coord, slot.running = c, true
+	lc.mu.Unlock()
+	n.logger.Debug(lc.what+" started", "partition", lr.info.Partition, "epoch", term)
+}
+
+// current reports whether p is still led in term.
+func (lc *ledCoords[C]) current(p int32, term uint64) bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	s := lc.slots[p]
+	return s != nil && s.term == term
+}
+
+// get returns the coordinator of partition p, or the error to answer.
+func (lc *ledCoords[C]) get(p int32) (C, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	var none C
+	s := lc.slots[p]
+	switch {
+	case s == nil:
+		return none, fmt.Errorf("%w: node %d does not lead %s-%d", kerr.NotCoordinator, lc.n.cfg.NodeID, lc.topic, p)
+	case !s.running:
+		return none, fmt.Errorf("%w: %s-%d is loading", kerr.CoordinatorLoadInProgress, lc.topic, p)
+	}
+	return s.coord, nil
+}
+
+// running returns every running coordinator, and
+// COORDINATOR_LOAD_IN_PROGRESS with them while one is loading.
+func (lc *ledCoords[C]) running() ([]C, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	var out []C
+	var err error
+	for _, s := range lc.slots {
+		if !s.running {
+			err = kerr.CoordinatorLoadInProgress
+			continue
+		}
+		out = append(out, s.coord)
+	}
+	return out, err
+}
+
+// closeAll closes every coordinator; no new one starts after it.
+func (lc *ledCoords[C]) closeAll() {
+	lc.mu.Lock()
+	lc.closed = true
+	slots := lc.slots
+	lc.slots = make(map[int32]*ledSlot[C])
+	lc.mu.Unlock()
+	for _, s := range slots {
+		if s.running {
+			s.coord.Close()
+		}
+	}
+}
