@@ -53,7 +53,13 @@ func (p *Producer) SendOffsetsToTransaction(ctx context.Context, offsets map[str
 	if err != nil {
 		return err
 	}
+	gc := newCoordinator(p.cl, group.Group)
 	err = retryWhile(ctx, p.cfg, txnRetriable, func(ctx context.Context) error {
+		// The group's coordinator first: finding it makes the broker create
+		// the offsets topic, which AddOffsetsToTxn needs.
+		if _, err := gc.find(ctx); err != nil {
+			return err
+		}
 		id := p.currentID()
 		req := kmsg.NewPtrAddOffsetsToTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = p.cfg.txnID, id.id, id.epoch, group.Group
@@ -65,7 +71,6 @@ func (p *Producer) SendOffsetsToTransaction(ctx context.Context, offsets map[str
 		p.mu.Lock()
 		p.txnGroups = true
 		p.mu.Unlock()
-		gc := newCoordinator(p.cl, group.Group)
 		err = retryWhile(ctx, p.cfg, txnRetriable, func(ctx context.Context) error {
 			return p.txnOffsetCommit(ctx, gc, offsets, group)
 		})
