@@ -275,55 +275,13 @@ func TestClusterTransactionConsumeTransformProduce(t *testing.T) {
 	}
 
 	p := txnProducer(t, seeds, "ctp")
-	transform := func(commit bool) {
-		t.Helper()
-		if err := p.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range polled {
-			out := &client.Record{Topic: "ctp-out", Value: []byte("out-" + string(r.Value)), ExplicitPartition: true, Partition: r.Partition}
-			if err := p.ProduceSync(ctx, out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := p.SendOffsetsToTransaction(ctx, map[string]map[int32]int64{"ctp-in": want}, g.GroupMetadata()); err != nil {
-			t.Fatalf("send offsets: %v", err)
-		}
-		end := p.AbortTransaction
-		if commit {
-			end = p.CommitTransaction
-		}
-		if err := end(ctx); err != nil {
-			t.Fatalf("end (commit %v): %v", commit, err)
-		}
-	}
-	adm, err := client.NewAdmin(client.Brokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	committed := func() map[int32]int64 {
-		t.Helper()
-		gos, err := adm.GroupOffsets(ctx, "ctp")
-		if err != nil {
-			t.Fatalf("group offsets: %v", err)
-		}
-		got := map[int32]int64{}
-		for _, o := range gos {
-			if o.Topic == "ctp-in" && o.Committed >= 0 {
-				got[o.Partition] = o.Committed
-			}
-		}
-		return got
-	}
-
-	transform(false)
-	if got := committed(); len(got) != 0 {
+	transform(ctx, t, p, g, polled, want, false)
+	if got := committedOffsets(ctx, t, seeds, "ctp", "ctp-in"); len(got) != 0 {
 		t.Fatalf("offsets %v committed by an aborted transaction", got)
 	}
-	transform(true)
+	transform(ctx, t, p, g, polled, want, true)
 	// EndTxn answers once the commit is decided; the offsets follow.
-	for got := committed(); fmt.Sprint(got) != fmt.Sprint(want); got = committed() {
+	for got := committedOffsets(ctx, t, seeds, "ctp", "ctp-in"); fmt.Sprint(got) != fmt.Sprint(want); got = committedOffsets(ctx, t, seeds, "ctp", "ctp-in") {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("committed offsets %v, want %v", got, want)
@@ -338,4 +296,51 @@ func TestClusterTransactionConsumeTransformProduce(t *testing.T) {
 	if got := ourValues(t, seeds, "ctp-out", len(outs), client.ReadCommitted); !slices.Equal(got, outs) {
 		t.Fatalf("read_committed output %v, want %v", got, outs)
 	}
+}
+
+// transform writes "out-"+value of each polled record to ctp-out, and the
+// group's offsets, in one transaction that it commits or aborts.
+func transform(ctx context.Context, t *testing.T, p *client.Producer, g *client.GroupConsumer,
+	polled []*client.Record, offsets map[int32]int64, commit bool) {
+	t.Helper()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range polled {
+		out := &client.Record{Topic: "ctp-out", Value: []byte("out-" + string(r.Value)), ExplicitPartition: true, Partition: r.Partition}
+		if err := p.ProduceSync(ctx, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.SendOffsetsToTransaction(ctx, map[string]map[int32]int64{"ctp-in": offsets}, g.GroupMetadata()); err != nil {
+		t.Fatalf("send offsets: %v", err)
+	}
+	end := p.AbortTransaction
+	if commit {
+		end = p.CommitTransaction
+	}
+	if err := end(ctx); err != nil {
+		t.Fatalf("end (commit %v): %v", commit, err)
+	}
+}
+
+// committedOffsets is the group's committed offsets of topic's partitions.
+func committedOffsets(ctx context.Context, t *testing.T, seeds []string, group, topic string) map[int32]int64 {
+	t.Helper()
+	adm, err := client.NewAdmin(client.Brokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	gos, err := adm.GroupOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("group offsets: %v", err)
+	}
+	got := map[int32]int64{}
+	for _, o := range gos {
+		if o.Topic == topic && o.Committed >= 0 {
+			got[o.Partition] = o.Committed
+		}
+	}
+	return got
 }
