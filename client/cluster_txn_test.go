@@ -256,7 +256,7 @@ func TestClusterTransactionConsumeTransformProduce(t *testing.T) {
 	plain.Close(ctx)
 
 	g, err := client.NewGroupConsumer(client.Brokers(seeds...), client.ConsumerGroup("ctp"),
-		client.ConsumeTopics("ctp-in"), client.AutoCommit(false))
+		client.ConsumeTopics("ctp-in"), client.AutoCommit(false), client.IsolationLevel(client.ReadCommitted))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,6 +196,58 @@ func TestTransactionalIDFencedByNewerProducer(t *testing.T) {
 	})
 }
 
+// A batch refused with OUT_OF_ORDER_SEQUENCE makes the transaction
+// abortable (the producer needs a new epoch); AbortTransaction then gets
+// the next epoch from InitProducerID, which aborts the transaction, instead
+// of sending EndTxn, and the next transaction starts at sequence 0.
+func TestAbortMovesToANewEpoch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t, 1, map[string]int{"events": 1})
+		refused := false
+		f.onProduce = func(a attempt) fault {
+			if !refused {
+				refused = true
+				return fault{code: ErrOutOfOrderSequence.Code}
+			}
+			return fault{}
+		}
+		p := fakeProducer(t, f, TransactionalID("tx"))
+		ctx := t.Context()
+		if err := p.InitTransactions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, rec("events", "", "refused")); !errors.Is(err, ErrOutOfOrderSequence) {
+			t.Fatalf("produce: %v, want OUT_OF_ORDER_SEQUENCE", err)
+		}
+		if err := p.CommitTransaction(ctx); !errors.Is(err, ErrAbortRequired) {
+			t.Fatalf("commit: %v, want an AbortableTxnError", err)
+		}
+		if err := p.AbortTransaction(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, rec("events", "", "next")); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.CommitTransaction(ctx); err != nil {
+			t.Fatal(err)
+		}
+		as := f.snapshotAttempts()
+		first, last := as[0], as[len(as)-1]
+		if last.pid != first.pid || last.epoch != first.epoch+1 || last.seq != 0 || last.values[0] != "next" {
+			t.Fatalf("after the abort: %+v, want epoch %d sequence 0 (first %+v)", last, first.epoch+1, first)
+		}
+		if got := f.snapshotTxnLog(); !slices.Equal(got, []string{"add events[0]", "add events[0]", "commit"}) {
+			t.Fatalf("transaction requests %v: the abort is InitProducerID's, not EndTxn's", got)
+		}
+	})
+}
+
 func TestTransactionalOptions(t *testing.T) {
 	for name, opts := range map[string][]Opt{
 		"without idempotence": {Brokers("x:1"), TransactionalID("t"), Idempotence(false)},
