@@ -15,6 +15,7 @@ import (
 func (c *Consumer) listOffsets(ctx context.Context, node int32, parts []*consumePart) error {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
+	req.IsolationLevel = int8(c.cfg.isolation) // AtEnd is the last stable offset under ReadCommitted
 	idx := map[string]int{}
 	c.mu.Lock()
 	for _, cp := range parts {
@@ -84,6 +85,7 @@ func (c *Consumer) fetch(ctx context.Context, node int32, parts []*consumePart) 
 	req.MinBytes = 1
 	req.MaxBytes = c.cfg.fetchMaxBytes
 	req.SessionEpoch = -1 // no fetch session
+	req.IsolationLevel = int8(c.cfg.isolation)
 	idx := map[string]int{}
 	c.mu.Lock()
 	for _, cp := range parts {
@@ -135,7 +137,11 @@ func (c *Consumer) fetch(ctx context.Context, node int32, parts []*consumePart) 
 				continue
 			}
 			cp.stale = false
-			recs, err := decodeFetched(cp, rp.RecordBatches)
+			var aborted *abortedFilter
+			if c.cfg.isolation == ReadCommitted {
+				aborted = newAbortedFilter(rp.AbortedTransactions)
+			}
+			recs, err := decodeFetched(cp, rp.RecordBatches, aborted)
 			out = append(out, recs...)
 			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("fetch %s[%d]: %w", rt.Topic, rp.Partition, err)
@@ -147,9 +153,11 @@ func (c *Consumer) fetch(ctx context.Context, node int32, parts []*consumePart) 
 
 // decodeFetched turns a partition's fetched batches into records from
 // cp.next on, and advances cp.next past what it consumed; call it with
-// Consumer.mu. A batch cut off at the end of the response (the broker stops
-// at a byte limit) is left for the next fetch.
-func decodeFetched(cp *consumePart, b []byte) ([]*Record, error) {
+// Consumer.mu. Control batches are skipped, and so are the batches of
+// aborted transactions if aborted (ReadCommitted) is not nil. A batch cut
+// off at the end of the response (the broker stops at a byte limit) is
+// left for the next fetch.
+func decodeFetched(cp *consumePart, b []byte, aborted *abortedFilter) ([]*Record, error) {
 	var out []*Record
 	var scratch []record.Record
 	for len(b) >= record.HeaderSize {
@@ -162,13 +170,14 @@ func decodeFetched(cp *consumePart, b []byte) ([]*Record, error) {
 			return out, err
 		}
 		b = rest
+		skip := aborted.skip(h, batch) || h.IsControl() // every batch moves the filter on
 		if h.NextOffset() <= cp.next {
 			continue // wholly before our position
 		}
 		if _, err := record.Check(batch); err != nil {
 			return out, err
 		}
-		if h.IsControl() {
+		if skip {
 			cp.next = h.NextOffset()
 			continue
 		}

@@ -53,9 +53,10 @@
 //     advance only past batches known written: a batch that fails for good
 //     frees its numbers for the next ones; one whose fate is unknown when
 //     it times out makes the producer move to a new epoch first.
-//   - Identity: TransactionalName gives a stable producer id; a newer
-//     producer with the same name fences this one, which then fails every
-//     record with a *FencedError (errors.Is ErrProducerFenced).
+//   - Identity: TransactionalID (or the older TransactionalName, which
+//     only fences) gives a stable producer id; a newer producer with the
+//     same id fences this one, which then fails every record with a
+//     *FencedError (errors.Is ErrProducerFenced).
 //
 // Without idempotence (Idempotence(false)) a retry may write a batch twice
 // or after a later one, as with Kafka's producer.
@@ -81,14 +82,45 @@
 //			log.Printf("%s[%d]@%d", r.Topic, r.Partition, r.Offset)
 //		})
 //
+// # Transactions
+//
+// A producer with TransactionalID writes records (and, for
+// consume-transform-produce, a group's offsets) that are committed or
+// aborted together. A caller's duties, in order:
+//
+//  1. InitTransactions once: it finds the transaction coordinator and gets
+//     the producer id, fencing older producers with the same id and
+//     aborting their open transaction.
+//  2. BeginTransaction, then Produce as usual (Produce outside a
+//     transaction fails with ErrTransactionState). Before a partition's
+//     first batch of the transaction the producer adds the partition to it
+//     (AddPartitionsToTxn).
+//  3. Optionally SendOffsetsToTransaction with a GroupConsumer's
+//     GroupMetadata: the offsets are committed only with the transaction.
+//  4. CommitTransaction (flush, then EndTxn) or AbortTransaction (unsent
+//     records fail with ErrTransactionAborted, the rest are waited for).
+//     Then back to 2.
+//
+// Errors: a *FencedError (another producer took the id) and
+// ErrTransactionalIDAuth are fatal: every later call returns them. Any
+// other failure inside a transaction (a record that failed, offsets
+// refused) is an *AbortableTxnError (errors.Is ErrAbortRequired):
+// Produce and CommitTransaction return it until AbortTransaction, after
+// which the producer is usable again. Close does not end an open
+// transaction; the coordinator aborts it after TransactionTimeout.
+//
+// Consumers read transactional records like any others by default
+// (ReadUncommitted, Kafka's default); with IsolationLevel(ReadCommitted)
+// they read up to the last stable offset and drop aborted transactions.
+//
 // # Consuming
 //
 // NewConsumer with ConsumeTopics (every partition, starting at
 // ConsumeResetOffset, AtStart by default) or ConsumePartitions (each at
 // AtStart, AtEnd or At(offset)); then call Poll in a loop from one
 // goroutine. Poll returns records in offset order per partition, skipping
-// control batches and records below the start offset, and follows leader
-// changes. A Consumer has no group and commits nothing: a caller that
+// control batches (and, with ReadCommitted, aborted transactions) and
+// records below the start offset, and follows leader changes. A Consumer has no group and commits nothing: a caller that
 // needs to resume remembers its positions (Position) and assigns them
 // again, or uses a GroupConsumer.
 //

@@ -217,3 +217,33 @@ func (e *GroupNotEmptyError) Error() string {
 
 // Unwrap gives ErrNonEmptyGroup.
 func (e *GroupNotEmptyError) Unwrap() error { return ErrNonEmptyGroup }
+
+// ErrTransactionState fails a transactional call made in the wrong state:
+// Produce outside a transaction, BeginTransaction with one open,
+// CommitTransaction or AbortTransaction without one, InitTransactions
+// twice or on a producer without a TransactionalID. Nothing changes.
+var ErrTransactionState = errors.New("client: wrong transaction state")
+
+// ErrTransactionAborted fails the records that AbortTransaction dropped
+// before they were sent.
+var ErrTransactionAborted = errors.New("client: transaction aborted")
+
+// ErrAbortRequired is matched by an AbortableTxnError.
+var ErrAbortRequired = errors.New("client: the transaction must be aborted")
+
+// AbortableTxnError means the open transaction cannot commit: a record
+// failed, a partition could not be added to it, its offsets were refused,
+// or the producer had to move to a new epoch. Produce and
+// CommitTransaction return it until AbortTransaction, after which the
+// producer is usable again. Fatal errors (a FencedError,
+// ErrTransactionalIDAuth) are never wrapped in it.
+type AbortableTxnError struct {
+	Err error // the first failure of the transaction
+}
+
+func (e *AbortableTxnError) Error() string {
+	return fmt.Sprintf("client: transaction must be aborted: %v", e.Err)
+}
+
+// Unwrap gives ErrAbortRequired and the failure.
+func (e *AbortableTxnError) Unwrap() []error { return []error{ErrAbortRequired, e.Err} }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,8 +38,12 @@ type fake struct {
 	attempts []attempt     // every produce partition, in handling order
 	// onProduce may answer a partition with a fault instead of handling it.
 	onProduce func(a attempt) fault
-	conns     []net.Conn
-	closed    bool
+	// txnLog lists the transaction requests that succeeded ("add t[p]",
+	// "commit", "abort"); onTxn may answer one with an error code instead.
+	txnLog []string
+	onTxn  func(req kmsg.Request) int16
+	conns  []net.Conn
+	closed bool
 	// apiVersionsMax, if set, is the highest ApiVersions version the fake
 	// understands; apiVersionsSeen records every version asked.
 	apiVersionsMax  int16
@@ -55,6 +60,7 @@ type attempt struct {
 	epoch     int16
 	seq       int32
 	count     int32
+	txn       bool // the transactional attribute
 	values    []string
 	code      int16 // the answer
 	base      int64 // the base offset answered, -1 on error
@@ -350,7 +356,7 @@ func (f *fake) handle(node int32, req kmsg.Request) (kmsg.Response, int) {
 			resp.ApiKeys = append(resp.ApiKeys, v)
 			return resp, keepConn
 		}
-		for _, k := range []int16{0, 3, 10, 18, 22} {
+		for _, k := range []int16{0, 3, 10, 18, 22, 24, 26} {
 			v := kmsg.NewApiVersionsResponseApiKey()
 			v.ApiKey, v.MinVersion, v.MaxVersion = k, 0, kmsg.RequestForKey(k).MaxVersion()
 			resp.ApiKeys = append(resp.ApiKeys, v)
@@ -387,9 +393,59 @@ func (f *fake) handle(node int32, req kmsg.Request) (kmsg.Response, int) {
 		return resp, keepConn
 	case *kmsg.ProduceRequest:
 		return f.produce(node, r)
+	case *kmsg.AddPartitionsToTxnRequest, *kmsg.EndTxnRequest:
+		return f.txnRequest(req), keepConn
 	}
 	f.t.Errorf("fake: unexpected request %s", kmsg.NameForKey(req.Key()))
 	return nil, dropConn
+}
+
+// txnRequest answers AddPartitionsToTxn and EndTxn: PRODUCER_FENCED for
+// an epoch older than the transactional id's, else onTxn's code, and logs
+// what succeeded. Called with f.mu.
+func (f *fake) txnRequest(req kmsg.Request) kmsg.Response {
+	code := func(txnID string, epoch int16) int16 {
+		if id, ok := f.txnIDs[txnID]; ok && epoch < id.epoch {
+			return ErrProducerFencedCode.Code
+		}
+		if f.onTxn != nil {
+			return f.onTxn(req)
+		}
+		return 0
+	}
+	switch r := req.(type) {
+	case *kmsg.AddPartitionsToTxnRequest:
+		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		c := code(r.TransactionalID, r.ProducerEpoch)
+		for _, t := range r.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, c
+				rt.Partitions = append(rt.Partitions, rp)
+				if c == 0 {
+					f.txnLog = append(f.txnLog, fmt.Sprintf("add %s[%d]", t.Topic, p))
+				}
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.EndTxnRequest:
+		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = code(r.TransactionalID, r.ProducerEpoch)
+		if resp.ErrorCode == 0 {
+			f.txnLog = append(f.txnLog, map[bool]string{true: "commit", false: "abort"}[r.Commit])
+		}
+		return resp
+	}
+	return nil
+}
+
+func (f *fake) snapshotTxnLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.txnLog)
 }
 
 func (f *fake) metadata(r *kmsg.MetadataRequest) kmsg.Response {
@@ -442,6 +498,7 @@ func (f *fake) produce(node int32, r *kmsg.ProduceRequest) (kmsg.Response, int) 
 			h, err := record.CheckProduce(rp.Records)
 			if err == nil {
 				a.pid, a.epoch, a.seq, a.count = h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.NumRecords
+				a.txn = h.IsTransactional()
 				recs, _ := record.AppendRecords(nil, rp.Records)
 				for _, rec := range recs {
 					a.values = append(a.values, string(rec.Value))

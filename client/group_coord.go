@@ -11,11 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// coordinator finds and remembers the coordinator of one group, and sends
-// the group's requests to it. Safe for concurrent use.
+// coordinator finds and remembers the coordinator of one group (or one
+// transactional id), and sends its requests to it. Safe for concurrent use.
 type coordinator struct {
-	cl    *cluster
-	group string
+	cl      *cluster
+	keyType int8   // 0: a group, 1: a transactional id
+	group   string // the key: a group name or a transactional id
 
 	mu   sync.Mutex // guards node: the member's goroutine and Commit callers share it
 	node int32      // -1 until found, and after an answer says it moved
@@ -23,6 +24,10 @@ type coordinator struct {
 
 func newCoordinator(cl *cluster, group string) *coordinator {
 	return &coordinator{cl: cl, group: group, node: -1}
+}
+
+func newTxnCoordinator(cl *cluster, txnID string) *coordinator {
+	return &coordinator{cl: cl, keyType: 1, group: txnID, node: -1}
 }
 
 // find returns the coordinator, asking any broker if it is not known.
@@ -33,7 +38,7 @@ func (c *coordinator) find(ctx context.Context) (int32, error) {
 	if node >= 0 {
 		return node, nil
 	}
-	node, err := c.cl.findCoordinator(ctx, 0, c.group)
+	node, err := c.cl.findCoordinator(ctx, c.keyType, c.group)
 	if err != nil {
 		return -1, err
 	}
@@ -115,9 +120,14 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // loading), lost connections, timeouts, and other codes Kafka marks
 // retriable (UNSTABLE_OFFSET_COMMIT among them).
 func retryGroup(ctx context.Context, cfg *config, fn func(context.Context) error) error {
+	return retryWhile(ctx, cfg, IsRetriable, fn)
+}
+
+// retryWhile is retryGroup with its own test of which errors to retry.
+func retryWhile(ctx context.Context, cfg *config, retriable func(error) bool, fn func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
-		if err == nil || !IsRetriable(err) || ctx.Err() != nil {
+		if err == nil || !retriable(err) || ctx.Err() != nil {
 			if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 				return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
 			}

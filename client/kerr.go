@@ -78,7 +78,10 @@ var (
 	ErrDuplicateSequence         = &KafkaError{Code: 46}
 	ErrInvalidProducerEpoch      = &KafkaError{Code: 47}
 	ErrInvalidTxnState           = &KafkaError{Code: 48}
+	ErrInvalidTxnTimeout         = &KafkaError{Code: 50}
+	ErrConcurrentTransactions    = &KafkaError{Code: 51}
 	ErrTransactionalIDAuth       = &KafkaError{Code: 53}
+	ErrOperationNotAttempted     = &KafkaError{Code: 55}
 	ErrKafkaStorageError         = &KafkaError{Code: 56}
 	ErrUnknownProducerID         = &KafkaError{Code: 59}
 	ErrNonEmptyGroup             = &KafkaError{Code: 68}

@@ -125,6 +125,8 @@ type config struct {
 	acks            Acks
 	idempotent      bool
 	txnName         string
+	txnID           string
+	txnTimeout      time.Duration
 	compression     Codec
 	deliveryTimeout time.Duration
 	maxInFlight     int
@@ -137,6 +139,7 @@ type config struct {
 	fetchMaxWait      time.Duration
 	fetchMaxBytes     int32
 	fetchPartBytes    int32
+	isolation         Isolation
 
 	// group consumer
 	group            string
@@ -174,6 +177,7 @@ func defaultConfig() *config {
 		compression:     NoCompression,
 		deliveryTimeout: 2 * time.Minute,
 		maxInFlight:     5,
+		txnTimeout:      time.Minute,
 		partitioner:     CRC32Partitioner(),
 
 		resetOffset:    AtStart(),
@@ -236,6 +240,9 @@ func (c *config) validate(k optKind) error {
 		if k != anyOpt && c.fetchMaxWait < 0 {
 			return bad("FetchMaxWait", "negative")
 		}
+		if c.isolation != ReadUncommitted && c.isolation != ReadCommitted {
+			return bad("IsolationLevel", "must be ReadUncommitted or ReadCommitted, got %d", c.isolation)
+		}
 		return nil
 	}
 	if c.maxBatchBytes < c.batchSize && !c.explicit["MaxBatchBytes"] {
@@ -267,10 +274,23 @@ func (c *config) validate(k optKind) error {
 		// records that never had a chance.
 		return bad("DeliveryTimeout", "%v is below Linger + RequestTimeout (%v)", c.deliveryTimeout, c.linger+c.requestTimeout)
 	}
-	if c.txnName != "" && !c.idempotent {
-		return bad("TransactionalName", "needs idempotence")
+	return c.validateIdentity()
+}
+
+// validateIdentity checks a producer's idempotence and transactional
+// options.
+func (c *config) validateIdentity() error {
+	bad := func(name, format string, args ...any) error {
+		return &ConfigError{Option: name, Err: fmt.Errorf(format, args...)}
 	}
-	if c.idempotent && c.acks != AllAcks {
+	switch {
+	case c.txnName != "" && !c.idempotent:
+		return bad("TransactionalName", "needs idempotence")
+	case c.txnID != "" && (!c.idempotent || c.txnName != ""):
+		return bad("TransactionalID", "needs idempotence, and excludes TransactionalName")
+	case c.txnTimeout <= 0 || c.txnTimeout > time.Duration(1<<31-1)*time.Millisecond:
+		return bad("TransactionTimeout", "must be positive and fit in int32 milliseconds, got %v", c.txnTimeout)
+	case c.idempotent && c.acks != AllAcks:
 		// P8: only an explicit conflict is an error; with idempotence
 		// explicitly off, any acks goes.
 		return &ConfigError{Option: "RequiredAcks", Err: ErrIdempotenceNeedsAcksAll}
@@ -407,12 +427,33 @@ func Idempotence(on bool) Opt {
 	return mk("Idempotence", producerOpt, func(c *config) { c.idempotent = on })
 }
 
-// TransactionalName gives the producer a stable identity: the producer id
-// comes from InitProducerID with this transactional id, and a newer
-// producer with the same name fences this one, which then fails every
-// record with a FencedError. Default none. Producer option.
+// TransactionalName gives the producer a stable identity without
+// transactions: the producer id comes from InitProducerID with this
+// transactional id, and a newer producer with the same name fences this
+// one, which then fails every record with a FencedError. Its batches are
+// not transactional. Default none. Producer option.
+//
+// Deprecated: use TransactionalID, which also fences and gives
+// transactions.
 func TransactionalName(name string) Opt {
 	return mk("TransactionalName", producerOpt, func(c *config) { c.txnName = name })
+}
+
+// TransactionalID makes the producer transactional (Kafka's
+// transactional.id): call InitTransactions once, then produce only
+// between BeginTransaction and CommitTransaction or AbortTransaction. A
+// newer producer with the same id fences this one (a FencedError, fatal)
+// and aborts its open transaction. Needs idempotence; excludes
+// TransactionalName. Default none. Producer option.
+func TransactionalID(id string) Opt {
+	return mk("TransactionalID", producerOpt, func(c *config) { c.txnID = id })
+}
+
+// TransactionTimeout is how long the transaction coordinator lets a
+// transaction stay open before it aborts it (it must not exceed the
+// broker's transaction.max.timeout.ms). Default 1m. Producer option.
+func TransactionTimeout(d time.Duration) Opt {
+	return mk("TransactionTimeout", producerOpt, func(c *config) { c.txnTimeout = d })
 }
 
 // Compression sets the batch codec. Default NoCompression. Producer option.
@@ -487,4 +528,23 @@ func FetchMaxWait(d time.Duration) Opt {
 // (perPartition). Defaults 50 MiB and 1 MiB. Consumer option.
 func FetchMaxBytes(total, perPartition int32) Opt {
 	return mk("FetchMaxBytes", consumerOpt, func(c *config) { c.fetchMaxBytes, c.fetchPartBytes = total, perPartition })
+}
+
+// Isolation is which records a consumer reads (Kafka's isolation.level).
+type Isolation int8
+
+const (
+	// ReadUncommitted reads every record, including those of open and
+	// aborted transactions (Kafka's default).
+	ReadUncommitted Isolation = 0
+	// ReadCommitted reads up to the last stable offset only, and drops
+	// the records of aborted transactions.
+	ReadCommitted Isolation = 1
+)
+
+// IsolationLevel sets which records the consumer reads. Default
+// ReadUncommitted. Control batches (transaction markers) are never
+// returned. Consumer option.
+func IsolationLevel(l Isolation) Opt {
+	return mk("IsolationLevel", consumerOpt, func(c *config) { c.isolation = l })
 }

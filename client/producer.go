@@ -43,10 +43,23 @@ type Producer struct {
 	needReset bool     // an ambiguous failure: move to a new epoch before numbering more batches
 	completed []*batch // batches whose promises are due, in completion order
 
+	// The transaction (TransactionalID only; see txn.go).
+	txn       txnState
+	txnErr    error              // the open transaction's first failure: it can only abort
+	txnParts  map[tp]bool        // partitions the coordinator added to the open transaction
+	txnGroups bool               // AddOffsetsToTxn succeeded in the open transaction
+	txnMaybe  bool               // an add was attempted: the coordinator may hold something
+	adding    bool               // an addPartitions goroutine runs
+	addDone   chan struct{}      // closed when that goroutine ends
+	addCancel context.CancelFunc // ends that goroutine early (AbortTransaction)
+
 	wake     chan struct{} // capacity 1: the sender should look at the state again
 	promWake chan struct{} // capacity 1: completed has batches
 	quit     chan struct{} // closed by Close: the background goroutines stop
 	wg       sync.WaitGroup
+
+	txnMu    sync.Mutex   // serializes InitTransactions, SendOffsetsToTransaction, Commit- and AbortTransaction
+	txnCoord *coordinator // the transaction coordinator; nil without TransactionalID
 }
 
 // NewProducer validates the options and starts a producer. Its background
@@ -75,6 +88,10 @@ func NewProducer(opts ...Opt) (*Producer, error) {
 		wake:     make(chan struct{}, 1),
 		promWake: make(chan struct{}, 1),
 		quit:     make(chan struct{}),
+		txnParts: map[tp]bool{},
+	}
+	if cfg.txnID != "" {
+		p.txnCoord = newTxnCoordinator(p.cl, cfg.txnID)
 	}
 	if !cfg.idempotent {
 		p.idState = idReady
@@ -100,7 +117,9 @@ func (p *Producer) wakeSender() {
 //
 // Produce itself returns an error, and never calls promise, when the
 // record cannot be buffered: ErrBufferFull (P3), ErrRecordTooLarge,
-// ErrClosed, ErrNoTopic, a fenced producer's FencedError, a bad explicit
+// ErrClosed, ErrNoTopic, a fenced producer's FencedError, for a
+// TransactionalID producer ErrTransactionState outside a transaction or an
+// AbortableTxnError in one that must abort, a bad explicit
 // partition, or ctx ending while Produce waits for the topic's metadata
 // (the first record of a topic waits for it) or, with BlockOnBufferFull,
 // for room in the buffer.
@@ -232,6 +251,14 @@ func (p *Producer) usableLocked() error {
 	}
 	if p.closing {
 		return ErrClosed
+	}
+	if p.cfg.txnID != "" {
+		if p.txnErr != nil {
+			return &AbortableTxnError{Err: p.txnErr}
+		}
+		if p.txn != txnOpen {
+			return fmt.Errorf("%w: produce outside a transaction", ErrTransactionState)
+		}
 	}
 	return nil
 }
@@ -414,6 +441,9 @@ func (p *Producer) popDoneLocked(ps *partState) {
 		}
 		if b.err == nil && b.seqd && b.id == p.id {
 			ps.ackedSeq = b.nextSeq()
+		}
+		if b.err != nil {
+			p.noteTxnErrLocked(b.err)
 		}
 		p.completed = append(p.completed, b)
 		n++

@@ -59,11 +59,11 @@ func (p *Producer) initProducerID() {
 // for an epoch bump of that identity (KIP-360).
 func (p *Producer) requestProducerID(ctx context.Context, cur producerID) (producerID, error) {
 	req := kmsg.NewPtrInitProducerIDRequest()
-	req.TransactionTimeoutMillis = 60_000
+	req.TransactionTimeoutMillis = int32(p.cfg.txnTimeout / time.Millisecond)
 	req.ProducerID, req.ProducerEpoch = cur.id, cur.epoch
 	var resp kmsg.Response
 	var err error
-	if name := p.cfg.txnName; name != "" {
+	if name := p.cfg.txnName + p.cfg.txnID; name != "" { // at most one is set
 		req.TransactionalID = &name
 		var node int32
 		if node, err = p.cl.findCoordinator(ctx, 1, name); err != nil {

@@ -28,10 +28,15 @@ func (p *Producer) run() {
 	for {
 		p.mu.Lock()
 		reqs, next, startInit := p.planLocked(time.Now())
+		add, addCtx := p.partsToAddLocked()
 		p.mu.Unlock()
 		if startInit {
 			p.wg.Add(1) // run holds a count, so this cannot race with Close's Wait
 			go p.initProducerID()
+		}
+		if add != nil {
+			p.wg.Add(1) // as above
+			go p.addPartitions(addCtx, add)
 		}
 		for _, r := range reqs {
 			p.send(r)
@@ -66,10 +71,14 @@ func (p *Producer) planLocked(now time.Time) (reqs []produceReq, next time.Time,
 	}
 
 	if p.cfg.idempotent {
-		if p.needReset && p.resetReadyLocked() {
+		switch {
+		case p.cfg.txnID != "":
+			// InitTransactions gets the identity; an abort moves the epoch on.
+			p.planTxnLocked()
+		case p.needReset && p.resetReadyLocked():
 			p.resetLocked()
 		}
-		if p.idState == idNone {
+		if p.idState == idNone && p.cfg.txnID == "" {
 			p.idState = idPending
 			startInit = true
 		}
@@ -189,8 +198,8 @@ func (p *Producer) assignLocked(now time.Time, consider func(time.Time)) []produ
 // sendableLocked returns the partition's next batch to send, if it may be
 // sent now.
 func (p *Producer) sendableLocked(ps *partState, now time.Time, consider func(time.Time)) *batch {
-	if ps.rewind {
-		return nil
+	if ps.rewind || (p.cfg.txnID != "" && !p.txnParts[ps.tp]) {
+		return nil // a transaction's partition is sent to once it is added
 	}
 	var b *batch
 	for _, c := range ps.queue {
@@ -295,6 +304,7 @@ func (p *Producer) build(b *batch) ([]byte, error) {
 	opts := record.PlainBatch(int(p.cfg.compression))
 	if b.seqd {
 		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = b.id.id, b.id.epoch, b.seq
+		opts.Transactional = p.cfg.txnID != ""
 	}
 	recs := make([]record.Record, len(b.recs))
 	for i, pr := range b.recs {

@@ -67,6 +67,18 @@ func (p *Producer) resetReadyLocked() bool {
 // bumps its epoch itself (KIP-360); a transactional one asks its
 // coordinator.
 func (p *Producer) resetLocked() {
+	p.resetSequencesLocked()
+	if p.cfg.txnName != "" || p.id.id < 0 || p.id.epoch == 1<<15-1 {
+		p.idState = idNone
+	} else {
+		p.id.epoch++
+	}
+	p.log.Info("producer epoch reset after an ambiguous failure", "producer_id", p.id.id, "epoch", p.id.epoch)
+}
+
+// resetSequencesLocked starts every partition again at sequence 0, for a
+// new epoch: unfinished batches are numbered again when next sent.
+func (p *Producer) resetSequencesLocked() {
 	p.needReset = false
 	for _, ps := range p.order {
 		ps.nextSeq, ps.ackedSeq = 0, 0
@@ -76,10 +88,4 @@ func (p *Producer) resetLocked() {
 			}
 		}
 	}
-	if p.cfg.txnName != "" || p.id.id < 0 || p.id.epoch == 1<<15-1 {
-		p.idState = idNone
-	} else {
-		p.id.epoch++
-	}
-	p.log.Info("producer epoch reset after an ambiguous failure", "producer_id", p.id.id, "epoch", p.id.epoch)
 }

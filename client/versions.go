@@ -32,6 +32,10 @@ var clientVersions = map[int16][2]int16{
 	20: {1, 6},  // DeleteTopics
 	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerID
+	24: {0, 3},  // AddPartitionsToTxn: v4 is the broker-to-broker form
+	25: {0, 3},  // AddOffsetsToTxn
+	26: {0, 3},  // EndTxn
+	28: {0, 3},  // TxnOffsetCommit: v3 carries generation and member id
 	32: {1, 4},  // DescribeConfigs: v1 brought config sources
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
