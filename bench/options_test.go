@@ -21,7 +21,7 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 		!slices.Equal(o.partitions, []int{1}) || !maps.Equal(o.cachedConfigs, map[string]string{"write.caching": "true"}) {
 		t.Fatalf("defaults %+v", o)
 	}
-	if o.runs() != 5*2*2 || o.logStore() != "boltdb, the default" {
+	if o.runs() != 6*2*2 || o.txnProducers != 8 || o.logStore() != "boltdb, the default" {
 		t.Fatalf("runs %d, log store %q", o.runs(), o.logStore())
 	}
 	if o.window(1024) != 4096 || o.window(100) != 41943 || o.window(8<<20) != 1 {
@@ -76,7 +76,7 @@ func TestOptionsRejectBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"--sizes", "0"}, {"--sizes", "abc"}, {"--systems", "kafka"}, {"--partitions", "0"}, {"--partitions", "1,x"},
 		{"--cached-topic-configs", "flush.ms"}, {"--cached-topic-configs", "write.caching=false"}, {"--cached-topic-configs", "=1"},
-		{"--duration", "0s"}, {"--rate", "-1"}, {"--window-bytes", "0"}, {"--our-batch-size", "-1"},
+		{"--duration", "0s"}, {"--rate", "-1"}, {"--window-bytes", "0"}, {"--our-batch-size", "-1"}, {"--txn-producers", "0"},
 		{"stray"}, {"--no-such-flag"},
 	} {
 		if _, err := parseOptions(args, io.Discard); !errors.Is(err, errFlags) {
