@@ -99,8 +99,16 @@ func (b *bench) franzTxn(ctx context.Context, brokers []string, cluster string) 
 			}
 			warm = true
 		}
+		cfg.Producers = txnProducers(b.o.txnProducers, cfg.Window)
 		return targets.NewFranzTxn(cfg)
 	}
+}
+
+// txnProducers is how many transactional clients run with a window of
+// window records: at most asked, and no more than the window holds full
+// transactions for (more would only run smaller transactions).
+func txnProducers(asked, window int) int {
+	return max(1, min(asked, window/targets.TxnRecords))
 }
 
 // jetstream runs the JetStream client against a fresh JetStream cluster

@@ -21,7 +21,7 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 		!slices.Equal(o.partitions, []int{1}) || !maps.Equal(o.cachedConfigs, map[string]string{"write.caching": "true"}) {
 		t.Fatalf("defaults %+v", o)
 	}
-	if o.runs() != 6*2*2 || o.txnProducers != 8 || o.logStore() != "boltdb, the default" {
+	if o.runs() != 6*2*2 || o.txnProducers != 16 || o.logStore() != "boltdb, the default" {
 		t.Fatalf("runs %d, log store %q", o.runs(), o.logStore())
 	}
 	if o.window(1024) != 4096 || o.window(100) != 41943 || o.window(8<<20) != 1 {
@@ -34,6 +34,18 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 	if q.warmup != 500*time.Millisecond || q.duration != 2*time.Second || q.windowBytes != 1<<20 ||
 		!slices.Equal(q.nodeArgs, []string{"--leader-rebalance-interval", "1s"}) {
 		t.Fatalf("quick with explicit duration: %+v", q)
+	}
+}
+
+// franz-txn runs no more clients than the window holds transactions of
+// 100 records for, and at least one.
+func TestTxnProducers(t *testing.T) {
+	for _, c := range []struct{ asked, window, want int }{
+		{16, 4096, 16}, {16, 1024, 10}, {16, 41943, 16}, {16, 50, 1}, {4, 4096, 4},
+	} {
+		if got := txnProducers(c.asked, c.window); got != c.want {
+			t.Errorf("txnProducers(%d, %d) = %d, want %d", c.asked, c.window, got, c.want)
+		}
 	}
 }
 
