@@ -89,7 +89,7 @@ func (b *bench) franzTxn(ctx context.Context, brokers []string, cluster string) 
 	warm := false
 	return func(size int) (targets.Target, error) {
 		cfg := targets.FranzTxnConfig{Brokers: brokers, Topic: topic, Window: b.o.window(size),
-			IDPrefix: "bench-txn-" + cluster, Producers: b.o.txnProducers}
+			IDPrefix: "bench-txn-" + cluster, Producers: b.maxTxnProducers()}
 		if !warm {
 			wctx, cancel := context.WithTimeout(ctx, time.Minute)
 			err := targets.WarmTxn(wctx, cfg)
@@ -104,12 +104,30 @@ func (b *bench) franzTxn(ctx context.Context, brokers []string, cluster string) 
 	}
 }
 
+// maxTxnProducers is the most transactional clients a run of franz-txn
+// uses: the ids warmed up.
+func (b *bench) maxTxnProducers() int {
+	n := 1
+	for _, size := range b.o.sizes {
+		n = max(n, txnProducers(b.o.txnProducers, b.o.window(size)))
+	}
+	return n
+}
+
 // txnProducers is how many transactional clients run with a window of
-// window records: at most asked, and no more than the window holds full
-// transactions for (more would only run smaller transactions).
+// window records: as many as the window holds full transactions for, so
+// that as much is outstanding as for the other systems, but at most
+// asked, or maxAutoTxnProducers when asked is 0; at least one.
 func txnProducers(asked, window int) int {
+	if asked <= 0 {
+		asked = maxAutoTxnProducers
+	}
 	return max(1, min(asked, window/targets.TxnRecords))
 }
+
+// maxAutoTxnProducers bounds the clients of franz-txn by default (at
+// 100 B the window holds 419 transactions).
+const maxAutoTxnProducers = 64
 
 // jetstream runs the JetStream client against a fresh JetStream cluster
 // with parts streams.

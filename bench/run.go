@@ -160,7 +160,10 @@ func newBench(o options, dataDir string, stderr io.Writer) *bench {
 		b.rep.Settings.CachedTopicConfigs = maps.Clone(o.cachedConfigs)
 	}
 	if o.has(report.FranzTxn) {
-		b.rep.Settings.TxnProducers, b.rep.Settings.TxnRecords = o.txnProducers, targets.TxnRecords
+		b.rep.Settings.TxnRecords = targets.TxnRecords
+		for _, size := range o.sizes {
+			b.rep.Settings.TxnProducers = append(b.rep.Settings.TxnProducers, txnProducers(o.txnProducers, o.window(size)))
+		}
 	}
 	b.perRun = int64((o.warmup + o.duration) / (100 * time.Millisecond))
 	b.bar = newProgress(stderr, int64(o.runs())*b.perRun)

@@ -106,10 +106,11 @@ type Settings struct {
 	FixedRate   float64 `json:"fixed_rate,omitempty"` // records/s of the half-load runs when forced by -rate
 	NodeArgs    string  `json:"node_args,omitempty"`
 	OurClient   string  `json:"our_client_options,omitempty"` // options beyond the defaults
-	// TxnProducers and TxnRecords shape franz-txn: that many
-	// transactional clients, transactions of that many records.
-	TxnProducers int `json:"txn_producers,omitempty"`
-	TxnRecords   int `json:"txn_records,omitempty"`
+	// TxnProducers and TxnRecords shape franz-txn: transactional clients
+	// at each size (in the order of the sizes measured), transactions of
+	// that many records.
+	TxnProducers []int `json:"txn_producers,omitempty"`
+	TxnRecords   int   `json:"txn_records,omitempty"`
 	// CachedTopicConfigs are the topic configs of ours-cached's topic.
 	CachedTopicConfigs map[string]string `json:"cached_topic_configs,omitempty"`
 }

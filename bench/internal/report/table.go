@@ -105,8 +105,9 @@ func (r *Report) writeSettings(w io.Writer) {
 	if s.NodeArgs != "" {
 		fmt.Fprintf(w, "extra node flags: %s\n", s.NodeArgs)
 	}
-	if s.TxnProducers > 0 {
-		fmt.Fprintf(w, "minikafka/kgo-txn: %d transactional clients (fewer if the window holds fewer transactions), each one transaction of %d records at a time\n", s.TxnProducers, s.TxnRecords)
+	if len(s.TxnProducers) > 0 {
+		fmt.Fprintf(w, "minikafka/kgo-txn: %s transactional clients (by size), each one transaction of %d records at a time\n",
+			strings.Trim(fmt.Sprint(s.TxnProducers), "[]"), s.TxnRecords)
 	}
 	fmt.Fprintln(w, "\nWhat an ack means:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

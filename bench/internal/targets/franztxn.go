@@ -15,7 +15,7 @@ import (
 // longest a transaction waits for more records before it commits fewer.
 const (
 	TxnRecords   = 100
-	TxnProducers = 16
+	TxnProducers = 8
 	TxnLinger    = 10 * time.Millisecond // kgo's default linger
 )
 
