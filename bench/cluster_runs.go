@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/minikafka/minikafka-go/bench/internal/clusters"
 	"github.com/minikafka/minikafka-go/bench/internal/proc"
@@ -64,9 +65,12 @@ func (b *bench) minikafka(ctx context.Context, parts int, name string, configs m
 	var ts []target
 	for _, key := range keys {
 		t := target{key: key, parts: parts, leaders: leaders, meter: meter, epochs: epochs}
-		if key == report.Franz {
+		switch key {
+		case report.Franz:
 			t.mk = func(size int) (targets.Target, error) { return targets.NewFranz(c.Brokers(), topic, b.o.window(size)) }
-		} else {
+		case report.FranzTxn:
+			t.mk = b.franzTxn(ctx, c.Brokers(), name)
+		default:
 			t.mk = func(int) (targets.Target, error) { return targets.NewOurs(c.Brokers(), topic, b.o.ourOpts()...) }
 		}
 		ts = append(ts, t)
@@ -75,6 +79,55 @@ func (b *bench) minikafka(ctx context.Context, parts int, name string, configs m
 	b.bar.step("stopping " + name + " cluster")
 	return ctx.Err()
 }
+
+// franzTxn makes franz-txn's targets. Every run uses the same
+// transactional ids (a new run's InitProducerId bumps their epochs); the
+// first one warms them up (targets.WarmTxn), so that the creation of
+// __transaction_state and the coordinators' loading fall outside the
+// measured runs.
+func (b *bench) franzTxn(ctx context.Context, brokers []string, cluster string) func(size int) (targets.Target, error) {
+	warm := false
+	return func(size int) (targets.Target, error) {
+		cfg := targets.FranzTxnConfig{Brokers: brokers, Topic: topic, Window: b.o.window(size),
+			IDPrefix: "bench-txn-" + cluster, Producers: b.maxTxnProducers()}
+		if !warm {
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := targets.WarmTxn(wctx, cfg)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			warm = true
+		}
+		cfg.Producers = txnProducers(b.o.txnProducers, cfg.Window)
+		return targets.NewFranzTxn(cfg)
+	}
+}
+
+// maxTxnProducers is the most transactional clients a run of franz-txn
+// uses: the ids warmed up.
+func (b *bench) maxTxnProducers() int {
+	n := 1
+	for _, size := range b.o.sizes {
+		n = max(n, txnProducers(b.o.txnProducers, b.o.window(size)))
+	}
+	return n
+}
+
+// txnProducers is how many transactional clients run with a window of
+// window records: as many as the window holds full transactions for, so
+// that as much is outstanding as for the other systems, but at most
+// asked, or maxAutoTxnProducers when asked is 0; at least one.
+func txnProducers(asked, window int) int {
+	if asked <= 0 {
+		asked = maxAutoTxnProducers
+	}
+	return max(1, min(asked, window/targets.TxnRecords))
+}
+
+// maxAutoTxnProducers bounds the clients of franz-txn by default (at
+// 100 B the window holds 419 transactions).
+const maxAutoTxnProducers = 64
 
 // jetstream runs the JetStream client against a fresh JetStream cluster
 // with parts streams.

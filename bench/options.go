@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/bench/internal/report"
+	"github.com/minikafka/minikafka-go/bench/internal/targets"
 	"github.com/minikafka/minikafka-go/client"
 )
 
@@ -38,6 +39,8 @@ type options struct {
 
 	ourBatchSize int           // 0 = the client's default
 	ourLinger    time.Duration // < 0 = the client's default
+
+	txnProducers int // transactional clients of franz-txn; 0 = as many as the window holds transactions
 }
 
 var errFlags = errors.New("bad flags")
@@ -90,6 +93,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return bad("-our-batch-size must be >= 0")
 	case o.windowBytes < 1:
 		return bad("-window-bytes must be >= 1")
+	case o.txnProducers < 0:
+		return bad("-txn-producers must be >= 0")
 	}
 	o.nodeArgs = strings.Fields(raw.nodeArgs)
 	if o.quick {
@@ -120,6 +125,7 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 	fs.Float64Var(&o.rate, "rate", 0, "offered records/s of the fixed-load runs (0 = half of our client's peak at each size)")
 	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 16 KiB)")
 	fs.DurationVar(&o.ourLinger, "our-linger", -1, "Linger option of our client (negative = its default, 5ms)")
+	fs.IntVar(&o.txnProducers, "txn-producers", 0, fmt.Sprintf("transactional franz-go clients of franz-txn, each running one transaction of %d records at a time (0 = as many as the window holds transactions, at most %d; never more)", targets.TxnRecords, maxAutoTxnProducers))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (the clients) to this file")
 	return fs
 }

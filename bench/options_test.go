@@ -21,7 +21,7 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 		!slices.Equal(o.partitions, []int{1}) || !maps.Equal(o.cachedConfigs, map[string]string{"write.caching": "true"}) {
 		t.Fatalf("defaults %+v", o)
 	}
-	if o.runs() != 5*2*2 || o.logStore() != "pebble, the default" {
+	if o.runs() != 6*2*2 || o.txnProducers != 0 || o.logStore() != "pebble, the default" {
 		t.Fatalf("runs %d, log store %q", o.runs(), o.logStore())
 	}
 	if o.window(1024) != 4096 || o.window(100) != 41943 || o.window(8<<20) != 1 {
@@ -34,6 +34,18 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 	if q.warmup != 500*time.Millisecond || q.duration != 2*time.Second || q.windowBytes != 1<<20 ||
 		!slices.Equal(q.nodeArgs, []string{"--leader-rebalance-interval", "1s"}) {
 		t.Fatalf("quick with explicit duration: %+v", q)
+	}
+}
+
+// franz-txn runs as many clients as the window holds transactions of 100
+// records for, at most as asked (64 by default), and at least one.
+func TestTxnProducers(t *testing.T) {
+	for _, c := range []struct{ asked, window, want int }{
+		{0, 4096, 40}, {0, 1024, 10}, {0, 41943, 64}, {0, 50, 1}, {16, 1024, 10}, {4, 4096, 4},
+	} {
+		if got := txnProducers(c.asked, c.window); got != c.want {
+			t.Errorf("txnProducers(%d, %d) = %d, want %d", c.asked, c.window, got, c.want)
+		}
 	}
 }
 
@@ -76,7 +88,7 @@ func TestOptionsRejectBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"--sizes", "0"}, {"--sizes", "abc"}, {"--systems", "kafka"}, {"--partitions", "0"}, {"--partitions", "1,x"},
 		{"--cached-topic-configs", "flush.ms"}, {"--cached-topic-configs", "write.caching=false"}, {"--cached-topic-configs", "=1"},
-		{"--duration", "0s"}, {"--rate", "-1"}, {"--window-bytes", "0"}, {"--our-batch-size", "-1"},
+		{"--duration", "0s"}, {"--rate", "-1"}, {"--window-bytes", "0"}, {"--our-batch-size", "-1"}, {"--txn-producers", "-1"},
 		{"stray"}, {"--no-such-flag"},
 	} {
 		if _, err := parseOptions(args, io.Discard); !errors.Is(err, errFlags) {

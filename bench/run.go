@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -33,6 +34,8 @@ func describeSystems(store string) []report.System {
 			Durability: "Raft commit: fsynced in the Raft log (" + store + ") of 2 of 3 replicas and applied by the leader"},
 		{Key: report.Franz, Name: "minikafka/kgo", Client: "franz-go kgo (idempotent, acks=all)",
 			Durability: "same cluster and guarantee as minikafka"},
+		{Key: report.FranzTxn, Name: "minikafka/kgo-txn", Client: "franz-go kgo transactional producers (transactions of " + strconv.Itoa(targets.TxnRecords) + " records)",
+			Durability: "same cluster as minikafka; a record counts when its transaction's commit is acknowledged (EndTxn)"},
 		{Key: report.OursCached, Name: "minikafka-cached", Client: "our client (idempotent, acks=all)",
 			Durability: "topic write.caching=true: Raft commit in the memory of 2 of 3 replicas, fsynced within flush.ms (100 ms unless set); " +
 				"only the pebble log store honours it (log store here: " + store + "; boltdb and wal fsync before the ack)"},
@@ -156,6 +159,12 @@ func newBench(o options, dataDir string, stderr io.Writer) *bench {
 	if o.has(report.OursCached) {
 		b.rep.Settings.CachedTopicConfigs = maps.Clone(o.cachedConfigs)
 	}
+	if o.has(report.FranzTxn) {
+		b.rep.Settings.TxnRecords = targets.TxnRecords
+		for _, size := range o.sizes {
+			b.rep.Settings.TxnProducers = append(b.rep.Settings.TxnProducers, txnProducers(o.txnProducers, o.window(size)))
+		}
+	}
 	b.perRun = int64((o.warmup + o.duration) / (100 * time.Millisecond))
 	b.bar = newProgress(stderr, int64(o.runs())*b.perRun)
 	return b
@@ -166,7 +175,7 @@ func newBench(o options, dataDir string, stderr io.Writer) *bench {
 func (b *bench) allSystems(ctx context.Context, parts int) []error {
 	var errs []error
 	var ours []string
-	for _, k := range []string{report.Ours, report.Franz} {
+	for _, k := range []string{report.Ours, report.Franz, report.FranzTxn} {
 		if b.o.has(k) {
 			ours = append(ours, k)
 		}

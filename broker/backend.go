@@ -236,7 +236,7 @@ func (b *backend) liveBrokers(state *metadata.Snapshot) []int32 {
 
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	if lr, ok := b.n.reps.get(topic, p); ok {
-		rp := replicaPartition{r: lr.rep, enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.config(b.n)}
+		rp := replicaPartition{r: lr.rep, enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.config(b.n), txn: &lr.txnVerified}
 		if metadata.IsInternal(topic) {
 			return internalPartition{rp}, nil
 		}
@@ -273,6 +273,7 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 		{Name: "producer.id.expiration.check.interval.ms", Value: itoa(c.ProducerExpirationCheckInterval.Milliseconds()), Type: num},
 		{Name: "socket.request.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
 		{Name: "message.max.bytes", Value: itoa(int64(c.MessageMaxBytes)), Type: num},
+		{Name: "transaction.partition.verification.enable", Value: strconv.FormatBool(c.TxnPartitionVerification), Type: boolean},
 		{Name: topicconfig.WriteCachingDefault, Value: strconv.FormatBool(c.WriteCachingDefault), Type: boolean},
 		{Name: "log.flush.interval.ms", Value: itoa(c.LogFlushIntervalMs), Type: kmsg.ConfigTypeLong},
 		{Name: "minikafka.raft.addr", Value: c.AdvertisedRaftAddr, Type: str},
@@ -288,6 +289,7 @@ type replicaPartition struct {
 	r       *partition.Replica
 	enqueue time.Duration
 	cfg     topicconfig.Config // the topic's, when the partition was looked up
+	txn     *txnVerified       // the replica's, shared by every lookup
 }
 
 var (
@@ -295,6 +297,7 @@ var (
 	_ kafkaapi.EpochEndOffsetReader = replicaPartition{}
 	_ kafkaapi.TxnReader            = replicaPartition{}
 	_ kafkaapi.TxnMarkerWriter      = replicaPartition{}
+	_ kafkaapi.TxnVerifiedPartition = replicaPartition{}
 )
 
 // LastStableOffset is the replica's last stable offset (transactions).
@@ -310,11 +313,15 @@ func (p replicaPartition) AbortedTxns(from, to int64) []kafkaapi.AbortedTxn {
 }
 
 // WriteTxnMarker proposes a transaction marker now, in call order, and
-// waits for it as Produce does. An internal topic's partitions take
-// markers too (__consumer_offsets holds transactional offset commits).
+// waits for it as Produce does; the producer's verification on the
+// partition is forgotten. An internal topic's partitions take markers too
+// (__consumer_offsets holds transactional offset commits).
 func (p replicaPartition) WriteTxnMarker(m kafkaapi.TxnMarker) kafkaapi.ProduceWait {
-	prop := p.r.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, p.enqueue)
+	var prop *partition.Proposal
+	p.txn.marker(m.ProducerID, func() {
+		prop = p.r.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, p.enqueue)
+	})
 	return func(context.Context) (kafkaapi.ProduceResult, error) {
 		res, err := prop.Wait()
 		if err != nil {
@@ -325,6 +332,25 @@ func (p replicaPartition) WriteTxnMarker(m kafkaapi.TxnMarker) kafkaapi.ProduceW
 		}
 		return kafkaapi.ProduceResult{BaseOffset: res.BaseOffset, LogStartOffset: res.LogStartOffset, LogAppendTime: -1}, nil
 	}
+}
+
+// TxnVerified reports whether the producer's transaction is verified to
+// hold the partition in this leader's term (txnVerified.check).
+func (p replicaPartition) TxnVerified(producerID int64, epoch int16) (bool, kafkaapi.TxnGuard) {
+	return p.txn.check(p.r.LeaderEpoch(), producerID, epoch)
+}
+
+// ProduceVerified proposes a verified transactional batch unless a marker
+// for its producer, or a new leader epoch, came after guard: then it is
+// INVALID_TXN_STATE, as Kafka answers a batch whose VerificationGuard no
+// longer matches.
+func (p replicaPartition) ProduceVerified(batch []byte, acks int16, producerID int64, epoch int16, guard kafkaapi.TxnGuard) kafkaapi.ProduceWait {
+	var wait kafkaapi.ProduceWait
+	if p.txn.produce(p.r.LeaderEpoch(), producerID, epoch, guard, func() { wait = p.Produce(batch, acks) }) {
+		return wait
+	}
+	err := fmt.Errorf("%w: the transaction ended or the leader changed while the partition was being verified", kerr.InvalidTxnState)
+	return func(context.Context) (kafkaapi.ProduceResult, error) { return kafkaapi.ProduceResult{}, err }
 }
 
 // Settle waits until a new leader has applied its predecessors' entries
@@ -399,6 +425,12 @@ func (p internalPartition) Produce([]byte, int16) kafkaapi.ProduceWait {
 	return func(context.Context) (kafkaapi.ProduceResult, error) {
 		return kafkaapi.ProduceResult{}, fmt.Errorf("%w: clients may not write to an internal topic", kerr.InvalidTopicException)
 	}
+}
+
+// ProduceVerified refuses as Produce does: the promoted method would
+// propose through replicaPartition's Produce.
+func (p internalPartition) ProduceVerified([]byte, int16, int64, int16, kafkaapi.TxnGuard) kafkaapi.ProduceWait {
+	return p.Produce(nil, 0)
 }
 
 // DeleteRecords moves the log start offset up through Raft (kafkaapi's

@@ -62,6 +62,12 @@ type Config struct {
 	// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
 	TxnMaxTimeout    time.Duration
 	TxnAbortInterval time.Duration
+	// TxnPartitionVerification makes a partition leader ask the
+	// coordinator, once per transaction, whether a transactional batch's
+	// partition was added to its transaction, and refuse the batch with
+	// INVALID_TXN_STATE if not (KIP-890; Kafka's
+	// transaction.partition.verification.enable, default true).
+	TxnPartitionVerification bool
 
 	// GroupInitialRebalanceDelay is how long the first rebalance of an
 	// empty group waits for more members (Kafka's
@@ -267,6 +273,7 @@ func DefaultConfig() Config {
 		TxnTopicReplicationFactor:     3,
 		TxnMaxTimeout:                 15 * time.Minute,
 		TxnAbortInterval:              10 * time.Second,
+		TxnPartitionVerification:      true,
 		GroupInitialRebalanceDelay:    3 * time.Second,
 		GroupMinSessionTimeout:        6 * time.Second,
 		GroupMaxSessionTimeout:        30 * time.Minute,

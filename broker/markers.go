@@ -67,8 +67,12 @@ func (w *markerWriter) writeLocal(m txncoord.Marker, tp txncoord.TopicPartition)
 		return fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.NotLeaderForPartition)
 	}
 	<-lr.ready
-	res, err := lr.rep.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.n.cfg.Tuning.ProduceEnqueue).Wait()
+	var prop *partition.Proposal
+	lr.txnVerified.marker(m.ProducerID, func() { // the producer's next transaction is verified anew
+		prop = lr.rep.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.n.cfg.Tuning.ProduceEnqueue)
+	})
+	res, err := prop.Wait()
 	if err == nil {
 		err = res.Err
 	}

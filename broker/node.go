@@ -195,6 +195,8 @@ func (n *Node) serveKafka() error {
 		MaxConnectionsPerIP: n.cfg.MaxConnectionsPerIP,
 		ConnectionsMaxIdle:  n.cfg.ConnectionsMaxIdle,
 		Logger:              n.logger,
+
+		DisableTxnPartitionVerification: !n.cfg.TxnPartitionVerification,
 	})
 	if err != nil {
 		return err

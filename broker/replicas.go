@@ -58,6 +58,9 @@ type localReplica struct {
 	cfg atomic.Pointer[topicconfig.Config]
 	// logger names the partition.
 	logger *slog.Logger
+	// txnVerified remembers, while this node leads, the transactions
+	// verified to hold the partition (txnverified.go).
+	txnVerified txnVerified
 
 	// wcMu guards wc, and serialises SetWriteCaching calls so that the
 	// group ends in the mode of the last config applied (writecaching.go).

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -147,9 +148,11 @@ func pollValues(t *testing.T, cl *kgo.Client, want int, settle time.Duration) []
 // consumer, which filters aborted records with the Fetch response's
 // AbortedTransactions and stops at the last stable offset: it sees the
 // committed and plain records only, and nothing past an open transaction
-// until that ends; again after every node was halted and restarted.
+// until that ends; again after every node was halted and restarted. The
+// driver plays the coordinator, so no coordinator could verify its
+// batches: verification is off.
 func TestReadCommittedConsumerSeesOnlyCommitted(t *testing.T) {
-	c := testcluster.Start(t, 3)
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.TxnPartitionVerification = false })
 	cl := c.Client(t)
 	createTopic(t, cl, "txn", 1, 3)
 	d := &txnDriver{t: t, c: c, cl: cl, topic: "txn", seq: map[int64]int32{}}

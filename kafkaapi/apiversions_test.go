@@ -30,7 +30,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
 	{ApiKey: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
-	{ApiKey: 24, MinVersion: 0, MaxVersion: 3}, // AddPartitionsToTxn
+	{ApiKey: 24, MinVersion: 0, MaxVersion: 4}, // AddPartitionsToTxn
 	{ApiKey: 25, MinVersion: 0, MaxVersion: 3}, // AddOffsetsToTxn
 	{ApiKey: 26, MinVersion: 0, MaxVersion: 3}, // EndTxn
 	{ApiKey: 27, MinVersion: 0, MaxVersion: 1}, // WriteTxnMarkers

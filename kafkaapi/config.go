@@ -72,6 +72,13 @@ type Config struct {
 	// connections.max.idle.ms). Default 10 minutes.
 	ConnectionsMaxIdle time.Duration
 
+	// DisableTxnPartitionVerification turns off the check that a
+	// transactional batch's partition is in its producer's ongoing
+	// transaction (TxnVerifier; Kafka's
+	// transaction.partition.verification.enable=false). Default: checked
+	// when the Backend is a TxnVerifier.
+	DisableTxnPartitionVerification bool
+
 	// Logger receives per-connection problems at Debug. Default
 	// slog.Default().
 	Logger *slog.Logger

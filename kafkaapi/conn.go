@@ -100,7 +100,7 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		case <-ctx.Done(): // the writer stopped or the server is closing
 			return ctx.Err()
 		}
-		st, err := s.startRequest(frame, requestInfo{received: time.Now(), host: host})
+		st, err := s.startRequest(frame, requestInfo{received: time.Now(), host: host, conn: ctx})
 		if err != nil {
 			return err
 		}

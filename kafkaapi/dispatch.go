@@ -50,7 +50,7 @@ var apis = []api{
 	{kmsg.DeleteRecords, 0, 2},
 	{kmsg.InitProducerID, 0, 4},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
-	{kmsg.AddPartitionsToTxn, 0, 3},
+	{kmsg.AddPartitionsToTxn, 0, 4},
 	{kmsg.AddOffsetsToTxn, 0, 3},
 	{kmsg.EndTxn, 0, 3},
 	{kmsg.WriteTxnMarkers, 0, 1},
@@ -71,6 +71,17 @@ type requestInfo struct {
 	received time.Time
 	clientID string // the request header's client id
 	host     string // the client's IP address, as Kafka shows it
+	// conn ends when the connection closes; nil means never. Only work
+	// done while the request starts (Produce's verification) uses it.
+	conn context.Context
+}
+
+// connContext is the connection's context, or a background one.
+func (rc requestInfo) connContext() context.Context {
+	if rc.conn == nil {
+		return context.Background()
+	}
+	return rc.conn
 }
 
 // startAPI begins a decoded request on the connection's reader. It must
@@ -79,7 +90,7 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	received := rc.received
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
-		return s.startProduce(req, received)
+		return s.startProduce(req, rc)
 	case *kmsg.FetchRequest:
 		return s.startFetch(req, received)
 	case *kmsg.ListOffsetsRequest:
@@ -174,7 +185,7 @@ func (s *Server) startRequest(frame []byte, rc requestInfo) (started, error) {
 		// ApiVersions responses always use header v0 (KIP-511), so that
 		// a client that does not yet know the version can read them.
 		headerV1: req.IsFlexible() && h.Key != int16(kmsg.ApiVersions),
-		reply:    s.startAPI(req, requestInfo{received: rc.received, clientID: clientID, host: rc.host}),
+		reply:    s.startAPI(req, requestInfo{received: rc.received, clientID: clientID, host: rc.host, conn: rc.conn}),
 	}, nil
 }
 

@@ -33,7 +33,10 @@
 // goroutine answers them in the same order. Starting a request must be
 // quick: only Produce does work when started (it hands its batches to
 // Partition.Produce in request order, so the Raft proposals keep the
-// client's order); every other API does its work when its turn to be
+// client's order, and first verifies a transactional batch its partition
+// does not know as verified, which waits for the coordinator's answer, as
+// Kafka reads no more of a connection until its request is answered);
+// every other API does its work when its turn to be
 // answered comes, on the writer, so it observes the effects of all earlier
 // requests on the connection. Config.MaxInFlight bounds started but
 // unanswered requests; when it is reached the reader stops reading, which
@@ -90,12 +93,21 @@
 //     Kafka without an authorizer, any connection may call for now.
 //   - Transactions, the coordinator side (Transactions, TxnLister, and
 //     TxnOffsetCommitter on a GroupCoordinator): FindCoordinator for
-//     transactional ids, AddPartitionsToTxn 0-3, AddOffsetsToTxn and
+//     transactional ids, AddPartitionsToTxn 0-4 (v4 is the brokers' form,
+//     batching transactions, with VerifyOnly), AddOffsetsToTxn and
 //     EndTxn go to the id's coordinator; TxnOffsetCommit to the group's;
 //     DescribeTransactions and ListTransactions answer from this node's
 //     coordinators. Without the capabilities they answer
 //     COORDINATOR_NOT_AVAILABLE (or UNSUPPORTED_VERSION), and
 //     ListTransactions lists nothing.
+//   - Transactions, verification (TxnVerifier, TxnVerifiedPartition;
+//     KIP-890): a transactional batch goes into a partition only if its
+//     coordinator says the partition is in the producer's ongoing
+//     transaction (INVALID_TXN_STATE otherwise, and nothing is written);
+//     a partition remembers a verified transaction until its marker, so
+//     each is verified once per partition. A transactional batch without
+//     the request's transactional id is
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka.
 //   - A produced batch's record count must match the records it holds
 //     (INVALID_RECORD otherwise, as Kafka), and a CreateTopics request may
 //     ask for at most Config.MaxCreatePartitions partitions in all.

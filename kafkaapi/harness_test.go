@@ -38,6 +38,13 @@ type harness struct {
 
 func startServer(t *testing.T, cfg Config) *harness {
 	t.Helper()
+	return startServerWith(t, cfg, func(fb *fakeBackend) Backend { return fb })
+}
+
+// startServerWith serves the backend that wrap makes of the fake one
+// (to add optional capabilities).
+func startServerWith(t *testing.T, cfg Config, wrap func(*fakeBackend) Backend) *harness {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +53,7 @@ func startServer(t *testing.T, cfg Config) *harness {
 	if cfg.Logger == nil {
 		cfg.Logger = logging.Discard()
 	}
-	srv, err := New(fb, cfg)
+	srv, err := New(wrap(fb), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

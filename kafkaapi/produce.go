@@ -17,52 +17,56 @@ type producing struct {
 	wait ProduceWait
 }
 
-// startProduce checks every partition's batch and hands the good ones to
-// their partitions, in request order, before returning. The responder
-// waits for the outcomes, bounded by the request's TimeoutMillis.
-func (s *Server) startProduce(req *kmsg.ProduceRequest, received time.Time) responder {
+// produceBatch is one partition's batch of a Produce request that passed
+// the checks, waiting to be handed to its partition.
+type produceBatch struct {
+	resp  *kmsg.ProduceResponseTopicPartition
+	topic string
+	batch []byte
+	p     Partition
+	h     record.Header
+	// verified is set for a transactional batch whose transaction holds
+	// the partition; guarded if it is to be proposed under guard
+	// (TxnVerifiedPartition). err is its verification's failure.
+	verified, guarded bool
+	guard             TxnGuard
+	err               error
+}
+
+// produce hands the batch to its partition.
+func (b *produceBatch) produce(acks int16) ProduceWait {
+	if tv, ok := b.p.(TxnVerifiedPartition); ok && b.verified && b.guarded {
+		return tv.ProduceVerified(b.batch, acks, b.h.ProducerID, b.h.ProducerEpoch, b.guard)
+	}
+	return b.p.Produce(b.batch, acks)
+}
+
+// startProduce checks every partition's batch, verifies the transactional
+// ones, and hands the good ones to their partitions, in request order,
+// before returning. The responder waits for the outcomes, bounded by the
+// request's TimeoutMillis.
+func (s *Server) startProduce(req *kmsg.ProduceRequest, rc requestInfo) responder {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	acksOK := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
-	var waits []producing
 	failed := false
-	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
-	for ti := range req.Topics {
-		rt := &req.Topics[ti]
-		st := &resp.Topics[ti]
-		*st = kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
-		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		for pi := range rt.Partitions {
-			rp := &rt.Partitions[pi]
-			sp := &st.Partitions[pi]
-			*sp = kmsg.NewProduceResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.BaseOffset = -1
-			if !acksOK {
-				// Nothing is proposed for any partition.
-				setProduceError(req.Version, sp, kerr.InvalidRequiredAcks)
-				failed = true
-				continue
-			}
-			wait, err := s.produceOne(rt.Topic, rp, req.Acks)
-			if err != nil {
-				setProduceError(req.Version, sp, err)
-				failed = true
-				continue
-			}
-			waits = append(waits, producing{resp: sp, wait: wait})
-		}
+	fail := func(sp *kmsg.ProduceResponseTopicPartition, err error) {
+		setProduceError(req.Version, sp, err)
+		failed = true
+	}
+	batches := s.checkProduce(req, resp, fail)
+	batches = s.verifyTxnBatches(rc.connContext(), req, batches, fail)
+	waits := make([]producing, 0, len(batches))
+	for i := range batches {
+		waits = append(waits, producing{resp: batches[i].resp, wait: batches[i].produce(req.Acks)})
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
-	acks := req.Acks
+	acks, received := req.Acks, rc.received
 	return func(ctx context.Context) (kmsg.Response, error) {
 		ctx, cancel := context.WithDeadline(ctx, received.Add(timeout))
 		defer cancel()
 		for _, w := range waits {
 			res, err := w.wait(ctx)
 			if err != nil {
-				setProduceError(req.Version, w.resp, err)
-				failed = true
+				fail(w.resp, err)
 				continue
 			}
 			w.resp.BaseOffset = res.BaseOffset
@@ -81,29 +85,63 @@ func (s *Server) startProduce(req *kmsg.ProduceRequest, received time.Time) resp
 	}
 }
 
-// produceOne checks one partition's records and hands them to its replica.
-func (s *Server) produceOne(topic string, rp *kmsg.ProduceRequestTopicPartition, acks int16) (ProduceWait, error) {
+// checkProduce lays out resp and returns the batches that pass the
+// checks, in request order; fail answers the others.
+func (s *Server) checkProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, fail func(*kmsg.ProduceResponseTopicPartition, error)) []produceBatch {
+	acksOK := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	var out []produceBatch
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := &resp.Topics[ti]
+		*st = kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = -1
+			if !acksOK {
+				// Nothing is proposed for any partition.
+				fail(sp, kerr.InvalidRequiredAcks)
+				continue
+			}
+			p, h, err := s.checkBatch(rt.Topic, rp)
+			if err != nil {
+				fail(sp, err)
+				continue
+			}
+			out = append(out, produceBatch{resp: sp, topic: rt.Topic, batch: rp.Records, p: p, h: h})
+		}
+	}
+	return out
+}
+
+// checkBatch checks one partition's records and returns its replica.
+func (s *Server) checkBatch(topic string, rp *kmsg.ProduceRequestTopicPartition) (Partition, record.Header, error) {
 	p, err := s.backend.Partition(topic, rp.Partition)
 	if err != nil {
-		return nil, err
+		return nil, record.Header{}, err
 	}
 	if !p.IsLeader() {
-		return nil, kerr.NotLeaderForPartition
+		return nil, record.Header{}, kerr.NotLeaderForPartition
 	}
 	// Exactly one whole batch with a good CRC, and not a control batch:
 	// CheckProduce's length check also rejects two batches, or one with
 	// trailing bytes.
 	h, err := record.CheckProduce(rp.Records)
 	if err != nil {
-		return nil, err
+		return nil, record.Header{}, err
 	}
 	// Its header's record count must be the records it holds: the log
 	// gives the batch that many offsets. The FSM trusts the header, so the
 	// leader checks this once, here.
 	if err := record.CheckRecordCount(rp.Records, h); err != nil {
-		return nil, err
+		return nil, record.Header{}, err
 	}
-	return p.Produce(rp.Records, acks), nil
+	return p, h, nil
 }
 
 func setProduceError(version int16, sp *kmsg.ProduceResponseTopicPartition, err error) {

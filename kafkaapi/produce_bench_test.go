@@ -38,11 +38,11 @@ func BenchmarkProduceOne(b *testing.B) {
 				b.SetBytes(int64(len(batch)))
 				b.ReportAllocs()
 				for b.Loop() {
-					wait, err := srv.produceOne("t", &rp, -1)
+					p, _, err := srv.checkBatch("t", &rp)
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := wait(context.Background()); err != nil {
+					if _, err := p.Produce(rp.Records, -1)(context.Background()); err != nil {
 						b.Fatal(err)
 					}
 				}

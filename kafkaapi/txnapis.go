@@ -29,6 +29,11 @@ type Transactions interface {
 // the request's version once what it changed is committed.
 type TxnCoordinator interface {
 	AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse
+	// AddPartitionsToTxnTransaction answers one transaction of an
+	// AddPartitionsToTxn v4, the brokers' form (KIP-890): with VerifyOnly
+	// it only reports whether each partition is in the ongoing
+	// transaction (INVALID_TXN_STATE if not), else it adds them.
+	AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction
 	AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse
 	EndTxnRequest(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse
 }
@@ -54,9 +59,13 @@ func (s *Server) txnCoordinatorNode(ctx context.Context, id string) (int32, erro
 	return txns.TxnCoordinatorNode(ctx, id)
 }
 
-// startAddPartitionsToTxn answers AddPartitionsToTxn 0-3; a routing error
-// is every partition's error.
+// startAddPartitionsToTxn answers AddPartitionsToTxn 0-3, and v4 with
+// startAddPartitionsToTxnBrokers; a routing error is every partition's
+// error.
 func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ time.Time) responder {
+	if req.Version >= 4 {
+		return s.startAddPartitionsToTxnBrokers(req)
+	}
 	return func(ctx context.Context) (kmsg.Response, error) {
 		c, err := s.txnCoordinator(ctx, req.TransactionalID)
 		if err == nil {
@@ -72,6 +81,40 @@ func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ 
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+}
+
+// startAddPartitionsToTxnBrokers answers AddPartitionsToTxn v4, which
+// partition leaders send to verify transactions (KIP-890): each
+// transaction goes to its coordinator on this node, and a routing error
+// (NOT_COORDINATOR, ...) is each of its partitions' error. Kafka requires
+// CLUSTER_ACTION for v4, which a Kafka without an authorizer grants to
+// every connection; so do we, as for WriteTxnMarkers.
+func (s *Server) startAddPartitionsToTxnBrokers(req *kmsg.AddPartitionsToTxnRequest) responder {
+	return func(ctx context.Context) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		for i := range req.Transactions {
+			t := &req.Transactions[i]
+			c, err := s.txnCoordinator(ctx, t.TransactionalID)
+			if err == nil {
+				resp.Transactions = append(resp.Transactions, c.AddPartitionsToTxnTransaction(ctx, t))
+				continue
+			}
+			rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rt.TransactionalID = t.TransactionalID
+			for _, tt := range t.Topics {
+				topic := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				topic.Topic = tt.Topic
+				for _, p := range tt.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+					rp.Partition, rp.ErrorCode = p, ErrorCode(err)
+					topic.Partitions = append(topic.Partitions, rp)
+				}
+				rt.Topics = append(rt.Topics, topic)
+			}
+			resp.Transactions = append(resp.Transactions, rt)
 		}
 		return resp, nil
 	}

@@ -9,43 +9,93 @@ import (
 )
 
 // AddPartitionsToTxn answers AddPartitionsToTxn 0-3 (the client's form).
-// If a partition does not exist, nothing is added: it is
-// UNKNOWN_TOPIC_OR_PARTITION and every other partition
-// OPERATION_NOT_ATTEMPTED, as in Kafka.
 func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	var parts []TopicPartition
-	unknown := map[TopicPartition]bool{}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tp := TopicPartition{t.Topic, p}
-			parts = append(parts, tp)
-			if !c.cfg.TopicExists(t.Topic, p) {
-				unknown[tp] = true
-			}
+			parts = append(parts, TopicPartition{t.Topic, p})
 		}
 	}
-	var err error
-	if len(unknown) > 0 {
-		err = kerr.OperationNotAttempted
-	} else {
-		err = c.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
-	}
+	errs := c.addRequested(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
+	i := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition = p
-			rp.ErrorCode = Code(err, req.Version < 2)
-			if unknown[TopicPartition{t.Topic, p}] {
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			}
+			rp.Partition, rp.ErrorCode = p, Code(errs[i], req.Version < 2)
 			rt.Partitions = append(rt.Partitions, rp)
+			i++
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// AddPartitionsToTxnTransaction answers one transaction of an
+// AddPartitionsToTxn v4, the brokers' form that batches transactions:
+// with VerifyOnly it only checks that the partitions are in the
+// transaction (Verify), else it adds them as AddPartitionsToTxn does.
+func (c *Coordinator) AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
+	var parts []TopicPartition
+	for _, rt := range t.Topics {
+		for _, p := range rt.Partitions {
+			parts = append(parts, TopicPartition{rt.Topic, p})
+		}
+	}
+	var errs []error
+	if t.VerifyOnly {
+		errs = c.Verify(t.TransactionalID, t.ProducerID, t.ProducerEpoch, parts)
+	} else {
+		errs = c.addRequested(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, parts)
+	}
+	return transactionResult(t, func(i int) int16 { return Code(errs[i], false) })
+}
+
+// transactionResult is the answer to one transaction of an
+// AddPartitionsToTxn v4: code(i) is the error code of its i-th partition,
+// counted in request order.
+func transactionResult(t *kmsg.AddPartitionsToTxnRequestTransaction, code func(i int) int16) kmsg.AddPartitionsToTxnResponseTransaction {
+	res := kmsg.NewAddPartitionsToTxnResponseTransaction()
+	res.TransactionalID = t.TransactionalID
+	i := 0
+	for _, rt := range t.Topics {
+		topic := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+		topic.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code(i)
+			topic.Partitions = append(topic.Partitions, rp)
+			i++
+		}
+		res.Topics = append(res.Topics, topic)
+	}
+	return res
+}
+
+// addRequested adds parts to id's transaction for AddPartitionsToTxn and
+// returns each part's error. If a partition does not exist nothing is
+// added: it is UNKNOWN_TOPIC_OR_PARTITION and every other one
+// OPERATION_NOT_ATTEMPTED, as in Kafka.
+func (c *Coordinator) addRequested(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) []error {
+	errs := make([]error, len(parts))
+	unknown := false
+	for i, tp := range parts {
+		if !c.cfg.TopicExists(tp.Topic, tp.Partition) {
+			errs[i], unknown = kerr.UnknownTopicOrPartition, true
+		}
+	}
+	err := error(kerr.OperationNotAttempted)
+	if !unknown {
+		err = c.AddPartitions(ctx, id, pid, epoch, parts)
+	}
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = err
+		}
+	}
+	return errs
 }
 
 // AddOffsetsToTxn answers AddOffsetsToTxn: it adds the group's

@@ -64,6 +64,7 @@ func keys() []key {
 		{"transaction_state_replication_factor", int(d.TxnTopicReplicationFactor), "replication factor of __transaction_state (at most the live brokers when it is created)"},
 		{"transaction_max_timeout", d.TxnMaxTimeout, "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)"},
 		{"transaction_abort_interval", d.TxnAbortInterval, "how often coordinators abort timed-out transactions"},
+		{"transaction_partition_verification", d.TxnPartitionVerification, "refuse a transactional batch whose partition its coordinator says was not added to the transaction (transaction.partition.verification.enable)"},
 		{"group_initial_rebalance_delay", d.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members (0 = none)"},
 		{"group_min_session_timeout", d.GroupMinSessionTimeout, "shortest session timeout a group member may ask for"},
 		{"group_max_session_timeout", d.GroupMaxSessionTimeout, "longest session timeout a group member may ask for"},
@@ -358,4 +359,5 @@ func internalTopics(g *getter, c *broker.Config, rangeInt func(key string, n, lo
 	c.TxnTopicReplicationFactor = int16(trf)
 	c.TxnMaxTimeout = g.duration("transaction_max_timeout")
 	c.TxnAbortInterval = g.duration("transaction_abort_interval")
+	c.TxnPartitionVerification = g.bool("transaction_partition_verification")
 }

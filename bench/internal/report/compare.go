@@ -5,7 +5,8 @@ import (
 	"slices"
 )
 
-// Comparison is one aim of issue 14 with the figures it was judged on.
+// Comparison is one aim of issues 14 and 15 with the figures it was
+// judged on.
 type Comparison struct {
 	What        string  `json:"what"`
 	RecordBytes int     `json:"record_bytes"` // 0: over every size
@@ -40,18 +41,21 @@ const (
 )
 
 // throughputAims: peak records/s of one system at least min times a
-// peer's, with one partition.
+// peer's, with one partition; what, if set, names the aim.
 var throughputAims = []struct {
 	size       int
 	ours, peer string
 	min        float64
+	what       string
 }{
-	{KiB1, Ours, JSAlways, 1.5},
-	{KiB1, OursCached, JSDefault, 1.3},
-	{B100, Ours, JSAlways, 3.0},
-	{B100, Ours, JSDefault, 3.0},
-	{KiB1, Ours, Franz, 1.0},
-	{B100, Ours, Franz, 1.0},
+	{KiB1, Ours, JSAlways, 1.5, ""},
+	{KiB1, OursCached, JSDefault, 1.3, ""},
+	{B100, Ours, JSAlways, 3.0, ""},
+	{B100, Ours, JSDefault, 3.0, ""},
+	{KiB1, Ours, Franz, 1.0, ""},
+	{B100, Ours, Franz, 1.0, ""},
+	// Issue 15: the cost of transactions of 100 records.
+	{KiB1, FranzTxn, Franz, 0.7, "transactional peak records/s: minikafka/kgo-txn vs idempotent minikafka/kgo"},
 }
 
 // Scaling is one system's peak with many partitions against one.
@@ -64,7 +68,7 @@ type Scaling struct {
 	Ratio         float64 `json:"ratio"`
 }
 
-// Compare judges the aims of issue 14 on the runs of this report and
+// Compare judges the aims of issues 14 and 15 on the runs of this report and
 // stores them in r.Comparisons, in the order the issue lists them. Aims
 // compare runs with one partition, except the scaling aim. It also fills
 // r.Scaling.
@@ -84,7 +88,11 @@ func (r *Report) Compare() {
 		}
 	}
 	for _, a := range throughputAims {
-		r.Comparisons = append(r.Comparisons, r.throughputAim(a.size, a.ours, a.peer, a.min))
+		c := r.throughputAim(a.size, a.ours, a.peer, a.min)
+		if a.what != "" {
+			c.What = a.what
+		}
+		r.Comparisons = append(r.Comparisons, c)
 	}
 	for _, size := range []int{KiB1, B100} {
 		r.Comparisons = append(r.Comparisons, r.p99Aim(size))

@@ -105,6 +105,10 @@ func (r *Report) writeSettings(w io.Writer) {
 	if s.NodeArgs != "" {
 		fmt.Fprintf(w, "extra node flags: %s\n", s.NodeArgs)
 	}
+	if len(s.TxnProducers) > 0 {
+		fmt.Fprintf(w, "minikafka/kgo-txn: %s transactional clients (by size), each one transaction of %d records at a time\n",
+			strings.Trim(fmt.Sprint(s.TxnProducers), "[]"), s.TxnRecords)
+	}
 	fmt.Fprintln(w, "\nWhat an ack means:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, key := range SystemOrder {
@@ -144,7 +148,7 @@ func (r *Report) writeRuns(w io.Writer, mode, header string, metric func(Run) fl
 
 // writeAims prints each comparison with its aim and whether it was met.
 func (r *Report) writeAims(w io.Writer) error {
-	fmt.Fprintln(w, "\nAIMS (issue 14; each from this one invocation)")
+	fmt.Fprintln(w, "\nAIMS (issues 14 and 15; each from this one invocation)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range r.Comparisons {
 		size := "all"

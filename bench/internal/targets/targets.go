@@ -1,6 +1,6 @@
 // Package targets wraps each producer client the bench compares in the
-// load.Target interface: our client package, franz-go's kgo, and nats.go's
-// JetStream async publisher. Every one sends the same values, waits for
+// load.Target interface: our client package, franz-go's kgo (idempotent,
+// and transactional), and nats.go's JetStream async publisher. Every one sends the same values, waits for
 // acknowledgement after replication, and leaves batching to the client's
 // defaults, except where a default would change what is measured (each
 // such setting is documented on its constructor).
@@ -26,5 +26,6 @@ type Target interface {
 var (
 	_ Target = (*Ours)(nil)
 	_ Target = (*Franz)(nil)
+	_ Target = (*FranzTxn)(nil)
 	_ Target = (*JetStream)(nil)
 )

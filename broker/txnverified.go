@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/minikafka/minikafka-go/kafkaapi"
+)
+
+// txnVerified is a partition leader's memory of the transactions whose
+// coordinator confirmed that they hold the partition (KIP-890), so that a
+// producer's transaction is verified once per partition rather than for
+// every batch; Kafka keeps the same per producer (VerificationGuard).
+//
+// An entry is made when a batch of the producer finds none (with a fresh
+// guard), becomes verified when a batch is proposed under that guard, and
+// is forgotten when a marker for the producer is proposed or the leader
+// epoch changes. A batch whose verification began before such an event is
+// refused, so no batch of an ended transaction opens a new one that its
+// coordinator does not know of.
+type txnVerified struct {
+	// mu guards the fields below. It is held across the proposal of a
+	// verified batch and of a marker, so that a marker cannot slip between
+	// a batch's check and its proposal.
+	mu sync.Mutex
+	// epoch is the leader epoch the entries were made in.
+	epoch int32
+	// next is the last guard handed out; guards are never reused.
+	next uint64
+	// producers holds an entry per producer id with a transaction seen
+	// since its last marker.
+	producers map[int64]*verifyEntry
+}
+
+// verifyEntry is one producer's verification on the partition.
+type verifyEntry struct {
+	epoch    int16 // the producer epoch verified or being verified
+	guard    kafkaapi.TxnGuard
+	verified bool
+	made     time.Time
+}
+
+// Entries not verified after verifyAbandoned were abandoned (a
+// verification waits at most the request timeout); they are dropped once
+// the map holds more than verifyPruneAt entries.
+const (
+	verifyAbandoned = 2 * time.Minute
+	verifyPruneAt   = 1024
+)
+
+// sync forgets every entry when the leader epoch has changed: another
+// leader may have written markers meanwhile. Call with mu held.
+func (v *txnVerified) sync(epoch int32) {
+	if v.producers == nil || v.epoch != epoch {
+		v.epoch = epoch
+		v.producers = make(map[int64]*verifyEntry)
+	}
+}
+
+// check reports whether producer pid's transaction at epoch is verified
+// on the partition, and the guard under which to produce its batch.
+func (v *txnVerified) check(leaderEpoch int32, pid int64, epoch int16) (bool, kafkaapi.TxnGuard) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sync(leaderEpoch)
+	if e := v.producers[pid]; e != nil && e.epoch == epoch {
+		return e.verified, e.guard
+	}
+	if len(v.producers) >= verifyPruneAt {
+		v.prune(time.Now())
+	}
+	v.next++
+	v.producers[pid] = &verifyEntry{epoch: epoch, guard: kafkaapi.TxnGuard(v.next), made: time.Now()}
+	return false, kafkaapi.TxnGuard(v.next)
+}
+
+// prune drops the entries that were never verified and are too old to be
+// waited on. Call with mu held.
+func (v *txnVerified) prune(now time.Time) {
+	for pid, e := range v.producers {
+		if !e.verified && now.Sub(e.made) > verifyAbandoned {
+			delete(v.producers, pid)
+		}
+	}
+}
+
+// produce marks producer pid's transaction at epoch verified and calls
+// propose, if guard is still the producer's; else it returns false and
+// proposes nothing.
+func (v *txnVerified) produce(leaderEpoch int32, pid int64, epoch int16, guard kafkaapi.TxnGuard, propose func()) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sync(leaderEpoch)
+	e := v.producers[pid]
+	if e == nil || e.guard != guard || e.epoch != epoch {
+		return false
+	}
+	e.verified = true
+	propose()
+	return true
+}
+
+// marker forgets producer pid's verification and calls propose, which
+// proposes its marker.
+func (v *txnVerified) marker(pid int64, propose func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.producers, pid)
+	propose()
+}

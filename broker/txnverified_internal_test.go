@@ -1,0 +1,77 @@
+package broker
+
+import (
+	"testing"
+	"time"
+)
+
+// A verification is remembered per producer until its marker or a new
+// leader epoch, and a batch verified under a guard from before either is
+// not proposed.
+func TestTxnVerifiedRemembersUntilMarker(t *testing.T) {
+	var v txnVerified
+	proposed := 0
+	propose := func() { proposed++ }
+
+	ok, g := v.check(5, 7, 0)
+	if ok {
+		t.Fatal("a new producer is verified")
+	}
+	if again, g2 := v.check(5, 7, 0); again || g2 != g {
+		t.Fatalf("a second batch before the answer: %v, guard %d vs %d", again, g2, g)
+	}
+	if !v.produce(5, 7, 0, g, propose) || proposed != 1 {
+		t.Fatal("the verified batch was not proposed")
+	}
+	if ok, g2 := v.check(5, 7, 0); !ok || g2 != g {
+		t.Fatalf("after a verified batch: %v", ok)
+	}
+	if ok, _ := v.check(5, 8, 0); ok {
+		t.Fatal("another producer is verified")
+	}
+
+	// A marker for producer 7 arrives while a batch is being verified:
+	// that batch is refused, and the next transaction is verified anew.
+	v.marker(7, propose)
+	if v.produce(5, 7, 0, g, propose) || proposed != 2 {
+		t.Fatal("a batch verified before the marker was proposed")
+	}
+	ok, g3 := v.check(5, 7, 0)
+	if ok || g3 == g {
+		t.Fatalf("after the marker: verified %v, guard %d (old %d)", ok, g3, g)
+	}
+
+	// A new leader epoch forgets everything.
+	if !v.produce(5, 7, 0, g3, propose) {
+		t.Fatal("verified batch refused")
+	}
+	if ok, _ := v.check(6, 7, 0); ok {
+		t.Fatal("verified across leader epochs")
+	}
+	if v.produce(6, 7, 0, g3, propose) {
+		t.Fatal("a guard from the previous leader epoch was accepted")
+	}
+	// A new producer epoch is a new verification.
+	if ok, g4 := v.check(6, 7, 1); ok || g4 == g3 {
+		t.Fatal("a new producer epoch counts as verified")
+	}
+}
+
+// Entries never verified are dropped once old and many.
+func TestTxnVerifiedPrunesAbandoned(t *testing.T) {
+	var v txnVerified
+	for pid := range int64(verifyPruneAt) {
+		v.check(1, pid, 0)
+	}
+	for _, e := range v.producers {
+		e.made = e.made.Add(-verifyAbandoned - time.Second)
+	}
+	_, g := v.check(1, 1, 0) // still there: no new entry, no pruning
+	if !v.produce(1, 1, 0, g, func() {}) {
+		t.Fatal("producer 1 refused")
+	}
+	v.check(1, -5, 0) // a new entry prunes the abandoned ones
+	if n := len(v.producers); n != 2 {
+		t.Fatalf("%d entries after pruning, want 2 (the verified one and the new one)", n)
+	}
+}

@@ -1,0 +1,146 @@
+package kafkaapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TxnVerifier is the optional Backend capability behind KIP-890's check on
+// Produce: a transactional batch is written only into a partition that
+// its producer's ongoing transaction holds, as the transactional id's
+// coordinator knows it. Without it, or with
+// Config.DisableTxnPartitionVerification, transactional batches are
+// written unverified.
+type TxnVerifier interface {
+	// VerifyTxnPartitions asks the coordinator of transactionalID whether
+	// each of parts is in the ongoing transaction of producer pid at
+	// epoch (AddPartitionsToTxn v4 with VerifyOnly) and returns one error
+	// per part: nil if it is, else the coordinator's error
+	// (kerr.InvalidTxnState for a partition not added,
+	// kerr.ProducerFenced, kerr.InvalidProducerIDMapping,
+	// kerr.ConcurrentTransactions, kerr.NotCoordinator, ...) or one
+	// reaching it. It blocks for the round trip, bounded by ctx.
+	VerifyTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []TopicPartition) []error
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// TxnGuard is what a TxnVerifiedPartition knew of a producer's
+// verification when asked; a batch produced under an outdated guard is
+// refused.
+type TxnGuard uint64
+
+// TxnVerifiedPartition is an optional Partition capability: the leader's
+// memory of the transactions verified to hold the partition, so that a
+// transaction is verified with its coordinator once per partition rather
+// than for every batch. Without it every transactional batch is verified.
+// Writing a marker for a producer (TxnMarkerWriter, or the node itself)
+// must forget that producer's verification.
+type TxnVerifiedPartition interface {
+	// TxnVerified reports whether producerID's ongoing transaction at
+	// epoch is known to hold the partition (verified since the producer's
+	// last marker, by this leader in its current epoch), and returns the
+	// guard to produce under either way.
+	TxnVerified(producerID int64, epoch int16) (bool, TxnGuard)
+	// ProduceVerified is Produce for a transactional batch of producerID
+	// at epoch whose transaction holds the partition, as checked under
+	// guard. It remembers the verification and proposes the batch, unless
+	// a marker for the producer or a new leader epoch came after guard was
+	// taken: then nothing is proposed and the wait answers
+	// kerr.InvalidTxnState.
+	ProduceVerified(batch []byte, acks int16, producerID int64, epoch int16, guard TxnGuard) ProduceWait
+}
+
+// verifyTxnBatches checks the transactional batches of a Produce before
+// any batch is proposed, and returns the batches to propose; fail answers
+// the others. A batch its partition does not know as verified is verified
+// with the coordinator here, on the connection's reader, so that the
+// batches of the connection are still proposed in order; Kafka likewise
+// reads nothing more from a connection until its request is answered.
+func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest, batches []produceBatch, fail func(*kmsg.ProduceResponseTopicPartition, error)) []produceBatch {
+	verifier, ok := s.backend.(TxnVerifier)
+	if !ok || s.cfg.DisableTxnPartitionVerification {
+		return batches
+	}
+	var pid int64 = -1
+	var epoch int16
+	var ask []int // indexes of the batches to verify with the coordinator
+	var parts []TopicPartition
+	for i := range batches {
+		b := &batches[i]
+		switch {
+		case !b.h.IsTransactional():
+			continue
+		case req.TransactionID == nil:
+			// Kafka's check that the producer may write for the
+			// transactional id fails when there is none.
+			b.err = fmt.Errorf("%w: a transactional batch needs the request's transactional id", kerr.TransactionalIDAuthorizationFailed)
+			continue
+		case pid < 0:
+			pid, epoch = b.h.ProducerID, b.h.ProducerEpoch
+		case b.h.ProducerID != pid || b.h.ProducerEpoch != epoch:
+			b.err = fmt.Errorf("%w: transactional batches of more than one producer in one request", kerr.InvalidProducerIDMapping)
+			continue
+		}
+		b.verified = true // until the coordinator says otherwise
+		if tv, ok := b.p.(TxnVerifiedPartition); ok {
+			var known bool
+			known, b.guard = tv.TxnVerified(pid, epoch)
+			b.guarded = true
+			if known {
+				continue
+			}
+		}
+		ask = append(ask, i)
+		parts = append(parts, TopicPartition{Topic: b.topic, Partition: b.resp.Partition})
+	}
+	if len(ask) > 0 {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		errs := verifier.VerifyTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
+		cancel()
+		for j, i := range ask {
+			if errs[j] != nil {
+				batches[i].err = verifyError(errs[j])
+			}
+		}
+	}
+	out := batches[:0]
+	for _, b := range batches {
+		if b.err != nil {
+			fail(b.resp, b.err)
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// verifyError is a Produce's answer for a batch its coordinator did not
+// verify, as Kafka translates the coordinator's answer for producers:
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, and an answer that leaves the
+// outcome open (no coordinator, one loading or writing the markers) is
+// NOT_ENOUGH_REPLICAS, which producers retry; a failure to reach the
+// coordinator is NETWORK_EXCEPTION, retried too.
+func verifyError(err error) error {
+	var ke *kerr.Error
+	switch {
+	case errors.Is(err, kerr.InvalidTxnState):
+		return fmt.Errorf("%w: the partition was not added to the transaction", kerr.InvalidTxnState)
+	case errors.Is(err, kerr.ProducerFenced):
+		return fmt.Errorf("%w: %w", kerr.InvalidProducerEpoch, err)
+	case errors.Is(err, kerr.ConcurrentTransactions), errors.Is(err, kerr.CoordinatorLoadInProgress),
+		errors.Is(err, kerr.CoordinatorNotAvailable), errors.Is(err, kerr.NotCoordinator):
+		return fmt.Errorf("%w: unable to verify that the partition was added to the transaction: %w", kerr.NotEnoughReplicas, err)
+	case errors.As(err, &ke), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return fmt.Errorf("%w: verifying the transaction with its coordinator: %w", kerr.NetworkException, err)
+}
