@@ -249,6 +249,11 @@ func (p *Producer) backoff(attempts int) time.Duration {
 func (p *Producer) send(r produceReq) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = int16(p.cfg.acks)
+	if p.cfg.txnID != "" {
+		// Kafka checks a transactional batch against the request's id
+		// (and its ACLs, and whether the partition is in the transaction).
+		req.TransactionID = kmsg.StringPtr(p.cfg.txnID)
+	}
 	req.TimeoutMillis = int32(p.cfg.requestTimeout / time.Millisecond)
 	var failed []*batch
 	var failErrs []error

@@ -75,6 +75,12 @@ func declared(t *testing.T, dir string) map[string]bool {
 						if s, ok := typ.(*ast.StarExpr); ok {
 							typ = s.X
 						}
+						switch g := typ.(type) { // a generic type's receiver: T[P] or T[P, Q]
+						case *ast.IndexExpr:
+							typ = g.X
+						case *ast.IndexListExpr:
+							typ = g.X
+						}
 						if id, ok := typ.(*ast.Ident); ok {
 							name = id.Name + "." + name
 						}

@@ -98,7 +98,9 @@ func (m *Membership) joinRound(ctx context.Context, targets []string) (int, erro
 	}
 	m.mu.Unlock()
 	if err != nil {
-		return 0, err
+		// The targets, also when the round ran out of time before
+		// memberlist answered: the caller reports the last failure.
+		return 0, fmt.Errorf("join %s: %w", strings.Join(targets, ", "), err)
 	}
 	return n, nil
 }
