@@ -123,7 +123,7 @@ func startEOS(ctx context.Context, t *testing.T, c *Cluster, l *load) *eosRun {
 			f, err := os.Create(filepath.Join(dir, cfg.Name+".log"))
 			must(t, err)
 			t.Cleanup(func() { f.Close() })
-			cfg.Logger = kgo.BasicLogger(f, kgo.LogLevelDebug, nil)
+			cfg.Logger = kgo.BasicLogger(f, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") })
 		}
 		p, err := StartPipeline(cfg, &e.h)
 		must(t, err)
@@ -222,9 +222,10 @@ func (e *eosRun) coordinatorLeading(ctx context.Context, keyType int8, key strin
 	return coord, nil
 }
 
-// fault kills or pauses the node in f's role, waits until another node
-// took the role over and the pipeline committed a transaction begun after
-// the fault, then restarts or resumes the node and heals the cluster.
+// fault kills or pauses the node in f's role and waits until another node
+// took the role over. A killed node stays down until the pipeline
+// committed a transaction begun after the fault; a paused one is resumed
+// first. Then it restarts the killed node and heals the cluster.
 func (e *eosRun) fault(ctx context.Context, t *testing.T, r int, f eosFault) {
 	t.Helper()
 	v := e.victim(ctx, t, r, f.role)
@@ -237,15 +238,20 @@ func (e *eosRun) fault(ctx context.Context, t *testing.T, r int, f eosFault) {
 	e.l.sum.Fault(f.String())
 	next := e.takenOver(ctx, t, v)
 	elected := time.Since(t0)
-	d := e.waitCommit(ctx, t, t0, v.instance, v.partition, fmt.Sprintf("after %s of node %d (%s)", f, v.node, v.what))
-	e.l.sum.TxnFailover(d)
 	if f.pause {
+		// Resumed once another node took over, and at least
+		// eosPauseAtLeast later: the pipeline's clients, stuck on
+		// connections to the paused node until their request timeouts,
+		// then meet it as a stale coordinator or leader.
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Until(t0.Add(eosPauseAtLeast))):
 		}
 		must(t, e.c.Resume(v.node))
-	} else {
+	}
+	d := e.waitCommit(ctx, t, t0, v.instance, v.partition, fmt.Sprintf("after %s of node %d (%s)", f, v.node, v.what))
+	e.l.sum.TxnFailover(d)
+	if !f.pause {
 		must(t, e.c.StartNode(ctx, v.node))
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -88,7 +88,9 @@ func (p *Pipeline) newSession() (*kgo.GroupTransactSession, error) {
 		kgo.FetchMaxWait(200 * time.Millisecond),
 		kgo.SessionTimeout(6 * time.Second),
 		kgo.HeartbeatInterval(500 * time.Millisecond),
-		kgo.RebalanceTimeout(20 * time.Second),
+		// A JoinGroup waits up to the rebalance timeout: to a paused
+		// coordinator, that long.
+		kgo.RebalanceTimeout(6 * time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.ProduceRequestTimeout(4 * time.Second),
 		kgo.RequestTimeoutOverhead(3 * time.Second),
