@@ -44,8 +44,8 @@ func eosName(instance int) string { return fmt.Sprintf("copier%d", instance) }
 // node coordinating an instance's transactional id, the node coordinating
 // the group and the leader of an output partition are killed -9, and a
 // transaction coordinator is paused (SIGSTOP) past the election timeout;
-// after each fault the pipeline must commit a new transaction before the
-// node returns. When the input is copied, a read_committed reader of the
+// after each fault the pipeline must commit a new transaction, a killed
+// node still down, a paused one resumed once another took over. When the input is copied, a read_committed reader of the
 // output must see every input record's output exactly once, in input
 // order per partition, every committed transaction's records and no
 // aborted one (CheckTxn); a read_uncommitted reader must see aborted
