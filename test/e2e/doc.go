@@ -41,6 +41,15 @@
 // commit in force, no committed offset going backwards, and every new
 // round of members resuming at the committed offsets.
 //
+// Exactly-once (TestExactlyOnceUnderFaults) adds Pipeline, a franz-go
+// GroupTransactSession in the test process that copies an input topic to
+// an output topic one transaction per poll and records every transaction
+// and its outcome in a TxnHistory; WriteEndMarkers and ReadToEndMarkers,
+// which read the output at either isolation level; and CheckTxn, a pure
+// checker of the output against the input and the TxnHistory: every
+// input output exactly once, in order per partition, every committed
+// transaction's records visible and no aborted one.
+//
 // Every wait is bounded by a context; nothing sleeps a fixed time where a
 // condition can be polled.
 package e2e

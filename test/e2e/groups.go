@@ -252,14 +252,28 @@ func (m *Member) Close(ctx context.Context) error {
 // GroupCoordinator waits until every running, unpaused node answers
 // FindCoordinator for group with the same running node, and returns it.
 func (c *Cluster) GroupCoordinator(ctx context.Context, group string) (int, error) {
+	return c.coordinator(ctx, coordinatorGroup, group)
+}
+
+// FindCoordinator key types.
+const (
+	coordinatorGroup int8 = 0
+	coordinatorTxn   int8 = 1
+)
+
+// coordinator waits until every running, unpaused node answers
+// FindCoordinator for key of keyType with the same running node, and
+// returns it.
+func (c *Cluster) coordinator(ctx context.Context, keyType int8, key string) (int, error) {
 	var coord int
-	err := poll(ctx, "coordinator of group "+group, func() (bool, error) {
+	err := poll(ctx, fmt.Sprintf("coordinator of %s (key type %d)", key, keyType), func() (bool, error) {
 		running := c.Running()
 		coord = -1
 		for _, id := range running {
 			req := kmsg.NewPtrFindCoordinatorRequest()
 			req.SetVersion(3)
-			req.CoordinatorKey = group
+			req.CoordinatorKey = key
+			req.CoordinatorType = keyType
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			resp, err := Request(rctx, c.nodes[id-1].KafkaAddr, req)
 			cancel()

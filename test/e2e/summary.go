@@ -18,6 +18,9 @@ type Summary struct {
 	verification []*Verification
 	groups       []*GroupReport
 	coordinator  []time.Duration // coordinator kill -> first commit sent after it acknowledged
+	eos          []*TxnReport    // exactly-once checks of read_committed output
+	eosControl   []int           // aborted records the read_uncommitted control read saw, per check
+	txnFailover  []time.Duration // fault of a pipeline's node -> first transaction begun after it committed
 }
 
 // Fault counts one injected fault of a kind ("leader-kill", "pause", ...).
@@ -68,6 +71,24 @@ func (s *Summary) CoordinatorFailover(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.coordinator = append(s.coordinator, d)
+}
+
+// ExactlyOnce adds an exactly-once check: the report of the
+// read_committed reading, and how many aborted records the
+// read_uncommitted control reading saw.
+func (s *Summary) ExactlyOnce(r *TxnReport, controlAbortedSeen int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.eos = append(s.eos, r)
+	s.eosControl = append(s.eosControl, controlAbortedSeen)
+}
+
+// TxnFailover records the time from a fault of a node a pipeline needs to
+// the commit of the first transaction begun after it.
+func (s *Summary) TxnFailover(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.txnFailover = append(s.txnFailover, d)
 }
 
 // Faults returns the number of faults injected.
@@ -158,7 +179,36 @@ func (s *Summary) String() string {
 		}
 		b.WriteString("\n")
 	}
+	if len(s.eos) > 0 {
+		s.writeExactlyOnce(&b)
+	}
 	return b.String()
+}
+
+// writeExactlyOnce adds the exactly-once checks to the summary. Called
+// with s.mu held.
+func (s *Summary) writeExactlyOnce(b *strings.Builder) {
+	t := &TxnReport{}
+	control := 0
+	for i, r := range s.eos {
+		t.Problems = append(t.Problems, r.Problems...)
+		t.Inputs += r.Inputs
+		t.Outputs += r.Outputs
+		t.Committed += r.Committed
+		t.Aborted += r.Aborted
+		t.Deliberate += r.Deliberate
+		t.Unknown += r.Unknown
+		t.AbortedRecords += r.AbortedRecords
+		control += s.eosControl[i]
+	}
+	fmt.Fprintf(b, "exactly-once:         %d checked (read_committed); %v\n", len(s.eos), t)
+	fmt.Fprintf(b, "  read_uncommitted control: %d aborted records seen (must be > 0)\n", control)
+	fmt.Fprintf(b, "  fault -> first transaction begun after it committed: %d measured", len(s.txnFailover))
+	if len(s.txnFailover) > 0 {
+		fmt.Fprintf(b, ", p50 %v, max %v", Percentile(s.txnFailover, 50).Round(time.Millisecond),
+			Percentile(s.txnFailover, 100).Round(time.Millisecond))
+	}
+	b.WriteString("\n")
 }
 
 // Merge adds everything o recorded.
@@ -173,6 +223,9 @@ func (s *Summary) Merge(o *Summary) {
 	vs := slices.Clone(o.verification)
 	groups := slices.Clone(o.groups)
 	coordinator := slices.Clone(o.coordinator)
+	eos := slices.Clone(o.eos)
+	eosControl := slices.Clone(o.eosControl)
+	txnFailover := slices.Clone(o.txnFailover)
 	o.mu.Unlock()
 
 	s.mu.Lock()
@@ -188,4 +241,7 @@ func (s *Summary) Merge(o *Summary) {
 	s.verification = append(s.verification, vs...)
 	s.groups = append(s.groups, groups...)
 	s.coordinator = append(s.coordinator, coordinator...)
+	s.eos = append(s.eos, eos...)
+	s.eosControl = append(s.eosControl, eosControl...)
+	s.txnFailover = append(s.txnFailover, txnFailover...)
 }
