@@ -21,6 +21,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	}
 	switch m.State {
 	case PrepareCommit, PrepareAbort:
+		c.startCompletion(id, m) // resumes one that gave up; a no-op while one runs
 		return kerr.ConcurrentTransactions
 	case Ongoing:
 		if !slices.ContainsFunc(parts, func(tp TopicPartition) bool { return !m.has(tp) }) {

@@ -3,6 +3,7 @@ package txncoord
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -172,5 +173,91 @@ func TestCodeBeforeKIP588(t *testing.T) {
 	}
 	if Code(nil, true) != 0 || Code(errors.New("x"), false) != kerr.UnknownServerError.Code {
 		t.Fatal("nil or a non-Kafka error")
+	}
+}
+
+// flakyLog fails the Append of a Complete state n times, as a commit that
+// times out under load does, then applies like memLog.
+type flakyLog struct {
+	memLog
+	mu   sync.Mutex // guards fail
+	fail int
+}
+
+func (l *flakyLog) Append(ctx context.Context, recs []Record) error {
+	l.mu.Lock()
+	for _, r := range recs {
+		if m, err := decodeValue(r.Value); err == nil && l.fail > 0 && (m.State == CompleteCommit || m.State == CompleteAbort) {
+			l.fail--
+			l.mu.Unlock()
+			return errors.New("commit timed out")
+		}
+	}
+	l.mu.Unlock()
+	return l.memLog.Append(ctx, recs)
+}
+
+// TestCompleteStateWriteIsRetried: the markers are written but the
+// Complete state's first writes fail; the coordinator retries it rather
+// than leaving the transaction in PrepareCommit, where every later
+// request of its producer would be CONCURRENT_TRANSACTIONS until the
+// coordinator moved.
+func TestCompleteStateWriteIsRetried(t *testing.T) {
+	ctx := context.Background()
+	view, mk := NewView(), &memMarkers{}
+	log := &flakyLog{memLog: memLog{view}, fail: 3}
+	c, err := New(Config{MarkerRetry: time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		NewProducerID:    func(context.Context) (int64, error) { return 1001, nil },
+		TopicExists:      func(string, int32) bool { return true },
+		OffsetsPartition: func(string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
+	}, log, view, mk, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndTxn(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, view, "t", CompleteCommit)
+	if err := c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); err != nil {
+		t.Fatalf("the next transaction: %v", err)
+	}
+}
+
+// TestStalledPrepareIsResumedByRequests: a transaction found in a
+// Prepare state with no completion running (one that gave up) is
+// resumed by the next AddPartitionsToTxn or EndTxn of its producer, not
+// only by a new coordinator or InitProducerId.
+func TestStalledPrepareIsResumedByRequests(t *testing.T) {
+	ctx := context.Background()
+	view, mk := NewView(), &memMarkers{}
+	c := newTestCoordinator(t, view, mk, Config{})
+	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := view.Txn("t")
+	m.State, m.Partitions = PrepareCommit, []TopicPartition{{"a", 0}}
+	apply(t, view, MetadataRecord("t", m)) // as if written by a completion that then gave up
+	if err := c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); !errors.Is(err, kerr.ConcurrentTransactions) {
+		t.Fatalf("AddPartitions during the commit: %v", err)
+	}
+	waitState(t, view, "t", CompleteCommit)
+	m, _ = view.Txn("t")
+	m.State, m.Partitions = PrepareAbort, []TopicPartition{{"a", 0}}
+	apply(t, view, MetadataRecord("t", m))
+	if err := c.EndTxn(ctx, "t", pid, epoch, false); !errors.Is(err, kerr.ConcurrentTransactions) {
+		t.Fatalf("EndTxn during the abort: %v", err)
+	}
+	waitState(t, view, "t", CompleteAbort)
+	if mk.count() != 2 {
+		t.Fatalf("markers %+v", mk.written)
 	}
 }

@@ -30,6 +30,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 		c.startCompletion(id, m)
 		return nil
 	case m.State == PrepareCommit && commit, m.State == PrepareAbort && !commit:
+		c.startCompletion(id, m) // resumes one that gave up; a no-op while one runs
 		return kerr.ConcurrentTransactions
 	case m.State == CompleteCommit && commit, m.State == CompleteAbort && !commit:
 		return nil // a retry of what already happened
@@ -59,31 +60,57 @@ func (c *Coordinator) startCompletion(id string, m Metadata) {
 }
 
 // complete writes m's markers, retrying until every partition has one or
-// the coordinator closes, then writes the Complete state.
+// the coordinator closes, then writes the Complete state, retrying that
+// too: a transaction left in a Prepare state would answer every request
+// of its producer CONCURRENT_TRANSACTIONS until the coordinator moved.
 func (c *Coordinator) complete(id string, m Metadata) {
 	mk := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: c.epoch,
 		Commit: m.State == PrepareCommit}
-	for attempt := 1; ; attempt++ {
+	attempt := 1
+	for ; ; attempt++ {
 		err := c.markers.WriteMarkers(c.ctx, mk, m.Partitions)
 		if err == nil {
 			break
 		}
-		c.logger.Debug("txncoord: markers not written yet", "transactional_id", id, "attempt", attempt, "err", err)
+		if attempt == 1 || attempt%20 == 0 { // once, then every ~2 s: a stuck completion shows in the log
+			c.logger.Info("txncoord: markers not written yet", "transactional_id", id, "attempt", attempt, "err", err)
+		}
 		if !c.sleep(c.cfg.MarkerRetry) {
 			return
 		}
 	}
+	if attempt > 1 {
+		c.logger.Info("txncoord: markers written", "transactional_id", id, "attempts", attempt)
+	}
+	for attempt := 1; ; attempt++ {
+		done, err := c.writeComplete(id, m)
+		if done {
+			return
+		}
+		if attempt == 1 || attempt%20 == 0 {
+			c.logger.Warn("txncoord: markers written, the Complete state not yet", "transactional_id", id, "attempt", attempt, "err", err)
+		}
+		if !c.sleep(c.cfg.MarkerRetry) {
+			return
+		}
+	}
+}
+
+// writeComplete records that m's markers are written; done is false when
+// that should be tried again.
+func (c *Coordinator) writeComplete(id string, m Metadata) (done bool, err error) {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	cur, ok := c.view.Txn(id)
 	if !ok || cur.ProducerID != m.ProducerID || cur.ProducerEpoch != m.ProducerEpoch || cur.State != m.State {
-		return // changed meanwhile; nothing of this transaction is left to record
+		return true, nil // changed meanwhile; nothing of this transaction is left to record
 	}
 	cur.State, cur.Partitions = CompleteAbort, nil
-	if mk.Commit {
+	if m.State == PrepareCommit {
 		cur.State = CompleteCommit
 	}
 	if err := c.write(c.ctx, id, cur); err != nil {
-		c.logger.Warn("txncoord: transaction complete, but its state was not written", "transactional_id", id, "err", err)
+		return false, err
 	}
+	return true, nil
 }

@@ -1,0 +1,131 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+// TestCoordinatorTakeoverFinishesPartialCommit: the node coordinating a
+// transactional id, which also coordinates its group and leads one of the
+// output partitions, is halted right after EndTxn accepted a commit, at
+// moments from 0 to 16 ms after it, so that its markers are written in
+// part, in full or not at all. The next transaction of the same producer
+// must commit promptly: the new coordinator finishes the prepared commit
+// in about a second (a Raft election, then one round of markers). A
+// coordinator whose write of the Complete state failed once left the
+// transaction in PrepareCommit until the coordinator moved: every request
+// of the producer was CONCURRENT_TRANSACTIONS for as long. The bound of 30
+// s leaves room for a loaded machine's elections and still fails that.
+func TestCoordinatorTakeoverFinishesPartialCommit(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	admin := c.Client(t)
+	createTopic(t, admin, "takeover", 3, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const id = "takeover-tx"
+	// Retries enough to outlast elections on a loaded machine (the
+	// default 20 can run out while a partition has no leader).
+	p := c.Client(t, kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.DefaultProduceTopic("takeover"), kgo.RequestRetries(200))
+	transaction(t, p, true, "warm-up")
+	for round, delay := range []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond, 16 * time.Millisecond} {
+		coordinator := int32(-1)
+		for coordinator < 0 {
+			coordinator = txnCoordinatorOf(t, ctx, admin, id)
+		}
+		group := groupCoordinatedBy(t, ctx, admin, coordinator, round)
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for part := range int32(3) {
+			if err := p.ProduceSync(ctx, &kgo.Record{Partition: part, Value: fmt.Appendf(nil, "r%d-p%d", round, part)}).FirstErr(); err != nil {
+				t.Fatalf("round %d: produce: %v", round, err)
+			}
+		}
+		commitTxnOffsets(t, ctx, p, admin, id, group)
+		if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("round %d: commit: %v", round, err)
+		}
+		time.Sleep(delay)
+		c.HaltNode(int(coordinator))
+		start := time.Now()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: fmt.Appendf(nil, "after-%d", round)}).FirstErr(); err != nil {
+			t.Fatalf("round %d: produce after halting node %d: %v", round, coordinator, err)
+		}
+		if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("round %d: commit after halting node %d: %v", round, coordinator, err)
+		}
+		took := time.Since(start)
+		t.Logf("round %d: node %d halted %v after EndTxn; the next transaction committed after %v", round, coordinator, delay, took)
+		if took > 30*time.Second {
+			t.Errorf("round %d: the next transaction took %v after the coordinator was halted", round, took)
+		}
+		c.StartNode(int(coordinator))
+		c.WaitReady()
+	}
+	reader := c.Client(t, kgo.ConsumeTopics("takeover"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if got := pollValues(t, reader, 1+6*3+6, time.Second); len(got) != 1+6*3+6 {
+		t.Fatalf("read_committed read %d records, want %d", len(got), 1+6*3+6)
+	}
+}
+
+// groupCoordinatedBy returns a group name, new for each round, that node
+// coordinates.
+func groupCoordinatedBy(t *testing.T, ctx context.Context, cl *kgo.Client, node int32, round int) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		g := fmt.Sprintf("takeover-g%d-%d", round, i)
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey, req.CoordinatorKeys = g, []string{g}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Coordinators) > 0 && resp.Coordinators[0].ErrorCode == 0 && resp.Coordinators[0].NodeID == node {
+			return g
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no group coordinated by node %d", node)
+		}
+	}
+}
+
+// commitTxnOffsets adds group's offsets to p's open transaction, as a
+// consume-transform-produce application does (AddOffsetsToTxn, then
+// TxnOffsetCommit with no generation, which Kafka takes for a group
+// without members).
+func commitTxnOffsets(t *testing.T, ctx context.Context, p, cl *kgo.Client, id, group string) {
+	t.Helper()
+	pid, epoch, err := p.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, pid, epoch, group
+	ar := txnRequest(t, cl, add, func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode })
+	wantCode(t, "AddOffsetsToTxn", ar.ErrorCode, nil)
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.Version = 3
+	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = id, group, pid, epoch
+	commit.Generation = -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "takeover"
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 1
+	rt.Partitions = append(rt.Partitions, rp)
+	commit.Topics = append(commit.Topics, rt)
+	cr := txnRequest(t, cl, commit, func(r *kmsg.TxnOffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })
+	wantCode(t, "TxnOffsetCommit", cr.Topics[0].Partitions[0].ErrorCode, nil)
+}
+
