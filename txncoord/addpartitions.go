@@ -3,6 +3,7 @@ package txncoord
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -10,9 +11,11 @@ import (
 // AddPartitions adds partitions to id's transaction, starting one if none
 // is ongoing. It answers once the new partitions are committed; partitions
 // already in the transaction write nothing. While the previous
-// transaction's markers are being written it is CONCURRENT_TRANSACTIONS.
-// The caller checks that the partitions exist.
+// transaction's markers are being written it waits for them, up to
+// Config.CompletionWait, then answers CONCURRENT_TRANSACTIONS. The caller
+// checks that the partitions exist.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) error {
+	c.awaitCompletion(ctx, id)
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	m, err := c.check(id, pid, epoch)
@@ -33,6 +36,24 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	m.State = Ongoing
 	m.Partitions = addParts(m.Partitions, parts)
 	return c.write(ctx, id, m)
+}
+
+// awaitCompletion waits until id's markers are written, for at most
+// Config.CompletionWait, if they are being written: a producer that
+// begins its next transaction at once then needs no retry.
+func (c *Coordinator) awaitCompletion(ctx context.Context, id string) {
+	done := c.completion(id)
+	if done == nil {
+		return
+	}
+	t := time.NewTimer(c.cfg.CompletionWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-c.ctx.Done():
+	}
 }
 
 // abortLoop aborts the transactions past their timeout every

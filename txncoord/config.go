@@ -44,6 +44,11 @@ const (
 	// DefaultMarkerRetry is the pause between two attempts at a
 	// transaction's markers.
 	DefaultMarkerRetry = 100 * time.Millisecond
+	// DefaultCompletionWait is how long AddPartitionsToTxn waits for the
+	// previous transaction's markers before it answers
+	// CONCURRENT_TRANSACTIONS (ours; Kafka answers at once and clients
+	// back off 20 ms or more, longer than the markers take here).
+	DefaultCompletionWait = 500 * time.Millisecond
 )
 
 // Config tunes a Coordinator. Zero fields take their defaults, except
@@ -59,6 +64,9 @@ type Config struct {
 	AbortInterval time.Duration
 	// MarkerRetry is the pause between attempts at writing markers.
 	MarkerRetry time.Duration
+	// CompletionWait bounds AddPartitionsToTxn's wait for the markers of
+	// its producer's previous transaction.
+	CompletionWait time.Duration
 	// NewProducerID allocates a producer id never handed out before.
 	NewProducerID func(ctx context.Context) (int64, error)
 	// TopicExists reports whether a partition exists.
@@ -88,6 +96,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MarkerRetry <= 0 {
 		c.MarkerRetry = DefaultMarkerRetry
+	}
+	if c.CompletionWait <= 0 {
+		c.CompletionWait = DefaultCompletionWait
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -261,3 +261,65 @@ func TestStalledPrepareIsResumedByRequests(t *testing.T) {
 		t.Fatalf("markers %+v", mk.written)
 	}
 }
+
+// gatedMarkers writes markers only once release is closed.
+type gatedMarkers struct {
+	memMarkers
+	release chan struct{}
+}
+
+func (g *gatedMarkers) WriteMarkers(ctx context.Context, mk Marker, parts []TopicPartition) error {
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.memMarkers.WriteMarkers(ctx, mk, parts)
+}
+
+// TestAddPartitionsWaitsForMarkers: the next transaction's
+// AddPartitionsToTxn, sent right after EndTxn, waits for the previous
+// transaction's markers and succeeds, rather than answering
+// CONCURRENT_TRANSACTIONS, after which clients back off 20 ms or more;
+// markers that outlast the wait (here the request's deadline) still get
+// CONCURRENT_TRANSACTIONS.
+func TestAddPartitionsWaitsForMarkers(t *testing.T) {
+	ctx := context.Background()
+	view := NewView()
+	mk := &gatedMarkers{release: make(chan struct{})}
+	c, err := New(Config{MarkerRetry: time.Millisecond, CompletionWait: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
+		NewProducerID:    func(context.Context) (int64, error) { return 1001, nil },
+		TopicExists:      func(string, int32) bool { return true },
+		OffsetsPartition: func(string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
+	}, memLog{view}, view, mk, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []TopicPartition{{"a", 0}}
+	if err := c.AddPartitions(ctx, "t", pid, epoch, parts); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndTxn(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond) // the request's own deadline ends the wait too
+	defer cancel()
+	if err := c.AddPartitions(short, "t", pid, epoch, parts); !errors.Is(err, kerr.ConcurrentTransactions) {
+		t.Fatalf("AddPartitions while the markers are held: %v", err)
+	}
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		close(mk.release)
+	}()
+	if err := c.AddPartitions(ctx, "t", pid, epoch, parts); err != nil {
+		t.Fatalf("AddPartitions while the markers are written: %v", err)
+	}
+	if m, _ := view.Txn("t"); m.State != Ongoing || mk.count() != 1 {
+		t.Fatalf("after the wait: %+v, %d markers", m, mk.count())
+	}
+}
