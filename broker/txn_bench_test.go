@@ -93,4 +93,3 @@ func oneBatch(ctx context.Context, cl *kgo.Client, txn bool, value []byte) error
 	}
 	return nil
 }
-

@@ -128,4 +128,3 @@ func commitTxnOffsets(t *testing.T, ctx context.Context, p, cl *kgo.Client, id, 
 	cr := txnRequest(t, cl, commit, func(r *kmsg.TxnOffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })
 	wantCode(t, "TxnOffsetCommit", cr.Topics[0].Partitions[0].ErrorCode, nil)
 }
-
