@@ -43,12 +43,11 @@ func (ts *txnCoordinators) config() txncoord.Config {
 			_, ok := n.meta.fsm.State().Partition(topic, p)
 			return ok
 		},
-		OffsetsPartition: func(group string) (txncoord.TopicPartition, bool) {
-			t, ok := n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic)
-			if !ok {
-				return txncoord.TopicPartition{}, false
-			}
-			return txncoord.TopicPartition{Topic: t.Name, Partition: metadata.GroupPartition(group, int32(len(t.Partitions)))}, true
+		OffsetsPartition: func(ctx context.Context, group string) (txncoord.TopicPartition, bool) {
+			ctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.MetaProposal)
+			defer cancel()
+			p, err := (&backend{n: n}).offsetsPartition(ctx, group)
+			return txncoord.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: p}, err == nil
 		},
 		Logger: n.logger.With("component", "txncoord"),
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -49,7 +50,7 @@ func TestCoordinatorTakeoverFinishesPartialCommit(t *testing.T) {
 				t.Fatalf("round %d: produce: %v", round, err)
 			}
 		}
-		commitTxnOffsets(t, ctx, p, admin, id, group)
+		commitTxnOffsets(t, ctx, p, admin, id, group, "takeover")
 		if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
 			t.Fatalf("round %d: commit: %v", round, err)
 		}
@@ -101,11 +102,12 @@ func groupCoordinatedBy(t *testing.T, ctx context.Context, cl *kgo.Client, node 
 	}
 }
 
-// commitTxnOffsets adds group's offsets to p's open transaction, as a
+// commitTxnOffsets adds group's offset 1 of topic's partition 0 to p's
+// open transaction, as a
 // consume-transform-produce application does (AddOffsetsToTxn, then
 // TxnOffsetCommit with no generation, which Kafka takes for a group
 // without members).
-func commitTxnOffsets(t *testing.T, ctx context.Context, p, cl *kgo.Client, id, group string) {
+func commitTxnOffsets(t *testing.T, ctx context.Context, p, cl *kgo.Client, id, group, topic string) {
 	t.Helper()
 	pid, epoch, err := p.ProducerID(ctx)
 	if err != nil {
@@ -120,11 +122,44 @@ func commitTxnOffsets(t *testing.T, ctx context.Context, p, cl *kgo.Client, id, 
 	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = id, group, pid, epoch
 	commit.Generation = -1
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = "takeover"
+	rt.Topic = topic
 	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 	rp.Partition, rp.Offset = 0, 1
 	rt.Partitions = append(rt.Partitions, rp)
 	commit.Topics = append(commit.Topics, rt)
 	cr := txnRequest(t, cl, commit, func(r *kmsg.TxnOffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })
 	wantCode(t, "TxnOffsetCommit", cr.Topics[0].Partitions[0].ErrorCode, nil)
+}
+
+// TestAddOffsetsToTxnCreatesOffsetsTopic: on a cluster where no group was
+// ever used, AddOffsetsToTxn creates __consumer_offsets (as Kafka's
+// coordinator finds the group's partition without it) instead of
+// answering COORDINATOR_NOT_AVAILABLE until something else creates it,
+// which a producer that sends offsets first would never see happen. The
+// committed transaction's offset is then the group's.
+func TestAddOffsetsToTxnCreatesOffsetsTopic(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	admin := c.Client(t)
+	createTopic(t, admin, "fresh", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := c.Client(t, kgo.TransactionalID("fresh-tx"), kgo.DefaultProduceTopic("fresh"))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	commitTxnOffsets(t, ctx, p, admin, "fresh-tx", "fresh-group", "fresh")
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the transaction's offset committed", func() bool {
+		offs, err := kadm.NewClient(admin).FetchOffsets(ctx, "fresh-group")
+		if err != nil {
+			return false
+		}
+		o, ok := offs.Lookup("fresh", 0)
+		return ok && o.Err == nil && o.At == 1
+	})
 }

@@ -72,9 +72,10 @@ type Config struct {
 	// TopicExists reports whether a partition exists.
 	TopicExists func(topic string, partition int32) bool
 	// OffsetsPartition is the partition of __consumer_offsets that holds
-	// a group (AddOffsetsToTxn adds it to the transaction); false while
-	// that topic does not exist.
-	OffsetsPartition func(group string) (TopicPartition, bool)
+	// a group (AddOffsetsToTxn adds it to the transaction), creating that
+	// topic if need be, as Kafka's FindCoordinator does; false while it
+	// cannot be created.
+	OffsetsPartition func(ctx context.Context, group string) (TopicPartition, bool)
 	// Now is the leader's clock; default time.Now.
 	Now func() time.Time
 	// Logger; default slog.Default().

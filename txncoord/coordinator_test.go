@@ -55,7 +55,7 @@ func newTestCoordinator(t *testing.T, view *View, mk *memMarkers, cfg Config) *C
 	var mu sync.Mutex
 	cfg.NewProducerID = func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); next++; return next, nil }
 	cfg.TopicExists = func(topic string, _ int32) bool { return topic != "nope" }
-	cfg.OffsetsPartition = func(string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 3}, true }
+	cfg.OffsetsPartition = func(context.Context, string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 3}, true }
 	cfg.MarkerRetry = time.Millisecond
 	c, err := New(cfg, memLog{view}, view, mk, 7)
 	if err != nil {
@@ -209,7 +209,7 @@ func TestCompleteStateWriteIsRetried(t *testing.T) {
 	c, err := New(Config{MarkerRetry: time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 		NewProducerID:    func(context.Context) (int64, error) { return 1001, nil },
 		TopicExists:      func(string, int32) bool { return true },
-		OffsetsPartition: func(string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
+		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
 	}, log, view, mk, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestAddPartitionsWaitsForMarkers(t *testing.T) {
 	c, err := New(Config{MarkerRetry: time.Millisecond, CompletionWait: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
 		NewProducerID:    func(context.Context) (int64, error) { return 1001, nil },
 		TopicExists:      func(string, int32) bool { return true },
-		OffsetsPartition: func(string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
+		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
 	}, memLog{view}, view, mk, 7)
 	if err != nil {
 		t.Fatal(err)

@@ -102,7 +102,7 @@ func (c *Coordinator) addRequested(ctx context.Context, id string, pid int64, ep
 // __consumer_offsets partition to the transaction, for TxnOffsetCommit.
 func (c *Coordinator) AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	tp, ok := c.cfg.OffsetsPartition(req.Group)
+	tp, ok := c.cfg.OffsetsPartition(ctx, req.Group)
 	if !ok {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
