@@ -16,8 +16,7 @@ import (
 // checks that the partitions exist.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) error {
 	c.awaitCompletion(ctx, id)
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
+	defer c.ids.lock(id)()
 	m, err := c.check(id, pid, epoch)
 	if err != nil {
 		return err
@@ -74,8 +73,7 @@ func (c *Coordinator) abortLoop() {
 // abortTimedOut aborts id's transaction m, unless it changed since, with
 // a bumped epoch that fences its producer (Kafka does the same).
 func (c *Coordinator) abortTimedOut(id string, m Metadata) {
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
+	defer c.ids.lock(id)()
 	cur, ok := c.view.Txn(id)
 	if !ok || cur.ProducerID != m.ProducerID || cur.ProducerEpoch != m.ProducerEpoch || cur.State != Ongoing {
 		return

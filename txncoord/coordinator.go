@@ -29,11 +29,12 @@ type Coordinator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// opMu serialises every read, check and write of a transaction's
-	// metadata, so that no two requests act on the same stale state. It
-	// is held across Log.Append (one record) but never while markers are
-	// written.
-	opMu sync.Mutex
+	// ids serialises the reads, checks and writes of each transactional
+	// id's metadata, so that no two requests act on the same stale state;
+	// different ids proceed at once (their records commit together). An
+	// id's lock is held across Log.Append (one record) but never while
+	// markers are written.
+	ids idLocks
 
 	// mu guards closed and completing.
 	mu     sync.Mutex
@@ -57,14 +58,13 @@ func New(cfg Config, log Log, view *View, markers Markers, epoch int32) (*Coordi
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{cfg: cfg, log: log, view: view, markers: markers, epoch: epoch,
-		logger: cfg.Logger, ctx: ctx, cancel: cancel, completing: make(map[string]chan struct{})}
-	c.opMu.Lock()
-	for _, id := range view.IDs() {
+		logger: cfg.Logger, ctx: ctx, cancel: cancel, completing: make(map[string]chan struct{}),
+		ids: idLocks{locks: make(map[string]*idLock)}}
+	for _, id := range view.IDs() { // nothing else runs yet: no id lock needed
 		if m, ok := view.Txn(id); ok && (m.State == PrepareCommit || m.State == PrepareAbort) {
 			c.startCompletion(id, m)
 		}
 	}
-	c.opMu.Unlock()
 	c.wg.Add(1)
 	go c.abortLoop()
 	return c, nil
@@ -88,7 +88,7 @@ func (c *Coordinator) isClosed() bool {
 }
 
 // write commits a transactional id's new metadata, stamped with the
-// leader's clock. Call with opMu held.
+// leader's clock. Call with id's lock held.
 func (c *Coordinator) write(ctx context.Context, id string, m Metadata) error {
 	if c.isClosed() {
 		return kerr.NotCoordinator
@@ -168,5 +168,38 @@ func (c *Coordinator) sleep(d time.Duration) bool {
 		return true
 	case <-c.ctx.Done():
 		return false
+	}
+}
+
+// idLocks is a mutex per transactional id, kept while someone holds or
+// waits for it.
+type idLocks struct {
+	mu    sync.Mutex         // guards locks and every idLock's refs
+	locks map[string]*idLock // by transactional id
+}
+
+type idLock struct {
+	sync.Mutex
+	refs int // holders and waiters
+}
+
+// lock locks id and returns its unlock.
+func (l *idLocks) lock(id string) (unlock func()) {
+	l.mu.Lock()
+	k := l.locks[id]
+	if k == nil {
+		k = &idLock{}
+		l.locks[id] = k
+	}
+	k.refs++
+	l.mu.Unlock()
+	k.Lock()
+	return func() {
+		k.Unlock()
+		l.mu.Lock()
+		if k.refs--; k.refs == 0 {
+			delete(l.locks, id)
+		}
+		l.mu.Unlock()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -321,5 +322,58 @@ func TestAddPartitionsWaitsForMarkers(t *testing.T) {
 	}
 	if m, _ := view.Txn("t"); m.State != Ongoing || mk.count() != 1 {
 		t.Fatalf("after the wait: %+v, %d markers", m, mk.count())
+	}
+}
+
+// pairLog applies an Append only once another Append is in flight with
+// it (or after a second), so that two writes that could be concurrent
+// commit together.
+type pairLog struct {
+	memLog
+	arrived chan struct{}
+}
+
+func (l pairLog) Append(ctx context.Context, recs []Record) error {
+	select {
+	case l.arrived <- struct{}{}: // the other one is waiting
+	case <-l.arrived: // wait for the other one
+	case <-time.After(time.Second):
+		return errors.New("no concurrent append")
+	}
+	return l.memLog.Append(ctx, recs)
+}
+
+// TestIDsWriteConcurrently: two transactional ids' requests do not wait
+// for each other's writes (one lock per id, not per coordinator), so
+// their records can share a Raft commit.
+func TestIDsWriteConcurrently(t *testing.T) {
+	ctx := context.Background()
+	view := NewView()
+	var next atomic.Int64
+	c, err := New(Config{Logger: slog.New(slog.DiscardHandler),
+		NewProducerID:    func(context.Context) (int64, error) { return 1000 + next.Add(1), nil },
+		TopicExists:      func(string, int32) bool { return true },
+		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
+	}, memLog{view}, view, &memMarkers{}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ids := []string{"a", "b"}
+	pids := make([]int64, 2)
+	for i, id := range ids {
+		if pids[i], _, err = c.InitProducerID(ctx, id, time.Minute, -1, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.log = pairLog{memLog{view}, make(chan struct{})}
+	errs := make(chan error, 2)
+	for i, id := range ids {
+		go func() { errs <- c.AddPartitions(ctx, id, pids[i], 0, []TopicPartition{{"t", 0}}) }()
+	}
+	for range ids {
+		if err := <-errs; err != nil {
+			t.Fatalf("AddPartitions: %v", err)
+		}
 	}
 }

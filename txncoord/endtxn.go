@@ -12,8 +12,7 @@ import (
 // EndTxn that was accepted is answered as the original was, or
 // CONCURRENT_TRANSACTIONS while its markers are being written.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) error {
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
+	defer c.ids.lock(id)()
 	m, err := c.check(id, pid, epoch)
 	if err != nil {
 		return err
@@ -39,7 +38,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 }
 
 // startCompletion starts writing the markers of m, a transaction in a
-// Prepare state, unless that is under way. Call with opMu held.
+// Prepare state, unless that is under way. Call with id's lock held.
 func (c *Coordinator) startCompletion(id string, m Metadata) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -99,8 +98,7 @@ func (c *Coordinator) complete(id string, m Metadata) {
 // writeComplete records that m's markers are written; done is false when
 // that should be tried again.
 func (c *Coordinator) writeComplete(id string, m Metadata) (done bool, err error) {
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
+	defer c.ids.lock(id)()
 	cur, ok := c.view.Txn(id)
 	if !ok || cur.ProducerID != m.ProducerID || cur.ProducerEpoch != m.ProducerEpoch || cur.State != m.State {
 		return true, nil // changed meanwhile; nothing of this transaction is left to record

@@ -38,8 +38,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 // initOnce is one attempt of InitProducerID; retry means an ongoing
 // transaction is being aborted first.
 func (c *Coordinator) initOnce(ctx context.Context, id string, timeout time.Duration, pid int64, epoch int16) (int64, int16, bool, error) {
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
+	defer c.ids.lock(id)()
 	m, ok := c.view.Txn(id)
 	if ok && pid >= 0 && (pid != m.ProducerID || epoch != m.ProducerEpoch) {
 		return -1, -1, false, kerr.ProducerFenced
