@@ -56,7 +56,9 @@ func newTestCoordinator(t *testing.T, view *View, mk *memMarkers, cfg Config) *C
 	var mu sync.Mutex
 	cfg.NewProducerID = func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); next++; return next, nil }
 	cfg.TopicExists = func(topic string, _ int32) bool { return topic != "nope" }
-	cfg.OffsetsPartition = func(context.Context, string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 3}, true }
+	cfg.OffsetsPartition = func(context.Context, string) (TopicPartition, bool) {
+		return TopicPartition{"__consumer_offsets", 3}, true
+	}
 	cfg.MarkerRetry = time.Millisecond
 	c, err := New(cfg, memLog{view}, view, mk, 7)
 	if err != nil {
@@ -208,9 +210,11 @@ func TestCompleteStateWriteIsRetried(t *testing.T) {
 	view, mk := NewView(), &memMarkers{}
 	log := &flakyLog{memLog: memLog{view}, fail: 3}
 	c, err := New(Config{MarkerRetry: time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-		NewProducerID:    func(context.Context) (int64, error) { return 1001, nil },
-		TopicExists:      func(string, int32) bool { return true },
-		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
+		NewProducerID: func(context.Context) (int64, error) { return 1001, nil },
+		TopicExists:   func(string, int32) bool { return true },
+		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) {
+			return TopicPartition{"__consumer_offsets", 0}, true
+		},
 	}, log, view, mk, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -289,9 +293,11 @@ func TestAddPartitionsWaitsForMarkers(t *testing.T) {
 	view := NewView()
 	mk := &gatedMarkers{release: make(chan struct{})}
 	c, err := New(Config{MarkerRetry: time.Millisecond, CompletionWait: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
-		NewProducerID:    func(context.Context) (int64, error) { return 1001, nil },
-		TopicExists:      func(string, int32) bool { return true },
-		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
+		NewProducerID: func(context.Context) (int64, error) { return 1001, nil },
+		TopicExists:   func(string, int32) bool { return true },
+		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) {
+			return TopicPartition{"__consumer_offsets", 0}, true
+		},
 	}, memLog{view}, view, mk, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -351,9 +357,11 @@ func TestIDsWriteConcurrently(t *testing.T) {
 	view := NewView()
 	var next atomic.Int64
 	c, err := New(Config{Logger: slog.New(slog.DiscardHandler),
-		NewProducerID:    func(context.Context) (int64, error) { return 1000 + next.Add(1), nil },
-		TopicExists:      func(string, int32) bool { return true },
-		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) { return TopicPartition{"__consumer_offsets", 0}, true },
+		NewProducerID: func(context.Context) (int64, error) { return 1000 + next.Add(1), nil },
+		TopicExists:   func(string, int32) bool { return true },
+		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) {
+			return TopicPartition{"__consumer_offsets", 0}, true
+		},
 	}, memLog{view}, view, &memMarkers{}, 7)
 	if err != nil {
 		t.Fatal(err)
