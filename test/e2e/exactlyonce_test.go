@@ -53,13 +53,6 @@ func eosName(instance int) string { return fmt.Sprintf("copier%d", instance) }
 // faults four times and also pauses the group coordinator and an output
 // leader.
 func TestExactlyOnceUnderFaults(t *testing.T) {
-	if !longRun() && os.Getenv("MINIKAFKA_E2E_EOS") != "1" {
-		// A new transaction coordinator can take 20-30 s to finish a
-		// commit its killed predecessor prepared (issue 15, open), which
-		// fails the short run about once in 17: it runs in make e2e
-		// until that is fixed.
-		t.Skip("runs with MINIKAFKA_E2E_LONG=1 (make e2e) or MINIKAFKA_E2E_EOS=1: a coordinator takeover can stall 20-30 s")
-	}
 	ctx := testContext(t, time.Duration(rounds(3, 20))*time.Minute)
 	c := startCluster(ctx, t)
 	keepLogs(t, c)
