@@ -75,6 +75,10 @@ log_level: warn
 max_connections: %d
 max_connections_per_ip: %d
 message_max_bytes: 8388608
+# The known records carry fixed 2023 timestamps (the same bytes every run):
+# time-based retention would delete them at its first check, which the
+# long run reaches.
+log_retention_ms: -1
 `, id, id, id, maxConns, maxConns)
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("node%d.yaml", id)), []byte(cfg), 0o644); err != nil {
 			return err
