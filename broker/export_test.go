@@ -1,6 +1,11 @@
 package broker
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/minikafka/minikafka-go/kafkaapi"
+)
 
 // WriteCaching reports the write-caching flush interval this node last
 // gave its replica of topic/p's Raft group (0: fsync on commit) and
@@ -14,4 +19,10 @@ func (n *Node) WriteCaching(topic string, p int32) (flush time.Duration, cached,
 	lr.wcMu.Lock()
 	defer lr.wcMu.Unlock()
 	return lr.wc.flush, lr.wc.cached, lr.wc.set
+}
+
+// VerifyTxn asks, as this node would for a transactional batch, the
+// coordinator of id whether topic/p is in producer pid's transaction.
+func (n *Node) VerifyTxn(ctx context.Context, id string, pid int64, epoch int16, topic string, p int32) error {
+	return (&backend{n: n}).VerifyTxnPartitions(ctx, id, pid, epoch, []kafkaapi.TopicPartition{{Topic: topic, Partition: p}})[0]
 }

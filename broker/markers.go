@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -99,7 +102,7 @@ func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord
 	req.Markers = append(req.Markers, mk)
 	ctx, cancel := context.WithTimeout(ctx, w.n.cfg.Tuning.MetaProposal)
 	defer cancel()
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	resp, err := requestNode(ctx, cl, req)
 	if err != nil {
 		return fmt.Errorf("WriteTxnMarkers to node %d: %w", leader, err)
 	}
@@ -114,6 +117,26 @@ func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// requestNode sends req to the node cl was made for, once more if the
+// first attempt fails on the connection rather than in the request: a
+// pooled connection to a node that restarted since its last use fails on
+// first write or read, and franz-go dials anew only for the next request.
+// A failed write of a marker or a verification is harmless to repeat.
+func requestNode(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil && ctx.Err() == nil && staleConn(err) {
+		resp, err = cl.SeedBrokers()[0].Request(ctx, req)
+	}
+	return resp, err
+}
+
+// staleConn reports whether err is a connection that ended under a
+// request: EOF, reset or broken pipe.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // client returns the Kafka client of a node, made on first use.

@@ -2,11 +2,13 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -164,4 +166,44 @@ func TestAddOffsetsToTxnCreatesOffsetsTopic(t *testing.T) {
 		o, ok := offs.Lookup("fresh", 0)
 		return ok && o.Err == nil && o.At == 1
 	})
+}
+
+// TestVerificationSurvivesCoordinatorRestart: a partition leader keeps a
+// pooled connection to the node coordinating a transactional id; after
+// that node restarts, the leader's next verification must get the
+// coordinator's answer, not the dead connection's EOF, which a producer
+// gets as NETWORK_EXCEPTION and franz-go waits out a metadata refresh
+// for (5 s). The same goes for markers.
+func TestVerificationSurvivesCoordinatorRestart(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	admin := c.Client(t)
+	createTopic(t, admin, "verify", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader, _ := c.Leader("verify", 0, 10*time.Second)
+	id, coordinator := "", int32(-1)
+	for i := 0; coordinator < 0 || coordinator == leader; i++ { // a coordinator on another node
+		id = fmt.Sprintf("verify-%d", i)
+		coordinator = txnCoordinatorOf(t, ctx, admin, id)
+	}
+	p := c.Client(t, kgo.TransactionalID(id), kgo.DefaultProduceTopic("verify"))
+	transaction(t, p, true, "verified") // the leader verifies it with the coordinator's node
+	pid, epoch, err := p.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.HaltNode(int(coordinator))
+	c.StartNode(int(coordinator))
+	c.WaitReady()
+	eventually(t, time.Minute, "the restarted node coordinating the id again, loaded", func() bool {
+		if txnCoordinatorOf(t, ctx, admin, id) != coordinator {
+			return false
+		}
+		d, err := kadm.NewClient(admin).DescribeTransactions(ctx, id)
+		return err == nil && d[id].Err == nil
+	})
+	// No transaction is open: the coordinator's answer is INVALID_TXN_STATE.
+	if err := c.Node(int(leader)).VerifyTxn(ctx, id, pid, epoch, "verify", 0); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("verification after node %d restarted: %v, want the coordinator's INVALID_TXN_STATE", coordinator, err)
+	}
 }

@@ -67,7 +67,7 @@ func (b *backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnReque
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	req.Transactions = append(req.Transactions, *t)
-	kresp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	kresp, err := requestNode(ctx, cl, req)
 	if err != nil {
 		return kmsg.AddPartitionsToTxnResponseTransaction{}, fmt.Errorf("AddPartitionsToTxn to node %d: %w", node, err)
 	}
