@@ -38,11 +38,14 @@ func newMarkerWriter(n *Node) *markerWriter {
 }
 
 // WriteMarkers implements txncoord.Markers. Partitions of deleted topics
-// count as written.
+// count as written. The markers are written at once, not one after
+// another: every local one is proposed before any is waited for, and each
+// remote leader gets its request from a goroutine of its own.
 func (w *markerWriter) WriteMarkers(ctx context.Context, m txncoord.Marker, parts []txncoord.TopicPartition) error {
 	state := w.n.meta.fsm.State()
 	remote := map[int32][]txncoord.TopicPartition{}
 	var errs []error
+	var waits []func() error
 	for _, tp := range parts {
 		if _, ok := state.Partition(tp.Topic, tp.Partition); !ok {
 			continue
@@ -52,37 +55,54 @@ func (w *markerWriter) WriteMarkers(ctx context.Context, m txncoord.Marker, part
 		case !ok:
 			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.LeaderNotAvailable))
 		case leader == w.n.cfg.NodeID:
-			errs = append(errs, w.writeLocal(m, tp))
+			waits = append(waits, w.proposeLocal(ctx, m, tp))
 		default:
 			remote[leader] = append(remote[leader], tp)
 		}
 	}
+	remoteErrs := make(chan error, len(remote))
 	for leader, tps := range remote {
-		errs = append(errs, w.writeRemote(ctx, leader, m, tps))
+		go func() { remoteErrs <- w.writeRemote(ctx, leader, m, tps) }() // ends within writeRemote's timeout
+	}
+	for _, wait := range waits {
+		errs = append(errs, wait())
+	}
+	for range remote {
+		errs = append(errs, <-remoteErrs)
 	}
 	return errors.Join(errs...)
 }
 
-// writeLocal proposes the marker to this node's replica of tp.
-func (w *markerWriter) writeLocal(m txncoord.Marker, tp txncoord.TopicPartition) error {
+// proposeLocal proposes the marker to this node's replica of tp and
+// returns the wait for its outcome.
+func (w *markerWriter) proposeLocal(ctx context.Context, m txncoord.Marker, tp txncoord.TopicPartition) (wait func() error) {
+	fail := func(err error) func() error {
+		return func() error { return fmt.Errorf("%s-%d: marker: %w", tp.Topic, tp.Partition, err) }
+	}
 	lr, ok := w.n.reps.get(tp.Topic, tp.Partition)
 	if !ok {
-		return fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.NotLeaderForPartition)
+		return fail(kerr.NotLeaderForPartition)
 	}
-	<-lr.ready
+	select {
+	case <-lr.ready:
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
 	var prop *partition.Proposal
 	lr.txnVerified.marker(m.ProducerID, func() { // the producer's next transaction is verified anew
 		prop = lr.rep.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.n.cfg.Tuning.ProduceEnqueue)
 	})
-	res, err := prop.Wait()
-	if err == nil {
-		err = res.Err
+	return func() error {
+		res, err := prop.Wait()
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil {
+			return fail(err)()
+		}
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("%s-%d: marker: %w", tp.Topic, tp.Partition, err)
-	}
-	return nil
 }
 
 // writeRemote sends one WriteTxnMarkers to leader for tps.

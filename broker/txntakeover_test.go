@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
@@ -27,7 +28,7 @@ import (
 // of the producer was CONCURRENT_TRANSACTIONS for as long. The bound of 30
 // s leaves room for a loaded machine's elections and still fails that.
 func TestCoordinatorTakeoverFinishesPartialCommit(t *testing.T) {
-	c := testcluster.Start(t, 3)
+	c := testcluster.Start(t, 3, patientTiming)
 	admin := c.Client(t)
 	createTopic(t, admin, "takeover", 3, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -83,6 +84,19 @@ func TestCoordinatorTakeoverFinishesPartialCommit(t *testing.T) {
 	if got := pollValues(t, reader, want, time.Second); len(got) != want {
 		t.Fatalf("read_committed read %d records, want %d", len(got), want)
 	}
+}
+
+// patientTiming gives Raft 1 s timeouts: with the default test timing's
+// 150 ms lease, leaders on a loaded machine step down again and again
+// after a node is halted, and the rounds measure that instead. A halted
+// node's groups still get leaders at once (multiraft's successors).
+// Leaders are not moved back to their preferred replicas, so that the
+// coordinator a round finds is still the one it halts.
+func patientTiming(cfg *broker.Config) {
+	tm := testcluster.Timing()
+	tm.HeartbeatTimeout, tm.ElectionTimeout, tm.LeaderLeaseTimeout = time.Second, time.Second, time.Second
+	cfg.PartitionRaft, cfg.MetaRaft = tm, tm
+	cfg.LeaderRebalanceInterval = time.Hour
 }
 
 // groupCoordinatedBy returns a group name, new for each round, that node
