@@ -123,7 +123,7 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 	fs.BoolVar(&o.keepData, "keep-data", false, "keep the servers' data directories after the run")
 	fs.StringVar(&raw.nodeArgs, "node-args", "", "extra flags for every MiniKafka node, space-separated; {id} becomes the node's id 1..3 (e.g. \"--raft-log-store pebble --debug-addr 127.0.0.1:606{id}\")")
 	fs.Float64Var(&o.rate, "rate", 0, "offered records/s of the fixed-load runs (0 = half of our client's peak at each size)")
-	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 16 KiB)")
+	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 1 MiB)")
 	fs.DurationVar(&o.ourLinger, "our-linger", -1, "Linger option of our client (negative = its default, 5ms)")
 	fs.IntVar(&o.txnProducers, "txn-producers", 0, fmt.Sprintf("transactional franz-go clients of franz-txn, each running one transaction of %d records at a time (0 = as many as the window holds transactions, at most %d; never more)", targets.TxnRecords, maxAutoTxnProducers))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (the clients) to this file")
