@@ -31,6 +31,10 @@ type options struct {
 	nodeArgs    []string
 	cpuProfile  string
 
+	// clusterWarmup is how long the first system of each fresh cluster
+	// sends, unmeasured, before the cluster's first run.
+	clusterWarmup time.Duration
+
 	// cachedConfigs are the topic configs of ours-cached: write.caching=true
 	// and what -cached-topic-configs adds.
 	cachedConfigs map[string]string
@@ -87,6 +91,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case o.warmup < 0 || o.duration <= 0:
 		return bad("-warmup must be >= 0 and -duration > 0")
+	case o.clusterWarmup < 0:
+		return bad("-cluster-warmup must be >= 0")
 	case o.rate < 0:
 		return bad("-rate must be >= 0")
 	case o.ourBatchSize < 0:
@@ -112,6 +118,7 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 	fs.BoolVar(&o.quick, "quick", false, "smoke check: short runs (warm-up 0.5s, 1s measured, 1 MiB window) unless -warmup/-duration/-window-bytes are given")
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "time each run sends before measuring")
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "measured time of each run")
+	fs.DurationVar(&o.clusterWarmup, "cluster-warmup", 20*time.Second, "before the first run on each fresh cluster, its first system sends at peak this long, unmeasured (a fresh MiniKafka node costs several times more CPU per record for its first ~200 MB); 0 = none")
 	fs.StringVar(&raw.sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
 	fs.StringVar(&raw.partitions, "partitions", "1", "partition counts, comma-separated (e.g. 1,12): every system is measured with each; JetStream gets as many R3 streams, records go round robin")
 	fs.StringVar(&raw.cachedConfigs, "cached-topic-configs", "", "topic configs of ours-cached besides write.caching=true, name=value comma-separated (e.g. flush.ms=1000)")
@@ -135,6 +142,9 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 func (o *options) quickDefaults(set map[string]bool) {
 	if !set["warmup"] {
 		o.warmup = 500 * time.Millisecond
+	}
+	if !set["cluster-warmup"] {
+		o.clusterWarmup = 0
 	}
 	if !set["duration"] {
 		o.duration = time.Second
