@@ -41,9 +41,9 @@ func (b *bench) measureAll(ctx context.Context, ts ...target) {
 }
 
 // warmCluster sends with tg at peak for -cluster-warmup and discards the
-// figures. A fresh MiniKafka cluster is several times slower per record
-// until a few hundred MB are in its logs (pebble starts with small
-// memtables), which penalised whichever system ran first on it.
+// figures. A fresh MiniKafka cluster costs several times more server CPU
+// per record until a few hundred MB are in its logs, which penalised
+// whichever system ran first on it.
 func (b *bench) warmCluster(ctx context.Context, tg target, size int) {
 	if b.o.clusterWarmup <= 0 || ctx.Err() != nil {
 		return
