@@ -31,6 +31,10 @@ type options struct {
 	nodeArgs    []string
 	cpuProfile  string
 
+	// clusterWarmup is how long the first system of each fresh cluster
+	// sends, unmeasured, before the cluster's first run.
+	clusterWarmup time.Duration
+
 	// cachedConfigs are the topic configs of ours-cached: write.caching=true
 	// and what -cached-topic-configs adds.
 	cachedConfigs map[string]string
@@ -87,6 +91,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case o.warmup < 0 || o.duration <= 0:
 		return bad("-warmup must be >= 0 and -duration > 0")
+	case o.clusterWarmup < 0:
+		return bad("-cluster-warmup must be >= 0")
 	case o.rate < 0:
 		return bad("-rate must be >= 0")
 	case o.ourBatchSize < 0:
@@ -112,6 +118,7 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 	fs.BoolVar(&o.quick, "quick", false, "smoke check: short runs (warm-up 0.5s, 1s measured, 1 MiB window) unless -warmup/-duration/-window-bytes are given")
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "time each run sends before measuring")
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "measured time of each run")
+	fs.DurationVar(&o.clusterWarmup, "cluster-warmup", 20*time.Second, "before the first run on each fresh cluster, its first system sends at peak this long, unmeasured (a fresh MiniKafka node costs several times more CPU per record for its first ~200 MB); 0 = none")
 	fs.StringVar(&raw.sizes, "sizes", "1024,100", "record value sizes in bytes, comma-separated")
 	fs.StringVar(&raw.partitions, "partitions", "1", "partition counts, comma-separated (e.g. 1,12): every system is measured with each; JetStream gets as many R3 streams, records go round robin")
 	fs.StringVar(&raw.cachedConfigs, "cached-topic-configs", "", "topic configs of ours-cached besides write.caching=true, name=value comma-separated (e.g. flush.ms=1000)")
@@ -123,7 +130,7 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 	fs.BoolVar(&o.keepData, "keep-data", false, "keep the servers' data directories after the run")
 	fs.StringVar(&raw.nodeArgs, "node-args", "", "extra flags for every MiniKafka node, space-separated; {id} becomes the node's id 1..3 (e.g. \"--raft-log-store pebble --debug-addr 127.0.0.1:606{id}\")")
 	fs.Float64Var(&o.rate, "rate", 0, "offered records/s of the fixed-load runs (0 = half of our client's peak at each size)")
-	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 16 KiB)")
+	fs.IntVar(&o.ourBatchSize, "our-batch-size", 0, "BatchSize option of our client in bytes (0 = its default, 1 MiB)")
 	fs.DurationVar(&o.ourLinger, "our-linger", -1, "Linger option of our client (negative = its default, 5ms)")
 	fs.IntVar(&o.txnProducers, "txn-producers", 0, fmt.Sprintf("transactional franz-go clients of franz-txn, each running one transaction of %d records at a time (0 = as many as the window holds transactions, at most %d; never more)", targets.TxnRecords, maxAutoTxnProducers))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (the clients) to this file")
@@ -135,6 +142,9 @@ func (o *options) flagSet(raw *rawFlags) *flag.FlagSet {
 func (o *options) quickDefaults(set map[string]bool) {
 	if !set["warmup"] {
 		o.warmup = 500 * time.Millisecond
+	}
+	if !set["cluster-warmup"] {
+		o.clusterWarmup = 0
 	}
 	if !set["duration"] {
 		o.duration = time.Second

@@ -21,6 +21,9 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 		!slices.Equal(o.partitions, []int{1}) || !maps.Equal(o.cachedConfigs, map[string]string{"write.caching": "true"}) {
 		t.Fatalf("defaults %+v", o)
 	}
+	if o.clusterWarmup != 20*time.Second {
+		t.Fatalf("cluster warm-up %v, want 20s", o.clusterWarmup)
+	}
 	if o.runs() != 6*2*2 || o.txnProducers != 0 || o.logStore() != "pebble, the default" {
 		t.Fatalf("runs %d, log store %q", o.runs(), o.logStore())
 	}
@@ -34,6 +37,12 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 	if q.warmup != 500*time.Millisecond || q.duration != 2*time.Second || q.windowBytes != 1<<20 ||
 		!slices.Equal(q.nodeArgs, []string{"--leader-rebalance-interval", "1s"}) {
 		t.Fatalf("quick with explicit duration: %+v", q)
+	}
+	if q.clusterWarmup != 0 {
+		t.Fatalf("quick: cluster warm-up %v, want none", q.clusterWarmup)
+	}
+	if q, err = parseOptions([]string{"--quick", "--cluster-warmup", "5s"}, io.Discard); err != nil || q.clusterWarmup != 5*time.Second {
+		t.Fatalf("quick with explicit cluster warm-up: %v, %v", q.clusterWarmup, err)
 	}
 }
 
@@ -88,7 +97,7 @@ func TestOptionsRejectBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"--sizes", "0"}, {"--sizes", "abc"}, {"--systems", "kafka"}, {"--partitions", "0"}, {"--partitions", "1,x"},
 		{"--cached-topic-configs", "flush.ms"}, {"--cached-topic-configs", "write.caching=false"}, {"--cached-topic-configs", "=1"},
-		{"--duration", "0s"}, {"--rate", "-1"}, {"--window-bytes", "0"}, {"--our-batch-size", "-1"}, {"--txn-producers", "-1"},
+		{"--duration", "0s"}, {"--cluster-warmup", "-1s"}, {"--rate", "-1"}, {"--window-bytes", "0"}, {"--our-batch-size", "-1"}, {"--txn-producers", "-1"},
 		{"stray"}, {"--no-such-flag"},
 	} {
 		if _, err := parseOptions(args, io.Discard); !errors.Is(err, errFlags) {

@@ -168,7 +168,7 @@ func defaultConfig() *config {
 		metadataMaxAge:  5 * time.Minute,
 		logger:          slog.New(slog.DiscardHandler),
 
-		batchSize:       16 << 10,
+		batchSize:       1 << 20,
 		maxBatchBytes:   1 << 20,
 		linger:          5 * time.Millisecond,
 		bufferLimit:     32 << 20,
@@ -381,7 +381,10 @@ func Logger(l *slog.Logger) Opt { return mk("Logger", anyOpt, func(c *config) { 
 
 // BatchSize is the estimated size (39 + len(key) + len(value) per record)
 // at which a partition's pending records close into a batch and are sent
-// at once. Default 16 KiB. Producer option.
+// at once. Default 1 MiB (franz-go's is 1 MB), so that under a steady load
+// Linger closes batches: one request per partition per Linger rather than
+// one per few records. Each request is a Raft entry on our broker, and
+// many small ones cost its CPU. Producer option.
 func BatchSize(bytes int) Opt {
 	return mk("BatchSize", producerOpt, func(c *config) { c.batchSize = bytes })
 }

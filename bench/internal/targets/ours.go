@@ -8,7 +8,7 @@ import (
 )
 
 // Ours produces with our client package: idempotent, acks=all (the
-// defaults), default batching (BatchSize 16 KiB, Linger 5ms), no
+// defaults), default batching (BatchSize 1 MiB, Linger 5ms), no
 // compression. Each record goes to the partition the bench picks
 // (ExplicitPartition). The buffer is raised to 1 GiB and blocks rather than fails
 // when full, so that only the bench's window bounds what is outstanding.
