@@ -341,11 +341,7 @@ func TestNewCoordinatorCompletesPreparedCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	owner, _ := c.Leader("prep", 0, 10*time.Second)
-	id, coordinator := "", int32(-1)
-	for i := 0; coordinator < 0 || coordinator == owner; i++ { // a coordinator on another node
-		id = fmt.Sprintf("prep-%d", i)
-		coordinator = txnCoordinatorOf(t, ctx, cl, id)
-	}
+	id, coordinator := txnIDCoordinatedElsewhere(t, ctx, cl, "prep", owner)
 	p := c.Client(t, kgo.TransactionalID(id), kgo.DefaultProduceTopic("prep"))
 	if err := p.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -364,6 +360,21 @@ func TestNewCoordinatorCompletesPreparedCommit(t *testing.T) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if got := pollValues(t, reader, 1, time.Second); !slices.Equal(got, []string{"prepared"}) {
 		t.Fatalf("read_committed read %v", got)
+	}
+}
+
+// txnIDCoordinatedElsewhere returns a transactional id named prefix-N
+// whose coordinator is a node other than avoid, and that node.
+func txnIDCoordinatedElsewhere(t *testing.T, ctx context.Context, cl *kgo.Client, prefix string, avoid int32) (string, int32) {
+	t.Helper()
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		if node := txnCoordinatorOf(t, ctx, cl, id); node >= 0 && node != avoid {
+			return id, node
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no transactional id coordinated elsewhere than node %d", avoid)
+		}
 	}
 }
 

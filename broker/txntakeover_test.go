@@ -195,11 +195,7 @@ func TestVerificationSurvivesCoordinatorRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	leader, _ := c.Leader("verify", 0, 10*time.Second)
-	id, coordinator := "", int32(-1)
-	for i := 0; coordinator < 0 || coordinator == leader; i++ { // a coordinator on another node
-		id = fmt.Sprintf("verify-%d", i)
-		coordinator = txnCoordinatorOf(t, ctx, admin, id)
-	}
+	id, coordinator := txnIDCoordinatedElsewhere(t, ctx, admin, "verify", leader)
 	p := c.Client(t, kgo.TransactionalID(id), kgo.DefaultProduceTopic("verify"))
 	transaction(t, p, true, "verified") // the leader verifies it with the coordinator's node
 	pid, epoch, err := p.ProducerID(ctx)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +51,12 @@ func (m *memMarkers) count() int {
 
 func newTestCoordinator(t *testing.T, view *View, mk *memMarkers, cfg Config) *Coordinator {
 	t.Helper()
+	return newCoordinatorWith(t, view, memLog{view}, mk, cfg)
+}
+
+// newCoordinatorWith is newTestCoordinator with any log and markers.
+func newCoordinatorWith(t *testing.T, view *View, log Log, mk Markers, cfg Config) *Coordinator {
+	t.Helper()
 	next := int64(1000)
 	var mu sync.Mutex
 	cfg.NewProducerID = func(context.Context) (int64, error) { mu.Lock(); defer mu.Unlock(); next++; return next, nil }
@@ -59,8 +64,13 @@ func newTestCoordinator(t *testing.T, view *View, mk *memMarkers, cfg Config) *C
 	cfg.OffsetsPartition = func(context.Context, string) (TopicPartition, bool) {
 		return TopicPartition{"__consumer_offsets", 3}, true
 	}
-	cfg.MarkerRetry = time.Millisecond
-	c, err := New(cfg, memLog{view}, view, mk, 7)
+	if cfg.MarkerRetry == 0 {
+		cfg.MarkerRetry = time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := New(cfg, log, view, mk, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,18 +218,7 @@ func (l *flakyLog) Append(ctx context.Context, recs []Record) error {
 func TestCompleteStateWriteIsRetried(t *testing.T) {
 	ctx := context.Background()
 	view, mk := NewView(), &memMarkers{}
-	log := &flakyLog{memLog: memLog{view}, fail: 3}
-	c, err := New(Config{MarkerRetry: time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-		NewProducerID: func(context.Context) (int64, error) { return 1001, nil },
-		TopicExists:   func(string, int32) bool { return true },
-		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) {
-			return TopicPartition{"__consumer_offsets", 0}, true
-		},
-	}, log, view, mk, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCoordinatorWith(t, view, &flakyLog{memLog: memLog{view}, fail: 3}, mk, Config{})
 	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
 	if err != nil {
 		t.Fatal(err)
@@ -292,17 +291,7 @@ func TestAddPartitionsWaitsForMarkers(t *testing.T) {
 	ctx := context.Background()
 	view := NewView()
 	mk := &gatedMarkers{release: make(chan struct{})}
-	c, err := New(Config{MarkerRetry: time.Millisecond, CompletionWait: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
-		NewProducerID: func(context.Context) (int64, error) { return 1001, nil },
-		TopicExists:   func(string, int32) bool { return true },
-		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) {
-			return TopicPartition{"__consumer_offsets", 0}, true
-		},
-	}, memLog{view}, view, mk, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCoordinatorWith(t, view, memLog{view}, mk, Config{CompletionWait: 10 * time.Second})
 	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
 	if err != nil {
 		t.Fatal(err)
@@ -355,21 +344,11 @@ func (l pairLog) Append(ctx context.Context, recs []Record) error {
 func TestIDsWriteConcurrently(t *testing.T) {
 	ctx := context.Background()
 	view := NewView()
-	var next atomic.Int64
-	c, err := New(Config{Logger: slog.New(slog.DiscardHandler),
-		NewProducerID: func(context.Context) (int64, error) { return 1000 + next.Add(1), nil },
-		TopicExists:   func(string, int32) bool { return true },
-		OffsetsPartition: func(context.Context, string) (TopicPartition, bool) {
-			return TopicPartition{"__consumer_offsets", 0}, true
-		},
-	}, memLog{view}, view, &memMarkers{}, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newTestCoordinator(t, view, &memMarkers{}, Config{})
 	ids := []string{"a", "b"}
 	pids := make([]int64, 2)
 	for i, id := range ids {
+		var err error
 		if pids[i], _, err = c.InitProducerID(ctx, id, time.Minute, -1, -1); err != nil {
 			t.Fatal(err)
 		}
