@@ -108,7 +108,9 @@ func (c *Config) validateListeners() error {
 		if err := checkHostPort(key+".addr", l.Addr, true); err != nil {
 			return err
 		}
-		if l.AdvertisedAddr == "" {
+		// Advertising the bind address (port 0 resolved once bound) needs
+		// a host clients can reach.
+		if l.AdvertisedAddr == "" || l.AdvertisedAddr == l.Addr {
 			host, _, _ := net.SplitHostPort(l.Addr)
 			if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 				return bad(key+".advertised_addr", "", "must be set when addr binds all interfaces (%s)", l.Addr)

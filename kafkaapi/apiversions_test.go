@@ -24,7 +24,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 14, MinVersion: 0, MaxVersion: 5}, // SyncGroup
 	{ApiKey: 15, MinVersion: 0, MaxVersion: 5}, // DescribeGroups
 	{ApiKey: 16, MinVersion: 0, MaxVersion: 4}, // ListGroups
-	{ApiKey: 17, MinVersion: 1, MaxVersion: 1}, // SaslHandshake
+	{ApiKey: 17, MinVersion: 0, MaxVersion: 1}, // SaslHandshake
 	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
 	{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
 	{ApiKey: 20, MinVersion: 0, MaxVersion: 6}, // DeleteTopics

@@ -37,7 +37,7 @@ type Listener struct {
 	// SASLMechanisms, when set, makes clients authenticate with one of
 	// these mechanisms (MechanismPlain, MechanismScramSHA256,
 	// MechanismScramSHA512) before any request but ApiVersions,
-	// SaslHandshake (v1) and SaslAuthenticate, within
+	// SaslHandshake and SaslAuthenticate, within
 	// Config.AuthenticationTimeout. The Backend must be a
 	// CredentialStore.
 	SASLMechanisms []string

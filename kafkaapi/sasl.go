@@ -97,6 +97,12 @@ func (a *connAuth) handshake(req *kmsg.SASLHandshakeRequest) (kmsg.Response, err
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp, &AuthError{Reason: "second SaslHandshake"}
 	}
+	if req.Version == 0 {
+		// v0 would send the tokens unframed, which the server does not
+		// read; modern clients use v1 and SaslAuthenticate.
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, &AuthError{Reason: "SaslHandshake v0 (unframed tokens) is not supported"}
+	}
 	if !slices.Contains(a.mechanisms, req.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return resp, &AuthError{Reason: fmt.Sprintf("unsupported mechanism %q", req.Mechanism)}

@@ -177,6 +177,15 @@ func TestSASLRefusals(t *testing.T) {
 	c.send(kmsg.NewPtrMetadataRequest())
 	c.requireClosed()
 
+	// SaslHandshake v0 (unframed tokens) is refused.
+	c = h.dial()
+	v0 := saslHandshake("PLAIN")
+	v0.Version = 0
+	if r := c.roundTrip(v0).(*kmsg.SASLHandshakeResponse); r.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("handshake v0: %d", r.ErrorCode)
+	}
+	c.requireClosed()
+
 	// The right password authenticates, and then Metadata is served.
 	c = h.dial()
 	c.roundTrip(saslHandshake("PLAIN"))

@@ -121,7 +121,10 @@ func (s *ServerConversation) final(msg string) ([]byte, bool, error) {
 	if cb, err := base64.StdEncoding.DecodeString(attrs[0][2:]); err != nil || string(cb) != s.gs2Header {
 		return nil, false, &ProtocolError{Reason: "channel binding does not match the gs2 header"}
 	}
-	if attrs[1][2:] != s.nonce {
+	// Kafka accepts a nonce that ends with the server's, because
+	// librdkafka sends its client nonce once more in front of it; so do
+	// we. The proof covers the message as sent.
+	if !strings.HasSuffix(attrs[1][2:], s.nonce) {
 		return nil, false, &ProtocolError{Reason: "nonce mismatch"}
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)
