@@ -272,3 +272,44 @@ func TestScramCredentialsSurviveRestart(t *testing.T) {
 	c.WaitReady()
 	waitForUser(t, c, tlsCfg, "admin", "admin-secret")
 }
+
+// An SSL listener with client_auth required serves a client that shows a
+// certificate signed by tls_ca_file, and no other.
+func TestSSLClientAuthRequired(t *testing.T) {
+	files, err := testcert.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
+		cfg.Listeners = []broker.ListenerConfig{{Name: "SSL", Addr: "127.0.0.1:0", TLSCertFile: files.Cert, TLSKeyFile: files.Key,
+			TLSCAFile: files.CA, ClientAuth: broker.ClientAuthRequired}}
+	})
+	ping := func(withCert bool) error {
+		cfg, err := files.ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withCert {
+			cert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.DialTLSConfig(cfg), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return err
+	}
+	if err := ping(true); err != nil {
+		t.Fatalf("with a client certificate: %v", err)
+	}
+	if err := ping(false); err == nil {
+		t.Fatal("served a client without a certificate")
+	}
+}
