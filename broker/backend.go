@@ -51,7 +51,7 @@ func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
 			continue
 		}
 		p, _ := strconv.Atoi(port)
-		view.Brokers = append(view.Brokers, kafkaapi.Broker{NodeID: br.ID, Host: host, Port: int32(p)})
+		view.Brokers = append(view.Brokers, kafkaapi.Broker{NodeID: br.ID, Host: host, Port: int32(p), Endpoints: endpoints(br)})
 	}
 	for _, t := range state.Topics() {
 		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID, Internal: metadata.IsInternal(t.Name)}

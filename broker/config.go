@@ -23,11 +23,16 @@ type Config struct {
 
 	KafkaAddr           string // host:port the Kafka listener binds
 	AdvertisedKafkaAddr string // host:port clients are told; default KafkaAddr
-	RaftAddr            string // host:port for every Raft group and internal RPC
-	AdvertisedRaftAddr  string
-	GossipAddr          string // host:port for memberlist
-	AdvertisedGossip    string
-	Join                []string // gossip seeds (host:port); may include this node
+	// Listeners are the node's Kafka listeners (listeners.go). Empty: one
+	// PLAINTEXT listener on KafkaAddr, advertised as AdvertisedKafkaAddr.
+	Listeners []ListenerConfig
+	// SASLUsers are SCRAM users created when the cluster lacks them.
+	SASLUsers          []SASLUser
+	RaftAddr           string // host:port for every Raft group and internal RPC
+	AdvertisedRaftAddr string
+	GossipAddr         string // host:port for memberlist
+	AdvertisedGossip   string
+	Join               []string // gossip seeds (host:port); may include this node
 
 	// BootstrapExpect is the number of nodes to wait for before the
 	// metadata group is created; the first BootstrapExpect node ids seen are
@@ -330,7 +335,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data_dir", c.DataDir, "must be set")
 	}
-	for _, check := range []func() error{c.validateAddrs, c.validateTopics, c.validateGroups, c.validateLimits} {
+	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateTopics, c.validateGroups, c.validateLimits} {
 		if err := check(); err != nil {
 			return err
 		}

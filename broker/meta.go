@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/minikafka/minikafka-go/internal/scram"
 	"github.com/minikafka/minikafka-go/membership"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/multiraft"
@@ -89,8 +90,8 @@ func (n *Node) metaStep() error {
 	}
 	for _, m := range n.members.Members() {
 		b, ok := state.Broker(m.ID)
-		if !ok || b.KafkaAddr != m.KafkaAddr || b.RaftAddr != m.RaftAddr {
-			cmd := metadata.RegisterBroker{ID: m.ID, KafkaAddr: m.KafkaAddr, RaftAddr: m.RaftAddr}
+		if !ok || b.KafkaAddr != m.KafkaAddr || b.RaftAddr != m.RaftAddr || !sameListeners(b.Listeners, m.Listeners) {
+			cmd := metadata.RegisterBroker{ID: m.ID, KafkaAddr: m.KafkaAddr, RaftAddr: m.RaftAddr, Listeners: m.Listeners}
 			if _, err := n.proposeMeta(ctx, cmd); err != nil {
 				return fmt.Errorf("register broker %d: %w", m.ID, err)
 			}
@@ -106,6 +107,45 @@ func (n *Node) metaStep() error {
 			}
 		}
 	}
+	return n.seedSASLUsers(ctx, state)
+}
+
+// sameListeners compares a registration's listeners with gossiped ones,
+// which may be in another order.
+func sameListeners(registered, gossiped string) bool {
+	if registered == gossiped {
+		return true
+	}
+	ls, err := metadata.ParseListeners(gossiped)
+	return err == nil && metadata.FormatListeners(ls) == registered
+}
+
+// seedSASLUsers creates the configured SASL users' credentials that the
+// cluster lacks (IfAbsent: one created meanwhile, or since changed, is
+// kept).
+func (n *Node) seedSASLUsers(ctx context.Context, state *metadata.Snapshot) error {
+	var ups []metadata.ScramCredential
+	for _, u := range n.cfg.SASLUsers {
+		for _, name := range u.Mechanisms {
+			m, _ := scram.ParseMechanism(name)
+			if _, ok := state.ScramCredential(u.Name, metadata.ScramMechanism(m)); ok {
+				continue
+			}
+			c, err := scram.NewCredential(m, u.Password, u.Iterations)
+			if err != nil {
+				return err
+			}
+			ups = append(ups, metadata.ScramCredential{User: u.Name, Mechanism: metadata.ScramMechanism(m),
+				Iterations: int32(c.Iterations), Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey})
+		}
+	}
+	if len(ups) == 0 {
+		return nil
+	}
+	if _, err := n.proposeMeta(ctx, metadata.AlterScramCredentials{Upsertions: ups, IfAbsent: true}); err != nil {
+		return fmt.Errorf("seed sasl_users: %w", err)
+	}
+	n.logger.Info("created the configured SASL users the cluster lacked", "credentials", len(ups))
 	return nil
 }
 

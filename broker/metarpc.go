@@ -40,6 +40,15 @@ type metaReply struct {
 	// ProducerID and Epoch answer AllocateProducerID.
 	ProducerID int64 `json:"producer_id,omitempty"`
 	Epoch      int16 `json:"epoch,omitempty"`
+	// Users answers AlterScramCredentials: each user's outcome.
+	Users []userReply `json:"users,omitempty"`
+}
+
+// userReply is one user's outcome of AlterScramCredentials.
+type userReply struct {
+	User    string `json:"user"`
+	Code    int16  `json:"code"`
+	Message string `json:"message,omitempty"`
 }
 
 // ErrNoMetaLeader means the metadata group has no leader right now.
@@ -65,6 +74,14 @@ func (n *Node) applyLocal(cmd []byte, timeout time.Duration) metaReply {
 		r.ProducerID, r.Epoch = v.ProducerID, v.Epoch
 	case *metadata.ProducerIdentity:
 		r.ProducerID, r.Epoch = v.ProducerID, v.Epoch
+	case metadata.AlterScramCredentialsResult:
+		for _, u := range v.Users {
+			ur := userReply{User: u.User}
+			if u.Err != nil {
+				ur.Code, ur.Message = metaErrorCode(u.Err).Code, u.Err.Error()
+			}
+			r.Users = append(r.Users, ur)
+		}
 	}
 	return r
 }
@@ -198,6 +215,14 @@ func metaErrorCode(err error) *kerr.Error {
 		return kerr.NotController
 	case errors.Is(err, metadata.ErrInvalidLeader):
 		return kerr.InvalidRequest
+	case errors.Is(err, metadata.ErrScramNotFound):
+		return kerr.ResourceNotFound
+	case errors.Is(err, metadata.ErrUnsupportedScramMechanism):
+		return kerr.UnsupportedSaslMechanism
+	case errors.Is(err, metadata.ErrUnacceptableCredential), errors.Is(err, metadata.ErrInvalidScramUser):
+		return kerr.UnacceptableCredential
+	case errors.Is(err, metadata.ErrDuplicateScramResource):
+		return kerr.DuplicateResource
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {

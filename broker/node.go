@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,7 +47,8 @@ type Node struct {
 	coords  *coordinators    // group coordinators of the __consumer_offsets partitions this node leads
 	txns    *txnCoordinators // transaction coordinators of the __transaction_state partitions it leads
 	kafka   *kafkaapi.Server
-	kafkaLn net.Listener
+	// kafkaLns are the bound Kafka listeners, one per cfg.Listeners entry.
+	kafkaLns []net.Listener
 
 	// static are the node's static configs under Kafka's names; fixed at
 	// Start (see TopicConfig).
@@ -149,14 +151,32 @@ func (n *Node) listen() error {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
 	n.cfg.AdvertisedRaftAddr = n.host.Addr()
-	n.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
-	if err != nil {
-		return fmt.Errorf("broker: kafka_addr %s: %w", cfg.KafkaAddr, err)
-	}
-	if n.cfg.AdvertisedKafkaAddr == n.cfg.KafkaAddr {
-		n.cfg.AdvertisedKafkaAddr = n.kafkaLn.Addr().String()
+	for i := range n.cfg.Listeners {
+		l := &n.cfg.Listeners[i]
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			return fmt.Errorf("broker: listener %s on %s: %w", l.Name, l.Addr, err)
+		}
+		n.kafkaLns = append(n.kafkaLns, ln)
+		if l.AdvertisedAddr == l.Addr {
+			l.AdvertisedAddr = ln.Addr().String() // port 0 resolved
+		}
+		if l.Addr == cfg.KafkaAddr && cfg.AdvertisedKafkaAddr == cfg.KafkaAddr {
+			n.cfg.AdvertisedKafkaAddr = l.AdvertisedAddr
+		}
 	}
 	return nil
+}
+
+// gossipListeners is what the node registers as its listeners: "" for the
+// single PLAINTEXT listener of kafka_addr, which then stays readable by
+// builds without listeners.
+func (n *Node) gossipListeners() string {
+	ls := n.cfg.Listeners
+	if len(ls) == 1 && ls[0].Name == ProtocolPlaintext && ls[0].SecurityProtocol == ProtocolPlaintext {
+		return ""
+	}
+	return advertisedListeners(ls)
 }
 
 // startGossip starts membership and joins the seeds in the background.
@@ -164,7 +184,8 @@ func (n *Node) startGossip() error {
 	cfg := n.cfg
 	var err error
 	n.members, err = membership.New(membership.Config{
-		Meta:          membership.NodeMeta{ID: cfg.NodeID, KafkaAddr: cfg.AdvertisedKafkaAddr, RaftAddr: cfg.AdvertisedRaftAddr},
+		Meta: membership.NodeMeta{ID: cfg.NodeID, KafkaAddr: cfg.AdvertisedKafkaAddr, RaftAddr: cfg.AdvertisedRaftAddr,
+			Listeners: n.gossipListeners()},
 		BindAddr:      cfg.GossipAddr,
 		AdvertiseAddr: cfg.AdvertisedGossip,
 		Logger:        n.logger,
@@ -201,13 +222,22 @@ func (n *Node) serveKafka() error {
 	if err != nil {
 		return err
 	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		if err := n.kafka.Serve(n.ctx, n.kafkaLn); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
-			n.logger.Error("kafka listener stopped", "err", err)
+	kls := make([]kafkaapi.Listener, len(n.kafkaLns))
+	for i, lc := range n.cfg.Listeners {
+		if kls[i], err = lc.kafkaListener(); err != nil {
+			return fmt.Errorf("broker: listener %s: %w", lc.Name, err)
 		}
-	}()
+	}
+	for i, ln := range n.kafkaLns {
+		kl := kls[i]
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := n.kafka.ServeListener(n.ctx, ln, kl); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
+				n.logger.Error("kafka listener stopped", "listener", kl.Name, "err", err)
+			}
+		}()
+	}
 	return nil
 }
 
@@ -233,6 +263,18 @@ func (n *Node) ID() int32 { return n.cfg.NodeID }
 
 // KafkaAddr is the address Kafka clients connect to.
 func (n *Node) KafkaAddr() string { return n.cfg.AdvertisedKafkaAddr }
+
+// Listeners are the node's Kafka listeners, with the addresses they are
+// bound to (port 0 resolved).
+func (n *Node) Listeners() []ListenerConfig {
+	out := slices.Clone(n.cfg.Listeners)
+	for i := range out {
+		if i < len(n.kafkaLns) {
+			out[i].Addr = n.kafkaLns[i].Addr().String()
+		}
+	}
+	return out
+}
 
 // RaftAddr is the address of the node's Raft and internal RPC port.
 func (n *Node) RaftAddr() string { return n.cfg.AdvertisedRaftAddr }
@@ -313,8 +355,10 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 		}
 		if n.kafka != nil {
 			errs = append(errs, n.kafka.Close())
-		} else if n.kafkaLn != nil {
-			n.kafkaLn.Close()
+		} else {
+			for _, ln := range n.kafkaLns {
+				ln.Close()
+			}
 		}
 		n.cancel()
 		if n.housekeepingDone != nil {

@@ -205,6 +205,9 @@ func (c *conn) connect(ctx context.Context) net.Conn {
 	c.mu.Unlock()
 
 	vers, err := c.handshake(nc)
+	if err == nil && c.cfg.sasl != nil {
+		err = c.authenticate(nc, vers)
+	}
 	if err != nil {
 		c.die(err, true)
 		return nil

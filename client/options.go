@@ -2,10 +2,13 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -115,6 +118,12 @@ type config struct {
 	retryBackoffMax time.Duration
 	metadataMaxAge  time.Duration
 	logger          *slog.Logger
+	tls             *tls.Config // nil: plaintext unless tlsCAFile
+	tlsCAFile       string
+	saslMechanism   string
+	saslUser        string
+	saslPassword    string
+	sasl            sasl.Mechanism // built by validateSecurity; nil: none
 
 	// producer
 	batchSize       int
@@ -230,6 +239,9 @@ func (c *config) validate(k optKind) error {
 	}
 	if c.logger == nil {
 		return bad("Logger", "nil logger")
+	}
+	if err := c.validateSecurity(); err != nil {
+		return err
 	}
 	if k == groupOpt {
 		if err := c.validateGroup(); err != nil {

@@ -27,6 +27,7 @@ var clientVersions = map[int16][2]int16{
 	14: {0, 5},  // SyncGroup
 	15: {0, 5},  // DescribeGroups
 	16: {0, 4},  // ListGroups: v5 adds group types
+	17: {1, 1},  // SaslHandshake: v0's unframed tokens are not spoken
 	18: {0, 3},  // ApiVersions
 	19: {2, 7},  // CreateTopics
 	20: {1, 6},  // DeleteTopics
@@ -37,9 +38,12 @@ var clientVersions = map[int16][2]int16{
 	26: {0, 3},  // EndTxn
 	28: {0, 3},  // TxnOffsetCommit: v3 carries generation and member id
 	32: {1, 4},  // DescribeConfigs: v1 brought config sources
+	36: {0, 2},  // SaslAuthenticate
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
 	44: {0, 1},  // IncrementalAlterConfigs
+	50: {0, 0},  // DescribeUserScramCredentials
+	51: {0, 0},  // AlterUserScramCredentials
 	60: {0, 1},  // DescribeCluster
 	66: {0, 0},  // ListTransactions
 }

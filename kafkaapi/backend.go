@@ -280,6 +280,17 @@ type Broker struct {
 	Host   string
 	Port   int32
 	Rack   string // "" is answered as null
+	// Endpoints are the broker's advertised listeners by name; a
+	// connection through a named Listener sees the endpoint of that name
+	// in Host and Port.
+	Endpoints []Endpoint
+}
+
+// Endpoint is one advertised listener of a broker.
+type Endpoint struct {
+	Listener string
+	Host     string
+	Port     int32
 }
 
 // TopicView is one topic in a ClusterView.

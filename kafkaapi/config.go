@@ -21,7 +21,8 @@ const (
 	DefaultMaxCreatePartitions = 10_000
 	DefaultMaxConnections      = 10_000
 	DefaultConnectionsMaxIdle  = 10 * time.Minute // Kafka's connections.max.idle.ms
-	minFetchMaxBytes           = 1024             // Kafka's lower bound for fetch.max.bytes
+	DefaultAuthTimeout         = 10 * time.Second
+	minFetchMaxBytes           = 1024 // Kafka's lower bound for fetch.max.bytes
 )
 
 // Config tunes a Server. The zero value is usable: every zero field takes
@@ -72,6 +73,11 @@ type Config struct {
 	// connections.max.idle.ms). Default 10 minutes.
 	ConnectionsMaxIdle time.Duration
 
+	// AuthenticationTimeout bounds how long a connection to a TLS or SASL
+	// Listener may take to finish its TLS handshake and SASL
+	// authentication; it is closed when it has not by then. Default 10s.
+	AuthenticationTimeout time.Duration
+
 	// DisableTxnPartitionVerification turns off the check that a
 	// transactional batch's partition is in its producer's ongoing
 	// transaction (TxnVerifier; Kafka's
@@ -98,6 +104,7 @@ func (c Config) withDefaults() (Config, error) {
 	err := knob.Check([]knob.Duration{
 		{Name: "MaxFetchWait", V: &c.MaxFetchWait, Def: DefaultMaxFetchWait, Min: time.Millisecond},
 		{Name: "ConnectionsMaxIdle", V: &c.ConnectionsMaxIdle, Def: DefaultConnectionsMaxIdle, Min: time.Millisecond},
+		{Name: "AuthenticationTimeout", V: &c.AuthenticationTimeout, Def: DefaultAuthTimeout, Min: time.Millisecond},
 	}, []knob.Int{
 		{Name: "MaxConnections", V: &c.MaxConnections, Def: DefaultMaxConnections, Min: 1, Max: math.MaxInt32},
 		{Name: "MaxConnectionsPerIP", V: &c.MaxConnectionsPerIP, Def: math.MaxInt32, Min: 1, Max: math.MaxInt32},

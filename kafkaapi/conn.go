@@ -3,6 +3,7 @@ package kafkaapi
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -18,15 +19,43 @@ import (
 // as Kafka does (it reads a connection's next request only after answering
 // the previous one). Any other end of reading (the client went away, the
 // server is closing) abandons what is queued.
-func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
-	ctx, cancel := context.WithCancel(ctx)
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
+	ctx, cancel := context.WithCancel(withListener(ctx, lc.Name))
 	// Closing nc is what unblocks a Read or Write once ctx is done
 	// (server closing, or the other side of this connection failed).
+	// It is the TCP connection, never the TLS one, whose Close could
+	// wait for a blocked Write.
 	ncClosed := make(chan struct{})
+	raw := nc
 	context.AfterFunc(ctx, func() {
 		defer close(ncClosed)
-		nc.Close()
+		raw.Close()
 	})
+
+	// A TLS or SASL connection that has not finished authenticating
+	// within AuthenticationTimeout is closed.
+	var auth *connAuth
+	if len(lc.SASLMechanisms) > 0 {
+		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore))
+	}
+	if lc.TLS != nil || auth != nil {
+		t := time.AfterFunc(s.cfg.AuthenticationTimeout, func() {
+			if auth == nil || !auth.authenticated() {
+				cancel()
+			}
+		})
+		defer t.Stop()
+	}
+	if lc.TLS != nil {
+		tc := tls.Server(nc, lc.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			s.log.Debug("kafkaapi: TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
+			cancel()
+			<-ncClosed
+			return
+		}
+		nc = tc
+	}
 
 	// slots bounds started-but-unanswered requests: the reader takes one
 	// before starting a request, the writer gives it back after answering.
@@ -43,7 +72,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		}
 	}()
 
-	readErr := s.readLoop(ctx, nc, queue, slots)
+	readErr := s.readLoop(ctx, nc, queue, slots, auth)
 	close(queue)
 	drain := errors.Is(readErr, ErrProtocol)
 	if !drain {
@@ -84,14 +113,21 @@ func lingerClose(nc net.Conn) {
 
 // readLoop reads frames and starts their requests in order until the
 // connection fails, the client breaks the protocol, or ctx is done.
-func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started, slots chan<- struct{}) error {
+// On a SASL listener, requests before authentication go to startSASL
+// instead, in frames of at most maxSASLFrame bytes.
+func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started, slots chan<- struct{}, auth *connAuth) error {
 	br := bufio.NewReaderSize(nc, 64<<10)
 	host := remoteHost(nc)
 	for {
 		if err := s.awaitRequest(nc, br, slots); err != nil {
 			return err
 		}
-		frame, err := readFrame(br, s.cfg.MaxRequestBytes)
+		pending := auth != nil && !auth.authenticated()
+		limit := s.cfg.MaxRequestBytes
+		if pending {
+			limit = min(limit, maxSASLFrame)
+		}
+		frame, err := readFrame(br, limit)
 		if err != nil {
 			return err
 		}
@@ -100,11 +136,20 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		case <-ctx.Done(): // the writer stopped or the server is closing
 			return ctx.Err()
 		}
-		st, err := s.startRequest(frame, requestInfo{received: time.Now(), host: host, conn: ctx})
+		rc := requestInfo{received: time.Now(), host: host, conn: ctx}
+		var st started
+		if pending {
+			st, err = s.startSASL(frame, rc, auth)
+		} else {
+			st, err = s.startRequest(frame, rc)
+		}
 		if err != nil {
 			return err
 		}
 		queue <- st
+		if st.closeAfter != nil {
+			return st.closeAfter
+		}
 	}
 }
 

@@ -55,7 +55,7 @@ func (s *Server) startDescribeCluster(req *kmsg.DescribeClusterRequest, _ time.T
 			resp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("unsupported endpoint type %d", req.EndpointType))
 			return resp, nil
 		}
-		view := s.backend.Cluster(ctx)
+		view := s.cluster(ctx)
 		resp.ClusterID = view.ClusterID
 		resp.EndpointType = endpointBrokers
 		for _, b := range view.Brokers {

@@ -18,6 +18,9 @@ type started struct {
 	correlationID int32
 	headerV1      bool // response header v1 (flexible), else v0
 	reply         responder
+	// closeAfter, when set, ends reading after this request; the
+	// connection closes once it is answered. It wraps ErrProtocol.
+	closeAfter error
 }
 
 // api is one supported API and the versions the server advertises.
@@ -44,6 +47,9 @@ var apis = []api{
 	{kmsg.SyncGroup, 0, 5},
 	{kmsg.DescribeGroups, 0, 5},
 	{kmsg.ListGroups, 0, 4},
+	// v0 is listed because librdkafka detects SASL support by it, but
+	// its unframed tokens are not supported: see connAuth.handshake.
+	{kmsg.SASLHandshake, 0, 1},
 	{kmsg.ApiVersions, 0, apiVersionsMax},
 	{kmsg.CreateTopics, 0, 7},
 	{kmsg.DeleteTopics, 0, 6},
@@ -57,10 +63,13 @@ var apis = []api{
 	{kmsg.TxnOffsetCommit, 0, 3},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
+	{kmsg.SASLAuthenticate, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
 	{kmsg.DeleteGroups, 0, 2},
 	{kmsg.IncrementalAlterConfigs, 0, 1},
 	{kmsg.OffsetDelete, 0, 0},
+	{kmsg.DescribeUserSCRAMCredentials, 0, 0},
+	{kmsg.AlterUserSCRAMCredentials, 0, 0},
 	{kmsg.DescribeCluster, 0, 1},
 	{kmsg.DescribeTransactions, 0, 0},
 	{kmsg.ListTransactions, 0, 1},
@@ -135,6 +144,12 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startDescribeTransactions(req, received)
 	case *kmsg.ListTransactionsRequest:
 		return s.startListTransactions(req, received)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return s.startDescribeUserScram(req, received)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return s.startAlterUserScram(req, received)
+	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
+		return answered(illegalSASLState(req))
 	}
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r
@@ -167,18 +182,9 @@ func (s *Server) startRequest(frame []byte, rc requestInfo) (started, error) {
 		// retry at a version both sides know.
 		return started{correlationID: h.CorrelationID, reply: unsupportedAPIVersions}, nil
 	}
-	a, ok := lookupAPI(h.Key)
-	if !ok || h.Version < a.min || h.Version > a.max {
-		return started{}, &UnsupportedRequestError{Key: h.Key, Version: h.Version}
-	}
-	req := kmsg.RequestForKey(h.Key)
-	req.SetVersion(h.Version)
-	body, clientID, err := requestBody(frame, req.IsFlexible())
+	req, clientID, err := decodeRequest(frame, h)
 	if err != nil {
-		return started{}, &DecodeError{Key: h.Key, Version: h.Version, Err: err}
-	}
-	if err := req.ReadFrom(body); err != nil {
-		return started{}, &DecodeError{Key: h.Key, Version: h.Version, Err: err}
+		return started{}, err
 	}
 	return started{
 		correlationID: h.CorrelationID,
@@ -187,6 +193,25 @@ func (s *Server) startRequest(frame []byte, rc requestInfo) (started, error) {
 		headerV1: req.IsFlexible() && h.Key != int16(kmsg.ApiVersions),
 		reply:    s.startAPI(req, requestInfo{received: rc.received, clientID: clientID, host: rc.host, conn: rc.conn}),
 	}, nil
+}
+
+// decodeRequest decodes a frame whose header is h, if the server supports
+// its API and version.
+func decodeRequest(frame []byte, h requestHeader) (req kmsg.Request, clientID string, err error) {
+	a, ok := lookupAPI(h.Key)
+	if !ok || h.Version < a.min || h.Version > a.max {
+		return nil, "", &UnsupportedRequestError{Key: h.Key, Version: h.Version}
+	}
+	req = kmsg.RequestForKey(h.Key)
+	req.SetVersion(h.Version)
+	body, clientID, err := requestBody(frame, req.IsFlexible())
+	if err != nil {
+		return nil, "", &DecodeError{Key: h.Key, Version: h.Version, Err: err}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, "", &DecodeError{Key: h.Key, Version: h.Version, Err: err}
+	}
+	return req, clientID, nil
 }
 
 // startGroupAPI starts a request of the group APIs (groupapis.go), or

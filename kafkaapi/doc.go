@@ -9,8 +9,10 @@
 //     github.com/twmb/franz-go/pkg/kerr; that is the shared vocabulary for
 //     Kafka error codes. Anything else is answered UNKNOWN_SERVER_ERROR, or
 //     REQUEST_TIMED_OUT for an expired context (see ErrorCode).
-//  2. Build a Server with New, then call Serve with a listener. Serve blocks
-//     until its context is done or Close is called.
+//  2. Build a Server with New, then call Serve with a listener, or
+//     ServeListener for a named listener with TLS or SASL (listener.go;
+//     SASL needs the Backend to be a CredentialStore). Each blocks until
+//     its context is done or Close is called.
 //  3. Call Close (or cancel Serve's context) to stop: Close closes every
 //     listener and connection and returns only after every goroutine the
 //     server started has exited.
@@ -22,7 +24,10 @@
 //	Produce 3-9, Fetch 4-12, ListOffsets 0-7, Metadata 0-12,
 //	ApiVersions 0-3, CreateTopics 0-7, InitProducerId 0-4,
 //	OffsetForLeaderEpoch 0-4, WriteTxnMarkers 0-1, DescribeConfigs 0-4,
-//	AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeCluster 0-1
+//	AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeCluster 0-1,
+//	SaslHandshake 0-1 (v0 refused), SaslAuthenticate 0-2,
+//	DescribeUserScramCredentials 0, AlterUserScramCredentials 0 (with a
+//	ScramAdmin backend), and the group and transaction APIs
 //
 // Produce below v3 and Fetch below v4 carry message sets of format v0 or
 // v1, which the node does not store (Kafka converts them; Kafka 4 dropped

@@ -14,7 +14,7 @@ import (
 // missing topics first if the backend and the request allow it.
 func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		view := s.backend.Cluster(ctx)
+		view := s.cluster(ctx)
 		resp := req.ResponseKind().(*kmsg.MetadataResponse)
 		fillBrokers(resp, view)
 		defer func() {

@@ -54,6 +54,10 @@ func New(backend Backend, cfg Config) (*Server, error) {
 // is not retriable (such as l being closed by someone else) as it is.
 // Serve may be called for several listeners at once.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	return s.serve(ctx, l, Listener{})
+}
+
+func (s *Server) serve(ctx context.Context, l net.Listener, lc Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()
@@ -83,7 +87,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	})
 
 	var conns sync.WaitGroup // connections accepted by this call
-	err := s.acceptLoop(ctx, l, &conns)
+	err := s.acceptLoop(ctx, l, lc, &conns)
 	cancel() // stops every connection of this call
 	<-listenerClosed
 	conns.Wait()
@@ -91,7 +95,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 }
 
 // acceptLoop accepts until ctx is done or Accept fails for good.
-func (s *Server) acceptLoop(ctx context.Context, l net.Listener, conns *sync.WaitGroup) error {
+func (s *Server) acceptLoop(ctx context.Context, l net.Listener, lc Listener, conns *sync.WaitGroup) error {
 	var delay time.Duration
 	for {
 		nc, err := l.Accept()
@@ -126,7 +130,7 @@ func (s *Server) acceptLoop(ctx context.Context, l net.Listener, conns *sync.Wai
 		go func() {
 			defer conns.Done()
 			defer s.release(host)
-			s.serveConn(ctx, nc)
+			s.serveConn(ctx, nc, lc)
 		}()
 	}
 }

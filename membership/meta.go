@@ -20,6 +20,10 @@ type NodeMeta struct {
 	ID        int32  // Kafka broker id, > 0; also the Raft server ID in decimal
 	KafkaAddr string // advertised host:port for Kafka clients
 	RaftAddr  string // advertised host:port of the Raft/internal RPC port
+	// Listeners are the advertised Kafka listeners in Kafka's
+	// advertised.listeners form (NAME://host:port,...); "" when the node
+	// has only KafkaAddr. Sent from encoding version 2 on.
+	Listeners string
 }
 
 // Validate reports whether m can be advertised: a positive ID, both
@@ -37,6 +41,8 @@ func (m NodeMeta) Validate() error {
 //	[2:6]  ID, int32 big-endian
 //	       uvarint length + KafkaAddr bytes
 //	       uvarint length + RaftAddr bytes
+//	       uvarint length + Listeners bytes (version 2, written only when
+//	       Listeners is set)
 //
 // Later versions only append fields after these and raise the version byte;
 // a reader decodes the fields it knows and ignores the rest, so mixed-version
@@ -44,6 +50,7 @@ func (m NodeMeta) Validate() error {
 // is never valid. Unknown flag bits are ignored.
 const (
 	metaVersion1 = 1
+	metaVersion2 = 2
 	flagLeaving  = 1 << 0
 	metaFixedLen = 6
 )
@@ -63,6 +70,9 @@ func encodeMeta(w wireMeta) ([]byte, error) {
 	}
 	b := make([]byte, metaFixedLen, metaFixedLen+2*binary.MaxVarintLen16+len(w.KafkaAddr)+len(w.RaftAddr))
 	b[0] = metaVersion1
+	if w.Listeners != "" {
+		b[0] = metaVersion2
+	}
 	if w.leaving {
 		b[1] |= flagLeaving
 	}
@@ -71,6 +81,10 @@ func encodeMeta(w wireMeta) ([]byte, error) {
 	b = append(b, w.KafkaAddr...)
 	b = binary.AppendUvarint(b, uint64(len(w.RaftAddr)))
 	b = append(b, w.RaftAddr...)
+	if w.Listeners != "" {
+		b = binary.AppendUvarint(b, uint64(len(w.Listeners)))
+		b = append(b, w.Listeners...)
+	}
 	if len(b) > MetaMaxSize {
 		return nil, &MetaSizeError{Size: len(b), Limit: MetaMaxSize}
 	}
@@ -101,8 +115,13 @@ func decodeMeta(b []byte) (wireMeta, error) {
 	if w.RaftAddr, rest, err = readString(rest, "raft address"); err != nil {
 		return wireMeta{}, err
 	}
-	if version == metaVersion1 && len(rest) != 0 {
-		return wireMeta{}, fmt.Errorf("%w: %d trailing bytes in version 1", ErrInvalidMeta, len(rest))
+	if version >= metaVersion2 {
+		if w.Listeners, rest, err = readString(rest, "listeners"); err != nil {
+			return wireMeta{}, err
+		}
+	}
+	if (version == metaVersion1 || version == metaVersion2) && len(rest) != 0 {
+		return wireMeta{}, fmt.Errorf("%w: %d trailing bytes in version %d", ErrInvalidMeta, len(rest), version)
 	}
 	if err := validateFields(w.NodeMeta); err != nil {
 		return wireMeta{}, err

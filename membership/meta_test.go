@@ -124,8 +124,9 @@ func TestDecodeMetaNewerVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[0] = 2
-	b[1] |= 0x80 // a flag this version does not know
+	b[0] = 3
+	b[1] |= 0x80     // a flag this version does not know
+	b = append(b, 0) // version 2: no listeners
 	b = append(b, "rack=a"...)
 	got, err := decodeMeta(b)
 	if err != nil {
@@ -133,6 +134,22 @@ func TestDecodeMetaNewerVersion(t *testing.T) {
 	}
 	if got.NodeMeta != testMeta(5) || !got.leaving {
 		t.Errorf("got %+v, want %+v leaving", got, testMeta(5))
+	}
+}
+
+// Version 2 carries the listeners.
+func TestMetaListeners(t *testing.T) {
+	m := testMeta(3)
+	m.Listeners = "PLAINTEXT://h:1,SASL_SSL://h:2"
+	b, err := encodeMeta(wireMeta{NodeMeta: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != 2 {
+		t.Fatalf("version %d, want 2", b[0])
+	}
+	if got, err := decodeMeta(b); err != nil || got.NodeMeta != m {
+		t.Fatalf("decode: %+v, %v", got, err)
 	}
 }
 

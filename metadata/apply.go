@@ -48,6 +48,8 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.deleteTopic(c)
 	case AlterConfigs:
 		result, err = next.alterConfigs(c)
+	case AlterScramCredentials:
+		result, err = next.alterScram(c)
 	}
 	if err != nil {
 		return next, nil, err
@@ -84,6 +86,13 @@ func (s *Snapshot) registerBroker(c RegisterBroker) (RegisterBrokerResult, error
 		if err := checkAddr(addr); err != nil {
 			return RegisterBrokerResult{}, &InvalidBrokerError{ID: c.ID, Reason: err.Error()}
 		}
+	}
+	if c.Listeners != "" {
+		ls, err := ParseListeners(c.Listeners)
+		if err != nil {
+			return RegisterBrokerResult{}, &InvalidBrokerError{ID: c.ID, Reason: err.Error()}
+		}
+		c.Listeners = FormatListeners(ls)
 	}
 	b := Broker(c)
 	if old, ok := s.brokers[c.ID]; ok && old == b {

@@ -15,7 +15,7 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps
 // produced; tests run it after every command.
 func (s *Snapshot) check() error {
 	if s.clusterID == "" {
-		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs) > 0 {
+		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs)+len(s.scram) > 0 {
 			return errors.New("state without a cluster id")
 		}
 		return nil
@@ -27,6 +27,11 @@ func (s *Snapshot) check() error {
 		b := s.brokers[id]
 		if b.ID != id || id < 0 || checkAddr(b.KafkaAddr) != nil || checkAddr(b.RaftAddr) != nil {
 			return fmt.Errorf("broker %d: bad registration %+v", id, b)
+		}
+		if b.Listeners != "" {
+			if ls, err := ParseListeners(b.Listeners); err != nil || FormatListeners(ls) != b.Listeners {
+				return fmt.Errorf("broker %d: bad listeners %q", id, b.Listeners)
+			}
 		}
 	}
 	for id := range s.deleted {
@@ -44,6 +49,11 @@ func (s *Snapshot) check() error {
 	}
 	if _, empty := s.clusterConfigs[""]; empty {
 		return errors.New("empty cluster config key")
+	}
+	for k, c := range s.scram {
+		if k.User != c.User || k.Mechanism != c.Mechanism || c.check() != nil {
+			return fmt.Errorf("scram credential %q %v: bad", k.User, k.Mechanism)
+		}
 	}
 	for _, tid := range sortedKeys(s.transactional) {
 		p := s.transactional[tid]

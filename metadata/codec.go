@@ -11,13 +11,15 @@ import (
 // older version.
 var commandVersion = map[CommandType]uint8{
 	TypeInitCluster:        1,
-	TypeRegisterBroker:     1,
+	TypeRegisterBroker:     2, // 1: no listeners
 	TypeCreateTopic:        2, // 1: configs not interpreted
 	TypeSetPartitionLeader: 1,
 	TypeAllocateProducerID: 1,
 	TypeCreatePartitions:   1,
 	TypeDeleteTopic:        1,
 	TypeAlterConfigs:       1,
+
+	TypeAlterScramCredentials: 1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -33,6 +35,9 @@ func Encode(cmd Command) ([]byte, error) {
 	ver := commandVersion[cmd.Type()]
 	if c, ok := cmd.(CreateTopic); ok && c.legacyConfigs {
 		ver = 1 // a decoded version 1 entry encodes back to its own bytes
+	}
+	if c, ok := cmd.(RegisterBroker); ok && c.Listeners == "" {
+		ver = 1 // readable by builds without listeners
 	}
 	b = append(b, byte(cmd.Type()), ver)
 	return cmd.appendBody(b), nil
@@ -52,8 +57,16 @@ func Decode(b []byte) (Command, error) {
 	switch {
 	case typ == TypeInitCluster && ver == 1:
 		cmd = InitCluster{ClusterID: r.str("cluster id")}
-	case typ == TypeRegisterBroker && ver == 1:
-		cmd = RegisterBroker{ID: r.i32("broker id"), KafkaAddr: r.str("kafka address"), RaftAddr: r.str("raft address")}
+	case typ == TypeRegisterBroker && (ver == 1 || ver == 2):
+		c := RegisterBroker{ID: r.i32("broker id"), KafkaAddr: r.str("kafka address"), RaftAddr: r.str("raft address")}
+		if ver == 2 {
+			if c.Listeners = r.str("listeners"); r.err == nil && c.Listeners == "" {
+				r.fail("empty listeners in a version 2 registration")
+			}
+		}
+		cmd = c
+	case typ == TypeAlterScramCredentials && ver == 1:
+		cmd = decodeAlterScram(r)
 	case typ == TypeCreateTopic && (ver == 1 || ver == 2):
 		c := decodeCreateTopic(r)
 		c.legacyConfigs = ver == 1
@@ -124,6 +137,10 @@ func deref(cmd Command) (Command, error) {
 		if c != nil {
 			return *c, nil
 		}
+	case *AlterScramCredentials:
+		if c != nil {
+			return *c, nil
+		}
 	case nil:
 	default:
 		return cmd, nil
@@ -136,7 +153,11 @@ func (c InitCluster) appendBody(b []byte) []byte { return appendString(b, c.Clus
 func (c RegisterBroker) appendBody(b []byte) []byte {
 	b = appendI32(b, c.ID)
 	b = appendString(b, c.KafkaAddr)
-	return appendString(b, c.RaftAddr)
+	b = appendString(b, c.RaftAddr)
+	if c.Listeners != "" {
+		b = appendString(b, c.Listeners)
+	}
+	return b
 }
 
 func (c CreateTopic) appendBody(b []byte) []byte {

@@ -31,6 +31,10 @@ func sampleCommands() []Command {
 		AlterConfigs{Resource: ConfigTopic, Topic: "events", Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "delete"}},
 		AlterConfigs{Resource: ConfigClusterDefaults, Configs: map[string]string{"log.retention.ms": "-1"}},
 		AlterConfigs{},
+		RegisterBroker{ID: 4, KafkaAddr: "h:1", RaftAddr: "h:2", Listeners: "PLAINTEXT://h:1,SASL_SSL://h:3"},
+		AlterScramCredentials{Deletions: []ScramDeletion{{"bob", ScramSHA256}},
+			Upsertions: []ScramCredential{cred("alice", ScramSHA512)}, IfAbsent: true},
+		AlterScramCredentials{},
 	}
 }
 
@@ -105,6 +109,10 @@ func TestEncodeGolden(t *testing.T) {
 		{AlterConfigs{Resource: ConfigTopic, Topic: "t", Configs: map[string]string{"k": "v"}},
 			"0801" + "01" + "00000001" + "74" + "00000001" + "00000001" + "6b" + "00000001" + "76"},
 		{AlterConfigs{Resource: ConfigClusterDefaults}, "0801" + "02" + "00000000" + "00000000"},
+		{RegisterBroker{ID: 2, KafkaAddr: "a:1", RaftAddr: "b:2", Listeners: "P://a:1"},
+			"0202" + "00000002" + "00000003" + "613a31" + "00000003" + "623a32" + "00000007" + "503a2f2f613a31"},
+		{AlterScramCredentials{Deletions: []ScramDeletion{{"u", ScramSHA256}}, IfAbsent: true},
+			"0901" + "00000001" + "00000001" + "75" + "01" + "00000000" + "01"},
 	}
 	for _, tc := range tests {
 		got, err := Encode(tc.cmd)
@@ -130,7 +138,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformedCommand},
 		{"type only", []byte{1}, ErrMalformedCommand},
 		{"type zero", []byte{0, 1}, ErrUnknownCommand},
-		{"type past the end", []byte{9, 1}, ErrUnknownCommand},
+		{"type past the end", []byte{10, 1}, ErrUnknownCommand},
 		{"version zero", []byte{1, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future version", []byte{1, 2, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future create topic version", []byte{3, 3}, ErrUnknownCommand},

@@ -14,6 +14,8 @@ const (
 	TypeCreatePartitions   CommandType = 6
 	TypeDeleteTopic        CommandType = 7
 	TypeAlterConfigs       CommandType = 8
+	// TypeAlterScramCredentials is in scram.go.
+	TypeAlterScramCredentials CommandType = 9
 )
 
 func (t CommandType) String() string {
@@ -34,6 +36,8 @@ func (t CommandType) String() string {
 		return "DeleteTopic"
 	case TypeAlterConfigs:
 		return "AlterConfigs"
+	case TypeAlterScramCredentials:
+		return "AlterScramCredentials"
 	}
 	return "Unknown"
 }
@@ -54,6 +58,7 @@ var (
 	_ Command = SetPartitionLeader{}
 	_ Command = AllocateProducerID{}
 	_ Command = AlterConfigs{}
+	_ Command = AlterScramCredentials{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:
@@ -80,6 +85,12 @@ type RegisterBroker struct {
 	ID        int32  // >= 0
 	KafkaAddr string // host:port, host non-empty, port 1..65535
 	RaftAddr  string // host:port, same rules
+	// Listeners are the broker's advertised Kafka listeners in Kafka's
+	// advertised.listeners form, NAME://host:port,... (see
+	// ParseListeners); "" for a broker with only KafkaAddr. A
+	// registration without listeners is encoded as version 1, which
+	// older builds read.
+	Listeners string
 }
 
 // RegisterBrokerResult answers RegisterBroker.

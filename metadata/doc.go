@@ -28,11 +28,14 @@
 //     overrides, or of the cluster-wide dynamic broker defaults); for
 //     IncrementalAlterConfigs compute the new map from the current state.
 //     Apply validates every entry with package topicconfig.
-//  8. The raft ApplyFuture's Response() is the command's result value (its
+//  8. Serve AlterUserScramCredentials with AlterScramCredentials: the
+//     proposer salts and hashes passwords (StoredKey, ServerKey); Apply
+//     checks and stores them per user, all or nothing for each user.
+//  9. The raft ApplyFuture's Response() is the command's result value (its
 //     type is named in each command's doc) or an error value; test with a
 //     type assertion to error first, then errors.Is / errors.As against the
 //     sentinels and typed errors of errors.go, which name their Kafka codes.
-//  9. Read with State(), which is an immutable *Snapshot, and wait for
+//  10. Read with State(), which is an immutable *Snapshot, and wait for
 //     changes with WaitFor or Watch. Every node answers Metadata from its
 //     local copy; a follower may lag the leader by a few entries.
 //

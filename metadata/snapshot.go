@@ -25,6 +25,9 @@ type Snapshot struct {
 	// clusterConfigs are the cluster-wide dynamic broker defaults
 	// (AlterConfigs with ConfigClusterDefaults); nil when none.
 	clusterConfigs map[string]string
+	// scram are the SCRAM credentials (AlterScramCredentials); nil when
+	// none.
+	scram map[scramKey]ScramCredential
 }
 
 // ClusterConfigs returns a copy of the cluster-wide dynamic broker
@@ -177,6 +180,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 		maps.Equal(s.brokers, o.brokers) && maps.Equal(s.transactional, o.transactional) &&
 		maps.Equal(s.topicIDs, o.topicIDs) && maps.Equal(s.deleted, o.deleted) &&
 		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&
+		maps.EqualFunc(s.scram, o.scram, ScramCredential.equal) &&
 		maps.EqualFunc(s.topics, o.topics, func(a, b *Topic) bool { return a.equal(b) })
 }
 

@@ -7,24 +7,29 @@ import (
 	"slices"
 )
 
-// Snapshot encoding, version 3 (primitives in wire.go):
+// Snapshot encoding, version 4 (primitives in wire.go):
 //
-//	"MKMD" u8(version=3)
+//	"MKMD" u8(version=4)
 //	u64 appliedIndex, string clusterID, i64 nextProducerID
-//	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr
+//	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr,
+//	                                 string listeners                   (version 4 on)
 //	array of topics, by name:        string name, [16]byte id,
 //	                                 array of partitions: array of i32 replicas, i32 leader, i32 leaderEpoch
 //	                                 array of configs, by key: string key, string value
 //	array of transactional ids, by id: string transactionalID, i64 producerID, i16 epoch
 //	array of deleted topic ids, by bytes: [16]byte id          (version 2 on)
 //	array of cluster configs, by key: string key, string value (version 3 on)
+//	array of scram credentials, by user then mechanism:         (version 4 on)
+//	                                 string user, u8 mechanism, i32 iterations,
+//	                                 string salt, string storedKey, string serverKey
 //
-// Version 1 is version 2 without the deleted topic ids, and version 2 is
-// version 3 without the cluster configs; both are still read.
+// Version 1 is version 2 without the deleted topic ids, version 2 is
+// version 3 without the cluster configs, and version 3 is version 4
+// without listeners and credentials; all are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 3
+	snapshotVersion = 4
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -43,6 +48,7 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 		b = appendI32(b, br.ID)
 		b = appendString(b, br.KafkaAddr)
 		b = appendString(b, br.RaftAddr)
+		b = appendString(b, br.Listeners)
 	}
 
 	b = appendLen(b, len(s.topics))
@@ -73,7 +79,13 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	for _, id := range deleted {
 		b = append(b, id[:]...)
 	}
-	return appendConfigs(b, s.clusterConfigs), nil
+	b = appendConfigs(b, s.clusterConfigs)
+	creds := s.ScramCredentials()
+	b = appendLen(b, len(creds))
+	for _, c := range creds {
+		b = appendCredential(b, c)
+	}
+	return b, nil
 }
 
 // sortedIDs returns the ids of a set in byte order.
@@ -102,6 +114,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 		var prev int32
 		for i := range n {
 			br := Broker{ID: r.i32("broker id"), KafkaAddr: r.str("kafka address"), RaftAddr: r.str("raft address")}
+			if version >= 4 {
+				br.Listeners = r.str("listeners")
+			}
 			if r.err != nil {
 				break
 			}
@@ -148,6 +163,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	if version >= 3 {
 		s.clusterConfigs = readConfigs(r)
 	}
+	if version >= 4 {
+		s.scram = readCredentials(r)
+	}
 	if err := r.done(); err != nil {
 		return nil, err
 	}
@@ -190,4 +208,27 @@ func decodeTopic(r *reader) *Topic {
 	}
 	t.Configs = readConfigs(r)
 	return t
+}
+
+// readCredentials reads the SCRAM credentials, which must be sorted by user
+// then mechanism.
+func readCredentials(r *reader) map[scramKey]ScramCredential {
+	n := r.length("scram credentials", 21)
+	if n == 0 {
+		return nil
+	}
+	m := make(map[scramKey]ScramCredential, n)
+	var prev scramKey
+	for i := range n {
+		c := readCredential(r)
+		if r.err != nil {
+			break
+		}
+		k := scramKey{c.User, c.Mechanism}
+		if i > 0 && compareScramKeys(k, prev) <= 0 {
+			r.fail("scram credential %q %v not after %q %v", k.User, k.Mechanism, prev.User, prev.Mechanism)
+		}
+		m[k], prev = c, k
+	}
+	return m
 }

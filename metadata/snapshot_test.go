@@ -24,6 +24,8 @@ func richState(t testing.TB) *Snapshot {
 		CreateTopic{Name: "gone", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{2}}},
 		DeleteTopic{Name: "gone"},
 		AlterConfigs{Resource: ConfigClusterDefaults, Configs: map[string]string{"log.retention.ms": "5000", "producer.id.expiration.ms": "1000"}},
+		RegisterBroker{ID: 8, KafkaAddr: "h8:9092", RaftAddr: "h8:9093", Listeners: "SASL_SSL://h8:9094,PLAINTEXT://h8:9092"},
+		AlterScramCredentials{Upsertions: []ScramCredential{cred("bob", ScramSHA512), cred("alice", ScramSHA256), cred("alice", ScramSHA512)}},
 	)
 }
 
@@ -55,10 +57,16 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	cfg, _ := got.Topic("cfg")
 	ev, _ := got.Topic("events")
 	byID, _ := got.TopicByID(ev.ID)
+	if b8, _ := got.Broker(8); b8.Listeners != "PLAINTEXT://h8:9092,SASL_SSL://h8:9094" {
+		t.Fatalf("listeners %q", b8.Listeners)
+	}
+	if c, ok := got.ScramCredential("bob", ScramSHA512); !ok || !c.equal(cred("bob", ScramSHA512)) {
+		t.Fatalf("bob's credential %+v", c)
+	}
 	if p.Leader != 7 || p.LeaderEpoch != 4 || tx.Epoch != 1 || cfg.Configs["retention.ms"] != "-1" ||
 		got.NextProducerID() != FirstProducerID+3 || got.AppliedIndex() != s.AppliedIndex() ||
-		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 4 || len(got.deleted) != 2 ||
-		got.ClusterConfigs()["log.retention.ms"] != "5000" {
+		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 5 || len(got.deleted) != 2 ||
+		got.ClusterConfigs()["log.retention.ms"] != "5000" || len(got.ScramCredentials()) != 3 {
 		t.Fatalf("restored state lost data: %+v %+v %+v", p, tx, cfg)
 	}
 }
@@ -67,7 +75,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 func TestSnapshotEqualDetectsDifferences(t *testing.T) {
 	base := richState(t)
 	variants := map[string]Command{
-		"broker":          RegisterBroker{ID: 8, KafkaAddr: "h:1", RaftAddr: "h:2"},
+		"broker":          RegisterBroker{ID: 9, KafkaAddr: "h:1", RaftAddr: "h:2"},
 		"topic":           CreateTopic{Name: "new", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}},
 		"leader":          SetPartitionLeader{Topic: "events", Partition: 0, Leader: 2, Epoch: 9},
 		"producer":        AllocateProducerID{},
@@ -75,6 +83,8 @@ func TestSnapshotEqualDetectsDifferences(t *testing.T) {
 		"partitions":      CreatePartitions{Topic: "cfg", Count: 2, Assignment: [][]int32{{1}}},
 		"topic configs":   AlterConfigs{Resource: ConfigTopic, Topic: "cfg", Configs: map[string]string{"retention.ms": "1"}},
 		"cluster configs": AlterConfigs{Resource: ConfigClusterDefaults},
+		"scram":           AlterScramCredentials{Deletions: []ScramDeletion{{"bob", ScramSHA512}}},
+		"listeners":       RegisterBroker{ID: 8, KafkaAddr: "h8:9092", RaftAddr: "h8:9093", Listeners: "PLAINTEXT://h8:9092"},
 	}
 	for name, cmd := range variants {
 		next, _, err := base.Apply(base.index, cmd) // same index: only the content differs
@@ -108,13 +118,17 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 	hdr := func(index uint64, cluster string, next int64) []byte {
 		return appendI64(appendString(appendU64(nil, index), cluster), next)
 	}
-	brokerBytes := func(ids ...int32) []byte {
+	brokerBytesV := func(version int, ids ...int32) []byte {
 		b := appendLen(nil, len(ids))
 		for _, id := range ids {
 			b = appendString(appendString(appendI32(b, id), "h:1"), "h:2")
+			if version >= 4 {
+				b = appendString(b, "")
+			}
 		}
 		return b
 	}
+	brokerBytes := func(ids ...int32) []byte { return brokerBytesV(snapshotVersion, ids...) }
 	none := appendLen(nil, 0)
 
 	tests := []struct {
@@ -142,13 +156,13 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none)); err != nil {
+	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none)); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
 	}
 	// Version 1, written before topics could be deleted, has no deleted
 	// ids and is still read.
 	v1 := append([]byte(snapshotMagic), 1)
-	for _, p := range [][]byte{hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none} {
+	for _, p := range [][]byte{hdr(1, "c", FirstProducerID), brokerBytesV(1, 1, 2), none, none} {
 		v1 = append(v1, p...)
 	}
 	if s, err := DecodeSnapshot(v1); err != nil || len(s.Brokers()) != 2 {
@@ -156,11 +170,19 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 	}
 	// Version 2, written before cluster configs, is read too.
 	v2 := append([]byte(snapshotMagic), 2)
-	for _, p := range [][]byte{hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none} {
+	for _, p := range [][]byte{hdr(1, "c", FirstProducerID), brokerBytesV(2, 1, 2), none, none, none} {
 		v2 = append(v2, p...)
 	}
 	if s, err := DecodeSnapshot(v2); err != nil || len(s.Brokers()) != 2 || s.ClusterConfigs() != nil {
 		t.Fatalf("version 2: %v, %v", s, err)
+	}
+	// Version 3, written before listeners and SCRAM credentials, is read too.
+	v3 := append([]byte(snapshotMagic), 3)
+	for _, p := range [][]byte{hdr(1, "c", FirstProducerID), brokerBytesV(3, 1, 2), none, none, none, none} {
+		v3 = append(v3, p...)
+	}
+	if s, err := DecodeSnapshot(v3); err != nil || len(s.Brokers()) != 2 || s.ScramCredentials() != nil && len(s.ScramCredentials()) != 0 {
+		t.Fatalf("version 3: %v, %v", s, err)
 	}
 
 	// Inconsistent states that MarshalBinary will happily write.

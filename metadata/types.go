@@ -32,6 +32,10 @@ type Broker struct {
 	ID        int32
 	KafkaAddr string // host:port that Kafka clients connect to
 	RaftAddr  string // host:port of the node's Raft transport
+	// Listeners are the advertised Kafka listeners, NAME://host:port,...
+	// sorted by name (see ParseListeners); "" when the broker registered
+	// only KafkaAddr.
+	Listeners string
 }
 
 // Partition is one partition of a topic; its number is its index in

@@ -16,8 +16,11 @@
 //	minikafka cluster status --brokers 127.0.0.1:9092,127.0.0.1:9093 --wait 30s
 //
 // Every command takes --brokers (comma-separated host:port seeds, default
-// 127.0.0.1:9092) and --timeout (how long to wait for the cluster, default
-// 10s). A command that fails prints one line, "minikafka: <what went
+// 127.0.0.1:9092), --timeout (how long to wait for the cluster, default
+// 10s), and for secured listeners --tls-ca (a PEM CA file; TLS on) and
+// --sasl-mechanism, --sasl-user, --sasl-password (PLAIN, SCRAM-SHA-256 or
+// SCRAM-SHA-512; the password may come from $MINIKAFKA_SASL_PASSWORD).
+// user create|list|delete manage SCRAM users. A command that fails prints one line, "minikafka: <what went
 // wrong>", on standard error. Exit status: 0 success, 1 failure, 2 bad
 // usage (unknown flag, missing argument), 130 interrupted.
 //

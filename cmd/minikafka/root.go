@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -21,6 +22,11 @@ type app struct {
 
 	brokers []string      // --brokers
 	timeout time.Duration // --timeout
+
+	tlsCA         string // --tls-ca: PEM CA file; set means TLS
+	saslMechanism string // --sasl-mechanism
+	saslUser      string // --sasl-user
+	saslPassword  string // --sasl-password
 
 	sig   context.Context // the caller's context: done means interrupted
 	reach *reach
@@ -49,8 +55,13 @@ Errors are one line on stderr. Exit status: 0 ok, 1 failure, 2 bad usage,
 	pf := root.PersistentFlags()
 	pf.StringSliceVar(&a.brokers, "brokers", []string{"127.0.0.1:9092"}, "seed brokers, comma-separated host:port")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "how long to wait for the cluster (connecting, metadata, each record's delivery)")
+	pf.StringVar(&a.tlsCA, "tls-ca", "", "connect with TLS, trusting the CA certificates in this PEM file")
+	pf.StringVar(&a.saslMechanism, "sasl-mechanism", "", "authenticate with SASL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	pf.StringVar(&a.saslUser, "sasl-user", "", "SASL user name")
+	pf.StringVar(&a.saslPassword, "sasl-password", "", "SASL password (default: $MINIKAFKA_SASL_PASSWORD)")
 
-	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.groupCommand(), a.txnCommand(), a.clusterCommand())
+	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.groupCommand(), a.txnCommand(),
+		a.clusterCommand(), a.userCommand())
 	return root
 }
 
@@ -87,6 +98,31 @@ func (a *app) checkGlobals() error {
 	if a.timeout <= 0 {
 		return usageErrorf("--timeout must be positive, got %v", a.timeout)
 	}
+	return a.checkSecurity()
+}
+
+func (a *app) checkSecurity() error {
+	if a.tlsCA != "" {
+		if _, err := os.Stat(a.tlsCA); err != nil {
+			return usageErrorf("--tls-ca: %v", err)
+		}
+	}
+	switch a.saslMechanism {
+	case "":
+		if a.saslUser != "" || a.saslPassword != "" {
+			return usageErrorf("--sasl-user and --sasl-password need --sasl-mechanism")
+		}
+		return nil
+	case client.SASLPlain, client.SASLScramSHA256, client.SASLScramSHA512:
+	default:
+		return usageErrorf("--sasl-mechanism: %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", a.saslMechanism)
+	}
+	if a.saslUser == "" {
+		return usageErrorf("--sasl-mechanism needs --sasl-user")
+	}
+	if a.saslPassword == "" {
+		a.saslPassword = os.Getenv("MINIKAFKA_SASL_PASSWORD")
+	}
 	return nil
 }
 
@@ -118,13 +154,20 @@ func (a *app) interrupted() bool {
 
 // clientOpts are the options every client of a command gets, plus extra.
 func (a *app) clientOpts(extra ...client.Opt) []client.Opt {
-	return append([]client.Opt{
+	opts := []client.Opt{
 		client.Brokers(a.brokers...),
 		client.ClientID("minikafka-cli"),
 		client.Dialer(a.reach.dial),
 		client.DialTimeout(min(a.timeout, 10*time.Second)),
 		client.RequestTimeout(a.timeout),
-	}, extra...)
+	}
+	if a.tlsCA != "" {
+		opts = append(opts, client.TLSCAFile(a.tlsCA))
+	}
+	if a.saslMechanism != "" {
+		opts = append(opts, client.SASL(a.saslMechanism, a.saslUser, a.saslPassword))
+	}
+	return append(opts, extra...)
 }
 
 // withAdmin runs fn with an admin client and a context bounded by

@@ -136,7 +136,7 @@ func loadConfig(args []string, getenv func(string) (string, bool), usage io.Writ
 		if err := v.ReadInConfig(); err != nil {
 			return options{}, fmt.Errorf("config file %s: %w", *cfgFile, err)
 		}
-		known := map[string]bool{}
+		known := map[string]bool{listenersKey: true, saslUsersKey: true}
 		for _, k := range ks {
 			known[k.name] = true
 		}
@@ -146,12 +146,24 @@ func loadConfig(args []string, getenv func(string) (string, bool), usage io.Writ
 			}
 		}
 	}
+	explicit := map[string]bool{}
 	for _, k := range ks {
+		explicit[k.name] = v.InConfig(k.name)
 		if val, ok := getenv("MINIKAFKA_" + envName(k.name)); ok {
 			v.Set(k.name, val)
+			explicit[k.name] = true
 		}
 		if f := fs.Lookup(flagName(k.name)); f.Changed {
 			v.Set(k.name, f.Value.String())
+			explicit[k.name] = true
+		}
+	}
+	if v.InConfig(listenersKey) {
+		for _, k := range []string{"kafka_addr", "advertised_kafka_addr"} {
+			if explicit[k] {
+				return options{}, &broker.ConfigError{Key: k, Value: v.Get(k),
+					Err: fmt.Errorf("%w: set either %s or listeners, not both", broker.ErrInvalidConfig, k)}
+			}
 		}
 	}
 	return fromViper(v)
@@ -290,6 +302,8 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.GossipAddr = g.string("gossip_addr")
 	c.AdvertisedGossip = g.string("advertised_gossip_addr")
 	c.Join = g.list("join")
+	c.Listeners = g.listeners()
+	c.SASLUsers = g.saslUsers()
 	c.BootstrapExpect = g.int("bootstrap_expect")
 	parts := g.int("default_partitions")
 	rangeInt("default_partitions", parts, 1, 1<<20)

@@ -131,9 +131,19 @@ func (c *Cluster) StartNode(id int) {
 	c.mu.Lock()
 	c.nodes[id-1] = nd
 	c.cfgs[id-1].KafkaAddr = nd.KafkaAddr()
+	if len(c.cfgs[id-1].Listeners) > 0 {
+		c.cfgs[id-1].Listeners = nd.Listeners()
+	}
 	c.cfgs[id-1].RaftAddr = nd.RaftAddr()
 	c.cfgs[id-1].GossipAddr = nd.GossipAddr()
 	c.mu.Unlock()
+}
+
+// Configure changes node id's config for its next start.
+func (c *Cluster) Configure(id int, o Option) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o(&c.cfgs[id-1])
 }
 
 func (c *Cluster) take(id int) *broker.Node {
