@@ -39,13 +39,15 @@ func BenchmarkReplicateLogStore(b *testing.B) {
 // BenchmarkReplicatePipeline is BenchmarkReplicate on the pebble store
 // with a partition group's timing (16 entries per AppendEntries, commit
 // timeout 1 s), with pipelining off (appends=0) and on, and 1 KiB and
-// 16 KiB commands.
+// 16 KiB commands. Its timeouts are 2 s so that a busy machine does not
+// change leaders in mid-run.
 func BenchmarkReplicatePipeline(b *testing.B) {
 	for _, size := range []int{1 << 10, 16 << 10} {
 		for _, appends := range []int{0, 2, 4, 8} {
 			b.Run(fmt.Sprintf("size=%dKiB/appends=%d", size>>10, appends), func(b *testing.B) {
 				timing := DefaultTiming()
 				timing.MaxAppendEntries, timing.CommitTimeout = 16, time.Second
+				timing.HeartbeatTimeout, timing.ElectionTimeout, timing.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
 				timing.MaxInflightAppends = appends
 				benchReplicate(b, LogStorePebble, timing, size, 64)
 			})
