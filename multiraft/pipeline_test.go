@@ -280,7 +280,7 @@ func proposer(gs []*Group, base uint64, stop <-chan struct{}) (acked []uint64) {
 func agree(t *testing.T, fs []*recordFSM, acked []uint64) {
 	t.Helper()
 	var want []uint64
-	waitFor(t, "every replica to apply the same entries", func() bool {
+	waitLong(t, "every replica to apply the same entries", func() bool {
 		a := fs[0].applied()
 		for _, f := range fs[1:] {
 			if !slices.Equal(f.applied(), a) {
@@ -298,6 +298,19 @@ func agree(t *testing.T, fs []*recordFSM, acked []uint64) {
 		if have[v] == 0 {
 			t.Fatalf("acknowledged value %d is not in the log", v)
 		}
+	}
+}
+
+// waitLong is waitFor with hangBound: for waits on the progress of a
+// loaded group, which a shared machine can slow a lot.
+func waitLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", hangBound, what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -341,12 +354,12 @@ func TestPipelinedReplicasAgree(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	waitFor(t, "entries on every member", func() bool { return len(fs[0].applied()) > 500 })
+	waitLong(t, "entries on every member", func() bool { return len(fs[0].applied()) > 500 })
 	next := int32((l+1)%3 + 1)
 	if err := gs[l].TransferLeadership(testCtx(t), next); err != nil {
 		t.Logf("transfer to %d: %v", next, err) // an election may have raced it; the test holds either way
 	}
-	waitFor(t, "more entries", func() bool { return len(fs[0].applied()) > 1500 })
+	waitLong(t, "more entries", func() bool { return len(fs[0].applied()) > 1500 })
 	close(stop)
 	wg.Wait()
 	agree(t, fs, acked)
@@ -398,18 +411,18 @@ func TestPipelinedFollowerCatchesUpAfterStall(t *testing.T) {
 		release := fs[f].stall()
 		// Raft's apply queue (128 batches) fills, then its main loop
 		// blocks and the follower's log stops growing.
-		waitFor(t, "the follower to fall behind", func() bool {
+		waitLong(t, "the follower to fall behind", func() bool {
 			return gs[l].raft.LastIndex() > gs[f].raft.LastIndex()+300
 		})
 		time.Sleep(2 * n.host(1).tun.CallTimeout) // let the pipelined calls fail
 		release()
-		waitFor(t, "the follower to catch up", func() bool {
+		waitLong(t, "the follower to catch up", func() bool {
 			return gs[f].raft.LastIndex()+50 >= gs[l].raft.LastIndex()
 		})
 		if !gs[l].IsLeader() {
 			break
 		}
-		waitFor(t, "a new pipeline", func() bool { return leaderHost.Stats().PipelinesOpened > before })
+		waitLong(t, "a new pipeline", func() bool { return leaderHost.Stats().PipelinesOpened > before })
 	}
 	close(stop)
 	wg.Wait()
