@@ -77,7 +77,7 @@ func (e *RemoteError) Error() string { return "multiraft: peer answered: " + e.M
 // why. Err is one of this package's sentinels, a context error or a
 // network error.
 type PeerError struct {
-	Op   string // "dial", "call", "heartbeat", "service"
+	Op   string // "dial", "call", "heartbeat", "service", "pipeline"
 	Addr string
 	Err  error
 }

@@ -28,7 +28,8 @@ const snapshotTimeoutScale = 256 << 10
 
 // transport is one group's raft.Transport on its Host. Heartbeats join the
 // peer's next heartbeat frame (heartbeat.go); every other RPC is a call on
-// a call stream of the session to the peer.
+// a call stream of the session to the peer, and pipelined AppendEntries
+// share a stream of their own (pipeline.go).
 type transport struct {
 	h     *Host
 	g     *Group
