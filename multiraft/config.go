@@ -221,8 +221,11 @@ type Timing struct {
 	// MaxInflightAppends, when 2 or more, lets the leader pipeline its
 	// AppendEntries to each follower once it has caught up: up to this
 	// many requests on their way or waiting for their answers, instead
-	// of one at a time (pipeline.go). 0 turns pipelining off; at most
-	// MaxInflightAppendsLimit.
+	// of one at a time (pipeline.go). Raft's pipeline sends one batch of
+	// MaxAppendEntries per signal of new entries, and signals merge while
+	// it is busy, so a follower under load falls behind until the next
+	// CommitTimeout: pair it with a short one. 0 turns pipelining off; at
+	// most MaxInflightAppendsLimit.
 	MaxInflightAppends int
 }
 

@@ -38,7 +38,7 @@ func keys() []key {
 			{prefix + ".leader_lease_timeout", t.LeaderLeaseTimeout, what + ": leader steps down after this long without a quorum"},
 			{prefix + ".commit_timeout", t.CommitTimeout, what + ": longest wait before an idle leader sends the commit index"},
 			{prefix + ".max_append_entries", t.MaxAppendEntries, what + ": most entries per AppendEntries RPC"},
-			{prefix + ".max_inflight_appends", t.MaxInflightAppends, what + ": AppendEntries RPCs pipelined to a follower that keeps up (0 = one at a time; 2..64)"},
+			{prefix + ".max_inflight_appends", t.MaxInflightAppends, what + ": AppendEntries RPCs pipelined to a follower that keeps up (0 = one at a time; 2..64; wants a short commit_timeout)"},
 			{prefix + ".snapshot_interval", t.SnapshotInterval, what + ": how often to check whether to snapshot"},
 			{prefix + ".snapshot_threshold", t.SnapshotThreshold, what + ": new entries since the last snapshot that trigger one"},
 			{prefix + ".trailing_logs", t.TrailingLogs, what + ": entries kept after a snapshot for followers to catch up"},
