@@ -19,6 +19,20 @@ import (
 // all before it calls it a hang: generous, since the machine is shared.
 const hangBound = 60 * time.Second
 
+// patient gives calls and dials a CallTimeout that a loaded machine does
+// not outrun, for tests in which no call should fail.
+func patient(tu *Tuning) { tu.CallTimeout = 30 * time.Second }
+
+// steadyTiming is raft timing for tests under load on a shared machine:
+// elections only when a leader is really gone, a short commit timeout
+// (raft's pipeline sends on it when it falls behind).
+func steadyTiming() Timing {
+	t := DefaultTiming()
+	t.HeartbeatTimeout, t.ElectionTimeout, t.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, time.Second
+	t.CommitTimeout = 10 * time.Millisecond
+	return t
+}
+
 // pipeTransport is bareTransport with pipelining of up to inflight appends.
 func pipeTransport(t testing.TB, h *Host, group string, inflight int) *transport {
 	t.Helper()
@@ -82,7 +96,7 @@ func TestPipelineDeliversInOrder(t *testing.T) {
 	close(open)
 	var mu sync.Mutex // guards seen
 	var seen []uint64
-	pl := openPipe(t, 4, nil, open, func(req *raft.AppendEntriesRequest) bool {
+	pl := openPipe(t, 4, patient, open, func(req *raft.AppendEntriesRequest) bool {
 		mu.Lock()
 		seen = append(seen, req.PrevLogEntry)
 		mu.Unlock()
@@ -129,7 +143,7 @@ func TestPipelineRejectionDoesNotStallSender(t *testing.T) {
 	const width = 4
 	hold := make(chan struct{})
 	const rejected = 2
-	pl := openPipe(t, width, nil, hold, func(req *raft.AppendEntriesRequest) bool { return req.PrevLogEntry == rejected })
+	pl := openPipe(t, width, patient, hold, func(req *raft.AppendEntriesRequest) bool { return req.PrevLogEntry == rejected })
 	for i := uint64(1); i <= width; i++ { // fill the pipeline
 		if _, err := pl.AppendEntries(appendReq(i), new(raft.AppendEntriesResponse)); err != nil {
 			t.Fatalf("append %d: %v", i, err)
@@ -184,7 +198,7 @@ func TestPipelineRejectionDoesNotStallSender(t *testing.T) {
 // CallTimeout (its calls fail), and Close does not wait for answers due.
 func TestPipelineSilentFollower(t *testing.T) {
 	hold := make(chan struct{}) // never closed: the follower's raft takes nothing
-	pl := openPipe(t, 2, func(tu *Tuning) { tu.CallTimeout = 200 * time.Millisecond }, hold,
+	pl := openPipe(t, 2, func(tu *Tuning) { tu.CallTimeout = 3 * time.Second }, hold,
 		func(*raft.AppendEntriesRequest) bool { return false })
 	var err error
 	for i := uint64(1); err == nil; i++ {
@@ -314,6 +328,22 @@ func waitLong(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// leaderOfLong is leaderOf with waitLong.
+func leaderOfLong(t *testing.T, gs []*Group) int {
+	t.Helper()
+	var at int
+	waitLong(t, "a leader", func() bool {
+		for i, g := range gs {
+			if g.IsLeader() {
+				at = i
+				return true
+			}
+		}
+		return false
+	})
+	return at
+}
+
 // closeWithin closes gs in parallel and fails the test if any Close takes
 // longer than hangBound (raft's Shutdown waits for its replication).
 func closeWithin(t *testing.T, gs []*Group) {
@@ -338,10 +368,10 @@ func TestPipelinedReplicasAgree(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		n.start(id)
 	}
-	timing := fastTiming()
+	timing := steadyTiming()
 	timing.MaxInflightAppends = 4
 	gs, fs := openRecorded(t, n, "p", timing)
-	l := leaderOf(t, gs)
+	l := leaderOfLong(t, gs)
 	stop := make(chan struct{})
 	var mu sync.Mutex // guards acked
 	var acked []uint64
@@ -354,12 +384,12 @@ func TestPipelinedReplicasAgree(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	waitLong(t, "entries on every member", func() bool { return len(fs[0].applied()) > 500 })
+	waitLong(t, "entries on every member", func() bool { return len(fs[0].applied()) > 200 })
 	next := int32((l+1)%3 + 1)
 	if err := gs[l].TransferLeadership(testCtx(t), next); err != nil {
 		t.Logf("transfer to %d: %v", next, err) // an election may have raced it; the test holds either way
 	}
-	waitLong(t, "more entries", func() bool { return len(fs[0].applied()) > 1500 })
+	waitLong(t, "more entries", func() bool { return len(fs[0].applied()) > 600 })
 	close(stop)
 	wg.Wait()
 	agree(t, fs, acked)
@@ -379,15 +409,13 @@ func TestPipelinedReplicasAgree(t *testing.T) {
 // log has a gap). The leader must fall back to one AppendEntries at a time
 // and bring it up to date, and every member must shut down.
 func TestPipelinedFollowerCatchesUpAfterStall(t *testing.T) {
-	n := newTestNet(t, func(tu *Tuning) { tu.CallTimeout = 500 * time.Millisecond })
+	n := newTestNet(t, func(tu *Tuning) { tu.CallTimeout = time.Second })
 	for id := int32(1); id <= 3; id++ {
 		n.start(id)
 	}
-	timing := fastTiming()
+	timing := steadyTiming()
 	timing.MaxInflightAppends = 2
-	timing.HeartbeatTimeout, timing.ElectionTimeout = time.Second, time.Second
 	gs, fs := openRecorded(t, n, "s", timing)
-	l := leaderOf(t, gs)
 	stop := make(chan struct{})
 	var mu sync.Mutex // guards acked
 	var acked []uint64
@@ -400,32 +428,37 @@ func TestPipelinedFollowerCatchesUpAfterStall(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	leaderHost := n.host(int32(l + 1))
-	waitFor(t, "a pipeline", func() bool { return leaderHost.Stats().PipelinesOpened > 0 })
-	for round := range 3 {
+	stalled := 0
+	for round := 0; round < 10 && stalled < 3; round++ {
+		l := leaderOfLong(t, gs)
+		leaderHost := n.host(int32(l + 1))
+		waitLong(t, "a pipeline", func() bool { return leaderHost.Stats().PipelinesOpened > 0 })
 		f := (l + 1 + round%2) % 3 // a follower
-		if gs[f].IsLeader() {
-			continue
-		}
 		before := leaderHost.Stats().PipelinesOpened
 		release := fs[f].stall()
 		// Raft's apply queue (128 batches) fills, then its main loop
 		// blocks and the follower's log stops growing.
 		waitLong(t, "the follower to fall behind", func() bool {
-			return gs[l].raft.LastIndex() > gs[f].raft.LastIndex()+300
+			return !gs[l].IsLeader() || gs[l].raft.LastIndex() > gs[f].raft.LastIndex()+300
 		})
 		time.Sleep(2 * n.host(1).tun.CallTimeout) // let the pipelined calls fail
 		release()
+		if !gs[l].IsLeader() { // a busy machine cost the leadership: try again
+			continue
+		}
+		stalled++
 		waitLong(t, "the follower to catch up", func() bool {
 			return gs[f].raft.LastIndex()+50 >= gs[l].raft.LastIndex()
 		})
-		if !gs[l].IsLeader() {
-			break
+		if gs[l].IsLeader() {
+			waitLong(t, "a new pipeline", func() bool { return leaderHost.Stats().PipelinesOpened > before })
 		}
-		waitLong(t, "a new pipeline", func() bool { return leaderHost.Stats().PipelinesOpened > before })
 	}
 	close(stop)
 	wg.Wait()
+	if stalled == 0 {
+		t.Fatal("the leader changed in every round: no stall was tested")
+	}
 	agree(t, fs, acked)
 	closeWithin(t, gs)
 }
