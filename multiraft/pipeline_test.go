@@ -420,7 +420,7 @@ func TestPipelinedFollowerCatchesUpAfterStall(t *testing.T) {
 	var mu sync.Mutex // guards acked
 	var acked []uint64
 	var wg sync.WaitGroup
-	for w := range 4 {
+	for w := range 8 { // enough that raft's sender nearly always has new entries to send
 		wg.Go(func() {
 			a := proposer(gs, uint64(w)<<32+1, stop)
 			mu.Lock()
@@ -429,7 +429,7 @@ func TestPipelinedFollowerCatchesUpAfterStall(t *testing.T) {
 		})
 	}
 	stalled := 0
-	for round := 0; round < 10 && stalled < 3; round++ {
+	for round := 0; round < 12 && stalled < 6; round++ {
 		l := leaderOfLong(t, gs)
 		leaderHost := n.host(int32(l + 1))
 		waitLong(t, "a pipeline", func() bool { return leaderHost.Stats().PipelinesOpened > 0 })
