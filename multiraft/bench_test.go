@@ -21,7 +21,7 @@ func (sinkFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
 
 // BenchmarkReplicate proposes 1 KiB commands to a group of three members,
 // 64 in flight: the cost of replication over the transport, per command.
-func BenchmarkReplicate(b *testing.B) { benchReplicate(b, LogStoreBoltDB, 1<<10, 64) }
+func BenchmarkReplicate(b *testing.B) { benchReplicate(b, LogStoreBoltDB, DefaultTiming(), 1<<10, 64) }
 
 // BenchmarkReplicateLogStore is BenchmarkReplicate with each LogStore, with
 // 16 KiB and 1 KiB commands: the stores' fsyncs are most of a commit's
@@ -30,7 +30,26 @@ func BenchmarkReplicateLogStore(b *testing.B) {
 	for _, size := range []int{16 << 10, 1 << 10} {
 		for _, store := range allStores {
 			b.Run(fmt.Sprintf("size=%dKiB/store=%s", size>>10, store), func(b *testing.B) {
-				benchReplicate(b, store, size, 64)
+				benchReplicate(b, store, DefaultTiming(), size, 64)
+			})
+		}
+	}
+}
+
+// BenchmarkReplicatePipeline is BenchmarkReplicate on the pebble store
+// with a partition group's timing (16 entries per AppendEntries, commit
+// timeout 1 s), with pipelining off (appends=0) and on, and 1 KiB and
+// 16 KiB commands. Its timeouts are 2 s so that a busy machine does not
+// change leaders in mid-run.
+func BenchmarkReplicatePipeline(b *testing.B) {
+	for _, size := range []int{1 << 10, 16 << 10} {
+		for _, appends := range []int{0, 2, 4, 8} {
+			b.Run(fmt.Sprintf("size=%dKiB/appends=%d", size>>10, appends), func(b *testing.B) {
+				timing := DefaultTiming()
+				timing.MaxAppendEntries, timing.CommitTimeout = 16, time.Second
+				timing.HeartbeatTimeout, timing.ElectionTimeout, timing.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+				timing.MaxInflightAppends = appends
+				benchReplicate(b, LogStorePebble, timing, size, 64)
 			})
 		}
 	}
@@ -39,7 +58,7 @@ func BenchmarkReplicateLogStore(b *testing.B) {
 // benchReplicate proposes size-byte commands to a new group of three
 // members over loopback, inFlight at a time, each member's Raft log in
 // store.
-func benchReplicate(b *testing.B, store LogStore, size, inFlight int) {
+func benchReplicate(b *testing.B, store LogStore, timing Timing, size, inFlight int) {
 	n := newTestNet(b, nil)
 	for id := int32(1); id <= 3; id++ {
 		n.start(id)
@@ -47,7 +66,7 @@ func benchReplicate(b *testing.B, store LogStore, size, inFlight int) {
 	var gs []*Group
 	for id := int32(1); id <= 3; id++ {
 		g, err := n.host(id).Open(GroupSpec{Name: "bench", Members: []int32{1, 2, 3},
-			Dir: filepath.Join(n.base, fmt.Sprint(id)), Timing: DefaultTiming(), FSM: sinkFSM{}, LogStore: store})
+			Dir: filepath.Join(n.base, fmt.Sprint(id)), Timing: timing, FSM: sinkFSM{}, LogStore: store})
 		if err != nil {
 			b.Fatal(err)
 		}

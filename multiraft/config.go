@@ -217,7 +217,20 @@ type Timing struct {
 	// Zero (or HeartbeatTimeout) means one timeout for every role; at most
 	// MaxLeaderHeartbeatFactor times HeartbeatTimeout.
 	LeaderHeartbeatTimeout time.Duration
+
+	// MaxInflightAppends, when 2 or more, lets the leader pipeline its
+	// AppendEntries to each follower once it has caught up: up to this
+	// many requests on their way or waiting for their answers, instead
+	// of one at a time (pipeline.go). Raft's pipeline sends one batch of
+	// MaxAppendEntries per signal of new entries, and signals merge while
+	// it is busy, so a follower under load falls behind until the next
+	// CommitTimeout: pair it with a short one. 0 turns pipelining off; at
+	// most MaxInflightAppendsLimit.
+	MaxInflightAppends int
 }
+
+// MaxInflightAppendsLimit bounds Timing.MaxInflightAppends.
+const MaxInflightAppendsLimit = 64
 
 // MaxLeaderHeartbeatFactor bounds Timing.LeaderHeartbeatTimeout: a leader
 // then heartbeats every 0.3–0.6 follower heartbeat timeouts.
@@ -260,6 +273,8 @@ func (t Timing) Validate() error {
 		return fmt.Errorf("max append entries %d must be in 1..1024", t.MaxAppendEntries)
 	case t.SnapshotInterval < 5*time.Millisecond:
 		return fmt.Errorf("snapshot interval %v is below 5ms", t.SnapshotInterval)
+	case t.MaxInflightAppends < 0 || t.MaxInflightAppends == 1 || t.MaxInflightAppends > MaxInflightAppendsLimit:
+		return fmt.Errorf("max in-flight appends %d must be 0 (off) or in 2..%d", t.MaxInflightAppends, MaxInflightAppendsLimit)
 	case t.SnapshotThreshold == 0:
 		return errors.New("snapshot threshold is 0")
 	}

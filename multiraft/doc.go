@@ -41,7 +41,9 @@
 // carries the acceptor's incarnation (random at each start), which tells a
 // restarted peer from a broken connection. Raft RPCs travel as calls on
 // pooled streams, one call at a time per stream, in one frame format
-// (wire.go). Heartbeats, most of an idle node's traffic, are coalesced per
+// (wire.go); with Timing.MaxInflightAppends, a follower's AppendEntries go
+// one after another on a stream of their own without waiting for answers
+// (pipeline.go). Heartbeats, most of an idle node's traffic, are coalesced per
 // peer into heartbeat frames (heartbeat.go). A session that ends is
 // redialed on next use; a watched peer's is redialed at once.
 //

@@ -62,6 +62,11 @@ var ErrNoResponse = errors.New("multiraft: peer's group did not answer")
 // wraps os.ErrDeadlineExceeded.
 var ErrCallTimeout = fmt.Errorf("multiraft: call timed out: %w", os.ErrDeadlineExceeded)
 
+// ErrAppendRejected means a follower answered a pipelined AppendEntries
+// with Success=false or a newer term: raft leaves pipeline mode, and the
+// pipeline takes no more requests.
+var ErrAppendRejected = errors.New("multiraft: pipelined AppendEntries rejected")
+
 // RemoteError is an error that the peer's raft answered an RPC with; only
 // its text crosses the wire.
 type RemoteError struct{ Msg string }
@@ -72,7 +77,7 @@ func (e *RemoteError) Error() string { return "multiraft: peer answered: " + e.M
 // why. Err is one of this package's sentinels, a context error or a
 // network error.
 type PeerError struct {
-	Op   string // "dial", "call", "heartbeat", "service"
+	Op   string // "dial", "call", "heartbeat", "service", "pipeline"
 	Addr string
 	Err  error
 }

@@ -294,13 +294,17 @@ type Stats struct {
 	HeartbeatFramesSent, HeartbeatsSent, HeartbeatFramesReceived, HeartbeatsReceived uint64
 	// PeersLost counts the times a watched peer was found lost.
 	PeersLost uint64
+	// PipelinesOpened counts the AppendEntries pipelines raft opened
+	// (Timing.MaxInflightAppends); each ends at a rejection, a failed call
+	// or a change of leader.
+	PipelinesOpened uint64
 }
 
 type counters struct {
 	sessionsDialed, sessionsAccepted, badHandshakes, streamsOpened atomic.Uint64
 	callsSent, callsReceived                                       atomic.Uint64
 	hbFramesSent, hbSent, hbFramesReceived, hbReceived             atomic.Uint64
-	peersLost                                                      atomic.Uint64
+	peersLost, pipelinesOpened                                     atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -324,7 +328,7 @@ func (h *Host) Stats() Stats {
 		CallsSent: c.callsSent.Load(), CallsReceived: c.callsReceived.Load(),
 		HeartbeatFramesSent: c.hbFramesSent.Load(), HeartbeatsSent: c.hbSent.Load(),
 		HeartbeatFramesReceived: c.hbFramesReceived.Load(), HeartbeatsReceived: c.hbReceived.Load(),
-		PeersLost: c.peersLost.Load(),
+		PeersLost: c.peersLost.Load(), PipelinesOpened: c.pipelinesOpened.Load(),
 	}
 }
 

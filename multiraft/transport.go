@@ -28,7 +28,8 @@ const snapshotTimeoutScale = 256 << 10
 
 // transport is one group's raft.Transport on its Host. Heartbeats join the
 // peer's next heartbeat frame (heartbeat.go); every other RPC is a call on
-// a call stream of the session to the peer.
+// a call stream of the session to the peer, and pipelined AppendEntries
+// share a stream of their own (pipeline.go).
 type transport struct {
 	h     *Host
 	g     *Group
@@ -113,15 +114,6 @@ func (h *Host) awaitGroup(group string, d time.Duration) *transport {
 
 func (t *transport) Consumer() <-chan raft.RPC     { return t.consumer }
 func (t *transport) LocalAddr() raft.ServerAddress { return raft.ServerAddress(t.h.addr) }
-
-// AppendEntriesPipeline implements raft.Transport: pipelining is not
-// offered, so raft sends one AppendEntries at a time per follower (each
-// with up to Timing.MaxAppendEntries entries). hashicorp/raft v1.8.0's
-// pipeline can stall a follower after a rejected AppendEntries and hang
-// Shutdown.
-func (t *transport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
-}
 
 // AppendEntries implements raft.Transport. A heartbeat (raft's own
 // definition) joins the peer's next heartbeat frame.
@@ -246,15 +238,17 @@ func (t *transport) call(id raft.ServerID, target raft.ServerAddress, kind byte,
 	}
 	if err != nil {
 		_ = st.Close()
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			err = ErrCallTimeout
-		}
-		return p.fail("call", err)
+		return p.fail("call", timeoutAsCallTimeout(err))
 	}
 	_ = st.SetDeadline(time.Time{})
 	p.release(st)
 	t.h.stats.callsSent.Add(1)
+	return p.result(body, resp)
+}
+
+// result decodes a response frame's body into resp, or returns the error
+// its status says.
+func (p *peer) result(body []byte, resp any) error {
 	switch status, payload := body[0], body[1:]; status {
 	case statusOK:
 		return decodeMsgpack(payload, resp)
@@ -267,6 +261,15 @@ func (t *transport) call(id raft.ServerID, target raft.ServerAddress, kind byte,
 	default:
 		return p.fail("call", fmt.Errorf("%w: call status %d", ErrProtocol, status))
 	}
+}
+
+// timeoutAsCallTimeout turns a network timeout into ErrCallTimeout.
+func timeoutAsCallTimeout(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ErrCallTimeout
+	}
+	return err
 }
 
 // startElection hands the group's raft a TimeoutNow request, as a leader
