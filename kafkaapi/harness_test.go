@@ -25,8 +25,10 @@ func TestMain(m *testing.M) {
 }
 
 // failsafe bounds every blocking read in tests so that a bug fails the test
-// instead of hanging it. No test waits for it to pass.
-const failsafe = 20 * time.Second
+// instead of hanging it. No test waits for it to pass. 60 s: under make
+// test's load (two packages at once, node processes of the e2e suite) a
+// franz-go client once took over 20 s to send its first fetch.
+const failsafe = 60 * time.Second
 
 // harness is a Server on 127.0.0.1 over a fakeBackend.
 type harness struct {
