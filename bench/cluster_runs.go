@@ -45,6 +45,7 @@ func (b *bench) minikafka(ctx context.Context, parts int, name string, configs m
 	}
 	b.bar.step("starting " + name + " cluster")
 	logs, _ := filepath.Abs(filepath.Join(b.o.out, "logs"))
+	defer b.dropData(name) // after Stop (defers run last first)
 	c, err := clusters.StartMiniKafka(ctx, clusters.MiniKafkaConfig{
 		Bin: bin, RepoDir: repo, DataDir: filepath.Join(b.dataDir, name), LogDir: logs, Nodes: servers,
 		Args: b.o.nodeArgs, Name: name,
@@ -78,6 +79,16 @@ func (b *bench) minikafka(ctx context.Context, parts int, name string, configs m
 	b.measureAll(ctx, ts...)
 	b.bar.step("stopping " + name + " cluster")
 	return ctx.Err()
+}
+
+// dropData removes a stopped cluster's data directory unless --keep-data:
+// a full run writes tens of GB (about 21 GB for one MiniKafka cluster at
+// one partition), and keeping every cluster's until the end filled a
+// 68 GB disk.
+func (b *bench) dropData(cluster string) {
+	if !b.o.keepData {
+		os.RemoveAll(filepath.Join(b.dataDir, cluster))
+	}
 }
 
 // franzTxn makes franz-txn's targets. Every run uses the same
@@ -139,6 +150,7 @@ func (b *bench) jetstream(ctx context.Context, parts int, key string, always boo
 	}
 	b.bar.step("starting " + name + " cluster")
 	logs, _ := filepath.Abs(filepath.Join(b.o.out, "logs"))
+	defer b.dropData(name) // after Stop (defers run last first)
 	c, err := clusters.StartJetStream(ctx, clusters.JetStreamConfig{
 		Self: self, DataDir: filepath.Join(b.dataDir, name), LogDir: logs, Name: name, Servers: servers, SyncAlways: always,
 	})
