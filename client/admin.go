@@ -101,13 +101,7 @@ func (a *Admin) metadata(ctx context.Context, topics []string) (*kmsg.MetadataRe
 		}
 	}
 	var resp *kmsg.MetadataResponse
-	err := a.retry(ctx, func() error {
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
-		defer cancel()
-		r, err := a.cl.requestAny(rctx, req)
-		if err != nil {
-			return err
-		}
+	err := a.askAny(ctx, req, func(r kmsg.Response) error {
 		resp = r.(*kmsg.MetadataResponse)
 		return nil
 	})
@@ -311,4 +305,19 @@ func topicDetails(resp *kmsg.MetadataResponse) []TopicDetail {
 		return 0
 	})
 	return out
+}
+
+// askAny sends req to any broker, each attempt bounded by the request
+// timeout, and hands the response to check; a retriable error from
+// either is tried again (Admin.retry).
+func (a *Admin) askAny(ctx context.Context, req kmsg.Request, check func(kmsg.Response) error) error {
+	return a.retry(ctx, func() error {
+		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		defer cancel()
+		resp, err := a.cl.requestAny(rctx, req)
+		if err != nil {
+			return err
+		}
+		return check(resp)
+	})
 }

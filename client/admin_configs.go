@@ -39,13 +39,7 @@ func (a *Admin) DescribeTopicConfigs(ctx context.Context, topic string) ([]Topic
 	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
 	req.Resources = append(req.Resources, r)
 	var out []TopicConfig
-	err := a.retry(ctx, func() error {
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
-		defer cancel()
-		resp, err := a.cl.requestAny(rctx, req)
-		if err != nil {
-			return err
-		}
+	err := a.askAny(ctx, req, func(resp kmsg.Response) error {
 		rs := resp.(*kmsg.DescribeConfigsResponse).Resources
 		if len(rs) != 1 {
 			return fmt.Errorf("client: DescribeConfigs answered %d resources", len(rs))
@@ -88,13 +82,7 @@ func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 		r.Configs = append(r.Configs, c)
 	}
 	req.Resources = append(req.Resources, r)
-	return a.retry(ctx, func() error {
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
-		defer cancel()
-		resp, err := a.cl.requestAny(rctx, req)
-		if err != nil {
-			return err
-		}
+	return a.askAny(ctx, req, func(resp kmsg.Response) error {
 		rs := resp.(*kmsg.IncrementalAlterConfigsResponse).Resources
 		if len(rs) != 1 {
 			return fmt.Errorf("client: IncrementalAlterConfigs answered %d resources", len(rs))

@@ -61,13 +61,7 @@ func (a *Admin) DeleteUser(ctx context.Context, user, mechanism string) error {
 }
 
 func (a *Admin) alterUsers(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) error {
-	return a.retry(ctx, func() error {
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
-		defer cancel()
-		resp, err := a.cl.requestAny(rctx, req)
-		if err != nil {
-			return err
-		}
+	return a.askAny(ctx, req, func(resp kmsg.Response) error {
 		rs := resp.(*kmsg.AlterUserSCRAMCredentialsResponse).Results
 		if len(rs) != 1 {
 			return fmt.Errorf("client: AlterUserScramCredentials answered %d users", len(rs))
@@ -80,13 +74,7 @@ func (a *Admin) alterUsers(ctx context.Context, req *kmsg.AlterUserSCRAMCredenti
 func (a *Admin) ListUsers(ctx context.Context) ([]UserCredential, error) {
 	req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 	var out []UserCredential
-	err := a.retry(ctx, func() error {
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
-		defer cancel()
-		resp, err := a.cl.requestAny(rctx, req)
-		if err != nil {
-			return err
-		}
+	err := a.askAny(ctx, req, func(resp kmsg.Response) error {
 		r := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
 		if err := kafkaErr(r.ErrorCode, r.ErrorMessage); err != nil {
 			return err
