@@ -14,6 +14,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
@@ -236,7 +237,8 @@ func (b *backend) liveBrokers(state *metadata.Snapshot) []int32 {
 
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	if lr, ok := b.n.reps.get(topic, p); ok {
-		rp := replicaPartition{r: lr.rep, enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.config(b.n), txn: &lr.txnVerified}
+		rp := replicaPartition{r: lr.rep, enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.config(b.n), txn: &lr.txnVerified,
+			traffic: &lr.traffic}
 		if metadata.IsInternal(topic) {
 			return internalPartition{rp}, nil
 		}
@@ -290,6 +292,7 @@ type replicaPartition struct {
 	enqueue time.Duration
 	cfg     topicconfig.Config // the topic's, when the partition was looked up
 	txn     *txnVerified       // the replica's, shared by every lookup
+	traffic *metrics.Traffic   // the replica's
 }
 
 var (
@@ -298,7 +301,11 @@ var (
 	_ kafkaapi.TxnReader            = replicaPartition{}
 	_ kafkaapi.TxnMarkerWriter      = replicaPartition{}
 	_ kafkaapi.TxnVerifiedPartition = replicaPartition{}
+	_ kafkaapi.FetchCounter         = replicaPartition{}
 )
+
+// Fetched counts what a Fetch returned from the replica.
+func (p replicaPartition) Fetched(batches []byte) { p.traffic.Fetched(batches) }
 
 // LastStableOffset is the replica's last stable offset (transactions).
 func (p replicaPartition) LastStableOffset() int64 { return p.r.LastStableOffset() }
@@ -393,6 +400,9 @@ func (p replicaPartition) Produce(batch []byte, acks int16) kafkaapi.ProduceWait
 		}
 		if res.Err != nil {
 			return kafkaapi.ProduceResult{}, res.Err
+		}
+		if !res.Duplicate {
+			p.traffic.Produced(batch)
 		}
 		return kafkaapi.ProduceResult{BaseOffset: res.BaseOffset, LogStartOffset: res.LogStartOffset,
 			LogAppendTime: res.LogAppendTime}, nil

@@ -189,6 +189,10 @@ type Tuning struct {
 	ReadyPoll time.Duration
 	// GossipLeave bounds announcing a graceful departure to gossip.
 	GossipLeave time.Duration
+	// ReplicaLagMax is how long a follower may stay behind a partition's
+	// commit index before the partition counts as under-replicated in the
+	// metrics and the status page (Kafka's replica.lag.time.max.ms).
+	ReplicaLagMax time.Duration
 	// Raft is the Raft port's tuning.
 	Raft multiraft.Tuning
 }
@@ -226,6 +230,7 @@ func (t *Tuning) validate() error {
 		{Name: "produce_enqueue", V: &t.ProduceEnqueue, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "ready_poll", V: &t.ReadyPoll, Def: 50 * time.Millisecond, Min: time.Millisecond},
 		{Name: "gossip_leave", V: &t.GossipLeave, Def: 2 * time.Second},
+		{Name: "replica_lag_max", V: &t.ReplicaLagMax, Def: 30 * time.Second, Min: time.Millisecond},
 	}, []knob.Int{
 		{Name: "max_meta_frame", V: &t.MaxMetaFrame, Def: 4 << 20, Min: 64 << 10, Max: 1 << 30},
 		{Name: "open_parallelism", V: &t.OpenParallelism, Def: 8, Min: 1, Max: 1024},

@@ -23,6 +23,7 @@ import (
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/membership"
 	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
 
@@ -47,6 +48,7 @@ type Node struct {
 	coords  *coordinators    // group coordinators of the __consumer_offsets partitions this node leads
 	txns    *txnCoordinators // transaction coordinators of the __transaction_state partitions it leads
 	kafka   *kafkaapi.Server
+	metrics *metrics.Registry // fed by the components' hooks; read by AdminHandler
 	// kafkaLns are the bound Kafka listeners, one per cfg.Listeners entry.
 	kafkaLns []net.Listener
 
@@ -85,6 +87,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		memberCh: make(chan struct{}, 1),
 	}
 	n.static = staticConfigs(&backend{n})
+	n.metrics = metrics.New(adminSource{n}, cfg.Tuning.ReplicaLagMax)
 	if err := n.start(ctx); err != nil {
 		n.Shutdown(context.Background())
 		return nil, err
@@ -146,7 +149,8 @@ func (n *Node) listen() error {
 	}
 	var err error
 	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
-		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft, LogDir: n.raftLogDir()})
+		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft, LogDir: n.raftLogDir(),
+		OnCommit: n.metrics.ObserveCommit})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
@@ -216,6 +220,7 @@ func (n *Node) serveKafka() error {
 		MaxConnectionsPerIP: n.cfg.MaxConnectionsPerIP,
 		ConnectionsMaxIdle:  n.cfg.ConnectionsMaxIdle,
 		Logger:              n.logger,
+		Observer:            n.metrics,
 
 		DisableTxnPartitionVerification: !n.cfg.TxnPartitionVerification,
 	})

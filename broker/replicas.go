@@ -18,6 +18,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/topicconfig"
@@ -66,6 +67,9 @@ type localReplica struct {
 	// group ends in the mode of the last config applied (writecaching.go).
 	wcMu sync.Mutex
 	wc   writeCaching
+
+	// traffic counts the records produced to and fetched from the replica.
+	traffic metrics.Traffic
 }
 
 // replicaSet owns this node's partition replicas.
@@ -177,7 +181,8 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 			Hold:     true,
 			OnLeader: func(leader bool, term uint64) { s.onLeader(lr, leader, term) },
 		},
-		Log:            partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes, FS: s.n.cfg.PartitionFS},
+		Log: partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes, FS: s.n.cfg.PartitionFS,
+			OnFsync: s.n.metrics.ObserveFsync},
 		ProducerWindow: s.n.cfg.ProducerWindow,
 		MaxProducers:   s.n.cfg.MaxProducers,
 		Records:        sink,

@@ -152,6 +152,12 @@ type Partition interface {
 	LeaderEpoch() int32
 }
 
+// FetchCounter is an optional Partition capability: Fetch passes it the
+// whole batches it returns to a consumer from the partition.
+type FetchCounter interface {
+	Fetched(batches []byte)
+}
+
 // MaxTimestampReader is an optional Partition capability: a Partition that
 // implements it answers ListOffsets with timestamp -3 (KIP-734, the record
 // with the largest timestamp). Without it such requests get offset -1.

@@ -88,6 +88,16 @@ type Config struct {
 	// Logger receives per-connection problems at Debug. Default
 	// slog.Default().
 	Logger *slog.Logger
+
+	// Observer, if set, is told how long each request took. Default none.
+	Observer RequestObserver
+}
+
+// RequestObserver receives the time each request took on a connection,
+// from being read to its response being written (or, without a response,
+// to being done). It must be quick and safe for concurrent use.
+type RequestObserver interface {
+	RequestDone(key int16, elapsed time.Duration)
 }
 
 // withDefaults validates c in one place and fills in the defaults.

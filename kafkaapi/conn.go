@@ -146,6 +146,10 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		if err != nil {
 			return err
 		}
+		st.received = rc.received
+		if h, err := peekHeader(frame); err == nil {
+			st.key = h.Key
+		}
 		queue <- st
 		if st.closeAfter != nil {
 			return st.closeAfter
@@ -197,6 +201,9 @@ func (s *Server) writeLoop(ctx context.Context, nc net.Conn, queue <-chan starte
 			if cap(buf) > 1<<20 {
 				buf = nil // do not pin a large fetch response's memory
 			}
+		}
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.RequestDone(st.key, time.Since(st.received))
 		}
 		<-slots
 	}

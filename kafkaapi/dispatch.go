@@ -21,6 +21,10 @@ type started struct {
 	// closeAfter, when set, ends reading after this request; the
 	// connection closes once it is answered. It wraps ErrProtocol.
 	closeAfter error
+	// key and received are the request's API key and arrival, for
+	// Config.Observer (set by the reader).
+	key      int16
+	received time.Time
 }
 
 // api is one supported API and the versions the server advertises.

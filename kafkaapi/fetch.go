@@ -189,6 +189,9 @@ func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.Fetch
 			end = o.hw
 		}
 		sp.RecordBatches = wholeBatches(data, pr.limit, pr.firstData, end)
+		if fc, ok := p.(FetchCounter); ok && len(sp.RecordBatches) > 0 {
+			fc.Fetched(sp.RecordBatches)
+		}
 	}
 	sp.HighWatermark = o.hw
 	sp.LastStableOffset = o.lso

@@ -22,6 +22,9 @@ type Server struct {
 	serving map[uint64]context.CancelFunc // guarded by mu: stops each running Serve
 	conns   int                           // guarded by mu: connections being served
 	perIP   map[string]int                // guarded by mu: connections being served, by client IP
+	// accepted and refused count connections admitted and turned away
+	// by the connection limits; guarded by mu.
+	accepted, refused uint64
 
 	// wg counts running Serve calls. Add happens only under mu while
 	// !closed, so it never races with Close's Wait.
@@ -141,11 +144,28 @@ func (s *Server) admit(host string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conns >= s.cfg.MaxConnections || s.perIP[host] >= s.cfg.MaxConnectionsPerIP {
+		s.refused++
 		return false
 	}
+	s.accepted++
 	s.conns++
 	s.perIP[host]++
 	return true
+}
+
+// ConnStats are a Server's connection counts.
+type ConnStats struct {
+	Open int // being served now
+	// Accepted and Refused count the connections admitted and those
+	// closed at once for passing MaxConnections or MaxConnectionsPerIP.
+	Accepted, Refused uint64
+}
+
+// Connections reports the connection counts.
+func (s *Server) Connections() ConnStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ConnStats{Open: s.conns, Accepted: s.accepted, Refused: s.refused}
 }
 
 // release uncounts a connection admit counted.

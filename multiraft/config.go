@@ -46,6 +46,10 @@ type Config struct {
 	// LogStorePebble group. The Host opens it at the first such group and
 	// closes it in Close, after the groups. Empty means no pebble groups.
 	LogDir string
+	// OnCommit, if set, is called for each proposal that succeeds, with
+	// the time from Group.Propose until it was committed and applied on
+	// this leader (when Proposal.Wait returns). It must be quick.
+	OnCommit func(time.Duration)
 }
 
 // Tuning is every timeout and limit of a Host in one place. A zero field

@@ -268,6 +268,10 @@ func (g *Group) forwardLeadership() {
 		case <-g.stop:
 			return
 		case leader := <-g.notify:
+			g.h.stats.leaderChanges.Add(1)
+			if leader {
+				g.trans.progress.leading(time.Now())
+			}
 			if g.spec.OnLeader != nil {
 				g.spec.OnLeader(leader, g.raft.CurrentTerm())
 			}
@@ -359,6 +363,10 @@ func (g *Group) AddNonvoter(ctx context.Context, node int32, addr string) error 
 type Proposal struct {
 	f   raft.Future // an ApplyFuture
 	err error
+	// start is when it was proposed; onCommit, if set, is the Host's
+	// Config.OnCommit.
+	start    time.Time
+	onCommit func(time.Duration)
 }
 
 // Propose queues cmd for replication, in call order, and returns at once
@@ -368,7 +376,12 @@ func (g *Group) Propose(cmd []byte, timeout time.Duration) Proposal {
 	if g.raft.State() != raft.Leader {
 		return Proposal{err: ErrNotLeader}
 	}
-	return Proposal{f: g.raft.Apply(cmd, timeout)}
+	p := Proposal{onCommit: g.h.onCommit}
+	if p.onCommit != nil {
+		p.start = time.Now()
+	}
+	p.f = g.raft.Apply(cmd, timeout)
+	return p
 }
 
 // Wait blocks until the command is applied on this member, and returns
@@ -378,6 +391,9 @@ func (g *Group) Propose(cmd []byte, timeout time.Duration) Proposal {
 func (p Proposal) Wait() (index uint64, response any, err error) {
 	if err := p.waitErr(); err != nil {
 		return 0, nil, err
+	}
+	if p.onCommit != nil {
+		p.onCommit(time.Since(p.start))
 	}
 	af := p.f.(raft.ApplyFuture)
 	return af.Index(), af.Response(), nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/minikafka/minikafka-go/logging"
 )
@@ -48,11 +49,14 @@ type Host struct {
 	inbound    map[*yamux.Session]struct{}
 	closed     bool
 
-	stats counters
+	stats    counters
+	onCommit func(time.Duration) // Config.OnCommit
 
 	logDir string     // Config.LogDir
-	logMu  sync.Mutex // guards plog; never held with mu
+	logMu  sync.Mutex // guards plog and walFsync; never held with mu
 	plog   *pebbleLog // the node-wide log store, nil until a pebble group opens
+	// walFsync is the store's WAL fsync histogram, kept after it closes.
+	walFsync prometheus.Histogram
 }
 
 // Listen binds cfg.BindAddr and starts serving. The caller must Close the
@@ -84,7 +88,7 @@ func Listen(cfg Config) (*Host, error) {
 		ctx: ctx, cancel: cancel, losses: make(chan int32, 64),
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
-		logDir: cfg.LogDir,
+		logDir: cfg.LogDir, onCommit: cfg.OnCommit,
 	}
 	h.yamux = &yamux.Config{
 		AcceptBacklog:          256,
@@ -298,13 +302,16 @@ type Stats struct {
 	// (Timing.MaxInflightAppends); each ends at a rejection, a failed call
 	// or a change of leader.
 	PipelinesOpened uint64
+	// LeaderChanges counts the times a group on this Host gained or lost
+	// the leadership.
+	LeaderChanges uint64
 }
 
 type counters struct {
 	sessionsDialed, sessionsAccepted, badHandshakes, streamsOpened atomic.Uint64
 	callsSent, callsReceived                                       atomic.Uint64
 	hbFramesSent, hbSent, hbFramesReceived, hbReceived             atomic.Uint64
-	peersLost, pipelinesOpened                                     atomic.Uint64
+	peersLost, pipelinesOpened, leaderChanges                      atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -329,6 +336,7 @@ func (h *Host) Stats() Stats {
 		HeartbeatFramesSent: c.hbFramesSent.Load(), HeartbeatsSent: c.hbSent.Load(),
 		HeartbeatFramesReceived: c.hbFramesReceived.Load(), HeartbeatsReceived: c.hbReceived.Load(),
 		PeersLost: c.peersLost.Load(), PipelinesOpened: c.pipelinesOpened.Load(),
+		LeaderChanges: c.leaderChanges.Load(),
 	}
 }
 

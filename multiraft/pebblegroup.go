@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // pebbleLog returns the node-wide log store, opening it the first time.
@@ -31,7 +32,17 @@ func (h *Host) pebbleLog() (*pebbleLog, error) {
 		return nil, err
 	}
 	h.plog = pl
+	h.walFsync = pl.db.Metrics().LogWriter.FsyncLatency
 	return pl, nil
+}
+
+// WALFsyncLatency is the node-wide Pebble log store's histogram of WAL
+// fsync latencies (Pebble's own, in nanoseconds), or nil before a pebble
+// group has opened the store.
+func (h *Host) WALFsyncLatency() prometheus.Histogram {
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	return h.walFsync
 }
 
 // openPebbleStore opens group name's view of the node-wide log store; dir

@@ -30,6 +30,8 @@ import (
 // Tuning.CallTimeout for room in the pipeline either.
 type pipeline struct {
 	p       *peer
+	id      raft.ServerID // the follower
+	prog    *progress     // its group's progress
 	st      *yamux.Stream
 	group   string
 	timeout time.Duration
@@ -96,7 +98,7 @@ func (t *transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 		return nil, err
 	}
 	pl := &pipeline{
-		p: p, st: st, group: t.group, timeout: t.h.tun.CallTimeout, max: uint32(t.h.tun.MaxFrame),
+		p: p, id: id, prog: &t.progress, st: st, group: t.group, timeout: t.h.tun.CallTimeout, max: uint32(t.h.tun.MaxFrame),
 		slots:  make(chan struct{}, inflight),
 		sent:   make(chan *appendFuture, inflight),
 		done:   make(chan raft.AppendFuture, inflight),
@@ -228,6 +230,8 @@ func (pl *pipeline) read() {
 		if err != nil {
 			*f.resp = raft.AppendEntriesResponse{} // raft reads it without looking at Error
 			f.err = err
+		} else {
+			pl.prog.record(pl.id, f.req, f.resp, time.Now())
 		}
 		close(f.done)
 		// Break before delivering: raft reads no more after a failure, and

@@ -43,6 +43,9 @@ type transport struct {
 	raft     atomic.Pointer[raft.Raft]      // the group's raft, once it runs
 	view     atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
 
+	// progress is the followers' progress while the group leads here.
+	progress progress
+
 	mu     sync.Mutex     // guards closed and orders bg.Add before Close's bg.Wait
 	bg     sync.WaitGroup // heartbeats handled in the background (heartbeat.go)
 	closed chan struct{}  // closed by Close
@@ -121,7 +124,11 @@ func (t *transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, a
 	if isHeartbeat(args) && fitsHeartbeat(args) {
 		return t.heartbeat(t.peerAddr(id, target), args, resp)
 	}
-	return t.call(id, target, callAppendEntries, args, resp, nil, t.h.tun.CallTimeout)
+	err := t.call(id, target, callAppendEntries, args, resp, nil, t.h.tun.CallTimeout)
+	if err == nil {
+		t.progress.record(id, args, resp, time.Now())
+	}
+	return err
 }
 
 func (t *transport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {

@@ -68,6 +68,9 @@ type LogOptions struct {
 	Logger *slog.Logger
 	// FS holds the log's files. Nil means vfs.OS.
 	FS vfs.FS
+	// OnFsync, if set, is called with the duration of every file fsync
+	// the log makes (segments and indexes). It must be quick.
+	OnFsync func(time.Duration)
 
 	// beforeFsync, if set, runs in Sync after it has let go of the
 	// writer's lock and before it fsyncs (set only by this package's
@@ -111,6 +114,14 @@ func (o LogOptions) resolve() (LogOptions, error) {
 	o.FS = vfs.Or(o.FS)
 	if o.fsync == nil {
 		o.fsync = vfs.File.Sync
+	}
+	if observe, sync := o.OnFsync, o.fsync; observe != nil {
+		o.fsync = func(f vfs.File) error {
+			start := time.Now()
+			err := sync(f)
+			observe(time.Since(start))
+			return err
+		}
 	}
 	return o, nil
 }

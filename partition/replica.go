@@ -275,6 +275,9 @@ func (r *Replica) AbortedTxns(from, to int64) []producerstate.AbortedTxn {
 // LogStartOffset is the first offset held.
 func (r *Replica) LogStartOffset() int64 { return r.log.StartOffset() }
 
+// LogSize is the size of the replica's log segments in bytes.
+func (r *Replica) LogSize() int64 { return r.log.Size() }
+
 // Changed is closed the next time the high watermark moves.
 func (r *Replica) Changed() <-chan struct{} { return r.fsm.Changed() }
 

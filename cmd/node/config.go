@@ -87,6 +87,7 @@ func keys() []key {
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
+		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
 	}
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
 	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
@@ -100,7 +101,12 @@ type options struct {
 	broker.Config
 	LogLevel  string
 	DebugAddr string // host:port for net/http/pprof; "" = none
+	AdminAddr string // host:port for metrics, health and status; "" = none
 }
+
+// defaultAdminAddr is Redpanda's admin API port, where its users look for
+// /metrics, on loopback: the endpoints have no authentication.
+const defaultAdminAddr = "127.0.0.1:9644"
 
 // errHelp is returned when --help was asked for; usage is already printed.
 var errHelp = errors.New("help requested")
@@ -347,6 +353,12 @@ func fromViper(v *viper.Viper) (options, error) {
 	if o.DebugAddr != "" {
 		if _, _, err := net.SplitHostPort(o.DebugAddr); err != nil {
 			g.fail("debug_addr", o.DebugAddr, err)
+		}
+	}
+	o.AdminAddr = g.string("admin_addr")
+	if o.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(o.AdminAddr); err != nil {
+			g.fail("admin_addr", o.AdminAddr, err)
 		}
 	}
 	if g.err != nil {

@@ -63,6 +63,15 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 	fmt.Fprintf(stdout, "minikafka-node %d: Kafka on %s (data in %s); stop with Ctrl-C\n",
 		node.ID(), node.KafkaAddr(), opts.DataDir)
 
+	if opts.AdminAddr != "" {
+		_, stop, err := serveAdmin(opts.AdminAddr, node.AdminHandler(), logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "minikafka-node: admin_addr=%s: %v\n", opts.AdminAddr, err)
+			_ = node.Shutdown(context.Background())
+			return 1
+		}
+		defer stop()
+	}
 	if opts.DebugAddr != "" {
 		_, stop, err := serveDebug(opts.DebugAddr, logger, map[string]func() any{
 			"raft_port": func() any { return node.RaftStats() },

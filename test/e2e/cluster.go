@@ -253,6 +253,7 @@ func (c *Cluster) args(n *Node) []string {
 		"--raft-addr", n.RaftAddr,
 		"--gossip-addr", n.GossipAddr,
 		"--join", strings.Join(join, ","),
+		"--admin-addr", "127.0.0.1:0", // the configs' fixed ports may be taken
 	}
 	return append(args, c.opts.Args...)
 }

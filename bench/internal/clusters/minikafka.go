@@ -101,6 +101,7 @@ func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err
 			"--kafka-addr", kafka,
 			"--raft-addr", addr(ports[3*i+1]),
 			"--gossip-addr", addr(ports[3*i+2]),
+			"--admin-addr", "127.0.0.1:0", // the configs' fixed ports may be taken
 			"--join", strings.Join(gossip, ","),
 			"--bootstrap-expect", strconv.Itoa(cfg.Nodes),
 			"--default-replication-factor", strconv.Itoa(cfg.Nodes),

@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/metrics"
+)
+
+// AdminHandler serves the node's metrics, health endpoints and status
+// page (metrics.Handler); cmd/node serves it on admin_addr.
+func (n *Node) AdminHandler() http.Handler { return metrics.Handler(n.metrics, adminSource{n}) }
+
+// Errors Ready reports; each says what the node still waits for.
+var (
+	ErrNotJoined        = errors.New("not yet part of an initialized cluster with a controller")
+	ErrMetadataBehind   = errors.New("metadata not caught up")
+	ErrReplicasNotOpen  = errors.New("local partition replicas not all open")
+	ErrShuttingDown     = errors.New("shutting down")
+	errAdminUnavailable = errors.New("node not started")
+)
+
+// Ready returns nil when the node serves: it has joined an initialized
+// cluster that has a controller, its metadata replica has applied
+// everything it knows to be committed, and every partition replica the
+// metadata assigns to it is open.
+func (n *Node) Ready() error {
+	if n.ctx.Err() != nil {
+		return ErrShuttingDown
+	}
+	if n.meta == nil || n.reps == nil {
+		return errAdminUnavailable
+	}
+	s := n.meta.fsm.State()
+	if _, registered := s.Broker(n.cfg.NodeID); !s.Initialized() || !registered || n.controllerID() < 0 {
+		return ErrNotJoined
+	}
+	if r := n.meta.group.Replication(); s.AppliedIndex() < r.CommitIndex {
+		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, s.AppliedIndex(), r.CommitIndex)
+	}
+	missing := 0
+	for _, p := range s.PartitionsOn(n.cfg.NodeID) {
+		if _, ok := n.reps.get(p.Topic, p.Partition); !ok {
+			missing++
+		}
+	}
+	if missing > 0 {
+		return fmt.Errorf("%w: %d to open", ErrReplicasNotOpen, missing)
+	}
+	return nil
+}
+
+// adminSource is what the metrics registry and the admin pages read of a
+// Node.
+type adminSource struct{ n *Node }
+
+var _ metrics.Source = adminSource{}
+
+func (a adminSource) Ready() error { return a.n.Ready() }
+
+// State reads the node's state for one scrape or page.
+func (a adminSource) State() metrics.State {
+	n := a.n
+	s := metrics.State{NodeID: n.cfg.NodeID, ControllerID: -1}
+	if n.meta == nil || n.reps == nil || n.kafka == nil {
+		return s
+	}
+	view := (&backend{n: n}).Cluster(context.Background())
+	s.ClusterID, s.ControllerID = view.ClusterID, view.ControllerID
+	for _, b := range view.Brokers {
+		s.Brokers = append(s.Brokers, metrics.Broker{ID: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))})
+	}
+	reps := n.reps.all()
+	slices.SortFunc(reps, func(x, y *localReplica) int {
+		return cmp.Or(cmp.Compare(x.info.Topic, y.info.Topic), cmp.Compare(x.info.Partition, y.info.Partition))
+	})
+	ends := map[tp]int64{}
+	for _, lr := range reps {
+		r := lr.rep
+		rm := metrics.Replica{Topic: lr.info.Topic, Partition: lr.info.Partition, Traffic: lr.traffic.Counts(),
+			LogSize: r.LogSize(), LogStart: r.LogStartOffset(), LogEnd: r.HighWatermark(),
+			Replication: r.Group().Replication()}
+		ends[tp{lr.info.Topic, lr.info.Partition}] = rm.LogEnd
+		s.Replicas = append(s.Replicas, rm)
+	}
+	s.Topics = topicsView(view.Topics, s.Replicas, n.cfg.NodeID, n.cfg.Tuning.ReplicaLagMax)
+	s.Groups = groupOffsets(reps, ends)
+	c := n.kafka.Connections()
+	s.Conns = metrics.Conns{Open: c.Open, Accepted: c.Accepted, Refused: c.Refused}
+	s.LeaderChanges = n.host.Stats().LeaderChanges
+	s.WALFsync = n.host.WALFsyncLatency()
+	return s
+}
+
+// groupOffsets lists the committed offsets of the groups whose
+// __consumer_offsets partition this node leads, with the end offsets of
+// the partitions it holds.
+func groupOffsets(reps []*localReplica, ends map[tp]int64) []metrics.GroupOffset {
+	var out []metrics.GroupOffset
+	for _, lr := range reps {
+		if lr.view == nil || !lr.rep.IsLeader() {
+			continue
+		}
+		for _, g := range lr.view.Groups() {
+			for _, o := range lr.view.Offsets(g) {
+				end, ok := ends[tp{o.Topic, o.Partition}]
+				if !ok {
+					end = -1
+				}
+				out = append(out, metrics.GroupOffset{Group: g, Topic: o.Topic, Partition: o.Partition,
+					Committed: o.Offset.Offset, End: end})
+			}
+		}
+	}
+	return out
+}
+
+// topicsView is the cluster view's topics, with the in-sync replicas of
+// the partitions this node leads taken from Raft's follower progress
+// rather than from gossip.
+func topicsView(topics []kafkaapi.TopicView, local []metrics.Replica, self int32, lagMax time.Duration) []metrics.Topic {
+	led := map[tp]metrics.Replica{}
+	for _, r := range local {
+		if r.Replication.Leader {
+			led[tp{r.Topic, r.Partition}] = r
+		}
+	}
+	now := time.Now()
+	out := make([]metrics.Topic, 0, len(topics))
+	for _, t := range topics {
+		mt := metrics.Topic{Name: t.Name, Internal: t.Internal || metadata.IsInternal(t.Name)}
+		for _, p := range t.Partitions {
+			pv := metrics.PartitionView{Partition: p.Partition, Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR}
+			if r, ok := led[tp{t.Name, p.Partition}]; ok {
+				isr := []int32{self}
+				for _, f := range r.Replication.Followers {
+					if r.Replication.InSync(f, now, lagMax) {
+						isr = append(isr, f.Node)
+					}
+				}
+				pv.ISR = isr
+			}
+			mt.Partitions = append(mt.Partitions, pv)
+		}
+		out = append(out, mt)
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package metrics
+
+import (
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(namespace+"_"+name, help, labels, nil)
+}
+
+var (
+	tp = []string{"topic", "partition"}
+
+	descProducedRecords = desc("partition_produced_records_total", "Records appended to the partition through this node while it led (acknowledged produces).", tp...)
+	descProducedBytes   = desc("partition_produced_bytes_total", "Record batch bytes appended to the partition through this node while it led.", tp...)
+	descFetchedRecords  = desc("partition_fetched_records_total", "Data records returned to consumers' Fetch requests from this node's replica.", tp...)
+	descFetchedBytes    = desc("partition_fetched_bytes_total", "Record batch bytes returned to consumers' Fetch requests from this node's replica.", tp...)
+	descLogSize         = desc("partition_log_size_bytes", "Size of this node's replica's log segments.", tp...)
+	descLogStart        = desc("partition_log_start_offset", "Log start offset of this node's replica.", tp...)
+	descLogEnd          = desc("partition_log_end_offset", "High watermark of this node's replica: the offset after its last committed record.", tp...)
+	descLeader          = desc("partition_leader", "1 if this node leads the partition, else 0.", tp...)
+	descURP             = desc("partition_under_replicated", "1 if this node leads the partition and a follower has not caught up with the commit index within the lag limit, else 0.", tp...)
+	descReplicaLag      = desc("partition_replica_lag_entries", "Raft entries a follower's matched log is behind the leader's commit index (reported by the leader).", "topic", "partition", "replica")
+	descURPCount        = desc("under_replicated_partitions", "Partitions this node leads that are under-replicated.")
+	descLeaderCount     = desc("leader_partitions", "Partitions this node leads.")
+	descLeaderChanges   = desc("raft_leader_changes_total", "Times a Raft group on this node gained or lost the leadership.")
+	descGroupCommitted  = desc("group_committed_offset", "Committed offset of a consumer group, reported by its coordinator.", "group", "topic", "partition")
+	descGroupLag        = desc("group_lag_records", "Log end offset minus the committed offset of a consumer group, reported by its coordinator where it holds a replica of the partition.", "group", "topic", "partition")
+	descConns           = desc("kafka_connections", "Kafka client connections open.")
+	descConnsAccepted   = desc("kafka_connections_accepted_total", "Kafka client connections accepted.")
+	descConnsRefused    = desc("kafka_connections_refused_total", "Kafka client connections closed at once for passing max_connections or max_connections_per_ip.")
+	descWALFsync        = desc("raft_wal_fsync_duration_seconds", "Duration of each fsync of the node-wide Raft log store's write-ahead log (pebble log store).")
+	descReady           = desc("ready", "1 if /readyz answers 200, else 0.")
+)
+
+// collector reads a Source at each scrape.
+type collector struct {
+	src    Source
+	lagMax time.Duration
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descProducedRecords, descProducedBytes, descFetchedRecords, descFetchedBytes,
+		descLogSize, descLogStart, descLogEnd, descLeader, descURP, descReplicaLag, descURPCount, descLeaderCount,
+		descLeaderChanges, descGroupCommitted, descGroupLag, descConns, descConnsAccepted, descConnsRefused,
+		descWALFsync, descReady} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.State()
+	now := time.Now()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	var urps, leads int
+	for _, r := range s.Replicas {
+		p := itoa(r.Partition)
+		counter(descProducedRecords, float64(r.Traffic.ProducedRecords), r.Topic, p)
+		counter(descProducedBytes, float64(r.Traffic.ProducedBytes), r.Topic, p)
+		counter(descFetchedRecords, float64(r.Traffic.FetchedRecords), r.Topic, p)
+		counter(descFetchedBytes, float64(r.Traffic.FetchedBytes), r.Topic, p)
+		gauge(descLogSize, float64(r.LogSize), r.Topic, p)
+		gauge(descLogStart, float64(r.LogStart), r.Topic, p)
+		gauge(descLogEnd, float64(r.LogEnd), r.Topic, p)
+		rep := r.Replication
+		gauge(descLeader, b2f(rep.Leader), r.Topic, p)
+		urp := false
+		for _, f := range rep.Followers {
+			lag := uint64(0)
+			if rep.CommitIndex > f.Match {
+				lag = rep.CommitIndex - f.Match
+			}
+			gauge(descReplicaLag, float64(lag), r.Topic, p, itoa(f.Node))
+			urp = urp || !rep.InSync(f, now, c.lagMax)
+		}
+		gauge(descURP, b2f(urp), r.Topic, p)
+		if rep.Leader {
+			leads++
+		}
+		if urp {
+			urps++
+		}
+	}
+	gauge(descURPCount, float64(urps))
+	gauge(descLeaderCount, float64(leads))
+	counter(descLeaderChanges, float64(s.LeaderChanges))
+	for _, g := range s.Groups {
+		p := itoa(g.Partition)
+		gauge(descGroupCommitted, float64(g.Committed), g.Group, g.Topic, p)
+		if g.End >= 0 {
+			gauge(descGroupLag, float64(max(g.End-g.Committed, 0)), g.Group, g.Topic, p)
+		}
+	}
+	gauge(descConns, float64(s.Conns.Open))
+	counter(descConnsAccepted, float64(s.Conns.Accepted))
+	counter(descConnsRefused, float64(s.Conns.Refused))
+	if h := walFsync(s.WALFsync); h != nil {
+		ch <- h
+	}
+	gauge(descReady, b2f(c.src.Ready() == nil))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// walBounds are the upper bounds, in seconds, that walFsync keeps of
+// Pebble's fsync histogram (about a hundred buckets in nanoseconds): for
+// each, the first of Pebble's bounds at or above it, so that every count
+// stays exact.
+var walBounds = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// walFsync converts Pebble's nanosecond histogram to one in seconds with
+// fewer buckets, or returns nil.
+func walFsync(h prometheus.Histogram) prometheus.Metric {
+	if h == nil {
+		return nil
+	}
+	var m dto.Metric
+	if err := h.Write(&m); err != nil || m.Histogram == nil {
+		return nil
+	}
+	src := m.Histogram
+	buckets := map[float64]uint64{}
+	i := 0
+	for _, want := range walBounds {
+		for i < len(src.Bucket) && src.Bucket[i].GetUpperBound()/1e9 < want {
+			i++
+		}
+		if i == len(src.Bucket) || math.IsInf(src.Bucket[i].GetUpperBound(), 1) {
+			break
+		}
+		buckets[src.Bucket[i].GetUpperBound()/1e9] = src.Bucket[i].GetCumulativeCount()
+	}
+	mh, err := prometheus.NewConstHistogram(descWALFsync, src.GetSampleCount(), src.GetSampleSum()/1e9, buckets)
+	if err != nil {
+		return nil
+	}
+	return mh
+}

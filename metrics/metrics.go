@@ -1,0 +1,157 @@
+package metrics
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/multiraft"
+)
+
+const namespace = "minikafka"
+
+// DefaultReplicaLagMax is how long a follower may stay behind the leader's
+// commit index before its partition counts as under-replicated (Kafka's
+// replica.lag.time.max.ms).
+const DefaultReplicaLagMax = 30 * time.Second
+
+// Registry holds one node's metrics: the histograms its components feed
+// through the hooks, and a collector that reads a Source at scrape time.
+type Registry struct {
+	reg      *prometheus.Registry
+	requests *prometheus.HistogramVec
+	commits  prometheus.Histogram
+	fsyncs   prometheus.Histogram
+}
+
+// New returns a node's Registry, with the Go runtime and process
+// collectors. src is read at every scrape; lagMax is DefaultReplicaLagMax
+// when zero.
+func New(src Source, lagMax time.Duration) *Registry {
+	if lagMax <= 0 {
+		lagMax = DefaultReplicaLagMax
+	}
+	r := &Registry{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "kafka_request_duration_seconds",
+			Help:    "Time from reading a Kafka request to writing its response, by API.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14), // 0.1 ms .. 15 s
+		}, []string{"api"}),
+		commits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "raft_commit_duration_seconds",
+			Help:    "Time from proposing a command to a partition or metadata Raft group to its commit and apply on the leader.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
+		}),
+		fsyncs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "log_fsync_duration_seconds",
+			Help:    "Duration of each fsync of a partition log's segment or index file.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2.5, 14), // 50 µs .. 7 s
+		}),
+	}
+	r.reg.MustRegister(r.requests, r.commits, r.fsyncs,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&collector{src: src, lagMax: lagMax})
+	return r
+}
+
+// Gatherer is the registry Handler serves.
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// RequestDone observes one Kafka request (kafkaapi.RequestObserver).
+func (r *Registry) RequestDone(key int16, elapsed time.Duration) {
+	r.requests.WithLabelValues(kmsg.NameForKey(key)).Observe(elapsed.Seconds())
+}
+
+// ObserveCommit observes one committed proposal (multiraft.Config.OnCommit).
+func (r *Registry) ObserveCommit(d time.Duration) { r.commits.Observe(d.Seconds()) }
+
+// ObserveFsync observes one partition log fsync (partition.LogOptions.OnFsync).
+func (r *Registry) ObserveFsync(d time.Duration) { r.fsyncs.Observe(d.Seconds()) }
+
+// Source is what the collector and the pages read of a node.
+type Source interface {
+	// Ready returns nil when the node serves (joined, metadata caught up,
+	// every local replica open), else the reason it does not yet.
+	Ready() error
+	// State is the node's state now.
+	State() State
+}
+
+// State is what a node reports at a scrape.
+type State struct {
+	NodeID       int32
+	ClusterID    string
+	ControllerID int32 // -1 if unknown
+	Brokers      []Broker
+	// Topics is the cluster's view of every topic, sorted by name.
+	Topics []Topic
+	// Replicas are this node's partition replicas.
+	Replicas []Replica
+	// Groups are the committed offsets of the groups this node
+	// coordinates.
+	Groups []GroupOffset
+	Conns  Conns
+	// LeaderChanges counts the leaderships this node's Raft groups gained
+	// or lost.
+	LeaderChanges uint64
+	// WALFsync is the Raft log store's fsync histogram in nanoseconds, or
+	// nil (multiraft.Host.WALFsyncLatency).
+	WALFsync prometheus.Histogram
+}
+
+// Broker is a live broker.
+type Broker struct {
+	ID   int32
+	Addr string
+}
+
+// Topic is a topic of the cluster view.
+type Topic struct {
+	Name       string
+	Internal   bool
+	Partitions []PartitionView
+}
+
+// PartitionView is a partition as the cluster view shows it.
+type PartitionView struct {
+	Partition int32
+	Leader    int32 // -1: none
+	Replicas  []int32
+	ISR       []int32
+}
+
+// Replica is one of this node's partition replicas.
+type Replica struct {
+	Topic     string
+	Partition int32
+	Traffic   TrafficCounts
+	LogSize   int64
+	// LogStart and LogEnd are the log start offset and the high
+	// watermark (the end of the committed, applied log).
+	LogStart, LogEnd int64
+	Replication      multiraft.Replication
+}
+
+// GroupOffset is a group's committed offset of one partition; End is the
+// partition's log end offset where this node holds a replica of it, else
+// -1 (no lag is reported then).
+type GroupOffset struct {
+	Group     string
+	Topic     string
+	Partition int32
+	Committed int64
+	End       int64
+}
+
+// Conns are the Kafka listener's connection counts.
+type Conns struct {
+	Open              int
+	Accepted, Refused uint64
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }

@@ -1,0 +1,112 @@
+package multiraft
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// FollowerProgress is how far one follower's log matches the leader's, as
+// the leader's transport saw it in the answers to its AppendEntries
+// (hashicorp/raft keeps its match indexes to itself).
+type FollowerProgress struct {
+	Node int32
+	// Match is the highest index known to match the leader's log in the
+	// current term (0: nothing acknowledged yet).
+	Match uint64
+	// CaughtUp is the last time the follower acknowledged everything up
+	// to the commit index the leader had when it sent the request
+	// (Kafka's lastCaughtUpTime); the start of the leadership if it never
+	// did in this term.
+	CaughtUp time.Time
+}
+
+// Replication is a group's replication as this member sees it.
+type Replication struct {
+	Leader      bool
+	CommitIndex uint64
+	LastIndex   uint64
+	// Followers are the other members, by node id; only a leader knows
+	// them (nil otherwise).
+	Followers []FollowerProgress
+}
+
+// InSync reports whether f keeps up: it matches the commit index now, or
+// it caught up with the leader's commit within maxLag.
+func (r Replication) InSync(f FollowerProgress, now time.Time, maxLag time.Duration) bool {
+	return f.Match >= r.CommitIndex || now.Sub(f.CaughtUp) <= maxLag
+}
+
+// progress tracks the followers of a group this member leads.
+type progress struct {
+	mu    sync.Mutex // guards every field below
+	term  uint64     // the term the entries are of; a new term starts afresh
+	since time.Time  // when this member last gained the leadership
+	peers map[raft.ServerID]*FollowerProgress
+}
+
+// leading starts a new leadership.
+func (p *progress) leading(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.since = now
+	p.peers = nil
+}
+
+// record notes the answer to an AppendEntries sent to id. Heartbeats carry
+// no log position and are ignored.
+func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, now time.Time) {
+	if !resp.Success || (len(req.Entries) == 0 && req.PrevLogEntry == 0) {
+		return
+	}
+	match := req.PrevLogEntry + uint64(len(req.Entries))
+	if n := len(req.Entries); n > 0 {
+		match = req.Entries[n-1].Index
+	}
+	node, ok := nodeOf(id)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if req.Term != p.term || p.peers == nil {
+		p.term = req.Term
+		p.peers = map[raft.ServerID]*FollowerProgress{}
+	}
+	f := p.peers[id]
+	if f == nil {
+		f = &FollowerProgress{Node: node, CaughtUp: p.since}
+		p.peers[id] = f
+	}
+	f.Match = max(f.Match, match)
+	if match >= req.LeaderCommitIndex {
+		f.CaughtUp = now
+	}
+}
+
+// Replication reports the group's commit and last index and, while this
+// member leads, each other member's progress.
+func (g *Group) Replication() Replication {
+	r := Replication{Leader: g.IsLeader(), CommitIndex: g.raft.CommitIndex(), LastIndex: g.raft.LastIndex()}
+	if !r.Leader {
+		return r
+	}
+	members := g.Members()
+	p := &g.trans.progress
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range members {
+		if m == g.h.id {
+			continue
+		}
+		f := FollowerProgress{Node: m, CaughtUp: p.since}
+		if got := p.peers[ServerID(m)]; got != nil {
+			f = *got
+		}
+		r.Followers = append(r.Followers, f)
+	}
+	slices.SortFunc(r.Followers, func(a, b FollowerProgress) int { return int(a.Node) - int(b.Node) })
+	return r
+}
