@@ -25,7 +25,8 @@ test: fmt-check vet test-deps
 
 # What the interop tests need besides Go: librdkafka as Debian's kcat and
 # python3-confluent-kafka, and the Node.js clients pinned by
-# test/interop/package-lock.json (kafkajs), installed with npm ci.
+# test/interop/package-lock.json (kafkajs), installed with npm ci. The
+# metrics tests need promtool (Debian's prometheus) and chromium.
 # Installed quietly, only what is missing or stale: when everything is
 # there this only looks. Where an install fails, kcat's tests skip and the
 # group suite's test of that client fails, saying what is missing.
@@ -33,14 +34,16 @@ test: fmt-check vet test-deps
 test-deps:
 	@missing=; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 \
 	  || python3 -c 'import confluent_kafka' >/dev/null 2>&1 \
 	  || missing="$$missing python3-confluent-kafka"; \
 	if [ -n "$$missing" ]; then \
 	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	  echo "installing$$missing for test/interop"; \
+	  echo "installing$$missing for test/interop and metrics"; \
 	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; } >/dev/null 2>&1 \
-	    || echo "could not install$$missing: the interop tests of librdkafka will skip or fail"; \
+	    || echo "could not install$$missing: the tests that need them skip (or fail where CI is set)"; \
 	fi
 	@if [ ! test/interop/node_modules/.package-lock.json -nt test/interop/package-lock.json ]; then \
 	  echo "installing the Node.js clients of test/interop (npm ci)"; \
@@ -68,12 +71,14 @@ e2e:
 	MINIKAFKA_E2E_LONG=1 $(GO) test -count=1 -timeout 45m -v ./test/e2e/
 
 # A local 3-node cluster in the background, from configs/node1..3.yaml
-# (Kafka on 127.0.0.1:9092-9094): pids in data/nodeN.pid, logs in
-# data/nodeN.log. Returns once every node answers Metadata with a controller
-# and partition leaders (cluster status --wait). `make cluster-stop` stops
-# it gracefully.
+# (Kafka on 127.0.0.1:9092-9094, admin on 127.0.0.1:9644-9646): pids in
+# data/nodeN.pid, logs in data/nodeN.log. Returns once every node's /readyz
+# answers 200 (joined, metadata caught up, replicas open) and then every
+# partition has a leader (cluster status --wait: /readyz does not wait for
+# elections). `make cluster-stop` stops it gracefully.
 CLUSTER_NODES   := 1 2 3
 CLUSTER_BROKERS := 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
+CLUSTER_ADMIN   := 127.0.0.1:9644,127.0.0.1:9645,127.0.0.1:9646
 
 # is_node PIDFILE: the pid file names a running minikafka-node.
 define is_node
@@ -82,6 +87,12 @@ endef
 # answers N: something answers Kafka requests at node N's address.
 define answers
 $(CLI) topic list --brokers "$$(echo $(CLUSTER_BROKERS) | cut -d, -f$(1))" --timeout 2s >/dev/null 2>&1
+endef
+# readyz N: node N's /readyz, printed (curl, else wget); fails unless 200.
+define readyz
+url=http://$$(echo $(CLUSTER_ADMIN) | cut -d, -f$(1))/readyz; \
+if command -v curl >/dev/null 2>&1; then curl -sS --fail-with-body --max-time 2 "$$url"; \
+else wget -q --content-on-error -O - -T 2 "$$url"; fi
 endef
 
 cluster: build
@@ -98,6 +109,14 @@ cluster: build
 	    echo $$! >$$pidf; \
 	    echo "node $$n started (pid $$!)"; \
 	  fi; \
+	done
+	@for n in $(CLUSTER_NODES); do \
+	  i=0; until out=$$($(call readyz,$$n) 2>&1); do \
+	    i=$$((i+1)); if [ $$i -ge 300 ]; then \
+	      echo "node $$n not ready after 30s: $$out; see $(DATA)/node$$n.log"; exit 1; \
+	    fi; sleep 0.1; \
+	  done; \
+	  echo "node $$n ready"; \
 	done
 	@if ! $(CLI) cluster status --brokers $(CLUSTER_BROKERS) --wait 30s; then \
 	  echo "the cluster did not come up; see $(DATA)/node1.log $(DATA)/node2.log $(DATA)/node3.log"; exit 1; \

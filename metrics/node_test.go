@@ -166,13 +166,13 @@ func TestMetricsCountProduceAndConsume(t *testing.T) {
 		scrapes = append(scrapes, getScrape(t, u))
 	}
 	want := map[string]float64{
-		partitionSeries("partition_produced_records_total", topic, 0): records,
-		partitionSeries("partition_produced_bytes_total", topic, 0):   float64(wantBytes),
-		partitionSeries("partition_fetched_records_total", topic, 0):  records,
-		partitionSeries("partition_fetched_bytes_total", topic, 0):    float64(wantBytes),
-		partitionSeries("partition_produced_records_total", topic, 1): 0,
-		partitionSeries("partition_fetched_records_total", topic, 1):  0,
-		partitionSeries("partition_leader", topic, 0):                 1,
+		partitionSeries("partition_produced_records_total", topic, 0):                           records,
+		partitionSeries("partition_produced_bytes_total", topic, 0):                             float64(wantBytes),
+		partitionSeries("partition_fetched_records_total", topic, 0):                            records,
+		partitionSeries("partition_fetched_bytes_total", topic, 0):                              float64(wantBytes),
+		partitionSeries("partition_produced_records_total", topic, 1):                           0,
+		partitionSeries("partition_fetched_records_total", topic, 1):                            0,
+		partitionSeries("partition_leader", topic, 0):                                           1,
 		`minikafka_group_committed_offset{group="metered-group",partition="0",topic="metered"}`: committed,
 		`minikafka_group_lag_records{group="metered-group",partition="0",topic="metered"}`:      records - committed,
 	}
@@ -232,8 +232,19 @@ func checkPromtool(t *testing.T, text string) {
 // commit index moves past what it matched for longer than the lag limit,
 // the leader reports the partition under-replicated, and no longer once
 // the follower is back and has caught up.
+// It runs with AppendEntries one at a time and pipelined: the transport
+// sees the answers on both paths.
 func TestUnderReplicatedByMatchIndex(t *testing.T) {
-	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.Tuning.ReplicaLagMax = 300 * time.Millisecond })
+	for _, inflight := range []int{0, 8} {
+		t.Run(fmt.Sprintf("inflight=%d", inflight), func(t *testing.T) { testUnderReplicated(t, inflight) })
+	}
+}
+
+func testUnderReplicated(t *testing.T, inflight int) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
+		cfg.Tuning.ReplicaLagMax = 300 * time.Millisecond
+		cfg.PartitionRaft.MaxInflightAppends = inflight
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const topic = "urp"
