@@ -30,8 +30,8 @@ var (
 )
 
 // Ready returns nil when the node serves: it has joined an initialized
-// cluster that has a controller, its metadata replica has applied
-// everything it knows to be committed, and every partition replica the
+// cluster that has a controller, its metadata replica has applied every
+// entry it knows to be committed, and every partition replica the
 // metadata assigns to it is open.
 func (n *Node) Ready() error {
 	if n.ctx.Err() != nil {
@@ -44,8 +44,10 @@ func (n *Node) Ready() error {
 	if _, registered := s.Broker(n.cfg.NodeID); !s.Initialized() || !registered || n.controllerID() < 0 {
 		return ErrNotJoined
 	}
-	if r := n.meta.group.Replication(); s.AppliedIndex() < r.CommitIndex {
-		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, s.AppliedIndex(), r.CommitIndex)
+	// raft's applied index, not the FSM's: no-op and configuration
+	// entries never reach the FSM.
+	if r := n.meta.group.Replication(); r.AppliedIndex < r.CommitIndex {
+		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, r.AppliedIndex, r.CommitIndex)
 	}
 	missing := 0
 	for _, p := range s.PartitionsOn(n.cfg.NodeID) {

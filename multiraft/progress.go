@@ -28,6 +28,9 @@ type Replication struct {
 	Leader      bool
 	CommitIndex uint64
 	LastIndex   uint64
+	// AppliedIndex is the last entry raft has handed to the FSM (no-op and
+	// configuration entries included).
+	AppliedIndex uint64
 	// Followers are the other members, by node id; only a leader knows
 	// them (nil otherwise).
 	Followers []FollowerProgress
@@ -89,7 +92,8 @@ func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp
 // Replication reports the group's commit and last index and, while this
 // member leads, each other member's progress.
 func (g *Group) Replication() Replication {
-	r := Replication{Leader: g.IsLeader(), CommitIndex: g.raft.CommitIndex(), LastIndex: g.raft.LastIndex()}
+	r := Replication{Leader: g.IsLeader(), CommitIndex: g.raft.CommitIndex(), LastIndex: g.raft.LastIndex(),
+		AppliedIndex: g.raft.AppliedIndex()}
 	if !r.Leader {
 		return r
 	}
