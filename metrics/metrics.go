@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,9 @@ const DefaultReplicaLagMax = 30 * time.Second
 type Registry struct {
 	reg      *prometheus.Registry
 	requests *prometheus.HistogramVec
+	// byKey caches requests' observer of each API key (int16 ->
+	// prometheus.Observer), so that a request costs no label lookup.
+	byKey sync.Map
 	commits  prometheus.Histogram
 	fsyncs   prometheus.Histogram
 }
@@ -64,7 +68,11 @@ func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
 
 // RequestDone observes one Kafka request (kafkaapi.RequestObserver).
 func (r *Registry) RequestDone(key int16, elapsed time.Duration) {
-	r.requests.WithLabelValues(kmsg.NameForKey(key)).Observe(elapsed.Seconds())
+	o, ok := r.byKey.Load(key)
+	if !ok {
+		o, _ = r.byKey.LoadOrStore(key, r.requests.WithLabelValues(kmsg.NameForKey(key)))
+	}
+	o.(prometheus.Observer).Observe(elapsed.Seconds())
 }
 
 // ObserveCommit observes one committed proposal (multiraft.Config.OnCommit).
