@@ -26,9 +26,9 @@ type Registry struct {
 	requests *prometheus.HistogramVec
 	// byKey caches requests' observer of each API key (int16 ->
 	// prometheus.Observer), so that a request costs no label lookup.
-	byKey sync.Map
-	commits  prometheus.Histogram
-	fsyncs   prometheus.Histogram
+	byKey   sync.Map
+	commits prometheus.Histogram
+	fsyncs  prometheus.Histogram
 }
 
 // New returns a node's Registry, with the Go runtime and process
