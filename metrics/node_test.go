@@ -210,6 +210,21 @@ func TestMetricsCountProduceAndConsume(t *testing.T) {
 	if got := sum(scrapes, `minikafka_kafka_request_duration_seconds_count{api="Produce"}`); got < records {
 		t.Errorf("Produce requests observed: %v, want at least %d", got, records)
 	}
+	if got := sum(scrapes, `minikafka_kafka_request_duration_seconds_count{api="Fetch"}`); got < 1 {
+		t.Errorf("Fetch requests observed: %v, want at least 1", got)
+	}
+	// The test's three clients are still connected.
+	if open, accepted := sum(scrapes, `minikafka_kafka_connections`), sum(scrapes, `minikafka_kafka_connections_accepted_total`); open < 3 || accepted < open {
+		t.Errorf("connections open %v, accepted %v; want at least 3 open, accepted at least as many", open, accepted)
+	}
+	// Every group gained a leader once at least: the metadata group and
+	// the topic's two partitions, besides __consumer_offsets'.
+	if got := sum(scrapes, `minikafka_raft_leader_changes_total`); got < 3 {
+		t.Errorf("leader changes %v, want at least 3", got)
+	}
+	if got := sum(scrapes, `minikafka_leader_partitions`); got < 2 {
+		t.Errorf("partitions led %v, want at least the topic's 2", got)
+	}
 	if got := sum(scrapes, `minikafka_log_fsync_duration_seconds_count`) + sum(scrapes, `minikafka_raft_wal_fsync_duration_seconds_count`); got == 0 {
 		t.Error("no fsync observed")
 	}
