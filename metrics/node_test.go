@@ -210,6 +210,9 @@ func TestMetricsCountProduceAndConsume(t *testing.T) {
 	if got := sum(scrapes, `minikafka_kafka_request_duration_seconds_count{api="Produce"}`); got < records {
 		t.Errorf("Produce requests observed: %v, want at least %d", got, records)
 	}
+	if got := sum(scrapes, `minikafka_raft_commit_duration_seconds_count`); got < records {
+		t.Errorf("Raft commits observed: %v, want at least one per produced batch (%d)", got, records)
+	}
 	if got := sum(scrapes, `minikafka_kafka_request_duration_seconds_count{api="Fetch"}`); got < 1 {
 		t.Errorf("Fetch requests observed: %v, want at least 1", got)
 	}
