@@ -62,7 +62,10 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Helper()
 		args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
 			"--user-data-dir=" + filepath.Join(dir, "profile")}, args...)
-		cmd := exec.CommandContext(ctx, chromium, args...)
+		// Its own deadline: Chromium starts slowly on a loaded machine.
+		cctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, chromium, args...)
 		cmd.Env = append(os.Environ(), "HOME="+dir)
 		var out strings.Builder
 		cmd.Stdout = &out
