@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -380,5 +383,45 @@ func TestReadyz(t *testing.T) {
 	n1.Shutdown(context.Background())
 	if body, code := get(t, srv.URL+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz after shutdown: %d %q, want 503", code, body)
+	}
+}
+
+// TestReadyzWaitsForLocalReplicas: a partition assigned to the node whose
+// replica cannot open (its disk refuses to create files) keeps /readyz at
+// 503 until the replica opens.
+func TestReadyzWaitsForLocalReplicas(t *testing.T) {
+	ff := vfs.Faulty(nil)
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
+		cfg.PartitionFS = ff
+		cfg.Tuning.ReconcileRetry = 50 * time.Millisecond
+	})
+	node := c.Node(1)
+	srv := httptest.NewServer(node.AdminHandler())
+	defer srv.Close()
+	if body, code := get(t, srv.URL+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz of a started node: %d %q", code, body)
+	}
+	ff.Fail(vfs.OpCreate, syscall.EIO)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(c.Client(t))
+	cctx, ccancel := context.WithTimeout(ctx, time.Second) // the answer waits for a leader
+	_, _ = adm.CreateTopic(cctx, 1, 1, nil, "unopened")
+	ccancel()
+	for !errors.Is(node.Ready(), broker.ErrReplicasNotOpen) {
+		if ctx.Err() != nil {
+			t.Fatalf("Ready with a replica that cannot open: %v, want ErrReplicasNotOpen", node.Ready())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if body, code := get(t, srv.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, broker.ErrReplicasNotOpen.Error()) {
+		t.Fatalf("/readyz: %d %q, want 503 saying %q", code, body, broker.ErrReplicasNotOpen)
+	}
+	ff.Heal()
+	for node.Ready() != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("Ready after the disk healed: %v", node.Ready())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
