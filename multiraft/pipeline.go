@@ -39,6 +39,8 @@ type pipeline struct {
 	sent  chan *appendFuture     // futures whose requests were written, in send order
 	done  chan raft.AppendFuture // Consumer
 
+	noteMatch func(*raft.AppendEntriesResponse) // records a successful answer in the transport's progress
+
 	sendMu sync.Mutex // guards fresh and writes to st, and keeps sent in write order
 	fresh  bool       // the stream's open frame has not been sent yet
 
@@ -96,7 +98,7 @@ func (t *transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 		return nil, err
 	}
 	pl := &pipeline{
-		p: p, st: st, group: t.group, timeout: t.h.tun.CallTimeout, max: uint32(t.h.tun.MaxFrame),
+		p: p, st: st, group: t.group, noteMatch: func(r *raft.AppendEntriesResponse) { t.progress.note(id, r) }, timeout: t.h.tun.CallTimeout, max: uint32(t.h.tun.MaxFrame),
 		slots:  make(chan struct{}, inflight),
 		sent:   make(chan *appendFuture, inflight),
 		done:   make(chan raft.AppendFuture, inflight),
@@ -225,6 +227,9 @@ func (pl *pipeline) read() {
 			err = pl.p.fail("pipeline", timeoutAsCallTimeout(err))
 		}
 		rejected := err == nil && (!f.resp.Success || f.resp.Term > f.req.Term)
+		if err == nil && !rejected {
+			pl.noteMatch(f.resp)
+		}
 		if err != nil {
 			*f.resp = raft.AppendEntriesResponse{} // raft reads it without looking at Error
 			f.err = err

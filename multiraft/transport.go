@@ -42,6 +42,7 @@ type transport struct {
 	busy     atomic.Bool                    // a heartbeat of this group is being handled
 	raft     atomic.Pointer[raft.Raft]      // the group's raft, once it runs
 	view     atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
+	progress progress                       // followers' logs as their answers show them (members.go)
 
 	mu     sync.Mutex     // guards closed and orders bg.Add before Close's bg.Wait
 	bg     sync.WaitGroup // heartbeats handled in the background (heartbeat.go)
@@ -118,10 +119,16 @@ func (t *transport) LocalAddr() raft.ServerAddress { return raft.ServerAddress(t
 // AppendEntries implements raft.Transport. A heartbeat (raft's own
 // definition) joins the peer's next heartbeat frame.
 func (t *transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	var err error
 	if isHeartbeat(args) && fitsHeartbeat(args) {
-		return t.heartbeat(t.peerAddr(id, target), args, resp)
+		err = t.heartbeat(t.peerAddr(id, target), args, resp)
+	} else {
+		err = t.call(id, target, callAppendEntries, args, resp, nil, t.h.tun.CallTimeout)
 	}
-	return t.call(id, target, callAppendEntries, args, resp, nil, t.h.tun.CallTimeout)
+	if err == nil {
+		t.progress.note(id, resp)
+	}
+	return err
 }
 
 func (t *transport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {

@@ -1,0 +1,112 @@
+package multiraft
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Membership changes of a running group, for partition reassignment: a
+// leader adds a node as a non-voter, waits until Progress shows it caught
+// up, promotes it with AddVoter and removes the nodes leaving with
+// RemoveServer. A node joining a group opens it with GroupSpec.Join.
+
+// progress is what a leader's transport learnt of each follower's log
+// from its AppendEntries answers.
+type progress struct {
+	mu    sync.Mutex // guards match
+	match map[raft.ServerID]uint64
+}
+
+// note records a follower's last log index from a successful answer.
+func (p *progress) note(id raft.ServerID, resp *raft.AppendEntriesResponse) {
+	if resp == nil || !resp.Success {
+		return
+	}
+	p.mu.Lock()
+	if p.match == nil {
+		p.match = map[raft.ServerID]uint64{}
+	}
+	p.match[id] = resp.LastLog
+	p.mu.Unlock()
+}
+
+func (p *progress) get(id raft.ServerID) (uint64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.match[id]
+	return m, ok
+}
+
+// Progress returns the last log index node reported holding in its latest
+// successful answer to this member's AppendEntries; ok is false when it
+// has not answered one since this member opened the group (only a leader
+// sends them).
+func (g *Group) Progress(node int32) (match uint64, ok bool) {
+	return g.trans.progress.get(ServerID(node))
+}
+
+// LastIndex is the index of the last entry in this member's log.
+func (g *Group) LastIndex() uint64 { return g.raft.LastIndex() }
+
+// Configuration returns the voters and non-voters of the group's latest
+// configuration, in its order.
+func (g *Group) Configuration() (voters, nonvoters []int32, err error) {
+	f := g.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, nil, err
+	}
+	for _, s := range f.Configuration().Servers {
+		n, ok := nodeOf(s.ID)
+		if !ok {
+			continue
+		}
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, n)
+		} else {
+			nonvoters = append(nonvoters, n)
+		}
+	}
+	return voters, nonvoters, nil
+}
+
+// AddVoter adds node, at addr, as a voter, or promotes it if it is a
+// non-voter; only the leader can. It waits for the change to commit,
+// bounded by ctx.
+func (g *Group) AddVoter(ctx context.Context, node int32, addr string) error {
+	return g.raft.AddVoter(ServerID(node), raft.ServerAddress(addr), 0, g.changeTimeout(ctx)).Error()
+}
+
+// RemoveServer removes node from the group; only the leader can. A leader
+// that removes itself steps down once the change commits.
+func (g *Group) RemoveServer(ctx context.Context, node int32) error {
+	return g.raft.RemoveServer(ServerID(node), 0, g.changeTimeout(ctx)).Error()
+}
+
+// changeTimeout is how long a membership change may wait to be enqueued.
+func (g *Group) changeTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return g.h.tun.CallTimeout
+}
+
+// SetMembers replaces the group's members in order of preference (see
+// GroupSpec.Members), after a reassignment changed them. The Raft
+// configuration is not touched: the leader changes that.
+func (g *Group) SetMembers(members []int32) {
+	m := slices.Clone(members)
+	g.members.Store(&m)
+}
+
+// preference is the members SetMembers or the spec gave; nil for a group
+// whose membership is managed at run time.
+func (g *Group) preference() []int32 {
+	if m := g.members.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
