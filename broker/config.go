@@ -180,6 +180,10 @@ type Tuning struct {
 	// ReconcileRetry is how often replicas that failed to open are tried
 	// again.
 	ReconcileRetry time.Duration
+	// ReassignInterval is how often a partition leader looks at the moves
+	// of its partitions (reassign.go) when the metadata does not change;
+	// ReassignStep bounds one membership change of a move.
+	ReassignInterval, ReassignStep time.Duration
 	// OpenParallelism is how many replicas open at once.
 	OpenParallelism int
 	// ProduceEnqueue bounds the wait for a slot in a partition's Raft
@@ -223,6 +227,8 @@ func (t *Tuning) validate() error {
 		{Name: "leader_report_retry", V: &t.LeaderReportRetry, Def: time.Second, Min: time.Millisecond},
 		{Name: "topic_leaders", V: &t.TopicLeaders, Def: 5 * time.Second},
 		{Name: "reconcile_retry", V: &t.ReconcileRetry, Def: 5 * time.Second, Min: time.Millisecond},
+		{Name: "reassign_interval", V: &t.ReassignInterval, Def: 200 * time.Millisecond, Min: time.Millisecond},
+		{Name: "reassign_step", V: &t.ReassignStep, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "produce_enqueue", V: &t.ProduceEnqueue, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "ready_poll", V: &t.ReadyPoll, Def: 50 * time.Millisecond, Min: time.Millisecond},
 		{Name: "gossip_leave", V: &t.GossipLeave, Def: 2 * time.Second},

@@ -125,9 +125,10 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.serveKafka(); err != nil {
 		return err
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.metaDuties()
 	go n.reps.reconcileLoop()
+	go n.reassignLoop()
 	n.housekeepingDone = make(chan struct{})
 	go n.housekeeping()
 	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,

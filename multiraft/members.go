@@ -110,3 +110,14 @@ func (g *Group) preference() []int32 {
 	}
 	return nil
 }
+
+// CaughtUp reports whether this member has applied every entry it knows
+// to be committed and, unless it leads, heard from a leader within the
+// last d: its state is as fresh as a follower's can be.
+func (g *Group) CaughtUp(d time.Duration) bool {
+	commit := g.raft.CommitIndex()
+	if commit == 0 || g.raft.AppliedIndex() < commit {
+		return false
+	}
+	return g.raft.State() == raft.Leader || time.Since(g.raft.LastContact()) <= d
+}
