@@ -138,6 +138,11 @@ type Config struct {
 	// back to their preferred leader (the first replica). 0 disables it.
 	LeaderRebalanceInterval time.Duration
 
+	// NodeUnavailableTimeout is how long a registered node may be gone
+	// from gossip before the metadata leader moves its replicas to live
+	// nodes (heal.go). 0 disables it.
+	NodeUnavailableTimeout time.Duration
+
 	// Tuning holds every other timeout and limit of the node; zero fields
 	// take their defaults.
 	Tuning Tuning
@@ -295,6 +300,7 @@ func DefaultConfig() Config {
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,
+		NodeUnavailableTimeout:        15 * time.Minute,
 		MaxConnections:                10000,
 		MaxConnectionsPerIP:           10000,
 		ConnectionsMaxIdle:            10 * time.Minute,
@@ -358,6 +364,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaderRebalanceInterval < 0 {
 		return bad("leader_rebalance_interval", c.LeaderRebalanceInterval, "must not be negative")
+	}
+	if c.NodeUnavailableTimeout < 0 {
+		return bad("node_unavailable_timeout", c.NodeUnavailableTimeout, "must not be negative")
 	}
 	c.Tuning.Raft.RebalanceInterval = c.LeaderRebalanceInterval
 	if c.LeaderRebalanceInterval == 0 {

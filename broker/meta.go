@@ -113,6 +113,9 @@ func (n *Node) metaStep() error {
 			}
 		}
 	}
+	if err := n.heal(ctx, state); err != nil {
+		return err
+	}
 	return n.seedSASLUsers(ctx, state)
 }
 

@@ -56,6 +56,8 @@ type Node struct {
 
 	// memberCh wakes the metadata duties loop on membership changes.
 	memberCh chan struct{}
+	// healer is the metadata duties loop's memory of nodes gone (heal.go).
+	healer healer
 
 	shutdownOnce sync.Once
 	shutdownErr  error

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/internal/drain"
 )
 
 // Reassignment is a partition's move in progress, as Kafka's
@@ -101,7 +103,7 @@ func (a *Admin) ListReassignments(ctx context.Context) ([]Reassignment, error) {
 
 // ErrNoTarget means a node cannot be drained: some partition has no live
 // broker left to take its replica.
-var ErrNoTarget = errors.New("client: no live broker can take the replica")
+var ErrNoTarget = drain.ErrNoTarget
 
 // PlanDrain returns the moves that take every replica off node: in each
 // partition that names it, node is replaced by the live broker (one that
@@ -110,45 +112,23 @@ var ErrNoTarget = errors.New("client: no live broker can take the replica")
 // replica takes node's place in the list, so a partition whose preferred
 // leader was node gets a new one there. Internal topics are included.
 func PlanDrain(cluster *ClusterDetail, node int32) ([]Move, error) {
-	load := map[int32]int{}
+	var live []int32
 	for _, b := range cluster.Brokers {
-		if b.NodeID != node {
-			load[b.NodeID] = 0
-		}
+		live = append(live, b.NodeID)
 	}
+	var parts []drain.Partition
 	for _, t := range cluster.Topics {
 		for _, p := range t.Partitions {
-			for _, r := range p.Replicas {
-				if _, live := load[r]; live {
-					load[r]++
-				}
-			}
+			parts = append(parts, drain.Partition{Topic: t.Name, Partition: p.Partition, Replicas: p.Replicas})
 		}
 	}
-	var moves []Move
-	for _, t := range cluster.Topics {
-		for _, p := range t.Partitions {
-			i := slices.Index(p.Replicas, node)
-			if i < 0 {
-				continue
-			}
-			best := int32(-1)
-			for id, n := range load {
-				if slices.Contains(p.Replicas, id) {
-					continue
-				}
-				if best < 0 || n < load[best] || n == load[best] && id < best {
-					best = id
-				}
-			}
-			if best < 0 {
-				return nil, fmt.Errorf("%w: %s[%d] has replicas %v", ErrNoTarget, t.Name, p.Partition, p.Replicas)
-			}
-			load[best]++
-			replicas := slices.Clone(p.Replicas)
-			replicas[i] = best
-			moves = append(moves, Move{Topic: t.Name, Partition: p.Partition, Replicas: replicas})
-		}
+	plan, err := drain.Plan(parts, live, node)
+	if err != nil {
+		return nil, err
+	}
+	moves := make([]Move, len(plan))
+	for i, p := range plan {
+		moves[i] = Move(p)
 	}
 	return moves, nil
 }
