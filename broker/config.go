@@ -142,6 +142,10 @@ type Config struct {
 	// from gossip before the metadata leader moves its replicas to live
 	// nodes (heal.go). 0 disables it.
 	NodeUnavailableTimeout time.Duration
+	// ReplicaMoveThrottle bounds, in bytes per second, what a node sends
+	// to the new replicas of partitions it leads while they catch up in a
+	// reassignment. 0 means no bound.
+	ReplicaMoveThrottle int
 
 	// Tuning holds every other timeout and limit of the node; zero fields
 	// take their defaults.
@@ -301,6 +305,7 @@ func DefaultConfig() Config {
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,
 		NodeUnavailableTimeout:        15 * time.Minute,
+		ReplicaMoveThrottle:           32 << 20,
 		MaxConnections:                10000,
 		MaxConnectionsPerIP:           10000,
 		ConnectionsMaxIdle:            10 * time.Minute,
@@ -367,6 +372,14 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeUnavailableTimeout < 0 {
 		return bad("node_unavailable_timeout", c.NodeUnavailableTimeout, "must not be negative")
+	}
+	switch {
+	case c.ReplicaMoveThrottle < 0 || c.ReplicaMoveThrottle > 0 && c.ReplicaMoveThrottle < 64<<10:
+		return bad("replica_move_throttle", c.ReplicaMoveThrottle, "must be 0 (no bound) or at least 65536 bytes per second")
+	case c.ReplicaMoveThrottle == 0:
+		c.Tuning.Raft.CatchUpRate = -1 // unbounded
+	default:
+		c.Tuning.Raft.CatchUpRate = c.ReplicaMoveThrottle
 	}
 	c.Tuning.Raft.RebalanceInterval = c.LeaderRebalanceInterval
 	if c.LeaderRebalanceInterval == 0 {

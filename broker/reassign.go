@@ -100,6 +100,7 @@ func (n *Node) moveStep(ctx context.Context, lr *localReplica, m metadata.Partit
 		if !ok {
 			return fmt.Errorf("broker %d has no known Raft address", id)
 		}
+		g.Throttle(id, true) // its catch-up is paced (replica_move_throttle)
 		if !slices.Contains(nonvoters, id) {
 			lr.logger.Info("reassignment: adding a replica as non-voter", "node", id)
 			return g.AddNonvoter(ctx, id, addr)
@@ -111,6 +112,7 @@ func (n *Node) moveStep(ctx context.Context, lr *localReplica, m metadata.Partit
 		if err := g.AddVoter(ctx, id, addr); err != nil {
 			return err
 		}
+		g.Throttle(id, false)
 	}
 	for _, id := range slices.Concat(voters, nonvoters) {
 		if slices.Contains(m.Target, id) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+	"golang.org/x/time/rate"
 
 	"github.com/minikafka/minikafka-go/logging"
 )
@@ -49,6 +50,9 @@ type Host struct {
 	closed     bool
 
 	stats counters
+	// catchUp paces what leaders send to throttled members
+	// (Tuning.CatchUpRate); nil when unbounded.
+	catchUp *rate.Limiter
 
 	logDir string     // Config.LogDir
 	logMu  sync.Mutex // guards plog; never held with mu
@@ -85,6 +89,9 @@ func Listen(cfg Config) (*Host, error) {
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
 		logDir: cfg.LogDir,
+	}
+	if h.tun.CatchUpRate > 0 {
+		h.catchUp = rate.NewLimiter(rate.Limit(h.tun.CatchUpRate), h.tun.CatchUpRate)
 	}
 	h.yamux = &yamux.Config{
 		AcceptBacklog:          256,
@@ -298,6 +305,9 @@ type Stats struct {
 	// (Timing.MaxInflightAppends); each ends at a rejection, a failed call
 	// or a change of leader.
 	PipelinesOpened uint64
+	// CatchUpBytesPaced counts the bytes sent to throttled members
+	// (Group.Throttle) under Tuning.CatchUpRate.
+	CatchUpBytesPaced uint64
 }
 
 type counters struct {
@@ -305,6 +315,7 @@ type counters struct {
 	callsSent, callsReceived                                       atomic.Uint64
 	hbFramesSent, hbSent, hbFramesReceived, hbReceived             atomic.Uint64
 	peersLost, pipelinesOpened                                     atomic.Uint64
+	catchUpPaced                                                   atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -329,6 +340,7 @@ func (h *Host) Stats() Stats {
 		HeartbeatFramesSent: c.hbFramesSent.Load(), HeartbeatsSent: c.hbSent.Load(),
 		HeartbeatFramesReceived: c.hbFramesReceived.Load(), HeartbeatsReceived: c.hbReceived.Load(),
 		PeersLost: c.peersLost.Load(), PipelinesOpened: c.pipelinesOpened.Load(),
+		CatchUpBytesPaced: c.catchUpPaced.Load(),
 	}
 }
 

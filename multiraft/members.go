@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"context"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -13,6 +14,65 @@ import (
 // leader adds a node as a non-voter, waits until Progress shows it caught
 // up, promotes it with AddVoter and removes the nodes leaving with
 // RemoveServer. A node joining a group opens it with GroupSpec.Join.
+
+// Throttle marks node as catching up (on) or not: while it is, what this
+// member sends it as leader is paced by Tuning.CatchUpRate.
+func (g *Group) Throttle(node int32, on bool) {
+	if on {
+		g.trans.throttled.Store(ServerID(node), true)
+	} else {
+		g.trans.throttled.Delete(ServerID(node))
+	}
+}
+
+// pace waits until n bytes may be sent to id, if id is throttled. A
+// request larger than the limiter's burst waits for a full burst.
+func (t *transport) pace(id raft.ServerID, n int) error {
+	lim := t.h.catchUp
+	if lim == nil || n <= 0 {
+		return nil
+	}
+	if _, ok := t.throttled.Load(id); !ok {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(t.h.ctx)
+	defer cancel()
+	go func() { // a closing group must not wait for its pace
+		select {
+		case <-t.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := lim.WaitN(ctx, min(n, lim.Burst())); err != nil {
+		return err
+	}
+	t.h.stats.catchUpPaced.Add(uint64(n))
+	return nil
+}
+
+// entryBytes is what an AppendEntries carries in entries.
+func entryBytes(args *raft.AppendEntriesRequest) int {
+	n := 0
+	for _, e := range args.Entries {
+		n += len(e.Data)
+	}
+	return n
+}
+
+// pacedReader is a snapshot's data, paced for a throttled member.
+type pacedReader struct {
+	r  io.Reader
+	t  *transport
+	id raft.ServerID
+}
+
+func (p pacedReader) Read(b []byte) (int, error) {
+	if err := p.t.pace(p.id, len(b)); err != nil {
+		return 0, err
+	}
+	return p.r.Read(b)
+}
 
 // progress is what a leader's transport learnt of each follower's log
 // from its AppendEntries answers.

@@ -11,7 +11,7 @@ import (
 // removed; node 4 then holds every value and the group still commits with
 // node 1 stopped.
 func TestMoveMembership(t *testing.T) {
-	n := newTestNet(t, nil)
+	n := newTestNet(t, func(tun *Tuning) { tun.CatchUpRate = 64 << 10 })
 	for id := int32(1); id <= 4; id++ {
 		n.start(id)
 	}
@@ -39,6 +39,8 @@ func TestMoveMembership(t *testing.T) {
 		t.Fatal("progress of a node that is not in the group")
 	}
 	addr4, _ := n.resolve(4)
+	leader.Throttle(4, true)
+	paced := leader.h.Stats().CatchUpBytesPaced
 	if err := leader.AddNonvoter(testCtx(t), 4, addr4); err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +48,10 @@ func TestMoveMembership(t *testing.T) {
 		m, ok := leader.Progress(4)
 		return ok && m >= leader.LastIndex()
 	})
+	if got := leader.h.Stats().CatchUpBytesPaced; got <= paced {
+		t.Fatalf("node 4 caught up without pacing: %d bytes paced before, %d after", paced, got)
+	}
+	leader.Throttle(4, false)
 	if err := leader.AddVoter(testCtx(t), 4, addr4); err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ type pipeline struct {
 	done  chan raft.AppendFuture // Consumer
 
 	noteMatch func(*raft.AppendEntriesResponse) // records a successful answer in the transport's progress
+	pace      func(n int) error                 // waits until n bytes may go to a throttled member
 
 	sendMu sync.Mutex // guards fresh and writes to st, and keeps sent in write order
 	fresh  bool       // the stream's open frame has not been sent yet
@@ -98,7 +99,8 @@ func (t *transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 		return nil, err
 	}
 	pl := &pipeline{
-		p: p, st: st, group: t.group, noteMatch: func(r *raft.AppendEntriesResponse) { t.progress.note(id, r) }, timeout: t.h.tun.CallTimeout, max: uint32(t.h.tun.MaxFrame),
+		p: p, st: st, group: t.group, noteMatch: func(r *raft.AppendEntriesResponse) { t.progress.note(id, r) },
+		pace: func(n int) error { return t.pace(id, n) }, timeout: t.h.tun.CallTimeout, max: uint32(t.h.tun.MaxFrame),
 		slots:  make(chan struct{}, inflight),
 		sent:   make(chan *appendFuture, inflight),
 		done:   make(chan raft.AppendFuture, inflight),
@@ -120,6 +122,9 @@ func (t *transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 func (pl *pipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	if err := pl.brokenErr(); err != nil {
 		return nil, err
+	}
+	if err := pl.pace(entryBytes(req)); err != nil {
+		return nil, pl.fail(err)
 	}
 	select {
 	case pl.slots <- struct{}{}:

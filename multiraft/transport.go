@@ -37,12 +37,13 @@ type transport struct {
 
 	// consumer is what raft reads RPCs from: those peers sent, and the
 	// TimeoutNow of StartElection.
-	consumer chan raft.RPC
-	handler  atomic.Pointer[func(raft.RPC)] // raft's heartbeat handler; nil until set
-	busy     atomic.Bool                    // a heartbeat of this group is being handled
-	raft     atomic.Pointer[raft.Raft]      // the group's raft, once it runs
-	view     atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
-	progress progress                       // followers' logs as their answers show them (members.go)
+	consumer  chan raft.RPC
+	handler   atomic.Pointer[func(raft.RPC)] // raft's heartbeat handler; nil until set
+	busy      atomic.Bool                    // a heartbeat of this group is being handled
+	raft      atomic.Pointer[raft.Raft]      // the group's raft, once it runs
+	view      atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
+	progress  progress                       // followers' logs as their answers show them (members.go)
+	throttled sync.Map                       // raft.ServerID -> true: members catching up, paced (members.go)
 
 	mu     sync.Mutex     // guards closed and orders bg.Add before Close's bg.Wait
 	bg     sync.WaitGroup // heartbeats handled in the background (heartbeat.go)
@@ -122,7 +123,7 @@ func (t *transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, a
 	var err error
 	if isHeartbeat(args) && fitsHeartbeat(args) {
 		err = t.heartbeat(t.peerAddr(id, target), args, resp)
-	} else {
+	} else if err = t.pace(id, entryBytes(args)); err == nil {
 		err = t.call(id, target, callAppendEntries, args, resp, nil, t.h.tun.CallTimeout)
 	}
 	if err == nil {
@@ -148,7 +149,11 @@ func (t *transport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args
 // snapshotTimeoutScale bytes.
 func (t *transport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
 	timeout := max(t.h.tun.CallTimeout, t.h.tun.CallTimeout*time.Duration(args.Size/snapshotTimeoutScale))
-	return t.call(id, target, callInstallSnapshot, args, resp, io.LimitReader(data, args.Size), timeout)
+	data = io.LimitReader(data, args.Size)
+	if _, ok := t.throttled.Load(id); ok && t.h.catchUp != nil {
+		data = pacedReader{r: data, t: t, id: id}
+	}
+	return t.call(id, target, callInstallSnapshot, args, resp, data, timeout)
 }
 
 func (t *transport) EncodePeer(id raft.ServerID, addr raft.ServerAddress) []byte {
