@@ -163,10 +163,10 @@ func TestReassignErrorsAndCancel(t *testing.T) {
 func createMovable(t *testing.T, cl *kgo.Client, topic string) (replicas, target []int32) {
 	t.Helper()
 	createTopic(t, cl, topic, 1, 3)
-	replicas = metadataOf(t, cl, topic)[0].replicas
-	if len(replicas) != 3 {
-		t.Fatalf("replicas %v", replicas)
-	}
+	eventually(t, 20*time.Second, "the partition to have a leader", func() bool {
+		replicas = metadataOf(t, cl, topic)[0].replicas // listed once it has a leader
+		return len(replicas) == 3
+	})
 	for id := int32(1); id <= 4; id++ {
 		if !slices.Contains(replicas, id) {
 			target = []int32{id, replicas[1], replicas[2]}
