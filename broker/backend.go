@@ -74,8 +74,9 @@ func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
 			if pv.Leader >= 0 && !alive[pv.Leader] {
 				pv.Leader = -1
 			}
+			move, _ := state.Reassignment(t.Name, int32(i))
 			for _, r := range p.Replicas {
-				if alive[r] {
+				if alive[r] && !slices.Contains(move.Adding(), r) { // a replica being added is not in sync yet
 					pv.ISR = append(pv.ISR, r)
 				} else {
 					pv.OfflineReplicas = append(pv.OfflineReplicas, r)

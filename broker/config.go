@@ -138,6 +138,15 @@ type Config struct {
 	// back to their preferred leader (the first replica). 0 disables it.
 	LeaderRebalanceInterval time.Duration
 
+	// NodeUnavailableTimeout is how long a registered node may be gone
+	// from gossip before the metadata leader moves its replicas to live
+	// nodes (heal.go). 0 disables it.
+	NodeUnavailableTimeout time.Duration
+	// ReplicaMoveThrottle bounds, in bytes per second, what a node sends
+	// to the new replicas of partitions it leads while they catch up in a
+	// reassignment. 0 means no bound.
+	ReplicaMoveThrottle int
+
 	// Tuning holds every other timeout and limit of the node; zero fields
 	// take their defaults.
 	Tuning Tuning
@@ -180,6 +189,10 @@ type Tuning struct {
 	// ReconcileRetry is how often replicas that failed to open are tried
 	// again.
 	ReconcileRetry time.Duration
+	// ReassignInterval is how often a partition leader looks at the moves
+	// of its partitions (reassign.go) when the metadata does not change;
+	// ReassignStep bounds one membership change of a move.
+	ReassignInterval, ReassignStep time.Duration
 	// OpenParallelism is how many replicas open at once.
 	OpenParallelism int
 	// ProduceEnqueue bounds the wait for a slot in a partition's Raft
@@ -227,6 +240,8 @@ func (t *Tuning) validate() error {
 		{Name: "leader_report_retry", V: &t.LeaderReportRetry, Def: time.Second, Min: time.Millisecond},
 		{Name: "topic_leaders", V: &t.TopicLeaders, Def: 5 * time.Second},
 		{Name: "reconcile_retry", V: &t.ReconcileRetry, Def: 5 * time.Second, Min: time.Millisecond},
+		{Name: "reassign_interval", V: &t.ReassignInterval, Def: 200 * time.Millisecond, Min: time.Millisecond},
+		{Name: "reassign_step", V: &t.ReassignStep, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "produce_enqueue", V: &t.ProduceEnqueue, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "ready_poll", V: &t.ReadyPoll, Def: 50 * time.Millisecond, Min: time.Millisecond},
 		{Name: "gossip_leave", V: &t.GossipLeave, Def: 2 * time.Second},
@@ -294,6 +309,8 @@ func DefaultConfig() Config {
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,
+		NodeUnavailableTimeout:        15 * time.Minute,
+		ReplicaMoveThrottle:           32 << 20,
 		MaxConnections:                10000,
 		MaxConnectionsPerIP:           10000,
 		ConnectionsMaxIdle:            10 * time.Minute,
@@ -357,6 +374,17 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaderRebalanceInterval < 0 {
 		return bad("leader_rebalance_interval", c.LeaderRebalanceInterval, "must not be negative")
+	}
+	if c.NodeUnavailableTimeout < 0 {
+		return bad("node_unavailable_timeout", c.NodeUnavailableTimeout, "must not be negative")
+	}
+	switch {
+	case c.ReplicaMoveThrottle < 0 || c.ReplicaMoveThrottle > 0 && c.ReplicaMoveThrottle < 64<<10:
+		return bad("replica_move_throttle", c.ReplicaMoveThrottle, "must be 0 (no bound) or at least 65536 bytes per second")
+	case c.ReplicaMoveThrottle == 0:
+		c.Tuning.Raft.CatchUpRate = -1 // unbounded
+	default:
+		c.Tuning.Raft.CatchUpRate = c.ReplicaMoveThrottle
 	}
 	c.Tuning.Raft.RebalanceInterval = c.LeaderRebalanceInterval
 	if c.LeaderRebalanceInterval == 0 {

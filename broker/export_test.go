@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/record"
 )
 
 // WriteCaching reports the write-caching flush interval this node last
@@ -25,4 +26,35 @@ func (n *Node) WriteCaching(topic string, p int32) (flush time.Duration, cached,
 // coordinator of id whether topic/p is in producer pid's transaction.
 func (n *Node) VerifyTxn(ctx context.Context, id string, pid int64, epoch int16, topic string, p int32) error {
 	return (&backend{n: n}).VerifyTxnPartitions(ctx, id, pid, epoch, []kafkaapi.TopicPartition{{Topic: topic, Partition: p}})[0]
+}
+
+// ReplicaLog returns this node's copy of topic/p's log below its high
+// watermark, as stored batches, and that high watermark; ok is false when
+// the node holds no such replica.
+func (n *Node) ReplicaLog(topic string, p int32) (log []byte, hw int64, ok bool) {
+	lr, ok := n.reps.get(topic, p)
+	if !ok {
+		return nil, 0, false
+	}
+	hw = lr.rep.HighWatermark()
+	for off := int64(0); off < hw; {
+		b, err := lr.rep.Read(off, 1<<20)
+		if err != nil || len(b) == 0 {
+			return nil, 0, false
+		}
+		for rest := b; len(rest) > 0 && off < hw; {
+			batch, r, h, err := record.Next(rest)
+			if err != nil {
+				return nil, 0, false
+			}
+			log, off, rest = append(log, batch...), h.NextOffset(), r
+		}
+	}
+	return log, hw, true
+}
+
+// HasReplica reports whether this node runs a replica of topic/p.
+func (n *Node) HasReplica(topic string, p int32) bool {
+	_, ok := n.reps.get(topic, p)
+	return ok
 }

@@ -43,6 +43,12 @@ func openMetaGroup(n *Node, f *metadata.FSM) (*metaGroup, error) {
 
 func (m *metaGroup) close() error { return m.group.Close() }
 
+// metaCaughtUp reports whether this node's copy of the metadata is as
+// fresh as the metadata leader's commit index it last heard of.
+func (n *Node) metaCaughtUp() bool {
+	return n.meta.group.CaughtUp(n.cfg.MetaRaft.HeartbeatTimeout)
+}
+
 // controllerID is the metadata leader's node id, or -1.
 func (n *Node) controllerID() int32 {
 	if id, _, ok := n.meta.group.Leader(); ok {
@@ -106,6 +112,9 @@ func (n *Node) metaStep() error {
 				return fmt.Errorf("add non-voter %d: %w", m.ID, err)
 			}
 		}
+	}
+	if err := n.heal(ctx, state); err != nil {
+		return err
 	}
 	return n.seedSASLUsers(ctx, state)
 }

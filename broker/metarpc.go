@@ -223,6 +223,10 @@ func metaErrorCode(err error) *kerr.Error {
 		return kerr.UnacceptableCredential
 	case errors.Is(err, metadata.ErrDuplicateScramResource):
 		return kerr.DuplicateResource
+	case errors.Is(err, metadata.ErrNoReassignment):
+		return kerr.NoReassignmentInProgress
+	case errors.Is(err, metadata.ErrReassignmentChanged):
+		return kerr.InvalidRequest
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {

@@ -58,6 +58,8 @@ type Node struct {
 
 	// memberCh wakes the metadata duties loop on membership changes.
 	memberCh chan struct{}
+	// healer is the metadata duties loop's memory of nodes gone (heal.go).
+	healer healer
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -128,9 +130,10 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.serveKafka(); err != nil {
 		return err
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.metaDuties()
 	go n.reps.reconcileLoop()
+	go n.reassignLoop()
 	n.housekeepingDone = make(chan struct{})
 	go n.housekeeping()
 	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,

@@ -39,6 +39,10 @@ type replicaInfo struct {
 	TopicID   string  `json:"topic_id"`
 	Partition int32   `json:"partition"`
 	Replicas  []int32 `json:"replicas"`
+	// Join is set for a replica a reassignment added to a running group:
+	// it must never bootstrap the group, even when reopened before it
+	// received anything.
+	Join bool `json:"join,omitempty"`
 }
 
 // localReplica is one open replica with what the node needs to know of it.
@@ -111,6 +115,19 @@ func groupName(info replicaInfo) string {
 	return "p/" + info.TopicID + "/" + strconv.Itoa(int(info.Partition))
 }
 
+// writeReplicaInfo replaces dir's replica.json with info, atomically.
+func writeReplicaInfo(dir string, info replicaInfo) error {
+	b, _ := json.Marshal(info)
+	tmp := filepath.Join(dir, "replica.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "replica.json")); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	return nil
+}
+
 // openFromDisk starts every replica whose directory holds a replica.json.
 func (s *replicaSet) openFromDisk() error {
 	entries, err := os.ReadDir(s.n.partitionsDir())
@@ -153,9 +170,8 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	b, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, "replica.json"), b, 0o644); err != nil {
-		return nil, fmt.Errorf("broker: %w", err)
+	if err := writeReplicaInfo(dir, info); err != nil {
+		return nil, err
 	}
 	lr := &localReplica{info: info, ready: make(chan struct{})}
 	if id, err := metadata.ParseTopicID(info.TopicID); err == nil {
@@ -175,6 +191,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		Group: multiraft.GroupSpec{
 			Name:     groupName(info),
 			Members:  info.Replicas,
+			Join:     info.Join,
 			Dir:      dir,
 			Timing:   s.n.cfg.PartitionRaft,
 			LogStore: s.n.cfg.PartitionLogStore,
@@ -231,6 +248,7 @@ func (s *replicaSet) reconcileLoop() {
 // campaigns as one batch.
 func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 	s.removeDeleted(state)
+	s.followMoves(state)
 	resolved := map[string]topicconfig.Config{} // once per topic, not per partition
 	for _, lr := range s.all() {                // configs may have changed
 		if s.n.ctx.Err() != nil {
@@ -249,8 +267,10 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 			continue
 		}
 		t, _ := state.Topic(p.Topic)
+		move, moving := state.Reassignment(p.Topic, p.Partition)
 		todo = append(todo, replicaInfo{Topic: t.Name, TopicID: t.ID.String(), Partition: p.Partition,
-			Replicas: slices.Clone(t.Partitions[p.Partition].Replicas)})
+			Replicas: slices.Clone(t.Partitions[p.Partition].Replicas),
+			Join:     moving && slices.Contains(move.Adding(), s.n.cfg.NodeID)})
 	}
 	opened := make([]*multiraft.Group, len(todo))
 	began := time.Now()
@@ -288,26 +308,34 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 // id as deleted, never merely because the id is unknown (a node's
 // metadata may be behind its disk).
 func (s *replicaSet) removeDeleted(state *metadata.Snapshot) {
-	var gone []*localReplica
+	s.removeWhere("the topic was deleted", func(lr *localReplica) bool {
+		return !lr.id.IsZero() && state.TopicDeleted(lr.id)
+	})
+}
+
+// removeWhere closes the replicas for which gone holds, forgets them and
+// removes their data, saying why in the log.
+func (s *replicaSet) removeWhere(why string, gone func(*localReplica) bool) {
+	var out []*localReplica
 	s.mu.Lock()
 	for key, lr := range s.reps {
-		if !lr.id.IsZero() && state.TopicDeleted(lr.id) {
-			gone = append(gone, lr)
+		if gone(lr) {
+			out = append(out, lr)
 			delete(s.reps, key)
 		}
 	}
 	s.mu.Unlock()
-	for _, lr := range gone {
+	for _, lr := range out {
 		<-lr.ready
 		if err := lr.rep.Close(); err != nil {
-			s.n.logger.Warn("closing a replica of a deleted topic", "topic", lr.info.Topic, "partition", lr.info.Partition, "err", err)
+			lr.logger.Warn("closing a replica to remove", "why", why, "err", err)
 		}
 		dir := filepath.Join(s.n.partitionsDir(), replicaDirName(lr.info.Topic, lr.info.Partition))
 		if err := s.n.host.RemoveState(groupName(lr.info), dir); err != nil {
-			s.n.logger.Error("removing a replica of a deleted topic", "dir", dir, "err", err)
+			lr.logger.Error("removing a replica", "why", why, "dir", dir, "err", err)
 			continue
 		}
-		s.n.logger.Info("removed the replica of a deleted topic", "topic", lr.info.Topic, "partition", lr.info.Partition, "topic_id", lr.info.TopicID)
+		lr.logger.Info("removed the replica", "why", why, "topic_id", lr.info.TopicID)
 	}
 }
 

@@ -42,6 +42,8 @@ var clientVersions = map[int16][2]int16{
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
 	44: {0, 1},  // IncrementalAlterConfigs
+	45: {0, 0},  // AlterPartitionReassignments: v1 lets a move change the replication factor
+	46: {0, 0},  // ListPartitionReassignments
 	50: {0, 0},  // DescribeUserScramCredentials
 	51: {0, 0},  // AlterUserScramCredentials
 	60: {0, 1},  // DescribeCluster

@@ -42,6 +42,8 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 	{ApiKey: 42, MinVersion: 0, MaxVersion: 2}, // DeleteGroups
 	{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
+	{ApiKey: 45, MinVersion: 0, MaxVersion: 0}, // AlterPartitionReassignments
+	{ApiKey: 46, MinVersion: 0, MaxVersion: 0}, // ListPartitionReassignments
 	{ApiKey: 47, MinVersion: 0, MaxVersion: 0}, // OffsetDelete
 	{ApiKey: 50, MinVersion: 0, MaxVersion: 0}, // DescribeUserScramCredentials
 	{ApiKey: 51, MinVersion: 0, MaxVersion: 0}, // AlterUserScramCredentials

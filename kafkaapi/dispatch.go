@@ -71,6 +71,8 @@ var apis = []api{
 	{kmsg.CreatePartitions, 0, 3},
 	{kmsg.DeleteGroups, 0, 2},
 	{kmsg.IncrementalAlterConfigs, 0, 1},
+	{kmsg.AlterPartitionAssignments, 0, 0},
+	{kmsg.ListPartitionReassignments, 0, 0},
 	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeUserSCRAMCredentials, 0, 0},
 	{kmsg.AlterUserSCRAMCredentials, 0, 0},
@@ -152,6 +154,10 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startDescribeUserScram(req, received)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return s.startAlterUserScram(req, received)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return s.startAlterReassignments(req, received)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return s.startListReassignments(req, received)
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return answered(illegalSASLState(req))
 	}

@@ -50,6 +50,10 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.alterConfigs(c)
 	case AlterScramCredentials:
 		result, err = next.alterScram(c)
+	case AlterReassignment:
+		result, err = next.alterReassignment(c)
+	case CompleteReassignment:
+		result, err = next.completeReassignment(c)
 	}
 	if err != nil {
 		return next, nil, err
@@ -156,7 +160,7 @@ func (s *Snapshot) createPartitions(c CreatePartitions) (CreatePartitionsResult,
 	if len(c.Assignment) != int(c.Count-have) {
 		return CreatePartitionsResult{}, &AssignmentError{Partition: -1, Broker: -1, Err: ErrPartitionCount}
 	}
-	if err := s.checkReplicas(c.Assignment, len(old.Partitions[0].Replicas), have); err != nil {
+	if err := s.checkReplicas(c.Assignment, len(s.targetReplicas(c.Topic, old, 0)), have); err != nil {
 		return CreatePartitionsResult{}, err
 	}
 	t := old.clone()
@@ -183,6 +187,7 @@ func (s *Snapshot) deleteTopic(c DeleteTopic) (DeleteTopicResult, error) {
 	delete(s.topicIDs, t.ID)
 	s.deleted = cloneMap(s.deleted)
 	s.deleted[t.ID] = struct{}{}
+	s.dropReassignments(c.Name)
 	return DeleteTopicResult{ID: t.ID}, nil
 }
 

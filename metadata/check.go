@@ -15,7 +15,7 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps
 // produced; tests run it after every command.
 func (s *Snapshot) check() error {
 	if s.clusterID == "" {
-		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs)+len(s.scram) > 0 {
+		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs)+len(s.scram)+len(s.reassign) > 0 {
 			return errors.New("state without a cluster id")
 		}
 		return nil
@@ -55,6 +55,9 @@ func (s *Snapshot) check() error {
 			return fmt.Errorf("scram credential %q %v: bad", k.User, k.Mechanism)
 		}
 	}
+	if err := s.checkReassignments(); err != nil {
+		return err
+	}
 	for _, tid := range sortedKeys(s.transactional) {
 		p := s.transactional[tid]
 		if tid == "" || p.ProducerID < FirstProducerID || p.ProducerID >= s.nextProducerID || p.Epoch < 0 {
@@ -73,17 +76,19 @@ func (s *Snapshot) checkTopic(name string, t *Topic) error {
 	case len(t.Partitions) < 1 || len(t.Partitions) > int(MaxPartitions):
 		return fmt.Errorf("%d partitions", len(t.Partitions))
 	}
-	rf := len(t.Partitions[0].Replicas)
+	rf := len(s.targetReplicas(name, t, 0))
 	for i, p := range t.Partitions {
-		if len(p.Replicas) != rf || rf == 0 {
-			return fmt.Errorf("partition %d: %d replicas, want %d", i, len(p.Replicas), rf)
+		if n := len(s.targetReplicas(name, t, int32(i))); n != rf || rf == 0 {
+			return fmt.Errorf("partition %d: %d replicas, want %d", i, n, rf)
 		}
 		for j, b := range p.Replicas {
 			if _, ok := s.brokers[b]; !ok || slices.Contains(p.Replicas[:j], b) {
 				return fmt.Errorf("partition %d: bad replica %d", i, b)
 			}
 		}
-		noLeader := p.Leader == NoLeader && p.LeaderEpoch == NoLeaderEpoch
+		// A leader that a reassignment removed is forgotten but its epoch
+		// is kept (setReplicas), so NoLeader goes with any epoch.
+		noLeader := p.Leader == NoLeader && p.LeaderEpoch >= NoLeaderEpoch
 		if !noLeader && (p.LeaderEpoch < 0 || !slices.Contains(p.Replicas, p.Leader)) {
 			return fmt.Errorf("partition %d: bad leader %d epoch %d", i, p.Leader, p.LeaderEpoch)
 		}

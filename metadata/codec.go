@@ -20,6 +20,8 @@ var commandVersion = map[CommandType]uint8{
 	TypeAlterConfigs:       1,
 
 	TypeAlterScramCredentials: 1,
+	TypeAlterReassignment:     1,
+	TypeCompleteReassignment:  1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -67,6 +69,10 @@ func Decode(b []byte) (Command, error) {
 		cmd = c
 	case typ == TypeAlterScramCredentials && ver == 1:
 		cmd = decodeAlterScram(r)
+	case typ == TypeAlterReassignment && ver == 1:
+		cmd = decodeAlterReassignment(r)
+	case typ == TypeCompleteReassignment && ver == 1:
+		cmd = CompleteReassignment{Topic: r.str("topic"), Partition: r.i32("partition"), Target: readInt32s(r, "target")}
 	case typ == TypeCreateTopic && (ver == 1 || ver == 2):
 		c := decodeCreateTopic(r)
 		c.legacyConfigs = ver == 1
@@ -138,6 +144,14 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *AlterScramCredentials:
+		if c != nil {
+			return *c, nil
+		}
+	case *AlterReassignment:
+		if c != nil {
+			return *c, nil
+		}
+	case *CompleteReassignment:
 		if c != nil {
 			return *c, nil
 		}

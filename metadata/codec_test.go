@@ -35,6 +35,11 @@ func sampleCommands() []Command {
 		AlterScramCredentials{Deletions: []ScramDeletion{{"bob", ScramSHA256}},
 			Upsertions: []ScramCredential{cred("alice", ScramSHA512)}, IfAbsent: true},
 		AlterScramCredentials{},
+		AlterReassignment{Topic: "events", Partition: 1, Target: []int32{4, 2, 3}},
+		AlterReassignment{Topic: "events", Partition: 1},
+		AlterReassignment{Target: []int32{}},
+		CompleteReassignment{Topic: "events", Partition: 1, Target: []int32{4, 2, 3}},
+		CompleteReassignment{},
 	}
 }
 
@@ -138,7 +143,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformedCommand},
 		{"type only", []byte{1}, ErrMalformedCommand},
 		{"type zero", []byte{0, 1}, ErrUnknownCommand},
-		{"type past the end", []byte{10, 1}, ErrUnknownCommand},
+		{"type past the end", []byte{byte(TypeCompleteReassignment) + 1, 1}, ErrUnknownCommand},
 		{"version zero", []byte{1, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future version", []byte{1, 2, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future create topic version", []byte{3, 3}, ErrUnknownCommand},

@@ -28,6 +28,9 @@ type Snapshot struct {
 	// scram are the SCRAM credentials (AlterScramCredentials); nil when
 	// none.
 	scram map[scramKey]ScramCredential
+	// reassign are the partition moves in progress (reassign.go); nil
+	// when none.
+	reassign map[TopicPartition]Reassignment
 }
 
 // ClusterConfigs returns a copy of the cluster-wide dynamic broker
@@ -181,6 +184,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 		maps.Equal(s.topicIDs, o.topicIDs) && maps.Equal(s.deleted, o.deleted) &&
 		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&
 		maps.EqualFunc(s.scram, o.scram, ScramCredential.equal) &&
+		maps.EqualFunc(s.reassign, o.reassign, Reassignment.equal) &&
 		maps.EqualFunc(s.topics, o.topics, func(a, b *Topic) bool { return a.equal(b) })
 }
 

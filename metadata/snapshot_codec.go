@@ -22,14 +22,18 @@ import (
 //	array of scram credentials, by user then mechanism:         (version 4 on)
 //	                                 string user, u8 mechanism, i32 iterations,
 //	                                 string salt, string storedKey, string serverKey
+//	array of reassignments, by topic then partition:             (version 5 on)
+//	                                 string topic, i32 partition,
+//	                                 array of i32 original, array of i32 target
 //
 // Version 1 is version 2 without the deleted topic ids, version 2 is
 // version 3 without the cluster configs, and version 3 is version 4
-// without listeners and credentials; all are still read.
+// without listeners and credentials, and version 4 is version 5 without
+// reassignments; all are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 4
+	snapshotVersion = 5
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -85,7 +89,7 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	for _, c := range creds {
 		b = appendCredential(b, c)
 	}
-	return b, nil
+	return s.appendReassignments(b), nil
 }
 
 // sortedIDs returns the ids of a set in byte order.
@@ -165,6 +169,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	}
 	if version >= 4 {
 		s.scram = readCredentials(r)
+	}
+	if version >= 5 {
+		s.reassign = readReassignments(r)
 	}
 	if err := r.done(); err != nil {
 		return nil, err

@@ -26,6 +26,8 @@ func richState(t testing.TB) *Snapshot {
 		AlterConfigs{Resource: ConfigClusterDefaults, Configs: map[string]string{"log.retention.ms": "5000", "producer.id.expiration.ms": "1000"}},
 		RegisterBroker{ID: 8, KafkaAddr: "h8:9092", RaftAddr: "h8:9093", Listeners: "SASL_SSL://h8:9094,PLAINTEXT://h8:9092"},
 		AlterScramCredentials{Upsertions: []ScramCredential{cred("bob", ScramSHA512), cred("alice", ScramSHA256), cred("alice", ScramSHA512)}},
+		AlterReassignment{Topic: "events", Partition: 1, Target: []int32{8, 3, 7}},
+		AlterReassignment{Topic: "events", Partition: 0, Target: []int32{2, 3, 8}},
 	)
 }
 
@@ -156,7 +158,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none)); err != nil {
+	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none, none)); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
 	}
 	// Version 1, written before topics could be deleted, has no deleted

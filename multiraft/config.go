@@ -83,6 +83,12 @@ type Tuning struct {
 	MaxHeartbeatsPerFrame int
 	// MaxFrame bounds one RPC frame (an AppendEntries with its entries).
 	MaxFrame int
+	// CatchUpRate bounds, in bytes per second over all groups of the
+	// Host, the entries and snapshots a leader sends to members marked
+	// with Group.Throttle (a reassignment's new replicas catching up), so
+	// that a move leaves client traffic its share of disk and network.
+	// Negative means no bound.
+	CatchUpRate int
 	// MaxIdleStreams is how many idle call streams a peer's session keeps
 	// for reuse.
 	MaxIdleStreams int
@@ -137,6 +143,10 @@ func (t *Tuning) Validate() error {
 	if rebalanceOff {
 		t.RebalanceInterval = 0
 	}
+	catchUpOff := t.CatchUpRate < 0
+	if catchUpOff {
+		t.CatchUpRate = 0
+	}
 	err := knob.Check([]knob.Duration{
 		{Name: "HandshakeTimeout", V: &t.HandshakeTimeout, Def: 5 * time.Second, Min: time.Millisecond},
 		{Name: "DialTimeout", V: &t.DialTimeout, Def: 2 * time.Second, Min: time.Millisecond},
@@ -157,6 +167,7 @@ func (t *Tuning) Validate() error {
 	}, []knob.Int{
 		{Name: "MaxHeartbeatsPerFrame", V: &t.MaxHeartbeatsPerFrame, Def: 1024, Min: 1, Max: 1 << 16},
 		{Name: "MaxFrame", V: &t.MaxFrame, Def: 1 << 30, Min: 64 << 10, Max: 1<<31 - 1},
+		{Name: "CatchUpRate", V: &t.CatchUpRate, Def: 32 << 20, Min: 64 << 10, Max: 1<<31 - 1},
 		{Name: "MaxIdleStreams", V: &t.MaxIdleStreams, Def: 32, Min: 1, Max: 1 << 12},
 		{Name: "CampaignHold", V: &t.CampaignHold, Def: 120, Min: 1, Max: 1 << 16},
 		{Name: "HoldAfterLeader", V: &t.HoldAfterLeader, Def: 8, Min: 1, Max: 1 << 16},
@@ -168,6 +179,9 @@ func (t *Tuning) Validate() error {
 	})
 	if rebalanceOff {
 		t.RebalanceInterval = -1
+	}
+	if catchUpOff {
+		t.CatchUpRate = -1
 	}
 	if err != nil {
 		return invalid("Tuning.%v", err)

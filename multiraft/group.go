@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -39,6 +40,10 @@ type GroupSpec struct {
 	LogStore LogStore
 	// FSM is the group's state machine; it may implement DurableFSM.
 	FSM raft.FSM
+	// Join, for a node added to a running group (a reassignment's new
+	// replica), opens the group without bootstrapping it: the leader adds
+	// this member, and its log and snapshot arrive from there.
+	Join bool
 	// Hold, for a brand-new group (no state in Dir) of more than one
 	// member, holds this member back from campaigning until ReleaseCampaigns
 	// (or Tuning.CampaignHold heartbeat timeouts): none campaigns before its
@@ -78,6 +83,10 @@ type Group struct {
 	trans *transport
 	log   *slog.Logger
 
+	// members is the order of preference (GroupSpec.Members, then
+	// SetMembers); nil for a group without one.
+	members atomic.Pointer[[]int32]
+
 	notify chan bool     // raft's leadership notifications, for OnLeader
 	stop   chan struct{} // closed by Close: ends the group's goroutines
 	wg     sync.WaitGroup
@@ -106,6 +115,9 @@ func (h *Host) Open(spec GroupSpec) (*Group, error) {
 	}
 	g := &Group{h: h, spec: spec, log: logger, notify: make(chan bool, 1), stop: make(chan struct{}),
 		restored: make(chan struct{}), release: make(chan time.Duration, 1)}
+	if len(spec.Members) > 0 {
+		g.SetMembers(spec.Members)
+	}
 	trans, err := h.newTransport(g)
 	if err != nil {
 		return nil, err
@@ -197,7 +209,7 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	if err != nil {
 		return fail(fmt.Errorf("multiraft: %w", err))
 	}
-	if len(spec.Members) > 0 {
+	if len(spec.Members) > 0 && !spec.Join {
 		has, err := raft.HasExistingState(logs, store, snaps)
 		if err != nil {
 			return fail(fmt.Errorf("multiraft: %w", err))
@@ -299,8 +311,8 @@ func (g *Group) Epoch() uint64 { return g.raft.CurrentTerm() }
 // Members returns the group's members in order of preference: the spec's,
 // or for a group without them the voters of its configuration.
 func (g *Group) Members() []int32 {
-	if len(g.spec.Members) > 0 {
-		return slices.Clone(g.spec.Members)
+	if m := g.preference(); len(m) > 0 {
+		return slices.Clone(m)
 	}
 	f := g.raft.GetConfiguration()
 	if f.Error() != nil {

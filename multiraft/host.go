@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/minikafka/minikafka-go/logging"
 )
@@ -51,6 +52,9 @@ type Host struct {
 
 	stats    counters
 	onCommit func(time.Duration) // Config.OnCommit
+	// catchUp paces what leaders send to throttled members
+	// (Tuning.CatchUpRate); nil when unbounded.
+	catchUp *rate.Limiter
 
 	logDir string     // Config.LogDir
 	logMu  sync.Mutex // guards plog and walFsync; never held with mu
@@ -89,6 +93,9 @@ func Listen(cfg Config) (*Host, error) {
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
 		logDir: cfg.LogDir, onCommit: cfg.OnCommit,
+	}
+	if h.tun.CatchUpRate > 0 {
+		h.catchUp = rate.NewLimiter(rate.Limit(h.tun.CatchUpRate), h.tun.CatchUpRate)
 	}
 	h.yamux = &yamux.Config{
 		AcceptBacklog:          256,
@@ -305,6 +312,9 @@ type Stats struct {
 	// LeaderChanges counts the times a group on this Host gained or lost
 	// the leadership.
 	LeaderChanges uint64
+	// CatchUpBytesPaced counts the bytes sent to throttled members
+	// (Group.Throttle) under Tuning.CatchUpRate.
+	CatchUpBytesPaced uint64
 }
 
 type counters struct {
@@ -312,6 +322,7 @@ type counters struct {
 	callsSent, callsReceived                                       atomic.Uint64
 	hbFramesSent, hbSent, hbFramesReceived, hbReceived             atomic.Uint64
 	peersLost, pipelinesOpened, leaderChanges                      atomic.Uint64
+	catchUpPaced                                                   atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -336,7 +347,7 @@ func (h *Host) Stats() Stats {
 		HeartbeatFramesSent: c.hbFramesSent.Load(), HeartbeatsSent: c.hbSent.Load(),
 		HeartbeatFramesReceived: c.hbFramesReceived.Load(), HeartbeatsReceived: c.hbReceived.Load(),
 		PeersLost: c.peersLost.Load(), PipelinesOpened: c.pipelinesOpened.Load(),
-		LeaderChanges: c.leaderChanges.Load(),
+		LeaderChanges: c.leaderChanges.Load(), CatchUpBytesPaced: c.catchUpPaced.Load(),
 	}
 }
 

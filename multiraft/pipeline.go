@@ -41,6 +41,8 @@ type pipeline struct {
 	sent  chan *appendFuture     // futures whose requests were written, in send order
 	done  chan raft.AppendFuture // Consumer
 
+	pace func(n int) error // waits until n bytes may go to a throttled member
+
 	sendMu sync.Mutex // guards fresh and writes to st, and keeps sent in write order
 	fresh  bool       // the stream's open frame has not been sent yet
 
@@ -99,6 +101,7 @@ func (t *transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 	}
 	pl := &pipeline{
 		p: p, id: id, prog: &t.progress, st: st, group: t.group, timeout: t.h.tun.CallTimeout, max: uint32(t.h.tun.MaxFrame),
+		pace:   func(n int) error { return t.pace(id, n) },
 		slots:  make(chan struct{}, inflight),
 		sent:   make(chan *appendFuture, inflight),
 		done:   make(chan raft.AppendFuture, inflight),
@@ -120,6 +123,9 @@ func (t *transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 func (pl *pipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	if err := pl.brokenErr(); err != nil {
 		return nil, err
+	}
+	if err := pl.pace(entryBytes(req)); err != nil {
+		return nil, pl.fail(err)
 	}
 	select {
 	case pl.slots <- struct{}{}:

@@ -37,11 +37,12 @@ type transport struct {
 
 	// consumer is what raft reads RPCs from: those peers sent, and the
 	// TimeoutNow of StartElection.
-	consumer chan raft.RPC
-	handler  atomic.Pointer[func(raft.RPC)] // raft's heartbeat handler; nil until set
-	busy     atomic.Bool                    // a heartbeat of this group is being handled
-	raft     atomic.Pointer[raft.Raft]      // the group's raft, once it runs
-	view     atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
+	consumer  chan raft.RPC
+	handler   atomic.Pointer[func(raft.RPC)] // raft's heartbeat handler; nil until set
+	busy      atomic.Bool                    // a heartbeat of this group is being handled
+	raft      atomic.Pointer[raft.Raft]      // the group's raft, once it runs
+	view      atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
+	throttled sync.Map                       // raft.ServerID -> true: members catching up, paced (members.go)
 
 	// progress is the followers' progress while the group leads here.
 	progress progress
@@ -121,10 +122,12 @@ func (t *transport) LocalAddr() raft.ServerAddress { return raft.ServerAddress(t
 // AppendEntries implements raft.Transport. A heartbeat (raft's own
 // definition) joins the peer's next heartbeat frame.
 func (t *transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	var err error
 	if isHeartbeat(args) && fitsHeartbeat(args) {
-		return t.heartbeat(t.peerAddr(id, target), args, resp)
+		err = t.heartbeat(t.peerAddr(id, target), args, resp)
+	} else if err = t.pace(id, entryBytes(args)); err == nil {
+		err = t.call(id, target, callAppendEntries, args, resp, nil, t.h.tun.CallTimeout)
 	}
-	err := t.call(id, target, callAppendEntries, args, resp, nil, t.h.tun.CallTimeout)
 	if err == nil {
 		t.progress.record(id, args, resp, time.Now())
 	}
@@ -148,7 +151,11 @@ func (t *transport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args
 // snapshotTimeoutScale bytes.
 func (t *transport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
 	timeout := max(t.h.tun.CallTimeout, t.h.tun.CallTimeout*time.Duration(args.Size/snapshotTimeoutScale))
-	return t.call(id, target, callInstallSnapshot, args, resp, io.LimitReader(data, args.Size), timeout)
+	data = io.LimitReader(data, args.Size)
+	if _, ok := t.throttled.Load(id); ok && t.h.catchUp != nil {
+		data = pacedReader{r: data, t: t, id: id}
+	}
+	return t.call(id, target, callInstallSnapshot, args, resp, data, timeout)
 }
 
 func (t *transport) EncodePeer(id raft.ServerID, addr raft.ServerAddress) []byte {

@@ -85,6 +85,8 @@ func keys() []key {
 		{"producer_id_expiration_check_interval", d.ProducerExpirationCheckInterval, "how often partition leaders forget producers idle past producer.id.expiration.ms"},
 		{"max_producers_per_partition", d.MaxProducers, "most idempotent producers one partition tracks (the same on every node)"},
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
+		{"node_unavailable_timeout", d.NodeUnavailableTimeout, "how long a node may be gone before its replicas are re-created on live nodes (0 = never)"},
+		{"replica_move_throttle", d.ReplicaMoveThrottle, "bytes per second a node sends to new replicas catching up in a reassignment (0 = no bound; at least 65536)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
@@ -336,6 +338,8 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.MaxConnectionsPerIP = g.int("max_connections_per_ip")
 	c.ConnectionsMaxIdle = g.duration("connections_max_idle")
 	c.LeaderRebalanceInterval = g.duration("leader_rebalance_interval")
+	c.NodeUnavailableTimeout = g.duration("node_unavailable_timeout")
+	c.ReplicaMoveThrottle = g.int("replica_move_throttle")
 	c.RetentionCheckInterval = g.duration("log_retention_check_interval")
 	c.LogRetentionMs = g.int64("log_retention_ms")
 	c.LogRetentionBytes = g.int64("log_retention_bytes")
