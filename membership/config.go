@@ -55,6 +55,12 @@ type Config struct {
 	// interface IP when bound to all interfaces.
 	AdvertiseAddr string
 
+	// SourceIP is the local IP that this node's gossip TCP streams leave
+	// from; empty lets the system choose. UDP packets always leave from
+	// the bound socket. A test harness that tells nodes apart by the
+	// address they send from sets it.
+	SourceIP string
+
 	// Logger receives this package's logs and memberlist's (as
 	// logger=memberlist). nil discards them.
 	Logger *slog.Logger
@@ -142,6 +148,11 @@ func (c Config) normalize() (Config, error) {
 	}
 	if _, _, err := parseIPPort(c.BindAddr, false); err != nil {
 		return c, fmt.Errorf("%w: BindAddr: %v", ErrInvalidConfig, err)
+	}
+	if c.SourceIP != "" {
+		if _, err := netip.ParseAddr(c.SourceIP); err != nil {
+			return c, fmt.Errorf("%w: SourceIP %q is not an IP address", ErrInvalidConfig, c.SourceIP)
+		}
 	}
 	if c.AdvertiseAddr != "" {
 		if _, _, err := parseIPPort(c.AdvertiseAddr, true); err != nil {

@@ -74,8 +74,17 @@ func New(cfg Config) (*Membership, error) {
 		events:   newDispatcher(cfg.OnEvent),
 	}
 	mc := cfg.memberlistConfig(&delegate{m: m}, logging.StdLog(cfg.Logger.With("logger", "memberlist"), slog.LevelDebug))
+	if cfg.SourceIP != "" {
+		if err := useSourceTransport(mc, cfg.SourceIP, mc.Logger); err != nil {
+			m.events.close()
+			return nil, err
+		}
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		if mc.Transport != nil {
+			_ = mc.Transport.Shutdown()
+		}
 		m.events.close()
 		return nil, fmt.Errorf("membership: start memberlist on %s: %w", cfg.BindAddr, err)
 	}

@@ -31,6 +31,7 @@ type Host struct {
 	log         *slog.Logger
 	incarnation uint64 // sent in every handshake this Host accepts
 	yamux       *yamux.Config
+	src         net.Addr // Config.SourceAddr as a TCP address, or nil
 
 	ctx    context.Context // ended by Close: aborts dials and waits
 	cancel context.CancelFunc
@@ -85,6 +86,9 @@ func Listen(cfg Config) (*Host, error) {
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
 		logDir: cfg.LogDir,
+	}
+	if cfg.SourceAddr != "" {
+		h.src = &net.TCPAddr{IP: net.ParseIP(cfg.SourceAddr)} // checked by validate
 	}
 	h.yamux = &yamux.Config{
 		AcceptBacklog:          256,
