@@ -363,3 +363,20 @@ func (s *Summary) partitionProbes() int {
 	defer s.mu.Unlock()
 	return s.partition.probes
 }
+
+// partitionFaultPrefix starts the kind of every network-partition fault.
+const partitionFaultPrefix = "partition-"
+
+// PartitionFaults returns the number of network-partition faults
+// injected.
+func (s *Summary) PartitionFaults() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, c := range s.faults {
+		if strings.HasPrefix(k, partitionFaultPrefix) {
+			n += c
+		}
+	}
+	return n
+}
