@@ -359,9 +359,12 @@ func isolateController(ctx context.Context, t *testing.T, r *partitionRun) {
 // acknowledge there, then moves on.
 func movingSplit(ctx context.Context, t *testing.T, r *partitionRun, steps int) {
 	t.Helper()
+	asked := r.c.Running() // the majority side of the last step
 	for i := range steps {
 		p := int32(i) % r.parts
-		ls, err := r.c.LeadersAmong(ctx, r.topic, r.c.Running())
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		ls, err := r.c.LeadersAmong(lctx, r.topic, asked)
+		cancel()
 		if err != nil {
 			r.net.Heal()
 			t.Fatalf("moving split step %d: %v", i, err)
@@ -380,7 +383,11 @@ func movingSplit(ctx context.Context, t *testing.T, r *partitionRun, steps int) 
 		t.Logf("moving split step %d: node %d cut off; first acknowledgement on %s[%d] after %v", i, l, r.topic, p, d.Round(time.Millisecond))
 		// The minority's leaderships must be gone before the next step,
 		// or the next leader asked for may be the one just cut off.
-		if _, err := r.c.LeadersAmong(ctx, r.topic, others(l)); err != nil {
+		asked = others(l)
+		lctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		_, err = r.c.LeadersAmong(lctx, r.topic, asked)
+		cancel()
+		if err != nil {
 			r.net.Heal()
 			t.Fatalf("moving split step %d: %v", i, err)
 		}
