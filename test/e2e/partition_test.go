@@ -46,6 +46,7 @@ func startPartitionRun(ctx context.Context, t *testing.T, topic string, parts in
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
 	}
+	keepLogs(t, c)
 	r := &partitionRun{net: c.Net(), parts: parts}
 	r.load = startLoad(ctx, t, c, WorkloadConfig{Topic: topic, Producers: 3}, parts, 100)
 	r.reader, err = c.StartReader(topic, int(parts))
