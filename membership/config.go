@@ -30,6 +30,7 @@ const (
 	DefaultBroadcastTimeout    = 5 * time.Second
 	DefaultJoinBackoff         = 250 * time.Millisecond
 	DefaultJoinMaxBackoff      = 5 * time.Second
+	DefaultReconnectInterval   = 2 * time.Second
 
 	// suspicionMaxTimeoutMult caps an unconfirmed suspicion at this many
 	// times the minimum (memberlist's LAN default is 6; we want seconds).
@@ -98,6 +99,11 @@ type Config struct {
 	// JoinMaxBackoff (defaults DefaultJoinBackoff, DefaultJoinMaxBackoff).
 	JoinBackoff    time.Duration
 	JoinMaxBackoff time.Duration
+	// ReconnectInterval is how often this node joins, again, the members
+	// it saw fail (default DefaultReconnectInterval): after a network
+	// partition heals, two sides that declared each other failed meet
+	// again only so (memberlist itself only talks to live members).
+	ReconnectInterval time.Duration
 }
 
 // normalize validates c and fills in defaults. Errors wrap ErrInvalidConfig,
@@ -122,6 +128,7 @@ func (c Config) normalize() (Config, error) {
 		{"BroadcastTimeout", &c.BroadcastTimeout, DefaultBroadcastTimeout},
 		{"JoinBackoff", &c.JoinBackoff, DefaultJoinBackoff},
 		{"JoinMaxBackoff", &c.JoinMaxBackoff, DefaultJoinMaxBackoff},
+		{"ReconnectInterval", &c.ReconnectInterval, DefaultReconnectInterval},
 	}
 	for _, d := range durations {
 		switch {

@@ -312,6 +312,20 @@ func partitionLeader(ctx context.Context, t *testing.T, r *partitionRun, f leade
 	}
 	t.Logf("%s: node %d (led %s%v) cut for %v; first acknowledgement after the cut: %v (%v)",
 		f.kind, l, r.topic, led, healed.Sub(t0).Round(time.Millisecond), d.Round(time.Millisecond), acked)
+	r.rejoined(ctx, t, healed)
+}
+
+// rejoined waits, after the heal at healed, until every node's Metadata
+// agrees on the leaders again (gossip sees every node alive), records how
+// long that took, and then waits for the replicas to agree (heal).
+func (r *partitionRun) rejoined(ctx context.Context, t *testing.T, healed time.Time) {
+	t.Helper()
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := r.c.Leaders(lctx, r.topic); err != nil {
+		t.Fatalf("a minute after the heal: %v", err)
+	}
+	r.sum.Rejoined(time.Since(healed))
 	heal(ctx, t, r.c, r.w, r.topic)
 }
 
@@ -348,10 +362,11 @@ func isolateController(ctx context.Context, t *testing.T, r *partitionRun) {
 		t.Errorf("controller %d isolated: %v", ctl, err)
 	}
 	sleepCtx(ctx, time.Until(t0.Add(partitionHold)))
+	healed := time.Now()
 	r.net.Heal()
 	t.Logf("controller %d isolated for %v; first acknowledgement on %s%v after %v",
-		ctl, time.Since(t0).Round(time.Millisecond), r.topic, led, d.Round(time.Millisecond))
-	heal(ctx, t, r.c, r.w, r.topic)
+		ctl, healed.Sub(t0).Round(time.Millisecond), r.topic, led, d.Round(time.Millisecond))
+	r.rejoined(ctx, t, healed)
 }
 
 // movingSplit moves a one-node minority around the cluster without
@@ -394,8 +409,9 @@ func movingSplit(ctx context.Context, t *testing.T, r *partitionRun, steps int) 
 		}
 		sleepCtx(ctx, time.Second)
 	}
+	healed := time.Now()
 	r.net.Heal()
-	heal(ctx, t, r.c, r.w, r.topic)
+	r.rejoined(ctx, t, healed)
 }
 
 // sleepCtx sleeps d or until ctx ends.

@@ -301,7 +301,8 @@ type partitionStats struct {
 	probeTimeouts       int                        // not answered
 	probeAckedAfterHeal int                        // acknowledged after the heal (checked in the final log)
 	epochConflicts      []EpochConflict
-	epochAnswers        int // Metadata answers the EpochWatch checked
+	epochAnswers        int             // Metadata answers the EpochWatch checked
+	rejoined            []time.Duration // heal -> every node's Metadata agrees on the leaders
 }
 
 func (p partitionStats) clone() partitionStats {
@@ -311,6 +312,7 @@ func (p partitionStats) clone() partitionStats {
 		c.firstAck[k] = slices.Clone(v)
 	}
 	c.epochConflicts = slices.Clone(p.epochConflicts)
+	c.rejoined = slices.Clone(p.rejoined)
 	return c
 }
 
@@ -328,6 +330,7 @@ func (p *partitionStats) merge(o partitionStats) {
 	p.probeAckedAfterHeal += o.probeAckedAfterHeal
 	p.epochConflicts = append(p.epochConflicts, o.epochConflicts...)
 	p.epochAnswers += o.epochAnswers
+	p.rejoined = append(p.rejoined, o.rejoined...)
 }
 
 // write adds the partition section to a summary, if there was any.
@@ -348,6 +351,8 @@ func (p *partitionStats) write(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "  writes sent only to an isolated leader: %d; acknowledged while isolated: %d; refused %d, timed out %d, acknowledged after the heal %d\n",
 		p.probes, p.isolatedAcks, p.probeRefused, p.probeTimeouts, p.probeAckedAfterHeal)
+	fmt.Fprintf(b, "  heal -> every node's Metadata agrees on the leaders again: %d measured, p50 %v, max %v\n", len(p.rejoined),
+		Percentile(p.rejoined, 50).Round(time.Millisecond), Percentile(p.rejoined, 100).Round(time.Millisecond))
 	fmt.Fprintf(b, "  two leaders with one epoch in Metadata: %d (of %d answers)\n", len(p.epochConflicts), p.epochAnswers)
 	for i, c := range p.epochConflicts {
 		if i == maxListed {
@@ -379,4 +384,12 @@ func (s *Summary) PartitionFaults() int {
 		}
 	}
 	return n
+}
+
+// Rejoined records the time from a heal until every node's Metadata
+// agreed on the leaders again.
+func (s *Summary) Rejoined(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partition.rejoined = append(s.partition.rejoined, d)
 }
