@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Summary adds up faults, failover times and verifications across a run.
@@ -278,6 +280,9 @@ func (s *Summary) Probes(w IsolationWindow, ps []ProbeResult) {
 			st.probeTimeouts++
 		case !p.Acked:
 			st.probeRefused++
+			if p.Code == kerr.NotLeaderForPartition.Code {
+				st.probeNotLeader++
+			}
 		case !p.Done.Before(w.Healed):
 			st.probeAckedAfterHeal++
 		}
@@ -298,6 +303,7 @@ type partitionStats struct {
 	probes              int                        // writes sent only to an isolated leader
 	isolatedAcks        int                        // of those, acknowledged while it was isolated: violations
 	probeRefused        int                        // answered with an error code
+	probeNotLeader      int                        // of those, NOT_LEADER_OR_FOLLOWER
 	probeTimeouts       int                        // not answered
 	probeAckedAfterHeal int                        // acknowledged after the heal (checked in the final log)
 	epochConflicts      []EpochConflict
@@ -326,6 +332,7 @@ func (p *partitionStats) merge(o partitionStats) {
 	p.probes += o.probes
 	p.isolatedAcks += o.isolatedAcks
 	p.probeRefused += o.probeRefused
+	p.probeNotLeader += o.probeNotLeader
 	p.probeTimeouts += o.probeTimeouts
 	p.probeAckedAfterHeal += o.probeAckedAfterHeal
 	p.epochConflicts = append(p.epochConflicts, o.epochConflicts...)
@@ -349,8 +356,8 @@ func (p *partitionStats) write(b *strings.Builder) {
 		fmt.Fprintf(b, "  %-28s %d measured, p50 %v, max %v\n", k, len(ds),
 			Percentile(ds, 50).Round(time.Millisecond), Percentile(ds, 100).Round(time.Millisecond))
 	}
-	fmt.Fprintf(b, "  writes sent only to an isolated leader: %d; acknowledged while isolated: %d; refused %d, timed out %d, acknowledged after the heal %d\n",
-		p.probes, p.isolatedAcks, p.probeRefused, p.probeTimeouts, p.probeAckedAfterHeal)
+	fmt.Fprintf(b, "  writes sent only to an isolated leader: %d; acknowledged while isolated: %d; refused %d (%d NOT_LEADER_OR_FOLLOWER), timed out %d, acknowledged after the heal %d\n",
+		p.probes, p.isolatedAcks, p.probeRefused, p.probeNotLeader, p.probeTimeouts, p.probeAckedAfterHeal)
 	fmt.Fprintf(b, "  heal -> every node's Metadata agrees on the leaders again: %d measured, p50 %v, max %v\n", len(p.rejoined),
 		Percentile(p.rejoined, 50).Round(time.Millisecond), Percentile(p.rejoined, 100).Round(time.Millisecond))
 	fmt.Fprintf(b, "  two leaders with one epoch in Metadata: %d (of %d answers)\n", len(p.epochConflicts), p.epochAnswers)
