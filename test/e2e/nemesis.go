@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -466,7 +465,3 @@ func (n *Net) sendUDP(sock *net.UDPConn, dst *net.UDPAddr, p []byte, k linkKey) 
 		_, _ = sock.WriteToUDP(p, dst)
 	})
 }
-
-// ErrNotPartitionable is returned by a network fault on a Cluster started
-// without Options.Partitionable.
-var ErrNotPartitionable = errors.New("e2e: cluster has no partitionable network")

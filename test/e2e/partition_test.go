@@ -52,7 +52,7 @@ func startPartitionRun(ctx context.Context, t *testing.T, topic string, parts in
 	r.reader, err = c.StartReader(topic, int(parts))
 	must(t, err)
 	r.epochs = c.WatchEpochs(topic, 100*time.Millisecond)
-	t.Cleanup(func() { r.epochs.Stop(); r.reader.Stop() }) // idempotent enough: both wait for a closed goroutine
+	t.Cleanup(func() { r.epochs.Stop(); r.reader.Stop() }) // both may be stopped twice
 	return r
 }
 
