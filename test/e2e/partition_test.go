@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/client"
@@ -152,12 +151,12 @@ func (pr *prober) probe(addr, topic string, p int32, id ID, acks int16) {
 	default:
 		pp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 		res.Code = pp.ErrorCode
-		switch {
-		case pp.ErrorCode == 0:
+		if pp.ErrorCode == 0 {
 			res.Acked, a.Outcome, a.Offset = true, Acked, pp.BaseOffset
-		case pp.ErrorCode == kerr.NotLeaderForPartition.Code:
-			a.Outcome, a.Err = NotSent, &client.KafkaError{Code: pp.ErrorCode} // Kafka: not appended
-		default:
+		} else {
+			// Unknown, NOT_LEADER_OR_FOLLOWER too: as in Kafka, a leader
+			// that loses its leadership after appending answers with it,
+			// and the next leader may still commit the record.
 			a.Err = &client.KafkaError{Code: pp.ErrorCode}
 		}
 	}
