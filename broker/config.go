@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -32,7 +33,12 @@ type Config struct {
 	AdvertisedRaftAddr string
 	GossipAddr         string // host:port for memberlist
 	AdvertisedGossip   string
-	Join               []string // gossip seeds (host:port); may include this node
+	// RaftSourceAddr and GossipSourceAddr are local IPs that this node's
+	// outgoing Raft sessions and gossip TCP streams leave from; empty lets
+	// the system choose. Gossip UDP leaves from GossipAddr's socket.
+	RaftSourceAddr   string
+	GossipSourceAddr string
+	Join             []string // gossip seeds (host:port); may include this node
 
 	// BootstrapExpect is the number of nodes to wait for before the
 	// metadata group is created; the first BootstrapExpect node ids seen are
@@ -416,6 +422,11 @@ func (c *Config) validateAddrs() error {
 			*a.adv = *a.addr
 		} else if err := checkHostPort("advertised_"+a.key, *a.adv, false); err != nil {
 			return err
+		}
+	}
+	for _, a := range []struct{ key, ip string }{{"raft_source_addr", c.RaftSourceAddr}, {"gossip_source_addr", c.GossipSourceAddr}} {
+		if _, err := netip.ParseAddr(a.ip); a.ip != "" && err != nil {
+			return bad(a.key, a.ip, "must be an IP address without a port")
 		}
 	}
 	for _, j := range c.Join {

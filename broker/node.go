@@ -153,7 +153,7 @@ func (n *Node) listen() error {
 	var err error
 	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
 		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft, LogDir: n.raftLogDir(),
-		OnCommit: n.metrics.ObserveCommit})
+		OnCommit: n.metrics.ObserveCommit, SourceAddr: cfg.RaftSourceAddr})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
@@ -195,6 +195,7 @@ func (n *Node) startGossip() error {
 			Listeners: n.gossipListeners()},
 		BindAddr:      cfg.GossipAddr,
 		AdvertiseAddr: cfg.AdvertisedGossip,
+		SourceIP:      cfg.GossipSourceAddr,
 		Logger:        n.logger,
 		OnEvent:       n.onMemberEvent,
 	})

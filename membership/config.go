@@ -30,6 +30,7 @@ const (
 	DefaultBroadcastTimeout    = 5 * time.Second
 	DefaultJoinBackoff         = 250 * time.Millisecond
 	DefaultJoinMaxBackoff      = 5 * time.Second
+	DefaultReconnectInterval   = 2 * time.Second
 
 	// suspicionMaxTimeoutMult caps an unconfirmed suspicion at this many
 	// times the minimum (memberlist's LAN default is 6; we want seconds).
@@ -54,6 +55,12 @@ type Config struct {
 	// asks for port 0 (memberlist's rule). Empty: the bound IP, or a private
 	// interface IP when bound to all interfaces.
 	AdvertiseAddr string
+
+	// SourceIP is the local IP that this node's gossip TCP streams leave
+	// from; empty lets the system choose. UDP packets always leave from
+	// the bound socket. A test harness that tells nodes apart by the
+	// address they send from sets it.
+	SourceIP string
 
 	// Logger receives this package's logs and memberlist's (as
 	// logger=memberlist). nil discards them.
@@ -92,6 +99,11 @@ type Config struct {
 	// JoinMaxBackoff (defaults DefaultJoinBackoff, DefaultJoinMaxBackoff).
 	JoinBackoff    time.Duration
 	JoinMaxBackoff time.Duration
+	// ReconnectInterval is how often this node joins, again, the members
+	// it saw fail (default DefaultReconnectInterval): after a network
+	// partition heals, two sides that declared each other failed meet
+	// again only so (memberlist itself only talks to live members).
+	ReconnectInterval time.Duration
 }
 
 // normalize validates c and fills in defaults. Errors wrap ErrInvalidConfig,
@@ -116,6 +128,7 @@ func (c Config) normalize() (Config, error) {
 		{"BroadcastTimeout", &c.BroadcastTimeout, DefaultBroadcastTimeout},
 		{"JoinBackoff", &c.JoinBackoff, DefaultJoinBackoff},
 		{"JoinMaxBackoff", &c.JoinMaxBackoff, DefaultJoinMaxBackoff},
+		{"ReconnectInterval", &c.ReconnectInterval, DefaultReconnectInterval},
 	}
 	for _, d := range durations {
 		switch {
@@ -142,6 +155,11 @@ func (c Config) normalize() (Config, error) {
 	}
 	if _, _, err := parseIPPort(c.BindAddr, false); err != nil {
 		return c, fmt.Errorf("%w: BindAddr: %v", ErrInvalidConfig, err)
+	}
+	if c.SourceIP != "" {
+		if _, err := netip.ParseAddr(c.SourceIP); err != nil {
+			return c, fmt.Errorf("%w: SourceIP %q is not an IP address", ErrInvalidConfig, c.SourceIP)
+		}
 	}
 	if c.AdvertiseAddr != "" {
 		if _, _, err := parseIPPort(c.AdvertiseAddr, true); err != nil {

@@ -74,6 +74,7 @@ func (d *delegate) NotifyJoin(n *memberlist.Node) {
 	m := d.m
 	m.mu.Lock()
 	m.members[w.ID] = member{meta: w.NodeMeta, addr: n.Address(), leaving: w.leaving}
+	delete(m.failed, w.ID)
 	m.mu.Unlock()
 	m.log.Info("node joined", "id", w.ID, "addr", n.Address(), "kafka", w.KafkaAddr, "raft", w.RaftAddr)
 	m.events.push(Event{Kind: EventJoin, Node: w.NodeMeta})
@@ -118,6 +119,11 @@ func (d *delegate) NotifyLeave(n *memberlist.Node) {
 	meta, leaving := old.meta, old.leaving
 	if w, err := checkPeer(n); err == nil && w.ID == id {
 		meta, leaving = w.NodeMeta, leaving || w.leaving
+	}
+	if !leaving {
+		m.mu.Lock()
+		m.failed[id] = n.Address()
+		m.mu.Unlock()
 	}
 	kind := EventFail
 	if leaving {

@@ -31,6 +31,10 @@
 // memberlist holds a lock; events queue meanwhile, so a slow callback delays
 // later events but never gossip. It may call any method but Shutdown.
 //
+// A failed member is joined again every Config.ReconnectInterval until it
+// answers, so two sides of a healed network partition, each of which saw
+// the other fail, meet again: memberlist itself only talks to live members.
+//
 // A graceful leave is told apart from a failure by a leave intent that
 // Leave gossips in the node's metadata before memberlist's leave message.
 // A node that received the leave message but missed the intent (lost UDP

@@ -36,6 +36,9 @@ type Membership struct {
 	shutdownOnce sync.Once
 	shutdownErr  error
 
+	stop    chan struct{} // closed by Shutdown: ends reconnectLoop
+	stopped chan struct{} // closed when reconnectLoop has ended
+
 	// mu guards the fields below. memberlist invokes the delegate, which
 	// takes mu, while holding its own node lock: never call into memberlist
 	// with mu held.
@@ -43,6 +46,7 @@ type Membership struct {
 	local    wireMeta         // what this node advertises
 	localEnc []byte           // encodeMeta(local), returned to memberlist
 	members  map[int32]member // alive members, self included
+	failed   map[int32]string // gossip addresses of members that failed (not left) and did not come back
 	leaving  bool             // Leave was called: local.leaving is set
 	leftSent bool             // memberlist's Leave was called
 	closed   bool             // Shutdown was called
@@ -71,11 +75,23 @@ func New(cfg Config) (*Membership, error) {
 		local:    local,
 		localEnc: enc,
 		members:  make(map[int32]member),
+		failed:   make(map[int32]string),
+		stop:     make(chan struct{}),
+		stopped:  make(chan struct{}),
 		events:   newDispatcher(cfg.OnEvent),
 	}
 	mc := cfg.memberlistConfig(&delegate{m: m}, logging.StdLog(cfg.Logger.With("logger", "memberlist"), slog.LevelDebug))
+	if cfg.SourceIP != "" {
+		if err := useSourceTransport(mc, cfg.SourceIP, mc.Logger); err != nil {
+			m.events.close()
+			return nil, err
+		}
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		if mc.Transport != nil {
+			_ = mc.Transport.Shutdown()
+		}
 		m.events.close()
 		return nil, fmt.Errorf("membership: start memberlist on %s: %w", cfg.BindAddr, err)
 	}
@@ -86,6 +102,7 @@ func New(cfg Config) (*Membership, error) {
 	bindIP, _, _ := parseIPPort(cfg.BindAddr, false)
 	m.bindAddr = netip.AddrPortFrom(bindIP, uint16(mc.BindPort))
 	m.log.Info("gossip started", "id", cfg.Meta.ID, "bind", m.bindAddr.String(), "advertise", m.localAddr)
+	go m.reconnectLoop()
 	return m, nil
 }
 
@@ -225,6 +242,8 @@ func (m *Membership) Shutdown() error {
 		m.mu.Lock()
 		m.closed = true
 		m.mu.Unlock()
+		close(m.stop)
+		<-m.stopped
 		m.calls.Wait()
 		m.shutdownErr = m.ml.Shutdown()
 		m.events.close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -50,6 +51,10 @@ type Config struct {
 	// the time from Group.Propose until it was committed and applied on
 	// this leader (when Proposal.Wait returns). It must be quick.
 	OnCommit func(time.Duration)
+	// SourceAddr is the local IP that sessions this Host dials leave from
+	// (no port). Empty lets the system choose. A test harness that tells
+	// nodes apart by the address they connect from sets it.
+	SourceAddr string
 }
 
 // Tuning is every timeout and limit of a Host in one place. A zero field
@@ -208,6 +213,11 @@ func (cfg *Config) validate() error {
 		}
 		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
 			return invalid("AdvertiseAddr %q needs a host and a port in 1..65535", cfg.AdvertiseAddr)
+		}
+	}
+	if cfg.SourceAddr != "" {
+		if _, err := netip.ParseAddr(cfg.SourceAddr); err != nil {
+			return invalid("SourceAddr %q is not an IP address", cfg.SourceAddr)
 		}
 	}
 	return cfg.Tuning.Validate()

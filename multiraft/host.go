@@ -33,6 +33,7 @@ type Host struct {
 	log         *slog.Logger
 	incarnation uint64 // sent in every handshake this Host accepts
 	yamux       *yamux.Config
+	src         net.Addr // Config.SourceAddr as a TCP address, or nil
 
 	ctx    context.Context // ended by Close: aborts dials and waits
 	cancel context.CancelFunc
@@ -96,6 +97,9 @@ func Listen(cfg Config) (*Host, error) {
 	}
 	if h.tun.CatchUpRate > 0 {
 		h.catchUp = rate.NewLimiter(rate.Limit(h.tun.CatchUpRate), h.tun.CatchUpRate)
+	}
+	if cfg.SourceAddr != "" {
+		h.src = &net.TCPAddr{IP: net.ParseIP(cfg.SourceAddr)} // checked by validate
 	}
 	h.yamux = &yamux.Config{
 		AcceptBacklog:          256,

@@ -139,7 +139,7 @@ func (p *peer) session(deadline time.Time) (*yamux.Session, error) {
 func (p *peer) dial(deadline time.Time) (*yamux.Session, uint64, error) {
 	ctx, cancel := context.WithDeadline(p.h.ctx, deadline)
 	defer cancel()
-	var d net.Dialer
+	d := net.Dialer{LocalAddr: p.h.src}
 	c, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, 0, p.fail("dial", err)

@@ -53,6 +53,8 @@ func keys() []key {
 		{"advertised_raft_addr", "", "host:port other nodes reach raft_addr at (default raft_addr)"},
 		{"gossip_addr", d.GossipAddr, "host:port for membership gossip"},
 		{"advertised_gossip_addr", "", "host:port other nodes reach gossip_addr at (default gossip_addr)"},
+		{"raft_source_addr", "", "local IP this node's outgoing Raft connections leave from (default: the system's choice)"},
+		{"gossip_source_addr", "", "local IP this node's outgoing gossip TCP streams leave from (default: the system's choice)"},
 		{"join", []string{}, "gossip seeds, host:port, comma-separated"},
 		{"bootstrap_expect", d.BootstrapExpect, "number of nodes to wait for before creating the cluster"},
 		{"default_partitions", int(d.DefaultPartitions), "partitions of an auto-created topic"},
@@ -311,6 +313,8 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.AdvertisedRaftAddr = g.string("advertised_raft_addr")
 	c.GossipAddr = g.string("gossip_addr")
 	c.AdvertisedGossip = g.string("advertised_gossip_addr")
+	c.RaftSourceAddr = g.string("raft_source_addr")
+	c.GossipSourceAddr = g.string("gossip_source_addr")
 	c.Join = g.list("join")
 	c.Listeners = g.listeners()
 	c.SASLUsers = g.saslUsers()

@@ -97,6 +97,8 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "bad bool", args: []string{"--auto-create-topics", "maybe"}, key: "auto_create_topics", value: "maybe"},
 		{name: "bad address", args: []string{"--kafka-addr", "localhost"}, key: "kafka_addr", value: "localhost"},
 		{name: "bad port", args: []string{"--raft-addr", "127.0.0.1:99999"}, key: "raft_addr", value: "99999"},
+		{name: "source address with a port", args: []string{"--raft-source-addr", "127.0.0.2:1"}, key: "raft_source_addr", value: "127.0.0.2:1"},
+		{name: "gossip source not an IP", env: []string{"MINIKAFKA_GOSSIP_SOURCE_ADDR", "node2"}, key: "gossip_source_addr", value: "node2"},
 		{name: "cluster without seeds", args: []string{"--bootstrap-expect", "3"}, key: "join", value: "[]"},
 		{name: "bind all without advertised", args: []string{"--kafka-addr", "0.0.0.0:9092"}, key: "advertised_kafka_addr"},
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},

@@ -48,6 +48,9 @@ const (
 	Gap
 	// BadHistory: the history itself is inconsistent (one ID sent twice).
 	BadHistory
+	// StaleRead: a consumer read a record that the final log does not hold
+	// at that offset (CheckReads).
+	StaleRead
 	numKinds
 )
 
@@ -60,10 +63,11 @@ var (
 	ErrOutOfOrder = errors.New("e2e: per-key sequence out of order")
 	ErrGap        = errors.New("e2e: offsets not contiguous")
 	ErrBadHistory = errors.New("e2e: inconsistent history")
+	ErrStaleRead  = errors.New("e2e: a consumer read a record the final log does not hold")
 )
 
-var kindErrs = [numKinds]error{ErrLost, ErrDuplicated, ErrMisplaced, ErrPhantom, ErrOutOfOrder, ErrGap, ErrBadHistory}
-var kindNames = [numKinds]string{"lost", "duplicated", "misplaced", "phantom", "out-of-order", "gap", "bad-history"}
+var kindErrs = [numKinds]error{ErrLost, ErrDuplicated, ErrMisplaced, ErrPhantom, ErrOutOfOrder, ErrGap, ErrBadHistory, ErrStaleRead}
+var kindNames = [numKinds]string{"lost", "duplicated", "misplaced", "phantom", "out-of-order", "gap", "bad-history", "stale-read"}
 
 func (k Kind) String() string {
 	if k < numKinds {
@@ -105,6 +109,7 @@ type Report struct {
 	UnknownPresent int // of those, present (once)
 	NotSent        int
 	Stored         int // records read from the partitions
+	Reads          int // records a consumer read during the run (CheckReads)
 }
 
 // Count returns the number of problems of kind k.

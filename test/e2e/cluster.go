@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,11 @@ type Options struct {
 	// Logf receives the harness's events (faults, restarts). Default: the
 	// test's Logf.
 	Logf func(format string, args ...any)
+	// Partitionable puts node N on its own IP (NodeIP) and its Raft and
+	// gossip traffic through the harness's proxies (Cluster.Net), which
+	// can cut or delay any direction between two nodes. Clients reach the
+	// Kafka ports directly.
+	Partitionable bool
 }
 
 // Node is one node of a Cluster. Its addresses and directories are fixed
@@ -82,6 +88,7 @@ type Node struct {
 	DataDir    string
 	LogFile    string // the process's stdout and stderr, appended across restarts
 	config     string // its configs/node<ID>.yaml
+	addrs      proxyAddrs
 
 	// Guarded by Cluster.mu.
 	proc   *process // nil while not started
@@ -112,6 +119,7 @@ type Cluster struct {
 	opts  Options
 	nodes []*Node // index ID-1; the slice and the Nodes' exported fields are immutable
 
+	net        *Net       // nil unless Options.Partitionable
 	mu         sync.Mutex // guards every Node's proc and paused, and unexpected
 	unexpected []string   // nodes that exited on their own
 }
@@ -137,17 +145,25 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 		opts.Logf = t.Logf
 	}
 	c := &Cluster{t: t, opts: opts}
+	if opts.Partitionable {
+		c.net = NewNet(NodeCount, opts.Logf)
+		t.Cleanup(c.net.Close) // after c.cleanup (cleanups run last first)
+	}
 	base := t.TempDir()
 	for id := 1; id <= NodeCount; id++ {
+		ip := "127.0.0.1"
+		if opts.Partitionable {
+			ip = NodeIP(id).String()
+		}
 		var ports [3]int
 		for i := range ports {
-			p, err := freePort()
+			p, err := freePortOn(ip)
 			if err != nil {
 				return nil, err
 			}
 			ports[i] = p
 		}
-		addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+		addr := func(p int) string { return net.JoinHostPort(ip, strconv.Itoa(p)) }
 		n := &Node{
 			ID:         id,
 			KafkaAddr:  addr(ports[0]),
@@ -159,6 +175,12 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 		}
 		if _, err := os.Stat(n.config); err != nil {
 			return nil, fmt.Errorf("e2e: node config: %w", err)
+		}
+		n.addrs = proxyAddrs{raft: n.RaftAddr, gossip: n.GossipAddr, raftProxy: n.RaftAddr, gossipProxy: n.GossipAddr}
+		if c.net != nil {
+			if err := c.net.listen(id, &n.addrs); err != nil {
+				return nil, fmt.Errorf("e2e: proxies of node %d: %w", id, err)
+			}
 		}
 		c.nodes = append(c.nodes, n)
 	}
@@ -205,6 +227,9 @@ func (c *Cluster) cleanup() {
 	}
 }
 
+// Net is the cluster's network (Options.Partitionable), or nil.
+func (c *Cluster) Net() *Net { return c.net }
+
 // Node returns node id (1..3).
 func (c *Cluster) Node(id int) *Node { return c.nodes[id-1] }
 
@@ -243,7 +268,7 @@ func (c *Cluster) IsRunning(id int) bool {
 func (c *Cluster) args(n *Node) []string {
 	var join []string
 	for _, o := range c.nodes {
-		join = append(join, o.GossipAddr)
+		join = append(join, o.addrs.gossipProxy)
 	}
 	args := []string{
 		"--config", n.config,
@@ -254,6 +279,12 @@ func (c *Cluster) args(n *Node) []string {
 		"--gossip-addr", n.GossipAddr,
 		"--join", strings.Join(join, ","),
 		"--admin-addr", "127.0.0.1:0", // the configs' fixed ports may be taken
+	}
+	if c.net != nil {
+		ip := NodeIP(n.ID).String()
+		args = append(args,
+			"--advertised-raft-addr", n.addrs.raftProxy, "--raft-source-addr", ip,
+			"--advertised-gossip-addr", n.addrs.gossipProxy, "--gossip-source-addr", ip)
 	}
 	return append(args, c.opts.Args...)
 }

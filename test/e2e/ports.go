@@ -26,9 +26,12 @@ var (
 // ErrNoFreePort means no free port was found in the harness's range.
 var ErrNoFreePort = errors.New("e2e: no free port")
 
-// freePort returns a loopback port that is free for TCP and UDP (gossip
-// needs both) and was not handed out before by this process.
-func freePort() (int, error) {
+// freePort returns a port of 127.0.0.1 that is free for TCP and UDP
+// (gossip needs both) and was not handed out before by this process.
+func freePort() (int, error) { return freePortOn("127.0.0.1") }
+
+// freePortOn is freePort on a loopback IP.
+func freePortOn(ip string) (int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
 	for range 1000 {
@@ -36,7 +39,7 @@ func freePort() (int, error) {
 		if portsTaken[p] {
 			continue
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		addr := net.JoinHostPort(ip, strconv.Itoa(p))
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue

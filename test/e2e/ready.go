@@ -41,7 +41,12 @@ type PartitionLeader struct {
 // leaders asks every running, unpaused node for topic's leaders and
 // returns them if all agree and every partition's leader is one of them.
 func (c *Cluster) leaders(ctx context.Context, topic string) ([]PartitionLeader, error) {
-	running := c.Running()
+	return c.leadersAmong(ctx, topic, c.Running())
+}
+
+// leadersAmong is leaders asking only the nodes running (a side of a
+// network partition).
+func (c *Cluster) leadersAmong(ctx context.Context, topic string, running []int) ([]PartitionLeader, error) {
 	if len(running) == 0 {
 		return nil, ErrNotRunning
 	}
@@ -80,6 +85,21 @@ func (c *Cluster) Leaders(ctx context.Context, topic string) ([]PartitionLeader,
 	var out []PartitionLeader
 	err := poll(ctx, "leaders of "+topic, func() (bool, error) {
 		ls, err := c.leaders(ctx, topic)
+		if err != nil {
+			return false, nil
+		}
+		out = ls
+		return true, nil
+	})
+	return out, err
+}
+
+// LeadersAmong is Leaders asking only the nodes ids (one side of a network
+// partition), each leader being one of them.
+func (c *Cluster) LeadersAmong(ctx context.Context, topic string, ids []int) ([]PartitionLeader, error) {
+	var out []PartitionLeader
+	err := poll(ctx, fmt.Sprintf("leaders of %s among %v", topic, ids), func() (bool, error) {
+		ls, err := c.leadersAmong(ctx, topic, ids)
 		if err != nil {
 			return false, nil
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Summary adds up faults, failover times and verifications across a run.
@@ -21,6 +23,7 @@ type Summary struct {
 	eos          []*TxnReport    // exactly-once checks of read_committed output
 	eosControl   []int           // aborted records the read_uncommitted control read saw, per check
 	txnFailover  []time.Duration // fault of a pipeline's node -> first transaction begun after it committed
+	partition    partitionStats
 }
 
 // Fault counts one injected fault of a kind ("leader-kill", "pause", ...).
@@ -133,7 +136,7 @@ func (s *Summary) String() string {
 		total += n
 	}
 	slices.Sort(kinds)
-	var acked, unknown, present, lost, dup, ooo, other, partitions, replicas, mismatches int
+	var acked, unknown, present, lost, dup, ooo, other, partitions, replicas, mismatches, stale, reads int
 	for _, v := range s.verification {
 		r := v.Report
 		acked += r.Acked
@@ -143,6 +146,8 @@ func (s *Summary) String() string {
 		dup += r.Count(Duplicated)
 		ooo += r.Count(OutOfOrder)
 		other += r.Count(Misplaced) + r.Count(Phantom) + r.Count(Gap) + r.Count(BadHistory)
+		stale += r.Count(StaleRead)
+		reads += r.Reads
 		partitions += v.Partitions
 		replicas += v.Replicas
 		mismatches += v.Mismatches
@@ -156,6 +161,7 @@ func (s *Summary) String() string {
 	fmt.Fprintf(&b, "duplicated:           %d\n", dup)
 	fmt.Fprintf(&b, "out of order:         %d\n", ooo)
 	fmt.Fprintf(&b, "other problems:       %d (misplaced, phantom, gaps)\n", other)
+	fmt.Fprintf(&b, "stale reads:          %d (of %d records read during the run)\n", stale, reads)
 	fmt.Fprintf(&b, "replicas compared:    %d logs of %d partitions, %d mismatches\n", replicas, partitions, mismatches)
 	fmt.Fprintf(&b, "failover (leader kill -> first ack of a new record on the partition): %d measured",
 		len(s.failovers))
@@ -182,6 +188,7 @@ func (s *Summary) String() string {
 	if len(s.eos) > 0 {
 		s.writeExactlyOnce(&b)
 	}
+	s.partition.write(&b)
 	return b.String()
 }
 
@@ -226,6 +233,7 @@ func (s *Summary) Merge(o *Summary) {
 	eos := slices.Clone(o.eos)
 	eosControl := slices.Clone(o.eosControl)
 	txnFailover := slices.Clone(o.txnFailover)
+	part := o.partition.clone()
 	o.mu.Unlock()
 
 	s.mu.Lock()
@@ -244,4 +252,151 @@ func (s *Summary) Merge(o *Summary) {
 	s.eos = append(s.eos, eos...)
 	s.eosControl = append(s.eosControl, eosControl...)
 	s.txnFailover = append(s.txnFailover, txnFailover...)
+	s.partition.merge(part)
+}
+
+// PartitionFailover records, for a partition scenario of a kind, the time
+// from the cut to the first acknowledgement of a record produced after it
+// (necessarily by the majority side).
+func (s *Summary) PartitionFailover(kind string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.partition.firstAck == nil {
+		s.partition.firstAck = map[string][]time.Duration{}
+	}
+	s.partition.firstAck[kind] = append(s.partition.firstAck[kind], d)
+}
+
+// Probes records the writes sent only to a leader isolated during w.
+func (s *Summary) Probes(w IsolationWindow, ps []ProbeResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.partition
+	st.probes += len(ps)
+	st.isolatedAcks += len(IsolatedAcks(w, ps))
+	for _, p := range ps {
+		switch {
+		case p.TimedOut:
+			st.probeTimeouts++
+		case !p.Acked:
+			st.probeRefused++
+			if p.Code == kerr.NotLeaderForPartition.Code {
+				st.probeNotLeader++
+			}
+		case !p.Done.Before(w.Healed):
+			st.probeAckedAfterHeal++
+		}
+	}
+}
+
+// Epochs records an EpochWatch's result.
+func (s *Summary) Epochs(conflicts []EpochConflict, answers int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partition.epochConflicts = append(s.partition.epochConflicts, conflicts...)
+	s.partition.epochAnswers += answers
+}
+
+// partitionStats are the network-partition scenarios' findings.
+type partitionStats struct {
+	firstAck            map[string][]time.Duration // by scenario kind: cut -> first majority-side ack
+	probes              int                        // writes sent only to an isolated leader
+	isolatedAcks        int                        // of those, acknowledged while it was isolated: violations
+	probeRefused        int                        // answered with an error code
+	probeNotLeader      int                        // of those, NOT_LEADER_OR_FOLLOWER
+	probeTimeouts       int                        // not answered
+	probeAckedAfterHeal int                        // acknowledged after the heal (checked in the final log)
+	epochConflicts      []EpochConflict
+	epochAnswers        int             // Metadata answers the EpochWatch checked
+	rejoined            []time.Duration // heal -> every node's Metadata agrees on the leaders
+}
+
+func (p partitionStats) clone() partitionStats {
+	c := p
+	c.firstAck = map[string][]time.Duration{}
+	for k, v := range p.firstAck {
+		c.firstAck[k] = slices.Clone(v)
+	}
+	c.epochConflicts = slices.Clone(p.epochConflicts)
+	c.rejoined = slices.Clone(p.rejoined)
+	return c
+}
+
+func (p *partitionStats) merge(o partitionStats) {
+	if p.firstAck == nil {
+		p.firstAck = map[string][]time.Duration{}
+	}
+	for k, v := range o.firstAck {
+		p.firstAck[k] = append(p.firstAck[k], v...)
+	}
+	p.probes += o.probes
+	p.isolatedAcks += o.isolatedAcks
+	p.probeRefused += o.probeRefused
+	p.probeNotLeader += o.probeNotLeader
+	p.probeTimeouts += o.probeTimeouts
+	p.probeAckedAfterHeal += o.probeAckedAfterHeal
+	p.epochConflicts = append(p.epochConflicts, o.epochConflicts...)
+	p.epochAnswers += o.epochAnswers
+	p.rejoined = append(p.rejoined, o.rejoined...)
+}
+
+// write adds the partition section to a summary, if there was any.
+func (p *partitionStats) write(b *strings.Builder) {
+	if len(p.firstAck) == 0 && p.probes == 0 && p.epochAnswers == 0 {
+		return
+	}
+	fmt.Fprintf(b, "network partitions:   cut -> first acknowledgement on the majority side, by scenario:\n")
+	kinds := make([]string, 0, len(p.firstAck))
+	for k := range p.firstAck {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		ds := p.firstAck[k]
+		fmt.Fprintf(b, "  %-28s %d measured, p50 %v, max %v\n", k, len(ds),
+			Percentile(ds, 50).Round(time.Millisecond), Percentile(ds, 100).Round(time.Millisecond))
+	}
+	fmt.Fprintf(b, "  writes sent only to an isolated leader: %d; acknowledged while isolated: %d; refused %d (%d NOT_LEADER_OR_FOLLOWER), timed out %d, acknowledged after the heal %d\n",
+		p.probes, p.isolatedAcks, p.probeRefused, p.probeNotLeader, p.probeTimeouts, p.probeAckedAfterHeal)
+	fmt.Fprintf(b, "  heal -> every node's Metadata agrees on the leaders again: %d measured, p50 %v, max %v\n", len(p.rejoined),
+		Percentile(p.rejoined, 50).Round(time.Millisecond), Percentile(p.rejoined, 100).Round(time.Millisecond))
+	fmt.Fprintf(b, "  two leaders with one epoch in Metadata: %d (of %d answers)\n", len(p.epochConflicts), p.epochAnswers)
+	for i, c := range p.epochConflicts {
+		if i == maxListed {
+			break
+		}
+		fmt.Fprintf(b, "    %v\n", c)
+	}
+}
+
+// partitionProbes is the number of writes sent only to isolated leaders.
+func (s *Summary) partitionProbes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.partition.probes
+}
+
+// partitionFaultPrefix starts the kind of every network-partition fault.
+const partitionFaultPrefix = "partition-"
+
+// PartitionFaults returns the number of network-partition faults
+// injected.
+func (s *Summary) PartitionFaults() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, c := range s.faults {
+		if strings.HasPrefix(k, partitionFaultPrefix) {
+			n += c
+		}
+	}
+	return n
+}
+
+// Rejoined records the time from a heal until every node's Metadata
+// agreed on the leaders again.
+func (s *Summary) Rejoined(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partition.rejoined = append(s.partition.rejoined, d)
 }

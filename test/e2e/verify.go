@@ -197,9 +197,9 @@ type Verification struct {
 }
 
 func (v *Verification) String() string {
-	return fmt.Sprintf("%d partitions, %d replicas compared, %d mismatches; %d attempts: %d acked, %d unknown (%d present), %d not sent; %d records stored; problems: %s",
+	return fmt.Sprintf("%d partitions, %d replicas compared, %d mismatches; %d attempts: %d acked, %d unknown (%d present), %d not sent; %d records stored, %d read during the run; problems: %s",
 		v.Partitions, v.Replicas, v.Mismatches, v.Report.Attempts, v.Report.Acked, v.Report.Unknown,
-		v.Report.UnknownPresent, v.Report.NotSent, v.Report.Stored, problemCounts(v.Report))
+		v.Report.UnknownPresent, v.Report.NotSent, v.Report.Stored, v.Report.Reads, problemCounts(v.Report))
 }
 
 func problemCounts(r *Report) string {
@@ -222,6 +222,12 @@ func problemCounts(r *Report) string {
 // read. The error joins every problem found; the Verification holds the
 // counts either way.
 func (c *Cluster) Verify(ctx context.Context, attempts []Attempt, topics ...string) (*Verification, error) {
+	return c.VerifyReads(ctx, attempts, nil, topics...)
+}
+
+// VerifyReads is Verify that also checks what consumers read during the
+// run against the final logs (CheckReads).
+func (c *Cluster) VerifyReads(ctx context.Context, attempts []Attempt, reads []Read, topics ...string) (*Verification, error) {
 	var logs []PartitionLog
 	for _, t := range topics {
 		pls, err := c.ReadPartitions(ctx, t)
@@ -231,6 +237,8 @@ func (c *Cluster) Verify(ctx context.Context, attempts []Attempt, topics ...stri
 		logs = append(logs, pls...)
 	}
 	v := &Verification{Report: Check(attempts, logs), Partitions: len(logs)}
+	v.Report.Reads = len(reads)
+	v.Report.Problems = append(v.Report.Problems, CheckReads(reads, logs)...)
 	errs := []error{v.Report.Err()}
 	for _, t := range topics {
 		n := 0
