@@ -65,8 +65,8 @@ func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
 			}
 			// A local replica knows the leader first hand.
 			if lr, ok := n.reps.get(t.Name, int32(i)); ok {
-				if id, ok := lr.rep.Leader(); ok {
-					pv.Leader, pv.LeaderEpoch = id, lr.rep.LeaderEpoch()
+				if id, epoch, ok := lr.rep.LeaderAndEpoch(); ok {
+					pv.Leader, pv.LeaderEpoch = id, epoch
 				} else {
 					pv.Leader = -1
 				}

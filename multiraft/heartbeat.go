@@ -389,6 +389,7 @@ func (h *Host) handleHeartbeat(e *hbEntry) hbResult {
 	}
 	respCh := make(chan raft.RPCResponse, 1)
 	req := e.req
+	t.noteLeader(&req)
 	rpc := raft.RPC{Command: &req, RespChan: respCh}
 	if t.writesTerm(&req) {
 		if !t.inBackground(func() { (*fn)(rpc) }) {

@@ -116,6 +116,9 @@ func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (
 	if t == nil {
 		return appendResponse(nil, statusUnknownGroup, nil), !snapshot
 	}
+	if ae, ok := cmd.(*raft.AppendEntriesRequest); ok {
+		t.noteLeader(ae)
+	}
 	respCh := make(chan raft.RPCResponse, 1)
 	rpc := raft.RPC{Command: cmd, RespChan: respCh}
 	var data *io.LimitedReader

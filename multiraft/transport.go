@@ -37,12 +37,13 @@ type transport struct {
 
 	// consumer is what raft reads RPCs from: those peers sent, and the
 	// TimeoutNow of StartElection.
-	consumer  chan raft.RPC
-	handler   atomic.Pointer[func(raft.RPC)] // raft's heartbeat handler; nil until set
-	busy      atomic.Bool                    // a heartbeat of this group is being handled
-	raft      atomic.Pointer[raft.Raft]      // the group's raft, once it runs
-	view      atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
-	throttled sync.Map                       // raft.ServerID -> true: members catching up, paced (members.go)
+	consumer   chan raft.RPC
+	handler    atomic.Pointer[func(raft.RPC)] // raft's heartbeat handler; nil until set
+	busy       atomic.Bool                    // a heartbeat of this group is being handled
+	raft       atomic.Pointer[raft.Raft]      // the group's raft, once it runs
+	view       atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
+	throttled  sync.Map                       // raft.ServerID -> true: members catching up, paced (members.go)
+	leaderSeen atomic.Pointer[leaderTerm]     // the newest term's leader an AppendEntries came from (leaderterm.go)
 
 	// progress is the followers' progress while the group leads here.
 	progress progress

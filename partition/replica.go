@@ -296,6 +296,14 @@ func (r *Replica) Leader() (node int32, ok bool) {
 	return node, ok
 }
 
+// LeaderAndEpoch returns the leader with the term it leads in, read
+// together (multiraft.Group.LeaderEpoch); ok is false when no leader of
+// the current term is known.
+func (r *Replica) LeaderAndEpoch() (node, epoch int32, ok bool) {
+	n, e, ok := r.group.LeaderEpoch()
+	return n, int32(e), ok
+}
+
 // LeaderEpoch is the current Raft term, which serves as Kafka's leader
 // epoch.
 func (r *Replica) LeaderEpoch() int32 { return int32(r.group.Epoch()) }
