@@ -75,6 +75,22 @@ type Options struct {
 	// can cut or delay any direction between two nodes. Clients reach the
 	// Kafka ports directly.
 	Partitionable bool
+	// Nodes is how many nodes the cluster has; 0 means NodeCount. A node
+	// numbered above NodeCount runs node<NodeCount>.yaml: its id, data
+	// directory and addresses come from the harness's flags, as every
+	// node's do.
+	Nodes int
+	// Initial is how many of them (the lowest ids) Start starts; 0 means
+	// all. StartNode starts the others, which join the running cluster.
+	Initial int
+}
+
+// size is the number of nodes.
+func (o Options) size() int {
+	if o.Nodes > 0 {
+		return o.Nodes
+	}
+	return NodeCount
 }
 
 // Node is one node of a Cluster. Its addresses and directories are fixed
@@ -146,11 +162,11 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{t: t, opts: opts}
 	if opts.Partitionable {
-		c.net = NewNet(NodeCount, opts.Logf)
+		c.net = NewNet(opts.size(), opts.Logf)
 		t.Cleanup(c.net.Close) // after c.cleanup (cleanups run last first)
 	}
 	base := t.TempDir()
-	for id := 1; id <= NodeCount; id++ {
+	for id := 1; id <= opts.size(); id++ {
 		ip := "127.0.0.1"
 		if opts.Partitionable {
 			ip = NodeIP(id).String()
@@ -171,7 +187,7 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 			GossipAddr: addr(ports[2]),
 			DataDir:    filepath.Join(base, fmt.Sprintf("node%d", id)),
 			LogFile:    filepath.Join(base, fmt.Sprintf("node%d.log", id)),
-			config:     filepath.Join(opts.ConfigDir, fmt.Sprintf("node%d.yaml", id)),
+			config:     filepath.Join(opts.ConfigDir, fmt.Sprintf("node%d.yaml", min(id, NodeCount))),
 		}
 		if _, err := os.Stat(n.config); err != nil {
 			return nil, fmt.Errorf("e2e: node config: %w", err)
@@ -185,7 +201,11 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 		c.nodes = append(c.nodes, n)
 	}
 	t.Cleanup(c.cleanup)
-	for id := 1; id <= NodeCount; id++ {
+	initial := opts.size()
+	if opts.Initial > 0 {
+		initial = min(opts.Initial, initial)
+	}
+	for id := 1; id <= initial; id++ {
 		if err := c.spawn(id); err != nil {
 			return nil, err
 		}

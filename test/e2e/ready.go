@@ -32,6 +32,29 @@ func (c *Cluster) Metadata(ctx context.Context, id int, topics ...string) (*kmsg
 	return resp.(*kmsg.MetadataResponse), nil
 }
 
+// ReplicaSets returns the replicas of each of topic's partitions, as the
+// first running node's Metadata lists them.
+func (c *Cluster) ReplicaSets(ctx context.Context, topic string) (map[int32][]int, error) {
+	running := c.Running()
+	if len(running) == 0 {
+		return nil, ErrNotRunning
+	}
+	md, err := c.Metadata(ctx, running[0], topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
+		return nil, fmt.Errorf("e2e: node %d: topic %q not described", running[0], topic)
+	}
+	out := map[int32][]int{}
+	for _, p := range md.Topics[0].Partitions {
+		for _, r := range p.Replicas {
+			out[p.Partition] = append(out[p.Partition], int(r))
+		}
+	}
+	return out, nil
+}
+
 // PartitionLeader is a partition's leader as metadata reports it.
 type PartitionLeader struct {
 	Node  int   // the leader's node id

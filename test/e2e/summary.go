@@ -24,6 +24,36 @@ type Summary struct {
 	eosControl   []int           // aborted records the read_uncommitted control read saw, per check
 	txnFailover  []time.Duration // fault of a pipeline's node -> first transaction begun after it committed
 	partition    partitionStats
+	moves        []moveStats // replica moves (operate_test.go)
+}
+
+// moveStats is one replica move: its kind ("reassign", "decommission",
+// "replace"), how long until no partition was moving, and the produce
+// latencies (send to acknowledgement) of the records sent meanwhile.
+type moveStats struct {
+	kind string
+	took time.Duration
+	p99  time.Duration
+	n    int
+}
+
+// Moved records a replica move; attempts are the run's, of which those
+// sent between from and to give the produce p99.
+func (s *Summary) Moved(kind string, from, to time.Time, attempts []Attempt) time.Duration {
+	var lat []time.Duration
+	for _, a := range attempts {
+		if a.Outcome == Acked && !a.Sent.Before(from) && !a.Sent.After(to) {
+			lat = append(lat, a.Done.Sub(a.Sent))
+		}
+	}
+	m := moveStats{kind: kind, took: to.Sub(from), n: len(lat)}
+	if len(lat) > 0 {
+		m.p99 = Percentile(lat, 99)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.moves = append(s.moves, m)
+	return m.p99
 }
 
 // Fault counts one injected fault of a kind ("leader-kill", "pause", ...).
@@ -189,6 +219,10 @@ func (s *Summary) String() string {
 		s.writeExactlyOnce(&b)
 	}
 	s.partition.write(&b)
+	for _, m := range s.moves {
+		fmt.Fprintf(&b, "replica move (%s): done in %v; produce p99 meanwhile %v over %d records\n",
+			m.kind, m.took.Round(time.Millisecond), m.p99.Round(time.Millisecond), m.n)
+	}
 	return b.String()
 }
 
@@ -234,6 +268,7 @@ func (s *Summary) Merge(o *Summary) {
 	eosControl := slices.Clone(o.eosControl)
 	txnFailover := slices.Clone(o.txnFailover)
 	part := o.partition.clone()
+	moves := slices.Clone(o.moves)
 	o.mu.Unlock()
 
 	s.mu.Lock()
@@ -253,6 +288,7 @@ func (s *Summary) Merge(o *Summary) {
 	s.eosControl = append(s.eosControl, eosControl...)
 	s.txnFailover = append(s.txnFailover, txnFailover...)
 	s.partition.merge(part)
+	s.moves = append(s.moves, moves...)
 }
 
 // PartitionFailover records, for a partition scenario of a kind, the time

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,9 +132,16 @@ func logBytes(dataDir, topic string, partition int32) int64 {
 // applied everything committed.
 func (c *Cluster) WaitReplicasInSync(ctx context.Context, topic string, partitions int) error {
 	return poll(ctx, "replicas of "+topic+" in sync", func() (bool, error) {
+		holders, err := c.ReplicaSets(ctx, topic)
+		if err != nil {
+			return false, nil
+		}
 		for p := range int32(partitions) {
 			want := int64(-2)
 			for _, id := range c.Running() {
+				if !slices.Contains(holders[p], id) {
+					continue
+				}
 				n := logBytes(c.nodes[id-1].DataDir, topic, p)
 				if n < 0 || (want != -2 && n != want) {
 					return false, nil
@@ -251,12 +259,23 @@ func (c *Cluster) VerifyReads(ctx context.Context, attempts []Attempt, reads []R
 			errs = append(errs, err) // the comparison below says how they differ
 		}
 	}
+	holders := map[string]map[int32][]int{}
+	for _, t := range topics {
+		hs, err := c.ReplicaSets(ctx, t)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		holders[t] = hs
+	}
 	if err := c.StopAll(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	for _, pl := range logs {
 		var reps []Replica
 		for _, n := range c.nodes {
+			if !slices.Contains(holders[pl.Topic][pl.Partition], n.ID) {
+				continue // not a replica of this partition (a cluster of more nodes than the replication factor)
+			}
 			data, err := ReadReplicaLog(n.DataDir, pl.Topic, pl.Partition)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("node %d: %w", n.ID, err))
