@@ -244,4 +244,3 @@ func toInt32s(ids []int) []int32 {
 	}
 	return out
 }
-
