@@ -96,6 +96,10 @@ func (a adminSource) State() metrics.State {
 	}
 	s.Topics = topicsView(view.Topics, s.Replicas, n.cfg.NodeID, n.cfg.Tuning.ReplicaLagMax)
 	s.Groups = groupOffsets(reps, ends)
+	for _, m := range (&backend{n: n}).Reassignments() {
+		s.Moves = append(s.Moves, metrics.Move{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas,
+			Adding: m.Adding, Removing: m.Removing})
+	}
 	c := n.kafka.Connections()
 	s.Conns = metrics.Conns{Open: c.Open, Accepted: c.Accepted, Refused: c.Refused}
 	s.LeaderChanges = n.host.Stats().LeaderChanges

@@ -103,6 +103,9 @@ type State struct {
 	// Groups are the committed offsets of the groups this node
 	// coordinates.
 	Groups []GroupOffset
+	// Moves are the partition reassignments in progress, sorted by topic
+	// then partition.
+	Moves []Move
 	Conns  Conns
 	// LeaderChanges counts the leaderships this node's Raft groups gained
 	// or lost.
@@ -110,6 +113,13 @@ type State struct {
 	// WALFsync is the Raft log store's fsync histogram in nanoseconds, or
 	// nil (multiraft.Host.WALFsyncLatency).
 	WALFsync prometheus.Histogram
+}
+
+// Move is a partition reassignment in progress.
+type Move struct {
+	Topic                      string
+	Partition                  int32
+	Replicas, Adding, Removing []int32
 }
 
 // Broker is a live broker.

@@ -37,7 +37,11 @@ Readiness: {{if .Ready}}ready{{else}}<span class="bad">{{.NotReady}}</span>{{end
 {{range .Groups}}<tr><td>{{.Group}}</td><td>{{.Topic}}</td><td class="num">{{.Partition}}</td><td class="num">{{.Committed}}</td><td class="num">{{.Lag}}</td></tr>
 {{else}}<tr><td colspan="5">none</td></tr>
 {{end}}</table>
-<p>No partition reassignments in progress (this version has none).</p>
+<h2>Partition reassignments in progress</h2>
+<table id="reassignments"><tr><th>Topic</th><th>Partition</th><th>Replicas</th><th>Adding</th><th>Removing</th></tr>
+{{range .Moves}}<tr><td>{{.Topic}}</td><td class="num">{{.Partition}}</td><td>{{.Replicas}}</td><td>{{.Adding}}</td><td>{{.Removing}}</td></tr>
+{{else}}<tr><td colspan="5">none</td></tr>
+{{end}}</table>
 <p><a href="/metrics">/metrics</a> · <a href="/readyz">/readyz</a> · <a href="/livez">/livez</a></p>
 </body></html>
 `))
@@ -51,6 +55,13 @@ type statusData struct {
 	Partitions           []statusPartition
 	Internal             int
 	Groups               []statusGroup
+	Moves                []statusMove
+}
+
+type statusMove struct {
+	Topic                      string
+	Partition                  int32
+	Replicas, Adding, Removing string
 }
 
 type statusBroker struct {
@@ -121,6 +132,10 @@ func serveStatus(w http.ResponseWriter, src Source) {
 			sg.Lag = fmt.Sprint(max(g.End-g.Committed, 0))
 		}
 		d.Groups = append(d.Groups, sg)
+	}
+	for _, m := range s.Moves {
+		d.Moves = append(d.Moves, statusMove{Topic: m.Topic, Partition: m.Partition,
+			Replicas: ids(m.Replicas), Adding: ids(m.Adding), Removing: ids(m.Removing)})
 	}
 	var buf bytes.Buffer
 	if err := statusPage.Execute(&buf, d); err != nil {
