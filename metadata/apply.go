@@ -50,6 +50,10 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.alterConfigs(c)
 	case AlterScramCredentials:
 		result, err = next.alterScram(c)
+	case CreateACLs:
+		result, err = next.createACLs(c)
+	case DeleteACLs:
+		result, err = next.deleteACLs(c)
 	}
 	if err != nil {
 		return next, nil, err

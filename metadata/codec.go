@@ -20,6 +20,8 @@ var commandVersion = map[CommandType]uint8{
 	TypeAlterConfigs:       1,
 
 	TypeAlterScramCredentials: 1,
+	TypeCreateACLs:            1,
+	TypeDeleteACLs:            1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -67,6 +69,10 @@ func Decode(b []byte) (Command, error) {
 		cmd = c
 	case typ == TypeAlterScramCredentials && ver == 1:
 		cmd = decodeAlterScram(r)
+	case typ == TypeCreateACLs && ver == 1:
+		cmd = decodeCreateACLs(r)
+	case typ == TypeDeleteACLs && ver == 1:
+		cmd = decodeDeleteACLs(r)
 	case typ == TypeCreateTopic && (ver == 1 || ver == 2):
 		c := decodeCreateTopic(r)
 		c.legacyConfigs = ver == 1
@@ -138,6 +144,14 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *AlterScramCredentials:
+		if c != nil {
+			return *c, nil
+		}
+	case *CreateACLs:
+		if c != nil {
+			return *c, nil
+		}
+	case *DeleteACLs:
 		if c != nil {
 			return *c, nil
 		}

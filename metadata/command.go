@@ -16,6 +16,9 @@ const (
 	TypeAlterConfigs       CommandType = 8
 	// TypeAlterScramCredentials is in scram.go.
 	TypeAlterScramCredentials CommandType = 9
+	// TypeCreateACLs and TypeDeleteACLs are in acls.go.
+	TypeCreateACLs CommandType = 10
+	TypeDeleteACLs CommandType = 11
 )
 
 func (t CommandType) String() string {
@@ -38,6 +41,10 @@ func (t CommandType) String() string {
 		return "AlterConfigs"
 	case TypeAlterScramCredentials:
 		return "AlterScramCredentials"
+	case TypeCreateACLs:
+		return "CreateACLs"
+	case TypeDeleteACLs:
+		return "DeleteACLs"
 	}
 	return "Unknown"
 }
@@ -59,6 +66,8 @@ var (
 	_ Command = AllocateProducerID{}
 	_ Command = AlterConfigs{}
 	_ Command = AlterScramCredentials{}
+	_ Command = CreateACLs{}
+	_ Command = DeleteACLs{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:
