@@ -61,6 +61,9 @@ var apis = []api{
 	{kmsg.EndTxn, 0, 3},
 	{kmsg.WriteTxnMarkers, 0, 1},
 	{kmsg.TxnOffsetCommit, 0, 3},
+	{kmsg.DescribeACLs, 0, 3},
+	{kmsg.CreateACLs, 0, 3},
+	{kmsg.DeleteACLs, 0, 3},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
 	{kmsg.SASLAuthenticate, 0, 2},
@@ -148,6 +151,12 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startDescribeUserScram(req, received)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return s.startAlterUserScram(req, received)
+	case *kmsg.CreateACLsRequest:
+		return s.startCreateACLs(req, received)
+	case *kmsg.DescribeACLsRequest:
+		return s.startDescribeACLs(req, received)
+	case *kmsg.DeleteACLsRequest:
+		return s.startDeleteACLs(req, received)
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return answered(illegalSASLState(req))
 	}

@@ -1,6 +1,8 @@
 package metadata
 
 import (
+	"fmt"
+
 	"github.com/minikafka/minikafka-go/acl"
 )
 
@@ -156,7 +158,7 @@ func (s *Snapshot) createACLs(c CreateACLs) (CreateACLsResult, error) {
 			continue
 		}
 		if n >= acl.MaxBindings {
-			res.Errs[i] = acl.ErrTooMany
+			res.Errs[i] = fmt.Errorf("%w: the cluster stores at most %d", acl.ErrTooMany, acl.MaxBindings)
 			continue
 		}
 		add, seen[b] = append(add, b), true
