@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // The group APIs. Each request of one group goes to that group's
@@ -27,7 +29,7 @@ const noAuthorizedOperations = math.MinInt32
 
 func (s *Server) startJoinGroup(req *kmsg.JoinGroupRequest, rc requestInfo) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 			resp.ErrorCode, resp.Generation, resp.MemberID = ErrorCode(err), -1, req.MemberID
@@ -39,7 +41,7 @@ func (s *Server) startJoinGroup(req *kmsg.JoinGroupRequest, rc requestInfo) resp
 
 func (s *Server) startSyncGroup(req *kmsg.SyncGroupRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -51,7 +53,7 @@ func (s *Server) startSyncGroup(req *kmsg.SyncGroupRequest) responder {
 
 func (s *Server) startHeartbeat(req *kmsg.HeartbeatRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -63,7 +65,7 @@ func (s *Server) startHeartbeat(req *kmsg.HeartbeatRequest) responder {
 
 func (s *Server) startLeaveGroup(req *kmsg.LeaveGroupRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -77,28 +79,56 @@ func (s *Server) startLeaveGroup(req *kmsg.LeaveGroupRequest) responder {
 // partition's error, as Kafka answers it.
 func (s *Server) startOffsetCommit(req *kmsg.OffsetCommitRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err == nil {
-			return c.OffsetCommit(ctx, req), nil
+			allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
+			if len(denied) == 0 {
+				return c.OffsetCommit(ctx, req), nil
+			}
+			cp := *req
+			cp.Topics = allowed
+			resp := c.OffsetCommit(ctx, &cp)
+			for _, t := range denied {
+				resp.Topics = append(resp.Topics, offsetCommitErrors(t, kerr.TopicAuthorizationFailed))
+			}
+			return resp, nil
 		}
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, ErrorCode(err)
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
+			resp.Topics = append(resp.Topics, offsetCommitErrors(t, err))
 		}
 		return resp, nil
 	}
 }
 
+// offsetCommitErrors answers every partition of t with err.
+func offsetCommitErrors(t kmsg.OffsetCommitRequestTopic, err error) kmsg.OffsetCommitResponseTopic {
+	rt := kmsg.NewOffsetCommitResponseTopic()
+	rt.Topic = t.Topic
+	for _, p := range t.Partitions {
+		rp := kmsg.NewOffsetCommitResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = p.Partition, ErrorCode(err)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
+}
+
+// splitTopics splits a request's topics into those the client may do op
+// on and the others, each in request order.
+func splitTopics[T any](s *Server, ctx context.Context, op acl.Operation, topics []T, name func(T) string) (allowed, denied []T) {
+	for _, t := range topics {
+		if s.authorizeTopic(ctx, op, name(t)) {
+			allowed = append(allowed, t)
+		} else {
+			denied = append(denied, t)
+		}
+	}
+	return allowed, denied
+}
+
 func (s *Server) startOffsetDelete(req *kmsg.OffsetDeleteRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpDelete)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -149,7 +179,7 @@ func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 // fetchOffsets answers one group of an OffsetFetch. A routing error is the
 // group's error; v0-1 clients see it on every partition they asked for.
 func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
-	c, err := s.coordinator(ctx, group)
+	c, err := s.coordinator(ctx, group, acl.OpDescribe)
 	if err == nil {
 		return c.FetchOffsets(ctx, group, topics, requireStable)
 	}
@@ -175,7 +205,7 @@ func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder 
 		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 		for _, id := range req.Groups {
 			var g kmsg.DescribeGroupsResponseGroup
-			if c, err := s.coordinator(ctx, id); err != nil {
+			if c, err := s.coordinator(ctx, id, acl.OpDescribe); err != nil {
 				g = kmsg.NewDescribeGroupsResponseGroup()
 				g.Group, g.ErrorCode = id, ErrorCode(err)
 			} else {
@@ -192,7 +222,8 @@ func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder 
 }
 
 // startListGroups answers ListGroups 0-4 with the groups of every
-// coordinator on this node, as a Kafka broker does (clients ask every
+// coordinator on this node (all with DESCRIBE on the cluster, else those
+// the client may DESCRIBE), as a Kafka broker does (clients ask every
 // broker). While a coordinator is loading, the groups of the others come
 // with COORDINATOR_LOAD_IN_PROGRESS.
 func (s *Server) startListGroups(req *kmsg.ListGroupsRequest) responder {
@@ -204,8 +235,13 @@ func (s *Server) startListGroups(req *kmsg.ListGroupsRequest) responder {
 			return resp, nil
 		}
 		resp.ErrorCode = ErrorCode(err)
+		all := s.authorizeCluster(ctx, acl.OpDescribe)
 		for _, c := range coords {
-			resp.Groups = append(resp.Groups, c.ListGroups(req.StatesFilter, req.TypesFilter)...)
+			for _, g := range c.ListGroups(req.StatesFilter, req.TypesFilter) {
+				if all || s.authorizeGroup(ctx, acl.OpDescribe, g.Group) {
+					resp.Groups = append(resp.Groups, g)
+				}
+			}
 		}
 		return resp, nil
 	}
@@ -219,7 +255,7 @@ func (s *Server) startDeleteGroups(req *kmsg.DeleteGroupsRequest) responder {
 		for _, id := range req.Groups {
 			g := kmsg.NewDeleteGroupsResponseGroup()
 			g.Group = id
-			c, err := s.coordinator(ctx, id)
+			c, err := s.coordinator(ctx, id, acl.OpDelete)
 			if err == nil {
 				if derr := c.DeleteGroup(ctx, id); derr != nil {
 					err = derr

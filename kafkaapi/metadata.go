@@ -8,10 +8,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // startMetadata answers from Backend.Cluster when its turn comes, creating
-// missing topics first if the backend and the request allow it.
+// missing topics first if the backend and the request allow it. As in
+// Kafka, a client sees only the topics it may DESCRIBE (a named one it may
+// not answers TOPIC_AUTHORIZATION_FAILED), and auto-creation needs CREATE
+// on the cluster or the topic.
 func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		view := s.cluster(ctx)
@@ -33,7 +38,9 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		// has no null.
 		if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 			for i := range view.Topics {
-				resp.Topics = append(resp.Topics, topicMetadata(&view.Topics[i]))
+				if s.authorizeTopic(ctx, acl.OpDescribe, view.Topics[i].Name) {
+					resp.Topics = append(resp.Topics, topicMetadata(&view.Topics[i]))
+				}
 			}
 			return resp, nil
 		}
@@ -45,7 +52,10 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		seen := make(map[string]bool, len(req.Topics))
 		for _, rt := range req.Topics {
 			if rt.Topic == nil { // v10+: by topic id
-				if t := findTopicID(view.Topics, rt.TopicID); t != nil && !seen[t.Name] {
+				t := findTopicID(view.Topics, rt.TopicID)
+				if t != nil && !s.authorizeTopic(ctx, acl.OpDescribe, t.Name) {
+					resp.Topics = append(resp.Topics, topicError(nil, rt.TopicID, kerr.TopicAuthorizationFailed))
+				} else if t != nil && !seen[t.Name] {
 					seen[t.Name] = true
 					resp.Topics = append(resp.Topics, topicMetadata(t))
 				} else if t == nil {
@@ -58,6 +68,10 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 				continue
 			}
 			seen[name] = true
+			if !s.authorizeTopic(ctx, acl.OpDescribe, name) {
+				resp.Topics = append(resp.Topics, topicError(&name, [16]byte{}, kerr.TopicAuthorizationFailed))
+				continue
+			}
 			if t := byName[name]; t != nil {
 				resp.Topics = append(resp.Topics, topicMetadata(t))
 				continue
@@ -68,6 +82,8 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 				err = kerr.InvalidTopicException
 			case !allowCreate:
 				err = kerr.UnknownTopicOrPartition
+			case !s.authorizeCluster(ctx, acl.OpCreate) && !s.authorizeTopic(ctx, acl.OpCreate, name):
+				err = kerr.TopicAuthorizationFailed
 			default:
 				err = s.autoCreate(ctx, name)
 				created = created || errors.Is(err, kerr.LeaderNotAvailable)
