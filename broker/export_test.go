@@ -26,3 +26,6 @@ func (n *Node) WriteCaching(topic string, p int32) (flush time.Duration, cached,
 func (n *Node) VerifyTxn(ctx context.Context, id string, pid int64, epoch int16, topic string, p int32) error {
 	return (&backend{n: n}).VerifyTxnPartitions(ctx, id, pid, epoch, []kafkaapi.TopicPartition{{Topic: topic, Partition: p}})[0]
 }
+
+// ACLCount is the number of ACL bindings in this node's metadata copy.
+func (n *Node) ACLCount() int { return n.meta.fsm.State().ACLs().Len() }

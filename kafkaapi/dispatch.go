@@ -134,7 +134,7 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	case *kmsg.DeleteRecordsRequest:
 		return s.startDeleteRecords(req, received)
 	case *kmsg.WriteTxnMarkersRequest:
-		return s.startWriteTxnMarkers(req, received)
+		return s.startWriteTxnMarkers(rc.connContext(), req, received)
 	case *kmsg.AddPartitionsToTxnRequest:
 		return s.startAddPartitionsToTxn(req, received)
 	case *kmsg.AddOffsetsToTxnRequest:

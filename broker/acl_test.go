@@ -1,0 +1,187 @@
+package broker_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+// aclCluster is secureCluster with authorisation on, admin a super user,
+// and a second SASL user alice.
+func aclCluster(t *testing.T, n int, opts ...testcluster.Option) (*testcluster.Cluster, *tls.Config) {
+	t.Helper()
+	opts = append([]testcluster.Option{func(c *broker.Config) {
+		c.AuthorizationEnabled = true
+		c.SuperUsers = []string{"User:admin"}
+		c.SASLUsers = append(c.SASLUsers, broker.SASLUser{Name: "alice", Password: "alice-secret"})
+	}}, opts...)
+	c, tlsCfg := secureCluster(t, n, opts...)
+	waitForUser(t, c, tlsCfg, "admin", "admin-secret")
+	waitForUser(t, c, tlsCfg, "alice", "alice-secret")
+	return c, tlsCfg
+}
+
+func userClient(t *testing.T, c *testcluster.Cluster, tlsCfg *tls.Config, user, pass string, opts ...kgo.Opt) *kgo.Client {
+	return saslClient(t, listenerAddrs(c, "SASL_SSL"), tlsCfg, kscram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), opts...)
+}
+
+func mustCreateACLs(t *testing.T, adm *kadm.Client, b *kadm.ACLBuilder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := adm.CreateACLs(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("create %+v: %v", r, r.Err)
+		}
+	}
+}
+
+// A SASL user allowed WRITE on topic a, not b, produces to a and is
+// refused b; a group it may not READ is refused; the super user passes.
+func TestACLProduceAndGroupAuthorization(t *testing.T) {
+	c, tlsCfg := aclCluster(t, 1)
+	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
+	adm := kadm.NewClient(admin)
+	createTopic(t, admin, "a", 1, 1)
+	createTopic(t, admin, "b", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	alice := userClient(t, c, tlsCfg, "alice", "alice-secret", kgo.RecordRetries(2), kgo.RequestRetries(2))
+	// Nothing is granted yet: deny by default.
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce before any ACL: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("a").Operations(kadm.OpWrite, kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to a: %v", err)
+	}
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce to b: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	// The super user is bound by no ACL.
+	if err := admin.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("y")}).FirstErr(); err != nil {
+		t.Fatalf("admin produce to b: %v", err)
+	}
+	// A metadata request for all topics shows alice only a.
+	topics, err := kadm.NewClient(alice).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := topics.Names(); len(names) != 1 || names[0] != "a" {
+		t.Fatalf("alice sees topics %v, want [a]", names)
+	}
+
+	aliceAdm := kadm.NewClient(alice)
+	if _, err := aliceAdm.FetchOffsets(ctx, "g"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("offsets of a group without READ: %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	consumer := userClient(t, c, tlsCfg, "alice", "alice-secret", kgo.ConsumerGroup("g"), kgo.ConsumeTopics("a"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	pctx, pcancel := context.WithTimeout(ctx, 15*time.Second)
+	fs := consumer.PollFetches(pctx)
+	pcancel()
+	var groupErr error
+	fs.EachError(func(_ string, _ int32, err error) {
+		if errors.Is(err, kerr.GroupAuthorizationFailed) {
+			groupErr = err
+		}
+	})
+	if groupErr == nil {
+		t.Fatalf("consumer in group g without READ: errors %v, want GROUP_AUTHORIZATION_FAILED", fs.Errors())
+	}
+
+	mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").Groups("g").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	if _, err := aliceAdm.FetchOffsets(ctx, "g"); err != nil {
+		t.Fatalf("offsets with READ on the group: %v", err)
+	}
+}
+
+// ACLs round-trip through kadm, are seen on another node, survive a
+// restart; DENY beats ALLOW; prefixed patterns apply to their prefix.
+func TestACLAdminRoundTripAndSemantics(t *testing.T) {
+	c, tlsCfg := aclCluster(t, 3)
+	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
+	adm := kadm.NewClient(admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, name := range []string{"logs-app", "logs-secret", "other"} {
+		createTopic(t, admin, name, 1, 3)
+	}
+
+	mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("logs-").
+		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpAll))
+	mustCreateACLs(t, adm, kadm.NewACLs().Deny("User:alice").Topics("logs-secret").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).
+		Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range described {
+		if d.Err != nil {
+			t.Fatal(d.Err)
+		}
+		n += len(d.Described)
+	}
+	if n != 2 {
+		t.Fatalf("described %d bindings, want 2: %+v", n, described)
+	}
+
+	alice := userClient(t, c, tlsCfg, "alice", "alice-secret", kgo.RecordRetries(2), kgo.RequestRetries(2))
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "logs-app", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("prefixed ALLOW ALL: %v", err)
+	}
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "logs-secret", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("DENY WRITE under a prefixed ALLOW ALL: %v", err)
+	}
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("outside the prefix: %v", err)
+	}
+
+	// Every node applied them through the metadata group.
+	for _, nd := range c.Running() {
+		eventually(t, 20*time.Second, "acls on every node", func() bool { return nd.ACLCount() == 2 })
+	}
+	// A node restarts with them.
+	c.StopNode(2)
+	c.StartNode(2)
+	c.WaitReady()
+	eventually(t, 30*time.Second, "acls after restart", func() bool { return c.Node(2).ACLCount() == 2 })
+
+	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().Deny("User:alice").Topics("logs-secret").Operations(kadm.OpWrite).DenyHosts().ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != 1 || deleted[0].Err != nil || len(deleted[0].Deleted) != 1 {
+		t.Fatalf("deleted %+v", deleted)
+	}
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "logs-secret", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("after deleting the DENY: %v", err)
+	}
+
+	// alice may not manage ACLs: CLUSTER_AUTHORIZATION_FAILED.
+	res, err := kadm.NewClient(alice).CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("other").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice creating an ACL: %+v", res)
+	}
+}
