@@ -107,9 +107,15 @@ func TestACLProduceAndGroupAuthorization(t *testing.T) {
 	}
 
 	mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").Groups("g").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
-	if _, err := aliceAdm.FetchOffsets(ctx, "g"); err != nil {
-		t.Fatalf("offsets with READ on the group: %v", err)
-	}
+	// The internal offsets topic may still be coming up: retry while
+	// the coordinator is not available, never past an authorisation error.
+	eventually(t, 30*time.Second, "offsets with READ on the group", func() bool {
+		_, err := aliceAdm.FetchOffsets(ctx, "g")
+		if errors.Is(err, kerr.GroupAuthorizationFailed) {
+			t.Fatalf("offsets with READ on the group: %v", err)
+		}
+		return err == nil
+	})
 }
 
 // ACLs round-trip through kadm, are seen on another node, survive a

@@ -134,7 +134,24 @@ func (s *Server) startOffsetDelete(req *kmsg.OffsetDeleteRequest) responder {
 			resp.ErrorCode = ErrorCode(err)
 			return resp, nil
 		}
-		return c.OffsetDelete(ctx, req), nil
+		allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic })
+		if len(denied) == 0 {
+			return c.OffsetDelete(ctx, req), nil
+		}
+		cp := *req
+		cp.Topics = allowed
+		resp := c.OffsetDelete(ctx, &cp)
+		for _, t := range denied { // as Kafka: READ on each topic
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	}
 }
 
@@ -181,7 +198,7 @@ func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	c, err := s.coordinator(ctx, group, acl.OpDescribe)
 	if err == nil {
-		return c.FetchOffsets(ctx, group, topics, requireStable)
+		return s.hideTopics(ctx, c.FetchOffsets(ctx, group, topics, requireStable), topics == nil)
 	}
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group, g.ErrorCode = group, ErrorCode(err)
@@ -195,6 +212,29 @@ func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.O
 		}
 		g.Topics = append(g.Topics, rt)
 	}
+	return g
+}
+
+// hideTopics applies Kafka's topic checks to an OffsetFetch answer: of
+// all topics (all), those the client may not DESCRIBE are left out; named
+// ones answer TOPIC_AUTHORIZATION_FAILED.
+func (s *Server) hideTopics(ctx context.Context, g kmsg.OffsetFetchResponseGroup, all bool) kmsg.OffsetFetchResponseGroup {
+	kept := g.Topics[:0]
+	for _, t := range g.Topics {
+		if s.authorizeTopic(ctx, acl.OpDescribe, t.Topic) {
+			kept = append(kept, t)
+			continue
+		}
+		if all {
+			continue
+		}
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
+		}
+		kept = append(kept, t)
+	}
+	g.Topics = kept
 	return g
 }
 

@@ -185,7 +185,7 @@ func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.T
 		}
 		if err == nil {
 			if tc, ok := c.(TxnOffsetCommitter); ok {
-				return tc.TxnOffsetCommit(ctx, req), nil
+				return s.txnOffsetCommit(ctx, tc, req), nil
 			}
 			err = fmt.Errorf("%w: transactional offset commits are not served", kerr.UnsupportedVersion)
 		}
@@ -202,6 +202,29 @@ func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.T
 		}
 		return resp, nil
 	}
+}
+
+// txnOffsetCommit commits the offsets of the topics the client may READ;
+// the others answer TOPIC_AUTHORIZATION_FAILED, as in Kafka.
+func (s *Server) txnOffsetCommit(ctx context.Context, tc TxnOffsetCommitter, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return tc.TxnOffsetCommit(ctx, req)
+	}
+	cp := *req
+	cp.Topics = allowed
+	resp := tc.TxnOffsetCommit(ctx, &cp)
+	for _, t := range denied {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // TxnLister is the optional Transactions capability that serves
