@@ -43,8 +43,6 @@ func withSession(ctx context.Context, s *session) context.Context {
 // principal is the connection's Kafka principal.
 func (s *session) principal() string {
 	switch {
-	case s == nil:
-		return acl.Anonymous
 	case s.auth != nil && s.auth.authenticated():
 		return acl.UserPrefix + s.auth.user
 	case s.certPrincipal != "":
@@ -63,6 +61,16 @@ func certPrincipal(cs tls.ConnectionState) string {
 	return acl.UserPrefix + cs.PeerCertificates[0].Subject.String()
 }
 
+// client returns the principal and host of ctx's connection; a context
+// without one (a request not from a connection) is anonymous.
+func client(ctx context.Context) (principal, host string) {
+	sess, _ := ctx.Value(sessionKey{}).(*session)
+	if sess == nil {
+		return acl.Anonymous, ""
+	}
+	return sess.principal(), sess.host
+}
+
 // authorize decides whether the client of ctx's connection may do op on
 // the named resource.
 func (s *Server) authorize(ctx context.Context, op acl.Operation, rt acl.ResourceType, name string) bool {
@@ -70,12 +78,8 @@ func (s *Server) authorize(ctx context.Context, op acl.Operation, rt acl.Resourc
 	if !ok {
 		return true
 	}
-	sess, _ := ctx.Value(sessionKey{}).(*session)
-	host := ""
-	if sess != nil {
-		host = sess.host
-	}
-	return az.Authorize(acl.Request{Principal: sess.principal(), Host: host, Operation: op, Resource: rt, Name: name})
+	principal, host := client(ctx)
+	return az.Authorize(acl.Request{Principal: principal, Host: host, Operation: op, Resource: rt, Name: name})
 }
 
 // authorizeAny is Authorizer.AuthorizeAny for ctx's client.
@@ -84,12 +88,8 @@ func (s *Server) authorizeAny(ctx context.Context, op acl.Operation, rt acl.Reso
 	if !ok {
 		return true
 	}
-	sess, _ := ctx.Value(sessionKey{}).(*session)
-	host := ""
-	if sess != nil {
-		host = sess.host
-	}
-	return az.AuthorizeAny(sess.principal(), host, op, rt)
+	principal, host := client(ctx)
+	return az.AuthorizeAny(principal, host, op, rt)
 }
 
 // authorizeCluster decides op on the CLUSTER resource.

@@ -1,0 +1,314 @@
+package kafkaapi
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
+)
+
+// authzBackend adds an Authorizer and an ACLAdmin to the fake backend:
+// allowed decides every request and records what was asked.
+type authzBackend struct {
+	*fakeBackend
+	mu      sync.Mutex // guards allowed, asked and set
+	allowed func(acl.Request) bool
+	asked   []acl.Request
+	set     acl.Set
+}
+
+func (b *authzBackend) Authorize(r acl.Request) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, r)
+	return b.allowed(r)
+}
+
+func (b *authzBackend) AuthorizeAny(principal, host string, op acl.Operation, rt acl.ResourceType) bool {
+	return b.Authorize(acl.Request{Principal: principal, Host: host, Operation: op, Resource: rt, Name: "<any>"})
+}
+
+func (b *authzBackend) ACLs() acl.Set {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.set
+}
+
+func (b *authzBackend) CreateACLs(_ context.Context, bs []acl.Binding) ([]error, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.set = b.set.With(bs)
+	return make([]error, len(bs)), nil
+}
+
+func (b *authzBackend) DeleteACLs(_ context.Context, fs []acl.Filter) ([][]acl.Binding, []error, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var removed [][]acl.Binding
+	b.set, removed = b.set.Without(fs)
+	return removed, make([]error, len(fs)), nil
+}
+
+func startAuthzServer(t *testing.T, allowed func(acl.Request) bool) (*harness, *authzBackend) {
+	var ab *authzBackend
+	h := startServerWith(t, Config{}, func(fb *fakeBackend) Backend {
+		ab = &authzBackend{fakeBackend: fb, allowed: allowed}
+		return ab
+	})
+	h.fb.addTopic("t", 1)
+	return h, ab
+}
+
+// Each API answers a denied client with Kafka's error code, from the
+// principal of a plaintext connection (User:ANONYMOUS) and its address.
+func TestAuthorizationDeniedPerAPI(t *testing.T) {
+	h, ab := startAuthzServer(t, func(acl.Request) bool { return false })
+	part := h.fb.addTopic("p", 1)[0]
+	c := h.dial()
+	txn := "tx"
+	cases := []struct {
+		name string
+		req  kmsg.Request
+		code func(kmsg.Response) int16
+		want *kerr.Error
+	}{
+		{"produce", produceRequest(9, -1, "p", map[int32][]byte{0: makeBatch(1, "a")}),
+			func(r kmsg.Response) int16 { return r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode }, kerr.TopicAuthorizationFailed},
+		{"transactional produce", txnProduceRequest(&txn, map[int32][]byte{0: makeBatch(1, "a")}),
+			func(r kmsg.Response) int16 { return r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode }, kerr.TransactionalIDAuthorizationFailed},
+		{"fetch", fetchRequest(12, "t", 0, 0, 0),
+			func(r kmsg.Response) int16 { return r.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode }, kerr.TopicAuthorizationFailed},
+		{"list offsets", listOffsetsRequest(7, "t", -1, -1),
+			func(r kmsg.Response) int16 { return r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode }, kerr.TopicAuthorizationFailed},
+		{"offset for leader epoch", offsetForLeaderEpochRequest(4, "t", -1, 0),
+			func(r kmsg.Response) int16 {
+				return r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
+			}, kerr.TopicAuthorizationFailed},
+		{"metadata named", metadataRequest(12, false, "t"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.MetadataResponse).Topics[0].ErrorCode }, kerr.TopicAuthorizationFailed},
+		{"create topics", createTopicsRequest(7, false, topicAsk{"new", 1, 1}),
+			func(r kmsg.Response) int16 { return r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode }, kerr.TopicAuthorizationFailed},
+		{"delete topics (not even DESCRIBE)", deleteTopicsRequest("t"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode }, kerr.UnknownTopicOrPartition},
+		{"create partitions", createPartitionsRequest("t", 2),
+			func(r kmsg.Response) int16 { return r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode }, kerr.TopicAuthorizationFailed},
+		{"delete records", deleteRecordsRequest("t", 0),
+			func(r kmsg.Response) int16 { return r.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode }, kerr.TopicAuthorizationFailed},
+		{"describe topic configs", describeConfigsRequest(4, false, false, configResource(kmsg.ConfigResourceTypeTopic, "t")),
+			func(r kmsg.Response) int16 { return r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode }, kerr.TopicAuthorizationFailed},
+		{"describe broker configs", describeConfigsRequest(4, false, false, configResource(kmsg.ConfigResourceTypeBroker, "1")),
+			func(r kmsg.Response) int16 { return r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode }, kerr.ClusterAuthorizationFailed},
+		{"alter topic configs", incrementalAlterRequest("t"),
+			func(r kmsg.Response) int16 {
+				return r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode
+			}, kerr.TopicAuthorizationFailed},
+		{"find group coordinator", findCoordinatorRequest(0, "g"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.FindCoordinatorResponse).ErrorCode }, kerr.GroupAuthorizationFailed},
+		{"find txn coordinator", findCoordinatorRequest(1, "tx"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.FindCoordinatorResponse).ErrorCode }, kerr.TransactionalIDAuthorizationFailed},
+		{"join group", joinGroupRequest("g"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.JoinGroupResponse).ErrorCode }, kerr.GroupAuthorizationFailed},
+		{"offset fetch", offsetFetchRequest("g"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.OffsetFetchResponse).ErrorCode }, kerr.GroupAuthorizationFailed},
+		{"describe groups", describeGroupsRequest("g"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode }, kerr.GroupAuthorizationFailed},
+		{"init producer id, transactional", initProducerIDRequest(4, &txn),
+			func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }, kerr.TransactionalIDAuthorizationFailed},
+		{"init producer id, idempotent", initProducerIDRequest(4, nil),
+			func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode }, kerr.ClusterAuthorizationFailed},
+		{"write txn markers", writeTxnMarkersRequest(1, 1000, 0, true, "t", 0),
+			func(r kmsg.Response) int16 {
+				return r.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+			}, kerr.ClusterAuthorizationFailed},
+		{"end txn", endTxnRequest("tx"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }, kerr.TransactionalIDAuthorizationFailed},
+		{"create acls", createACLsRequest(acl.Binding{ResourceType: acl.ResourceTopic, Name: "t", Pattern: acl.PatternLiteral,
+			Principal: "User:a", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow}),
+			func(r kmsg.Response) int16 { return r.(*kmsg.CreateACLsResponse).Results[0].ErrorCode }, kerr.ClusterAuthorizationFailed},
+		{"describe acls", describeAllACLsRequest(),
+			func(r kmsg.Response) int16 { return r.(*kmsg.DescribeACLsResponse).ErrorCode }, kerr.ClusterAuthorizationFailed},
+	}
+	for _, tc := range cases {
+		if got := tc.code(c.roundTrip(tc.req)); got != tc.want.Code {
+			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(got), tc.want)
+		}
+	}
+	// Nothing was written, and the checks saw the connection's principal.
+	if part.produceCount() != 0 {
+		t.Fatal("a denied produce reached the partition")
+	}
+	ab.mu.Lock()
+	defer ab.mu.Unlock()
+	if len(ab.asked) == 0 || ab.asked[0].Principal != acl.Anonymous || ab.asked[0].Host != "127.0.0.1" {
+		t.Fatalf("asked %+v", ab.asked)
+	}
+}
+
+// A metadata request for all topics lists only those the client may
+// DESCRIBE; DeleteTopics of a topic it may DESCRIBE but not DELETE is
+// TOPIC_AUTHORIZATION_FAILED.
+func TestAuthorizationFiltersAndDescribeOnly(t *testing.T) {
+	h, _ := startAuthzServer(t, func(r acl.Request) bool {
+		return r.Resource == acl.ResourceTopic && r.Name == "t" && r.Operation == acl.OpDescribe
+	})
+	h.fb.addTopic("hidden", 1)
+	c := h.dial()
+	md := c.roundTrip(metadataRequest(12, false)).(*kmsg.MetadataResponse)
+	if len(md.Topics) != 1 || *md.Topics[0].Topic != "t" {
+		t.Fatalf("all topics: %+v", md.Topics)
+	}
+	dt := c.roundTrip(deleteTopicsRequest("t")).(*kmsg.DeleteTopicsResponse)
+	if dt.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("delete a describable topic: %v", kerr.ErrorForCode(dt.Topics[0].ErrorCode))
+	}
+}
+
+// CreateAcls validates each binding as Kafka does (INVALID_REQUEST) and
+// stores the valid ones; DescribeAcls groups them by resource; DeleteAcls
+// returns what it removed.
+func TestACLAPIs(t *testing.T) {
+	h, ab := startAuthzServer(t, func(acl.Request) bool { return true })
+	c := h.dial()
+	good := acl.Binding{ResourceType: acl.ResourceTopic, Name: "t", Pattern: acl.PatternLiteral,
+		Principal: "User:a", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow}
+	good2 := good
+	good2.Operation = acl.OpWrite
+	badCluster := good
+	badCluster.ResourceType, badCluster.Name = acl.ResourceCluster, "c"
+	badHost := good
+	badHost.Host = "not-an-ip"
+	cr := c.roundTrip(createACLsRequest(good, badCluster, good2, badHost)).(*kmsg.CreateACLsResponse)
+	codes := []int16{cr.Results[0].ErrorCode, cr.Results[1].ErrorCode, cr.Results[2].ErrorCode, cr.Results[3].ErrorCode}
+	if codes[0] != 0 || codes[1] != kerr.InvalidRequest.Code || codes[2] != 0 || codes[3] != kerr.InvalidRequest.Code {
+		t.Fatalf("create codes %v", codes)
+	}
+	if ab.ACLs().Len() != 2 {
+		t.Fatalf("stored %v", ab.ACLs().All())
+	}
+	dr := c.roundTrip(describeAllACLsRequest()).(*kmsg.DescribeACLsResponse)
+	if dr.ErrorCode != 0 || len(dr.Resources) != 1 || len(dr.Resources[0].ACLs) != 2 || dr.Resources[0].ResourceName != "t" {
+		t.Fatalf("describe %+v", dr)
+	}
+	bad := describeAllACLsRequest()
+	bad.Operation = 0 // UNKNOWN
+	if dr := c.roundTrip(bad).(*kmsg.DescribeACLsResponse); dr.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("unknown filter: %v", kerr.ErrorForCode(dr.ErrorCode))
+	}
+	del := kmsg.NewPtrDeleteACLsRequest()
+	del.Version = 3
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAny
+	del.Filters = append(del.Filters, f)
+	delResp := c.roundTrip(del).(*kmsg.DeleteACLsResponse)
+	if len(delResp.Results) != 1 || len(delResp.Results[0].MatchingACLs) != 1 || delResp.Results[0].MatchingACLs[0].Operation != kmsg.ACLOperationWrite {
+		t.Fatalf("delete %+v", delResp)
+	}
+	if ab.ACLs().Len() != 1 {
+		t.Fatalf("after delete %v", ab.ACLs().All())
+	}
+}
+
+func createACLsRequest(bs ...acl.Binding) *kmsg.CreateACLsRequest {
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Version = 3
+	for _, b := range bs {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceType(b.ResourceType), b.Name, kmsg.ACLResourcePatternType(b.Pattern)
+		c.Principal, c.Host, c.Operation, c.PermissionType = b.Principal, b.Host, kmsg.ACLOperation(b.Operation), kmsg.ACLPermissionType(b.Permission)
+		req.Creations = append(req.Creations, c)
+	}
+	return req
+}
+
+func describeAllACLsRequest() *kmsg.DescribeACLsRequest {
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.Version = 3
+	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	return req
+}
+
+func deleteTopicsRequest(names ...string) *kmsg.DeleteTopicsRequest {
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.Version = 5
+	req.TopicNames = names
+	req.TimeoutMillis = 5000
+	return req
+}
+
+func createPartitionsRequest(topic string, count int32) *kmsg.CreatePartitionsRequest {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.Version = 3
+	t := kmsg.NewCreatePartitionsRequestTopic()
+	t.Topic, t.Count = topic, count
+	req.Topics = append(req.Topics, t)
+	req.TimeoutMillis = 5000
+	return req
+}
+
+func deleteRecordsRequest(topic string, partition int32) *kmsg.DeleteRecordsRequest {
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.Version = 2
+	t := kmsg.NewDeleteRecordsRequestTopic()
+	t.Topic = topic
+	p := kmsg.NewDeleteRecordsRequestTopicPartition()
+	p.Partition, p.Offset = partition, -1
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	req.TimeoutMillis = 5000
+	return req
+}
+
+func incrementalAlterRequest(topic string) *kmsg.IncrementalAlterConfigsRequest {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Version = 1
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "retention.ms", kmsg.StringPtr("1000")
+	r.Configs = append(r.Configs, cfg)
+	req.Resources = append(req.Resources, r)
+	return req
+}
+
+func findCoordinatorRequest(keyType int8, key string) *kmsg.FindCoordinatorRequest {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version = 3
+	req.CoordinatorKey, req.CoordinatorType = key, keyType
+	return req
+}
+
+func joinGroupRequest(group string) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = 9
+	req.Group, req.ProtocolType, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name = "range"
+	req.Protocols = append(req.Protocols, p)
+	return req
+}
+
+func offsetFetchRequest(group string) *kmsg.OffsetFetchRequest {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = 7
+	req.Group = group
+	return req
+}
+
+func describeGroupsRequest(groups ...string) *kmsg.DescribeGroupsRequest {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version = 5
+	req.Groups = groups
+	return req
+}
+
+func endTxnRequest(id string) *kmsg.EndTxnRequest {
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, 1000, 0
+	return req
+}
