@@ -61,9 +61,9 @@ func certPrincipal(cs tls.ConnectionState) string {
 	return acl.UserPrefix + cs.PeerCertificates[0].Subject.String()
 }
 
-// client returns the principal and host of ctx's connection; a context
+// clientOf returns the principal and host of ctx's connection; a context
 // without one (a request not from a connection) is anonymous.
-func client(ctx context.Context) (principal, host string) {
+func clientOf(ctx context.Context) (principal, host string) {
 	sess, _ := ctx.Value(sessionKey{}).(*session)
 	if sess == nil {
 		return acl.Anonymous, ""
@@ -78,7 +78,7 @@ func (s *Server) authorize(ctx context.Context, op acl.Operation, rt acl.Resourc
 	if !ok {
 		return true
 	}
-	principal, host := client(ctx)
+	principal, host := clientOf(ctx)
 	return az.Authorize(acl.Request{Principal: principal, Host: host, Operation: op, Resource: rt, Name: name})
 }
 
@@ -88,7 +88,7 @@ func (s *Server) authorizeAny(ctx context.Context, op acl.Operation, rt acl.Reso
 	if !ok {
 		return true
 	}
-	principal, host := client(ctx)
+	principal, host := clientOf(ctx)
 	return az.AuthorizeAny(principal, host, op, rt)
 }
 
