@@ -13,6 +13,7 @@ import (
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/testcert"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
@@ -189,5 +190,56 @@ func TestACLAdminRoundTripAndSemantics(t *testing.T) {
 	}
 	if len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("alice creating an ACL: %+v", res)
+	}
+}
+
+// A TLS client certificate's principal is User:<subject DN as Kafka
+// prints it>: an ACL for User:CN=client lets the certificate's holder
+// write, and only where it says.
+func TestACLTLSClientCertificatePrincipal(t *testing.T) {
+	files, err := testcert.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
+		cfg.Listeners = []broker.ListenerConfig{
+			{Name: "PLAINTEXT", Addr: "127.0.0.1:0"},
+			{Name: "SSL", Addr: "127.0.0.1:0", TLSCertFile: files.Cert, TLSKeyFile: files.Key,
+				TLSCAFile: files.CA, ClientAuth: broker.ClientAuthRequired},
+		}
+		cfg.AuthorizationEnabled = true
+		cfg.SuperUsers = []string{"User:ANONYMOUS"} // the plaintext admin here
+	})
+	admin, err := kgo.NewClient(kgo.SeedBrokers(listenerAddrs(c, "PLAINTEXT")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	createTopic(t, admin, "x", 1, 1)
+	createTopic(t, admin, "y", 1, 1)
+	mustCreateACLs(t, kadm.NewClient(admin), kadm.NewACLs().Allow("User:CN=client").Topics("x").
+		Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+
+	cliTLS, err := files.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliTLS.Certificates = []tls.Certificate{cert}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(listenerAddrs(c, "SSL")...), kgo.DialTLSConfig(cliTLS), kgo.RecordRetries(2), kgo.RequestRetries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "x", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("certificate holder producing to x: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "y", Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("certificate holder producing to y: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 }
