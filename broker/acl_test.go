@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/minikafka/minikafka-go/broker"
@@ -190,6 +191,18 @@ func TestACLAdminRoundTripAndSemantics(t *testing.T) {
 	}
 	if len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("alice creating an ACL: %+v", res)
+	}
+	// Nor SCRAM users.
+	dr, err := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest().RequestWith(ctx, alice)
+	if err != nil || dr.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice listing users: %+v, %v", dr, err)
+	}
+	ar := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	del := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+	del.Name, del.Mechanism = "admin", 2
+	ar.Deletions = append(ar.Deletions, del)
+	if resp, err := ar.RequestWith(ctx, alice); err != nil || len(resp.Results) != 1 || resp.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice deleting admin: %+v, %v", resp, err)
 	}
 }
 

@@ -68,6 +68,8 @@ func startAuthzServer(t *testing.T, allowed func(acl.Request) bool) (*harness, *
 func TestAuthorizationDeniedPerAPI(t *testing.T) {
 	h, ab := startAuthzServer(t, func(acl.Request) bool { return false })
 	part := h.fb.addTopic("p", 1)[0]
+	coord := &fakeCoordinator{}
+	h.fb.set(func(b *fakeBackend) { b.groups.coord = coord })
 	c := h.dial()
 	txn := "tx"
 	cases := []struct {
@@ -136,6 +138,14 @@ func TestAuthorizationDeniedPerAPI(t *testing.T) {
 		if got := tc.code(c.roundTrip(tc.req)); got != tc.want.Code {
 			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(got), tc.want)
 		}
+	}
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.Version = 4
+	if r := c.roundTrip(lg).(*kmsg.ListGroupsResponse); len(r.Groups) != 0 {
+		t.Fatalf("list groups lists one not describable: %+v", r.Groups)
+	}
+	if coord.joinClient != "" || len(coord.fetched) != 0 {
+		t.Fatal("a denied group request reached the coordinator")
 	}
 	// Nothing was written, and the checks saw the connection's principal.
 	if part.produceCount() != 0 {
@@ -311,4 +321,63 @@ func endTxnRequest(id string) *kmsg.EndTxnRequest {
 	req.Version = 3
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, 1000, 0
 	return req
+}
+
+// Partial grants: auto-creation needs CREATE; a group one may READ
+// commits only the topics one may READ; OffsetFetch of all topics leaves out the others; an
+// idempotent producer is allowed by WRITE on some topic.
+func TestAuthorizationPartialGrants(t *testing.T) {
+	h, _ := startAuthzServer(t, func(r acl.Request) bool {
+		switch r.Resource {
+		case acl.ResourceTopic:
+			return r.Name == "new" && r.Operation == acl.OpDescribe ||
+				r.Name == "t" && (r.Operation == acl.OpRead || r.Operation == acl.OpDescribe) ||
+				r.Name == "<any>" && r.Operation == acl.OpWrite
+		case acl.ResourceGroup:
+			return r.Name == "g" && (r.Operation == acl.OpRead || r.Operation == acl.OpDescribe)
+		}
+		return false
+	})
+	h.fb.set(func(b *fakeBackend) { b.autoCreate = true })
+	coord := &fakeCoordinator{}
+	h.fb.set(func(b *fakeBackend) { b.groups.coord = coord })
+	c := h.dial()
+
+	md := c.roundTrip(metadataRequest(12, true, "new")).(*kmsg.MetadataResponse)
+	if md.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code || h.fb.createCount() != 0 {
+		t.Fatalf("auto-create without CREATE: %v, %d created", kerr.ErrorForCode(md.Topics[0].ErrorCode), h.fb.createCount())
+	}
+
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version, oc.Group, oc.Generation, oc.MemberID = 8, "g", -1, ""
+	for _, topic := range []string{"t", "secret"} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		p := kmsg.NewOffsetCommitRequestTopicPartition()
+		p.Offset = 1
+		rt.Partitions = append(rt.Partitions, p)
+		oc.Topics = append(oc.Topics, rt)
+	}
+	ocr := c.roundTrip(oc).(*kmsg.OffsetCommitResponse)
+	codes := map[string]int16{}
+	for _, rt := range ocr.Topics {
+		codes[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	// The fake coordinator answers no topics: only the denied one is
+	// answered, by the server.
+	if len(codes) != 1 || codes["secret"] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("offset commit codes %v", codes)
+	}
+
+	all := kmsg.NewPtrOffsetFetchRequest()
+	all.Version, all.Group, all.Topics = 7, "g", nil
+	of := c.roundTrip(all).(*kmsg.OffsetFetchResponse)
+	if of.ErrorCode != 0 || len(of.Topics) != 0 { // the fake answers topic "all", which is not describable
+		t.Fatalf("offset fetch of all topics: %+v", of)
+	}
+
+	ip := c.roundTrip(initProducerIDRequest(4, nil)).(*kmsg.InitProducerIDResponse)
+	if ip.ErrorCode != 0 {
+		t.Fatalf("idempotent producer with WRITE on some topic: %v", kerr.ErrorForCode(ip.ErrorCode))
+	}
 }
