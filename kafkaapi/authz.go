@@ -92,6 +92,19 @@ func (s *Server) authorizeAny(ctx context.Context, op acl.Operation, rt acl.Reso
 	return az.AuthorizeAny(principal, host, op, rt)
 }
 
+// authorizedOps keeps the operations of supported (bits by ACL
+// operation code) that the client may do on the resource: what Kafka
+// reports as authorized operations.
+func (s *Server) authorizedOps(ctx context.Context, supported int32, rt acl.ResourceType, name string) int32 {
+	var out int32
+	for op := acl.OpRead; op <= acl.OpIdempotentWrite; op++ {
+		if supported&(1<<op) != 0 && s.authorize(ctx, op, rt, name) {
+			out |= 1 << op
+		}
+	}
+	return out
+}
+
 // authorizeCluster decides op on the CLUSTER resource.
 func (s *Server) authorizeCluster(ctx context.Context, op acl.Operation) bool {
 	return s.authorize(ctx, op, acl.ResourceCluster, acl.ClusterName)

@@ -348,6 +348,13 @@ func TestAuthorizationPartialGrants(t *testing.T) {
 		t.Fatalf("auto-create without CREATE: %v, %d created", kerr.ErrorForCode(md.Topics[0].ErrorCode), h.fb.createCount())
 	}
 
+	mreq := metadataRequest(12, false, "t")
+	mreq.IncludeTopicAuthorizedOperations = true
+	md = c.roundTrip(mreq).(*kmsg.MetadataResponse)
+	if want := operationBits(kmsg.ACLOperationRead, kmsg.ACLOperationDescribe); md.Topics[0].AuthorizedOperations != want {
+		t.Fatalf("authorized operations on t: %b, want %b", md.Topics[0].AuthorizedOperations, want)
+	}
+
 	oc := kmsg.NewPtrOffsetCommitRequest()
 	oc.Version, oc.Group, oc.Generation, oc.MemberID = 8, "g", -1, ""
 	for _, topic := range []string{"t", "secret"} {

@@ -253,7 +253,7 @@ func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder 
 			}
 			g.AuthorizedOperations = noAuthorizedOperations
 			if req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
-				g.AuthorizedOperations = groupOperations
+				g.AuthorizedOperations = s.authorizedOps(ctx, groupOperations, acl.ResourceGroup, id)
 			}
 			resp.Groups = append(resp.Groups, g)
 		}

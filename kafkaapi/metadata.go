@@ -26,11 +26,11 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 			// v8+: the operations the client may perform; with no
 			// authorizer Kafka grants every supported one.
 			if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
-				resp.AuthorizedOperations = clusterOperations
+				resp.AuthorizedOperations = s.authorizedOps(ctx, clusterOperations, acl.ResourceCluster, acl.ClusterName)
 			}
 			for i := range resp.Topics {
-				if req.IncludeTopicAuthorizedOperations {
-					resp.Topics[i].AuthorizedOperations = topicOperations
+				if t := resp.Topics[i].Topic; req.IncludeTopicAuthorizedOperations && t != nil {
+					resp.Topics[i].AuthorizedOperations = s.authorizedOps(ctx, topicOperations, acl.ResourceTopic, *t)
 				}
 			}
 		}()
