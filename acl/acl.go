@@ -133,8 +133,13 @@ const (
 
 // Limits on what a client may store.
 const (
-	// MaxBindings bounds the bindings the cluster stores.
+	// MaxBindings bounds the bindings the cluster stores, and those one
+	// request may create.
 	MaxBindings = 10000
+	// MaxFilters bounds the filters of one DeleteAcls, so that a request
+	// cannot make every replica match millions of filters against every
+	// binding.
+	MaxFilters = 1000
 	// MaxNameLen bounds a resource name, a principal and a host.
 	MaxNameLen = 1024
 )
@@ -271,16 +276,4 @@ func (f Filter) Matches(b Binding) bool {
 	default: // PREFIXED binding, MATCH filter
 		return strings.HasPrefix(*f.Name, b.Name)
 	}
-}
-
-// appliesTo reports whether b's resource pattern covers the named
-// resource of its type.
-func (b Binding) appliesTo(rt ResourceType, name string) bool {
-	if b.ResourceType != rt {
-		return false
-	}
-	if b.Pattern == PatternPrefixed {
-		return strings.HasPrefix(name, b.Name)
-	}
-	return b.Name == name || b.Name == Wildcard
 }

@@ -2,6 +2,9 @@ package acl
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -183,5 +186,49 @@ func TestParseOperation(t *testing.T) {
 	}
 	if _, ok := ParseOperation("fly"); ok {
 		t.Error("fly parsed")
+	}
+}
+
+// appliesTo is the plain definition that Set.applying implements with
+// binary searches.
+func appliesTo(b Binding, rt ResourceType, name string) bool {
+	if b.ResourceType != rt {
+		return false
+	}
+	if b.Pattern == PatternPrefixed {
+		return strings.HasPrefix(name, b.Name)
+	}
+	return b.Name == name || b.Name == Wildcard
+}
+
+func TestApplyingMatchesDefinition(t *testing.T) {
+	names := []string{"*", "a", "ab", "abc", "b", "ba", "logs-", "logs-app", ""}
+	var bs []Binding
+	for i, n := range names {
+		if n == "" {
+			continue
+		}
+		for _, rt := range []ResourceType{ResourceTopic, ResourceGroup} {
+			for _, pat := range []PatternType{PatternLiteral, PatternPrefixed} {
+				bs = append(bs, Binding{ResourceType: rt, Name: n, Pattern: pat, Principal: fmt.Sprintf("User:u%d", i%3),
+					Host: Wildcard, Operation: OpRead, Permission: Permission(2 + i%2)})
+			}
+		}
+	}
+	s := NewSet(bs...)
+	for _, rt := range []ResourceType{ResourceTopic, ResourceGroup, ResourceCluster} {
+		for _, n := range append(names, "abcd", "logs-app-2", "c") {
+			var got, want []Binding
+			s.applying(rt, n, func(b Binding) bool { got = append(got, b); return true })
+			for _, b := range s.All() {
+				if appliesTo(b, rt, n) {
+					want = append(want, b)
+				}
+			}
+			slices.SortFunc(got, Compare)
+			if !slices.Equal(got, want) {
+				t.Errorf("%v %q: applying %v, want %v", rt, n, got, want)
+			}
+		}
 	}
 }

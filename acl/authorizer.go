@@ -42,26 +42,25 @@ func (a Authorizer) Authorize(s Set, r Request) bool {
 	if a.SuperUser(r.Principal) {
 		return true
 	}
-	found, allowed := false, false
-	for _, b := range s.ofType(r.Resource) {
-		if !b.appliesTo(r.Resource, r.Name) {
-			continue
-		}
+	found, allowed, denied := false, false, false
+	s.applying(r.Resource, r.Name, func(b Binding) bool {
 		found = true
 		if !b.appliesToPrincipal(r.Principal, r.Host) {
-			continue
+			return true
 		}
 		if b.Permission == PermissionDeny && (b.Operation == r.Operation || b.Operation == OpAll) {
+			denied = true
 			return false
 		}
 		if b.Permission == PermissionAllow && allows(b.Operation, r.Operation) {
 			allowed = true
 		}
-	}
+		return true
+	})
 	if !found {
 		return a.AllowIfNoACL
 	}
-	return allowed
+	return allowed && !denied
 }
 
 // AuthorizeAny decides whether principal may do op on at least one

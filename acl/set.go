@@ -1,8 +1,10 @@
 package acl
 
 import (
+	"cmp"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Set is an immutable set of bindings, kept sorted by Compare. Methods that
@@ -85,4 +87,41 @@ func (s Set) ofType(rt ResourceType) []Binding {
 	lo := sort.Search(len(s.bs), func(i int) bool { return s.bs[i].ResourceType >= rt })
 	hi := sort.Search(len(s.bs), func(i int) bool { return s.bs[i].ResourceType > rt })
 	return s.bs[lo:hi]
+}
+
+// of returns the bindings of one resource type, pattern type and name:
+// contiguous too, found by binary search.
+func (s Set) of(rt ResourceType, pat PatternType, name string) []Binding {
+	key := func(b Binding) int {
+		return cmp.Or(cmp.Compare(b.ResourceType, rt), cmp.Compare(b.Pattern, pat), cmp.Compare(b.Name, name))
+	}
+	lo := sort.Search(len(s.bs), func(i int) bool { return key(s.bs[i]) >= 0 })
+	hi := sort.Search(len(s.bs), func(i int) bool { return key(s.bs[i]) > 0 })
+	return s.bs[lo:hi]
+}
+
+// applying calls fn with each binding whose pattern covers the named
+// resource of type rt, until fn returns false: the LITERAL ones of the
+// name and of "*" by binary search, the PREFIXED ones by a scan of that
+// type's prefixed range.
+func (s Set) applying(rt ResourceType, name string, fn func(Binding) bool) {
+	for _, b := range s.of(rt, PatternLiteral, name) {
+		if !fn(b) {
+			return
+		}
+	}
+	if name != Wildcard {
+		for _, b := range s.of(rt, PatternLiteral, Wildcard) {
+			if !fn(b) {
+				return
+			}
+		}
+	}
+	bs := s.ofType(rt)
+	lo := sort.Search(len(bs), func(i int) bool { return bs[i].Pattern >= PatternPrefixed })
+	for _, b := range bs[lo:] {
+		if b.Pattern == PatternPrefixed && strings.HasPrefix(name, b.Name) && !fn(b) {
+			return
+		}
+	}
 }

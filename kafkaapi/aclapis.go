@@ -48,6 +48,9 @@ func (s *Server) startCreateACLs(req *kmsg.CreateACLsRequest, _ time.Time) respo
 		if err == nil && !s.authorizeCluster(ctx, acl.OpAlter) {
 			err = errClusterAuth
 		}
+		if err == nil && len(req.Creations) > acl.MaxBindings {
+			err = fmt.Errorf("%w: %d creations in one request, at most %d", kerr.InvalidRequest, len(req.Creations), acl.MaxBindings)
+		}
 		if err == nil {
 			var valid []acl.Binding
 			var at []int
@@ -135,6 +138,9 @@ func (s *Server) startDeleteACLs(req *kmsg.DeleteACLsRequest, _ time.Time) respo
 		admin, err := s.aclAdmin()
 		if err == nil && !s.authorizeCluster(ctx, acl.OpAlter) {
 			err = errClusterAuth
+		}
+		if err == nil && len(req.Filters) > acl.MaxFilters {
+			err = fmt.Errorf("%w: %d filters in one request, at most %d", kerr.InvalidRequest, len(req.Filters), acl.MaxFilters)
 		}
 		if err == nil {
 			var valid []acl.Filter

@@ -220,6 +220,27 @@ func TestACLAPIs(t *testing.T) {
 	if ab.ACLs().Len() != 1 {
 		t.Fatalf("after delete %v", ab.ACLs().All())
 	}
+
+	// One request is bounded: more than acl.MaxFilters filters (or
+	// acl.MaxBindings creations) is INVALID_REQUEST for each, and does
+	// nothing.
+	many := kmsg.NewPtrDeleteACLsRequest()
+	many.Version = 3
+	for range acl.MaxFilters + 1 {
+		many.Filters = append(many.Filters, f)
+	}
+	mr := c.roundTrip(many).(*kmsg.DeleteACLsResponse)
+	if len(mr.Results) != acl.MaxFilters+1 || mr.Results[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("too many filters: %d results, first %v", len(mr.Results), kerr.ErrorForCode(mr.Results[0].ErrorCode))
+	}
+	bs := make([]acl.Binding, acl.MaxBindings+1)
+	for i := range bs {
+		bs[i] = good
+	}
+	cr = c.roundTrip(createACLsRequest(bs...)).(*kmsg.CreateACLsResponse)
+	if len(cr.Results) != len(bs) || cr.Results[0].ErrorCode != kerr.InvalidRequest.Code || ab.ACLs().Len() != 1 {
+		t.Fatalf("too many creations: first %v, %d stored", kerr.ErrorForCode(cr.Results[0].ErrorCode), ab.ACLs().Len())
+	}
 }
 
 func createACLsRequest(bs ...acl.Binding) *kmsg.CreateACLsRequest {

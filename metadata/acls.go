@@ -6,7 +6,8 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// CreateACLs stores ACL bindings (Kafka's CreateAcls). Each binding is
+// CreateACLs stores ACL bindings (Kafka's CreateAcls). A command of more
+// than acl.MaxBindings is rejected whole (acl.ErrTooMany). Each binding is
 // checked on its own: an invalid one (acl.ErrInvalid) or one that would
 // store more than acl.MaxBindings (acl.ErrTooMany) fails, the others are
 // stored. Storing a binding that is already stored succeeds and changes
@@ -25,7 +26,8 @@ type CreateACLsResult struct {
 
 // DeleteACLs removes every stored binding one of the filters matches
 // (Kafka's DeleteAcls). An invalid filter (acl.ErrInvalid) removes
-// nothing.
+// nothing; a command of more than acl.MaxFilters is rejected whole
+// (acl.ErrTooMany).
 //
 // Result: DeleteACLsResult.
 type DeleteACLs struct {
@@ -145,6 +147,9 @@ func decodeDeleteACLs(r *reader) DeleteACLs {
 // createACLs stores the valid bindings, in command order, while there is
 // room.
 func (s *Snapshot) createACLs(c CreateACLs) (CreateACLsResult, error) {
+	if len(c.Bindings) > acl.MaxBindings {
+		return CreateACLsResult{}, fmt.Errorf("%w: %d bindings in one command, at most %d", acl.ErrTooMany, len(c.Bindings), acl.MaxBindings)
+	}
 	res := CreateACLsResult{Errs: make([]error, len(c.Bindings))}
 	var add []acl.Binding
 	seen := map[acl.Binding]bool{}
@@ -172,6 +177,9 @@ func (s *Snapshot) createACLs(c CreateACLs) (CreateACLsResult, error) {
 
 // deleteACLs removes what the valid filters match.
 func (s *Snapshot) deleteACLs(c DeleteACLs) (DeleteACLsResult, error) {
+	if len(c.Filters) > acl.MaxFilters {
+		return DeleteACLsResult{}, fmt.Errorf("%w: %d filters in one command, at most %d", acl.ErrTooMany, len(c.Filters), acl.MaxFilters)
+	}
 	res := DeleteACLsResult{Removed: make([][]acl.Binding, len(c.Filters)), Errs: make([]error, len(c.Filters))}
 	var valid []acl.Filter
 	var at []int

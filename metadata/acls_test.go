@@ -108,3 +108,13 @@ func TestSnapshotRejectsUnsortedACLs(t *testing.T) {
 		t.Fatalf("unsorted bindings: %v", err)
 	}
 }
+
+func TestACLCommandSizeBounds(t *testing.T) {
+	s := cluster3(t)
+	if _, _, err := s.Apply(s.AppliedIndex()+1, DeleteACLs{Filters: make([]acl.Filter, acl.MaxFilters+1)}); !errors.Is(err, acl.ErrTooMany) {
+		t.Fatalf("too many filters: %v", err)
+	}
+	if _, _, err := s.Apply(s.AppliedIndex()+1, CreateACLs{Bindings: make([]acl.Binding, acl.MaxBindings+1)}); !errors.Is(err, acl.ErrTooMany) {
+		t.Fatalf("too many bindings: %v", err)
+	}
+}
