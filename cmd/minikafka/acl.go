@@ -99,26 +99,20 @@ func (f *aclFlags) parseOps() ([]acl.Operation, error) {
 	return out, nil
 }
 
+// aclWho is one principal flag with its permission.
+type aclWho struct {
+	principal  string
+	permission acl.Permission
+}
+
 // principals pairs each principal flag with its permission.
-func (f *aclFlags) principals() []struct {
-	p    string
-	perm acl.Permission
-} {
-	var out []struct {
-		p    string
-		perm acl.Permission
-	}
+func (f *aclFlags) principals() []aclWho {
+	var out []aclWho
 	for _, p := range f.allow {
-		out = append(out, struct {
-			p    string
-			perm acl.Permission
-		}{p, acl.PermissionAllow})
+		out = append(out, aclWho{p, acl.PermissionAllow})
 	}
 	for _, p := range f.deny {
-		out = append(out, struct {
-			p    string
-			perm acl.Permission
-		}{p, acl.PermissionDeny})
+		out = append(out, aclWho{p, acl.PermissionDeny})
 	}
 	return out
 }
@@ -152,7 +146,7 @@ func (f *aclFlags) bindings() ([]acl.Binding, error) {
 		for _, h := range hosts {
 			for _, op := range ops {
 				for _, r := range res {
-					b := acl.Binding{ResourceType: r.rt, Name: r.name, Pattern: pat, Principal: pr.p, Host: h, Operation: op, Permission: pr.perm}
+					b := acl.Binding{ResourceType: r.rt, Name: r.name, Pattern: pat, Principal: pr.principal, Host: h, Operation: op, Permission: pr.permission}
 					if err := b.Validate(); err != nil {
 						return nil, usageErrorf("%v", err)
 					}
@@ -195,7 +189,7 @@ func (f *aclFlags) filters() ([]acl.Filter, error) {
 	}
 	var ws []who
 	for _, pr := range f.principals() {
-		ws = append(ws, who{&pr.p, pr.perm})
+		ws = append(ws, who{&pr.principal, pr.permission})
 	}
 	if len(ws) == 0 {
 		ws = []who{{nil, acl.PermissionAny}}
