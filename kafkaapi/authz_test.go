@@ -128,6 +128,26 @@ func TestAuthorizationDeniedPerAPI(t *testing.T) {
 			}, kerr.ClusterAuthorizationFailed},
 		{"end txn", endTxnRequest("tx"),
 			func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }, kerr.TransactionalIDAuthorizationFailed},
+		{"add partitions to txn", addPartitionsToTxnRequest("tx", "t"),
+			func(r kmsg.Response) int16 {
+				return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+			}, kerr.TransactionalIDAuthorizationFailed},
+		{"add partitions to txn, brokers' form", addPartitionsToTxnBrokersRequest("tx", "t"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.AddPartitionsToTxnResponse).ErrorCode }, kerr.ClusterAuthorizationFailed},
+		{"add offsets to txn", addOffsetsToTxnRequest("tx", "g"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode }, kerr.TransactionalIDAuthorizationFailed},
+		{"txn offset commit", txnOffsetCommitRequest("tx", "g", "t"),
+			func(r kmsg.Response) int16 {
+				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+			}, kerr.TransactionalIDAuthorizationFailed},
+		{"describe transactions", describeTransactionsRequest("tx"),
+			func(r kmsg.Response) int16 {
+				return r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode
+			}, kerr.TransactionalIDAuthorizationFailed},
+		{"delete groups", deleteGroupsRequest("g"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode }, kerr.GroupAuthorizationFailed},
+		{"heartbeat", heartbeatRequest("g"),
+			func(r kmsg.Response) int16 { return r.(*kmsg.HeartbeatResponse).ErrorCode }, kerr.GroupAuthorizationFailed},
 		{"create acls", createACLsRequest(acl.Binding{ResourceType: acl.ResourceTopic, Name: "t", Pattern: acl.PatternLiteral,
 			Principal: "User:a", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow}),
 			func(r kmsg.Response) int16 { return r.(*kmsg.CreateACLsResponse).Results[0].ErrorCode }, kerr.ClusterAuthorizationFailed},
@@ -408,4 +428,66 @@ func TestAuthorizationPartialGrants(t *testing.T) {
 	if ip.ErrorCode != 0 {
 		t.Fatalf("idempotent producer with WRITE on some topic: %v", kerr.ErrorForCode(ip.ErrorCode))
 	}
+}
+
+func addPartitionsToTxnRequest(id, topic string) *kmsg.AddPartitionsToTxnRequest {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, 1000, 0
+	t := kmsg.NewAddPartitionsToTxnRequestTopic()
+	t.Topic, t.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, t)
+	return req
+}
+
+func addPartitionsToTxnBrokersRequest(id, topic string) *kmsg.AddPartitionsToTxnRequest {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, 1000, 0, true
+	t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	t.Topic, t.Partitions = topic, []int32{0}
+	tx.Topics = append(tx.Topics, t)
+	req.Transactions = append(req.Transactions, tx)
+	return req
+}
+
+func addOffsetsToTxnRequest(id, group string) *kmsg.AddOffsetsToTxnRequest {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = id, 1000, 0, group
+	return req
+}
+
+func txnOffsetCommitRequest(id, group, topic string) *kmsg.TxnOffsetCommitRequest {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = 3
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = id, group, 1000, 0, -1
+	t := kmsg.NewTxnOffsetCommitRequestTopic()
+	t.Topic = topic
+	p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	p.Offset = 1
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return req
+}
+
+func describeTransactionsRequest(ids ...string) *kmsg.DescribeTransactionsRequest {
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = ids
+	return req
+}
+
+func deleteGroupsRequest(groups ...string) *kmsg.DeleteGroupsRequest {
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Version = 2
+	req.Groups = groups
+	return req
+}
+
+func heartbeatRequest(group string) *kmsg.HeartbeatRequest {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Version = 4
+	req.Group, req.Generation, req.MemberID = group, 1, "m-1"
+	return req
 }
