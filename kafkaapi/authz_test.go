@@ -371,7 +371,7 @@ func TestAuthorizationPartialGrants(t *testing.T) {
 	h, _ := startAuthzServer(t, func(r acl.Request) bool {
 		switch r.Resource {
 		case acl.ResourceTopic:
-			return r.Name == "new" && r.Operation == acl.OpDescribe ||
+			return r.Name == "new" && r.Operation == acl.OpDescribe || r.Name == "made" && r.Operation == acl.OpCreate ||
 				r.Name == "t" && (r.Operation == acl.OpRead || r.Operation == acl.OpDescribe) ||
 				r.Name == "<any>" && r.Operation == acl.OpWrite
 		case acl.ResourceGroup:
@@ -394,6 +394,13 @@ func TestAuthorizationPartialGrants(t *testing.T) {
 	md = c.roundTrip(mreq).(*kmsg.MetadataResponse)
 	if want := operationBits(kmsg.ACLOperationRead, kmsg.ACLOperationDescribe); md.Topics[0].AuthorizedOperations != want {
 		t.Fatalf("authorized operations on t: %b, want %b", md.Topics[0].AuthorizedOperations, want)
+	}
+
+	// CREATE on a topic without DESCRIBE_CONFIGS creates it, without
+	// its configs.
+	ct := c.roundTrip(createTopicsRequest(7, false, topicAsk{"made", 1, 1})).(*kmsg.CreateTopicsResponse)
+	if st := ct.Topics[0]; st.ErrorCode != 0 || st.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || st.Configs != nil {
+		t.Fatalf("create without DESCRIBE_CONFIGS: %+v", st)
 	}
 
 	oc := kmsg.NewPtrOffsetCommitRequest()

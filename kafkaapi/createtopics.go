@@ -55,7 +55,13 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 			st.NumPartitions = created.Partitions
 			st.ReplicationFactor = created.ReplicationFactor
 			if req.Version >= 5 {
-				st.Configs = s.createdConfigs(created.Configs)
+				// As Kafka: the configs only for a client that may
+				// DESCRIBE_CONFIGS the topic.
+				if s.authorizeTopic(ctx, acl.OpDescribeConfigs, rt.Topic) {
+					st.Configs = s.createdConfigs(created.Configs)
+				} else {
+					st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
 			}
 		}
 		return resp, nil
