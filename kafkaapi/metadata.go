@@ -22,18 +22,7 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		view := s.cluster(ctx)
 		resp := req.ResponseKind().(*kmsg.MetadataResponse)
 		fillBrokers(resp, view)
-		defer func() {
-			// v8+: the operations the client may perform; with no
-			// authorizer Kafka grants every supported one.
-			if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
-				resp.AuthorizedOperations = s.authorizedOps(ctx, clusterOperations, acl.ResourceCluster, acl.ClusterName)
-			}
-			for i := range resp.Topics {
-				if t := resp.Topics[i].Topic; req.IncludeTopicAuthorizedOperations && t != nil {
-					resp.Topics[i].AuthorizedOperations = s.authorizedOps(ctx, topicOperations, acl.ResourceTopic, *t)
-				}
-			}
-		}()
+		defer s.fillAuthorizedOps(ctx, req, resp)
 		// null asks for every topic; so does an empty list in v0, which
 		// has no null.
 		if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
@@ -76,18 +65,8 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 				resp.Topics = append(resp.Topics, topicMetadata(t))
 				continue
 			}
-			var err error
-			switch {
-			case ValidateTopicName(name) != nil:
-				err = kerr.InvalidTopicException
-			case !allowCreate:
-				err = kerr.UnknownTopicOrPartition
-			case !s.authorizeCluster(ctx, acl.OpCreate) && !s.authorizeTopic(ctx, acl.OpCreate, name):
-				err = kerr.TopicAuthorizationFailed
-			default:
-				err = s.autoCreate(ctx, name)
-				created = created || errors.Is(err, kerr.LeaderNotAvailable)
-			}
+			err := s.missingTopic(ctx, name, allowCreate)
+			created = created || errors.Is(err, kerr.LeaderNotAvailable)
 			resp.Topics = append(resp.Topics, topicError(&name, [16]byte{}, err))
 		}
 		if created {
@@ -106,6 +85,34 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		}
 		return resp, nil
 	}
+}
+
+// fillAuthorizedOps answers v8+'s request for the operations the client
+// may perform (with no authorizer, every supported one).
+func (s *Server) fillAuthorizedOps(ctx context.Context, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
+		resp.AuthorizedOperations = s.authorizedOps(ctx, clusterOperations, acl.ResourceCluster, acl.ClusterName)
+	}
+	for i := range resp.Topics {
+		if t := resp.Topics[i].Topic; req.IncludeTopicAuthorizedOperations && t != nil {
+			resp.Topics[i].AuthorizedOperations = s.authorizedOps(ctx, topicOperations, acl.ResourceTopic, *t)
+		}
+	}
+}
+
+// missingTopic is the error to answer for a named topic that does not
+// exist, after creating it when allowed: auto-creation needs CREATE on the
+// cluster or the topic.
+func (s *Server) missingTopic(ctx context.Context, name string, allowCreate bool) error {
+	switch {
+	case ValidateTopicName(name) != nil:
+		return kerr.InvalidTopicException
+	case !allowCreate:
+		return kerr.UnknownTopicOrPartition
+	case !s.authorizeCluster(ctx, acl.OpCreate) && !s.authorizeTopic(ctx, acl.OpCreate, name):
+		return kerr.TopicAuthorizationFailed
+	}
+	return s.autoCreate(ctx, name)
 }
 
 // autoCreate creates a topic with the defaults and returns the error to
