@@ -62,14 +62,14 @@ func TestCreateACLsCap(t *testing.T) {
 	for i := range bs {
 		bs[i] = sampleBinding(fmt.Sprintf("u%05d", i))
 	}
-	s := cluster3(t)
-	next, res, err := s.Apply(s.AppliedIndex()+1, CreateACLs{Bindings: bs})
+	s := must(t, cluster3(t), CreateACLs{Bindings: bs[:acl.MaxBindings-1]})
+	next, res, err := s.Apply(s.AppliedIndex()+1, CreateACLs{Bindings: bs[acl.MaxBindings-1:]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	errs := res.(CreateACLsResult).Errs
-	if errs[acl.MaxBindings-1] != nil || !errors.Is(errs[acl.MaxBindings], acl.ErrTooMany) || !errors.Is(errs[acl.MaxBindings+1], acl.ErrTooMany) {
-		t.Fatalf("errors at the cap: %v %v %v", errs[acl.MaxBindings-1], errs[acl.MaxBindings], errs[acl.MaxBindings+1])
+	if errs[0] != nil || !errors.Is(errs[1], acl.ErrTooMany) || !errors.Is(errs[2], acl.ErrTooMany) {
+		t.Fatalf("errors at the cap: %v", errs)
 	}
 	if next.ACLs().Len() != acl.MaxBindings {
 		t.Fatalf("%d bindings stored", next.ACLs().Len())
