@@ -292,3 +292,51 @@ func snapshots(c *testcluster.Cluster) []string {
 	m, _ := filepath.Glob(filepath.Join(c.DataDir(1), "meta", "snapshots", "*", "meta.json"))
 	return m
 }
+
+// A transactional producer with WRITE on its transactional id and topic
+// commits; without WRITE on the id it is refused at InitProducerId. (One
+// node: its coordinator writes markers to its own partitions.)
+func TestACLTransactionalProducer(t *testing.T) {
+	c, tlsCfg := aclCluster(t, 1)
+	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
+	adm := kadm.NewClient(admin)
+	createTopic(t, admin, "a", 3, 1)
+	mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("a").
+		Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	denied := userClient(t, c, tlsCfg, "alice", "alice-secret", kgo.TransactionalID("tx"), kgo.RequestRetries(2))
+	err := denied.BeginTransaction() // franz-go may already have asked for the producer id
+	if err == nil {
+		err = denied.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("x")}).FirstErr()
+	}
+	if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		t.Fatalf("transactional producer without WRITE on its id: %v", err)
+	}
+
+	mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").TransactionalIDs("tx").
+		Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	tx := userClient(t, c, tlsCfg, "alice", "alice-secret", kgo.TransactionalID("tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if err := tx.ProduceSync(ctx, &kgo.Record{Topic: "a", Partition: p, Value: []byte("committed")}).FirstErr(); err != nil {
+			t.Fatalf("transactional produce: %v", err)
+		}
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	// The committed record is there for a read_committed consumer.
+	cons := userClient(t, c, tlsCfg, "admin", "admin-secret", kgo.ConsumeTopics("a"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var got []string
+	for len(got) < 3 && ctx.Err() == nil {
+		cons.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if len(got) != 3 {
+		t.Fatalf("read_committed got %q", got)
+	}
+}
