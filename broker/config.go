@@ -28,7 +28,16 @@ type Config struct {
 	// PLAINTEXT listener on KafkaAddr, advertised as AdvertisedKafkaAddr.
 	Listeners []ListenerConfig
 	// SASLUsers are SCRAM users created when the cluster lacks them.
-	SASLUsers          []SASLUser
+	SASLUsers []SASLUser
+	// AuthorizationEnabled makes the node check every request against the
+	// cluster's ACLs (acls.go); off, everything is allowed.
+	AuthorizationEnabled bool
+	// SuperUsers are principals ("User:<name>") that pass every check.
+	SuperUsers []string
+	// AllowEveryoneIfNoACLFound allows access to a resource no ACL
+	// applies to (Kafka's allow.everyone.if.no.acl.found); default off.
+	AllowEveryoneIfNoACLFound bool
+
 	RaftAddr           string // host:port for every Raft group and internal RPC
 	AdvertisedRaftAddr string
 	GossipAddr         string // host:port for memberlist
@@ -363,7 +372,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data_dir", c.DataDir, "must be set")
 	}
-	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateTopics, c.validateGroups, c.validateLimits} {
+	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateTopics, c.validateGroups, c.validateLimits, c.validateAuthz} {
 		if err := check(); err != nil {
 			return err
 		}

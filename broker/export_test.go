@@ -58,3 +58,6 @@ func (n *Node) HasReplica(topic string, p int32) bool {
 	_, ok := n.reps.get(topic, p)
 	return ok
 }
+
+// ACLCount is the number of ACL bindings in this node's metadata copy.
+func (n *Node) ACLCount() int { return n.meta.fsm.State().ACLs().Len() }

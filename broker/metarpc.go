@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/internal/frame"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/multiraft"
@@ -42,6 +43,16 @@ type metaReply struct {
 	Epoch      int16 `json:"epoch,omitempty"`
 	// Users answers AlterScramCredentials: each user's outcome.
 	Users []userReply `json:"users,omitempty"`
+	// ACLs answers CreateACLs (one per binding) and DeleteACLs (one per
+	// filter, with the bindings it removed).
+	ACLs []aclReply `json:"acls,omitempty"`
+}
+
+// aclReply is one binding's or filter's outcome.
+type aclReply struct {
+	Code    int16         `json:"code"`
+	Message string        `json:"message,omitempty"`
+	Removed []acl.Binding `json:"removed,omitempty"`
 }
 
 // userReply is one user's outcome of AlterScramCredentials.
@@ -82,8 +93,25 @@ func (n *Node) applyLocal(cmd []byte, timeout time.Duration) metaReply {
 			}
 			r.Users = append(r.Users, ur)
 		}
+	case metadata.CreateACLsResult:
+		for _, e := range v.Errs {
+			r.ACLs = append(r.ACLs, aclErrorReply(e))
+		}
+	case metadata.DeleteACLsResult:
+		for i, e := range v.Errs {
+			ar := aclErrorReply(e)
+			ar.Removed = v.Removed[i]
+			r.ACLs = append(r.ACLs, ar)
+		}
 	}
 	return r
+}
+
+func aclErrorReply(err error) aclReply {
+	if err == nil {
+		return aclReply{}
+	}
+	return aclReply{Code: metaErrorCode(err).Code, Message: err.Error()}
 }
 
 // proposeMeta gets cmd applied by the metadata leader, wherever it is,
@@ -227,6 +255,10 @@ func metaErrorCode(err error) *kerr.Error {
 		return kerr.NoReassignmentInProgress
 	case errors.Is(err, metadata.ErrReassignmentChanged):
 		return kerr.InvalidRequest
+	case errors.Is(err, acl.ErrInvalid):
+		return kerr.InvalidRequest
+	case errors.Is(err, acl.ErrTooMany):
+		return kerr.PolicyViolation
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {

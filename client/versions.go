@@ -37,6 +37,9 @@ var clientVersions = map[int16][2]int16{
 	25: {0, 3},  // AddOffsetsToTxn
 	26: {0, 3},  // EndTxn
 	28: {0, 3},  // TxnOffsetCommit: v3 carries generation and member id
+	29: {1, 3},  // DescribeAcls: v1 brought pattern types
+	30: {1, 3},  // CreateAcls
+	31: {1, 3},  // DeleteAcls
 	32: {1, 4},  // DescribeConfigs: v1 brought config sources
 	36: {0, 2},  // SaslAuthenticate
 	37: {0, 3},  // CreatePartitions

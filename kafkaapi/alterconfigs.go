@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -84,6 +85,24 @@ func (s *Server) startIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsR
 	}
 }
 
+// authorizeConfigs checks op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a
+// config resource as Kafka does: a topic's on the topic
+// (TOPIC_AUTHORIZATION_FAILED), a broker's on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED).
+func (s *Server) authorizeConfigs(ctx context.Context, op acl.Operation, typ kmsg.ConfigResourceType, name string) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !s.authorizeTopic(ctx, op, name) {
+			return kerr.TopicAuthorizationFailed
+		}
+	case kmsg.ConfigResourceTypeBroker:
+		if !s.authorizeCluster(ctx, op) {
+			return kerr.ClusterAuthorizationFailed
+		}
+	}
+	return nil
+}
+
 func countResources(n int, key func(i int) resourceKey) map[resourceKey]int {
 	count := make(map[resourceKey]int, n)
 	for i := range n {
@@ -97,6 +116,9 @@ func countResources(n int, key func(i int) resourceKey) map[resourceKey]int {
 // with an empty name). A specific broker id is refused: the node has no
 // per-broker dynamic configs.
 func (s *Server) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, validateOnly bool, compute computeConfigs) error {
+	if err := s.authorizeConfigs(ctx, acl.OpAlterConfigs, typ, name); err != nil {
+		return err
+	}
 	ctx, cancel := s.withRequestTimeout(ctx, 0)
 	defer cancel()
 	switch typ {

@@ -36,6 +36,9 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 26, MinVersion: 0, MaxVersion: 3}, // EndTxn
 	{ApiKey: 27, MinVersion: 0, MaxVersion: 1}, // WriteTxnMarkers
 	{ApiKey: 28, MinVersion: 0, MaxVersion: 3}, // TxnOffsetCommit
+	{ApiKey: 29, MinVersion: 0, MaxVersion: 3}, // DescribeAcls
+	{ApiKey: 30, MinVersion: 0, MaxVersion: 3}, // CreateAcls
+	{ApiKey: 31, MinVersion: 0, MaxVersion: 3}, // DeleteAcls
 	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
 	{ApiKey: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
 	{ApiKey: 36, MinVersion: 0, MaxVersion: 2}, // SaslAuthenticate

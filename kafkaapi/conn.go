@@ -38,6 +38,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 	if len(lc.SASLMechanisms) > 0 {
 		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore))
 	}
+	sess := &session{host: remoteHost(nc), auth: auth}
 	if lc.TLS != nil || auth != nil {
 		t := time.AfterFunc(s.cfg.AuthenticationTimeout, func() {
 			if auth == nil || !auth.authenticated() {
@@ -55,7 +56,9 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 			return
 		}
 		nc = tc
+		sess.certPrincipal = certPrincipal(tc.ConnectionState())
 	}
+	ctx = withSession(ctx, sess)
 
 	// slots bounds started-but-unanswered requests: the reader takes one
 	// before starting a request, the writer gives it back after answering.

@@ -66,8 +66,8 @@ func TestUnknownAPIKeyClosesConnection(t *testing.T) {
 }
 
 func TestUnadvertisedAPIClosesConnection(t *testing.T) {
-	// DescribeAcls is a real Kafka API that we do not advertise.
-	req := kmsg.NewPtrDescribeACLsRequest()
+	// ElectLeaders is a real Kafka API that we do not advertise.
+	req := kmsg.NewPtrElectLeadersRequest()
 	req.Version = 2
 	badInput(t, kmsg.NewRequestFormatter().AppendRequest(nil, req, 1))
 }
@@ -290,7 +290,7 @@ func TestBadRequestClosesAfterEarlierResponses(t *testing.T) {
 	p.set(func(p *fakePartition) { p.hold = true })
 	c := h.dial()
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipeline"))
-	bad := kmsg.NewPtrDescribeACLsRequest() // not advertised
+	bad := kmsg.NewPtrElectLeadersRequest() // not advertised
 	bad.Version = 2
 	// One write: the server reads all three at once. (kmsg's AppendRequest
 	// puts the size at the start of dst, so each frame gets its own.)

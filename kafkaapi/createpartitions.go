@@ -4,13 +4,17 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // startCreatePartitions grows the topics one by one, in request order,
 // when its turn comes (CreatePartitions 0-3). As with CreateTopics, a
 // topic named twice gets INVALID_REQUEST and a manual assignment
-// INVALID_REPLICA_ASSIGNMENT; the backend places the new replicas.
+// INVALID_REPLICA_ASSIGNMENT, and one the client may not ALTER
+// TOPIC_AUTHORIZATION_FAILED; the backend places the new replicas.
 func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
@@ -27,6 +31,8 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, _ time
 			switch {
 			case count[rt.Topic] > 1:
 				err = errDuplicateTopic
+			case !s.authorizeTopic(ctx, acl.OpAlter, rt.Topic):
+				err = kerr.TopicAuthorizationFailed
 			case len(rt.Assignment) > 0:
 				err = errAssignment
 			default:

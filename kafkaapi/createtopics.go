@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -34,12 +35,17 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 		lim := createLimits{partitions: s.cfg.MaxCreatePartitions, brokers: len(s.backend.Cluster(ctx).Brokers)}
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
+		clusterCreate := s.authorizeCluster(ctx, acl.OpCreate)
 		for i := range req.Topics {
 			rt := &req.Topics[i]
 			st := &resp.Topics[i]
 			*st = kmsg.NewCreateTopicsResponseTopic()
 			st.Topic = rt.Topic
-			created, err := s.createTopic(ctx, rt, count[rt.Topic] > 1, req.ValidateOnly, &lim)
+			var created CreatedTopic
+			err := error(kerr.TopicAuthorizationFailed) // CREATE on the cluster or the topic
+			if clusterCreate || s.authorizeTopic(ctx, acl.OpCreate, rt.Topic) {
+				created, err = s.createTopic(ctx, rt, count[rt.Topic] > 1, req.ValidateOnly, &lim)
+			}
 			if err != nil {
 				st.ErrorCode = ErrorCode(err)
 				st.ErrorMessage = errorMessage(err)
@@ -49,7 +55,13 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 			st.NumPartitions = created.Partitions
 			st.ReplicationFactor = created.ReplicationFactor
 			if req.Version >= 5 {
-				st.Configs = s.createdConfigs(created.Configs)
+				// As Kafka: the configs only for a client that may
+				// DESCRIBE_CONFIGS the topic.
+				if s.authorizeTopic(ctx, acl.OpDescribeConfigs, rt.Topic) {
+					st.Configs = s.createdConfigs(created.Configs)
+				} else {
+					st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
 			}
 		}
 		return resp, nil

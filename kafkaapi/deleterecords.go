@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // RecordDeleter is an optional Partition capability: a partition that has
@@ -27,7 +29,8 @@ const deleteToHighWatermark = -1
 
 // startDeleteRecords answers DeleteRecords 0-2 when its turn comes: each
 // partition's leader moves its log start offset through Raft, one
-// partition after another, within the request's timeout.
+// partition after another, within the request's timeout. A topic the
+// client may not DELETE answers TOPIC_AUTHORIZATION_FAILED.
 func (s *Server) startDeleteRecords(req *kmsg.DeleteRecordsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
@@ -36,10 +39,14 @@ func (s *Server) startDeleteRecords(req *kmsg.DeleteRecordsRequest, _ time.Time)
 		for _, rt := range req.Topics {
 			st := kmsg.NewDeleteRecordsResponseTopic()
 			st.Topic = rt.Topic
+			deletable := s.authorizeTopic(ctx, acl.OpDelete, rt.Topic)
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 				sp.Partition, sp.LowWatermark = rp.Partition, -1
-				low, err := s.deleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset)
+				low, err := int64(-1), error(kerr.TopicAuthorizationFailed)
+				if deletable {
+					low, err = s.deleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset)
+				}
 				if err != nil {
 					sp.ErrorCode = ErrorCode(err)
 				} else {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // startDeleteTopics deletes the topics one by one, in request order, when
@@ -41,6 +43,10 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, _ time.Time) r
 				err = fmt.Errorf("%w: no topic has id %x", kerr.UnknownTopicID, t.TopicID)
 			case count[name] > 1:
 				err = errDuplicateTopic
+			case !s.authorizeTopic(ctx, acl.OpDescribe, name):
+				err = kerr.UnknownTopicOrPartition // as Kafka: a topic one may not see does not exist
+			case !s.authorizeTopic(ctx, acl.OpDelete, name):
+				err = kerr.TopicAuthorizationFailed
 			default:
 				rt.Topic = kmsg.StringPtr(name)
 				if rt.TopicID == [16]byte{} {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // Endpoint types of DescribeCluster v1 (KIP-919).
@@ -16,9 +18,9 @@ const (
 	endpointControllers = 2
 )
 
-// Operations a principal may be authorized for (ACL operation codes), as
-// Kafka reports them without an authorizer: every operation the resource
-// type supports (AclEntry.supportedOperations).
+// Operations a principal may be authorized for (ACL operation codes):
+// every operation the resource type supports (AclEntry.supportedOperations),
+// all of which Kafka reports without an authorizer.
 var (
 	clusterOperations = operationBits(kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction,
 		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite,
@@ -70,7 +72,7 @@ func (s *Server) startDescribeCluster(req *kmsg.DescribeClusterRequest, _ time.T
 			resp.ControllerID = view.ControllerID
 		}
 		if req.IncludeClusterAuthorizedOperations {
-			resp.ClusterAuthorizedOperations = clusterOperations
+			resp.ClusterAuthorizedOperations = s.authorizedOps(ctx, clusterOperations, acl.ResourceCluster, acl.ClusterName)
 		}
 		return resp, nil
 	}

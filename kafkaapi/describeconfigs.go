@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -37,14 +38,16 @@ func (s *Server) startDescribeConfigs(req *kmsg.DescribeConfigsRequest, _ time.T
 				configs []describedConfig
 				err     error
 			)
-			switch rr.ResourceType {
-			case kmsg.ConfigResourceTypeTopic:
+			err = s.authorizeConfigs(ctx, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
+			switch {
+			case err != nil:
+			case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 				if view == nil {
 					v := s.backend.Cluster(ctx)
 					view = &v
 				}
 				configs, err = s.topicConfigs(view, rr.ResourceName)
-			case kmsg.ConfigResourceTypeBroker:
+			case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
 				configs, err = s.brokerConfigs(rr.ResourceName)
 			default:
 				err = fmt.Errorf("%w: unsupported resource type %d", kerr.InvalidRequest, rr.ResourceType)

@@ -65,6 +65,9 @@ var apis = []api{
 	{kmsg.EndTxn, 0, 3},
 	{kmsg.WriteTxnMarkers, 0, 1},
 	{kmsg.TxnOffsetCommit, 0, 3},
+	{kmsg.DescribeACLs, 0, 3},
+	{kmsg.CreateACLs, 0, 3},
+	{kmsg.DeleteACLs, 0, 3},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
 	{kmsg.SASLAuthenticate, 0, 2},
@@ -137,7 +140,7 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	case *kmsg.DeleteRecordsRequest:
 		return s.startDeleteRecords(req, received)
 	case *kmsg.WriteTxnMarkersRequest:
-		return s.startWriteTxnMarkers(req, received)
+		return s.startWriteTxnMarkers(rc.connContext(), req, received)
 	case *kmsg.AddPartitionsToTxnRequest:
 		return s.startAddPartitionsToTxn(req, received)
 	case *kmsg.AddOffsetsToTxnRequest:
@@ -158,6 +161,12 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startAlterReassignments(req, received)
 	case *kmsg.ListPartitionReassignmentsRequest:
 		return s.startListReassignments(req, received)
+	case *kmsg.CreateACLsRequest:
+		return s.startCreateACLs(req, received)
+	case *kmsg.DescribeACLsRequest:
+		return s.startDescribeACLs(req, received)
+	case *kmsg.DeleteACLsRequest:
+		return s.startDeleteACLs(req, received)
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return answered(illegalSASLState(req))
 	}

@@ -27,7 +27,13 @@
 //	AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeCluster 0-1,
 //	SaslHandshake 0-1 (v0 refused), SaslAuthenticate 0-2,
 //	DescribeUserScramCredentials 0, AlterUserScramCredentials 0 (with a
-//	ScramAdmin backend), and the group and transaction APIs
+//	ScramAdmin backend), DescribeAcls, CreateAcls and DeleteAcls 0-3 (with
+//	an ACLAdmin backend), and the group and transaction APIs
+//
+// Authorisation. A backend that is an Authorizer is asked, where Kafka's
+// KafkaApis asks its authorizer, whether the connection's principal (the
+// SASL user, a TLS client certificate's subject, else User:ANONYMOUS)
+// may do each operation; a denial gets Kafka's error code (authz.go).
 //
 // Produce below v3 and Fetch below v4 carry message sets of format v0 or
 // v1, which the node does not store (Kafka converts them; Kafka 4 dropped

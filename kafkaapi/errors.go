@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -105,6 +106,8 @@ func ErrorCode(err error) int16 {
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, record.ErrInvalidBatch):
 		return kerr.CorruptMessage.Code
+	case errors.Is(err, acl.ErrInvalid):
+		return kerr.InvalidRequest.Code
 	}
 	return kerr.UnknownServerError.Code
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -75,7 +76,8 @@ type fetchRead struct {
 // response that holds a null one ("invalid MessageSetSize -1").
 var noRecords = []byte{}
 
-// readFetch reads every partition of req once, within the request's byte
+// readFetch reads every partition of req once (of topics the client may
+// READ; the others answer TOPIC_AUTHORIZATION_FAILED), within the request's byte
 // limits: each partition gets at most PartitionMaxBytes and the whole
 // response at most MaxBytes, itself at most Config.FetchMaxBytes, except
 // that the first batch of the first partition with data is returned whole
@@ -90,11 +92,19 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 		*st = kmsg.NewFetchResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		readable := s.authorizeTopic(ctx, acl.OpRead, rt.Topic)
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
+			if !readable {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				sp.RecordBatches = noRecords
+				r.errored = true
+				continue
+			}
 			limit := min(int(rp.PartitionMaxBytes), remaining)
 			ch, err := s.readPartition(ctx, rt.Topic, rp, sp, partitionRead{limit: limit, firstData: r.bytes == 0,
 				committed: req.IsolationLevel == readCommitted})

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // The group APIs. Each request of one group goes to that group's
@@ -27,7 +29,7 @@ const noAuthorizedOperations = math.MinInt32
 
 func (s *Server) startJoinGroup(req *kmsg.JoinGroupRequest, rc requestInfo) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 			resp.ErrorCode, resp.Generation, resp.MemberID = ErrorCode(err), -1, req.MemberID
@@ -39,7 +41,7 @@ func (s *Server) startJoinGroup(req *kmsg.JoinGroupRequest, rc requestInfo) resp
 
 func (s *Server) startSyncGroup(req *kmsg.SyncGroupRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -51,7 +53,7 @@ func (s *Server) startSyncGroup(req *kmsg.SyncGroupRequest) responder {
 
 func (s *Server) startHeartbeat(req *kmsg.HeartbeatRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -63,7 +65,7 @@ func (s *Server) startHeartbeat(req *kmsg.HeartbeatRequest) responder {
 
 func (s *Server) startLeaveGroup(req *kmsg.LeaveGroupRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -77,34 +79,79 @@ func (s *Server) startLeaveGroup(req *kmsg.LeaveGroupRequest) responder {
 // partition's error, as Kafka answers it.
 func (s *Server) startOffsetCommit(req *kmsg.OffsetCommitRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
 		if err == nil {
-			return c.OffsetCommit(ctx, req), nil
+			allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
+			if len(denied) == 0 {
+				return c.OffsetCommit(ctx, req), nil
+			}
+			cp := *req
+			cp.Topics = allowed
+			resp := c.OffsetCommit(ctx, &cp)
+			for _, t := range denied {
+				resp.Topics = append(resp.Topics, offsetCommitErrors(t, kerr.TopicAuthorizationFailed))
+			}
+			return resp, nil
 		}
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, ErrorCode(err)
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
+			resp.Topics = append(resp.Topics, offsetCommitErrors(t, err))
 		}
 		return resp, nil
 	}
 }
 
+// offsetCommitErrors answers every partition of t with err.
+func offsetCommitErrors(t kmsg.OffsetCommitRequestTopic, err error) kmsg.OffsetCommitResponseTopic {
+	rt := kmsg.NewOffsetCommitResponseTopic()
+	rt.Topic = t.Topic
+	for _, p := range t.Partitions {
+		rp := kmsg.NewOffsetCommitResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = p.Partition, ErrorCode(err)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
+}
+
+// splitTopics splits a request's topics into those the client may do op
+// on and the others, each in request order.
+func splitTopics[T any](s *Server, ctx context.Context, op acl.Operation, topics []T, name func(T) string) (allowed, denied []T) {
+	for _, t := range topics {
+		if s.authorizeTopic(ctx, op, name(t)) {
+			allowed = append(allowed, t)
+		} else {
+			denied = append(denied, t)
+		}
+	}
+	return allowed, denied
+}
+
 func (s *Server) startOffsetDelete(req *kmsg.OffsetDeleteRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		c, err := s.coordinator(ctx, req.Group, acl.OpDelete)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 			resp.ErrorCode = ErrorCode(err)
 			return resp, nil
 		}
-		return c.OffsetDelete(ctx, req), nil
+		allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic })
+		if len(denied) == 0 {
+			return c.OffsetDelete(ctx, req), nil
+		}
+		cp := *req
+		cp.Topics = allowed
+		resp := c.OffsetDelete(ctx, &cp)
+		for _, t := range denied { // as Kafka: READ on each topic
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	}
 }
 
@@ -149,9 +196,9 @@ func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 // fetchOffsets answers one group of an OffsetFetch. A routing error is the
 // group's error; v0-1 clients see it on every partition they asked for.
 func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
-	c, err := s.coordinator(ctx, group)
+	c, err := s.coordinator(ctx, group, acl.OpDescribe)
 	if err == nil {
-		return c.FetchOffsets(ctx, group, topics, requireStable)
+		return s.hideTopics(ctx, c.FetchOffsets(ctx, group, topics, requireStable), topics == nil)
 	}
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group, g.ErrorCode = group, ErrorCode(err)
@@ -168,6 +215,29 @@ func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.O
 	return g
 }
 
+// hideTopics applies Kafka's topic checks to an OffsetFetch answer: of
+// all topics (all), those the client may not DESCRIBE are left out; named
+// ones answer TOPIC_AUTHORIZATION_FAILED.
+func (s *Server) hideTopics(ctx context.Context, g kmsg.OffsetFetchResponseGroup, all bool) kmsg.OffsetFetchResponseGroup {
+	kept := g.Topics[:0]
+	for _, t := range g.Topics {
+		if s.authorizeTopic(ctx, acl.OpDescribe, t.Topic) {
+			kept = append(kept, t)
+			continue
+		}
+		if all {
+			continue
+		}
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
+		}
+		kept = append(kept, t)
+	}
+	g.Topics = kept
+	return g
+}
+
 // startDescribeGroups answers DescribeGroups 0-5, each group by its
 // coordinator.
 func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder {
@@ -175,7 +245,7 @@ func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder 
 		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 		for _, id := range req.Groups {
 			var g kmsg.DescribeGroupsResponseGroup
-			if c, err := s.coordinator(ctx, id); err != nil {
+			if c, err := s.coordinator(ctx, id, acl.OpDescribe); err != nil {
 				g = kmsg.NewDescribeGroupsResponseGroup()
 				g.Group, g.ErrorCode = id, ErrorCode(err)
 			} else {
@@ -183,7 +253,7 @@ func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder 
 			}
 			g.AuthorizedOperations = noAuthorizedOperations
 			if req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
-				g.AuthorizedOperations = groupOperations
+				g.AuthorizedOperations = s.authorizedOps(ctx, groupOperations, acl.ResourceGroup, id)
 			}
 			resp.Groups = append(resp.Groups, g)
 		}
@@ -192,7 +262,8 @@ func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder 
 }
 
 // startListGroups answers ListGroups 0-4 with the groups of every
-// coordinator on this node, as a Kafka broker does (clients ask every
+// coordinator on this node (all with DESCRIBE on the cluster, else those
+// the client may DESCRIBE), as a Kafka broker does (clients ask every
 // broker). While a coordinator is loading, the groups of the others come
 // with COORDINATOR_LOAD_IN_PROGRESS.
 func (s *Server) startListGroups(req *kmsg.ListGroupsRequest) responder {
@@ -204,8 +275,13 @@ func (s *Server) startListGroups(req *kmsg.ListGroupsRequest) responder {
 			return resp, nil
 		}
 		resp.ErrorCode = ErrorCode(err)
+		all := s.authorizeCluster(ctx, acl.OpDescribe)
 		for _, c := range coords {
-			resp.Groups = append(resp.Groups, c.ListGroups(req.StatesFilter, req.TypesFilter)...)
+			for _, g := range c.ListGroups(req.StatesFilter, req.TypesFilter) {
+				if all || s.authorizeGroup(ctx, acl.OpDescribe, g.Group) {
+					resp.Groups = append(resp.Groups, g)
+				}
+			}
 		}
 		return resp, nil
 	}
@@ -219,7 +295,7 @@ func (s *Server) startDeleteGroups(req *kmsg.DeleteGroupsRequest) responder {
 		for _, id := range req.Groups {
 			g := kmsg.NewDeleteGroupsResponseGroup()
 			g.Group = id
-			c, err := s.coordinator(ctx, id)
+			c, err := s.coordinator(ctx, id, acl.OpDelete)
 			if err == nil {
 				if derr := c.DeleteGroup(ctx, id); derr != nil {
 					err = derr

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // Groups is the part of the Backend that serves consumer groups: it finds
@@ -91,8 +93,14 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 	var err error
 	switch keyType {
 	case coordinatorKeyGroup:
+		if !s.authorizeGroup(ctx, acl.OpDescribe, key) {
+			return fail(kerr.GroupAuthorizationFailed)
+		}
 		node, err = s.backend.CoordinatorNode(ctx, key)
 	case coordinatorKeyTransaction:
+		if !s.authorizeTxnID(ctx, acl.OpDescribe, key) {
+			return fail(kerr.TransactionalIDAuthorizationFailed)
+		}
 		node, err = s.txnCoordinatorNode(ctx, key)
 	default:
 		return fail(fmt.Errorf("%w: unknown coordinator key type %d", kerr.InvalidRequest, keyType))
@@ -110,8 +118,12 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 }
 
 // coordinator returns this node's coordinator of group, bounding the
-// lookup by the request timeout.
-func (s *Server) coordinator(ctx context.Context, group string) (GroupCoordinator, error) {
+// lookup by the request timeout, once the client may do op on the group
+// (else GROUP_AUTHORIZATION_FAILED).
+func (s *Server) coordinator(ctx context.Context, group string, op acl.Operation) (GroupCoordinator, error) {
+	if !s.authorizeGroup(ctx, op, group) {
+		return nil, kerr.GroupAuthorizationFailed
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	return s.backend.GroupCoordinator(ctx, group)

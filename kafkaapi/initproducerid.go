@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // startInitProducerID asks the backend for a producer identity when its
@@ -35,6 +37,15 @@ func (s *Server) initProducerID(ctx context.Context, req *kmsg.InitProducerIDReq
 	}
 	if (req.ProducerID < 0) != (req.ProducerEpoch < 0) {
 		return ProducerIdentity{}, kerr.InvalidRequest
+	}
+	// As Kafka: a transactional producer needs WRITE on its id; an
+	// idempotent one IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+	if req.TransactionalID != nil {
+		if !s.authorizeTxnID(ctx, acl.OpWrite, *req.TransactionalID) {
+			return ProducerIdentity{}, kerr.TransactionalIDAuthorizationFailed
+		}
+	} else if !s.authorizeCluster(ctx, acl.OpIdempotentWrite) && !s.authorizeAny(ctx, acl.OpWrite, acl.ResourceTopic) {
+		return ProducerIdentity{}, kerr.ClusterAuthorizationFailed
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()

@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -17,7 +19,8 @@ const (
 )
 
 // startListOffsets answers when its turn comes, from the partitions'
-// current state.
+// current state; a topic the client may not DESCRIBE answers
+// TOPIC_AUTHORIZATION_FAILED.
 func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -28,11 +31,19 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 			*st = kmsg.NewListOffsetsResponseTopic()
 			st.Topic = rt.Topic
 			st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
+			describable := s.authorizeTopic(ctx, acl.OpDescribe, rt.Topic)
 			for pi := range rt.Partitions {
 				rp := &rt.Partitions[pi]
 				sp := &st.Partitions[pi]
 				*sp = kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
+				if !describable {
+					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+					if req.Version == 0 {
+						sp.OldStyleOffsets = []int64{}
+					}
+					continue
+				}
 				if req.Version == 0 {
 					offsets, err := s.listOffsetV0(ctx, rt.Topic, rp)
 					sp.OldStyleOffsets, sp.ErrorCode = offsets, ErrorCode(err)

@@ -8,32 +8,28 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // startMetadata answers from Backend.Cluster when its turn comes, creating
-// missing topics first if the backend and the request allow it.
+// missing topics first if the backend and the request allow it. As in
+// Kafka, a client sees only the topics it may DESCRIBE (a named one it may
+// not answers TOPIC_AUTHORIZATION_FAILED), and auto-creation needs CREATE
+// on the cluster or the topic.
 func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		view := s.cluster(ctx)
 		resp := req.ResponseKind().(*kmsg.MetadataResponse)
 		fillBrokers(resp, view)
-		defer func() {
-			// v8+: the operations the client may perform; with no
-			// authorizer Kafka grants every supported one.
-			if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
-				resp.AuthorizedOperations = clusterOperations
-			}
-			for i := range resp.Topics {
-				if req.IncludeTopicAuthorizedOperations {
-					resp.Topics[i].AuthorizedOperations = topicOperations
-				}
-			}
-		}()
+		defer s.fillAuthorizedOps(ctx, req, resp)
 		// null asks for every topic; so does an empty list in v0, which
 		// has no null.
 		if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 			for i := range view.Topics {
-				resp.Topics = append(resp.Topics, topicMetadata(&view.Topics[i]))
+				if s.authorizeTopic(ctx, acl.OpDescribe, view.Topics[i].Name) {
+					resp.Topics = append(resp.Topics, topicMetadata(&view.Topics[i]))
+				}
 			}
 			return resp, nil
 		}
@@ -45,7 +41,10 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		seen := make(map[string]bool, len(req.Topics))
 		for _, rt := range req.Topics {
 			if rt.Topic == nil { // v10+: by topic id
-				if t := findTopicID(view.Topics, rt.TopicID); t != nil && !seen[t.Name] {
+				t := findTopicID(view.Topics, rt.TopicID)
+				if t != nil && !s.authorizeTopic(ctx, acl.OpDescribe, t.Name) {
+					resp.Topics = append(resp.Topics, topicError(nil, rt.TopicID, kerr.TopicAuthorizationFailed))
+				} else if t != nil && !seen[t.Name] {
 					seen[t.Name] = true
 					resp.Topics = append(resp.Topics, topicMetadata(t))
 				} else if t == nil {
@@ -58,20 +57,16 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 				continue
 			}
 			seen[name] = true
+			if !s.authorizeTopic(ctx, acl.OpDescribe, name) {
+				resp.Topics = append(resp.Topics, topicError(&name, [16]byte{}, kerr.TopicAuthorizationFailed))
+				continue
+			}
 			if t := byName[name]; t != nil {
 				resp.Topics = append(resp.Topics, topicMetadata(t))
 				continue
 			}
-			var err error
-			switch {
-			case ValidateTopicName(name) != nil:
-				err = kerr.InvalidTopicException
-			case !allowCreate:
-				err = kerr.UnknownTopicOrPartition
-			default:
-				err = s.autoCreate(ctx, name)
-				created = created || errors.Is(err, kerr.LeaderNotAvailable)
-			}
+			err := s.missingTopic(ctx, name, allowCreate)
+			created = created || errors.Is(err, kerr.LeaderNotAvailable)
 			resp.Topics = append(resp.Topics, topicError(&name, [16]byte{}, err))
 		}
 		if created {
@@ -90,6 +85,34 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		}
 		return resp, nil
 	}
+}
+
+// fillAuthorizedOps answers v8+'s request for the operations the client
+// may perform (with no authorizer, every supported one).
+func (s *Server) fillAuthorizedOps(ctx context.Context, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
+		resp.AuthorizedOperations = s.authorizedOps(ctx, clusterOperations, acl.ResourceCluster, acl.ClusterName)
+	}
+	for i := range resp.Topics {
+		if t := resp.Topics[i].Topic; req.IncludeTopicAuthorizedOperations && t != nil {
+			resp.Topics[i].AuthorizedOperations = s.authorizedOps(ctx, topicOperations, acl.ResourceTopic, *t)
+		}
+	}
+}
+
+// missingTopic is the error to answer for a named topic that does not
+// exist, after creating it when allowed: auto-creation needs CREATE on the
+// cluster or the topic.
+func (s *Server) missingTopic(ctx context.Context, name string, allowCreate bool) error {
+	switch {
+	case ValidateTopicName(name) != nil:
+		return kerr.InvalidTopicException
+	case !allowCreate:
+		return kerr.UnknownTopicOrPartition
+	case !s.authorizeCluster(ctx, acl.OpCreate) && !s.authorizeTopic(ctx, acl.OpCreate, name):
+		return kerr.TopicAuthorizationFailed
+	}
+	return s.autoCreate(ctx, name)
 }
 
 // autoCreate creates a topic with the defaults and returns the error to

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -24,12 +26,19 @@ func (s *Server) startOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest
 			*st = kmsg.NewOffsetForLeaderEpochResponseTopic()
 			st.Topic = rt.Topic
 			st.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, len(rt.Partitions))
+			var authErr error
+			if !s.authorizeTopic(ctx, acl.OpDescribe, rt.Topic) {
+				authErr = kerr.TopicAuthorizationFailed
+			}
 			for pi := range rt.Partitions {
 				rp := &rt.Partitions[pi]
 				sp := &st.Partitions[pi]
 				*sp = kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 				sp.Partition = rp.Partition
-				epoch, end, err := s.epochEndOffset(ctx, rt.Topic, rp)
+				epoch, end, err := int32(-1), int64(-1), authErr
+				if err == nil {
+					epoch, end, err = s.epochEndOffset(ctx, rt.Topic, rp)
+				}
 				sp.ErrorCode = ErrorCode(err)
 				if err == nil {
 					sp.LeaderEpoch, sp.EndOffset = epoch, end

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -52,7 +53,7 @@ func (s *Server) startProduce(req *kmsg.ProduceRequest, rc requestInfo) responde
 		setProduceError(req.Version, sp, err)
 		failed = true
 	}
-	batches := s.checkProduce(req, resp, fail)
+	batches := s.checkProduce(rc.connContext(), req, resp, fail)
 	batches = s.verifyTxnBatches(rc.connContext(), req, batches, fail)
 	waits := make([]producing, 0, len(batches))
 	for i := range batches {
@@ -86,9 +87,16 @@ func (s *Server) startProduce(req *kmsg.ProduceRequest, rc requestInfo) responde
 }
 
 // checkProduce lays out resp and returns the batches that pass the
-// checks, in request order; fail answers the others.
-func (s *Server) checkProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, fail func(*kmsg.ProduceResponseTopicPartition, error)) []produceBatch {
+// checks, in request order; fail answers the others. As in Kafka, a
+// transactional Produce needs WRITE on its transactional id (else every
+// partition fails TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic
+// WRITE (else TOPIC_AUTHORIZATION_FAILED).
+func (s *Server) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, fail func(*kmsg.ProduceResponseTopicPartition, error)) []produceBatch {
 	acksOK := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	var txnErr error
+	if req.TransactionID != nil && !s.authorizeTxnID(ctx, acl.OpWrite, *req.TransactionID) {
+		txnErr = kerr.TransactionalIDAuthorizationFailed
+	}
 	var out []produceBatch
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti := range req.Topics {
@@ -97,6 +105,10 @@ func (s *Server) checkProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceRespon
 		*st = kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		authErr := txnErr
+		if authErr == nil && !s.authorizeTopic(ctx, acl.OpWrite, rt.Topic) {
+			authErr = kerr.TopicAuthorizationFailed
+		}
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := &st.Partitions[pi]
@@ -106,6 +118,10 @@ func (s *Server) checkProduce(req *kmsg.ProduceRequest, resp *kmsg.ProduceRespon
 			if !acksOK {
 				// Nothing is proposed for any partition.
 				fail(sp, kerr.InvalidRequiredAcks)
+				continue
+			}
+			if authErr != nil {
+				fail(sp, authErr)
 				continue
 			}
 			p, h, err := s.checkBatch(rt.Topic, rp)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // Reassigner is an optional Backend capability: moving partitions between
@@ -55,6 +57,9 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 		r, err := s.reassigner()
+		if !s.authorizeCluster(ctx, acl.OpAlter) {
+			err = errClusterAuth
+		}
 		if err != nil {
 			resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), errorMessage(err)
 			return resp, nil
@@ -104,9 +109,12 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 // partitions (partitions not moving, or unknown, are left out, as Kafka
 // does).
 func (s *Server) startListReassignments(req *kmsg.ListPartitionReassignmentsRequest, _ time.Time) responder {
-	return func(context.Context) (kmsg.Response, error) {
+	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 		r, err := s.reassigner()
+		if !s.authorizeCluster(ctx, acl.OpDescribe) {
+			err = errClusterAuth
+		}
 		if err != nil {
 			resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), errorMessage(err)
 			return resp, nil

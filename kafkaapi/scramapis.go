@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/internal/scram"
 )
 
@@ -62,9 +63,12 @@ func (s *Server) scramAdmin() (ScramAdmin, error) {
 // without one is RESOURCE_NOT_FOUND, a user named twice
 // DUPLICATE_RESOURCE.
 func (s *Server) startDescribeUserScram(req *kmsg.DescribeUserSCRAMCredentialsRequest, _ time.Time) responder {
-	return func(context.Context) (kmsg.Response, error) {
+	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 		admin, err := s.scramAdmin()
+		if err == nil && !s.authorizeCluster(ctx, acl.OpDescribe) {
+			err = errClusterAuth
+		}
 		if err != nil {
 			resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), errorMessage(err)
 			return resp, nil
@@ -142,6 +146,9 @@ func (s *Server) startAlterUserScram(req *kmsg.AlterUserSCRAMCredentialsRequest,
 		}
 		var errs map[string]error
 		admin, err := s.scramAdmin()
+		if err == nil && !s.authorizeCluster(ctx, acl.OpAlter) {
+			err = errClusterAuth
+		}
 		if err == nil {
 			ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 			errs, err = admin.AlterScramCredentials(ctx, dels, ups)

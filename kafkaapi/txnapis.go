@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // Transactions is the optional Backend capability that serves the
@@ -39,8 +41,13 @@ type TxnCoordinator interface {
 }
 
 // txnCoordinator returns this node's coordinator of a transactional id,
-// bounding the lookup by the request timeout.
-func (s *Server) txnCoordinator(ctx context.Context, id string) (TxnCoordinator, error) {
+// bounding the lookup by the request timeout, once the client may do op
+// on the id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED). op 0 skips the
+// check.
+func (s *Server) txnCoordinator(ctx context.Context, id string, op acl.Operation) (TxnCoordinator, error) {
+	if op != 0 && !s.authorizeTxnID(ctx, op, id) {
+		return nil, kerr.TransactionalIDAuthorizationFailed
+	}
 	txns, ok := s.backend.(Transactions)
 	if !ok {
 		return nil, fmt.Errorf("%w: transactions are not served", kerr.CoordinatorNotAvailable)
@@ -67,17 +74,25 @@ func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ 
 		return s.startAddPartitionsToTxnBrokers(req)
 	}
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.txnCoordinator(ctx, req.TransactionalID)
-		if err == nil {
+		c, err := s.txnCoordinator(ctx, req.TransactionalID, acl.OpWrite)
+		_, denied := splitTopics(s, ctx, acl.OpWrite, req.Topics, func(t kmsg.AddPartitionsToTxnRequestTopic) string { return t.Topic })
+		if err == nil && len(denied) == 0 {
 			return c.AddPartitionsToTxn(ctx, req), nil
 		}
 		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 		for _, t := range req.Topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.Topic
+			e := err
+			if e == nil { // as Kafka: the denied topics fail, the others are not attempted
+				e = kerr.OperationNotAttempted
+				if slices.ContainsFunc(denied, func(d kmsg.AddPartitionsToTxnRequestTopic) bool { return d.Topic == t.Topic }) {
+					e = kerr.TopicAuthorizationFailed
+				}
+			}
 			for _, p := range t.Partitions {
 				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p, ErrorCode(err)
+				rp.Partition, rp.ErrorCode = p, ErrorCode(e)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -89,15 +104,19 @@ func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ 
 // startAddPartitionsToTxnBrokers answers AddPartitionsToTxn v4, which
 // partition leaders send to verify transactions (KIP-890): each
 // transaction goes to its coordinator on this node, and a routing error
-// (NOT_COORDINATOR, ...) is each of its partitions' error. Kafka requires
-// CLUSTER_ACTION for v4, which a Kafka without an authorizer grants to
-// every connection; so do we, as for WriteTxnMarkers.
+// (NOT_COORDINATOR, ...) is each of its partitions' error. As in Kafka,
+// v4 needs CLUSTER_ACTION on the cluster (else the response's error is
+// CLUSTER_AUTHORIZATION_FAILED).
 func (s *Server) startAddPartitionsToTxnBrokers(req *kmsg.AddPartitionsToTxnRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		if !s.authorizeCluster(ctx, acl.OpClusterAction) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return resp, nil
+		}
 		for i := range req.Transactions {
 			t := &req.Transactions[i]
-			c, err := s.txnCoordinator(ctx, t.TransactionalID)
+			c, err := s.txnCoordinator(ctx, t.TransactionalID, 0)
 			if err == nil {
 				resp.Transactions = append(resp.Transactions, c.AddPartitionsToTxnTransaction(ctx, t))
 				continue
@@ -122,7 +141,10 @@ func (s *Server) startAddPartitionsToTxnBrokers(req *kmsg.AddPartitionsToTxnRequ
 
 func (s *Server) startAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.txnCoordinator(ctx, req.TransactionalID)
+		c, err := s.txnCoordinator(ctx, req.TransactionalID, acl.OpWrite)
+		if err == nil && !s.authorizeGroup(ctx, acl.OpRead, req.Group) {
+			err = kerr.GroupAuthorizationFailed
+		}
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -134,7 +156,7 @@ func (s *Server) startAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest, _ time.T
 
 func (s *Server) startEndTxn(req *kmsg.EndTxnRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.txnCoordinator(ctx, req.TransactionalID)
+		c, err := s.txnCoordinator(ctx, req.TransactionalID, acl.OpWrite)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 			resp.ErrorCode = ErrorCode(err)
@@ -152,13 +174,18 @@ type TxnOffsetCommitter interface {
 }
 
 // startTxnOffsetCommit answers TxnOffsetCommit 0-3 from the group's
-// coordinator; a routing error is every partition's error.
+// coordinator; a routing error is every partition's error, and so is a
+// missing WRITE on the transactional id or READ on the group.
 func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group)
+		var c GroupCoordinator
+		err := error(kerr.TransactionalIDAuthorizationFailed)
+		if s.authorizeTxnID(ctx, acl.OpWrite, req.TransactionalID) {
+			c, err = s.coordinator(ctx, req.Group, acl.OpRead)
+		}
 		if err == nil {
 			if tc, ok := c.(TxnOffsetCommitter); ok {
-				return tc.TxnOffsetCommit(ctx, req), nil
+				return s.txnOffsetCommit(ctx, tc, req), nil
 			}
 			err = fmt.Errorf("%w: transactional offset commits are not served", kerr.UnsupportedVersion)
 		}
@@ -175,6 +202,29 @@ func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.T
 		}
 		return resp, nil
 	}
+}
+
+// txnOffsetCommit commits the offsets of the topics the client may READ;
+// the others answer TOPIC_AUTHORIZATION_FAILED, as in Kafka.
+func (s *Server) txnOffsetCommit(ctx context.Context, tc TxnOffsetCommitter, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return tc.TxnOffsetCommit(ctx, req)
+	}
+	cp := *req
+	cp.Topics = allowed
+	resp := tc.TxnOffsetCommit(ctx, &cp)
+	for _, t := range denied {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // TxnLister is the optional Transactions capability that serves
@@ -198,7 +248,7 @@ func (s *Server) startDescribeTransactions(req *kmsg.DescribeTransactionsRequest
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 		for _, id := range req.TransactionalIDs {
-			c, err := s.txnCoordinator(ctx, id)
+			c, err := s.txnCoordinator(ctx, id, acl.OpDescribe)
 			d, ok := c.(TxnDescriber)
 			if err == nil && !ok {
 				err = fmt.Errorf("%w: transactions are not described", kerr.CoordinatorNotAvailable)
@@ -222,7 +272,7 @@ var knownTxnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort
 // startListTransactions answers ListTransactions 0-1 with this node's
 // coordinators' transactions, as Kafka does (a client asks every broker).
 func (s *Server) startListTransactions(req *kmsg.ListTransactionsRequest, _ time.Time) responder {
-	return func(context.Context) (kmsg.Response, error) {
+	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 		for _, st := range req.StateFilters {
 			if !slices.Contains(knownTxnStates, st) {
@@ -240,7 +290,11 @@ func (s *Server) startListTransactions(req *kmsg.ListTransactionsRequest, _ time
 			duration = req.DurationFilterMillis
 		}
 		for _, c := range coords {
-			resp.TransactionStates = append(resp.TransactionStates, c.ListTransactions(req.StateFilters, req.ProducerIDFilters, duration)...)
+			for _, st := range c.ListTransactions(req.StateFilters, req.ProducerIDFilters, duration) {
+				if s.authorizeTxnID(ctx, acl.OpDescribe, st.TransactionalID) {
+					resp.TransactionStates = append(resp.TransactionStates, st)
+				}
+			}
 		}
 		return resp, nil
 	}

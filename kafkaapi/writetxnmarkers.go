@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // startWriteTxnMarkers serves WriteTxnMarkers (versions 0-1), which a
@@ -15,12 +17,12 @@ import (
 // markers are handed to their partitions in request order when the request
 // starts; the responder waits for them, bounded by Config.RequestTimeout.
 //
-// It is an inter-broker API. Kafka requires the CLUSTER_ACTION permission
-// for it, which an unsecured Kafka grants to every connection; so does
-// this server until the security model authenticates nodes (mutual TLS
-// naming the node id) and restricts the API to them.
-func (s *Server) startWriteTxnMarkers(req *kmsg.WriteTxnMarkersRequest, received time.Time) responder {
+// It is an inter-broker API: as in Kafka it needs CLUSTER_ACTION on the
+// cluster, else every partition answers CLUSTER_AUTHORIZATION_FAILED
+// (without an authorizer every connection has it).
+func (s *Server) startWriteTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersRequest, received time.Time) responder {
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	authorized := s.authorizeCluster(ctx, acl.OpClusterAction)
 	var waits []markerWait
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
 	for mi := range req.Markers {
@@ -41,6 +43,10 @@ func (s *Server) startWriteTxnMarkers(req *kmsg.WriteTxnMarkersRequest, received
 				sp := &st.Partitions[pi]
 				*sp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = partition
+				if !authorized {
+					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+					continue
+				}
 				wait, err := s.writeMarker(rt.Topic, partition, m)
 				if err != nil {
 					sp.ErrorCode = ErrorCode(err)

@@ -54,6 +54,10 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.alterReassignment(c)
 	case CompleteReassignment:
 		result, err = next.completeReassignment(c)
+	case CreateACLs:
+		result, err = next.createACLs(c)
+	case DeleteACLs:
+		result, err = next.deleteACLs(c)
 	}
 	if err != nil {
 		return next, nil, err

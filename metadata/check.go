@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }
@@ -15,7 +17,7 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps
 // produced; tests run it after every command.
 func (s *Snapshot) check() error {
 	if s.clusterID == "" {
-		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs)+len(s.scram)+len(s.reassign) > 0 {
+		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs)+len(s.scram)+s.acls.Len()+len(s.reassign) > 0 {
 			return errors.New("state without a cluster id")
 		}
 		return nil
@@ -49,6 +51,14 @@ func (s *Snapshot) check() error {
 	}
 	if _, empty := s.clusterConfigs[""]; empty {
 		return errors.New("empty cluster config key")
+	}
+	if s.acls.Len() > acl.MaxBindings {
+		return fmt.Errorf("%d acl bindings, more than %d", s.acls.Len(), acl.MaxBindings)
+	}
+	for _, b := range s.acls.All() {
+		if err := b.Validate(); err != nil {
+			return fmt.Errorf("acl binding %v: %w", b, err)
+		}
 	}
 	for k, c := range s.scram {
 		if k.User != c.User || k.Mechanism != c.Mechanism || c.check() != nil {

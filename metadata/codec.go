@@ -20,6 +20,8 @@ var commandVersion = map[CommandType]uint8{
 	TypeAlterConfigs:       1,
 
 	TypeAlterScramCredentials: 1,
+	TypeCreateACLs:            1,
+	TypeDeleteACLs:            1,
 	TypeAlterReassignment:     1,
 	TypeCompleteReassignment:  1,
 }
@@ -69,6 +71,10 @@ func Decode(b []byte) (Command, error) {
 		cmd = c
 	case typ == TypeAlterScramCredentials && ver == 1:
 		cmd = decodeAlterScram(r)
+	case typ == TypeCreateACLs && ver == 1:
+		cmd = decodeCreateACLs(r)
+	case typ == TypeDeleteACLs && ver == 1:
+		cmd = decodeDeleteACLs(r)
 	case typ == TypeAlterReassignment && ver == 1:
 		cmd = decodeAlterReassignment(r)
 	case typ == TypeCompleteReassignment && ver == 1:
@@ -144,6 +150,14 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *AlterScramCredentials:
+		if c != nil {
+			return *c, nil
+		}
+	case *CreateACLs:
+		if c != nil {
+			return *c, nil
+		}
+	case *DeleteACLs:
 		if c != nil {
 			return *c, nil
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // sampleCommands covers every type and the optional parts of each.
@@ -35,6 +37,11 @@ func sampleCommands() []Command {
 		AlterScramCredentials{Deletions: []ScramDeletion{{"bob", ScramSHA256}},
 			Upsertions: []ScramCredential{cred("alice", ScramSHA512)}, IfAbsent: true},
 		AlterScramCredentials{},
+		CreateACLs{Bindings: []acl.Binding{sampleBinding("alice"), {}}},
+		CreateACLs{},
+		DeleteACLs{Filters: []acl.Filter{{ResourceType: acl.ResourceTopic, Name: ptr("t"), Pattern: acl.PatternMatch,
+			Principal: ptr("User:a"), Host: ptr("*"), Operation: acl.OpRead, Permission: acl.PermissionDeny}, {}}},
+		DeleteACLs{},
 		AlterReassignment{Topic: "events", Partition: 1, Target: []int32{4, 2, 3}},
 		AlterReassignment{Topic: "events", Partition: 1},
 		AlterReassignment{Target: []int32{}},
@@ -118,6 +125,12 @@ func TestEncodeGolden(t *testing.T) {
 			"0202" + "00000002" + "00000003" + "613a31" + "00000003" + "623a32" + "00000007" + "503a2f2f613a31"},
 		{AlterScramCredentials{Deletions: []ScramDeletion{{"u", ScramSHA256}}, IfAbsent: true},
 			"0901" + "00000001" + "00000001" + "75" + "01" + "00000000" + "01"},
+		{CreateACLs{Bindings: []acl.Binding{{ResourceType: acl.ResourceTopic, Name: "t", Pattern: acl.PatternLiteral,
+			Principal: "U", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow}}},
+			"0a01" + "00000001" + "02" + "00000001" + "74" + "03" + "00000001" + "55" + "00000001" + "2a" + "03" + "03"},
+		{DeleteACLs{Filters: []acl.Filter{{ResourceType: acl.ResourceAny, Name: ptr("t"), Pattern: acl.PatternAny,
+			Operation: acl.OpAny, Permission: acl.PermissionAny}}},
+			"0b01" + "00000001" + "01" + "01" + "00000001" + "74" + "01" + "00" + "00" + "01" + "01"},
 	}
 	for _, tc := range tests {
 		got, err := Encode(tc.cmd)

@@ -16,9 +16,12 @@ const (
 	TypeAlterConfigs       CommandType = 8
 	// TypeAlterScramCredentials is in scram.go.
 	TypeAlterScramCredentials CommandType = 9
+	// TypeCreateACLs and TypeDeleteACLs are in acls.go.
+	TypeCreateACLs CommandType = 10
+	TypeDeleteACLs CommandType = 11
 	// TypeAlterReassignment and TypeCompleteReassignment are in reassign.go.
-	TypeAlterReassignment    CommandType = 10
-	TypeCompleteReassignment CommandType = 11
+	TypeAlterReassignment    CommandType = 12
+	TypeCompleteReassignment CommandType = 13
 )
 
 func (t CommandType) String() string {
@@ -45,6 +48,10 @@ func (t CommandType) String() string {
 		return "AlterReassignment"
 	case TypeCompleteReassignment:
 		return "CompleteReassignment"
+	case TypeCreateACLs:
+		return "CreateACLs"
+	case TypeDeleteACLs:
+		return "DeleteACLs"
 	}
 	return "Unknown"
 }
@@ -68,6 +75,8 @@ var (
 	_ Command = AlterScramCredentials{}
 	_ Command = AlterReassignment{}
 	_ Command = CompleteReassignment{}
+	_ Command = CreateACLs{}
+	_ Command = DeleteACLs{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:

@@ -3,6 +3,8 @@ package metadata
 import (
 	"maps"
 	"slices"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // Snapshot is the metadata state after some log index. A *Snapshot is
@@ -31,6 +33,8 @@ type Snapshot struct {
 	// reassign are the partition moves in progress (reassign.go); nil
 	// when none.
 	reassign map[TopicPartition]Reassignment
+	// acls are the ACL bindings (CreateACLs, DeleteACLs).
+	acls acl.Set
 }
 
 // ClusterConfigs returns a copy of the cluster-wide dynamic broker
@@ -183,7 +187,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 		maps.Equal(s.brokers, o.brokers) && maps.Equal(s.transactional, o.transactional) &&
 		maps.Equal(s.topicIDs, o.topicIDs) && maps.Equal(s.deleted, o.deleted) &&
 		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&
-		maps.EqualFunc(s.scram, o.scram, ScramCredential.equal) &&
+		maps.EqualFunc(s.scram, o.scram, ScramCredential.equal) && s.acls.Equal(o.acls) &&
 		maps.EqualFunc(s.reassign, o.reassign, Reassignment.equal) &&
 		maps.EqualFunc(s.topics, o.topics, func(a, b *Topic) bool { return a.equal(b) })
 }

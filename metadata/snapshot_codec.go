@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // Snapshot encoding, version 4 (primitives in wire.go):
@@ -22,18 +24,21 @@ import (
 //	array of scram credentials, by user then mechanism:         (version 4 on)
 //	                                 string user, u8 mechanism, i32 iterations,
 //	                                 string salt, string storedKey, string serverKey
-//	array of reassignments, by topic then partition:             (version 5 on)
+//	array of acl bindings, by acl.Compare:                      (version 5 on)
+//	                                 u8 resourceType, string name, u8 pattern,
+//	                                 string principal, string host, u8 operation, u8 permission
+//	array of reassignments, by topic then partition:             (version 6 on)
 //	                                 string topic, i32 partition,
 //	                                 array of i32 original, array of i32 target
 //
 // Version 1 is version 2 without the deleted topic ids, version 2 is
-// version 3 without the cluster configs, and version 3 is version 4
-// without listeners and credentials, and version 4 is version 5 without
-// reassignments; all are still read.
+// version 3 without the cluster configs, version 3 is version 4 without
+// listeners and credentials, version 4 is version 5 without ACL bindings,
+// and version 5 is version 6 without reassignments; all are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 5
+	snapshotVersion = 6
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -88,6 +93,10 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	b = appendLen(b, len(creds))
 	for _, c := range creds {
 		b = appendCredential(b, c)
+	}
+	b = appendLen(b, s.acls.Len())
+	for _, x := range s.acls.All() {
+		b = appendBinding(b, x)
 	}
 	return s.appendReassignments(b), nil
 }
@@ -171,6 +180,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 		s.scram = readCredentials(r)
 	}
 	if version >= 5 {
+		s.acls = readBindings(r)
+	}
+	if version >= 6 {
 		s.reassign = readReassignments(r)
 	}
 	if err := r.done(); err != nil {
@@ -238,4 +250,25 @@ func readCredentials(r *reader) map[scramKey]ScramCredential {
 		m[k], prev = c, k
 	}
 	return m
+}
+
+// readBindings reads the ACL bindings, which must be strictly increasing
+// by acl.Compare.
+func readBindings(r *reader) acl.Set {
+	n := r.length("acl bindings", minBindingLen)
+	if n == 0 {
+		return acl.Set{}
+	}
+	bs := make([]acl.Binding, n)
+	for i := range bs {
+		bs[i] = readBinding(r)
+		if r.err != nil {
+			return acl.Set{}
+		}
+		if i > 0 && acl.Compare(bs[i], bs[i-1]) <= 0 {
+			r.fail("acl binding %v not after %v", bs[i], bs[i-1])
+			return acl.Set{}
+		}
+	}
+	return acl.NewSet(bs...)
 }

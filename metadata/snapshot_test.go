@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/minikafka/minikafka-go/acl"
 )
 
 // richState uses every part of the state.
@@ -26,6 +28,7 @@ func richState(t testing.TB) *Snapshot {
 		AlterConfigs{Resource: ConfigClusterDefaults, Configs: map[string]string{"log.retention.ms": "5000", "producer.id.expiration.ms": "1000"}},
 		RegisterBroker{ID: 8, KafkaAddr: "h8:9092", RaftAddr: "h8:9093", Listeners: "SASL_SSL://h8:9094,PLAINTEXT://h8:9092"},
 		AlterScramCredentials{Upsertions: []ScramCredential{cred("bob", ScramSHA512), cred("alice", ScramSHA256), cred("alice", ScramSHA512)}},
+		CreateACLs{Bindings: []acl.Binding{sampleBinding("bob"), sampleBinding("alice")}},
 		AlterReassignment{Topic: "events", Partition: 1, Target: []int32{8, 3, 7}},
 		AlterReassignment{Topic: "events", Partition: 0, Target: []int32{2, 3, 8}},
 	)
@@ -68,7 +71,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if p.Leader != 7 || p.LeaderEpoch != 4 || tx.Epoch != 1 || cfg.Configs["retention.ms"] != "-1" ||
 		got.NextProducerID() != FirstProducerID+3 || got.AppliedIndex() != s.AppliedIndex() ||
 		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 5 || len(got.deleted) != 2 ||
-		got.ClusterConfigs()["log.retention.ms"] != "5000" || len(got.ScramCredentials()) != 3 {
+		got.ClusterConfigs()["log.retention.ms"] != "5000" || len(got.ScramCredentials()) != 3 ||
+		!got.ACLs().Contains(sampleBinding("alice")) || got.ACLs().Len() != 2 {
 		t.Fatalf("restored state lost data: %+v %+v %+v", p, tx, cfg)
 	}
 }
@@ -86,6 +90,7 @@ func TestSnapshotEqualDetectsDifferences(t *testing.T) {
 		"topic configs":   AlterConfigs{Resource: ConfigTopic, Topic: "cfg", Configs: map[string]string{"retention.ms": "1"}},
 		"cluster configs": AlterConfigs{Resource: ConfigClusterDefaults},
 		"scram":           AlterScramCredentials{Deletions: []ScramDeletion{{"bob", ScramSHA512}}},
+		"acls":            DeleteACLs{Filters: []acl.Filter{{ResourceType: acl.ResourceAny, Principal: ptr("User:bob"), Pattern: acl.PatternAny, Operation: acl.OpAny, Permission: acl.PermissionAny}}},
 		"listeners":       RegisterBroker{ID: 8, KafkaAddr: "h8:9092", RaftAddr: "h8:9093", Listeners: "PLAINTEXT://h8:9092"},
 	}
 	for name, cmd := range variants {
@@ -158,7 +163,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none, none)); err != nil {
+	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none, none, none)); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
 	}
 	// Version 1, written before topics could be deleted, has no deleted

@@ -106,7 +106,7 @@ type State struct {
 	// Moves are the partition reassignments in progress, sorted by topic
 	// then partition.
 	Moves []Move
-	Conns  Conns
+	Conns Conns
 	// LeaderChanges counts the leaderships this node's Raft groups gained
 	// or lost.
 	LeaderChanges uint64

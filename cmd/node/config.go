@@ -60,6 +60,9 @@ func keys() []key {
 		{"default_partitions", int(d.DefaultPartitions), "partitions of an auto-created topic"},
 		{"default_replication_factor", int(d.DefaultReplicationFactor), "replication factor of an auto-created topic"},
 		{"auto_create_topics", d.AutoCreateTopics, "create unknown topics on first use"},
+		{"authorization_enabled", d.AuthorizationEnabled, "check every Kafka request against the cluster's ACLs (off: everything is allowed)"},
+		{"super_users", []string{}, "principals (User:<name>) that pass every ACL check, comma-separated"},
+		{"allow_everyone_if_no_acl_found", d.AllowEveryoneIfNoACLFound, "allow access to a resource no ACL applies to (allow.everyone.if.no.acl.found)"},
 		{"max_partitions", int(d.MaxPartitions), "most partitions the cluster's topics may have in all (each is a Raft group)"},
 		{"offsets_topic_partitions", int(d.OffsetsTopicPartitions), "partitions of the internal topic __consumer_offsets, created on first need"},
 		{"offsets_topic_replication_factor", int(d.OffsetsTopicReplicationFactor), "replication factor of __consumer_offsets (at most the live brokers when it is created)"},
@@ -318,6 +321,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.Join = g.list("join")
 	c.Listeners = g.listeners()
 	c.SASLUsers = g.saslUsers()
+	c.AuthorizationEnabled = g.bool("authorization_enabled")
+	c.SuperUsers = g.list("super_users")
+	c.AllowEveryoneIfNoACLFound = g.bool("allow_everyone_if_no_acl_found")
 	c.BootstrapExpect = g.int("bootstrap_expect")
 	parts := g.int("default_partitions")
 	rangeInt("default_partitions", parts, 1, 1<<20)

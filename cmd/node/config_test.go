@@ -114,6 +114,8 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "write caching bad yaml", yaml: "write_caching_default: sometimes\n", key: "write_caching_default", value: "sometimes"},
 		{name: "flush interval negative", args: []string{"--log-flush-interval-ms", "-5"}, key: "log_flush_interval_ms", value: "-5"},
 		{name: "flush interval a duration", env: []string{"MINIKAFKA_LOG_FLUSH_INTERVAL_MS", "100ms"}, key: "log_flush_interval_ms", value: "100ms"},
+		{name: "super user not a principal", yaml: "super_users: [admin]\n", key: "super_users[0]", value: "admin"},
+		{name: "authorization not a bool", args: []string{"--authorization-enabled", "maybe"}, key: "authorization_enabled", value: "maybe"},
 		{name: "session bounds crossed", yaml: "group_min_session_timeout: 10s\ngroup_max_session_timeout: 5s\n", key: "group_max_session_timeout", value: "5s"},
 	}
 	for _, c := range cases {
@@ -230,5 +232,20 @@ func TestWriteCachingKeys(t *testing.T) {
 			t.Errorf("%s: write_caching_default %v, log_flush_interval_ms %d; want %v, %d",
 				c.name, o.WriteCachingDefault, o.LogFlushIntervalMs, c.caching, c.flushMs)
 		}
+	}
+}
+
+func TestAuthorizationKeys(t *testing.T) {
+	p := writeYAML(t, "node_id: 1\nauthorization_enabled: true\nsuper_users: [\"User:admin\", \"User:CN=ops,O=Example\"]\nallow_everyone_if_no_acl_found: true\n")
+	o, err := loadConfig([]string{"--config", p}, env(), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.AuthorizationEnabled || !o.AllowEveryoneIfNoACLFound || len(o.SuperUsers) != 2 || o.SuperUsers[1] != "User:CN=ops,O=Example" {
+		t.Fatalf("loaded %v %v %q", o.AuthorizationEnabled, o.AllowEveryoneIfNoACLFound, o.SuperUsers)
+	}
+	o, err = loadConfig([]string{"--node-id", "1"}, env("MINIKAFKA_SUPER_USERS", "User:a,User:b"), &bytes.Buffer{})
+	if err != nil || o.AuthorizationEnabled || o.AllowEveryoneIfNoACLFound || len(o.SuperUsers) != 2 {
+		t.Fatalf("defaults and env: %v %v %q, %v", o.AuthorizationEnabled, o.AllowEveryoneIfNoACLFound, o.SuperUsers, err)
 	}
 }

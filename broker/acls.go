@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka-go/acl"
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
+)
+
+var (
+	_ kafkaapi.ACLAdmin   = (*backend)(nil)
+	_ kafkaapi.Authorizer = (*backend)(nil)
+)
+
+// validateAuthz checks super_users: each "User:<name>".
+func (c *Config) validateAuthz() error {
+	for i, p := range c.SuperUsers {
+		if name, ok := strings.CutPrefix(p, acl.UserPrefix); !ok || name == "" || strings.Contains(p, ";") {
+			return bad(fmt.Sprintf("super_users[%d]", i), p, "must be User:<name>")
+		}
+	}
+	return nil
+}
+
+func (b *backend) authorizer() acl.Authorizer {
+	return acl.Authorizer{SuperUsers: b.n.cfg.SuperUsers, AllowIfNoACL: b.n.cfg.AllowEveryoneIfNoACLFound}
+}
+
+// Authorize decides against the local metadata copy's ACLs; everything is
+// allowed unless AuthorizationEnabled.
+func (b *backend) Authorize(r acl.Request) bool {
+	if !b.n.cfg.AuthorizationEnabled {
+		return true
+	}
+	return b.authorizer().Authorize(b.n.meta.fsm.State().ACLs(), r)
+}
+
+// AuthorizeAny is Authorize for "some resource of type rt".
+func (b *backend) AuthorizeAny(principal, host string, op acl.Operation, rt acl.ResourceType) bool {
+	if !b.n.cfg.AuthorizationEnabled {
+		return true
+	}
+	return b.authorizer().AuthorizeAny(b.n.meta.fsm.State().ACLs(), principal, host, op, rt)
+}
+
+// ACLs reads the local metadata copy.
+func (b *backend) ACLs() acl.Set { return b.n.meta.fsm.State().ACLs() }
+
+// CreateACLs proposes the bindings to the metadata group.
+func (b *backend) CreateACLs(ctx context.Context, bindings []acl.Binding) ([]error, error) {
+	if !b.n.meta.fsm.State().Initialized() {
+		return nil, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
+	}
+	r, err := b.n.proposeMeta(ctx, metadata.CreateACLs{Bindings: bindings})
+	if err != nil {
+		return nil, err
+	}
+	if len(r.ACLs) != len(bindings) {
+		return nil, fmt.Errorf("%w: %d results for %d bindings", kerr.UnknownServerError, len(r.ACLs), len(bindings))
+	}
+	errs := make([]error, len(bindings))
+	for i, a := range r.ACLs {
+		if a.Code != 0 {
+			errs[i] = fmt.Errorf("%w: %s", kerr.ErrorForCode(a.Code), a.Message)
+		}
+	}
+	return errs, nil
+}
+
+// DeleteACLs proposes the filters to the metadata group.
+func (b *backend) DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error, error) {
+	if !b.n.meta.fsm.State().Initialized() {
+		return nil, nil, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
+	}
+	r, err := b.n.proposeMeta(ctx, metadata.DeleteACLs{Filters: filters})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(r.ACLs) != len(filters) {
+		return nil, nil, fmt.Errorf("%w: %d results for %d filters", kerr.UnknownServerError, len(r.ACLs), len(filters))
+	}
+	removed := make([][]acl.Binding, len(filters))
+	errs := make([]error, len(filters))
+	for i, a := range r.ACLs {
+		removed[i] = a.Removed
+		if a.Code != 0 {
+			errs[i] = fmt.Errorf("%w: %s", kerr.ErrorForCode(a.Code), a.Message)
+		}
+	}
+	return removed, errs, nil
+}
