@@ -46,6 +46,10 @@ type Config struct {
 	// LogStorePebble group. The Host opens it at the first such group and
 	// closes it in Close, after the groups. Empty means no pebble groups.
 	LogDir string
+	// TLS, when set, makes the Raft port speak mutual TLS and bind every
+	// accepted session to the node its certificate names (security.go).
+	// Nil means plain TCP, which trusts whoever connects.
+	TLS *TLS
 }
 
 // Tuning is every timeout and limit of a Host in one place. A zero field

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,6 +32,8 @@ type Host struct {
 	log         *slog.Logger
 	incarnation uint64 // sent in every handshake this Host accepts
 	yamux       *yamux.Config
+	// serverTLS and clientTLS are Config.TLS's, or nil for plain TCP.
+	serverTLS, clientTLS *tls.Config
 
 	ctx    context.Context // ended by Close: aborts dials and waits
 	cancel context.CancelFunc
@@ -61,6 +64,13 @@ func Listen(cfg Config) (*Host, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	var serverTLS, clientTLS *tls.Config
+	if cfg.TLS != nil {
+		var err error
+		if serverTLS, clientTLS, err = cfg.TLS.tlsConfigs(cfg.NodeID); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.BindAddr)
 	if err != nil {
 		return nil, err
@@ -84,7 +94,7 @@ func Listen(cfg Config) (*Host, error) {
 		ctx: ctx, cancel: cancel, losses: make(chan int32, 64),
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
-		logDir: cfg.LogDir,
+		logDir: cfg.LogDir, serverTLS: serverTLS, clientTLS: clientTLS,
 	}
 	h.yamux = &yamux.Config{
 		AcceptBacklog:          256,
@@ -228,10 +238,18 @@ func (h *Host) acceptLoop() {
 	}
 }
 
-// serveConn runs the handshake on an accepted connection, then serves the
-// streams its peer opens until the session ends.
-func (h *Host) serveConn(c net.Conn) {
-	_ = c.SetDeadline(time.Now().Add(h.tun.HandshakeTimeout))
+// serveConn runs the TLS handshake, if any, and then ours on an accepted
+// connection, then serves the streams its peer opens until the session
+// ends.
+func (h *Host) serveConn(raw net.Conn) {
+	_ = raw.SetDeadline(time.Now().Add(h.tun.HandshakeTimeout))
+	c, node, err := h.acceptTLS(raw)
+	if err != nil {
+		h.stats.badHandshakes.Add(1)
+		h.log.Debug("rejected connection: TLS", "remote", raw.RemoteAddr().String(), "err", err)
+		_ = raw.Close()
+		return
+	}
 	var hello [len(handshakeMagic) + 1]byte
 	if _, err := io.ReadFull(c, hello[:]); err != nil || string(hello[:4]) != handshakeMagic {
 		h.stats.badHandshakes.Add(1)
@@ -275,7 +293,7 @@ func (h *Host) serveConn(c net.Conn) {
 		if err != nil {
 			return // the session ended, or Close closed it
 		}
-		if !h.goOwned(func() { h.serveStream(st) }) {
+		if !h.goOwned(func() { h.serveStream(st, node) }) {
 			_ = st.Close()
 			return
 		}
