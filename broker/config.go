@@ -138,6 +138,9 @@ type Config struct {
 	// back to their preferred leader (the first replica). 0 disables it.
 	LeaderRebalanceInterval time.Duration
 
+	// Security is how nodes authenticate each other (security.go).
+	Security SecurityConfig
+
 	// Tuning holds every other timeout and limit of the node; zero fields
 	// take their defaults.
 	Tuning Tuning
@@ -335,7 +338,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data_dir", c.DataDir, "must be set")
 	}
-	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateTopics, c.validateGroups, c.validateLimits} {
+	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateSecurity, c.validateTopics, c.validateGroups, c.validateLimits} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -146,7 +146,8 @@ func (n *Node) listen() error {
 	}
 	var err error
 	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
-		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft, LogDir: n.raftLogDir()})
+		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft, LogDir: n.raftLogDir(),
+		TLS: cfg.Security.raftTLS})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
@@ -190,6 +191,8 @@ func (n *Node) startGossip() error {
 		AdvertiseAddr: cfg.AdvertisedGossip,
 		Logger:        n.logger,
 		OnEvent:       n.onMemberEvent,
+		Keys:          cfg.Security.gossipKeys,
+		Label:         cfg.Security.ClusterLabel,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: gossip_addr %s: %w", cfg.GossipAddr, err)
