@@ -154,7 +154,7 @@ var errNoController = errors.New("no controller yet")
 func (a *app) probe(ctx context.Context, addr string, want int) error {
 	pr := newReach([]string{addr}, nil)
 	adm, err := client.NewAdmin(append([]client.Opt{client.Brokers(addr), client.ClientID("minikafka-cli"), client.Dialer(pr.dial),
-		client.DialTimeout(time.Second), client.RequestTimeout(2*time.Second)}, a.securityOpts()...)...)
+		client.DialTimeout(time.Second), client.RequestTimeout(2 * time.Second)}, a.securityOpts()...)...)
 	if err != nil {
 		return err
 	}
