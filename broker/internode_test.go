@@ -3,10 +3,10 @@ package broker_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
