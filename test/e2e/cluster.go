@@ -69,6 +69,11 @@ type Options struct {
 	// Logf receives the harness's events (faults, restarts). Default: the
 	// test's Logf.
 	Logf func(format string, args ...any)
+	// Config, when set, returns node n's whole YAML config, written under
+	// the test's temp dir and used instead of ConfigDir's file. It must
+	// set listeners, with a PLAINTEXT listener on n.KafkaAddr for the
+	// harness's clients; --kafka-addr is then left out.
+	Config func(n *Node) (string, error)
 }
 
 // Node is one node of a Cluster. Its addresses and directories are fixed
@@ -160,6 +165,16 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 		if _, err := os.Stat(n.config); err != nil {
 			return nil, fmt.Errorf("e2e: node config: %w", err)
 		}
+		if opts.Config != nil {
+			yaml, err := opts.Config(n)
+			if err != nil {
+				return nil, fmt.Errorf("e2e: node %d config: %w", id, err)
+			}
+			n.config = filepath.Join(base, fmt.Sprintf("node%d.yaml", id))
+			if err := os.WriteFile(n.config, []byte(yaml), 0o600); err != nil {
+				return nil, err
+			}
+		}
 		c.nodes = append(c.nodes, n)
 	}
 	t.Cleanup(c.cleanup)
@@ -249,10 +264,12 @@ func (c *Cluster) args(n *Node) []string {
 		"--config", n.config,
 		"--node-id", strconv.Itoa(n.ID),
 		"--data-dir", n.DataDir,
-		"--kafka-addr", n.KafkaAddr,
 		"--raft-addr", n.RaftAddr,
 		"--gossip-addr", n.GossipAddr,
 		"--join", strings.Join(join, ","),
+	}
+	if c.opts.Config == nil { // else its listeners hold KafkaAddr
+		args = append(args, "--kafka-addr", n.KafkaAddr)
 	}
 	return append(args, c.opts.Args...)
 }
