@@ -182,3 +182,27 @@ func brokersAndLeader(t *testing.T, cl *kgo.Client, topic string) (string, int32
 	slices.Sort(out)
 	return fmt.Sprint(out), resp.Topics[0].Partitions[0].LeaderEpoch
 }
+
+// Producer ids are keyed as soon as the cluster is ready: InitProducerID
+// hands out ids above metadata.ProducerIDKeyedBase that do not follow one
+// another.
+func TestProducerIDsAreKeyed(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	cl := c.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ids []int64
+	for range 3 {
+		resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerID: %v, code %d", err, resp.ErrorCode)
+		}
+		if resp.ProducerID < metadata.ProducerIDKeyedBase || slices.Contains(ids, resp.ProducerID) {
+			t.Fatalf("producer id %d after %v", resp.ProducerID, ids)
+		}
+		if n := len(ids); n > 0 && resp.ProducerID == ids[n-1]+1 {
+			t.Fatalf("producer id %d follows %d", resp.ProducerID, ids[n-1])
+		}
+		ids = append(ids, resp.ProducerID)
+	}
+}

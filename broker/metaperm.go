@@ -21,7 +21,8 @@ var ErrPeerNotPermitted = errors.New("broker: a peer may not send this metadata 
 // itself; InitCluster, which bootstrapping nodes all propose; and reports
 // about itself: its registration, and partitions it leads. A command that
 // speaks for another node is refused: a node may not re-point another's
-// address or claim another's leadership.
+// address or claim another's leadership. Commands only the metadata leader
+// proposes itself (SetProducerIDKey) are refused too.
 func peerMayPropose(peer int32, cmd metadata.Command) error {
 	switch c := cmd.(type) {
 	case metadata.InitCluster, metadata.AllocateProducerID, metadata.CreateTopic, metadata.CreatePartitions,

@@ -32,6 +32,7 @@ func TestPeerMayPropose(t *testing.T) {
 		{metadata.RegisterBroker{ID: 3, KafkaAddr: "h:1", RaftAddr: "h:2"}, false, true},
 		{metadata.SetPartitionLeader{Topic: "t", Leader: 2, Epoch: 1}, true, true},
 		{metadata.SetPartitionLeader{Topic: "t", Leader: 3, Epoch: 1}, false, true},
+		{metadata.SetProducerIDKey{Key: make([]byte, metadata.ProducerIDKeySize)}, false, false},
 		{unknownCommand{}, false, false},
 	}
 	for _, c := range cases {

@@ -295,7 +295,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	for {
 		s := n.meta.fsm.State()
 		_, registered := s.Broker(n.cfg.NodeID)
-		if s.Initialized() && registered && n.controllerID() >= 0 {
+		if s.Initialized() && s.HasProducerIDKey() && registered && n.controllerID() >= 0 {
 			return nil
 		}
 		select {

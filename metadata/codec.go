@@ -20,6 +20,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeAlterConfigs:       1,
 
 	TypeAlterScramCredentials: 1,
+	TypeSetProducerIDKey:      1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -65,6 +66,8 @@ func Decode(b []byte) (Command, error) {
 			}
 		}
 		cmd = c
+	case typ == TypeSetProducerIDKey && ver == 1:
+		cmd = SetProducerIDKey{Key: []byte(r.str("producer-id key"))}
 	case typ == TypeAlterScramCredentials && ver == 1:
 		cmd = decodeAlterScram(r)
 	case typ == TypeCreateTopic && (ver == 1 || ver == 2):
@@ -138,6 +141,10 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *AlterScramCredentials:
+		if c != nil {
+			return *c, nil
+		}
+	case *SetProducerIDKey:
 		if c != nil {
 			return *c, nil
 		}

@@ -16,6 +16,7 @@ const (
 	TypeAlterConfigs       CommandType = 8
 	// TypeAlterScramCredentials is in scram.go.
 	TypeAlterScramCredentials CommandType = 9
+	// TypeSetProducerIDKey (10) is in producerid.go.
 )
 
 func (t CommandType) String() string {
@@ -38,6 +39,8 @@ func (t CommandType) String() string {
 		return "AlterConfigs"
 	case TypeAlterScramCredentials:
 		return "AlterScramCredentials"
+	case TypeSetProducerIDKey:
+		return "SetProducerIDKey"
 	}
 	return "Unknown"
 }
@@ -59,6 +62,7 @@ var (
 	_ Command = AllocateProducerID{}
 	_ Command = AlterConfigs{}
 	_ Command = AlterScramCredentials{}
+	_ Command = SetProducerIDKey{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:

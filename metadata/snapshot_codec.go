@@ -7,9 +7,9 @@ import (
 	"slices"
 )
 
-// Snapshot encoding, version 4 (primitives in wire.go):
+// Snapshot encoding, version 5 (primitives in wire.go):
 //
-//	"MKMD" u8(version=4)
+//	"MKMD" u8(version=5)
 //	u64 appliedIndex, string clusterID, i64 nextProducerID
 //	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr,
 //	                                 string listeners                   (version 4 on)
@@ -22,14 +22,16 @@ import (
 //	array of scram credentials, by user then mechanism:         (version 4 on)
 //	                                 string user, u8 mechanism, i32 iterations,
 //	                                 string salt, string storedKey, string serverKey
+//	string producerIDKey, empty when unset                         (version 5 on)
 //
 // Version 1 is version 2 without the deleted topic ids, version 2 is
 // version 3 without the cluster configs, and version 3 is version 4
-// without listeners and credentials; all are still read.
+// without listeners and credentials, version 4 is version 5 without the
+// producer-id key; all are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 4
+	snapshotVersion = 5
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -85,6 +87,7 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	for _, c := range creds {
 		b = appendCredential(b, c)
 	}
+	b = appendString(b, string(s.producerIDKey))
 	return b, nil
 }
 
@@ -165,6 +168,11 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	}
 	if version >= 4 {
 		s.scram = readCredentials(r)
+	}
+	if version >= 5 {
+		if k := r.str("producer-id key"); k != "" {
+			s.producerIDKey = []byte(k)
+		}
 	}
 	if err := r.done(); err != nil {
 		return nil, err
