@@ -108,17 +108,20 @@ func secureTransaction(ctx context.Context, t *testing.T, certDir string, seeds 
 	pool.AppendCertsFromPEM(pem)
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}),
 		kgo.SASL(kscram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism())}
-	// The nodes create admin (sasl_users) once the cluster is up.
-	for start := time.Now(); ; time.Sleep(200 * time.Millisecond) {
-		cl, err := kgo.NewClient(append(opts, kgo.RequestRetries(0))...)
-		must(t, err)
-		err = cl.Ping(ctx)
-		cl.Close()
-		if err == nil {
-			break
-		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("admin cannot authenticate over SASL_SSL: %v", err)
+	// The nodes create admin (sasl_users) once the cluster is up; each
+	// node authenticates it once its copy of the metadata has it.
+	for _, seed := range seeds {
+		for start := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+			cl, err := kgo.NewClient(append(slices.Clone(opts), kgo.SeedBrokers(seed), kgo.RequestRetries(0))...)
+			must(t, err)
+			err = cl.Ping(ctx)
+			cl.Close()
+			if err == nil {
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				t.Fatalf("admin cannot authenticate over SASL_SSL at %s: %v", seed, err)
+			}
 		}
 	}
 	tctx, cancel := context.WithTimeout(ctx, time.Minute)
