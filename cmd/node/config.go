@@ -294,6 +294,22 @@ func (g *getter) timing(prefix string) multiraft.Timing {
 	}
 }
 
+// security reads the keys of broker.SecurityConfig.
+func (g *getter) security() broker.SecurityConfig {
+	return broker.SecurityConfig{
+		RaftTLSCertFile:          g.string("raft_tls_cert_file"),
+		RaftTLSKeyFile:           g.string("raft_tls_key_file"),
+		RaftTLSCAFile:            g.string("raft_tls_ca_file"),
+		GossipKeys:               g.list("gossip_keys"),
+		ClusterLabel:             g.string("cluster_label"),
+		InterBrokerListener:      g.string("inter_broker_listener"),
+		InterBrokerSASLMechanism: strings.ToUpper(g.string("inter_broker_sasl_mechanism")),
+		InterBrokerSASLUser:      g.string("inter_broker_sasl_user"),
+		InterBrokerSASLPassword:  g.string("inter_broker_sasl_password"),
+		InterBrokerTLSCAFile:     g.string("inter_broker_tls_ca_file"),
+	}
+}
+
 func fromViper(v *viper.Viper) (options, error) {
 	g := &getter{v: v}
 	rangeInt := func(key string, n, lo, hi int) {
@@ -307,14 +323,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	rangeInt("node_id", nodeID, 1, 1<<31-1)
 	c.NodeID = int32(nodeID)
 	c.DataDir = g.string("data_dir")
-	c.Security = broker.SecurityConfig{
-		RaftTLSCertFile: g.string("raft_tls_cert_file"), RaftTLSKeyFile: g.string("raft_tls_key_file"),
-		RaftTLSCAFile: g.string("raft_tls_ca_file"), GossipKeys: g.list("gossip_keys"),
-		ClusterLabel: g.string("cluster_label"), InterBrokerListener: g.string("inter_broker_listener"),
-		InterBrokerSASLMechanism: strings.ToUpper(g.string("inter_broker_sasl_mechanism")),
-		InterBrokerSASLUser:      g.string("inter_broker_sasl_user"), InterBrokerSASLPassword: g.string("inter_broker_sasl_password"),
-		InterBrokerTLSCAFile: g.string("inter_broker_tls_ca_file"),
-	}
+	c.Security = g.security()
 	c.KafkaAddr = g.string("kafka_addr")
 	c.AdvertisedKafkaAddr = g.string("advertised_kafka_addr")
 	c.RaftAddr = g.string("raft_addr")
