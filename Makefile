@@ -5,7 +5,7 @@ NODE     := $(BIN)/minikafka-node
 CLI      := $(BIN)/minikafka
 DATA     := data
 
-.PHONY: all build test vet fmt-check run cluster cluster-stop clean
+.PHONY: all build test vet fmt-check run cluster cluster-secure certs cluster-stop clean
 
 all: build
 
@@ -89,7 +89,7 @@ define is_node
 endef
 # answers N: something answers Kafka requests at node N's address.
 define answers
-$(CLI) topic list --brokers "$$(echo $(CLUSTER_BROKERS) | cut -d, -f$(1))" --timeout 2s >/dev/null 2>&1
+$(CLI) topic list $(CLUSTER_CLI_FLAGS) --brokers "$$(echo $(CLUSTER_BROKERS) | cut -d, -f$(1))" --timeout 2s >/dev/null 2>&1
 endef
 # readyz N: node N's /readyz, printed (curl, else wget); fails unless 200.
 define readyz
@@ -98,7 +98,13 @@ if command -v curl >/dev/null 2>&1; then curl -sS --fail-with-body --max-time 2 
 else wget -q --content-on-error -O - -T 2 "$$url"; fi
 endef
 
-cluster: build
+# The recipe of make cluster and make cluster-secure; CLUSTER_CONFIGS is
+# the directory of node1..3.yaml, CLUSTER_ENV the nodes' extra environment,
+# CLUSTER_CLI_FLAGS how the CLI reaches them.
+CLUSTER_CONFIGS   := configs
+CLUSTER_ENV       :=
+CLUSTER_CLI_FLAGS :=
+define cluster_recipe
 	@mkdir -p $(DATA)
 	@detach=; if command -v setsid >/dev/null 2>&1; then detach=setsid; fi; \
 	for n in $(CLUSTER_NODES); do \
@@ -108,7 +114,7 @@ cluster: build
 	  elif $(call answers,$$n); then \
 	    echo "node $$n: something already answers at $$(echo $(CLUSTER_BROKERS) | cut -d, -f$$n), not started by make cluster; not starting another"; \
 	  else \
-	    nohup $$detach $(NODE) --config configs/node$$n.yaml >>$(DATA)/node$$n.log 2>&1 </dev/null & \
+	    env $(CLUSTER_ENV) nohup $$detach $(NODE) --config $(CLUSTER_CONFIGS)/node$$n.yaml >>$(DATA)/node$$n.log 2>&1 </dev/null & \
 	    echo $$! >$$pidf; \
 	    echo "node $$n started (pid $$!)"; \
 	  fi; \
@@ -121,7 +127,7 @@ cluster: build
 	  done; \
 	  echo "node $$n ready"; \
 	done
-	@if ! $(CLI) cluster status --brokers $(CLUSTER_BROKERS) --wait 30s; then \
+	@if ! $(CLI) cluster status $(CLUSTER_CLI_FLAGS) --brokers $(CLUSTER_BROKERS) --wait 30s; then \
 	  echo "the cluster did not come up; see $(DATA)/node1.log $(DATA)/node2.log $(DATA)/node3.log"; exit 1; \
 	fi
 	@for n in $(CLUSTER_NODES); do \
@@ -132,6 +138,27 @@ cluster: build
 	done
 	@echo "cluster up: brokers $(CLUSTER_BROKERS)"
 	@echo "logs: $(DATA)/node1.log $(DATA)/node2.log $(DATA)/node3.log; stop with: make cluster-stop"
+endef
+
+cluster: build
+	$(cluster_recipe)
+
+# make certs: a development CA, a certificate per node and a gossip key in
+# data/certs (cmd/minikafka certs; kept if data/certs/ca.pem exists).
+certs: build
+	@if [ -f $(DATA)/certs/ca.pem ]; then echo "$(DATA)/certs/ca.pem exists: keeping $(DATA)/certs (remove it for new certificates)"; \
+	else $(CLI) certs --dir $(DATA)/certs; fi
+
+# make cluster-secure: the local 3-node cluster from configs/secure
+# (Kafka on SASL_SSL 127.0.0.1:9092-9094 with SCRAM-SHA-512, user admin,
+# password admin-secret; mutual TLS between nodes; gossip encrypted with
+# data/certs/gossip.key). Clients trust data/certs/ca.pem. Stop it with
+# make cluster-stop.
+cluster-secure: CLUSTER_CONFIGS := configs/secure
+cluster-secure: CLUSTER_ENV := MINIKAFKA_GOSSIP_KEYS="$$(cat $(DATA)/certs/gossip.key)"
+cluster-secure: CLUSTER_CLI_FLAGS := --tls-ca $(DATA)/certs/ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user admin --sasl-password admin-secret
+cluster-secure: build certs
+	$(cluster_recipe)
 
 cluster-stop:
 	@pids=; for n in $(CLUSTER_NODES); do \

@@ -161,6 +161,8 @@ type Config struct {
 	// to the new replicas of partitions it leads while they catch up in a
 	// reassignment. 0 means no bound.
 	ReplicaMoveThrottle int
+	// Security is how nodes authenticate each other (security.go).
+	Security SecurityConfig
 
 	// Tuning holds every other timeout and limit of the node; zero fields
 	// take their defaults.
@@ -372,7 +374,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data_dir", c.DataDir, "must be set")
 	}
-	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateTopics, c.validateGroups, c.validateLimits, c.validateAuthz} {
+	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateSecurity, c.validateTopics, c.validateGroups, c.validateLimits, c.validateAuthz} {
 		if err := check(); err != nil {
 			return err
 		}

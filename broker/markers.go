@@ -173,7 +173,9 @@ func (w *markerWriter) client(node int32) (*kgo.Client, error) {
 	if cl := w.clients[b.KafkaAddr]; cl != nil {
 		return cl, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.KafkaAddr), kgo.ClientID("minikafka-txn-coordinator"))
+	opts := append([]kgo.Opt{kgo.SeedBrokers(b.KafkaAddr), kgo.ClientID("minikafka-txn-coordinator")},
+		w.n.cfg.Security.interBrokerOpts()...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: client of node %d: %w", node, err)
 	}

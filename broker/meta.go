@@ -94,6 +94,12 @@ func (n *Node) metaStep() error {
 		}
 		state = n.meta.fsm.State()
 	}
+	if !state.HasProducerIDKey() {
+		if err := n.proposeProducerIDKey(ctx); err != nil {
+			return err
+		}
+		state = n.meta.fsm.State()
+	}
 	for _, m := range n.members.Members() {
 		b, ok := state.Broker(m.ID)
 		if !ok || b.KafkaAddr != m.KafkaAddr || b.RaftAddr != m.RaftAddr || !sameListeners(b.Listeners, m.Listeners) {

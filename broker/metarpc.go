@@ -206,18 +206,29 @@ func (n *Node) serveMetaRPC(l net.Listener) {
 			if err != nil {
 				return
 			}
-			var rep metaReply
-			if !n.meta.group.IsLeader() {
-				rep = metaReply{Code: kerr.NotController.Code, Message: "not the metadata leader"}
-			} else if _, derr := metadata.Decode(enc); derr != nil {
-				rep = metaReply{Code: kerr.InvalidRequest.Code, Message: derr.Error()}
-			} else {
-				rep = n.applyLocal(enc, n.cfg.Tuning.MetaApply)
-			}
+			rep := n.serveMetaCommand(conn, enc)
 			b, _ := json.Marshal(rep)
 			conn.Write(frame.Append(nil, b))
 		}()
 	}
+}
+
+// serveMetaCommand answers one forwarded command: decoded, allowed for
+// the peer (peerMayPropose), then applied if this node leads.
+func (n *Node) serveMetaCommand(conn net.Conn, enc []byte) metaReply {
+	cmd, err := metadata.Decode(enc)
+	if err != nil {
+		return metaReply{Code: kerr.InvalidRequest.Code, Message: err.Error()}
+	}
+	peer, _ := multiraft.PeerNode(conn)
+	if err := peerMayPropose(peer, cmd); err != nil {
+		n.logger.Warn("refused a forwarded metadata command", "peer", peer, "err", err)
+		return metaReply{Code: kerr.ClusterAuthorizationFailed.Code, Message: err.Error()}
+	}
+	if !n.meta.group.IsLeader() {
+		return metaReply{Code: kerr.NotController.Code, Message: "not the metadata leader"}
+	}
+	return n.applyLocal(enc, n.cfg.Tuning.MetaApply)
 }
 
 // metaErrorCode maps a metadata FSM error to the Kafka error a client sees.

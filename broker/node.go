@@ -153,7 +153,7 @@ func (n *Node) listen() error {
 	var err error
 	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
 		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft, LogDir: n.raftLogDir(),
-		OnCommit: n.metrics.ObserveCommit, SourceAddr: cfg.RaftSourceAddr})
+		OnCommit: n.metrics.ObserveCommit, SourceAddr: cfg.RaftSourceAddr, TLS: cfg.Security.raftTLS})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
 	}
@@ -198,6 +198,8 @@ func (n *Node) startGossip() error {
 		SourceIP:      cfg.GossipSourceAddr,
 		Logger:        n.logger,
 		OnEvent:       n.onMemberEvent,
+		Keys:          cfg.Security.gossipKeys,
+		Label:         cfg.Security.ClusterLabel,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: gossip_addr %s: %w", cfg.GossipAddr, err)
@@ -301,7 +303,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	for {
 		s := n.meta.fsm.State()
 		_, registered := s.Broker(n.cfg.NodeID)
-		if s.Initialized() && registered && n.controllerID() >= 0 {
+		if s.Initialized() && s.HasProducerIDKey() && registered && n.controllerID() >= 0 {
 			return nil
 		}
 		select {

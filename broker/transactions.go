@@ -91,7 +91,7 @@ func (b *backend) TxnCoordinator(_ context.Context, id string) (kafkaapi.TxnCoor
 // which must be this node (else NOT_COORDINATOR, as in Kafka).
 func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerIDRequest) (kafkaapi.ProducerIdentity, error) {
 	if req.TransactionalID == nil {
-		r, err := b.n.proposeMeta(ctx, metadata.AllocateProducerID{})
+		r, err := b.n.newProducerID(ctx)
 		if err != nil {
 			return kafkaapi.ProducerIdentity{}, err
 		}

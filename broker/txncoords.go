@@ -36,7 +36,7 @@ func (ts *txnCoordinators) config() txncoord.Config {
 		CommitTimeout: n.cfg.Tuning.ProduceEnqueue,
 		AbortInterval: n.cfg.TxnAbortInterval,
 		NewProducerID: func(ctx context.Context) (int64, error) {
-			r, err := n.proposeMeta(ctx, metadata.AllocateProducerID{})
+			r, err := n.newProducerID(ctx)
 			return r.ProducerID, err
 		},
 		TopicExists: func(topic string, p int32) bool {

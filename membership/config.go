@@ -104,6 +104,17 @@ type Config struct {
 	// partition heals, two sides that declared each other failed meet
 	// again only so (memberlist itself only talks to live members).
 	ReconnectInterval time.Duration
+
+	// Keys, when set, encrypt and authenticate all gossip (memberlist's
+	// keyring, AES-GCM): the first key encrypts, every key decrypts, so a
+	// key can be rotated in by listing it second on every node first.
+	// Each is 16, 24 or 32 bytes. A message that no key opens, such as a
+	// stranger's join, is dropped. Empty: gossip in the clear.
+	Keys [][]byte
+	// Label, when set, is sent with every gossip message and required of
+	// every message received (memberlist's Label), so that clusters that
+	// share a network, or a key, keep apart. At most 255 bytes.
+	Label string
 }
 
 // normalize validates c and fills in defaults. Errors wrap ErrInvalidConfig,
@@ -149,6 +160,14 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.JoinMaxBackoff < c.JoinBackoff {
 		c.JoinMaxBackoff = c.JoinBackoff
+	}
+	for i, k := range c.Keys {
+		if len(k) != 16 && len(k) != 24 && len(k) != 32 {
+			return c, fmt.Errorf("%w: Keys[%d] is %d bytes, want 16, 24 or 32", ErrInvalidConfig, i, len(k))
+		}
+	}
+	if len(c.Label) > memberlist.LabelMaxSize {
+		return c, fmt.Errorf("%w: Label is %d bytes, at most %d", ErrInvalidConfig, len(c.Label), memberlist.LabelMaxSize)
 	}
 	if c.BindAddr == "" {
 		c.BindAddr = net.JoinHostPort("0.0.0.0", strconv.Itoa(DefaultPort))
@@ -221,5 +240,11 @@ func (c Config) memberlistConfig(d *delegate, logger *log.Logger) *memberlist.Co
 	mc.Alive = d
 	mc.Merge = d
 	mc.Conflict = d
+	mc.Label = c.Label
+	if len(c.Keys) > 0 {
+		// Both checked by normalize: NewKeyring fails only on a bad length.
+		mc.Keyring, _ = memberlist.NewKeyring(c.Keys[1:], c.Keys[0])
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	}
 	return mc
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 
 	"github.com/minikafka/minikafka-go/topicconfig"
@@ -58,6 +57,8 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.createACLs(c)
 	case DeleteACLs:
 		result, err = next.deleteACLs(c)
+	case SetProducerIDKey:
+		result, err = next.setProducerIDKey(c)
 	}
 	if err != nil {
 		return next, nil, err
@@ -326,13 +327,15 @@ func (s *Snapshot) allocateProducerID(c AllocateProducerID) (ProducerIdentity, e
 	return p, nil
 }
 
-// newProducerID hands out the next id at epoch 0. MaxInt64 itself is never
-// handed out, so nextProducerID cannot wrap.
+// newProducerID hands out the next id at epoch 0: the counter's, through
+// the keyed permutation once there is a key (producerid.go). The counter
+// stops below ProducerIDKeyedBase, so ids before and after the key never
+// collide and it cannot wrap.
 func (s *Snapshot) newProducerID() (ProducerIdentity, error) {
-	if s.nextProducerID == math.MaxInt64 {
+	if s.nextProducerID >= ProducerIDKeyedBase-1 {
 		return ProducerIdentity{}, ErrProducerIDsExhausted
 	}
-	p := ProducerIdentity{ProducerID: s.nextProducerID}
+	p := ProducerIdentity{ProducerID: s.producerIDAt(s.nextProducerID)}
 	s.nextProducerID++
 	return p, nil
 }

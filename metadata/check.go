@@ -17,13 +17,16 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps
 // produced; tests run it after every command.
 func (s *Snapshot) check() error {
 	if s.clusterID == "" {
-		if s.nextProducerID != 0 || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs)+len(s.scram)+s.acls.Len()+len(s.reassign) > 0 {
+		if s.nextProducerID != 0 || s.producerIDKey != nil || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs)+len(s.scram)+s.acls.Len()+len(s.reassign) > 0 {
 			return errors.New("state without a cluster id")
 		}
 		return nil
 	}
-	if s.nextProducerID < FirstProducerID {
-		return fmt.Errorf("next producer id %d below %d", s.nextProducerID, FirstProducerID)
+	if s.nextProducerID < FirstProducerID || s.nextProducerID >= ProducerIDKeyedBase {
+		return fmt.Errorf("producer id counter %d outside %d..%d", s.nextProducerID, FirstProducerID, ProducerIDKeyedBase-1)
+	}
+	if s.producerIDKey != nil && !s.HasProducerIDKey() {
+		return fmt.Errorf("producer-id key of %d bytes", len(s.producerIDKey))
 	}
 	for _, id := range sortedKeys(s.brokers) {
 		b := s.brokers[id]
@@ -70,7 +73,7 @@ func (s *Snapshot) check() error {
 	}
 	for _, tid := range sortedKeys(s.transactional) {
 		p := s.transactional[tid]
-		if tid == "" || p.ProducerID < FirstProducerID || p.ProducerID >= s.nextProducerID || p.Epoch < 0 {
+		if tid == "" || !s.issued(p.ProducerID) || p.Epoch < 0 {
 			return fmt.Errorf("transactional id %q: bad producer %+v", tid, p)
 		}
 	}

@@ -24,6 +24,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeDeleteACLs:            1,
 	TypeAlterReassignment:     1,
 	TypeCompleteReassignment:  1,
+	TypeSetProducerIDKey:      1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -69,6 +70,8 @@ func Decode(b []byte) (Command, error) {
 			}
 		}
 		cmd = c
+	case typ == TypeSetProducerIDKey && ver == 1:
+		cmd = SetProducerIDKey{Key: []byte(r.str("producer-id key"))}
 	case typ == TypeAlterScramCredentials && ver == 1:
 		cmd = decodeAlterScram(r)
 	case typ == TypeCreateACLs && ver == 1:
@@ -166,6 +169,10 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *CompleteReassignment:
+		if c != nil {
+			return *c, nil
+		}
+	case *SetProducerIDKey:
 		if c != nil {
 			return *c, nil
 		}

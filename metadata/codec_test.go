@@ -156,7 +156,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformedCommand},
 		{"type only", []byte{1}, ErrMalformedCommand},
 		{"type zero", []byte{0, 1}, ErrUnknownCommand},
-		{"type past the end", []byte{byte(TypeCompleteReassignment) + 1, 1}, ErrUnknownCommand},
+		{"type past the end", []byte{byte(TypeSetProducerIDKey) + 1, 1}, ErrUnknownCommand},
 		{"version zero", []byte{1, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future version", []byte{1, 2, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future create topic version", []byte{3, 3}, ErrUnknownCommand},

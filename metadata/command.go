@@ -22,6 +22,7 @@ const (
 	// TypeAlterReassignment and TypeCompleteReassignment are in reassign.go.
 	TypeAlterReassignment    CommandType = 12
 	TypeCompleteReassignment CommandType = 13
+	// TypeSetProducerIDKey is in producerid.go.
 )
 
 func (t CommandType) String() string {
@@ -52,6 +53,8 @@ func (t CommandType) String() string {
 		return "CreateACLs"
 	case TypeDeleteACLs:
 		return "DeleteACLs"
+	case TypeSetProducerIDKey:
+		return "SetProducerIDKey"
 	}
 	return "Unknown"
 }
@@ -77,6 +80,7 @@ var (
 	_ Command = CompleteReassignment{}
 	_ Command = CreateACLs{}
 	_ Command = DeleteACLs{}
+	_ Command = SetProducerIDKey{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:

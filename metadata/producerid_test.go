@@ -2,7 +2,6 @@ package metadata
 
 import (
 	"errors"
-	"math"
 	"testing"
 )
 
@@ -81,9 +80,9 @@ func TestAllocateProducerIDEpochOverflow(t *testing.T) {
 
 func TestAllocateProducerIDExhausted(t *testing.T) {
 	s := cluster3(t)
-	s.nextProducerID = math.MaxInt64 - 1
+	s.nextProducerID = ProducerIDKeyedBase - 2
 	s, last := allocate(t, s, nil)
-	if last.ProducerID != math.MaxInt64-1 {
+	if last.ProducerID != ProducerIDKeyedBase-2 {
 		t.Fatalf("last id = %d", last.ProducerID)
 	}
 	for _, tid := range []*string{nil, ptr("tx")} {

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 
@@ -35,6 +36,9 @@ type Snapshot struct {
 	reassign map[TopicPartition]Reassignment
 	// acls are the ACL bindings (CreateACLs, DeleteACLs).
 	acls acl.Set
+	// producerIDKey keys the permutation of producer ids (producerid.go);
+	// nil until SetProducerIDKey.
+	producerIDKey []byte
 }
 
 // ClusterConfigs returns a copy of the cluster-wide dynamic broker
@@ -144,8 +148,9 @@ func (s *Snapshot) PartitionsOn(broker int32) []TopicPartition {
 	return out
 }
 
-// NextProducerID is the id the next new producer will get: FirstProducerID
-// once initialized, 0 before.
+// NextProducerID is the producer-id counter: FirstProducerID once
+// initialized, 0 before, one more for each new producer id. It is the next
+// id itself only while the cluster has no producer-id key.
 func (s *Snapshot) NextProducerID() int64 { return s.nextProducerID }
 
 // TransactionalProducer returns the id and epoch last given to a
@@ -184,6 +189,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 		return false
 	}
 	return s.index == o.index && s.clusterID == o.clusterID && s.nextProducerID == o.nextProducerID &&
+		bytes.Equal(s.producerIDKey, o.producerIDKey) &&
 		maps.Equal(s.brokers, o.brokers) && maps.Equal(s.transactional, o.transactional) &&
 		maps.Equal(s.topicIDs, o.topicIDs) && maps.Equal(s.deleted, o.deleted) &&
 		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&

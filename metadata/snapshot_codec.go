@@ -9,9 +9,9 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// Snapshot encoding, version 4 (primitives in wire.go):
+// Snapshot encoding, version 5 (primitives in wire.go):
 //
-//	"MKMD" u8(version=4)
+//	"MKMD" u8(version=5)
 //	u64 appliedIndex, string clusterID, i64 nextProducerID
 //	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr,
 //	                                 string listeners                   (version 4 on)
@@ -30,15 +30,17 @@ import (
 //	array of reassignments, by topic then partition:             (version 6 on)
 //	                                 string topic, i32 partition,
 //	                                 array of i32 original, array of i32 target
+//	string producerIDKey, empty when unset                         (version 7 on)
 //
 // Version 1 is version 2 without the deleted topic ids, version 2 is
 // version 3 without the cluster configs, version 3 is version 4 without
 // listeners and credentials, version 4 is version 5 without ACL bindings,
-// and version 5 is version 6 without reassignments; all are still read.
+// version 5 is version 6 without reassignments, and version 6 is version
+// 7 without the producer-id key; all are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 6
+	snapshotVersion = 7
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -98,7 +100,9 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	for _, x := range s.acls.All() {
 		b = appendBinding(b, x)
 	}
-	return s.appendReassignments(b), nil
+	b = s.appendReassignments(b)
+	b = appendString(b, string(s.producerIDKey))
+	return b, nil
 }
 
 // sortedIDs returns the ids of a set in byte order.
@@ -184,6 +188,11 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	}
 	if version >= 6 {
 		s.reassign = readReassignments(r)
+	}
+	if version >= 7 {
+		if k := r.str("producer-id key"); k != "" {
+			s.producerIDKey = []byte(k)
+		}
 	}
 	if err := r.done(); err != nil {
 		return nil, err

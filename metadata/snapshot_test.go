@@ -154,6 +154,10 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 		{"state without cluster id", build(hdr(1, "", 0), brokerBytes(1), none, none)},
 		{"producer id below first", build(hdr(1, "c", 5), none, none, none)},
 		{"producer ids before init", build(hdr(1, "", FirstProducerID), none, none, none)},
+		{"producer-id key of the wrong size", build(hdr(1, "c", FirstProducerID), none, none, none, none, none, none,
+			appendString(nil, "short"))},
+		{"producer id counter past the keyed ids", build(hdr(1, "c", ProducerIDKeyedBase), none, none, none, none, none, none,
+			appendString(nil, ""))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +167,8 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none, none, none)); err != nil {
+	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none, none, none,
+		appendString(nil, ""))); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
 	}
 	// Version 1, written before topics could be deleted, has no deleted

@@ -55,6 +55,10 @@ type Config struct {
 	// (no port). Empty lets the system choose. A test harness that tells
 	// nodes apart by the address they connect from sets it.
 	SourceAddr string
+	// TLS, when set, makes the Raft port speak mutual TLS and bind every
+	// accepted session to the node its certificate names (security.go).
+	// Nil means plain TCP, which trusts whoever connects.
+	TLS *TLS
 }
 
 // Tuning is every timeout and limit of a Host in one place. A zero field

@@ -300,11 +300,18 @@ type hbBatch struct {
 }
 
 // serveHeartbeats answers a heartbeat frame's payload with the response
-// frame's payload.
-func (h *Host) serveHeartbeats(payload []byte) ([]byte, error) {
+// frame's payload; a frame with a heartbeat not sent by node (the
+// session's, 0 without TLS) is refused whole.
+func (h *Host) serveHeartbeats(payload []byte, node int32) ([]byte, error) {
 	entries, err := parseHeartbeats(payload, h.tun.MaxHeartbeatsPerFrame)
 	if err != nil {
 		return nil, err
+	}
+	for i := range entries {
+		if err := h.checkSender(node, entries[i].req.RPCHeader); err != nil {
+			h.log.Warn("refused a heartbeat frame", "group", entries[i].group, "err", err)
+			return nil, err
+		}
 	}
 	h.stats.hbFramesReceived.Add(1)
 	h.stats.hbReceived.Add(uint64(len(entries)))

@@ -25,6 +25,8 @@ type testNet struct {
 	tune func(*Tuning)
 	// store is the LogStore of the groups that open and reopen open.
 	store LogStore
+	// tls, when set, gives each node its Config.TLS.
+	tls func(id int32) *TLS
 
 	mu    sync.Mutex // guards addrs and hosts
 	addrs map[int32]string
@@ -69,11 +71,15 @@ func (n *testNet) start(id int32) *Host {
 	if os.Getenv("MINIKAFKA_TEST_LOG") != "" {
 		logger = logging.New(os.Stderr, -4).With("node", id)
 	}
+	var sec *TLS
+	if n.tls != nil {
+		sec = n.tls(id)
+	}
 	var h *Host
 	var err error
 	for range 50 { // a restarted node's port may linger for a moment
 		h, err = Listen(Config{NodeID: id, BindAddr: bind, Resolve: n.resolve, Logger: logger, Tuning: tun,
-			LogDir: filepath.Join(n.base, fmt.Sprint(id), "raftlog")})
+			LogDir: filepath.Join(n.base, fmt.Sprint(id), "raftlog"), TLS: sec})
 		if err == nil {
 			break
 		}

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,6 +35,8 @@ type Host struct {
 	incarnation uint64 // sent in every handshake this Host accepts
 	yamux       *yamux.Config
 	src         net.Addr // Config.SourceAddr as a TCP address, or nil
+	// serverTLS and clientTLS are Config.TLS's, or nil for plain TCP.
+	serverTLS, clientTLS *tls.Config
 
 	ctx    context.Context // ended by Close: aborts dials and waits
 	cancel context.CancelFunc
@@ -70,6 +73,13 @@ func Listen(cfg Config) (*Host, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	var serverTLS, clientTLS *tls.Config
+	if cfg.TLS != nil {
+		var err error
+		if serverTLS, clientTLS, err = cfg.TLS.tlsConfigs(cfg.NodeID); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.BindAddr)
 	if err != nil {
 		return nil, err
@@ -93,7 +103,7 @@ func Listen(cfg Config) (*Host, error) {
 		ctx: ctx, cancel: cancel, losses: make(chan int32, 64),
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
-		logDir: cfg.LogDir, onCommit: cfg.OnCommit,
+		logDir: cfg.LogDir, onCommit: cfg.OnCommit, serverTLS: serverTLS, clientTLS: clientTLS,
 	}
 	if h.tun.CatchUpRate > 0 {
 		h.catchUp = rate.NewLimiter(rate.Limit(h.tun.CatchUpRate), h.tun.CatchUpRate)
@@ -243,10 +253,18 @@ func (h *Host) acceptLoop() {
 	}
 }
 
-// serveConn runs the handshake on an accepted connection, then serves the
-// streams its peer opens until the session ends.
-func (h *Host) serveConn(c net.Conn) {
-	_ = c.SetDeadline(time.Now().Add(h.tun.HandshakeTimeout))
+// serveConn runs the TLS handshake, if any, and then ours on an accepted
+// connection, then serves the streams its peer opens until the session
+// ends.
+func (h *Host) serveConn(raw net.Conn) {
+	_ = raw.SetDeadline(time.Now().Add(h.tun.HandshakeTimeout))
+	c, node, err := h.acceptTLS(raw)
+	if err != nil {
+		h.stats.badHandshakes.Add(1)
+		h.log.Debug("rejected connection: TLS", "remote", raw.RemoteAddr().String(), "err", err)
+		_ = raw.Close()
+		return
+	}
 	var hello [len(handshakeMagic) + 1]byte
 	if _, err := io.ReadFull(c, hello[:]); err != nil || string(hello[:4]) != handshakeMagic {
 		h.stats.badHandshakes.Add(1)
@@ -290,7 +308,7 @@ func (h *Host) serveConn(c net.Conn) {
 		if err != nil {
 			return // the session ended, or Close closed it
 		}
-		if !h.goOwned(func() { h.serveStream(st) }) {
+		if !h.goOwned(func() { h.serveStream(st, node) }) {
 			_ = st.Close()
 			return
 		}

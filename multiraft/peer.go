@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -146,7 +147,15 @@ func (p *peer) dial(deadline time.Time) (*yamux.Session, uint64, error) {
 	}
 	// Only ctx sets a deadline, so a deadline error means ctx ended.
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
-	inc, err := handshake(c)
+	if p.h.clientTLS != nil {
+		tc := tls.Client(c, p.h.clientTLS)
+		err = tc.Handshake()
+		c = tc
+	}
+	var inc uint64
+	if err == nil {
+		inc, err = handshake(c)
+	}
 	if !stop() || ctx.Err() != nil {
 		err = ctx.Err()
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // serveStream serves one stream a peer opened: its open frame says what
-// it carries.
-func (h *Host) serveStream(st *yamux.Stream) {
+// it carries. node is the session's certificate's (0 without TLS).
+func (h *Host) serveStream(st *yamux.Stream, node int32) {
 	_ = st.SetReadDeadline(time.Now().Add(h.tun.HandshakeTimeout))
 	body, err := frame.Read(st, 2, maxOpenBody)
 	var (
@@ -30,15 +30,15 @@ func (h *Host) serveStream(st *yamux.Stream) {
 	_ = st.SetReadDeadline(time.Time{})
 	switch kind {
 	case streamCalls:
-		h.serveCalls(st)
+		h.serveCalls(st, node)
 	case streamService:
-		h.deliver(st, service)
+		h.deliver(st, service, node)
 	}
 }
 
 // serveCalls answers the calls on one stream, one after another, until the
-// peer closes it or a call is malformed.
-func (h *Host) serveCalls(st *yamux.Stream) {
+// peer closes it, a call is malformed, or a call's sender is not node.
+func (h *Host) serveCalls(st *yamux.Stream, node int32) {
 	defer st.Close()
 	var buf []byte // the stream's request buffer, reused unless a heartbeat frame's entries alias it
 	for {
@@ -62,13 +62,13 @@ func (h *Host) serveCalls(st *yamux.Stream) {
 		if kind == callHeartbeats {
 			buf = nil
 			var results []byte
-			if results, err = h.serveHeartbeats(payload); err != nil {
+			if results, err = h.serveHeartbeats(payload, node); err != nil {
 				h.log.Debug("call stream closed", "err", err)
 				return
 			}
 			resp = appendResponse(nil, statusOK, results)
 		} else {
-			resp, more = h.serveRPC(st, kind, group, payload)
+			resp, more = h.serveRPC(st, node, kind, group, payload)
 		}
 		_ = st.SetWriteDeadline(time.Now().Add(h.tun.CallTimeout))
 		if _, err := st.Write(resp); err != nil || !more {
@@ -98,7 +98,7 @@ func newCommand(kind byte) any {
 // serveRPC hands one RPC to its group's raft and returns the response
 // frame; more is false when the stream cannot carry another call (a
 // snapshot's bytes were not all read, or the call was malformed).
-func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (resp []byte, more bool) {
+func (h *Host) serveRPC(st io.Reader, node int32, kind byte, group string, payload []byte) (resp []byte, more bool) {
 	h.stats.callsReceived.Add(1)
 	snapshot := kind == callInstallSnapshot
 	if kind == callTimeoutNow && h.draining.Load() {
@@ -109,6 +109,10 @@ func (h *Host) serveRPC(st io.Reader, kind byte, group string, payload []byte) (
 		// Malformed: answer why, then close the stream (wire.go), as for
 		// every other malformed frame; a sane peer redials.
 		return appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error()))), false
+	}
+	if err := h.checkSender(node, cmd.(raft.WithRPCHeader).GetRPCHeader()); err != nil {
+		h.log.Warn("refused an RPC", "group", group, "err", err)
+		return appendResponse(nil, statusRemoteError, []byte(truncate(err.Error()))), false
 	}
 	// A group's members open it at about the same time, and its first
 	// candidate may ask for votes before this member has.

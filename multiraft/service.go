@@ -84,9 +84,9 @@ func (h *Host) Dial(ctx context.Context, addr, name string) (net.Conn, error) {
 	return st, nil
 }
 
-// deliver answers a service stream's open frame and hands the stream to
-// the service's listener.
-func (h *Host) deliver(st *yamux.Stream, name string) {
+// deliver answers a service stream's open frame and hands the stream,
+// with its session's node (PeerNode), to the service's listener.
+func (h *Host) deliver(st *yamux.Stream, name string, node int32) {
 	h.mu.Lock()
 	l := h.services[name]
 	h.mu.Unlock()
@@ -95,7 +95,7 @@ func (h *Host) deliver(st *yamux.Stream, name string) {
 		status = serviceUnknown
 	}
 	_ = st.SetWriteDeadline(time.Now().Add(h.tun.HandshakeTimeout))
-	if _, err := st.Write(frame.Append(nil, []byte{status})); err != nil || l == nil || !l.deliver(st) {
+	if _, err := st.Write(frame.Append(nil, []byte{status})); err != nil || l == nil || !l.deliver(&serviceConn{Stream: st, node: node}) {
 		_ = st.Close()
 		return
 	}

@@ -61,7 +61,7 @@ Errors are one line on stderr. Exit status: 0 ok, 1 failure, 2 bad usage,
 	pf.StringVar(&a.saslPassword, "sasl-password", "", "SASL password (default: $MINIKAFKA_SASL_PASSWORD)")
 
 	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.groupCommand(), a.txnCommand(),
-		a.clusterCommand(), a.userCommand(), a.aclCommand(), a.partitionCommand(), a.nodeCommand())
+		a.clusterCommand(), a.userCommand(), a.aclCommand(), a.partitionCommand(), a.nodeCommand(), a.certsCommand())
 	return root
 }
 
@@ -161,13 +161,19 @@ func (a *app) clientOpts(extra ...client.Opt) []client.Opt {
 		client.DialTimeout(min(a.timeout, 10*time.Second)),
 		client.RequestTimeout(a.timeout),
 	}
+	return append(append(opts, a.securityOpts()...), extra...)
+}
+
+// securityOpts are the TLS and SASL options of --tls-ca and --sasl-*.
+func (a *app) securityOpts() []client.Opt {
+	var opts []client.Opt
 	if a.tlsCA != "" {
 		opts = append(opts, client.TLSCAFile(a.tlsCA))
 	}
 	if a.saslMechanism != "" {
 		opts = append(opts, client.SASL(a.saslMechanism, a.saslUser, a.saslPassword))
 	}
-	return append(opts, extra...)
+	return opts
 }
 
 // withAdmin runs fn with an admin client and a context bounded by

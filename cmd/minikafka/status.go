@@ -153,8 +153,8 @@ var errNoController = errors.New("no controller yet")
 // through addr.
 func (a *app) probe(ctx context.Context, addr string, want int) error {
 	pr := newReach([]string{addr}, nil)
-	adm, err := client.NewAdmin(client.Brokers(addr), client.ClientID("minikafka-cli"), client.Dialer(pr.dial),
-		client.DialTimeout(time.Second), client.RequestTimeout(2*time.Second))
+	adm, err := client.NewAdmin(append([]client.Opt{client.Brokers(addr), client.ClientID("minikafka-cli"), client.Dialer(pr.dial),
+		client.DialTimeout(time.Second), client.RequestTimeout(2 * time.Second)}, a.securityOpts()...)...)
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,16 @@ func keys() []key {
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
 		{"node_unavailable_timeout", d.NodeUnavailableTimeout, "how long a node may be gone before its replicas are re-created on live nodes (0 = never)"},
 		{"replica_move_throttle", d.ReplicaMoveThrottle, "bytes per second a node sends to new replicas catching up in a reassignment (0 = no bound; at least 65536)"},
+		{"raft_tls_cert_file", "", "PEM certificate of this node for mutual TLS on raft_addr; must name node_id (make certs); with raft_tls_key_file and raft_tls_ca_file"},
+		{"raft_tls_key_file", "", "PEM key of raft_tls_cert_file"},
+		{"raft_tls_ca_file", "", "PEM CA bundle that other nodes' certificates must chain to"},
+		{"gossip_keys", []string{}, "base64 keys of 16, 24 or 32 bytes that encrypt gossip; the first encrypts, all decrypt (empty = gossip in the clear)"},
+		{"cluster_label", "", "label on every gossip message; messages with another label are dropped"},
+		{"inter_broker_listener", "", "listener other nodes use for this node's Kafka API (default the first PLAINTEXT listener, else the first)"},
+		{"inter_broker_sasl_mechanism", "", "SASL mechanism of this node's requests to other nodes (default SCRAM-SHA-512 when the listener enables it)"},
+		{"inter_broker_sasl_user", "", "SASL user of this node's requests to other nodes"},
+		{"inter_broker_sasl_password", "", "SASL password of inter_broker_sasl_user"},
+		{"inter_broker_tls_ca_file", "", "PEM CA bundle other nodes' TLS inter-broker listeners are checked against (default raft_tls_ca_file)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
@@ -297,6 +307,22 @@ func (g *getter) timing(prefix string) multiraft.Timing {
 	}
 }
 
+// security reads the keys of broker.SecurityConfig.
+func (g *getter) security() broker.SecurityConfig {
+	return broker.SecurityConfig{
+		RaftTLSCertFile:          g.string("raft_tls_cert_file"),
+		RaftTLSKeyFile:           g.string("raft_tls_key_file"),
+		RaftTLSCAFile:            g.string("raft_tls_ca_file"),
+		GossipKeys:               g.list("gossip_keys"),
+		ClusterLabel:             g.string("cluster_label"),
+		InterBrokerListener:      g.string("inter_broker_listener"),
+		InterBrokerSASLMechanism: strings.ToUpper(g.string("inter_broker_sasl_mechanism")),
+		InterBrokerSASLUser:      g.string("inter_broker_sasl_user"),
+		InterBrokerSASLPassword:  g.string("inter_broker_sasl_password"),
+		InterBrokerTLSCAFile:     g.string("inter_broker_tls_ca_file"),
+	}
+}
+
 func fromViper(v *viper.Viper) (options, error) {
 	g := &getter{v: v}
 	rangeInt := func(key string, n, lo, hi int) {
@@ -310,6 +336,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	rangeInt("node_id", nodeID, 1, 1<<31-1)
 	c.NodeID = int32(nodeID)
 	c.DataDir = g.string("data_dir")
+	c.Security = g.security()
 	c.KafkaAddr = g.string("kafka_addr")
 	c.AdvertisedKafkaAddr = g.string("advertised_kafka_addr")
 	c.RaftAddr = g.string("raft_addr")

@@ -83,6 +83,11 @@ type Options struct {
 	// Initial is how many of them (the lowest ids) Start starts; 0 means
 	// all. StartNode starts the others, which join the running cluster.
 	Initial int
+	// Config, when set, returns node n's whole YAML config, written under
+	// the test's temp dir and used instead of ConfigDir's file. It must
+	// set listeners, with a PLAINTEXT listener on n.KafkaAddr for the
+	// harness's clients; --kafka-addr is then left out.
+	Config func(n *Node) (string, error)
 }
 
 // size is the number of nodes.
@@ -198,6 +203,16 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 				return nil, fmt.Errorf("e2e: proxies of node %d: %w", id, err)
 			}
 		}
+		if opts.Config != nil {
+			yaml, err := opts.Config(n)
+			if err != nil {
+				return nil, fmt.Errorf("e2e: node %d config: %w", id, err)
+			}
+			n.config = filepath.Join(base, fmt.Sprintf("node%d.yaml", id))
+			if err := os.WriteFile(n.config, []byte(yaml), 0o600); err != nil {
+				return nil, err
+			}
+		}
 		c.nodes = append(c.nodes, n)
 	}
 	t.Cleanup(c.cleanup)
@@ -294,7 +309,6 @@ func (c *Cluster) args(n *Node) []string {
 		"--config", n.config,
 		"--node-id", strconv.Itoa(n.ID),
 		"--data-dir", n.DataDir,
-		"--kafka-addr", n.KafkaAddr,
 		"--raft-addr", n.RaftAddr,
 		"--gossip-addr", n.GossipAddr,
 		"--join", strings.Join(join, ","),
@@ -305,6 +319,9 @@ func (c *Cluster) args(n *Node) []string {
 		args = append(args,
 			"--advertised-raft-addr", n.addrs.raftProxy, "--raft-source-addr", ip,
 			"--advertised-gossip-addr", n.addrs.gossipProxy, "--gossip-source-addr", ip)
+	}
+	if c.opts.Config == nil { // else its listeners hold KafkaAddr
+		args = append(args, "--kafka-addr", n.KafkaAddr)
 	}
 	return append(args, c.opts.Args...)
 }

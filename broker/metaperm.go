@@ -1,0 +1,43 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/minikafka/minikafka-go/metadata"
+)
+
+// ErrPeerNotPermitted is why the metadata leader refuses a command that a
+// peer forwarded: the command is not one peers send, or it speaks for
+// another node than the one the peer's certificate names.
+var ErrPeerNotPermitted = errors.New("broker: a peer may not send this metadata command")
+
+// peerMayPropose decides whether a peer may forward cmd to the metadata
+// leader. peer is the node its Raft-port certificate names, or 0 without
+// mutual TLS, when only the kind of command can be checked.
+//
+// A node forwards what its clients ask of the cluster (topics, configs,
+// SCRAM credentials, producer ids), which it authenticated and authorised
+// itself; InitCluster, which bootstrapping nodes all propose; and reports
+// about itself: its registration, and partitions it leads. A command that
+// speaks for another node is refused: a node may not re-point another's
+// address or claim another's leadership. Commands only the metadata leader
+// proposes itself (SetProducerIDKey) are refused too.
+func peerMayPropose(peer int32, cmd metadata.Command) error {
+	switch c := cmd.(type) {
+	case metadata.InitCluster, metadata.AllocateProducerID, metadata.CreateTopic, metadata.CreatePartitions,
+		metadata.DeleteTopic, metadata.AlterConfigs, metadata.AlterScramCredentials:
+		return nil
+	case metadata.RegisterBroker:
+		if peer != 0 && c.ID != peer {
+			return fmt.Errorf("%w: node %d registering broker %d", ErrPeerNotPermitted, peer, c.ID)
+		}
+		return nil
+	case metadata.SetPartitionLeader:
+		if peer != 0 && c.Leader != peer {
+			return fmt.Errorf("%w: node %d reporting node %d as leader of %s/%d", ErrPeerNotPermitted, peer, c.Leader, c.Topic, c.Partition)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: %T", ErrPeerNotPermitted, cmd)
+}
