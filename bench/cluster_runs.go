@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/minikafka/minikafka-go/bench/internal/clusters"
@@ -46,9 +47,13 @@ func (b *bench) minikafka(ctx context.Context, parts int, name string, configs m
 	b.bar.step("starting " + name + " cluster")
 	logs, _ := filepath.Abs(filepath.Join(b.o.out, "logs"))
 	defer b.dropData(name) // after Stop (defers run last first)
+	var secure *clusters.Secure
+	if slices.Contains(keys, report.OursTLS) {
+		secure = &clusters.Secure{Dir: filepath.Join(b.dataDir, name, "certs")}
+	}
 	c, err := clusters.StartMiniKafka(ctx, clusters.MiniKafkaConfig{
 		Bin: bin, RepoDir: repo, DataDir: filepath.Join(b.dataDir, name), LogDir: logs, Nodes: servers,
-		Args: b.o.nodeArgs, Name: name,
+		Args: b.o.nodeArgs, Name: name, Secure: secure,
 	})
 	if err != nil {
 		return b.setupFailed(parts, name, fmt.Errorf("cluster: %w", err), keys...)
@@ -71,8 +76,10 @@ func (b *bench) minikafka(ctx context.Context, parts int, name string, configs m
 			t.mk = func(size int) (targets.Target, error) { return targets.NewFranz(c.Brokers(), topic, b.o.window(size)) }
 		case report.FranzTxn:
 			t.mk = b.franzTxn(ctx, c.Brokers(), name)
-		default:
-			t.mk = func(int) (targets.Target, error) { return targets.NewOurs(c.Brokers(), topic, b.o.ourOpts()...) }
+		default: // ours, ours-cached, ours-tls (whose cluster's ClientOpts carry TLS and SASL)
+			t.mk = func(int) (targets.Target, error) {
+				return targets.NewOurs(c.Brokers(), topic, append(c.ClientOpts(), b.o.ourOpts()...)...)
+			}
 		}
 		ts = append(ts, t)
 	}

@@ -24,7 +24,7 @@ func TestOptionsDefaultsAndQuick(t *testing.T) {
 	if o.clusterWarmup != 20*time.Second {
 		t.Fatalf("cluster warm-up %v, want 20s", o.clusterWarmup)
 	}
-	if o.runs() != 6*2*2 || o.txnProducers != 0 || o.logStore() != "pebble, the default" {
+	if o.runs() != 7*2*2 || o.txnProducers != 0 || o.logStore() != "pebble, the default" {
 		t.Fatalf("runs %d, log store %q", o.runs(), o.logStore())
 	}
 	if o.window(1024) != 4096 || o.window(100) != 41943 || o.window(8<<20) != 1 {

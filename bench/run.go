@@ -39,6 +39,8 @@ func describeSystems(store string) []report.System {
 		{Key: report.OursCached, Name: "minikafka-cached", Client: "our client (idempotent, acks=all)",
 			Durability: "topic write.caching=true: Raft commit in the memory of 2 of 3 replicas, fsynced within flush.ms (100 ms unless set); " +
 				"only the pebble log store honours it (log store here: " + store + "; boltdb and wal fsync before the ack)"},
+		{Key: report.OursTLS, Name: "minikafka-tls", Client: "our client (idempotent, acks=all) over SASL_SSL (SCRAM-SHA-512)",
+			Durability: "same as minikafka; the nodes run configs/secure's settings: Kafka only on SASL_SSL, mutual TLS on the Raft port, encrypted gossip"},
 		{Key: report.JSAlways, Name: "js-always", Client: "nats.go async publish",
 			Durability: "Raft commit: fsynced in the Raft WAL of 2 of 3 servers (sync_interval: always)"},
 		{Key: report.JSDefault, Name: "js-default", Client: "nats.go async publish",
@@ -185,6 +187,9 @@ func (b *bench) allSystems(ctx context.Context, parts int) []error {
 	}
 	if b.o.has(report.OursCached) && ctx.Err() == nil {
 		errs = append(errs, b.minikafka(ctx, parts, "minikafka-cached", b.o.cachedConfigs, report.OursCached))
+	}
+	if b.o.has(report.OursTLS) && ctx.Err() == nil {
+		errs = append(errs, b.minikafka(ctx, parts, "minikafka-tls", nil, report.OursTLS))
 	}
 	for _, js := range []struct {
 		key    string

@@ -45,6 +45,10 @@ type MiniKafkaConfig struct {
 	// Name prefixes the processes' names and logs: LogDir/<Name>-nodeN.log.
 	// Default "minikafka".
 	Name string
+	// Secure, if set, runs every node as configs/secure does: Kafka only
+	// on SASL_SSL (SCRAM-SHA-512), mutual TLS on the Raft port and
+	// encrypted gossip, with certificates made in Secure.Dir (secure.go).
+	Secure *Secure
 }
 
 // IDPlaceholder in a node argument is replaced by the node's id.
@@ -63,7 +67,12 @@ func NodeArgs(args []string, id int) []string {
 type MiniKafka struct {
 	procs   []*proc.Process
 	brokers []string
+	opts    []client.Opt // how clients reach the brokers (TLS and SASL for a Secure cluster)
 }
+
+// ClientOpts are the options a client needs to reach the brokers, besides
+// their addresses.
+func (c *MiniKafka) ClientOpts() []client.Opt { return slices.Clone(c.opts) }
 
 // StartMiniKafka starts the nodes and returns once every broker is in the
 // cluster's metadata.
@@ -79,6 +88,12 @@ func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err
 		return nil, err
 	}
 	c := &MiniKafka{}
+	if cfg.Secure != nil {
+		if err := cfg.Secure.setup(cfg.Nodes); err != nil {
+			return nil, err
+		}
+		c.opts = cfg.Secure.ClientOpts()
+	}
 	defer func() {
 		if err != nil {
 			c.Stop(context.Background())
@@ -95,10 +110,16 @@ func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err
 			return nil, err
 		}
 		kafka := addr(ports[3*i])
+		config, kafkaFlag := filepath.Join(cfg.RepoDir, "configs", fmt.Sprintf("node%d.yaml", id)), []string{"--kafka-addr", kafka}
+		if cfg.Secure != nil {
+			if config, err = cfg.Secure.nodeConfig(config, id, kafka); err != nil {
+				return nil, err
+			}
+			kafkaFlag = nil // the listener is in the config
+		}
 		args := append([]string{
-			"--config", filepath.Join(cfg.RepoDir, "configs", fmt.Sprintf("node%d.yaml", id)),
+			"--config", config,
 			"--data-dir", dir,
-			"--kafka-addr", kafka,
 			"--raft-addr", addr(ports[3*i+1]),
 			"--gossip-addr", addr(ports[3*i+2]),
 			"--admin-addr", "127.0.0.1:0", // the configs' fixed ports may be taken
@@ -107,6 +128,7 @@ func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err
 			"--default-replication-factor", strconv.Itoa(cfg.Nodes),
 			"--log-level", "warn",
 		}, NodeArgs(cfg.Args, id)...)
+		args = append(args, kafkaFlag...)
 		name := fmt.Sprintf("%s-node%d", cfg.Name, id)
 		p, err := proc.Start(name, cfg.RepoDir, filepath.Join(cfg.LogDir, name+".log"), cfg.Bin, args...)
 		if err != nil {
@@ -119,8 +141,8 @@ func StartMiniKafka(ctx context.Context, cfg MiniKafkaConfig) (_ *MiniKafka, err
 }
 
 func (c *MiniKafka) waitBrokers(ctx context.Context, n int, limit time.Duration) error {
-	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(2*time.Second),
-		client.RetryBackoff(50*time.Millisecond, 200*time.Millisecond))
+	adm, err := client.NewAdmin(append(c.ClientOpts(), client.Brokers(c.brokers...), client.RequestTimeout(2*time.Second),
+		client.RetryBackoff(50*time.Millisecond, 200*time.Millisecond))...)
 	if err != nil {
 		return err
 	}
@@ -157,7 +179,7 @@ var ErrTopicConfigRefused = errors.New("clusters: the nodes refused the topic co
 // the cluster's metadata (every broker listed, 0 if it leads none). The
 // topic's configs are read back (DescribeConfigs) and must be as asked.
 func (c *MiniKafka) CreateTopic(ctx context.Context, topic string, partitions int32, configs map[string]string) (map[string]int, error) {
-	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))
+	adm, err := client.NewAdmin(append(c.ClientOpts(), client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))...)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +295,7 @@ func Spread(leaders map[string]int) bool {
 // (Raft terms). It grows by at least one with every election, so a change
 // across a run means leadership moved during it.
 func (c *MiniKafka) LeaderEpochs(ctx context.Context, topic string) (int64, error) {
-	adm, err := client.NewAdmin(client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))
+	adm, err := client.NewAdmin(append(c.ClientOpts(), client.Brokers(c.brokers...), client.RequestTimeout(5*time.Second))...)
 	if err != nil {
 		return 0, err
 	}

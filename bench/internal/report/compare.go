@@ -54,6 +54,8 @@ var throughputAims = []struct {
 	{B100, Ours, JSDefault, 3.0, ""},
 	{KiB1, Ours, Franz, 1.0, ""},
 	{B100, Ours, Franz, 1.0, ""},
+	// Issue 16: the cost of security.
+	{KiB1, OursTLS, Ours, 0.85, "SASL_SSL clients and mutual TLS between nodes: minikafka-tls vs minikafka"},
 	// Issue 15: the cost of transactions of 100 records.
 	{KiB1, FranzTxn, Franz, 0.7, "transactional peak records/s: minikafka/kgo-txn vs idempotent minikafka/kgo"},
 }
@@ -132,7 +134,7 @@ func judge(c Comparison, met bool, missing string) Comparison {
 func (r *Report) throughputAim(size int, ours, peer string, min float64) Comparison {
 	c := Comparison{
 		What:        fmt.Sprintf("peak records/s: %s vs %s", r.SystemByKey(ours).Name, r.SystemByKey(peer).Name),
-		RecordBytes: size, Unit: "records/s", Aim: fmt.Sprintf(">= %.1fx", min),
+		RecordBytes: size, Unit: "records/s", Aim: fmt.Sprintf(">= %.2gx", min),
 	}
 	o, missO := r.find(ours, Peak, size, 1)
 	p, missP := r.find(peer, Peak, size, 1)

@@ -26,17 +26,20 @@ const (
 	Franz      = "franz"       // MiniKafka, franz-go's kgo producer
 	FranzTxn   = "franz-txn"   // MiniKafka, franz-go's transactional producer
 	OursCached = "ours-cached" // MiniKafka, topic with write.caching=true, our client
+	OursTLS    = "ours-tls"    // MiniKafka secured as configs/secure (SASL_SSL, mTLS between nodes), our client
 	JSAlways   = "js-always"   // JetStream, sync_interval: always
 	JSDefault  = "js-default"  // JetStream, default sync (every 2 min)
 )
 
 // SystemOrder is the order of systems in every output.
-var SystemOrder = []string{Ours, Franz, FranzTxn, OursCached, JSAlways, JSDefault}
+var SystemOrder = []string{Ours, Franz, FranzTxn, OursCached, OursTLS, JSAlways, JSDefault}
 
 // minikafka reports whether a system key is one of our cluster's whose
 // stalls the aims judge. FranzTxn's are shown, not judged: its records are
 // acknowledged a transaction at a time.
-func minikafka(key string) bool { return key == Ours || key == Franz || key == OursCached }
+func minikafka(key string) bool {
+	return key == Ours || key == Franz || key == OursCached || key == OursTLS
+}
 
 // Modes of a run.
 const (
