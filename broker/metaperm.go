@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/minikafka/minikafka-go/metadata"
 )
@@ -17,20 +18,28 @@ var ErrPeerNotPermitted = errors.New("broker: a peer may not send this metadata 
 // mutual TLS, when only the kind of command can be checked.
 //
 // A node forwards what its clients ask of the cluster (topics, configs,
-// SCRAM credentials, producer ids), which it authenticated and authorised
-// itself; InitCluster, which bootstrapping nodes all propose; and reports
-// about itself: its registration, and partitions it leads. A command that
+// SCRAM credentials, ACLs, reassignments, producer ids), which it
+// authenticated and authorised itself; InitCluster, which bootstrapping
+// nodes all propose; and reports about itself: its registration,
+// partitions it leads, and the end of a move of a partition it leads
+// (which names it among the move's target). A command that
 // speaks for another node is refused: a node may not re-point another's
 // address or claim another's leadership. Commands only the metadata leader
 // proposes itself (SetProducerIDKey) are refused too.
 func peerMayPropose(peer int32, cmd metadata.Command) error {
 	switch c := cmd.(type) {
 	case metadata.InitCluster, metadata.AllocateProducerID, metadata.CreateTopic, metadata.CreatePartitions,
-		metadata.DeleteTopic, metadata.AlterConfigs, metadata.AlterScramCredentials:
+		metadata.DeleteTopic, metadata.AlterConfigs, metadata.AlterScramCredentials,
+		metadata.CreateACLs, metadata.DeleteACLs, metadata.AlterReassignment:
 		return nil
 	case metadata.RegisterBroker:
 		if peer != 0 && c.ID != peer {
 			return fmt.Errorf("%w: node %d registering broker %d", ErrPeerNotPermitted, peer, c.ID)
+		}
+		return nil
+	case metadata.CompleteReassignment:
+		if peer != 0 && !slices.Contains(c.Target, peer) {
+			return fmt.Errorf("%w: node %d completing the move of %s/%d to %v", ErrPeerNotPermitted, peer, c.Topic, c.Partition, c.Target)
 		}
 		return nil
 	case metadata.SetPartitionLeader:
