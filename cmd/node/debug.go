@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"expvar"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -19,10 +16,6 @@ import (
 // /debug/vars serves expvar's variables, among them whatever vars
 // (a JSON-encodable value each) holds, read at each request.
 func serveDebug(addr string, logger *slog.Logger, vars map[string]func() any) (bound string, stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, err
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -38,19 +31,5 @@ func serveDebug(addr string, logger *slog.Logger, vars map[string]func() any) (b
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		_ = json.NewEncoder(w).Encode(out)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Warn("debug server stopped", "err", err)
-		}
-	}()
-	logger.Info("serving pprof", "addr", ln.Addr().String())
-	return ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
+	return serveHTTP(addr, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, logger, "pprof")
 }
