@@ -174,6 +174,19 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 			s.transactional[tid], prev = p, tid
 		}
 	}
+	s.readLater(r, version)
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, &DecodeError{Offset: len(b), Reason: err.Error(), Err: ErrMalformedSnapshot}
+	}
+	return s, nil
+}
+
+// readLater reads the parts that later versions added, each from the
+// version that brought it.
+func (s *Snapshot) readLater(r *reader, version uint8) {
 	if version >= 2 {
 		s.deleted = readDeleted(r)
 	}
@@ -194,13 +207,6 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 			s.producerIDKey = []byte(k)
 		}
 	}
-	if err := r.done(); err != nil {
-		return nil, err
-	}
-	if err := s.check(); err != nil {
-		return nil, &DecodeError{Offset: len(b), Reason: err.Error(), Err: ErrMalformedSnapshot}
-	}
-	return s, nil
 }
 
 // readDeleted reads the deleted topic ids, which must be in byte order.

@@ -92,6 +92,19 @@ func keys() []key {
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
 		{"node_unavailable_timeout", d.NodeUnavailableTimeout, "how long a node may be gone before its replicas are re-created on live nodes (0 = never)"},
 		{"replica_move_throttle", d.ReplicaMoveThrottle, "bytes per second a node sends to new replicas catching up in a reassignment (0 = no bound; at least 65536)"},
+		{"log_level", "info", "debug, info, warn, error or off"},
+		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
+		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
+	}
+	ks = append(ks, securityKeys()...)
+	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
+	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
+	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
+}
+
+// securityKeys are the keys of how nodes authenticate each other.
+func securityKeys() []key {
+	return []key{
 		{"raft_tls_cert_file", "", "PEM certificate of this node for mutual TLS on raft_addr; must name node_id (make certs); with raft_tls_key_file and raft_tls_ca_file"},
 		{"raft_tls_key_file", "", "PEM key of raft_tls_cert_file"},
 		{"raft_tls_ca_file", "", "PEM CA bundle that other nodes' certificates must chain to"},
@@ -102,13 +115,7 @@ func keys() []key {
 		{"inter_broker_sasl_user", "", "SASL user of this node's requests to other nodes"},
 		{"inter_broker_sasl_password", "", "SASL password of inter_broker_sasl_user"},
 		{"inter_broker_tls_ca_file", "", "PEM CA bundle other nodes' TLS inter-broker listeners are checked against (default raft_tls_ca_file)"},
-		{"log_level", "info", "debug, info, warn, error or off"},
-		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
-		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
 	}
-	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
-	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
-	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
 }
 
 func flagName(k string) string { return strings.NewReplacer(".", "-", "_", "-").Replace(k) }
@@ -336,21 +343,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	rangeInt("node_id", nodeID, 1, 1<<31-1)
 	c.NodeID = int32(nodeID)
 	c.DataDir = g.string("data_dir")
-	c.Security = g.security()
-	c.KafkaAddr = g.string("kafka_addr")
-	c.AdvertisedKafkaAddr = g.string("advertised_kafka_addr")
-	c.RaftAddr = g.string("raft_addr")
-	c.AdvertisedRaftAddr = g.string("advertised_raft_addr")
-	c.GossipAddr = g.string("gossip_addr")
-	c.AdvertisedGossip = g.string("advertised_gossip_addr")
-	c.RaftSourceAddr = g.string("raft_source_addr")
-	c.GossipSourceAddr = g.string("gossip_source_addr")
-	c.Join = g.list("join")
-	c.Listeners = g.listeners()
-	c.SASLUsers = g.saslUsers()
-	c.AuthorizationEnabled = g.bool("authorization_enabled")
-	c.SuperUsers = g.list("super_users")
-	c.AllowEveryoneIfNoACLFound = g.bool("allow_everyone_if_no_acl_found")
+	networkKeys(g, c)
 	c.BootstrapExpect = g.int("bootstrap_expect")
 	parts := g.int("default_partitions")
 	rangeInt("default_partitions", parts, 1, 1<<20)
@@ -390,18 +383,8 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.MetaRaft = g.timing("meta_raft")
 	c.PartitionLogStore = multiraft.LogStore(g.string("raft.log_store"))
 	o.LogLevel = g.string("log_level")
-	o.DebugAddr = g.string("debug_addr")
-	if o.DebugAddr != "" {
-		if _, _, err := net.SplitHostPort(o.DebugAddr); err != nil {
-			g.fail("debug_addr", o.DebugAddr, err)
-		}
-	}
-	o.AdminAddr = g.string("admin_addr")
-	if o.AdminAddr != "" {
-		if _, _, err := net.SplitHostPort(o.AdminAddr); err != nil {
-			g.fail("admin_addr", o.AdminAddr, err)
-		}
-	}
+	o.DebugAddr = g.hostPort("debug_addr")
+	o.AdminAddr = g.hostPort("admin_addr")
 	if g.err != nil {
 		return options{}, g.err
 	}
@@ -409,6 +392,36 @@ func fromViper(v *viper.Viper) (options, error) {
 		return options{}, err
 	}
 	return o, nil
+}
+
+// networkKeys reads the addresses, listeners and security of the node.
+func networkKeys(g *getter, c *broker.Config) {
+	c.Security = g.security()
+	c.KafkaAddr = g.string("kafka_addr")
+	c.AdvertisedKafkaAddr = g.string("advertised_kafka_addr")
+	c.RaftAddr = g.string("raft_addr")
+	c.AdvertisedRaftAddr = g.string("advertised_raft_addr")
+	c.GossipAddr = g.string("gossip_addr")
+	c.AdvertisedGossip = g.string("advertised_gossip_addr")
+	c.RaftSourceAddr = g.string("raft_source_addr")
+	c.GossipSourceAddr = g.string("gossip_source_addr")
+	c.Join = g.list("join")
+	c.Listeners = g.listeners()
+	c.SASLUsers = g.saslUsers()
+	c.AuthorizationEnabled = g.bool("authorization_enabled")
+	c.SuperUsers = g.list("super_users")
+	c.AllowEveryoneIfNoACLFound = g.bool("allow_everyone_if_no_acl_found")
+}
+
+// hostPort reads an optional host:port key ("" when unset).
+func (g *getter) hostPort(key string) string {
+	s := g.string(key)
+	if s != "" {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			g.fail(key, s, err)
+		}
+	}
+	return s
 }
 
 // internalTopics reads the shapes of the internal topics and the
