@@ -116,13 +116,14 @@ func TestGrowAndReassignUnderLoad(t *testing.T) {
 		to := awaitNoMoves(ctx, t, adm)
 		p99 := l.sum.Moved("reassign", from, to, l.h.Attempts())
 		t.Logf("moved %v in %v; produce p99 meanwhile %v", moved, to.Sub(from).Round(time.Millisecond), p99.Round(time.Millisecond))
-		after, err := c.ReplicaSets(ctx, topic)
-		must(t, err)
-		for p, id := range moved {
-			if !slices.Contains(after[p], id) || slices.Contains(after[p], before[p][0]) || len(after[p]) != 3 {
-				t.Fatalf("%s[%d] on %v after moving it from %v", topic, p, after[p], before[p])
+		awaitReplicaSets(ctx, t, c, topic, func(sets map[int32][]int) bool {
+			for p, id := range moved {
+				if !slices.Contains(sets[p], id) || slices.Contains(sets[p], before[p][0]) || len(sets[p]) != 3 {
+					return false
+				}
 			}
-		}
+			return true
+		})
 		must(t, l.w.WaitAcked(ctx, -1, time.Now(), 50))
 	}
 	l.finish(ctx, t)
@@ -150,13 +151,7 @@ func TestDecommissionUnderLoad(t *testing.T) {
 	to := awaitNoMoves(ctx, t, kadmFor(t, c.Seeds()))
 	p99 := l.sum.Moved("decommission", from, to, l.h.Attempts())
 	t.Logf("drained node %d (%d partitions) in %v; produce p99 meanwhile %v", gone, len(moves), to.Sub(from).Round(time.Millisecond), p99.Round(time.Millisecond))
-	after, err := c.ReplicaSets(ctx, topic)
-	must(t, err)
-	for p, rs := range after {
-		if slices.Contains(rs, gone) || len(rs) != 3 {
-			t.Fatalf("%s[%d] on %v after draining node %d", topic, p, rs, gone)
-		}
-	}
+	after := awaitReplicaSets(ctx, t, c, topic, func(sets map[int32][]int) bool { return replacedEverywhere(sets, gone) })
 	waitGone(ctx, t, c, gone, topic, len(after))
 	must(t, c.Stop(ctx, gone))
 	must(t, l.w.WaitAcked(ctx, -1, time.Now(), 50))
@@ -195,17 +190,25 @@ func TestNodeLostForGood(t *testing.T) {
 // three replicas.
 func awaitReplaced(ctx context.Context, t *testing.T, c *Cluster, topic string, gone int) {
 	t.Helper()
+	awaitReplicaSets(ctx, t, c, topic, func(sets map[int32][]int) bool { return replacedEverywhere(sets, gone) })
+}
+
+// awaitReplicaSets waits, up to 90 s, until every running node's Metadata
+// shows replicas of topic's partitions for which ok holds (a node's copy
+// of the metadata may lag the one that answered that no move is left),
+// and returns them.
+func awaitReplicaSets(ctx context.Context, t *testing.T, c *Cluster, topic string, ok func(map[int32][]int) bool) map[int32][]int {
+	t.Helper()
 	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	var sets map[int32][]int
 	for {
-		var err error
-		if sets, err = c.ReplicaSets(rctx, topic); err == nil && replacedEverywhere(sets, gone) {
-			return
+		if sets = c.agreedReplicaSets(rctx, topic); sets != nil && ok(sets) {
+			return sets
 		}
 		select {
 		case <-rctx.Done():
-			t.Fatalf("partitions still on node %d or short of replicas: %v", gone, sets)
+			t.Fatalf("replicas of %s not as expected: %v", topic, sets)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -53,6 +54,29 @@ func (c *Cluster) ReplicaSets(ctx context.Context, topic string) (map[int32][]in
 		}
 	}
 	return out, nil
+}
+
+// agreedReplicaSets returns the replicas of topic's partitions if every
+// running node's Metadata lists the same, else nil.
+func (c *Cluster) agreedReplicaSets(ctx context.Context, topic string) map[int32][]int {
+	var agreed map[int32][]int
+	for _, id := range c.Running() {
+		md, err := c.Metadata(ctx, id, topic)
+		if err != nil || len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
+			return nil
+		}
+		sets := map[int32][]int{}
+		for _, p := range md.Topics[0].Partitions {
+			for _, r := range p.Replicas {
+				sets[p.Partition] = append(sets[p.Partition], int(r))
+			}
+		}
+		if agreed != nil && !maps.EqualFunc(agreed, sets, slices.Equal[[]int]) {
+			return nil
+		}
+		agreed = sets
+	}
+	return agreed
 }
 
 // PartitionLeader is a partition's leader as metadata reports it.
