@@ -65,6 +65,11 @@ type cluster struct {
 	closed     bool
 	listeners  []func()
 	rotate     int // where requestAny starts, so that failures spread
+	// mostBrokers is the most brokers a Metadata answer listed: fewer now
+	// means the last answer came from a broker that sees only part of the
+	// cluster (cut off by a network partition), so requestAny asks the
+	// seeds in turn with the brokers it lists.
+	mostBrokers int
 
 	trigger chan struct{} // capacity 1: please refresh soon
 	wg      sync.WaitGroup
@@ -206,6 +211,7 @@ func (c *cluster) refresh() {
 // answering broker was behind (KIP-320). Called with c.mu.
 func (c *cluster) applyMetadataLocked(resp *kmsg.MetadataResponse) {
 	if len(resp.Brokers) > 0 {
+		c.mostBrokers = max(c.mostBrokers, len(resp.Brokers))
 		brokers := make(map[int32]brokerMeta, len(resp.Brokers))
 		for _, b := range resp.Brokers {
 			brokers[b.NodeID] = brokerMeta{id: b.NodeID, host: b.Host, port: b.Port, rack: b.Rack}

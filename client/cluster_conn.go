@@ -124,13 +124,23 @@ func (c *cluster) requestAny(ctx context.Context, req kmsg.Request) (kmsg.Respon
 		nodes = append(nodes, id)
 	}
 	slices.Sort(nodes)
+	// The seeds come after the known brokers, unless the last Metadata
+	// listed fewer brokers than the seeds or than an earlier answer: then
+	// they take turns with them, so that a broker cut off from the others
+	// is not the only one asked.
+	partial := len(nodes) < max(c.mostBrokers, len(c.cfg.brokers))
+	seeds := make([]int32, len(c.cfg.brokers))
+	for i := range seeds {
+		seeds[i] = int32(-1 - i)
+	}
+	if partial {
+		nodes, seeds = append(nodes, seeds...), nil
+	}
 	if len(nodes) > 0 {
 		k := c.rotate % len(nodes)
 		nodes = append(nodes[k:], nodes[:k]...)
 	}
-	for i := range c.cfg.brokers {
-		nodes = append(nodes, int32(-1-i))
-	}
+	nodes = append(nodes, seeds...)
 	c.rotate++
 	c.mu.Unlock()
 

@@ -48,7 +48,10 @@ type fake struct {
 	// understands; apiVersionsSeen records every version asked.
 	apiVersionsMax  int16
 	apiVersionsSeen []int16
-	wg              sync.WaitGroup
+	// isolated, if set, is a node cut off from the others: its Metadata
+	// lists only itself and no leader but itself.
+	isolated int32
+	wg       sync.WaitGroup
 }
 
 // attempt is one partition of one produce request, as the fake saw it.
@@ -363,7 +366,7 @@ func (f *fake) handle(node int32, req kmsg.Request) (kmsg.Response, int) {
 		}
 		return resp, keepConn
 	case *kmsg.MetadataRequest:
-		return f.metadata(r), keepConn
+		return f.metadata(node, r), keepConn
 	case *kmsg.InitProducerIDRequest:
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		if r.TransactionalID != nil {
@@ -448,9 +451,13 @@ func (f *fake) snapshotTxnLog() []string {
 	return slices.Clone(f.txnLog)
 }
 
-func (f *fake) metadata(r *kmsg.MetadataRequest) kmsg.Response {
+func (f *fake) metadata(node int32, r *kmsg.MetadataRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	cutOff := node == f.isolated
 	for _, id := range f.nodes {
+		if cutOff && id != node {
+			continue // an isolated broker lists only itself
+		}
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID, b.Host, b.Port = id, "fake", 9000+id
 		resp.Brokers = append(resp.Brokers, b)
@@ -475,6 +482,9 @@ func (f *fake) metadata(r *kmsg.MetadataRequest) kmsg.Response {
 		for i, p := range parts {
 			rp := kmsg.NewMetadataResponseTopicPartition()
 			rp.Partition, rp.Leader, rp.LeaderEpoch = int32(i), p.leader, p.epoch
+			if cutOff && p.leader != node {
+				rp.Leader, rp.ErrorCode = -1, ErrLeaderNotAvailable.Code
+			}
 			rp.Replicas, rp.ISR = []int32{p.leader}, []int32{p.leader}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
