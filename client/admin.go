@@ -307,6 +307,31 @@ func topicDetails(resp *kmsg.MetadataResponse) []TopicDetail {
 	return out
 }
 
+// askController sends req to the controller, each attempt bounded by the
+// request timeout, and hands the response to check; a retriable error
+// from either is tried again (Admin.retry), after asking metadata for the
+// controller again.
+func (a *Admin) askController(ctx context.Context, req kmsg.Request, check func(kmsg.Response) error) error {
+	return a.retry(ctx, func() error {
+		node, err := a.cl.controllerID(ctx)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		defer cancel()
+		resp, err := a.cl.request(rctx, node, req, 0)
+		if err == nil {
+			err = check(resp)
+		}
+		if err != nil {
+			a.cl.mu.Lock()
+			a.cl.controller = -1 // ask metadata again
+			a.cl.mu.Unlock()
+		}
+		return err
+	})
+}
+
 // askAny sends req to any broker, each attempt bounded by the request
 // timeout, and hands the response to check; a retriable error from
 // either is tried again (Admin.retry).

@@ -76,12 +76,13 @@ func (a *Admin) Reassign(ctx context.Context, moves ...Move) error {
 }
 
 // ListReassignments returns the moves in progress, by topic then
-// partition.
+// partition. It asks the controller, as Kafka's clients do: the freshest
+// view (another broker's copy of the metadata may lag it a little).
 func (a *Admin) ListReassignments(ctx context.Context) ([]Reassignment, error) {
 	req := kmsg.NewPtrListPartitionReassignmentsRequest()
 	req.TimeoutMillis = int32(a.cfg.requestTimeout.Milliseconds())
 	var out []Reassignment
-	err := a.askAny(ctx, req, func(resp kmsg.Response) error {
+	err := a.askController(ctx, req, func(resp kmsg.Response) error {
 		r := resp.(*kmsg.ListPartitionReassignmentsResponse)
 		if err := kafkaErr(r.ErrorCode, r.ErrorMessage); err != nil {
 			return err

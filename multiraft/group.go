@@ -435,10 +435,10 @@ func (p Proposal) waitErr() error {
 // Settle waits until this member, which must lead, has applied an entry
 // of its own term, and with it every entry of earlier terms: a new leader
 // applies its predecessors' entries only once an entry of its term (the
-// one raft appends on election) commits. It holds no raft future, which a
-// shutdown can leave unanswered, so it always ends: with ctx, when the
-// group closes (ErrGroupClosed), or when the member stops leading
-// (ErrNotLeader).
+// one raft appends on election) commits, and the FSM has applied them
+// (awaitFSM). It waits on no raft future directly, which a shutdown can
+// leave unanswered, so it always ends: with ctx, when the group closes
+// (ErrGroupClosed), or when the member stops leading (ErrNotLeader).
 func (g *Group) Settle(ctx context.Context) error {
 	tick := time.NewTicker(settlePoll)
 	defer tick.Stop()
@@ -456,7 +456,7 @@ func (g *Group) Settle(ctx context.Context) error {
 			}
 		}
 		if target > 0 && g.raft.AppliedIndex() >= target {
-			return nil
+			return g.awaitFSM(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -465,6 +465,30 @@ func (g *Group) Settle(ctx context.Context) error {
 			return ErrGroupClosed
 		case <-tick.C:
 		}
+	}
+}
+
+// awaitFSM returns once the FSM has applied every entry raft counts as
+// applied: raft counts an entry applied as soon as it queues it for the
+// FSM, and answers a barrier only after the FSM has taken everything
+// queued before it. The wait ends with ctx or the group too.
+func (g *Group) awaitFSM(ctx context.Context) error {
+	f := g.raft.Barrier(g.changeTimeout(ctx))
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }() // ends when raft answers, which it does at shutdown too
+	select {
+	case err := <-done:
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotLeader
+		}
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return ErrGroupClosed
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.stop:
+		return ErrGroupClosed
 	}
 }
 
@@ -510,10 +534,12 @@ func (g *Group) Close() error {
 		close(g.stop)
 		g.wg.Wait()
 		err := g.raft.Shutdown().Error()
-		if cerr := g.store.Close(); err == nil {
+		// The transport first: its Close waits for the heartbeats being
+		// handled, which may still write raft's term to the store.
+		if cerr := g.trans.Close(); err == nil {
 			err = cerr
 		}
-		if cerr := g.trans.Close(); err == nil {
+		if cerr := g.store.Close(); err == nil {
 			err = cerr
 		}
 		g.closeErr = err

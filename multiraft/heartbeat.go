@@ -404,7 +404,12 @@ func (h *Host) handleHeartbeat(e *hbEntry) hbResult {
 		}
 		return hbResult{status: statusNoResponse}
 	}
+	if !t.track() {
+		t.busy.Store(false)
+		return hbResult{status: statusUnknownGroup}
+	}
 	(*fn)(rpc)
+	t.bg.Done()
 	t.busy.Store(false)
 	select {
 	case r := <-respCh:
@@ -431,6 +436,20 @@ func (t *transport) writesTerm(req *raft.AppendEntriesRequest) bool {
 // inBackground runs f (a heartbeat handler) on a goroutine that Close
 // waits for, and clears busy when it returns; false if the transport is
 // closed.
+// track counts a heartbeat handled on the caller's goroutine in bg, so
+// that Close waits for it: the group closes its log store after its
+// transport, and raft must not write its term to a closed store. It
+// reports false, counting nothing, once the transport is closed.
+func (t *transport) track() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.isClosed() {
+		return false
+	}
+	t.bg.Add(1)
+	return true
+}
+
 func (t *transport) inBackground(f func()) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -49,7 +49,7 @@ type transport struct {
 	progress progress
 
 	mu     sync.Mutex     // guards closed and orders bg.Add before Close's bg.Wait
-	bg     sync.WaitGroup // heartbeats handled in the background (heartbeat.go)
+	bg     sync.WaitGroup // heartbeats being handled, inline or in the background (heartbeat.go)
 	closed chan struct{}  // closed by Close
 	once   sync.Once
 }
