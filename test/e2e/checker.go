@@ -332,14 +332,17 @@ func (c *checker) neverSent() {
 	}
 }
 
-// checkKeyOrder reports records stored out of sequence order. Per producer
-// and key, sequences must rise with the offset; keys map to one partition,
-// so the order is the partitions' offset order.
+// checkKeyOrder reports records stored out of sequence order. Per producer,
+// key and partition, sequences must rise with the offset: the workload's
+// keys map to one partition, but the partition probes' key goes to
+// whichever partition the cut-off leader leads, and a producer keeps no
+// order across partitions.
 func (c *checker) checkKeyOrder(logs []PartitionLog) {
 	type stream struct {
-		producer int
-		key      string
-		topic    string
+		producer  int
+		key       string
+		topic     string
+		partition int32
 	}
 	type seqAt struct {
 		seq int64
@@ -352,7 +355,7 @@ func (c *checker) checkKeyOrder(logs []PartitionLog) {
 			if !ok {
 				continue
 			}
-			k := stream{id.Producer, id.Key, pl.Topic}
+			k := stream{id.Producer, id.Key, pl.Topic, pl.Partition}
 			prev, had := last[k]
 			if had && id.Seq < prev.seq {
 				c.add(Problem{Kind: OutOfOrder, ID: id, Topic: pl.Topic, Partition: pl.Partition, Offset: s.Offset,
