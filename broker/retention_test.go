@@ -208,16 +208,27 @@ func TestDeleteRecords(t *testing.T) {
 	produceAt(t, cl, "delrec", 10, time.Now(), "v")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	// A Metadata answer may name no leader for a moment (an election, a
+	// member gossip suspects); kadm gives that back as a shard error, which
+	// an admin retries, as here. DeleteRecords to one offset is idempotent.
 	del := func(offset int64) kadm.DeleteRecordsResponse {
 		t.Helper()
 		o := kadm.Offsets{}
 		o.Add(kadm.Offset{Topic: "delrec", Partition: 0, At: offset})
-		r, err := adm.DeleteRecords(ctx, o)
-		if err != nil {
-			t.Fatalf("DeleteRecords(%d): %v", offset, err)
+		for {
+			r, err := adm.DeleteRecords(ctx, o)
+			d, _ := r.Lookup("delrec", 0)
+			if err == nil && !kerr.IsRetriable(d.Err) {
+				return d
+			}
+			if err == nil {
+				err = d.Err
+			}
+			if !kerr.IsRetriable(err) || ctx.Err() != nil {
+				t.Fatalf("DeleteRecords(%d): %v", offset, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		d, _ := r.Lookup("delrec", 0)
-		return d
 	}
 	if d := del(4); d.Err != nil || d.LowWatermark != 4 {
 		t.Fatalf("DeleteRecords(4) = %d, %v", d.LowWatermark, d.Err)
