@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
@@ -21,21 +22,33 @@ func TestCLITopicConfigs(t *testing.T) {
 	row := func(name, value, source string) *regexp.Regexp {
 		return regexp.MustCompile(`(?m)^cfg +` + regexp.QuoteMeta(name) + ` +` + regexp.QuoteMeta(value) + ` +` + source + `$`)
 	}
-	r := mustRun(t, "", cmd("topic", "describe", "cfg")...)
-	for _, want := range []*regexp.Regexp{row("retention.ms", "3600000", "topic"), row("cleanup.policy", "delete", "topic")} {
-		if !want.MatchString(r.stdout) {
-			t.Fatalf("describe after create does not match %s:\n%s", want, r.stdout)
+	// describe may ask a broker whose copy of the metadata has not applied
+	// the change yet (as in Kafka): it is asked again until it has.
+	describe := func(what string, ok func(string) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := mustRun(t, "", cmd("topic", "describe", "cfg")...)
+			if ok(r.stdout) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("describe %s:\n%s", what, r.stdout)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	describe("after create", func(out string) bool {
+		return row("retention.ms", "3600000", "topic").MatchString(out) && row("cleanup.policy", "delete", "topic").MatchString(out)
+	})
 
-	r = mustRun(t, "", cmd("topic", "alter-config", "cfg", "--set", "segment.ms=60000", "--delete", "retention.ms")...)
+	r := mustRun(t, "", cmd("topic", "alter-config", "cfg", "--set", "segment.ms=60000", "--delete", "retention.ms")...)
 	if r.stdout != "altered configs of topic \"cfg\"\n" {
 		t.Fatalf("alter-config printed %q", r.stdout)
 	}
-	r = mustRun(t, "", cmd("topic", "describe", "cfg")...)
-	if !row("segment.ms", "60000", "topic").MatchString(r.stdout) || row("retention.ms", "3600000", "topic").MatchString(r.stdout) {
-		t.Fatalf("describe after alter-config:\n%s", r.stdout)
-	}
+	describe("after alter-config", func(out string) bool {
+		return row("segment.ms", "60000", "topic").MatchString(out) && !row("retention.ms", "3600000", "topic").MatchString(out)
+	})
 
 	for _, tc := range []struct {
 		args []string
