@@ -214,85 +214,78 @@ func (f *aclFlags) filters() ([]acl.Filter, error) {
 	return out, nil
 }
 
-func (a *app) aclAddCommand() *cobra.Command {
+// aclSubcommand is an acl command without arguments: parse reads its ACL
+// flags (pattern is --pattern's default, help ends their descriptions)
+// before any connection, then run uses what it made with an admin client,
+// and run's errors are explained.
+func aclSubcommand[T any](a *app, use, short, pattern, help string, parse func(*aclFlags) (T, error), run func(context.Context, *client.Admin, T) error) *cobra.Command {
 	var f aclFlags
 	cmd := &cobra.Command{
-		Use:   "add",
-		Short: "Add ACLs: every principal x host x operation x resource given",
+		Use:   use,
+		Short: short,
 		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			bs, err := f.bindings()
-			if err != nil {
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		v, err := parse(&f)
+		if err != nil {
+			return err
+		}
+		return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
+			if err := run(ctx, adm, v); err != nil {
+				return a.explain(ctx, err)
+			}
+			return nil
+		})
+	}
+	f.register(cmd, pattern, help)
+	return cmd
+}
+
+func (a *app) aclAddCommand() *cobra.Command {
+	return aclSubcommand(a, "add", "Add ACLs: every principal x host x operation x resource given", "literal", " (repeatable)",
+		(*aclFlags).bindings,
+		func(ctx context.Context, adm *client.Admin, bs []acl.Binding) error {
+			if err := adm.CreateACLs(ctx, bs); err != nil {
 				return err
 			}
-			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
-				if err := adm.CreateACLs(ctx, bs); err != nil {
-					return a.explain(ctx, err)
-				}
-				fmt.Fprintf(a.stdout, "added %d ACLs\n", len(bs))
-				return nil
-			})
-		},
-	}
-	f.register(cmd, "literal", " (repeatable)")
-	return cmd
+			fmt.Fprintf(a.stdout, "added %d ACLs\n", len(bs))
+			return nil
+		})
 }
 
 func (a *app) aclListCommand() *cobra.Command {
-	var f aclFlags
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the ACLs that match the flags (all without flags)",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fs, err := f.filters()
-			if err != nil {
-				return err
-			}
-			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
-				var all []acl.Binding
-				for _, flt := range fs {
-					bs, err := adm.ListACLs(ctx, flt)
-					if err != nil {
-						return a.explain(ctx, err)
-					}
-					all = append(all, bs...)
+	return aclSubcommand(a, "list", "List the ACLs that match the flags (all without flags)", "any", " to match (repeatable; default any)",
+		(*aclFlags).filters,
+		func(ctx context.Context, adm *client.Admin, fs []acl.Filter) error {
+			var all []acl.Binding
+			for _, flt := range fs {
+				bs, err := adm.ListACLs(ctx, flt)
+				if err != nil {
+					return err
 				}
-				writeACLs(a.stdout, acl.NewSet(all...).All())
-				return nil
-			})
-		},
-	}
-	f.register(cmd, "any", " to match (repeatable; default any)")
-	return cmd
+				all = append(all, bs...)
+			}
+			writeACLs(a.stdout, acl.NewSet(all...).All())
+			return nil
+		})
 }
 
 func (a *app) aclRemoveCommand() *cobra.Command {
-	var f aclFlags
-	cmd := &cobra.Command{
-		Use:   "remove",
-		Short: "Remove the ACLs that match the flags (at least one resource or principal)",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	return aclSubcommand(a, "remove", "Remove the ACLs that match the flags (at least one resource or principal)", "any", " to match (repeatable; default any)",
+		func(f *aclFlags) ([]acl.Filter, error) {
 			if len(f.resources()) == 0 && len(f.allow)+len(f.deny) == 0 {
-				return usageErrorf("give a resource (--topic, --group, --transactional-id, --cluster) or a principal: removing every ACL needs --topic '*' style flags")
+				return nil, usageErrorf("give a resource (--topic, --group, --transactional-id, --cluster) or a principal: removing every ACL needs --topic '*' style flags")
 			}
-			fs, err := f.filters()
+			return f.filters()
+		},
+		func(ctx context.Context, adm *client.Admin, fs []acl.Filter) error {
+			removed, err := adm.DeleteACLs(ctx, fs)
 			if err != nil {
 				return err
 			}
-			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
-				removed, err := adm.DeleteACLs(ctx, fs)
-				if err != nil {
-					return a.explain(ctx, err)
-				}
-				fmt.Fprintf(a.stdout, "removed %d ACLs\n", len(acl.NewSet(removed...).All()))
-				return nil
-			})
-		},
-	}
-	f.register(cmd, "any", " to match (repeatable; default any)")
-	return cmd
+			fmt.Fprintf(a.stdout, "removed %d ACLs\n", len(acl.NewSet(removed...).All()))
+			return nil
+		})
 }
 
 func writeACLs(w io.Writer, bs []acl.Binding) {
