@@ -14,14 +14,8 @@ import (
 )
 
 func (a *app) aclCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "acl",
-		Short: "Manage ACLs (Kafka's authorisation; the nodes enforce them with authorization_enabled)",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  groupRunE,
-	}
-	cmd.AddCommand(a.aclAddCommand(), a.aclListCommand(), a.aclRemoveCommand())
-	return cmd
+	return commandGroup("acl", "Manage ACLs (Kafka's authorisation; the nodes enforce them with authorization_enabled)",
+		a.aclAddCommand(), a.aclListCommand(), a.aclRemoveCommand())
 }
 
 // aclFlags are kafka-acls' flags.

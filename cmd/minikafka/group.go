@@ -18,14 +18,8 @@ import (
 )
 
 func (a *app) groupCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "group",
-		Short: "List, describe, delete consumer groups and reset their offsets",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  groupRunE,
-	}
-	cmd.AddCommand(a.groupListCommand(), a.groupDescribeCommand(), a.groupDeleteCommand(), a.groupResetCommand())
-	return cmd
+	return commandGroup("group", "List, describe, delete consumer groups and reset their offsets",
+		a.groupListCommand(), a.groupDescribeCommand(), a.groupDeleteCommand(), a.groupResetCommand())
 }
 
 // groupName validates the one argument of a command on a group.

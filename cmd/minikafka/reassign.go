@@ -18,14 +18,8 @@ import (
 const pollEvery = 250 * time.Millisecond
 
 func (a *app) partitionCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "partition",
-		Short: "Move partitions between brokers",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  groupRunE,
-	}
-	cmd.AddCommand(a.partitionReassignCommand(), a.partitionReassignmentsCommand())
-	return cmd
+	return commandGroup("partition", "Move partitions between brokers",
+		a.partitionReassignCommand(), a.partitionReassignmentsCommand())
 }
 
 func (a *app) partitionReassignCommand() *cobra.Command {
@@ -88,14 +82,8 @@ func (a *app) partitionReassignmentsCommand() *cobra.Command {
 }
 
 func (a *app) nodeCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "node",
-		Short: "Operate on one broker",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  groupRunE,
-	}
-	cmd.AddCommand(a.nodeDecommissionCommand())
-	return cmd
+	return commandGroup("node", "Operate on one broker",
+		a.nodeDecommissionCommand())
 }
 
 func (a *app) nodeDecommissionCommand() *cobra.Command {

@@ -65,6 +65,13 @@ Errors are one line on stderr. Exit status: 0 ok, 1 failure, 2 bad usage,
 	return root
 }
 
+// commandGroup is a command that only groups subs (groupRunE).
+func commandGroup(use, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.ArbitraryArgs, RunE: groupRunE}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
 // groupRunE runs a command that only groups others: alone it prints help;
 // with an argument it names a subcommand that does not exist.
 func groupRunE(cmd *cobra.Command, args []string) error {

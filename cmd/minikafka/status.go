@@ -21,12 +21,10 @@ import (
 const waitProbeEvery = 200 * time.Millisecond
 
 func (a *app) clusterCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "cluster",
-		Short: "Show the cluster",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  groupRunE,
-	}
+	return commandGroup("cluster", "Show the cluster", a.clusterStatusCommand())
+}
+
+func (a *app) clusterStatusCommand() *cobra.Command {
 	var wait time.Duration
 	status := &cobra.Command{
 		Use:   "status",
@@ -55,8 +53,7 @@ DURATION.`,
 		},
 	}
 	status.Flags().DurationVar(&wait, "wait", 0, "first wait up to this long until every --brokers address answers, with a controller and partition leaders known")
-	cmd.AddCommand(status)
-	return cmd
+	return status
 }
 
 func (a *app) status(parent context.Context) error {

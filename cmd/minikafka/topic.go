@@ -16,15 +16,8 @@ import (
 )
 
 func (a *app) topicCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "topic",
-		Short: "Create, list and describe topics",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  groupRunE,
-	}
-	cmd.AddCommand(a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicDeleteCommand(), a.topicDeleteRecordsCommand(),
-		a.topicListCommand(), a.topicDescribeCommand(), a.topicAlterConfigCommand())
-	return cmd
+	return commandGroup("topic", "Create, list and describe topics",
+		a.topicCreateCommand(), a.topicAddPartitionsCommand(), a.topicDeleteCommand(), a.topicDeleteRecordsCommand(), a.topicListCommand(), a.topicDescribeCommand(), a.topicAlterConfigCommand())
 }
 
 func (a *app) topicCreateCommand() *cobra.Command {

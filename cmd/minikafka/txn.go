@@ -13,14 +13,8 @@ import (
 )
 
 func (a *app) txnCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "txn",
-		Short: "Show transactions",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  groupRunE,
-	}
-	cmd.AddCommand(a.txnListCommand())
-	return cmd
+	return commandGroup("txn", "Show transactions",
+		a.txnListCommand())
 }
 
 func (a *app) txnListCommand() *cobra.Command {

@@ -13,14 +13,8 @@ import (
 )
 
 func (a *app) userCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "user",
-		Short: "Manage SCRAM users (for SASL listeners)",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  groupRunE,
-	}
-	cmd.AddCommand(a.userCreateCommand(), a.userDeleteCommand(), a.userListCommand())
-	return cmd
+	return commandGroup("user", "Manage SCRAM users (for SASL listeners)",
+		a.userCreateCommand(), a.userDeleteCommand(), a.userListCommand())
 }
 
 func (a *app) userCreateCommand() *cobra.Command {
