@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/minikafka/minikafka-go/bench/internal/diskprobe"
 	"github.com/minikafka/minikafka-go/bench/internal/load"
 	"github.com/minikafka/minikafka-go/bench/internal/report"
 )
@@ -66,6 +67,25 @@ func (b *bench) warmCluster(ctx context.Context, tg target, size int) {
 	}
 }
 
+// The disk probe syncs 4 KiB every probeEvery beside each measured run; a
+// sync of probeStall or more counts as a disk stall.
+const (
+	probeEvery = 50 * time.Millisecond
+	probeStall = 50 * time.Millisecond
+)
+
+// diskSummary lays the probe's stalls beside the run's empty windows.
+func diskSummary(pr diskprobe.Result, res load.Result) report.DiskProbe {
+	var empty []int
+	for i, sl := range res.Timeline {
+		if sl.Records == 0 && time.Duration(i+1)*load.SlotWidth <= res.Elapsed {
+			empty = append(empty, i)
+		}
+	}
+	return report.DiskProbe{MaxSync: pr.Max, Stalls: len(pr.Stalls),
+		EmptyOnStalled: diskprobe.Overlapping(pr.Stalls, res.Start, load.SlotWidth, empty)}
+}
+
 // measure makes one run and adds it to the report.
 func (b *bench) measure(ctx context.Context, tg target, mode string, size int, rate float64) {
 	defer func() { b.ticks += b.perRun; b.bar.set(b.ticks) }()
@@ -92,11 +112,18 @@ func (b *bench) measure(ctx context.Context, tg target, mode string, size int, r
 		b.rep.Add(info, load.Result{}, err)
 		return
 	}
+	probe, probeErr := diskprobe.Start(b.dataDir, probeEvery, probeStall)
+	if probeErr != nil {
+		b.bar.note("%s: no disk probe: %v", name, probeErr)
+	}
 	res, runErr := load.Run(ctx, t, load.Spec{
 		Value: value, Partitions: tg.parts, Window: info.Window, Rate: rate, Warmup: b.o.warmup, Duration: b.o.duration,
 		Servers: tg.meter,
 		Tick:    func(e time.Duration) { b.bar.set(b.ticks + min(int64(e/(100*time.Millisecond)), b.perRun)) },
 	})
+	if probe != nil {
+		info.Disk = diskSummary(probe.Stop(), res)
+	}
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	runErr = errors.Join(runErr, t.Close(cctx))
 	cancel()
@@ -122,7 +149,8 @@ func (b *bench) noteRun(name string, info report.RunInfo, res load.Result, runEr
 		b.bar.note("%s: leadership changed %d time(s) during the run", name, info.Elections)
 	}
 	if res.EmptySlots > 0 {
-		b.bar.note("%s: %d window(s) of 100 ms without an ack, longest gap %v", name, res.EmptySlots, res.LongestGap.Round(time.Millisecond))
+		b.bar.note("%s: %d window(s) of 100 ms without an ack, longest gap %v; %d during a disk stall (slowest probe sync %v)",
+			name, res.EmptySlots, res.LongestGap.Round(time.Millisecond), info.Disk.EmptyOnStalled, info.Disk.MaxSync.Round(time.Millisecond))
 	}
 	// Half load is half of our fsync client's peak; when only the cached
 	// system of ours runs, half of its.

@@ -91,6 +91,14 @@ type Run struct {
 	// had no acknowledgement; LongestGapMs the longest time without one.
 	EmptyWindows int     `json:"empty_100ms_windows"`
 	LongestGapMs float64 `json:"longest_ack_gap_ms"`
+	// DiskMaxSyncMs is the slowest 4 KiB fdatasync a probe made on the
+	// servers' disk during the measured window (every 50 ms; 0 when not
+	// probed), DiskStalls how many took 50 ms or more, and
+	// EmptyWindowsOnStall how many of the empty windows such a sync
+	// overlapped.
+	DiskMaxSyncMs       float64 `json:"disk_max_sync_ms,omitempty"`
+	DiskStalls          int     `json:"disk_stalls,omitempty"`
+	EmptyWindowsOnStall int     `json:"empty_windows_on_disk_stall,omitempty"`
 	// Timeline is [records acked, slowest ack in ms] per 100ms of the
 	// measured window: stalls show up here.
 	Timeline [][2]float64 `json:"timeline_100ms,omitempty"`
@@ -151,6 +159,14 @@ type RunInfo struct {
 	Offered      float64 // records/s, HalfLoad only
 	Elections    int64   // -1 when unknown
 	Leaders      map[string]int
+	Disk         DiskProbe // what the disk probe saw, if one ran
+}
+
+// DiskProbe is what a disk probe saw during a run (see Run).
+type DiskProbe struct {
+	MaxSync        time.Duration
+	Stalls         int
+	EmptyOnStalled int
 }
 
 // Add appends a run built from a load result; runErr is the error load.Run
@@ -166,6 +182,7 @@ func (r *Report) Add(in RunInfo, res load.Result, runErr error) {
 		P999ms: ms(res.Latency.Quantile(0.999)), MaxMs: ms(res.Latency.Max), MeanMs: ms(res.Latency.Mean()),
 		ServerCPU: res.ServerCPU, ClientCPU: res.ClientCPU, OtherCPU: res.OtherCPU, Errors: res.Errors,
 		Elections: in.Elections, EmptyWindows: res.EmptySlots, LongestGapMs: ms(res.LongestGap),
+		DiskMaxSyncMs: ms(in.Disk.MaxSync), DiskStalls: in.Disk.Stalls, EmptyWindowsOnStall: in.Disk.EmptyOnStalled,
 	}
 	for _, sl := range res.Timeline {
 		run.Timeline = append(run.Timeline, [2]float64{float64(sl.Records), ms(sl.Max)})

@@ -48,7 +48,8 @@ func sample() *Report {
 	many := result(7500, 1024, 5*time.Millisecond)
 	many.EmptySlots, many.LongestGap = 3, 420*time.Millisecond
 	r.Add(RunInfo{System: Ours, Mode: Peak, Size: 1024, Partitions: 12, Window: 4096,
-		Leaders: map[string]int{"1": 4, "2": 5, "3": 3}}, many, nil)
+		Leaders: map[string]int{"1": 4, "2": 5, "3": 3},
+		Disk:    DiskProbe{MaxSync: 380 * time.Millisecond, Stalls: 2, EmptyOnStalled: 3}}, many, nil)
 	r.Compare()
 	return r
 }
@@ -171,7 +172,8 @@ func TestTableShowsRatiosAndVerdicts(t *testing.T) {
 		"STALLS: 1 run(s)",
 		"1 and 12 partition(s)",
 		"longest gap 420 ms",
-		"NOT RUN: ours-cached, 12 partition(s): refused", // a system that could not be set up
+		"disk: slowest probe sync 380 ms, 3 of 3 empty window(s) during a sync of 50 ms or more", // the disk beside it
+		"NOT RUN: ours-cached, 12 partition(s): refused",                                         // a system that could not be set up
 		"PARTITIONS:", "2.50x", // the scaling of ours
 	} {
 		if !strings.Contains(out, want) {

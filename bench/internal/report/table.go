@@ -68,13 +68,22 @@ func (r *Report) writeScaling(w io.Writer) {
 	tw.Flush()
 }
 
+// diskNote says what the disk probe saw during a stalled run.
+func diskNote(run Run) string {
+	if run.DiskMaxSyncMs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("disk: slowest probe sync %.0f ms, %d of %d empty window(s) during a sync of 50 ms or more\t",
+		run.DiskMaxSyncMs, run.EmptyWindowsOnStall, run.EmptyWindows)
+}
+
 // writeStalls lists the runs that had a 100ms window without an ack.
 func (r *Report) writeStalls(w io.Writer) {
 	var lines []string
 	for _, run := range r.Runs {
 		if run.Stalled() {
-			lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%d partition(s)\t%d window(s) of 100 ms without an ack\tlongest gap %.0f ms\t",
-				r.SystemByKey(run.System).Name, run.Mode, SizeLabel(run.RecordBytes), run.Partitions, run.EmptyWindows, run.LongestGapMs))
+			lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%d partition(s)\t%d window(s) of 100 ms without an ack\tlongest gap %.0f ms\t%s",
+				r.SystemByKey(run.System).Name, run.Mode, SizeLabel(run.RecordBytes), run.Partitions, run.EmptyWindows, run.LongestGapMs, diskNote(run)))
 		}
 	}
 	if len(lines) == 0 {
