@@ -104,6 +104,7 @@ func (a adminSource) State() metrics.State {
 	s.Conns = metrics.Conns{Open: c.Open, Accepted: c.Accepted, Refused: c.Refused}
 	s.LeaderChanges = n.host.Stats().LeaderChanges
 	s.WALFsync = n.host.WALFsyncLatency()
+	s.LogStalls = n.host.LogStoreStalls()
 	return s
 }
 

@@ -33,6 +33,8 @@ var (
 	descConns           = desc("kafka_connections", "Kafka client connections open.")
 	descConnsAccepted   = desc("kafka_connections_accepted_total", "Kafka client connections accepted.")
 	descConnsRefused    = desc("kafka_connections_refused_total", "Kafka client connections closed at once for passing max_connections or max_connections_per_ip.")
+	descLogStalls       = desc("raft_log_write_stalls_total", "Write stalls of the node-wide Raft log store (pebble): while one lasts no partition on the node commits.")
+	descLogStallTime    = desc("raft_log_write_stall_seconds_total", "Time the node-wide Raft log store's ended write stalls lasted.")
 	descWALFsync        = desc("raft_wal_fsync_duration_seconds", "Duration of each fsync of the node-wide Raft log store's write-ahead log (pebble log store).")
 	descReady           = desc("ready", "1 if /readyz answers 200, else 0.")
 )
@@ -47,7 +49,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProducedRecords, descProducedBytes, descFetchedRecords, descFetchedBytes,
 		descLogSize, descLogStart, descLogEnd, descLeader, descURP, descReplicaLag, descURPCount, descLeaderCount,
 		descLeaderChanges, descGroupCommitted, descGroupLag, descConns, descConnsAccepted, descConnsRefused,
-		descWALFsync, descReady} {
+		descLogStalls, descLogStallTime, descWALFsync, descReady} {
 		ch <- d
 	}
 }
@@ -103,6 +105,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descConns, float64(s.Conns.Open))
 	counter(descConnsAccepted, float64(s.Conns.Accepted))
 	counter(descConnsRefused, float64(s.Conns.Refused))
+	counter(descLogStalls, float64(s.LogStalls.Count))
+	counter(descLogStallTime, s.LogStalls.Time.Seconds())
 	if h := walFsync(s.WALFsync); h != nil {
 		ch <- h
 	}

@@ -113,6 +113,9 @@ type State struct {
 	// WALFsync is the Raft log store's fsync histogram in nanoseconds, or
 	// nil (multiraft.Host.WALFsyncLatency).
 	WALFsync prometheus.Histogram
+	// LogStalls is what the Raft log store's write stalls cost so far
+	// (multiraft.Host.LogStoreStalls).
+	LogStalls multiraft.WriteStalls
 }
 
 // Move is a partition reassignment in progress.

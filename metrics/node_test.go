@@ -234,6 +234,11 @@ func TestMetricsCountProduceAndConsume(t *testing.T) {
 	if got := sum(scrapes, `minikafka_log_fsync_duration_seconds_count`) + sum(scrapes, `minikafka_raft_wal_fsync_duration_seconds_count`); got == 0 {
 		t.Error("no fsync observed")
 	}
+	for _, name := range []string{"minikafka_raft_log_write_stalls_total ", "minikafka_raft_log_write_stall_seconds_total "} {
+		if !strings.Contains(scrapes[0].text, "\n"+name) {
+			t.Errorf("%s missing from /metrics", name)
+		}
+	}
 	checkPromtool(t, scrapes[0].text)
 }
 

@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -679,5 +680,60 @@ func TestPebbleSuffixDeletionIsDurable(t *testing.T) {
 	last, _ := v.LastIndex()
 	if last != 7 || first != 4 {
 		t.Fatalf("after a crash: entries %d..%d, want 4..7 (the suffix sync covers the head deletion before it)", first, last)
+	}
+}
+
+// Large entries go to blob files, read back whole, and the blob files go
+// once every group deleted its entries, so compactions need not rewrite
+// them (raftLogValueSeparation).
+func TestPebbleSeparatesLargeEntries(t *testing.T) {
+	pl, err := openPebbleLog(t.TempDir(), vfs.Default, logging.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.release()
+	var views []*pebbleView
+	for g := range 4 {
+		v, err := pl.open(fmt.Sprintf("g%d", g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		views = append(views, v)
+	}
+	value := func(g int, i uint64) []byte { return bytes.Repeat(fmt.Appendf(nil, "%d/%d;", g, i), 1000) }
+	const n = 50
+	for i := uint64(1); i <= n; i++ {
+		for g, v := range views {
+			if err := v.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: value(g, i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := pl.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if m := pl.db.Metrics(); m.BlobFiles.LiveCount == 0 {
+		t.Fatal("no blob file after flushing entries of several KiB")
+	}
+	for g, v := range views {
+		for i := uint64(1); i <= n; i++ {
+			var l raft.Log
+			if err := v.GetLog(i, &l); err != nil || !bytes.Equal(l.Data, value(g, i)) {
+				t.Fatalf("group %d entry %d: %v (%d bytes)", g, i, err, len(l.Data))
+			}
+		}
+		if err := v.DeleteRange(1, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pl.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	if m := pl.db.Metrics(); m.BlobFiles.LiveCount != 0 || m.BlobFiles.LiveSize != 0 {
+		t.Fatalf("blob files left after every entry was deleted: %d files, %d bytes", m.BlobFiles.LiveCount, m.BlobFiles.LiveSize)
 	}
 }

@@ -45,6 +45,17 @@ func (h *Host) WALFsyncLatency() prometheus.Histogram {
 	return h.walFsync
 }
 
+// LogStoreStalls is what the node-wide Pebble log store's write stalls
+// cost so far (zero before a pebble group opened it).
+func (h *Host) LogStoreStalls() WriteStalls {
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	if h.plog == nil {
+		return WriteStalls{}
+	}
+	return h.plog.watch.stalls()
+}
+
 // openPebbleStore opens group name's view of the node-wide log store; dir
 // is the group's dir, whose marker ties it to the DB and the group.
 func (h *Host) openPebbleStore(name, dir string) (logStore, error) {
