@@ -149,7 +149,9 @@ func (p *peer) dial(deadline time.Time) (*yamux.Session, uint64, error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	if p.h.clientTLS != nil {
 		tc := tls.Client(c, p.h.clientTLS)
-		err = tc.Handshake()
+		if err = tc.Handshake(); err == nil {
+			err = p.h.checkDialled(tc, p.addr)
+		}
 		c = tc
 	}
 	var inc uint64

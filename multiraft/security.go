@@ -17,6 +17,11 @@ import (
 // than the certificate of the session it came over; the stream closes.
 var ErrWrongSender = errors.New("multiraft: the RPC's sender is not the node of the session's certificate")
 
+// ErrWrongPeer is a dial answered by a node certificate whose node is
+// known at another address: the peer there is not who the address book
+// says it is.
+var ErrWrongPeer = errors.New("multiraft: the dialled address answered with another node's certificate")
+
 // TLS configures mutual TLS on the Raft port (Config.TLS). Every
 // connection, dialed or accepted, runs a TLS 1.3 handshake before any byte
 // of this package's protocol: the peer must present a certificate that
@@ -119,6 +124,23 @@ func (h *Host) checkSender(node int32, hdr raft.RPCHeader) error {
 	if h.resolve != nil {
 		if addr, ok := h.resolve(node); ok && addr != string(hdr.Addr) {
 			return fmt.Errorf("%w: address %q from node %d at %s", ErrWrongSender, hdr.Addr, node, addr)
+		}
+	}
+	return nil
+}
+
+// checkDialled checks the node certificate that answered a dial of addr:
+// when Config.Resolve knows that node, it must know it at addr. Without
+// this, any node's certificate would do for every address, and whoever
+// held one could stand in for the other nodes.
+func (h *Host) checkDialled(tc *tls.Conn, addr string) error {
+	node, err := nodecert.NodeID(tc.ConnectionState().PeerCertificates[0])
+	if err != nil {
+		return err
+	}
+	if h.resolve != nil {
+		if known, ok := h.resolve(node); ok && known != addr {
+			return fmt.Errorf("%w: node %d answered at %s but is at %s", ErrWrongPeer, node, addr, known)
 		}
 	}
 	return nil

@@ -363,3 +363,37 @@ func exchange(sess *yamux.Session, req []byte) error {
 	_, err = frame.Read(st, 1, 1<<20)
 	return err
 }
+
+// A dial is refused when a node certificate answers at an address that
+// the address book gives to another node: node 3's certificate cannot
+// stand in for node 2 at node 2's address.
+func TestTLSDialChecksTheAnsweringNode(t *testing.T) {
+	dir := certDir(t)
+	n := newTestNet(t, nil)
+	n.tls = func(id int32) *TLS { return loadTLS(t, dir, id) }
+	h1 := n.start(1)
+	n.start(3)
+	rogue, err := Listen(Config{NodeID: 3, BindAddr: "127.0.0.1:0", TLS: loadTLS(t, dir, 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rogue.Close()
+	n.mu.Lock()
+	n.addrs[2] = rogue.Addr() // the address book sends node 2's traffic there
+	n.mu.Unlock()
+
+	p, err := h1.peer(rogue.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.session(time.Now().Add(5 * time.Second)); !errors.Is(err, ErrWrongPeer) {
+		t.Fatalf("dial of node 2's address answered by node 3's certificate: %v, want ErrWrongPeer", err)
+	}
+	p3, err := h1.peer(n.host(3).Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p3.session(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatalf("dial of node 3 at its own address: %v", err)
+	}
+}
