@@ -103,7 +103,8 @@ func (s Set) of(rt ResourceType, pat PatternType, name string) []Binding {
 // applying calls fn with each binding whose pattern covers the named
 // resource of type rt, until fn returns false: the LITERAL ones of the
 // name and of "*" by binary search, the PREFIXED ones by a scan of that
-// type's prefixed range.
+// type's prefixed range or, when it holds more bindings than the name has
+// prefixes, by a binary search for each prefix.
 func (s Set) applying(rt ResourceType, name string, fn func(Binding) bool) {
 	for _, b := range s.of(rt, PatternLiteral, name) {
 		if !fn(b) {
@@ -119,9 +120,22 @@ func (s Set) applying(rt ResourceType, name string, fn func(Binding) bool) {
 	}
 	bs := s.ofType(rt)
 	lo := sort.Search(len(bs), func(i int) bool { return bs[i].Pattern >= PatternPrefixed })
-	for _, b := range bs[lo:] {
-		if b.Pattern == PatternPrefixed && strings.HasPrefix(name, b.Name) && !fn(b) {
-			return
+	hi := sort.Search(len(bs), func(i int) bool { return bs[i].Pattern > PatternPrefixed })
+	if prefixed := bs[lo:hi]; len(prefixed) <= len(name) {
+		for _, b := range prefixed {
+			if strings.HasPrefix(name, b.Name) && !fn(b) {
+				return
+			}
+		}
+		return
+	}
+	// More prefixed bindings than the name has prefixes: look each
+	// prefix up by binary search instead of scanning them all.
+	for k := 1; k <= len(name); k++ {
+		for _, b := range s.of(rt, PatternPrefixed, name[:k]) {
+			if !fn(b) {
+				return
+			}
 		}
 	}
 }
