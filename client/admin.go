@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -143,31 +142,14 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string, partitions int32,
 // controllerRequest sends a request about one topic to the controller,
 // retrying as retry does, and returns the topic's error. result gives the
 // number of topics answered and the first one's error code and message.
-// A NOT_CONTROLLER answer makes the next try ask metadata for the
-// controller again.
+// A failed try asks metadata for the controller again (askController).
 func (a *Admin) controllerRequest(ctx context.Context, req kmsg.Request, result func(kmsg.Response) (int, int16, *string)) error {
-	return a.retry(ctx, func() error {
-		node, err := a.cl.controllerID(ctx)
-		if err != nil {
-			return err
-		}
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
-		defer cancel()
-		resp, err := a.cl.request(rctx, node, req, 0)
-		if err != nil {
-			return err
-		}
+	return a.askController(ctx, req, func(resp kmsg.Response) error {
 		n, code, msg := result(resp)
 		if n != 1 {
 			return fmt.Errorf("client: %s answered %d topics", kmsg.Key(req.Key()).Name(), n)
 		}
-		err = kafkaErr(code, msg)
-		if errors.Is(err, ErrNotController) {
-			a.cl.mu.Lock()
-			a.cl.controller = -1 // ask metadata again
-			a.cl.mu.Unlock()
-		}
-		return err
+		return kafkaErr(code, msg)
 	})
 }
 
