@@ -433,13 +433,10 @@ func (t *transport) writesTerm(req *raft.AppendEntriesRequest) bool {
 	return v != nil && (req.Term > (*v).CurrentTerm() || (*v).State() != raft.Follower)
 }
 
-// inBackground runs f (a heartbeat handler) on a goroutine that Close
-// waits for, and clears busy when it returns; false if the transport is
-// closed.
-// track counts a heartbeat handled on the caller's goroutine in bg, so
-// that Close waits for it: the group closes its log store after its
-// transport, and raft must not write its term to a closed store. It
-// reports false, counting nothing, once the transport is closed.
+// track counts a heartbeat being handled in bg, so that Close waits for
+// it: the group closes its log store after its transport, and raft must
+// not write its term to a closed store. It reports false, counting
+// nothing, once the transport is closed.
 func (t *transport) track() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -450,13 +447,13 @@ func (t *transport) track() bool {
 	return true
 }
 
+// inBackground runs f (a heartbeat handler) on a goroutine that Close
+// waits for, and clears busy when it returns; false if the transport is
+// closed.
 func (t *transport) inBackground(f func()) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.isClosed() {
+	if !t.track() {
 		return false
 	}
-	t.bg.Add(1)
 	go func() {
 		defer t.bg.Done()
 		defer t.busy.Store(false)

@@ -44,8 +44,18 @@ func (c *Cluster) ReplicaSets(ctx context.Context, topic string) (map[int32][]in
 	if err != nil {
 		return nil, err
 	}
-	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
+	out, ok := replicaSets(md)
+	if !ok {
 		return nil, fmt.Errorf("e2e: node %d: topic %q not described", running[0], topic)
+	}
+	return out, nil
+}
+
+// replicaSets reads the replicas of each partition of a Metadata answer's
+// one topic; false if it does not describe exactly one topic.
+func replicaSets(md *kmsg.MetadataResponse) (map[int32][]int, bool) {
+	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
+		return nil, false
 	}
 	out := map[int32][]int{}
 	for _, p := range md.Topics[0].Partitions {
@@ -53,7 +63,7 @@ func (c *Cluster) ReplicaSets(ctx context.Context, topic string) (map[int32][]in
 			out[p.Partition] = append(out[p.Partition], int(r))
 		}
 	}
-	return out, nil
+	return out, true
 }
 
 // agreedReplicaSets returns the replicas of topic's partitions if every
@@ -62,14 +72,12 @@ func (c *Cluster) agreedReplicaSets(ctx context.Context, topic string) map[int32
 	var agreed map[int32][]int
 	for _, id := range c.Running() {
 		md, err := c.Metadata(ctx, id, topic)
-		if err != nil || len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
+		if err != nil {
 			return nil
 		}
-		sets := map[int32][]int{}
-		for _, p := range md.Topics[0].Partitions {
-			for _, r := range p.Replicas {
-				sets[p.Partition] = append(sets[p.Partition], int(r))
-			}
+		sets, ok := replicaSets(md)
+		if !ok {
+			return nil
 		}
 		if agreed != nil && !maps.EqualFunc(agreed, sets, slices.Equal[[]int]) {
 			return nil
