@@ -176,9 +176,9 @@ func (s *replicaSet) followMoves(state *metadata.Snapshot) {
 // partitionOf returns the metadata of a replica's partition, if its topic
 // is the replica's (same id).
 func (s *replicaSet) partitionOf(state *metadata.Snapshot, lr *localReplica) (metadata.Partition, bool) {
-	t, ok := state.Topic(lr.info.Topic)
-	if !ok || lr.id.IsZero() || t.ID != lr.id || int(lr.info.Partition) >= len(t.Partitions) {
+	id, ok := state.TopicID(lr.info.Topic)
+	if !ok || lr.id.IsZero() || id != lr.id {
 		return metadata.Partition{}, false
 	}
-	return t.Partitions[lr.info.Partition], true
+	return state.Partition(lr.info.Topic, lr.info.Partition)
 }

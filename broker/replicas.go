@@ -266,10 +266,11 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 		if _, ok := s.get(p.Topic, p.Partition); ok {
 			continue
 		}
-		t, _ := state.Topic(p.Topic)
+		id, _ := state.TopicID(p.Topic)
+		part, _ := state.Partition(p.Topic, p.Partition)
 		move, moving := state.Reassignment(p.Topic, p.Partition)
-		todo = append(todo, replicaInfo{Topic: t.Name, TopicID: t.ID.String(), Partition: p.Partition,
-			Replicas: slices.Clone(t.Partitions[p.Partition].Replicas),
+		todo = append(todo, replicaInfo{Topic: p.Topic, TopicID: id.String(), Partition: p.Partition,
+			Replicas: part.Replicas,
 			Join:     moving && slices.Contains(move.Adding(), s.n.cfg.NodeID)})
 	}
 	opened := make([]*multiraft.Group, len(todo))

@@ -12,8 +12,7 @@ import (
 // local metadata view, so it is cheap and may be polled; an unknown topic
 // gets the defaults.
 func (n *Node) TopicConfig(topic string) topicconfig.Config {
-	t, _ := n.meta.fsm.State().Topic(topic)
-	return topicconfig.Resolve(t.Configs, n.clusterConfigs(), n.static)
+	return topicconfig.Resolve(n.meta.fsm.State().TopicConfigs(topic), n.clusterConfigs(), n.static)
 }
 
 // ProducerIDExpiration is producer.id.expiration.ms: how long a producer

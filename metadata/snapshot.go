@@ -92,6 +92,27 @@ func (s *Snapshot) Topic(name string) (Topic, bool) {
 	return t.clone(), true
 }
 
+// TopicID returns a topic's id without copying the topic: for callers
+// that look up one partition at a time, where a copy of a topic of
+// thousands of partitions per call would dominate their cost.
+func (s *Snapshot) TopicID(name string) (TopicID, bool) {
+	t, ok := s.topics[name]
+	if !ok {
+		return TopicID{}, false
+	}
+	return t.ID, true
+}
+
+// TopicConfigs returns a copy of a topic's configs (nil if it has none or
+// does not exist), without copying its partitions.
+func (s *Snapshot) TopicConfigs(name string) map[string]string {
+	t, ok := s.topics[name]
+	if !ok || len(t.Configs) == 0 {
+		return nil
+	}
+	return maps.Clone(t.Configs)
+}
+
 // TopicByID returns a copy of the topic with that id.
 func (s *Snapshot) TopicByID(id TopicID) (Topic, bool) {
 	name, ok := s.topicIDs[id]

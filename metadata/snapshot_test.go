@@ -274,3 +274,33 @@ func TestParseTopicID(t *testing.T) {
 		}
 	}
 }
+
+func TestTopicIDAndConfigsWithoutCopyingTheTopic(t *testing.T) {
+	s := must(t, cluster3(t),
+		CreateTopic{Name: "plain", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}},
+		CreateTopic{Name: "tuned", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{2}},
+			Configs: map[string]string{"retention.ms": "1000"}})
+	for _, name := range []string{"plain", "tuned"} {
+		topic, _ := s.Topic(name)
+		if id, ok := s.TopicID(name); !ok || id != topic.ID || id.IsZero() {
+			t.Errorf("TopicID(%q) = %v, %v; want %v, true", name, id, ok, topic.ID)
+		}
+	}
+	if id, ok := s.TopicID("missing"); ok || !id.IsZero() {
+		t.Errorf("TopicID(missing) = %v, %v; want zero, false", id, ok)
+	}
+	if c := s.TopicConfigs("plain"); c != nil {
+		t.Errorf("TopicConfigs(plain) = %v; want nil", c)
+	}
+	if c := s.TopicConfigs("missing"); c != nil {
+		t.Errorf("TopicConfigs(missing) = %v; want nil", c)
+	}
+	c := s.TopicConfigs("tuned")
+	if c["retention.ms"] != "1000" || len(c) != 1 {
+		t.Fatalf("TopicConfigs(tuned) = %v", c)
+	}
+	c["retention.ms"] = "1" // the copy is the caller's
+	if again := s.TopicConfigs("tuned"); again["retention.ms"] != "1000" {
+		t.Errorf("TopicConfigs shares its map with the state: %v", again)
+	}
+}
