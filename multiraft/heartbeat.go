@@ -92,6 +92,11 @@ type hbSender struct {
 	queue   []*hbCall  // waiting for the next frame, in arrival order
 	first   time.Time  // when queue became non-empty
 	stopped bool       // the loop has ended: refuse new calls
+
+	// entries and buf are exchange's, reused from frame to frame (only the
+	// loop sends): a frame is sent every window to every peer.
+	entries []hbEntry
+	buf     []byte
 }
 
 // heartbeats returns the peer's sender, starting it on first use.
@@ -227,17 +232,19 @@ func (s *hbSender) exchange(calls []*hbCall, deadline time.Time) ([]hbResult, er
 	if err != nil {
 		return nil, p.fail("heartbeat", err)
 	}
-	entries := make([]hbEntry, len(calls))
-	for i, c := range calls {
-		entries[i] = c.entry
+	entries := s.entries[:0]
+	for _, c := range calls {
+		entries = append(entries, c.entry)
 	}
-	var buf []byte
+	buf := s.buf[:0]
 	if fresh {
 		buf = appendOpen(buf, streamCalls, "")
 	}
 	buf = appendHeartbeats(buf, entries)
+	clear(entries) // keep no request of a finished call alive
+	s.entries, s.buf = entries[:0], buf[:0]
 	_ = st.SetDeadline(deadline)
-	_, err = st.Write(buf)
+	_, err = st.Write(buf) // yamux is done with buf when Write returns, also on a timeout (it copies)
 	var body []byte
 	if err == nil {
 		body, err = frame.Read(st, 1, uint32(p.h.tun.MaxFrame))
