@@ -203,6 +203,10 @@ type Tuning struct {
 	// TopicLeaders is how long CreateTopics waits for the new partitions'
 	// leaders before it answers.
 	TopicLeaders time.Duration
+	// CoordinatorLoadWait is how long a group or transaction request waits
+	// for its coordinator to finish loading on a new leader before it is
+	// answered COORDINATOR_LOAD_IN_PROGRESS (0: not at all).
+	CoordinatorLoadWait time.Duration
 	// ReconcileRetry is how often replicas that failed to open are tried
 	// again.
 	ReconcileRetry time.Duration
@@ -257,6 +261,7 @@ func (t *Tuning) validate() error {
 		{Name: "leader_report_retry", V: &t.LeaderReportRetry, Def: time.Second, Min: time.Millisecond},
 		{Name: "topic_leaders", V: &t.TopicLeaders, Def: 5 * time.Second},
 		{Name: "reconcile_retry", V: &t.ReconcileRetry, Def: 5 * time.Second, Min: time.Millisecond},
+		{Name: "coordinator_load_wait", V: &t.CoordinatorLoadWait, Def: 2 * time.Second},
 		{Name: "reassign_interval", V: &t.ReassignInterval, Def: 200 * time.Millisecond, Min: time.Millisecond},
 		{Name: "reassign_step", V: &t.ReassignStep, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "produce_enqueue", V: &t.ProduceEnqueue, Def: 10 * time.Second, Min: time.Millisecond},

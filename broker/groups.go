@@ -54,12 +54,12 @@ func (b *backend) CoordinatorNode(ctx context.Context, group string) (int32, err
 // if another node leads the group's partition (or __consumer_offsets does
 // not exist yet: clients find the coordinator first, which creates it),
 // COORDINATOR_LOAD_IN_PROGRESS while this node takes over.
-func (b *backend) GroupCoordinator(_ context.Context, group string) (kafkaapi.GroupCoordinator, error) {
+func (b *backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.GroupCoordinator, error) {
 	t, ok := b.n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ConsumerOffsetsTopic)
 	}
-	c, err := b.n.coords.get(metadata.GroupPartition(group, int32(len(t.Partitions))))
+	c, err := b.n.coords.get(ctx, metadata.GroupPartition(group, int32(len(t.Partitions))), b.n.cfg.Tuning.CoordinatorLoadWait)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,18 @@ type ledSlot[C any] struct {
 	term    uint64
 	coord   C
 	running bool // coord is set: false while loading
+	// loaded is closed when the slot stops loading: its coordinator runs,
+	// or the slot was dropped while loading. Requests wait on it (get).
+	loaded chan struct{}
+}
+
+// settle marks the slot no longer loading; the caller holds mu.
+func (s *ledSlot[C]) settle() {
+	select {
+	case <-s.loaded:
+	default:
+		close(s.loaded)
+	}
 }
 
 func newLedCoords[C interface{ Close() }](n *Node, topic, what string, start func(*localReplica, uint64) (C, error)) ledCoords[C] {
@@ -47,8 +59,11 @@ func (lc *ledCoords[C]) leadership(lr *localReplica, leader bool, term uint64) {
 	lc.mu.Lock()
 	old := lc.slots[p]
 	delete(lc.slots, p)
+	if old != nil {
+		old.settle()
+	}
 	if leader && !lc.closed {
-		lc.slots[p] = &ledSlot[C]{term: term}
+		lc.slots[p] = &ledSlot[C]{term: term, loaded: make(chan struct{})}
 	}
 	lc.mu.Unlock()
 	if old != nil && old.running {
@@ -98,16 +113,25 @@ func (lc *ledCoords[C]) load(lr *localReplica, term uint64) {
 		n.logger.Error(lc.what+" not started", "partition", lr.info.Partition, "err", err)
 		return
 	}
-	lc.mu.Lock()
-	slot := lc.slots[lr.info.Partition]
-	if lc.closed || slot == nil || slot.term != term {
-		lc.mu.Unlock()
+	if !lc.install(lr.info.Partition, term, c) {
 		c.Close() // the leadership ended while loading
 		return
 	}
-	slot.coord, slot.running = c, true
-	lc.mu.Unlock()
 	n.logger.Debug(lc.what+" started", "partition", lr.info.Partition, "epoch", term)
+}
+
+// install makes c the running coordinator of p's slot of term; false if
+// that slot is gone.
+func (lc *ledCoords[C]) install(p int32, term uint64, c C) bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	slot := lc.slots[p]
+	if lc.closed || slot == nil || slot.term != term {
+		return false
+	}
+	slot.coord, slot.running = c, true
+	slot.settle()
+	return true
 }
 
 // current reports whether p is still led in term.
@@ -118,19 +142,41 @@ func (lc *ledCoords[C]) current(p int32, term uint64) bool {
 	return s != nil && s.term == term
 }
 
-// get returns the coordinator of partition p, or the error to answer.
-func (lc *ledCoords[C]) get(p int32) (C, error) {
+// get returns the coordinator of partition p, or the error to answer. A
+// coordinator that is loading is waited for, up to wait or ctx's end, and
+// only then answered COORDINATOR_LOAD_IN_PROGRESS: a new leader's load is
+// usually one Raft round, and some clients do not retry that error on
+// their first join (kafkajs's consumer crashes and restarts).
+func (lc *ledCoords[C]) get(ctx context.Context, p int32, wait time.Duration) (C, error) {
+	c, loading, err := lc.lookup(p)
+	if loading == nil || wait <= 0 {
+		return c, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-loading:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	c, _, err = lc.lookup(p)
+	return c, err
+}
+
+// lookup returns p's running coordinator, or the error to answer and,
+// while p's coordinator is loading, the channel closed when it stops.
+func (lc *ledCoords[C]) lookup(p int32) (C, <-chan struct{}, error) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	var none C
 	s := lc.slots[p]
 	switch {
 	case s == nil:
-		return none, fmt.Errorf("%w: node %d does not lead %s-%d", kerr.NotCoordinator, lc.n.cfg.NodeID, lc.topic, p)
+		return none, nil, fmt.Errorf("%w: node %d does not lead %s-%d", kerr.NotCoordinator, lc.n.cfg.NodeID, lc.topic, p)
 	case !s.running:
-		return none, fmt.Errorf("%w: %s-%d is loading", kerr.CoordinatorLoadInProgress, lc.topic, p)
+		return none, s.loaded, fmt.Errorf("%w: %s-%d is loading", kerr.CoordinatorLoadInProgress, lc.topic, p)
 	}
-	return s.coord, nil
+	return s.coord, nil, nil
 }
 
 // running returns every running coordinator, and
@@ -156,6 +202,9 @@ func (lc *ledCoords[C]) closeAll() {
 	lc.closed = true
 	slots := lc.slots
 	lc.slots = make(map[int32]*ledSlot[C])
+	for _, s := range slots {
+		s.settle()
+	}
 	lc.mu.Unlock()
 	for _, s := range slots {
 		if s.running {

@@ -74,12 +74,12 @@ func (b *backend) TxnCoordinatorNode(ctx context.Context, id string) (int32, err
 }
 
 // TxnCoordinator returns this node's coordinator of a transactional id.
-func (b *backend) TxnCoordinator(_ context.Context, id string) (kafkaapi.TxnCoordinator, error) {
+func (b *backend) TxnCoordinator(ctx context.Context, id string) (kafkaapi.TxnCoordinator, error) {
 	t, ok := b.n.meta.fsm.State().Topic(metadata.TransactionStateTopic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
 	}
-	c, err := b.n.txns.get(metadata.TxnPartition(id, int32(len(t.Partitions))))
+	c, err := b.n.txns.get(ctx, metadata.TxnPartition(id, int32(len(t.Partitions))), b.n.cfg.Tuning.CoordinatorLoadWait)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 	if !ok {
 		return kafkaapi.ProducerIdentity{}, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
 	}
-	c, err := b.n.txns.get(metadata.TxnPartition(id, int32(len(t.Partitions))))
+	c, err := b.n.txns.get(ctx, metadata.TxnPartition(id, int32(len(t.Partitions))), b.n.cfg.Tuning.CoordinatorLoadWait)
 	if err != nil {
 		return kafkaapi.ProducerIdentity{}, err
 	}

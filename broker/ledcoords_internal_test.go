@@ -1,0 +1,100 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+type fakeCoord struct{ id int }
+
+func (*fakeCoord) Close() {}
+
+// loadingSlot returns coordinators of a topic whose partition 0 this node
+// leads in term 1 and is still loading.
+func loadingSlot() *ledCoords[*fakeCoord] {
+	n := &Node{cfg: DefaultConfig()}
+	lc := newLedCoords[*fakeCoord](n, "__consumer_offsets", "group coordinator", nil)
+	lc.slots[0] = &ledSlot[*fakeCoord]{term: 1, loaded: make(chan struct{})}
+	return &lc
+}
+
+// A request that comes while its coordinator loads waits for the load
+// rather than answering COORDINATOR_LOAD_IN_PROGRESS at once, which
+// kafkajs's consumer does not retry on its first join.
+func TestCoordinatorRequestWaitsForTheLoad(t *testing.T) {
+	lc := loadingSlot()
+	want := &fakeCoord{id: 1}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		if !lc.install(0, 1, want) {
+			t.Error("install refused the current slot")
+		}
+	}()
+	c, err := lc.get(context.Background(), 0, 10*time.Second)
+	if err != nil || c != want {
+		t.Fatalf("get = %v, %v; want the loaded coordinator", c, err)
+	}
+}
+
+func TestCoordinatorLoadWaitEnds(t *testing.T) {
+	t.Run("bound", func(t *testing.T) {
+		lc := loadingSlot()
+		if _, err := lc.get(context.Background(), 0, 20*time.Millisecond); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+			t.Fatalf("get after the bound: %v; want COORDINATOR_LOAD_IN_PROGRESS", err)
+		}
+		if _, err := lc.get(context.Background(), 0, 0); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+			t.Fatalf("get with no wait: %v; want COORDINATOR_LOAD_IN_PROGRESS", err)
+		}
+	})
+	t.Run("context", func(t *testing.T) {
+		lc := loadingSlot()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := lc.get(ctx, 0, time.Hour); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+			t.Fatalf("get with an ended context: %v; want COORDINATOR_LOAD_IN_PROGRESS", err)
+		}
+	})
+	t.Run("leadership lost", func(t *testing.T) {
+		lc := loadingSlot()
+		done := make(chan error, 1)
+		go func() {
+			_, err := lc.get(context.Background(), 0, time.Hour)
+			done <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		lc.leadership(&localReplica{info: replicaInfo{Partition: 0}}, false, 1)
+		select {
+		case err := <-done:
+			if !errors.Is(err, kerr.NotCoordinator) {
+				t.Fatalf("get after the slot went: %v; want NOT_COORDINATOR", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("get still waits after the slot was dropped")
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		lc := loadingSlot()
+		done := make(chan error, 1)
+		go func() {
+			_, err := lc.get(context.Background(), 0, time.Hour)
+			done <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		lc.closeAll()
+		select {
+		case err := <-done:
+			if !errors.Is(err, kerr.NotCoordinator) {
+				t.Fatalf("get after closeAll: %v; want NOT_COORDINATOR", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("get still waits after closeAll")
+		}
+		if lc.install(0, 1, &fakeCoord{}) {
+			t.Fatal("install succeeded after closeAll")
+		}
+	})
+}
