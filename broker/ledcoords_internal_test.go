@@ -60,41 +60,34 @@ func TestCoordinatorLoadWaitEnds(t *testing.T) {
 	})
 	t.Run("leadership lost", func(t *testing.T) {
 		lc := loadingSlot()
-		done := make(chan error, 1)
-		go func() {
-			_, err := lc.get(context.Background(), 0, time.Hour)
-			done <- err
-		}()
-		time.Sleep(20 * time.Millisecond)
-		lc.leadership(&localReplica{info: replicaInfo{Partition: 0}}, false, 1)
-		select {
-		case err := <-done:
-			if !errors.Is(err, kerr.NotCoordinator) {
-				t.Fatalf("get after the slot went: %v; want NOT_COORDINATOR", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("get still waits after the slot was dropped")
-		}
+		getEndsNotCoordinator(t, lc, func() { lc.leadership(&localReplica{info: replicaInfo{Partition: 0}}, false, 1) })
 	})
 	t.Run("closed", func(t *testing.T) {
 		lc := loadingSlot()
-		done := make(chan error, 1)
-		go func() {
-			_, err := lc.get(context.Background(), 0, time.Hour)
-			done <- err
-		}()
-		time.Sleep(20 * time.Millisecond)
-		lc.closeAll()
-		select {
-		case err := <-done:
-			if !errors.Is(err, kerr.NotCoordinator) {
-				t.Fatalf("get after closeAll: %v; want NOT_COORDINATOR", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("get still waits after closeAll")
-		}
+		getEndsNotCoordinator(t, lc, lc.closeAll)
 		if lc.install(0, 1, &fakeCoord{}) {
 			t.Fatal("install succeeded after closeAll")
 		}
 	})
+}
+
+// getEndsNotCoordinator checks that a get waiting on lc's loading slot
+// returns NOT_COORDINATOR soon after drop, not at the end of its wait.
+func getEndsNotCoordinator(t *testing.T, lc *ledCoords[*fakeCoord], drop func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := lc.get(context.Background(), 0, time.Hour)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	drop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, kerr.NotCoordinator) {
+			t.Fatalf("get after the slot went: %v; want NOT_COORDINATOR", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("get still waits after the slot went")
+	}
 }
