@@ -23,16 +23,16 @@ import (
 // clients retry, as Kafka does.
 func (b *backend) offsetsPartition(ctx context.Context, group string) (int32, error) {
 	n := b.n
-	t, ok := n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic)
+	parts, ok := n.meta.fsm.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	if !ok {
 		if err := b.createInternalTopic(ctx, metadata.ConsumerOffsetsTopic, n.cfg.OffsetsTopicPartitions, n.cfg.OffsetsTopicReplicationFactor); err != nil {
 			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, err)
 		}
-		if t, ok = n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic); !ok {
+		if parts, ok = n.meta.fsm.State().TopicPartitions(metadata.ConsumerOffsetsTopic); !ok {
 			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic)
 		}
 	}
-	return metadata.GroupPartition(group, int32(len(t.Partitions))), nil
+	return metadata.GroupPartition(group, parts), nil
 }
 
 // CoordinatorNode is the node that coordinates group now: the leader of
@@ -55,11 +55,11 @@ func (b *backend) CoordinatorNode(ctx context.Context, group string) (int32, err
 // not exist yet: clients find the coordinator first, which creates it),
 // COORDINATOR_LOAD_IN_PROGRESS while this node takes over.
 func (b *backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.GroupCoordinator, error) {
-	t, ok := b.n.meta.fsm.State().Topic(metadata.ConsumerOffsetsTopic)
+	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ConsumerOffsetsTopic)
 	}
-	c, err := b.n.coords.get(ctx, metadata.GroupPartition(group, int32(len(t.Partitions))), b.n.cfg.Tuning.CoordinatorLoadWait)
+	c, err := b.n.coords.get(ctx, metadata.GroupPartition(group, parts), b.n.cfg.Tuning.CoordinatorLoadWait)
 	if err != nil {
 		return nil, err
 	}

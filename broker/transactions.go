@@ -25,16 +25,16 @@ var _ kafkaapi.Transactions = (*backend)(nil)
 // COORDINATOR_NOT_AVAILABLE, which clients retry).
 func (b *backend) txnPartition(ctx context.Context, id string) (int32, error) {
 	n := b.n
-	t, ok := n.meta.fsm.State().Topic(metadata.TransactionStateTopic)
+	parts, ok := n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		if err := b.createInternalTopic(ctx, metadata.TransactionStateTopic, n.cfg.TxnTopicPartitions, n.cfg.TxnTopicReplicationFactor); err != nil {
 			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, err)
 		}
-		if t, ok = n.meta.fsm.State().Topic(metadata.TransactionStateTopic); !ok {
+		if parts, ok = n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic); !ok {
 			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
 		}
 	}
-	return metadata.TxnPartition(id, int32(len(t.Partitions))), nil
+	return metadata.TxnPartition(id, parts), nil
 }
 
 // createInternalTopic creates an internal topic with parts partitions and
@@ -75,11 +75,11 @@ func (b *backend) TxnCoordinatorNode(ctx context.Context, id string) (int32, err
 
 // TxnCoordinator returns this node's coordinator of a transactional id.
 func (b *backend) TxnCoordinator(ctx context.Context, id string) (kafkaapi.TxnCoordinator, error) {
-	t, ok := b.n.meta.fsm.State().Topic(metadata.TransactionStateTopic)
+	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
 	}
-	c, err := b.n.txns.get(ctx, metadata.TxnPartition(id, int32(len(t.Partitions))), b.n.cfg.Tuning.CoordinatorLoadWait)
+	c, err := b.n.txns.get(ctx, metadata.TxnPartition(id, parts), b.n.cfg.Tuning.CoordinatorLoadWait)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +98,11 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 		return kafkaapi.ProducerIdentity{ID: r.ProducerID, Epoch: r.Epoch}, nil
 	}
 	id := *req.TransactionalID
-	t, ok := b.n.meta.fsm.State().Topic(metadata.TransactionStateTopic)
+	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return kafkaapi.ProducerIdentity{}, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
 	}
-	c, err := b.n.txns.get(ctx, metadata.TxnPartition(id, int32(len(t.Partitions))), b.n.cfg.Tuning.CoordinatorLoadWait)
+	c, err := b.n.txns.get(ctx, metadata.TxnPartition(id, parts), b.n.cfg.Tuning.CoordinatorLoadWait)
 	if err != nil {
 		return kafkaapi.ProducerIdentity{}, err
 	}

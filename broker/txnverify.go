@@ -88,11 +88,11 @@ func (b *backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnReque
 // __transaction_state: without it no transaction exists yet, and Kafka
 // answers COORDINATOR_NOT_AVAILABLE.
 func (b *backend) txnCoordinatorNodeNow(id string) (int32, error) {
-	t, ok := b.n.meta.fsm.State().Topic(metadata.TransactionStateTopic)
+	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s does not exist", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
 	}
-	p := metadata.TxnPartition(id, int32(len(t.Partitions)))
+	p := metadata.TxnPartition(id, parts)
 	leader, _, ok := b.n.PartitionLeader(metadata.TransactionStateTopic, p)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, p)

@@ -103,6 +103,17 @@ func (s *Snapshot) TopicID(name string) (TopicID, bool) {
 	return t.ID, true
 }
 
+// TopicPartitions returns how many partitions a topic has, without
+// copying it (group and transaction requests map their key to a partition
+// of an internal topic on every request).
+func (s *Snapshot) TopicPartitions(name string) (int32, bool) {
+	t, ok := s.topics[name]
+	if !ok {
+		return 0, false
+	}
+	return int32(len(t.Partitions)), true
+}
+
 // TopicConfigs returns a copy of a topic's configs (nil if it has none or
 // does not exist), without copying its partitions.
 func (s *Snapshot) TopicConfigs(name string) map[string]string {

@@ -275,7 +275,7 @@ func TestParseTopicID(t *testing.T) {
 	}
 }
 
-func TestTopicIDAndConfigsWithoutCopyingTheTopic(t *testing.T) {
+func TestTopicLookupsWithoutCopyingTheTopic(t *testing.T) {
 	s := must(t, cluster3(t),
 		CreateTopic{Name: "plain", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}},
 		CreateTopic{Name: "tuned", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{2}},
@@ -288,6 +288,13 @@ func TestTopicIDAndConfigsWithoutCopyingTheTopic(t *testing.T) {
 	}
 	if id, ok := s.TopicID("missing"); ok || !id.IsZero() {
 		t.Errorf("TopicID(missing) = %v, %v; want zero, false", id, ok)
+	}
+	s3 := must(t, s, CreateTopic{Name: "three", Partitions: 3, ReplicationFactor: 1, Assignment: [][]int32{{1}, {2}, {3}}})
+	if n, ok := s3.TopicPartitions("three"); !ok || n != 3 {
+		t.Errorf("TopicPartitions(three) = %d, %v; want 3, true", n, ok)
+	}
+	if n, ok := s3.TopicPartitions("missing"); ok || n != 0 {
+		t.Errorf("TopicPartitions(missing) = %d, %v; want 0, false", n, ok)
 	}
 	if c := s.TopicConfigs("plain"); c != nil {
 		t.Errorf("TopicConfigs(plain) = %v; want nil", c)
