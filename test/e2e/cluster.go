@@ -170,7 +170,10 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 		c.net = NewNet(opts.size(), opts.Logf)
 		t.Cleanup(c.net.Close) // after c.cleanup (cleanups run last first)
 	}
-	base := t.TempDir()
+	base, err := clusterDir(t)
+	if err != nil {
+		return nil, err
+	}
 	for id := 1; id <= opts.size(); id++ {
 		ip := "127.0.0.1"
 		if opts.Partitionable {
@@ -387,4 +390,22 @@ func (c *Cluster) LogTail(id, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// clusterDir is where a cluster's data directories and node logs go: a
+// test's temporary directory, removed when it ends, or, when
+// MINIKAFKA_E2E_KEEP_DIR names a directory, a new directory in it that is
+// kept, so that a run that passed with an outlier can still be read.
+func clusterDir(t testing.TB) (string, error) {
+	keep := os.Getenv("MINIKAFKA_E2E_KEEP_DIR")
+	if keep == "" {
+		return t.TempDir(), nil
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	dir, err := os.MkdirTemp(keep, name+"-")
+	if err != nil {
+		return "", fmt.Errorf("e2e: MINIKAFKA_E2E_KEEP_DIR: %w", err)
+	}
+	t.Logf("e2e: keeping the cluster's data and node logs in %s", dir)
+	return dir, nil
 }
