@@ -179,13 +179,9 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 		if opts.Partitionable {
 			ip = NodeIP(id).String()
 		}
-		var ports [3]int
-		for i := range ports {
-			p, err := freePortOn(ip)
-			if err != nil {
-				return nil, err
-			}
-			ports[i] = p
+		ports, err := freePortsOn(ip)
+		if err != nil {
+			return nil, err
 		}
 		addr := func(p int) string { return net.JoinHostPort(ip, strconv.Itoa(p)) }
 		n := &Node{
@@ -390,6 +386,19 @@ func (c *Cluster) LogTail(id, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// freePortsOn returns a node's three free ports on ip: Kafka, Raft, gossip.
+func freePortsOn(ip string) ([3]int, error) {
+	var ports [3]int
+	for i := range ports {
+		p, err := freePortOn(ip)
+		if err != nil {
+			return ports, err
+		}
+		ports[i] = p
+	}
+	return ports, nil
 }
 
 // clusterDir is where a cluster's data directories and node logs go: a
