@@ -59,7 +59,7 @@ func (b *backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ConsumerOffsetsTopic)
 	}
-	c, err := b.n.coords.get(ctx, metadata.GroupPartition(group, parts), b.n.cfg.Tuning.CoordinatorLoadWait)
+	c, err := b.n.coords.get(ctx, metadata.GroupPartition(group, parts))
 	if err != nil {
 		return nil, err
 	}

@@ -143,11 +143,13 @@ func (lc *ledCoords[C]) current(p int32, term uint64) bool {
 }
 
 // get returns the coordinator of partition p, or the error to answer. A
-// coordinator that is loading is waited for, up to wait or ctx's end, and
-// only then answered COORDINATOR_LOAD_IN_PROGRESS: a new leader's load is
-// usually one Raft round, and some clients do not retry that error on
-// their first join (kafkajs's consumer crashes and restarts).
-func (lc *ledCoords[C]) get(ctx context.Context, p int32, wait time.Duration) (C, error) {
+// coordinator that is loading is waited for, up to
+// Tuning.CoordinatorLoadWait or ctx's end, and only then answered
+// COORDINATOR_LOAD_IN_PROGRESS: a new leader's load is usually one Raft
+// round, and some clients do not retry that error on their first join
+// (kafkajs's consumer crashes and restarts).
+func (lc *ledCoords[C]) get(ctx context.Context, p int32) (C, error) {
+	wait := lc.n.cfg.Tuning.CoordinatorLoadWait
 	c, loading, err := lc.lookup(p)
 	if loading == nil || wait <= 0 {
 		return c, err

@@ -14,9 +14,10 @@ type fakeCoord struct{ id int }
 func (*fakeCoord) Close() {}
 
 // loadingSlot returns coordinators of a topic whose partition 0 this node
-// leads in term 1 and is still loading.
-func loadingSlot() *ledCoords[*fakeCoord] {
+// leads in term 1 and is still loading; requests wait for it up to wait.
+func loadingSlot(wait time.Duration) *ledCoords[*fakeCoord] {
 	n := &Node{cfg: DefaultConfig()}
+	n.cfg.Tuning.CoordinatorLoadWait = wait
 	lc := newLedCoords[*fakeCoord](n, "__consumer_offsets", "group coordinator", nil)
 	lc.slots[0] = &ledSlot[*fakeCoord]{term: 1, loaded: make(chan struct{})}
 	return &lc
@@ -26,7 +27,7 @@ func loadingSlot() *ledCoords[*fakeCoord] {
 // rather than answering COORDINATOR_LOAD_IN_PROGRESS at once, which
 // kafkajs's consumer does not retry on its first join.
 func TestCoordinatorRequestWaitsForTheLoad(t *testing.T) {
-	lc := loadingSlot()
+	lc := loadingSlot(10 * time.Second)
 	want := &fakeCoord{id: 1}
 	go func() {
 		time.Sleep(50 * time.Millisecond)
@@ -34,7 +35,7 @@ func TestCoordinatorRequestWaitsForTheLoad(t *testing.T) {
 			t.Error("install refused the current slot")
 		}
 	}()
-	c, err := lc.get(context.Background(), 0, 10*time.Second)
+	c, err := lc.get(context.Background(), 0)
 	if err != nil || c != want {
 		t.Fatalf("get = %v, %v; want the loaded coordinator", c, err)
 	}
@@ -42,28 +43,29 @@ func TestCoordinatorRequestWaitsForTheLoad(t *testing.T) {
 
 func TestCoordinatorLoadWaitEnds(t *testing.T) {
 	t.Run("bound", func(t *testing.T) {
-		lc := loadingSlot()
-		if _, err := lc.get(context.Background(), 0, 20*time.Millisecond); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+		lc := loadingSlot(20 * time.Millisecond)
+		if _, err := lc.get(context.Background(), 0); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
 			t.Fatalf("get after the bound: %v; want COORDINATOR_LOAD_IN_PROGRESS", err)
 		}
-		if _, err := lc.get(context.Background(), 0, 0); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+		lc.n.cfg.Tuning.CoordinatorLoadWait = 0
+		if _, err := lc.get(context.Background(), 0); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
 			t.Fatalf("get with no wait: %v; want COORDINATOR_LOAD_IN_PROGRESS", err)
 		}
 	})
 	t.Run("context", func(t *testing.T) {
-		lc := loadingSlot()
+		lc := loadingSlot(time.Hour)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := lc.get(ctx, 0, time.Hour); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+		if _, err := lc.get(ctx, 0); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
 			t.Fatalf("get with an ended context: %v; want COORDINATOR_LOAD_IN_PROGRESS", err)
 		}
 	})
 	t.Run("leadership lost", func(t *testing.T) {
-		lc := loadingSlot()
+		lc := loadingSlot(time.Hour)
 		getEndsNotCoordinator(t, lc, func() { lc.leadership(&localReplica{info: replicaInfo{Partition: 0}}, false, 1) })
 	})
 	t.Run("closed", func(t *testing.T) {
-		lc := loadingSlot()
+		lc := loadingSlot(time.Hour)
 		getEndsNotCoordinator(t, lc, lc.closeAll)
 		if lc.install(0, 1, &fakeCoord{}) {
 			t.Fatal("install succeeded after closeAll")
@@ -77,7 +79,7 @@ func getEndsNotCoordinator(t *testing.T, lc *ledCoords[*fakeCoord], drop func())
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := lc.get(context.Background(), 0, time.Hour)
+		_, err := lc.get(context.Background(), 0)
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond)

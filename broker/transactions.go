@@ -9,6 +9,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/txncoord"
 )
 
 // Transactions. Transactional id T's coordinator is the leader of
@@ -75,15 +76,22 @@ func (b *backend) TxnCoordinatorNode(ctx context.Context, id string) (int32, err
 
 // TxnCoordinator returns this node's coordinator of a transactional id.
 func (b *backend) TxnCoordinator(ctx context.Context, id string) (kafkaapi.TxnCoordinator, error) {
-	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
-	}
-	c, err := b.n.txns.get(ctx, metadata.TxnPartition(id, parts), b.n.cfg.Tuning.CoordinatorLoadWait)
+	c, err := b.txnCoordinator(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// txnCoordinator returns this node's coordinator of a transactional id:
+// NOT_COORDINATOR if __transaction_state does not exist or another node
+// leads the id's partition.
+func (b *backend) txnCoordinator(ctx context.Context, id string) (*txncoord.Coordinator, error) {
+	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
+	}
+	return b.n.txns.get(ctx, metadata.TxnPartition(id, parts))
 }
 
 // InitProducerID allocates an idempotent producer's id from the metadata
@@ -98,11 +106,7 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 		return kafkaapi.ProducerIdentity{ID: r.ProducerID, Epoch: r.Epoch}, nil
 	}
 	id := *req.TransactionalID
-	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
-	if !ok {
-		return kafkaapi.ProducerIdentity{}, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
-	}
-	c, err := b.n.txns.get(ctx, metadata.TxnPartition(id, parts), b.n.cfg.Tuning.CoordinatorLoadWait)
+	c, err := b.txnCoordinator(ctx, id)
 	if err != nil {
 		return kafkaapi.ProducerIdentity{}, err
 	}
