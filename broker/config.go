@@ -295,7 +295,7 @@ func DefaultConfig() Config {
 	// for a follower that fell behind, which then outran the call
 	// timeout and were sent again (seconds without commits, elections).
 	// 16 bounds an RPC near 16 MiB and still batches plenty of fsyncs
-	// (docs/performance.md: 1.3–1.5x the records/s of 256 at peak).
+	// (docs/results/performance-log-2026-12-01.md: 1.3–1.5x the records/s of 256 at peak).
 	partitionRaft.MaxAppendEntries = 16
 	return Config{
 		NodeID:                   1,

@@ -24,7 +24,7 @@
 //  4. Call Flush to wait for everything produced so far, and Close when
 //     done: Close flushes, then releases connections and goroutines.
 //
-// What the producer guarantees (DESIGN.md P1-P8):
+// What the producer guarantees (docs/contract.md P1-P8):
 //
 //   - Placement: an explicit partition (Record.ExplicitPartition) wins; a
 //     keyed record goes to crc32.ChecksumIEEE(key) % n with the default

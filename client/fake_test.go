@@ -21,7 +21,7 @@ import (
 // fake is an in-process Kafka broker set for unit tests, reached through
 // net.Pipe (so it runs inside a testing/synctest bubble). It speaks the
 // wire protocol with kmsg and validates idempotent batches the way
-// DESIGN.md B1/B2 describe our broker: per partition and producer id the
+// docs/contract.md B1/B2 describe our broker: per partition and producer id the
 // epoch and the last 5 batches; an exact retry gets its original offset;
 // a new epoch starts at sequence 0; anything else out of order is refused.
 type fake struct {

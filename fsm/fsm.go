@@ -20,7 +20,7 @@
 //
 // Apply is pure given its inputs: validation and offset assignment come from
 // the log and the producer table alone, with no clock, randomness or map
-// order, so replicas end byte-identical (contract B3). The leader epoch
+// order, so replicas end byte-identical (docs/contract.md B3). The leader epoch
 // stamped into each stored batch is the Raft term of its entry.
 //
 // Transactions: a transactional batch opens its producer's transaction on

@@ -92,7 +92,7 @@ type Backend interface {
 
 	// InitProducerID allocates a producer id (idempotent producer) or, for
 	// a transactional id, returns that id's producer id with its epoch
-	// bumped, which fences the previous holder (DESIGN B5). Ids are never
+	// bumped, which fences the previous holder (docs/contract.md B5). Ids are never
 	// reused. ctx carries the server's request timeout.
 	InitProducerID(ctx context.Context, req InitProducerIDRequest) (ProducerIdentity, error)
 
