@@ -134,6 +134,13 @@ type Tuning struct {
 	// RoleRecheck is how often a group with Timing.LeaderHeartbeatTimeout
 	// checks its role without an observation.
 	RoleRecheck time.Duration
+	// LivenessInterval is how often a watched peer is pinged; the Host
+	// vouches for it, so that idle groups go quiet, while a ping answered
+	// within LivenessTimeout (liveness.go).
+	LivenessInterval, LivenessTimeout time.Duration
+	// DisableQuiescence keeps every group's raft heartbeating and counting
+	// down to elections while idle, on timers of its own.
+	DisableQuiescence bool
 }
 
 // DefaultTuning returns the defaults (the table in Validate), each
@@ -173,6 +180,8 @@ func (t *Tuning) Validate() error {
 		{Name: "RebalanceInterval", V: &t.RebalanceInterval, Def: 10 * time.Second, Min: 10 * time.Millisecond},
 		{Name: "RebalanceFirst", V: &t.RebalanceFirst, Def: 2 * time.Second, Min: time.Millisecond},
 		{Name: "RoleRecheck", V: &t.RoleRecheck, Def: 5 * time.Second, Min: time.Millisecond},
+		{Name: "LivenessInterval", V: &t.LivenessInterval, Def: 100 * time.Millisecond, Min: time.Millisecond},
+		{Name: "LivenessTimeout", V: &t.LivenessTimeout, Def: 400 * time.Millisecond, Min: time.Millisecond},
 	}, []knob.Int{
 		{Name: "MaxHeartbeatsPerFrame", V: &t.MaxHeartbeatsPerFrame, Def: 1024, Min: 1, Max: 1 << 16},
 		{Name: "MaxFrame", V: &t.MaxFrame, Def: 1 << 30, Min: 64 << 10, Max: 1<<31 - 1},

@@ -297,6 +297,10 @@ func (g *Group) Name() string { return g.spec.Name }
 // IsLeader reports whether this member leads the group now.
 func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 
+// Quiesced reports whether this member is a follower waiting quietly for
+// its leader while the Host vouches for the leader's node (liveness.go).
+func (g *Group) Quiesced() bool { return g.raft.Quiesced() }
+
 // Leader returns the leader's node id and Raft address as this member
 // knows them; ok is false when it knows none.
 func (g *Group) Leader() (node int32, addr string, ok bool) {

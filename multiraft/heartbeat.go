@@ -61,7 +61,7 @@ func (t *transport) heartbeat(addr string, args *raft.AppendEntriesRequest, resp
 	c := &hbCall{
 		t: t,
 		entry: hbEntry{group: t.group, req: raft.AppendEntriesRequest{
-			RPCHeader: args.RPCHeader, Term: args.Term, Leader: args.Leader,
+			RPCHeader: args.RPCHeader, Term: args.Term, Leader: args.Leader, Quiesce: args.Quiesce,
 		}},
 		deadline: time.Now().Add(t.h.tun.CallTimeout),
 		done:     make(chan struct{}),

@@ -55,6 +55,7 @@ type Host struct {
 	closed     bool
 
 	stats    counters
+	live     liveness // what the Host vouches for (liveness.go)
 	onCommit func(time.Duration) // Config.OnCommit
 	// catchUp paces what leaders send to throttled members
 	// (Tuning.CatchUpRate); nil when unbounded.
@@ -104,6 +105,7 @@ func Listen(cfg Config) (*Host, error) {
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
 		logDir: cfg.LogDir, onCommit: cfg.OnCommit, serverTLS: serverTLS, clientTLS: clientTLS,
+		live: newLiveness(),
 	}
 	if h.tun.CatchUpRate > 0 {
 		h.catchUp = rate.NewLimiter(rate.Limit(h.tun.CatchUpRate), h.tun.CatchUpRate)
@@ -121,9 +123,10 @@ func Listen(cfg Config) (*Host, error) {
 		StreamCloseTimeout:     time.Minute,
 		Logger:                 yamuxLogger{h.log},
 	}
-	h.wg.Add(2)
+	h.wg.Add(3)
 	go h.acceptLoop()
 	go h.failoverLoop()
+	go h.livenessLoop()
 	if h.tun.RebalanceInterval > 0 {
 		h.wg.Add(1)
 		go h.rebalanceLoop()

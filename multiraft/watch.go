@@ -45,7 +45,7 @@ func (h *Host) WatchPeer(node int32, addr string) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	p.watch = &watch{node: node, cancel: cancel}
 	p.mu.Unlock()
-	if !h.goOwned(func() { p.watchLoop(ctx) }) {
+	if !h.goOwned(func() { p.watchLoop(ctx) }) || !h.goOwned(func() { p.pingLoop(ctx) }) {
 		cancel()
 	}
 }

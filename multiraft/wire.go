@@ -239,6 +239,7 @@ func fitsHeartbeat(a *raft.AppendEntriesRequest) bool {
 //	bytes   RPCHeader.ID, RPCHeader.Addr
 //	uvarint Term
 //	bytes   Leader
+//	byte    flags (hbQuiesce)
 //
 // where str and bytes are a uvarint length and that many bytes.
 func appendHeartbeats(b []byte, entries []hbEntry) []byte {
@@ -253,6 +254,11 @@ func appendHeartbeats(b []byte, entries []hbEntry) []byte {
 		b = appendString(b, e.req.Addr)
 		b = binary.AppendUvarint(b, e.req.Term)
 		b = appendString(b, e.req.Leader)
+		var flags byte
+		if e.req.Quiesce {
+			flags |= hbQuiesce
+		}
+		b = append(b, flags)
 	}
 	return frame.End(b, at)
 }
@@ -275,6 +281,11 @@ func parseHeartbeats(payload []byte, max int) ([]hbEntry, error) {
 		e.req.Addr = d.bytes(maxField)
 		e.req.Term = d.uvarint()
 		e.req.Leader = d.bytes(maxField)
+		flags := d.byte()
+		if flags&^hbQuiesce != 0 && d.err == nil {
+			d.fail(fmt.Sprintf("unknown heartbeat flags 0x%02x", flags))
+		}
+		e.req.Quiesce = flags&hbQuiesce != 0
 		entries = append(entries, e)
 	}
 	if err := d.end(); err != nil {
@@ -287,7 +298,11 @@ func parseHeartbeats(payload []byte, max int) ([]hbEntry, error) {
 const (
 	flagSuccess        byte = 1 << 0
 	flagNoRetryBackoff byte = 1 << 1
+	flagQuiesced       byte = 1 << 2
 )
+
+// hbQuiesce flags a heartbeat that asks its follower to quiesce.
+const hbQuiesce byte = 1 << 0
 
 // appendHeartbeatResults appends the payload of a heartbeat response: a
 // uvarint count, then per heartbeat a status byte and, for statusOK,
@@ -311,6 +326,9 @@ func appendHeartbeatResults(b []byte, results []hbResult) []byte {
 			}
 			if r.resp.NoRetryBackoff {
 				flags |= flagNoRetryBackoff
+			}
+			if r.resp.Quiesced {
+				flags |= flagQuiesced
 			}
 			b = append(b, flags)
 		case statusRemoteError:
@@ -341,11 +359,12 @@ func parseHeartbeatResults(payload []byte, want int) ([]hbResult, error) {
 			r.resp.Term = d.uvarint()
 			r.resp.LastLog = d.uvarint()
 			flags := d.byte()
-			if flags&^(flagSuccess|flagNoRetryBackoff) != 0 && d.err == nil {
+			if flags&^(flagSuccess|flagNoRetryBackoff|flagQuiesced) != 0 && d.err == nil {
 				d.fail(fmt.Sprintf("unknown flags 0x%02x", flags))
 			}
 			r.resp.Success = flags&flagSuccess != 0
 			r.resp.NoRetryBackoff = flags&flagNoRetryBackoff != 0
+			r.resp.Quiesced = flags&flagQuiesced != 0
 		case r.status == statusRemoteError:
 			r.msg = string(d.bytes(maxField))
 		case r.status >= statusCount:

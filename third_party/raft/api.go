@@ -117,6 +117,11 @@ type Raft struct {
 	// fsmSnapshotCh is used to trigger a new snapshot being taken
 	fsmSnapshotCh chan *reqSnapshotFuture
 
+	// followerQuiesce is set while this follower is quiesced, and
+	// followerWakeCh tells runFollower when that ends (quiesce.go).
+	followerQuiesce atomic.Pointer[followerQuiesce]
+	followerWakeCh  chan struct{}
+
 	// lastContact is the last time we had contact from the
 	// leader node. This can be used to gauge staleness.
 	lastContact     time.Time
@@ -580,6 +585,7 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 		leadershipTransferCh:  make(chan *leadershipTransferFuture, 1),
 		leaderNotifyCh:        make(chan struct{}, 1),
 		followerNotifyCh:      make(chan struct{}, 1),
+		followerWakeCh:        make(chan struct{}, 1),
 		mainThreadSaturation:  newSaturationMetric([]string{"raft", "thread", "main", "saturation"}, 1*time.Second),
 		preVoteDisabled:       conf.PreVoteDisabled || !transportSupportPreVote,
 		noLegacyTelemetry:     conf.NoLegacyTelemetry,
@@ -1174,6 +1180,9 @@ func (r *Raft) String() string {
 // LastContact returns the time of last contact by a leader.
 // This only makes sense if we are currently a follower.
 func (r *Raft) LastContact() time.Time {
+	if r.followerQuiesced() { // the transport vouches for the leader now
+		return time.Now()
+	}
 	r.lastContactLock.RLock()
 	last := r.lastContact
 	r.lastContactLock.RUnlock()

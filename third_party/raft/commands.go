@@ -42,6 +42,13 @@ type AppendEntriesRequest struct {
 
 	// Commit index on the leader
 	LeaderCommitIndex uint64
+
+	// Quiesce, on a heartbeat, asks the follower to stop counting down to
+	// an election while its transport vouches for this leader (see
+	// WithQuiescence): the leader has seen the follower match its whole
+	// log and learn that all of it is committed, and will send nothing more
+	// until it has something new or the transport stops vouching.
+	Quiesce bool
 }
 
 // GetRPCHeader - See WithRPCHeader.
@@ -66,6 +73,10 @@ type AppendEntriesResponse struct {
 	// There are scenarios where this request didn't succeed
 	// but there's no need to wait/back-off the next attempt.
 	NoRetryBackoff bool
+
+	// Quiesced answers a Quiesce heartbeat: the follower holds the whole
+	// log committed and now waits quietly (see WithQuiescence).
+	Quiesced bool
 }
 
 // GetRPCHeader - See WithRPCHeader.

@@ -162,6 +162,7 @@ func (r *Raft) runFollower() {
 	r.logger.Info("entering follower state", "follower", r, "leader-address", leaderAddr, "leader-id", leaderID)
 	metrics.IncrCounter([]string{"raft", "state", "follower"}, 1)
 	heartbeatTimer := randomTimeout(r.config().HeartbeatTimeout)
+	var quiet <-chan struct{} // set while quiesced: the transport's liveness (quiesce.go)
 
 	for r.getState() == Follower {
 		r.mainThreadSaturation.sleeping()
@@ -211,11 +212,30 @@ func (r *Raft) runFollower() {
 		case <-r.followerNotifyCh:
 			heartbeatTimer = time.After(0)
 
+		case <-r.followerWakeCh:
+			// Quiescence ended: count down again.
+			if heartbeatTimer == nil {
+				heartbeatTimer = randomTimeout(r.config().HeartbeatTimeout)
+			}
+			quiet = nil
+
+		case <-quiet:
+			if quiet = r.followerQuiet(false); quiet == nil && heartbeatTimer == nil {
+				heartbeatTimer = randomTimeout(r.config().HeartbeatTimeout)
+			}
+
 		case <-heartbeatTimer:
 			r.mainThreadSaturation.working()
 			// Restart the heartbeat timer
 			hbTimeout := r.config().HeartbeatTimeout
 			heartbeatTimer = randomTimeout(hbTimeout)
+
+			// A quiesced follower waits for its leader without a timer
+			// while the transport vouches for it (quiesce.go).
+			if quiet = r.followerQuiet(true); quiet != nil {
+				heartbeatTimer = nil
+				continue
+			}
 
 			// Check if we have had a successful contact
 			lastContact := r.LastContact()
@@ -285,6 +305,7 @@ func (r *Raft) liveBootstrap(configuration Configuration) error {
 // runCandidate runs the main loop while in the candidate state.
 func (r *Raft) runCandidate() {
 	term := r.getCurrentTerm() + 1
+	r.followerQuiesce.Store(nil) // a candidate waits for no leader
 	r.logger.Info("entering candidate state", "node", r, "term", term)
 	metrics.IncrCounter([]string{"raft", "state", "candidate"}, 1)
 
@@ -468,6 +489,7 @@ func (r *Raft) setupLeaderState() {
 // the leaderLoop for the hot loop.
 func (r *Raft) runLeader() {
 	r.logger.Info("entering leader state", "leader", r)
+	r.followerQuiesce.Store(nil)
 	metrics.IncrCounter([]string{"raft", "state", "leader"}, 1)
 
 	// Notify that we are the leader
@@ -607,6 +629,7 @@ func (r *Raft) startStopReplication() {
 				notify:              make(map[*verifyFuture]struct{}),
 				notifyCh:            make(chan struct{}, 1),
 				stepDown:            r.leaderState.stepDown,
+				wakeCh:              make(chan struct{}, 1),
 			}
 
 			r.leaderState.replState[server.ID] = s
@@ -676,8 +699,12 @@ func (r *Raft) leaderLoop() {
 	// This is only used for the first lease check, we reload lease below
 	// based on the current config value.
 	lease := time.After(r.config().LeaderLeaseTimeout)
+	var leaseQuiet <-chan struct{}
 
 	for r.getState() == Leader {
+		if lease == nil && !r.allQuiesced() { // a follower woke up
+			lease, leaseQuiet = time.After(minCheckInterval), nil
+		}
 		r.mainThreadSaturation.sleeping()
 
 		select {
@@ -944,8 +971,12 @@ func (r *Raft) leaderLoop() {
 				checkInterval = minCheckInterval
 			}
 
-			// Renew the lease timer
-			lease = time.After(checkInterval)
+			// Renew the lease timer; with every follower quiesced, wait
+			// for the transport's liveness instead (quiesce.go).
+			lease, leaseQuiet = r.leaseTimer(checkInterval)
+
+		case <-leaseQuiet:
+			lease, leaseQuiet = time.After(0), nil
 
 		case <-r.leaderNotifyCh:
 			for _, repl := range r.leaderState.replState {
@@ -1053,7 +1084,7 @@ func (r *Raft) checkLeaderLease() time.Duration {
 				continue
 			}
 			f := r.leaderState.replState[server.ID]
-			diff := now.Sub(f.LastContact())
+			diff := now.Sub(r.contactedAt(f, now))
 			if diff <= leaseTimeout {
 				contacted++
 				if diff > maxDiff {
@@ -1283,6 +1314,7 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 	// Notify the replicators of the new log
 	for _, f := range r.leaderState.replState {
 		asyncNotifyCh(f.triggerCh)
+		f.wake() // something new: quiesce.go
 	}
 }
 
@@ -1474,6 +1506,9 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 	if a.Term < r.getCurrentTerm() {
 		return
 	}
+	if r.awakens(a) {
+		r.wakeFollower() // quiesce.go
+	}
 
 	// Increase the term if we see a newer one, also transition to follower
 	// if we ever get an appendEntries call
@@ -1600,6 +1635,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 	// Everything went well, set success
 	resp.Success = true
 	r.setLastContact()
+	resp.Quiesced = r.quiesceFollower(a)
 }
 
 // processConfigurationLogEntry takes a log entry and updates the latest
@@ -1662,6 +1698,7 @@ func (r *Raft) requestVote(rpc RPC, req *RequestVoteRequest) {
 	// We assume that the peer is part of the configuration and skip this check
 	if len(req.ID) > 0 {
 		candidateID := ServerID(req.ID)
+		r.wakeQuiescedPeer(candidateID) // quiesce.go
 		// if the Servers list is empty that mean the cluster is very likely trying to bootstrap,
 		// Grant the vote
 		if len(r.configurations.latest.Servers) > 0 && !inConfiguration(r.configurations.latest, candidateID) {
@@ -1685,6 +1722,7 @@ func (r *Raft) requestVote(rpc RPC, req *RequestVoteRequest) {
 
 	// Increase the term if we see a newer one
 	if req.Term > r.getCurrentTerm() {
+		r.wakeFollower() // a newer term: whoever wins, this follower counts down again
 		// Ensure transition to follower
 		r.logger.Debug("lost leadership because received a requestVote with a newer term")
 		r.setState(Follower)
@@ -1774,6 +1812,7 @@ func (r *Raft) requestPreVote(rpc RPC, req *RequestPreVoteRequest) {
 	// Check if we have an existing leader [who's not the candidate] and also
 	candidate := r.trans.DecodePeer(req.GetRPCHeader().Addr)
 	candidateID := ServerID(req.ID)
+	r.wakeQuiescedPeer(candidateID) // quiesce.go
 
 	// if the Servers list is empty that mean the cluster is very likely trying to bootstrap,
 	// Grant the vote

@@ -93,6 +93,18 @@ type followerReplication struct {
 	// allowPipeline is used to determine when to pipeline the AppendEntries RPCs.
 	// It is private to this replication goroutine.
 	allowPipeline bool
+
+	// commitSent is the LeaderCommitIndex of the last AppendEntries the
+	// follower accepted (quiesce.go).
+	commitSent atomic.Uint64
+	// quiesced is set while the follower answered a Quiesce heartbeat and
+	// nothing was appended since; quiesceEpoch is the transport's epoch
+	// for the follower then (quiesce.go).
+	quiesced     atomic.Bool
+	quiesceEpoch atomic.Uint64
+	// wakeCh is notified when entries are appended: it wakes a quiesced
+	// follower's heartbeat loop.
+	wakeCh chan struct{}
 }
 
 // notifyAll is used to notify all the waiting verify futures
@@ -166,7 +178,10 @@ RPC:
 		// raft commits stop flowing naturally. The actual heartbeats
 		// can't do this to keep them unblocked by disk IO on the
 		// follower. See https://github.com/hashicorp/raft/issues/282.
-		case <-randomTimeout(r.config().CommitTimeout):
+		case <-r.commitTimeout(s):
+			if r.leaderQuiesced(s) {
+				continue // the follower has everything; quiesce.go
+			}
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.replicateTo(s, lastLogIdx)
 		}
@@ -248,6 +263,7 @@ START:
 	if resp.Success {
 		// Update our replication state
 		updateLastAppended(s, &req)
+		s.commitSent.Store(req.LeaderCommitIndex)
 
 		// Clear any failures, allow pipelining
 		s.failures = 0
@@ -396,19 +412,34 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 
 	var resp AppendEntriesResponse
 	for {
-		// Wait for the next heartbeat interval or forced notify
-		select {
-		case <-s.notifyCh:
-		case <-randomTimeout(r.config().HeartbeatTimeout / 10):
-		case <-stopCh:
-			return
-		}
-
 		s.peerLock.RLock()
 		peer := s.peer
 		s.peerLock.RUnlock()
 
+		// Wait for the next heartbeat interval or forced notify; while the
+		// follower is quiesced, for something new or a liveness change
+		// (quiesce.go).
+		tick, shared, live, wake := r.heartbeatWait(s, peer)
+		select {
+		case <-s.notifyCh:
+		case <-tick:
+		case <-shared:
+		case <-live:
+			continue
+		case <-wake:
+			continue
+		case <-stopCh:
+			return
+		}
+
+		req.Quiesce = false
+		var epoch, last uint64
+		if q := r.quiescer(); q != nil {
+			last = r.getLastIndex()
+			req.Quiesce, epoch = r.canQuiesce(q, s, peer)
+		}
 		start := time.Now()
+		resp = AppendEntriesResponse{}
 		if err := r.trans.AppendEntries(peer.ID, peer.Address, &req, &resp); err != nil {
 			nextBackoffTime := cappedExponentialBackoff(failureWait, failures, maxFailureScale, r.config().HeartbeatTimeout/2)
 			r.logger.Error("failed to heartbeat to", "peer", peer.Address, "backoff time",
@@ -426,6 +457,9 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 			}
 			s.setLastContact()
 			failures = 0
+			if req.Quiesce && resp.Quiesced && resp.Success {
+				s.markQuiesced(r, last, epoch)
+			}
 			labels := []metrics.Label{{Name: "peer_id", Value: string(peer.ID)}}
 			metrics.MeasureSinceWithLabels([]string{"raft", "replication", "heartbeat"}, start, labels)
 
@@ -492,7 +526,10 @@ SEND:
 		case <-s.triggerCh:
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
-		case <-randomTimeout(r.config().CommitTimeout):
+		case <-r.commitTimeout(s):
+			if r.leaderQuiesced(s) {
+				continue
+			}
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
 		}
@@ -560,6 +597,7 @@ func (r *Raft) pipelineDecode(s *followerReplication, p AppendPipeline, stopCh, 
 
 			// Update our replication state
 			updateLastAppended(s, req)
+			s.commitSent.Store(req.LeaderCommitIndex)
 		case <-stopCh:
 			return
 		}

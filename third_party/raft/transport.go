@@ -88,6 +88,37 @@ type WithClose interface {
 	Close() error
 }
 
+// WithQuiescence is an interface that a transport may provide to let idle
+// groups go quiet. It vouches, node by node, for peers it has heard from
+// recently (for instance through a keepalive that all groups to that node
+// share), and it can broadcast a tick per peer.
+//
+// A leader whose log a follower matches in full, committed and known to be
+// committed, asks it to quiesce with a final heartbeat; from then on the
+// leader sends it nothing, and counts it as contacted, while the transport
+// vouches for it in the same epoch, and the follower does not start an
+// election while the transport vouches for the leader. Anything new to
+// replicate, a lost vouch or a new epoch ends quiescence on either side.
+// Elections and commitment are unchanged, so safety does not depend on the
+// transport; a transport that vouches for a dead peer only delays the
+// group's failover.
+type WithQuiescence interface {
+	// Vouch reports whether the node with id at addr answered recently
+	// and the epoch of that knowledge, which changes whenever the transport
+	// lost the node (it may have restarted) or stopped vouching for it.
+	Vouch(id ServerID, addr ServerAddress) (alive bool, epoch uint64)
+
+	// LivenessChanged returns a channel closed at the next change of any
+	// peer's vouch or epoch.
+	LivenessChanged() <-chan struct{}
+
+	// HeartbeatTick returns a channel closed at the next heartbeat tick of
+	// the peer at addr: leaders heartbeat a follower on its node's tick
+	// instead of a timer of their own, so one timer per node serves every
+	// group. Nil means the leader's own timer.
+	HeartbeatTick(addr ServerAddress, interval time.Duration) <-chan struct{}
+}
+
 // LoopbackTransport is an interface that provides a loopback transport suitable for testing
 // e.g. InmemTransport. It's there so we don't have to rewrite tests.
 type LoopbackTransport interface {

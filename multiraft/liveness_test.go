@@ -1,0 +1,122 @@
+package multiraft
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// quietNet is 3 watched hosts with n groups over all three, each of which
+// has committed one entry.
+func quietNet(t *testing.T, n int, tune func(*Tuning)) (*testNet, [][]*Group) {
+	t.Helper()
+	net := newTestNet(t, func(tun *Tuning) {
+		tun.RebalanceInterval = -1 // leadership transfers are not idleness
+		if tune != nil {
+			tune(tun)
+		}
+	})
+	for id := int32(1); id <= 3; id++ {
+		net.start(id)
+	}
+	net.watchAll()
+	groups := make([][]*Group, n)
+	for i := range groups {
+		for id := int32(1); id <= 3; id++ {
+			g, _ := net.open(id, fmt.Sprintf("g%d", i), []int32{1, 2, 3}, fastTiming(), false)
+			groups[i] = append(groups[i], g)
+		}
+	}
+	for _, gs := range groups {
+		propose(t, gs, 1)
+	}
+	return net, groups
+}
+
+// allQuiet reports whether every follower of every group is quiesced.
+func allQuiet(groups [][]*Group) bool {
+	for _, gs := range groups {
+		for _, g := range gs {
+			if !g.IsLeader() && !g.Quiesced() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func heartbeatsSent(net *testNet) (hb, calls uint64) {
+	for id := int32(1); id <= 3; id++ {
+		if h := net.host(id); h != nil {
+			s := &h.stats
+			hb += s.hbSent.Load()
+			calls += s.callsSent.Load()
+		}
+	}
+	return hb, calls
+}
+
+func terms(t *testing.T, groups [][]*Group) []uint64 {
+	var out []uint64
+	for _, gs := range groups {
+		out = append(out, gs[leaderOf(t, gs)].Epoch())
+	}
+	return out
+}
+
+func TestIdleGroupsGoQuiet(t *testing.T) {
+	net, groups := quietNet(t, 20, nil)
+	waitFor(t, "every follower quiesced", func() bool { return allQuiet(groups) })
+	before := terms(t, groups)
+	hb0, calls0 := heartbeatsSent(net)
+	time.Sleep(10 * fastTiming().HeartbeatTimeout)
+	hb1, calls1 := heartbeatsSent(net)
+	// Unquiesced, 20 groups send about 2,000 heartbeats and 400 commit
+	// updates in 10 heartbeat timeouts.
+	if hb1 != hb0 || calls1 != calls0 {
+		t.Errorf("idle quiesced groups sent %d heartbeats and %d calls in 10 heartbeat timeouts; want none", hb1-hb0, calls1-calls0)
+	}
+	if after := terms(t, groups); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("terms changed while idle: %v, then %v", before, after)
+	}
+	for _, gs := range groups {
+		propose(t, gs, 2) // a write wakes the group and commits
+	}
+	waitFor(t, "quiet again after the writes", func() bool { return allQuiet(groups) })
+}
+
+func TestQuiescenceOffKeepsHeartbeating(t *testing.T) {
+	net, groups := quietNet(t, 5, func(tun *Tuning) { tun.DisableQuiescence = true })
+	time.Sleep(5 * fastTiming().HeartbeatTimeout)
+	if allQuiet(groups) {
+		t.Fatal("followers quiesced with DisableQuiescence")
+	}
+	hb0, _ := heartbeatsSent(net)
+	time.Sleep(5 * fastTiming().HeartbeatTimeout)
+	if hb1, _ := heartbeatsSent(net); hb1 == hb0 {
+		t.Error("no heartbeats with DisableQuiescence: the quiet test's zero proves nothing")
+	}
+}
+
+func TestQuietGroupsOfALostNodeGetLeaders(t *testing.T) {
+	net, groups := quietNet(t, 12, nil)
+	waitFor(t, "every follower quiesced", func() bool { return allQuiet(groups) })
+	// Stop the node that leads the most groups; the others must elect
+	// leaders for them and take writes.
+	led := map[int32]int{}
+	for _, gs := range groups {
+		led[int32(leaderOf(t, gs))+1]++
+	}
+	victim := int32(1)
+	for id, n := range led {
+		if n > led[victim] {
+			victim = id
+		}
+	}
+	net.stop(victim)
+	for _, gs := range groups {
+		live := append([]*Group(nil), gs...)
+		live[victim-1] = nil
+		propose(t, live, 3)
+	}
+}

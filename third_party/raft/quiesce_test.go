@@ -1,0 +1,242 @@
+// Copyright IBM Corp. 2013, 2025
+// SPDX-License-Identifier: MPL-2.0
+
+package raft
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// vouchTransport is an InmemTransport that vouches for the peers the test
+// says are alive, and counts the AppendEntries it sends.
+type vouchTransport struct {
+	*InmemTransport
+	sent atomic.Int64
+
+	mu      sync.Mutex
+	dead    map[ServerAddress]bool
+	epoch   uint64
+	changed chan struct{}
+}
+
+func newVouchTransport(addr ServerAddress) *vouchTransport {
+	_, t := NewInmemTransport(addr)
+	return &vouchTransport{InmemTransport: t, dead: map[ServerAddress]bool{}, epoch: 1, changed: make(chan struct{})}
+}
+
+func (v *vouchTransport) AppendEntries(id ServerID, target ServerAddress, args *AppendEntriesRequest, resp *AppendEntriesResponse) error {
+	v.sent.Add(1)
+	return v.InmemTransport.AppendEntries(id, target, args, resp)
+}
+
+func (v *vouchTransport) Vouch(_ ServerID, addr ServerAddress) (bool, uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return !v.dead[addr], v.epoch
+}
+
+func (v *vouchTransport) LivenessChanged() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.changed
+}
+
+func (v *vouchTransport) HeartbeatTick(ServerAddress, time.Duration) <-chan struct{} { return nil }
+
+// kill stops vouching for addr and cuts the route to it, as a transport
+// does when a node dies.
+func (v *vouchTransport) kill(addr ServerAddress) {
+	v.mu.Lock()
+	v.dead[addr] = true
+	v.epoch++
+	close(v.changed)
+	v.changed = make(chan struct{})
+	v.mu.Unlock()
+	v.Disconnect(addr)
+}
+
+var _ WithQuiescence = (*vouchTransport)(nil)
+
+type quiesceCluster struct {
+	rafts  []*Raft
+	trans  []*vouchTransport
+	fsms   []*MockFSM
+	leader int
+}
+
+// newQuiesceCluster starts n servers over vouching transports and waits
+// for a leader.
+func newQuiesceCluster(t *testing.T, n int) *quiesceCluster {
+	t.Helper()
+	c := &quiesceCluster{}
+	var servers []Server
+	for i := range n {
+		tr := newVouchTransport(ServerAddress(fmt.Sprintf("s%d", i)))
+		c.trans = append(c.trans, tr)
+		servers = append(servers, Server{ID: ServerID(fmt.Sprintf("s%d", i)), Address: tr.LocalAddr()})
+	}
+	for _, a := range c.trans {
+		for _, b := range c.trans {
+			a.Connect(b.LocalAddr(), b.InmemTransport)
+		}
+	}
+	for i, tr := range c.trans {
+		conf := inmemConfig(t)
+		conf.LocalID = servers[i].ID
+		store := NewInmemStore()
+		snaps := NewInmemSnapshotStore()
+		fsm := &MockFSM{}
+		if err := BootstrapCluster(conf, store, store, snaps, tr, Configuration{Servers: servers}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewRaft(conf, fsm, store, store, snaps, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.rafts = append(c.rafts, r)
+		c.fsms = append(c.fsms, fsm)
+	}
+	t.Cleanup(func() {
+		for _, r := range c.rafts {
+			_ = r.Shutdown().Error()
+		}
+	})
+	c.leader = c.waitLeader(t, -1)
+	return c
+}
+
+// waitLeader waits for a leader other than not and returns its position.
+func (c *quiesceCluster) waitLeader(t *testing.T, not int) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, r := range c.rafts {
+			if i != not && r.State() == Leader {
+				return i
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no leader other than %d within 10s", not)
+	return -1
+}
+
+// waitQuiet waits until every follower is quiesced.
+func (c *quiesceCluster) waitQuiet(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		quiet := true
+		for i, r := range c.rafts {
+			if i != c.leader && !r.Quiesced() {
+				quiet = false
+			}
+		}
+		if quiet {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("followers did not quiesce within 10s")
+}
+
+func (c *quiesceCluster) sent() int64 {
+	var n int64
+	for _, tr := range c.trans {
+		n += tr.sent.Load()
+	}
+	return n
+}
+
+func TestQuiesceIdleGroupSendsNothing(t *testing.T) {
+	c := newQuiesceCluster(t, 3)
+	if err := c.rafts[c.leader].Apply([]byte("x"), time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitQuiet(t)
+	term := c.rafts[c.leader].CurrentTerm()
+	before := c.sent()
+	// 20 heartbeat timeouts: unquiesced, the leader would send each
+	// follower about 200 heartbeats and 100 commit-index updates.
+	time.Sleep(20 * c.rafts[0].config().HeartbeatTimeout)
+	if sent := c.sent() - before; sent > 0 {
+		t.Errorf("an idle quiesced group sent %d AppendEntries in 20 heartbeat timeouts; want 0", sent)
+	}
+	if c.rafts[c.leader].State() != Leader || c.rafts[c.leader].CurrentTerm() != term {
+		t.Errorf("leadership changed while idle: state %v, term %d (was %d)", c.rafts[c.leader].State(), c.rafts[c.leader].CurrentTerm(), term)
+	}
+	for i, r := range c.rafts {
+		if time.Since(r.LastContact()) > time.Second && i != c.leader {
+			t.Errorf("follower %d: LastContact %v ago; a quiesced follower counts as in contact", i, time.Since(r.LastContact()))
+		}
+	}
+}
+
+func TestQuiesceWakesForNewEntries(t *testing.T) {
+	c := newQuiesceCluster(t, 3)
+	c.waitQuiet(t)
+	for round := range 3 {
+		if err := c.rafts[c.leader].Apply([]byte(fmt.Sprint(round)), time.Second).Error(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for _, f := range c.fsms {
+			for {
+				f.Lock()
+				n := len(f.logs)
+				f.Unlock()
+				if n == round+1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: an FSM holds %d entries; want %d", round, n, round+1)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		c.waitQuiet(t)
+	}
+}
+
+func TestQuiesceLostLeaderIsReplaced(t *testing.T) {
+	c := newQuiesceCluster(t, 3)
+	c.waitQuiet(t)
+	old := c.leader
+	addr := c.trans[old].LocalAddr()
+	for i, tr := range c.trans {
+		if i != old {
+			tr.kill(addr)
+		}
+	}
+	next := c.waitLeader(t, old)
+	c.leader = next
+	if err := c.rafts[next].Apply([]byte("after"), time.Second).Error(); err != nil {
+		t.Fatalf("the new leader %d cannot commit: %v", next, err)
+	}
+}
+
+func TestQuiescedLeaderKeepsItsLeaseOnlyWhileVouched(t *testing.T) {
+	c := newQuiesceCluster(t, 3)
+	c.waitQuiet(t)
+	leader := c.rafts[c.leader]
+	time.Sleep(10 * leader.config().LeaderLeaseTimeout)
+	if leader.State() != Leader {
+		t.Fatalf("a quiesced leader stepped down while its transport vouched for its followers: %v", leader.State())
+	}
+	for i, tr := range c.trans {
+		if i != c.leader {
+			c.trans[c.leader].kill(tr.LocalAddr())
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for leader.State() == Leader {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader kept leading 5s after its transport stopped vouching for both followers")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
