@@ -55,7 +55,7 @@ type Host struct {
 	closed     bool
 
 	stats    counters
-	live     liveness // what the Host vouches for (liveness.go)
+	live     liveness            // what the Host vouches for (liveness.go)
 	onCommit func(time.Duration) // Config.OnCommit
 	// catchUp paces what leaders send to throttled members
 	// (Tuning.CatchUpRate); nil when unbounded.
