@@ -84,6 +84,12 @@ type Config struct {
 	// INVALID_TXN_STATE if not (KIP-890; Kafka's
 	// transaction.partition.verification.enable, default true).
 	TxnPartitionVerification bool
+	// TxnPendingOffsetsCheckInterval is how often the leader of a
+	// __consumer_offsets partition asks the transaction coordinators about
+	// the transactional offset commits pending there for longer than this
+	// interval, and aborts those whose transaction is no longer ongoing
+	// (ours; Kafka has no such check).
+	TxnPendingOffsetsCheckInterval time.Duration
 
 	// GroupInitialRebalanceDelay is how long the first rebalance of an
 	// empty group waits for more members (Kafka's
@@ -343,5 +349,10 @@ func DefaultConfig() Config {
 		ProducerExpirationCheckInterval: 10 * time.Minute,
 		MaxProducers:                    100_000,
 		Tuning:                          DefaultTuning(),
+		// A wedged group heals within two intervals, about as soon as a
+		// transaction abandoned with Kafka's default transaction.timeout.ms
+		// (60 s) is aborted; a transaction pending for longer costs one
+		// verification round trip per interval.
+		TxnPendingOffsetsCheckInterval: 30 * time.Second,
 	}
 }

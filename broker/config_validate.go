@@ -137,6 +137,8 @@ func (c *Config) validateTopics() error {
 		return bad("transaction_state_replication_factor", c.TxnTopicReplicationFactor, "must be at least 1")
 	case c.TxnMaxTimeout <= 0 || c.TxnAbortInterval <= 0:
 		return bad("transaction_max_timeout", c.TxnMaxTimeout, "and the abort interval must be positive")
+	case c.TxnPendingOffsetsCheckInterval <= 0:
+		return bad("transaction_pending_offsets_check_interval", c.TxnPendingOffsetsCheckInterval, "must be positive")
 	case c.DefaultReplicationFactor < 1:
 		return bad("default_replication_factor", c.DefaultReplicationFactor, "must be at least 1")
 	}

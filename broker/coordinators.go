@@ -19,16 +19,51 @@ import (
 // coordinators are the group coordinators this node runs: one for each
 // partition of __consumer_offsets it leads (ledCoords).
 type coordinators struct {
-	ledCoords[*groupcoord.Coordinator]
+	ledCoords[*groupCoord]
 }
 
 func newCoordinators(n *Node) *coordinators {
 	cs := &coordinators{}
-	cs.ledCoords = newLedCoords(n, metadata.ConsumerOffsetsTopic, "group coordinator",
-		func(lr *localReplica, _ uint64) (*groupcoord.Coordinator, error) {
-			return groupcoord.New(cs.config(), offsetsLog{lr.rep, n.cfg.Tuning.ProduceEnqueue}, lr.view)
-		})
+	cs.ledCoords = newLedCoords(n, metadata.ConsumerOffsetsTopic, "group coordinator", cs.start)
 	return cs
+}
+
+// groupCoord is a running group coordinator with the sweeper of its
+// partition's pending transactional commits (txnsweep.go).
+type groupCoord struct {
+	*groupcoord.Coordinator
+	stop context.CancelFunc // stops the sweeper
+	done chan struct{}      // closed when the sweeper has returned
+}
+
+// start starts the coordinator of a settled partition this node leads,
+// and its sweeper.
+func (cs *coordinators) start(lr *localReplica, _ uint64) (*groupCoord, error) {
+	n := cs.n
+	var verifier kafkaapi.TxnVerifier
+	if n.cfg.TxnPartitionVerification {
+		verifier = &backend{n: n}
+	}
+	log := offsetsTxnLog{offsetsLog: offsetsLog{lr.rep, n.cfg.Tuning.ProduceEnqueue}, lr: lr, verifier: verifier}
+	c, err := groupcoord.New(cs.config(), log, lr.view)
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(n.ctx)
+	g := &groupCoord{Coordinator: c, stop: stop, done: make(chan struct{})}
+	s := &pendingSweeper{n: n, lr: lr, verifier: &backend{n: n}, logger: n.logger.With("component", "groupcoord")}
+	go func() { // owned by g: Close stops it
+		defer close(g.done)
+		s.run(ctx)
+	}()
+	return g, nil
+}
+
+// Close stops the sweeper, then the coordinator.
+func (g *groupCoord) Close() {
+	g.stop()
+	<-g.done
+	g.Coordinator.Close()
 }
 
 // config is the coordinators' configuration from the node's.
@@ -88,28 +123,6 @@ func (l offsetsLog) Append(ctx context.Context, recs []groupcoord.Record) error 
 	return proposalError(res, err)
 }
 
-// AppendTxn implements groupcoord.TxnLog: the records go as one
-// transactional batch of the producer, written as its coordinator
-// (partition.Replica.ProposeCoordinator: sequence -1, epoch checked).
-func (l offsetsLog) AppendTxn(ctx context.Context, pid int64, epoch int16, recs []groupcoord.Record) error {
-	rs := make([]record.Record, len(recs))
-	now := time.Now().UnixMilli()
-	for i, r := range recs {
-		rs[i] = record.Record{Timestamp: now, Key: r.Key, Value: r.Value}
-	}
-	batch, err := record.AppendBatch(nil, record.BatchOptions{ProducerID: pid, ProducerEpoch: epoch,
-		BaseSequence: record.NoSequence, Transactional: true}, rs)
-	if err != nil {
-		return err
-	}
-	enqueue := l.enqueue
-	if d, ok := ctx.Deadline(); ok {
-		enqueue = max(time.Until(d), time.Millisecond)
-	}
-	res, err := l.rep.ProposeCoordinator(batch, enqueue).Wait()
-	return proposalError(res, err)
-}
-
 // proposalError is the error of a proposal's outcome for a coordinator.
 func proposalError(res *fsm.ProduceResult, err error) error {
 	switch {
@@ -140,8 +153,8 @@ func (s viewSink) Reset() {
 
 var _ partition.TxnRecordSink = viewSink{}
 
-func (s viewSink) TxnRecord(pid int64, key, value []byte) {
-	if err := s.view.ApplyTxn(pid, key, value); err != nil && !errors.Is(err, groupcoord.ErrUnknownRecord) {
+func (s viewSink) TxnRecord(pid int64, epoch int16, r record.Record) {
+	if err := s.view.ApplyTxn(pid, epoch, r); err != nil && !errors.Is(err, groupcoord.ErrUnknownRecord) {
 		s.logger.Warn("transactional record of __consumer_offsets skipped", "err", err)
 	}
 }

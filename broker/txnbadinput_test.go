@@ -95,11 +95,13 @@ func TestTransactionBadInput(t *testing.T) {
 	txnOffsetCommitOtherGeneration(t, c, cl, pid, epoch)
 }
 
-// txnOffsetCommitOtherGeneration: a TxnOffsetCommit for a generation the
-// group is not in is ILLEGAL_GENERATION, and the group's offset stays
-// unset, with nothing pending.
+// txnOffsetCommitOtherGeneration: a TxnOffsetCommit of a transaction
+// that added the group, for a generation the group is not in, is
+// ILLEGAL_GENERATION, and the group's offset stays unset, with nothing
+// pending.
 func txnOffsetCommitOtherGeneration(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, pid int64, epoch int16) {
 	t.Helper()
+	wantCode(t, "AddOffsetsToTxn", addOffsetsToTxn(t, cl, "bad-tx", pid, epoch, "bad-group"), nil)
 	member := c.Client(t, kgo.ConsumerGroup("bad-group"), kgo.ConsumeTopics("bad-in"))
 	var id string
 	var gen int32

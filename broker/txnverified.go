@@ -38,6 +38,9 @@ type verifyEntry struct {
 	guard    kafkaapi.TxnGuard
 	verified bool
 	made     time.Time
+	// written is a number from next, new at each batch proposed under
+	// guard: the stamp of the producer's last write.
+	written uint64
 }
 
 // Entries not verified after verifyAbandoned were abandoned (a
@@ -96,6 +99,8 @@ func (v *txnVerified) produce(leaderEpoch int32, pid int64, epoch int16, guard k
 		return false
 	}
 	e.verified = true
+	v.next++
+	e.written = v.next
 	propose()
 	return true
 }
@@ -107,4 +112,47 @@ func (v *txnVerified) marker(pid int64, propose func()) {
 	defer v.mu.Unlock()
 	delete(v.producers, pid)
 	propose()
+}
+
+// txnStamp is what the partition's leader knew of a producer's
+// transactional writes at one moment: it changes with each verification
+// begun, batch proposed and marker proposed for the producer, and with
+// the leader epoch.
+type txnStamp struct {
+	leaderEpoch int32
+	guard       kafkaapi.TxnGuard // 0: no entry
+	written     uint64
+}
+
+// stamp returns producer pid's stamp now.
+func (v *txnVerified) stamp(leaderEpoch int32, pid int64) txnStamp {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sync(leaderEpoch)
+	return v.stampLocked(pid)
+}
+
+func (v *txnVerified) stampLocked(pid int64) txnStamp {
+	st := txnStamp{leaderEpoch: v.epoch}
+	if e := v.producers[pid]; e != nil {
+		st.guard, st.written = e.guard, e.written
+	}
+	return st
+}
+
+// abortUnchanged calls propose, which proposes an ABORT marker for
+// producer pid, and forgets the producer's verification, if its stamp is
+// still st; else it returns false and proposes nothing. Everything the
+// producer proposes after is ordered after the marker; anything it
+// proposed since st would have changed the stamp.
+func (v *txnVerified) abortUnchanged(leaderEpoch int32, pid int64, st txnStamp, propose func()) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sync(leaderEpoch)
+	if v.stampLocked(pid) != st {
+		return false
+	}
+	delete(v.producers, pid)
+	propose()
+	return true
 }

@@ -75,3 +75,56 @@ func TestTxnVerifiedPrunesAbandoned(t *testing.T) {
 		t.Fatalf("%d entries after pruning, want 2 (the verified one and the new one)", n)
 	}
 }
+
+// An abort of a producer's pending commits is proposed only if nothing of
+// the producer was verified, written or ended on the partition since the
+// stamp it was decided on, in the same leader epoch; it forgets the
+// producer's verification, so its next batch is verified anew.
+func TestTxnVerifiedAbortOnlyUnchanged(t *testing.T) {
+	var v txnVerified
+	proposed := 0
+	propose := func() { proposed++ }
+
+	st := v.stamp(5, 7)
+	if !v.abortUnchanged(5, 7, st, propose) || proposed != 1 {
+		t.Fatal("the abort of an idle producer was not proposed")
+	}
+
+	st = v.stamp(5, 7)
+	_, g := v.check(5, 7, 0) // a verification begins
+	if v.abortUnchanged(5, 7, st, propose) || proposed != 1 {
+		t.Fatal("aborted while the producer's next transaction was being verified")
+	}
+	st = v.stamp(5, 7)
+	v.produce(5, 7, 0, g, propose) // a batch is written
+	if v.abortUnchanged(5, 7, st, propose) || proposed != 2 {
+		t.Fatal("aborted over a batch written since the stamp")
+	}
+	st = v.stamp(5, 7)
+	v.produce(5, 7, 0, g, propose) // a second batch of the verified transaction
+	if v.abortUnchanged(5, 7, st, propose) || proposed != 3 {
+		t.Fatal("aborted over a second batch written since the stamp")
+	}
+	st = v.stamp(5, 7)
+	v.marker(7, propose)
+	if v.abortUnchanged(5, 7, st, propose) || proposed != 4 {
+		t.Fatal("aborted after a marker since the stamp")
+	}
+	st = v.stamp(5, 7)
+	if v.abortUnchanged(6, 7, st, propose) || proposed != 4 {
+		t.Fatal("aborted in another leader epoch than the stamp's")
+	}
+
+	_, g = v.check(6, 7, 0)
+	v.produce(6, 7, 0, g, propose)
+	st = v.stamp(6, 7)
+	if !v.abortUnchanged(6, 7, st, propose) || proposed != 6 {
+		t.Fatal("the abort of a verified producer idle since the stamp was not proposed")
+	}
+	if ok, g2 := v.check(6, 7, 0); ok || g2 == g {
+		t.Fatal("the producer stays verified after the abort")
+	}
+	if v.produce(6, 7, 0, g, propose) {
+		t.Fatal("a batch verified before the abort was proposed after it")
+	}
+}

@@ -1,6 +1,11 @@
 package groupcoord
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/minikafka/minikafka-go/record"
+)
 
 // Transactional offset commits stay pending until their producer's
 // marker: COMMIT makes them the group's offsets, ABORT drops them, and
@@ -10,7 +15,7 @@ func TestViewPendingOffsetsFollowMarkers(t *testing.T) {
 	commit := func(pid int64, group string, off int64) {
 		t.Helper()
 		r := OffsetRecord(group, "in", 0, Offset{Offset: off, LeaderEpoch: -1, CommitTimestamp: 1})
-		if err := v.ApplyTxn(pid, r.Key, r.Value); err != nil {
+		if err := v.ApplyTxn(pid, 0, record.Record{Key: r.Key, Value: r.Value}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +50,50 @@ func TestViewPendingOffsetsFollowMarkers(t *testing.T) {
 	if v.Pending("g", "in", 0) {
 		t.Fatal("Restore kept pending offsets")
 	}
-	if err := v.ApplyTxn(1, AppendGroupKey(nil, "g"), nil); err == nil {
+	if err := v.ApplyTxn(1, 0, record.Record{Key: AppendGroupKey(nil, "g")}); err == nil {
 		t.Fatal("a transactional group metadata record was applied")
+	}
+}
+
+// PendingTxns names each producer with commits pending, by producer id:
+// the newest epoch of its batches, the transactional id that
+// AppendTxnBatch's header gives (none for a record without it), and its
+// oldest commit's time; a marker ends the producer's entry.
+func TestViewPendingTxns(t *testing.T) {
+	v := NewView()
+	batch, err := AppendTxnBatch(nil, Txn{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2}, []Record{
+		OffsetRecord("g", "in", 0, Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 100}),
+		OffsetRecord("g", "in", 1, Offset{Offset: 1, LeaderEpoch: -1, CommitTimestamp: 90}),
+	}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := record.ParseHeader(batch)
+	if err != nil || h.ProducerID != 7 || h.ProducerEpoch != 2 || !h.IsTransactional() || h.BaseSequence != record.NoSequence {
+		t.Fatalf("AppendTxnBatch's header: %+v, %v", h, err)
+	}
+	recs, err := record.AppendRecords(nil, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := v.ApplyTxn(h.ProducerID, h.ProducerEpoch, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unnamed := OffsetRecord("h", "in", 0, Offset{Offset: 5, LeaderEpoch: -1, CommitTimestamp: 50})
+	if err := v.ApplyTxn(9, 0, record.Record{Key: unnamed.Key, Value: unnamed.Value}); err != nil {
+		t.Fatal(err)
+	}
+	want := []PendingTxn{
+		{ProducerID: 7, ProducerEpoch: 2, TransactionalID: "tx", Since: 90},
+		{ProducerID: 9, ProducerEpoch: 0, Since: 50},
+	}
+	if got := v.PendingTxns(); !slices.Equal(got, want) {
+		t.Fatalf("PendingTxns: %+v, want %+v", got, want)
+	}
+	v.Marker(7, false)
+	if got := v.PendingTxns(); !slices.Equal(got, want[1:]) {
+		t.Fatalf("PendingTxns after producer 7's ABORT: %+v, want %+v", got, want[1:])
 	}
 }

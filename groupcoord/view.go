@@ -47,6 +47,8 @@ type pendingOffset struct {
 	tp    topicPartition
 	o     Offset
 	seq   int64
+	epoch int16  // the producer epoch of its batch
+	txnID string // its transactional id (TxnIDHeader), "" if unnamed
 }
 
 // viewGroup is what the view knows of one group. A group with neither

@@ -26,8 +26,10 @@ type RecordSink interface {
 // instead of Record, and each transaction marker to Marker.
 type TxnRecordSink interface {
 	RecordSink
-	// TxnRecord is a record of producerID's open transaction.
-	TxnRecord(producerID int64, key, value []byte)
+	// TxnRecord is a record, with its headers, of producerID's open
+	// transaction, from a batch of the producer's epoch. r's slices are
+	// valid only during the call.
+	TxnRecord(producerID int64, epoch int16, r record.Record)
 	// Marker ends producerID's transaction: COMMIT if commit, else ABORT.
 	Marker(producerID int64, commit bool)
 }
@@ -102,7 +104,7 @@ func (f *recordFeeder) feed(batch []byte) error {
 	}
 	for _, r := range f.scratch {
 		if isTxn && h.IsTransactional() {
-			txn.TxnRecord(h.ProducerID, r.Key, r.Value)
+			txn.TxnRecord(h.ProducerID, h.ProducerEpoch, r)
 		} else {
 			f.sink.Record(r.Key, r.Value)
 		}

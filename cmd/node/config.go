@@ -70,7 +70,8 @@ func keys() []key {
 		{"transaction_state_replication_factor", int(d.TxnTopicReplicationFactor), "replication factor of __transaction_state (at most the live brokers when it is created)"},
 		{"transaction_max_timeout", d.TxnMaxTimeout, "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)"},
 		{"transaction_abort_interval", d.TxnAbortInterval, "how often coordinators abort timed-out transactions"},
-		{"transaction_partition_verification", d.TxnPartitionVerification, "refuse a transactional batch whose partition its coordinator says was not added to the transaction (transaction.partition.verification.enable)"},
+		{"transaction_partition_verification", d.TxnPartitionVerification, "refuse a transactional batch or offset commit whose partition its coordinator says was not added to the transaction (transaction.partition.verification.enable)"},
+		{"transaction_pending_offsets_check_interval", d.TxnPendingOffsetsCheckInterval, "how often group coordinators abort transactional offset commits pending longer than this whose transaction its coordinator no longer has"},
 		{"group_initial_rebalance_delay", d.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members (0 = none)"},
 		{"group_min_session_timeout", d.GroupMinSessionTimeout, "shortest session timeout a group member may ask for"},
 		{"group_max_session_timeout", d.GroupMaxSessionTimeout, "longest session timeout a group member may ask for"},
@@ -442,4 +443,5 @@ func internalTopics(g *getter, c *broker.Config, rangeInt func(key string, n, lo
 	c.TxnMaxTimeout = g.duration("transaction_max_timeout")
 	c.TxnAbortInterval = g.duration("transaction_abort_interval")
 	c.TxnPartitionVerification = g.bool("transaction_partition_verification")
+	c.TxnPendingOffsetsCheckInterval = g.duration("transaction_pending_offsets_check_interval")
 }
