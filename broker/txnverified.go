@@ -30,6 +30,9 @@ type txnVerified struct {
 	// producers holds an entry per producer id with a transaction seen
 	// since its last marker.
 	producers map[int64]*verifyEntry
+	// pruneAt is the size at which check prunes next: it doubles after a
+	// prune that left the map large, so pruning costs amortised O(1).
+	pruneAt int
 }
 
 // verifyEntry is one producer's verification on the partition.
@@ -45,10 +48,14 @@ type verifyEntry struct {
 
 // Entries not verified after verifyAbandoned were abandoned (a
 // verification waits at most the request timeout); they are dropped once
-// the map holds more than verifyPruneAt entries.
+// the map holds more than verifyPruneAt entries. Unverified entries are
+// what a client can make: past verifyMaxEntries they are all dropped,
+// whatever their age, so a flood of made-up producer ids costs bounded
+// memory (their verifications then fail their guard: a retriable refusal).
 const (
-	verifyAbandoned = 2 * time.Minute
-	verifyPruneAt   = 1024
+	verifyAbandoned  = 2 * time.Minute
+	verifyPruneAt    = 1024
+	verifyMaxEntries = 16 * verifyPruneAt
 )
 
 // sync forgets every entry when the leader epoch has changed: another
@@ -69,8 +76,9 @@ func (v *txnVerified) check(leaderEpoch int32, pid int64, epoch int16) (bool, ka
 	if e := v.producers[pid]; e != nil && e.epoch == epoch {
 		return e.verified, e.guard
 	}
-	if len(v.producers) >= verifyPruneAt {
+	if len(v.producers) >= max(v.pruneAt, verifyPruneAt) {
 		v.prune(time.Now())
+		v.pruneAt = 2 * len(v.producers)
 	}
 	v.next++
 	v.producers[pid] = &verifyEntry{epoch: epoch, guard: kafkaapi.TxnGuard(v.next), made: time.Now()}
@@ -82,6 +90,14 @@ func (v *txnVerified) check(leaderEpoch int32, pid int64, epoch int16) (bool, ka
 func (v *txnVerified) prune(now time.Time) {
 	for pid, e := range v.producers {
 		if !e.verified && now.Sub(e.made) > verifyAbandoned {
+			delete(v.producers, pid)
+		}
+	}
+	if len(v.producers) < verifyMaxEntries {
+		return
+	}
+	for pid, e := range v.producers {
+		if !e.verified {
 			delete(v.producers, pid)
 		}
 	}

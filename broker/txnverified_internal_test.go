@@ -76,6 +76,25 @@ func TestTxnVerifiedPrunesAbandoned(t *testing.T) {
 	}
 }
 
+// A flood of made-up producer ids, none ever verified, keeps the map
+// bounded however fast it comes.
+func TestTxnVerifiedBoundsAFlood(t *testing.T) {
+	var v txnVerified
+	_, g := v.check(1, -1, 0)
+	if !v.produce(1, -1, 0, g, func() {}) {
+		t.Fatal("producer -1 refused")
+	}
+	for pid := range int64(10 * verifyMaxEntries) {
+		v.check(1, pid, 0)
+		if n := len(v.producers); n > verifyMaxEntries+1 {
+			t.Fatalf("%d entries after %d made-up producers; want at most %d", n, pid+1, verifyMaxEntries+1)
+		}
+	}
+	if e := v.producers[-1]; e == nil || !e.verified {
+		t.Fatal("the flood dropped a verified producer's entry")
+	}
+}
+
 // An abort of a producer's pending commits is proposed only if nothing of
 // the producer was verified, written or ended on the partition since the
 // stamp it was decided on, in the same leader epoch; it forgets the
