@@ -55,8 +55,11 @@ type Config struct {
 	AutoCreateTopics         bool
 
 	// MaxPartitions bounds the partitions of the cluster's topics, each a
-	// Raft group on its replicas' nodes; a CreateTopics past it gets
-	// POLICY_VIOLATION. The internal topic is created regardless.
+	// Raft group on its replicas' nodes; a CreateTopics or
+	// CreatePartitions past it gets POLICY_VIOLATION. The limit travels on
+	// the metadata command and is checked when it is applied, so
+	// concurrent requests cannot overshoot it together. The internal
+	// topics are created regardless.
 	MaxPartitions int32
 
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape the

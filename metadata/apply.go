@@ -162,6 +162,9 @@ func (s *Snapshot) createPartitions(c CreatePartitions) (CreatePartitionsResult,
 	if c.Count <= have || c.Count > MaxPartitions {
 		return CreatePartitionsResult{}, &InvalidPartitionsError{Partitions: c.Count}
 	}
+	if err := s.CheckPartitionLimit(c.Topic, int(c.Count-have), c.MaxClusterPartitions); err != nil {
+		return CreatePartitionsResult{}, err
+	}
 	if len(c.Assignment) != int(c.Count-have) {
 		return CreatePartitionsResult{}, &AssignmentError{Partition: -1, Broker: -1, Err: ErrPartitionCount}
 	}
@@ -208,6 +211,9 @@ func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
 	if c.Partitions < 1 || c.Partitions > MaxPartitions {
 		return &InvalidPartitionsError{Partitions: c.Partitions}
 	}
+	if err := s.CheckPartitionLimit(c.Name, int(c.Partitions), c.MaxClusterPartitions); err != nil {
+		return err
+	}
 	if c.ReplicationFactor < 1 || int(c.ReplicationFactor) > len(s.brokers) {
 		return &ReplicationFactorError{ReplicationFactor: c.ReplicationFactor, Brokers: len(s.brokers)}
 	}
@@ -224,6 +230,21 @@ func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
 		if err := topicconfig.ValidateAll(c.Configs); err != nil {
 			return invalidConfig(err)
 		}
+	}
+	return nil
+}
+
+// CheckPartitionLimit refuses adding n partitions to topic when the
+// cluster would then hold more than limit partitions, with a
+// *PartitionLimitError. Internal topics and a limit of 0 pass. Apply checks
+// it for CreateTopic and CreatePartitions with the limit they carry; a
+// proposer may call it to refuse early.
+func (s *Snapshot) CheckPartitionLimit(topic string, n int, limit int32) error {
+	if limit <= 0 || IsInternal(topic) {
+		return nil
+	}
+	if total := s.PartitionCount() + n; total > int(limit) {
+		return &PartitionLimitError{Topic: topic, Total: total, Limit: limit}
 	}
 	return nil
 }

@@ -124,7 +124,8 @@ type RegisterBrokerResult struct {
 // CreateTopic creates a topic with a replica assignment computed by the
 // proposer, normally with Place over the live brokers. Apply checks it again
 // against the state at its log position: valid and free name, 1..MaxPartitions
-// partitions, 1..len(brokers) replication factor, one replica list per
+// partitions, at most MaxClusterPartitions in the cluster afterwards (unless
+// internal), 1..len(brokers) replication factor, one replica list per
 // partition of exactly ReplicationFactor distinct registered brokers, and
 // configs that topicconfig.ValidateAll accepts (entries of encoding
 // version 1, written before configs were interpreted, need only non-empty
@@ -140,6 +141,14 @@ type CreateTopic struct {
 	ReplicationFactor int16
 	Assignment        [][]int32         // [partition] -> replicas, first = preferred leader
 	Configs           map[string]string // optional topic-level configs
+	// MaxClusterPartitions is the proposer's max_partitions: Apply refuses
+	// the topic if the cluster would then hold more partitions (internal
+	// topics are exempt). Stamped on the entry, so that every replica
+	// checks the same limit against the state at the entry's position,
+	// where concurrent proposals are ordered. 0: no limit (entries of
+	// encoding versions 1 and 2, written before the limit was checked
+	// there); a limit is encoded as version 3.
+	MaxClusterPartitions int32
 
 	// legacyConfigs marks an entry of encoding version 1, whose configs
 	// are checked as they were then: non-empty keys only.
@@ -155,8 +164,9 @@ type CreateTopicResult struct {
 // CreatePartitions). Assignment lists the replicas of each new partition,
 // computed by the proposer, normally with Place over the live brokers.
 // Apply checks it against the state at its log position: the topic exists,
-// Count is above its partition count and at most MaxPartitions, and each
-// new partition has as many distinct registered brokers as the topic's
+// Count is above its partition count and at most MaxPartitions, the
+// cluster holds at most MaxClusterPartitions afterwards, and each new
+// partition has as many distinct registered brokers as the topic's
 // replication factor. New partitions start with NoLeader.
 //
 // Result: CreatePartitionsResult.
@@ -164,6 +174,9 @@ type CreatePartitions struct {
 	Topic      string
 	Count      int32
 	Assignment [][]int32 // [new partition] -> replicas, first = preferred leader
+	// MaxClusterPartitions is the proposer's max_partitions, as in
+	// CreateTopic; 0: no limit (encoding version 1), else version 2.
+	MaxClusterPartitions int32
 }
 
 // CreatePartitionsResult answers CreatePartitions with the grown topic.
