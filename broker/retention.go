@@ -20,15 +20,19 @@ const cleanupDelete = "delete"
 
 // housekeeping runs the leader's clock-driven duties for the partitions
 // this node leads: retention every RetentionCheckInterval, producer
-// expiry every ProducerExpirationCheckInterval. Owned by the Node, which
-// stops it (housekeepingDone) before it closes the replicas, so every
-// proposal it makes is answered by a running group.
+// expiry every ProducerExpirationCheckInterval; and, every
+// Tuning.MetaDutyInterval, the report of the deleted topics whose
+// replicas this node has removed. Owned by the Node, which stops it
+// (housekeepingDone) before it closes the replicas, so every proposal it
+// makes is answered by a running group.
 func (n *Node) housekeeping() {
 	defer close(n.housekeepingDone)
 	retain := time.NewTicker(n.cfg.RetentionCheckInterval)
 	defer retain.Stop()
 	expire := time.NewTicker(n.cfg.ProducerExpirationCheckInterval)
 	defer expire.Stop()
+	removed := time.NewTicker(n.cfg.Tuning.MetaDutyInterval)
+	defer removed.Stop()
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -42,6 +46,8 @@ func (n *Node) housekeeping() {
 			for _, lr := range n.ledReplicas() {
 				n.expireProducers(lr, ttl)
 			}
+		case <-removed.C:
+			n.reportRemovedReplicas()
 		}
 	}
 }

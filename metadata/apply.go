@@ -59,6 +59,8 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.deleteACLs(c)
 	case SetProducerIDKey:
 		result, err = next.setProducerIDKey(c)
+	case ReplicasRemoved:
+		result, err = next.replicasRemoved(c)
 	}
 	if err != nil {
 		return next, nil, err
@@ -180,7 +182,7 @@ func (s *Snapshot) createPartitions(c CreatePartitions) (CreatePartitionsResult,
 	return CreatePartitionsResult{Topic: t.clone()}, nil
 }
 
-// deleteTopic removes a topic and remembers its id as deleted.
+// deleteTopic removes a topic and remembers its id as deleted (deleted.go).
 func (s *Snapshot) deleteTopic(c DeleteTopic) (DeleteTopicResult, error) {
 	t, ok := s.topics[c.Name]
 	switch {
@@ -193,8 +195,12 @@ func (s *Snapshot) deleteTopic(c DeleteTopic) (DeleteTopicResult, error) {
 	delete(s.topics, c.Name)
 	s.topicIDs = cloneMap(s.topicIDs)
 	delete(s.topicIDs, t.ID)
-	s.deleted = cloneMap(s.deleted)
-	s.deleted[t.ID] = struct{}{}
+	var at uint64 // a version 1 delete counts as older than all others
+	if !c.legacy {
+		at = s.index
+	}
+	s.forgetDeleted()
+	s.deleted = s.deleted.with(t.ID, deletedTopic{at: at})
 	s.dropReassignments(c.Name)
 	return DeleteTopicResult{ID: t.ID}, nil
 }

@@ -16,7 +16,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeSetPartitionLeader: 1,
 	TypeAllocateProducerID: 1,
 	TypeCreatePartitions:   2, // 1: no partition limit
-	TypeDeleteTopic:        1,
+	TypeDeleteTopic:        2, // 1: written before deletes were ordered
 	TypeAlterConfigs:       1,
 
 	TypeAlterScramCredentials: 1,
@@ -25,6 +25,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeAlterReassignment:     1,
 	TypeCompleteReassignment:  1,
 	TypeSetProducerIDKey:      1,
+	TypeReplicasRemoved:       1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -59,6 +60,10 @@ func encodingVersion(cmd Command) uint8 {
 		}
 	case RegisterBroker:
 		if c.Listeners == "" {
+			return 1
+		}
+	case DeleteTopic:
+		if c.legacy {
 			return 1
 		}
 	}
@@ -114,8 +119,10 @@ func Decode(b []byte) (Command, error) {
 			c.MaxClusterPartitions = readPartitionLimit(r)
 		}
 		cmd = c
-	case typ == TypeDeleteTopic && ver == 1:
-		cmd = DeleteTopic{Name: r.str("topic")}
+	case typ == TypeDeleteTopic && (ver == 1 || ver == 2):
+		cmd = DeleteTopic{Name: r.str("topic"), legacy: ver == 1}
+	case typ == TypeReplicasRemoved && ver == 1:
+		cmd = decodeReplicasRemoved(r)
 	case typ == TypeAlterConfigs && ver == 1:
 		cmd = AlterConfigs{Resource: ConfigResource(r.u8("config resource")), Topic: r.str("topic"), Configs: readConfigs(r)}
 	case typ == TypeAllocateProducerID && ver == 1:
@@ -190,6 +197,10 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *SetProducerIDKey:
+		if c != nil {
+			return *c, nil
+		}
+	case *ReplicasRemoved:
 		if c != nil {
 			return *c, nil
 		}

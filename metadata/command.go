@@ -23,6 +23,7 @@ const (
 	TypeAlterReassignment    CommandType = 12
 	TypeCompleteReassignment CommandType = 13
 	// TypeSetProducerIDKey is in producerid.go.
+	// TypeReplicasRemoved is in deleted.go.
 )
 
 func (t CommandType) String() string {
@@ -55,6 +56,8 @@ func (t CommandType) String() string {
 		return "DeleteACLs"
 	case TypeSetProducerIDKey:
 		return "SetProducerIDKey"
+	case TypeReplicasRemoved:
+		return "ReplicasRemoved"
 	}
 	return "Unknown"
 }
@@ -81,6 +84,7 @@ var (
 	_ Command = CreateACLs{}
 	_ Command = DeleteACLs{}
 	_ Command = SetProducerIDKey{}
+	_ Command = ReplicasRemoved{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:
@@ -187,13 +191,21 @@ type CreatePartitionsResult struct {
 // DeleteTopic deletes a topic (Kafka's DeleteTopics). Its id is remembered
 // as deleted, so that every node, also one that was down at the time,
 // removes its replicas of that id once it learns of it, and never mistakes
-// a replica of a deleted topic for one it has yet to learn about. The name
-// is free again at once; a new topic of that name gets a new id. The
-// internal topic cannot be deleted.
+// a replica of a deleted topic for one it has yet to learn about, until
+// every registered broker has reported its replicas removed
+// (ReplicasRemoved; at most MaxDeletedTopics are kept). The name is free
+// again at once; a new topic of that name gets a new id. The internal
+// topic cannot be deleted.
+//
+// Encoding version 2 has the fields of version 1; it marks a delete whose
+// entry index orders it among the kept ids. Version 1 deletes, written
+// before, count as older than all others.
 //
 // Result: DeleteTopicResult.
 type DeleteTopic struct {
 	Name string
+
+	legacy bool // an entry of encoding version 1
 }
 
 // DeleteTopicResult answers DeleteTopic with the deleted topic's id.
