@@ -55,7 +55,8 @@ func TestExpireTransactionalIDs(t *testing.T) {
 	if err != nil || pid == pidDone || epoch != 0 {
 		t.Fatalf("the expired id starts afresh with %d/%d (%v), had %d", pid, epoch, err, pidDone)
 	}
-	if n, _ := c.ExpireTransactionalIDs(ctx, time.UnixMilli(last).Add(expiration), expiration); n != 0 {
+	touched, _ := view.Txn("done")
+	if n, _ := c.ExpireTransactionalIDs(ctx, time.UnixMilli(touched.LastUpdate).Add(expiration-time.Millisecond), expiration); n != 0 {
 		t.Fatalf("expired %d ids touched since", n)
 	}
 	c.Close()
