@@ -21,8 +21,9 @@ import (
 //   - Other groups, offsets with a transactional commit pending, and
 //     groups with an OffsetCommit being written keep theirs.
 //
-// An empty group left without offsets is removed: it is Dead while its
-// tombstones are written, then gone (its metadata tombstoned too).
+// An empty group left without offsets, and without a transactional commit
+// pending, is removed: it is Dead while its tombstones are written, then
+// gone (its metadata tombstoned too).
 
 // Expired counts what one ExpireOffsets removed.
 type Expired struct {
@@ -91,8 +92,8 @@ func (c *Coordinator) expireGroup(id string, now time.Time, retention time.Durat
 		return nil
 	}
 	md, hasMeta := c.view.Group(id)
-	expired, kept := c.expiredOffsets(g, md, hasMeta, now.Add(-retention).UnixMilli())
-	remove := g.state == stateEmpty && len(g.pending) == 0 && kept == 0
+	expired, kept, pending := c.expiredOffsets(g, md, hasMeta, now.Add(-retention).UnixMilli())
+	remove := g.state == stateEmpty && len(g.pending) == 0 && kept == 0 && !pending
 	if len(expired) == 0 && !(remove && hasMeta) {
 		return nil
 	}
@@ -125,14 +126,15 @@ func (c *Coordinator) expireGroup(id string, now time.Time, retention time.Durat
 }
 
 // expiredOffsets splits a group's committed offsets into those expired at
-// cutoff (milliseconds: now minus the retention) and the number kept.
-// Call with mu held.
-func (c *Coordinator) expiredOffsets(g *group, md GroupMetadata, hasMeta bool, cutoff int64) (expired []PartitionOffset, kept int) {
+// cutoff (milliseconds: now minus the retention) and the number kept, and
+// reports whether the group has a transactional commit pending. Call with
+// mu held.
+func (c *Coordinator) expiredOffsets(g *group, md GroupMetadata, hasMeta bool, cutoff int64) (expired []PartitionOffset, kept int, pending bool) {
 	emptySince := int64(-1) // when the group became empty, if its metadata says
 	if hasMeta && len(md.Members) == 0 {
 		emptySince = md.StateTimestamp
 	}
-	pending := c.view.pendingPartitions(g.id)
+	inTxn := c.view.pendingPartitions(g.id)
 	for _, po := range c.view.Offsets(g.id) {
 		base := int64(-1)
 		switch {
@@ -141,13 +143,13 @@ func (c *Coordinator) expiredOffsets(g *group, md GroupMetadata, hasMeta bool, c
 		case g.state == stateStable && g.protocolType == consumerProtocolType && !g.subscribed(po.Topic):
 			base = po.CommitTimestamp
 		}
-		if base < 0 || base > cutoff || pending[topicPartition{po.Topic, po.Partition}] {
+		if base < 0 || base > cutoff || inTxn[topicPartition{po.Topic, po.Partition}] {
 			kept++
 			continue
 		}
 		expired = append(expired, po)
 	}
-	return expired, kept
+	return expired, kept, len(inTxn) > 0
 }
 
 // pendingPartitions are the partitions of a group with a transactional

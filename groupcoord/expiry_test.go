@@ -189,3 +189,37 @@ func TestExpiryFailsCleanly(t *testing.T) {
 		t.Fatalf("closed coordinator: %v", err)
 	}
 }
+
+// An offset with a transactional commit pending does not expire, and an
+// empty group with one pending is not removed: the commit's marker may
+// still make it the group's offset.
+func TestExpiryKeepsPendingTransactionalOffsets(t *testing.T) {
+	h := newHarness(t, nil)
+	member, gen := h.stableOne("g", nil)
+	wantCode(t, "commit", h.commit(commitReq(8, "g", member, gen, "t1", map[int32]int64{0: 1, 1: 2}, ""))[0], nil)
+	wantCode(t, "leave", h.leave(4, "g", leaving(member, nil)).ErrorCode, nil)
+	waitFor(t, "the empty group stored", func() bool {
+		md, ok := h.view.Group("g")
+		return ok && len(md.Members) == 0
+	})
+	for _, p := range []int32{1, 2} {
+		r := OffsetRecord("g", "t1", p, Offset{Offset: 10, LeaderEpoch: -1, CommitTimestamp: time.Now().UnixMilli()})
+		if err := h.view.ApplyTxn(77, r.Key, r.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := time.Now().Add(10 * testRetention).UnixMilli()
+	if got := h.expire(later); got != (Expired{Offsets: 1}) {
+		t.Fatalf("expired %+v, want only the offset without a pending commit", got)
+	}
+	if o, _ := h.fetch("g", "t1", 1); o != 2 {
+		t.Fatalf("offset with a pending commit: %d, want 2", o)
+	}
+	if d := h.describe("g"); d.State != "Empty" || !h.view.HasGroup("g") {
+		t.Fatalf("group with a pending commit: %s", d.State)
+	}
+	h.view.Marker(77, true)
+	if got := h.expire(later); got != (Expired{Offsets: 2, Groups: 1}) {
+		t.Fatalf("expired %+v after the marker, want both offsets and the group", got)
+	}
+}
