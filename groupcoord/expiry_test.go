@@ -191,7 +191,8 @@ func TestExpiryFailsCleanly(t *testing.T) {
 }
 
 // An offset with a transactional commit pending does not expire, and an
-// empty group with one pending is not removed: the commit's marker may
+// empty group with one pending is not removed, even when the pending
+// commit is of a partition without a committed offset: its marker may
 // still make it the group's offset.
 func TestExpiryKeepsPendingTransactionalOffsets(t *testing.T) {
 	h := newHarness(t, nil)
@@ -202,12 +203,13 @@ func TestExpiryKeepsPendingTransactionalOffsets(t *testing.T) {
 		md, ok := h.view.Group("g")
 		return ok && len(md.Members) == 0
 	})
-	for _, p := range []int32{1, 2} {
+	pend := func(pid int64, p int32) {
 		r := OffsetRecord("g", "t1", p, Offset{Offset: 10, LeaderEpoch: -1, CommitTimestamp: time.Now().UnixMilli()})
-		if err := h.view.ApplyTxn(77, r.Key, r.Value); err != nil {
+		if err := h.view.ApplyTxn(pid, r.Key, r.Value); err != nil {
 			t.Fatal(err)
 		}
 	}
+	pend(77, 1)
 	later := time.Now().Add(10 * testRetention).UnixMilli()
 	if got := h.expire(later); got != (Expired{Offsets: 1}) {
 		t.Fatalf("expired %+v, want only the offset without a pending commit", got)
@@ -215,11 +217,16 @@ func TestExpiryKeepsPendingTransactionalOffsets(t *testing.T) {
 	if o, _ := h.fetch("g", "t1", 1); o != 2 {
 		t.Fatalf("offset with a pending commit: %d, want 2", o)
 	}
-	if d := h.describe("g"); d.State != "Empty" || !h.view.HasGroup("g") {
-		t.Fatalf("group with a pending commit: %s", d.State)
+	h.view.Marker(77, false)
+	pend(78, 2) // a partition without a committed offset
+	if got := h.expire(later); got != (Expired{Offsets: 1}) {
+		t.Fatalf("expired %+v, want the last committed offset and not the group", got)
 	}
-	h.view.Marker(77, true)
-	if got := h.expire(later); got != (Expired{Offsets: 2, Groups: 1}) {
-		t.Fatalf("expired %+v after the marker, want both offsets and the group", got)
+	if d := h.describe("g"); d.State != "Empty" || !h.view.HasGroup("g") {
+		t.Fatalf("group with a pending commit: %s, in the view: %v", d.State, h.view.HasGroup("g"))
+	}
+	h.view.Marker(78, true)
+	if got := h.expire(later); got != (Expired{Offsets: 1, Groups: 1}) {
+		t.Fatalf("expired %+v after the marker, want its offset and the group", got)
 	}
 }
