@@ -173,8 +173,8 @@ func (b *backend) CreatePartitions(ctx context.Context, topic string, count int3
 	if count <= have {
 		return fmt.Errorf("%w: topic %q has %d partitions; the new count must be larger", kerr.InvalidPartitions, topic, have)
 	}
-	if total := state.PartitionCount() + int(count-have); total > int(n.cfg.MaxPartitions) {
-		return fmt.Errorf("%w: the cluster would hold %d partitions, more than max_partitions (%d)", kerr.PolicyViolation, total, n.cfg.MaxPartitions)
+	if err := state.CheckPartitionLimit(topic, int(count-have), n.cfg.MaxPartitions); err != nil {
+		return fmt.Errorf("%w: %w", kerr.PolicyViolation, err)
 	}
 	rf := len(t.Partitions[0].Replicas)
 	live := b.liveBrokers(state)
@@ -185,7 +185,7 @@ func (b *backend) CreatePartitions(ctx context.Context, topic string, count int3
 	if err != nil {
 		return fmt.Errorf("%w: %w", metaErrorCode(err), err)
 	}
-	cmd := metadata.CreatePartitions{Topic: topic, Count: count, Assignment: assignment}
+	cmd := metadata.CreatePartitions{Topic: topic, Count: count, Assignment: assignment, MaxClusterPartitions: n.cfg.MaxPartitions}
 	if validateOnly {
 		if _, _, err := state.Apply(state.AppliedIndex()+1, cmd); err != nil {
 			return fmt.Errorf("%w: %w", metaErrorCode(err), err)
@@ -208,9 +208,8 @@ func (b *backend) placeTopic(state *metadata.Snapshot, name string, parts int32,
 	if _, ok := state.Topic(name); ok {
 		return metadata.CreateTopic{}, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, name)
 	}
-	if total := state.PartitionCount() + int(parts); !metadata.IsInternal(name) && total > int(b.n.cfg.MaxPartitions) {
-		return metadata.CreateTopic{}, fmt.Errorf("%w: the cluster would hold %d partitions, more than max_partitions (%d)",
-			kerr.PolicyViolation, total, b.n.cfg.MaxPartitions)
+	if err := state.CheckPartitionLimit(name, int(parts), b.n.cfg.MaxPartitions); err != nil {
+		return metadata.CreateTopic{}, fmt.Errorf("%w: %w", kerr.PolicyViolation, err)
 	}
 	live := b.liveBrokers(state)
 	if int(rf) > len(live) {
@@ -221,7 +220,8 @@ func (b *backend) placeTopic(state *metadata.Snapshot, name string, parts int32,
 	if err != nil {
 		return metadata.CreateTopic{}, fmt.Errorf("%w: %w", metaErrorCode(err), err)
 	}
-	return metadata.CreateTopic{Name: name, Partitions: parts, ReplicationFactor: rf, Assignment: assignment}, nil
+	return metadata.CreateTopic{Name: name, Partitions: parts, ReplicationFactor: rf, Assignment: assignment,
+		MaxClusterPartitions: b.n.cfg.MaxPartitions}, nil
 }
 
 // liveBrokers lists the registered brokers gossip sees alive.
@@ -274,6 +274,10 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 		{Name: "log.retention.check.interval.ms", Value: itoa(c.RetentionCheckInterval.Milliseconds()), Type: kmsg.ConfigTypeLong},
 		{Name: "producer.id.expiration.ms", Value: itoa(c.ProducerIDExpirationMs), Type: num},
 		{Name: "producer.id.expiration.check.interval.ms", Value: itoa(c.ProducerExpirationCheckInterval.Milliseconds()), Type: num},
+		{Name: "offsets.retention.minutes", Value: itoa(int64(c.OffsetsRetention / time.Minute)), Type: num},
+		{Name: "offsets.retention.check.interval.ms", Value: itoa(c.OffsetsRetentionCheckInterval.Milliseconds()), Type: kmsg.ConfigTypeLong},
+		{Name: "transactional.id.expiration.ms", Value: itoa(c.TransactionalIDExpirationMs), Type: num},
+		{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Value: itoa(c.TxnRemoveExpiredInterval.Milliseconds()), Type: num},
 		{Name: "socket.request.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
 		{Name: "message.max.bytes", Value: itoa(int64(c.MessageMaxBytes)), Type: num},
 		{Name: "transaction.partition.verification.enable", Value: strconv.FormatBool(c.TxnPartitionVerification), Type: boolean},

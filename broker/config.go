@@ -55,8 +55,11 @@ type Config struct {
 	AutoCreateTopics         bool
 
 	// MaxPartitions bounds the partitions of the cluster's topics, each a
-	// Raft group on its replicas' nodes; a CreateTopics past it gets
-	// POLICY_VIOLATION. The internal topic is created regardless.
+	// Raft group on its replicas' nodes; a CreateTopics or
+	// CreatePartitions past it gets POLICY_VIOLATION. The limit travels on
+	// the metadata command and is checked when it is applied, so
+	// concurrent requests cannot overshoot it together. The internal
+	// topics are created regardless.
 	MaxPartitions int32
 
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape the
@@ -99,6 +102,22 @@ type Config struct {
 	GroupInitialRebalanceDelay time.Duration
 	GroupMinSessionTimeout     time.Duration
 	GroupMaxSessionTimeout     time.Duration
+
+	// OffsetsRetention is how long committed offsets are kept after their
+	// group became empty, or after their commit for a consumer without a
+	// group (Kafka's offsets.retention.minutes, KIP-211); the leader of
+	// each __consumer_offsets partition expires them every
+	// OffsetsRetentionCheckInterval (offsets.retention.check.interval.ms).
+	OffsetsRetention              time.Duration
+	OffsetsRetentionCheckInterval time.Duration
+	// TransactionalIDExpirationMs is the node's static
+	// transactional.id.expiration.ms: how long a transactional id without
+	// an open transaction is remembered; the cluster-wide dynamic default
+	// wins over it. The leader of each __transaction_state partition
+	// forgets idle ids every TxnRemoveExpiredInterval
+	// (transaction.remove.expired.transaction.cleanup.interval.ms).
+	TransactionalIDExpirationMs int64
+	TxnRemoveExpiredInterval    time.Duration
 
 	// PartitionRaft and MetaRaft are the Raft timings of partition groups
 	// and of the metadata group.
@@ -326,6 +345,10 @@ func DefaultConfig() Config {
 		GroupInitialRebalanceDelay:    3 * time.Second,
 		GroupMinSessionTimeout:        6 * time.Second,
 		GroupMaxSessionTimeout:        30 * time.Minute,
+		OffsetsRetention:              7 * 24 * time.Hour, // Kafka's defaults, these four
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
+		TransactionalIDExpirationMs:   7 * 24 * 3600 * 1000,
+		TxnRemoveExpiredInterval:      time.Hour,
 		PartitionRaft:                 partitionRaft,
 		MetaRaft:                      multiraft.DefaultTiming(),
 		PartitionLogStore:             multiraft.LogStorePebble,

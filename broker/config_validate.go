@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -189,6 +190,22 @@ func (c *Config) validateGroups() error {
 		return bad("group_min_session_timeout", c.GroupMinSessionTimeout, "must be at least 1ms")
 	case c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
 		return bad("group_max_session_timeout", c.GroupMaxSessionTimeout, "must not be below group_min_session_timeout (%v)", c.GroupMinSessionTimeout)
+	}
+	return c.validateExpiry()
+}
+
+// validateExpiry checks how long committed offsets and transactional ids
+// are kept and how often they are looked at.
+func (c *Config) validateExpiry() error {
+	switch {
+	case c.OffsetsRetention < time.Millisecond:
+		return bad("offsets_retention_minutes", c.OffsetsRetention, "must be positive")
+	case c.OffsetsRetentionCheckInterval < time.Millisecond:
+		return bad("offsets_retention_check_interval", c.OffsetsRetentionCheckInterval, "must be at least 1ms")
+	case c.TransactionalIDExpirationMs < 1 || c.TransactionalIDExpirationMs > math.MaxInt32:
+		return bad("transactional_id_expiration_ms", c.TransactionalIDExpirationMs, "must be in 1..%d", math.MaxInt32)
+	case c.TxnRemoveExpiredInterval < time.Millisecond:
+		return bad("transaction_remove_expired_interval", c.TxnRemoveExpiredInterval, "must be at least 1ms")
 	}
 	return nil
 }

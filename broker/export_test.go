@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -61,3 +62,6 @@ func (n *Node) HasReplica(topic string, p int32) bool {
 
 // ACLCount is the number of ACL bindings in this node's metadata copy.
 func (n *Node) ACLCount() int { return n.meta.fsm.State().ACLs().Len() }
+
+// MetadataState is this node's copy of the cluster metadata.
+func (n *Node) MetadataState() *metadata.Snapshot { return n.meta.fsm.State() }

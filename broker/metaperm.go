@@ -21,8 +21,9 @@ var ErrPeerNotPermitted = errors.New("broker: a peer may not send this metadata 
 // SCRAM credentials, ACLs, reassignments, producer ids), which it
 // authenticated and authorised itself; InitCluster, which bootstrapping
 // nodes all propose; and reports about itself: its registration,
-// partitions it leads, and the end of a move of a partition it leads
-// (which names it among the move's target). A command that
+// partitions it leads, the end of a move of a partition it leads
+// (which names it among the move's target), and the removal of its
+// replicas of deleted topics. A command that
 // speaks for another node is refused: a node may not re-point another's
 // address or claim another's leadership. Commands only the metadata leader
 // proposes itself (SetProducerIDKey) are refused too.
@@ -40,6 +41,11 @@ func peerMayPropose(peer int32, cmd metadata.Command) error {
 	case metadata.CompleteReassignment:
 		if peer != 0 && !slices.Contains(c.Target, peer) {
 			return fmt.Errorf("%w: node %d completing the move of %s/%d to %v", ErrPeerNotPermitted, peer, c.Topic, c.Partition, c.Target)
+		}
+		return nil
+	case metadata.ReplicasRemoved:
+		if peer != 0 && c.Broker != peer {
+			return fmt.Errorf("%w: node %d reporting the replicas of node %d removed", ErrPeerNotPermitted, peer, c.Broker)
 		}
 		return nil
 	case metadata.SetPartitionLeader:

@@ -37,6 +37,8 @@ func TestPeerMayPropose(t *testing.T) {
 		{metadata.AlterReassignment{Topic: "t", Target: []int32{3, 4, 5}}, true, true},
 		{metadata.CompleteReassignment{Topic: "t", Target: []int32{4, 2, 5}}, true, true},
 		{metadata.CompleteReassignment{Topic: "t", Target: []int32{3, 4, 5}}, false, true},
+		{metadata.ReplicasRemoved{Broker: 2}, true, true},
+		{metadata.ReplicasRemoved{Broker: 3}, false, true},
 		{metadata.SetProducerIDKey{Key: make([]byte, metadata.ProducerIDKeySize)}, false, false},
 		{unknownCommand{}, false, false},
 	}

@@ -240,6 +240,8 @@ func metaErrorCode(err error) *kerr.Error {
 		return kerr.InvalidTopicException
 	case errors.Is(err, metadata.ErrInvalidPartitions):
 		return kerr.InvalidPartitions
+	case errors.Is(err, metadata.ErrPartitionLimit):
+		return kerr.PolicyViolation
 	case errors.Is(err, metadata.ErrInvalidReplicationFactor):
 		return kerr.InvalidReplicationFactor
 	case errors.Is(err, metadata.ErrInvalidReplicaAssignment):

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/minikafka/minikafka-go/metadata"
@@ -18,32 +19,56 @@ const cleanupDelete = "delete"
 // (partition.Replica.Trim, ExpireProducers), so every replica applies the
 // same result.
 
-// housekeeping runs the leader's clock-driven duties for the partitions
-// this node leads: retention every RetentionCheckInterval, producer
-// expiry every ProducerExpirationCheckInterval. Owned by the Node, which
-// stops it (housekeepingDone) before it closes the replicas, so every
+// housekeeping runs the node's clock-driven duties, each on its own
+// goroutine so that a slow one does not hold up the others: for the
+// partitions this node leads, retention every RetentionCheckInterval and
+// producer expiry every ProducerExpirationCheckInterval; for the
+// coordinators it runs, offset expiry every OffsetsRetentionCheckInterval
+// and transactional id expiry every TxnRemoveExpiredInterval
+// (coordexpiry.go); and, every Tuning.MetaDutyInterval, the report of the
+// deleted topics whose replicas it has removed (deletedtopics.go). Owned
+// by the Node, which stops it (housekeepingDone, closed once every duty
+// has returned) before it closes the coordinators and replicas, so every
 // proposal it makes is answered by a running group.
 func (n *Node) housekeeping() {
 	defer close(n.housekeepingDone)
-	retain := time.NewTicker(n.cfg.RetentionCheckInterval)
-	defer retain.Stop()
-	expire := time.NewTicker(n.cfg.ProducerExpirationCheckInterval)
-	defer expire.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-retain.C:
+	duties := []struct {
+		every time.Duration
+		run   func()
+	}{
+		{n.cfg.RetentionCheckInterval, func() {
 			for _, lr := range n.ledReplicas() {
 				n.retain(lr, time.Now())
 			}
-		case <-expire.C:
+		}},
+		{n.cfg.ProducerExpirationCheckInterval, func() {
 			ttl := n.ProducerIDExpiration()
 			for _, lr := range n.ledReplicas() {
 				n.expireProducers(lr, ttl)
 			}
-		}
+		}},
+		{n.cfg.OffsetsRetentionCheckInterval, n.expireOffsets},
+		{n.cfg.TxnRemoveExpiredInterval, n.expireTransactionalIDs},
+		{n.cfg.Tuning.MetaDutyInterval, n.reportRemovedReplicas},
 	}
+	var wg sync.WaitGroup
+	for _, d := range duties {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(d.every)
+			defer t.Stop()
+			for {
+				select {
+				case <-n.ctx.Done():
+					return
+				case <-t.C:
+					d.run()
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // ledReplicas are the open replicas this node leads.

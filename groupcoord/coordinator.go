@@ -31,11 +31,15 @@ type Coordinator struct {
 	// writes; Close waits for it. Add happens only under mu while open.
 	wg sync.WaitGroup
 
-	// mu guards closed, groups, and every group and member reachable
-	// from groups. It is never held while calling the Log or waiting.
+	// mu guards closed, groups, committing, and every group and member
+	// reachable from groups. It is never held while calling the Log or
+	// waiting.
 	mu     sync.Mutex
 	closed bool
 	groups map[string]*group // groups with live state; others live only in the View
+	// committing counts, by group, the OffsetCommits admitted and not yet
+	// written: offset expiry leaves those groups alone (expiry.go).
+	committing map[string]int
 }
 
 // New returns the coordinator of the partition whose records view holds,
@@ -64,6 +68,8 @@ func New(cfg Config, log Log, view *View) (*Coordinator, error) {
 		ctx:    ctx,
 		cancel: cancel,
 		groups: make(map[string]*group),
+
+		committing: make(map[string]int),
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -60,6 +60,9 @@ type group struct {
 	// lastWrite is closed when the group's latest queued metadata write
 	// has finished; writes wait for it, so they commit in order.
 	lastWrite chan struct{}
+	// expiring is closed when the group's offset expiry write in flight
+	// ends; nil when none is. OffsetCommits wait for it (expiry.go).
+	expiring chan struct{}
 }
 
 // member is one member of a group. Every field is guarded by

@@ -42,35 +42,16 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if req.Version == 0 {
 		generation = -1 // v0 commits have no group management
 	}
-	if err := c.validateCommit(req.Group, generation, memberID, req.InstanceID); err != nil {
+	if err := c.admitCommit(ctx, req.Group, generation, memberID, req.InstanceID); err != nil {
 		setAll(err)
 	} else {
-		now := time.Now().UnixMilli()
-		var recs []Record
-		for i, t := range req.Topics {
-			for j, p := range t.Partitions {
-				if errs[i][j] != nil {
-					continue
-				}
-				meta := deref(p.Metadata)
-				if len(meta) > c.cfg.MaxOffsetMetadata {
-					errs[i][j] = kerr.OffsetMetadataTooLarge
-					continue
-				}
-				epoch := int32(-1)
-				if req.Version >= 6 {
-					epoch = p.LeaderEpoch
-				}
-				recs = append(recs, OffsetRecord(req.Group, t.Topic, p.Partition, Offset{
-					Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now,
-				}))
-			}
-		}
+		recs := c.commitRecords(req, errs)
 		if len(recs) > 0 {
 			if err := c.append(ctx, recs); err != nil {
 				setAll(err)
 			}
 		}
+		c.commitDone(req.Group)
 	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
@@ -88,12 +69,85 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	return resp
 }
 
+// commitRecords are the records of an OffsetCommit's partitions that
+// errs leaves without an error; a partition whose metadata is too large
+// gets OFFSET_METADATA_TOO_LARGE in errs. Commit timestamps are the
+// coordinator's clock.
+func (c *Coordinator) commitRecords(req *kmsg.OffsetCommitRequest, errs [][]*kerr.Error) []Record {
+	now := time.Now().UnixMilli()
+	var recs []Record
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			if errs[i][j] != nil {
+				continue
+			}
+			meta := deref(p.Metadata)
+			if len(meta) > c.cfg.MaxOffsetMetadata {
+				errs[i][j] = kerr.OffsetMetadataTooLarge
+				continue
+			}
+			epoch := int32(-1)
+			if req.Version >= 6 {
+				epoch = p.LeaderEpoch
+			}
+			recs = append(recs, OffsetRecord(req.Group, t.Topic, p.Partition, Offset{
+				Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now,
+			}))
+		}
+	}
+	return recs
+}
+
+// admitCommit validates an OffsetCommit against its group and counts it
+// as being written until commitDone, so that offset expiry leaves the
+// group alone meanwhile; while an expiry of the group is being written it
+// waits for that first, so that no tombstone lands after the commit.
+func (c *Coordinator) admitCommit(ctx context.Context, groupID string, generation int32, memberID string, instanceID *string) *kerr.Error {
+	for {
+		c.mu.Lock()
+		var wait chan struct{}
+		if g := c.groups[groupID]; g != nil {
+			wait = g.expiring
+		}
+		if wait == nil {
+			err := c.validateCommitLocked(groupID, generation, memberID, instanceID)
+			if err == nil {
+				c.committing[groupID]++
+			}
+			c.mu.Unlock()
+			return err
+		}
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-c.ctx.Done():
+			return kerr.NotCoordinator
+		case <-ctx.Done():
+			return kerr.CoordinatorNotAvailable // the client retries
+		}
+	}
+}
+
+// commitDone ends what admitCommit began.
+func (c *Coordinator) commitDone(groupID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.committing[groupID]--; c.committing[groupID] <= 0 {
+		delete(c.committing, groupID)
+	}
+}
+
 // validateCommit is Kafka's check of an offset commit against the group
 // (validateOffsetCommit and the states of doCommitOffsets); a valid
 // commit of a member renews its session.
 func (c *Coordinator) validateCommit(groupID string, generation int32, memberID string, instanceID *string) *kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.validateCommitLocked(groupID, generation, memberID, instanceID)
+}
+
+// validateCommitLocked is validateCommit with mu held.
+func (c *Coordinator) validateCommitLocked(groupID string, generation int32, memberID string, instanceID *string) *kerr.Error {
 	if c.closed {
 		return kerr.NotCoordinator
 	}

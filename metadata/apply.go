@@ -59,6 +59,8 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.deleteACLs(c)
 	case SetProducerIDKey:
 		result, err = next.setProducerIDKey(c)
+	case ReplicasRemoved:
+		result, err = next.replicasRemoved(c)
 	}
 	if err != nil {
 		return next, nil, err
@@ -162,6 +164,9 @@ func (s *Snapshot) createPartitions(c CreatePartitions) (CreatePartitionsResult,
 	if c.Count <= have || c.Count > MaxPartitions {
 		return CreatePartitionsResult{}, &InvalidPartitionsError{Partitions: c.Count}
 	}
+	if err := s.CheckPartitionLimit(c.Topic, int(c.Count-have), c.MaxClusterPartitions); err != nil {
+		return CreatePartitionsResult{}, err
+	}
 	if len(c.Assignment) != int(c.Count-have) {
 		return CreatePartitionsResult{}, &AssignmentError{Partition: -1, Broker: -1, Err: ErrPartitionCount}
 	}
@@ -177,7 +182,7 @@ func (s *Snapshot) createPartitions(c CreatePartitions) (CreatePartitionsResult,
 	return CreatePartitionsResult{Topic: t.clone()}, nil
 }
 
-// deleteTopic removes a topic and remembers its id as deleted.
+// deleteTopic removes a topic and remembers its id as deleted (deleted.go).
 func (s *Snapshot) deleteTopic(c DeleteTopic) (DeleteTopicResult, error) {
 	t, ok := s.topics[c.Name]
 	switch {
@@ -190,8 +195,12 @@ func (s *Snapshot) deleteTopic(c DeleteTopic) (DeleteTopicResult, error) {
 	delete(s.topics, c.Name)
 	s.topicIDs = cloneMap(s.topicIDs)
 	delete(s.topicIDs, t.ID)
-	s.deleted = cloneMap(s.deleted)
-	s.deleted[t.ID] = struct{}{}
+	var at uint64 // a version 1 delete counts as older than all others
+	if !c.legacy {
+		at = s.index
+	}
+	s.forgetDeleted()
+	s.deleted = s.deleted.with(t.ID, deletedTopic{at: at})
 	s.dropReassignments(c.Name)
 	return DeleteTopicResult{ID: t.ID}, nil
 }
@@ -207,6 +216,9 @@ func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
 	}
 	if c.Partitions < 1 || c.Partitions > MaxPartitions {
 		return &InvalidPartitionsError{Partitions: c.Partitions}
+	}
+	if err := s.CheckPartitionLimit(c.Name, int(c.Partitions), c.MaxClusterPartitions); err != nil {
+		return err
 	}
 	if c.ReplicationFactor < 1 || int(c.ReplicationFactor) > len(s.brokers) {
 		return &ReplicationFactorError{ReplicationFactor: c.ReplicationFactor, Brokers: len(s.brokers)}
@@ -224,6 +236,21 @@ func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
 		if err := topicconfig.ValidateAll(c.Configs); err != nil {
 			return invalidConfig(err)
 		}
+	}
+	return nil
+}
+
+// CheckPartitionLimit refuses adding n partitions to topic when the
+// cluster would then hold more than limit partitions, with a
+// *PartitionLimitError. Internal topics and a limit of 0 pass. Apply checks
+// it for CreateTopic and CreatePartitions with the limit they carry; a
+// proposer may call it to refuse early.
+func (s *Snapshot) CheckPartitionLimit(topic string, n int, limit int32) error {
+	if limit <= 0 || IsInternal(topic) {
+		return nil
+	}
+	if total := s.PartitionCount() + n; total > int(limit) {
+		return &PartitionLimitError{Topic: topic, Total: total, Limit: limit}
 	}
 	return nil
 }

@@ -502,3 +502,39 @@ func TestDeleteTopic(t *testing.T) {
 		}
 	}
 }
+
+// The cluster partition limit stamped on CreateTopic and CreatePartitions
+// is checked against the state at the entry's position: two proposals
+// built from the same state, each within the limit alone, are ordered by
+// the log, and the second is refused. Internal topics and entries without
+// a limit (written before it was stamped) pass.
+func TestPartitionLimitAtApply(t *testing.T) {
+	onBroker1 := func(n int32) [][]int32 {
+		a := make([][]int32, n)
+		for i := range a {
+			a[i] = []int32{1}
+		}
+		return a
+	}
+	topic := func(name string, n int32, limit int32) CreateTopic {
+		return CreateTopic{Name: name, Partitions: n, ReplicationFactor: 1, Assignment: onBroker1(n), MaxClusterPartitions: limit}
+	}
+	base := must(t, cluster3(t), topic("old", 5, 0))
+	first := must(t, base, topic("a", 10, 20))
+	_, _, err := step(t, first, topic("b", 10, 20))
+	var le *PartitionLimitError
+	if !errors.As(err, &le) || !errors.Is(err, ErrPartitionLimit) || le.Total != 25 || le.Limit != 20 || le.Topic != "b" {
+		t.Fatalf("second create past the limit: %v", err)
+	}
+	must(t, first, topic("c", 5, 20), topic(ConsumerOffsetsTopic, 50, 20), topic("unlimited", 100, 0))
+
+	grow := CreatePartitions{Topic: "a", Count: 16, Assignment: onBroker1(6), MaxClusterPartitions: 20}
+	if _, _, err := step(t, first, grow); !errors.Is(err, ErrPartitionLimit) {
+		t.Fatalf("growth past the limit: %v", err)
+	}
+	grow.Count, grow.Assignment = 15, onBroker1(5)
+	if n := must(t, first, grow).PartitionCount(); n != 20 {
+		t.Fatalf("%d partitions after growing to the limit, want 20", n)
+	}
+	must(t, first, CreatePartitions{Topic: "a", Count: 30, Assignment: onBroker1(20)})
+}

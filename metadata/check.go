@@ -17,7 +17,7 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps
 // produced; tests run it after every command.
 func (s *Snapshot) check() error {
 	if s.clusterID == "" {
-		if s.nextProducerID != 0 || s.producerIDKey != nil || len(s.brokers)+len(s.topics)+len(s.transactional)+len(s.deleted)+len(s.clusterConfigs)+len(s.scram)+s.acls.Len()+len(s.reassign) > 0 {
+		if s.nextProducerID != 0 || s.producerIDKey != nil || len(s.brokers)+len(s.topics)+len(s.transactional)+s.deleted.len()+len(s.clusterConfigs)+len(s.scram)+s.acls.Len()+len(s.reassign) > 0 {
 			return errors.New("state without a cluster id")
 		}
 		return nil
@@ -39,10 +39,8 @@ func (s *Snapshot) check() error {
 			}
 		}
 	}
-	for id := range s.deleted {
-		if name, ok := s.topicIDs[id]; ok {
-			return fmt.Errorf("topic %q has the id %v of a deleted topic", name, id)
-		}
+	if err := s.checkDeleted(); err != nil {
+		return err
 	}
 	if len(s.topicIDs) != len(s.topics) {
 		return fmt.Errorf("%d topic ids for %d topics", len(s.topicIDs), len(s.topics))

@@ -12,11 +12,11 @@ import (
 var commandVersion = map[CommandType]uint8{
 	TypeInitCluster:        1,
 	TypeRegisterBroker:     2, // 1: no listeners
-	TypeCreateTopic:        2, // 1: configs not interpreted
+	TypeCreateTopic:        3, // 1: configs not interpreted; 2: no partition limit
 	TypeSetPartitionLeader: 1,
 	TypeAllocateProducerID: 1,
-	TypeCreatePartitions:   1,
-	TypeDeleteTopic:        1,
+	TypeCreatePartitions:   2, // 1: no partition limit
+	TypeDeleteTopic:        2, // 1: written before deletes were ordered
 	TypeAlterConfigs:       1,
 
 	TypeAlterScramCredentials: 1,
@@ -25,6 +25,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeAlterReassignment:     1,
 	TypeCompleteReassignment:  1,
 	TypeSetProducerIDKey:      1,
+	TypeReplicasRemoved:       1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -37,15 +38,36 @@ func Encode(cmd Command) ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, 0, 64)
-	ver := commandVersion[cmd.Type()]
-	if c, ok := cmd.(CreateTopic); ok && c.legacyConfigs {
-		ver = 1 // a decoded version 1 entry encodes back to its own bytes
-	}
-	if c, ok := cmd.(RegisterBroker); ok && c.Listeners == "" {
-		ver = 1 // readable by builds without listeners
-	}
-	b = append(b, byte(cmd.Type()), ver)
+	b = append(b, byte(cmd.Type()), encodingVersion(cmd))
 	return cmd.appendBody(b), nil
+}
+
+// encodingVersion is the version cmd is written in: the current one, or
+// the older one that holds everything cmd has, which older builds read and
+// to which a decoded older entry encodes back.
+func encodingVersion(cmd Command) uint8 {
+	switch c := cmd.(type) {
+	case CreateTopic:
+		switch {
+		case c.legacyConfigs:
+			return 1
+		case c.MaxClusterPartitions == 0:
+			return 2
+		}
+	case CreatePartitions:
+		if c.MaxClusterPartitions == 0 {
+			return 1
+		}
+	case RegisterBroker:
+		if c.Listeners == "" {
+			return 1
+		}
+	case DeleteTopic:
+		if c.legacy {
+			return 1
+		}
+	}
+	return commandVersion[cmd.Type()]
 }
 
 // Decode parses an entry written by Encode. Errors wrap ErrMalformedCommand
@@ -82,23 +104,25 @@ func Decode(b []byte) (Command, error) {
 		cmd = decodeAlterReassignment(r)
 	case typ == TypeCompleteReassignment && ver == 1:
 		cmd = CompleteReassignment{Topic: r.str("topic"), Partition: r.i32("partition"), Target: readInt32s(r, "target")}
-	case typ == TypeCreateTopic && (ver == 1 || ver == 2):
+	case typ == TypeCreateTopic && ver >= 1 && ver <= 3:
 		c := decodeCreateTopic(r)
 		c.legacyConfigs = ver == 1
+		if ver == 3 {
+			c.MaxClusterPartitions = readPartitionLimit(r)
+		}
 		cmd = c
 	case typ == TypeSetPartitionLeader && ver == 1:
 		cmd = SetPartitionLeader{Topic: r.str("topic"), Partition: r.i32("partition"), Leader: r.i32("leader"), Epoch: r.i32("epoch")}
-	case typ == TypeCreatePartitions && ver == 1:
-		c := CreatePartitions{Topic: r.str("topic"), Count: r.i32("partition count")}
-		if n := r.length("assignment", 4); n > 0 {
-			c.Assignment = make([][]int32, n)
-			for i := range c.Assignment {
-				c.Assignment[i] = readInt32s(r, "replicas")
-			}
+	case typ == TypeCreatePartitions && (ver == 1 || ver == 2):
+		c := CreatePartitions{Topic: r.str("topic"), Count: r.i32("partition count"), Assignment: readAssignment(r)}
+		if ver == 2 {
+			c.MaxClusterPartitions = readPartitionLimit(r)
 		}
 		cmd = c
-	case typ == TypeDeleteTopic && ver == 1:
-		cmd = DeleteTopic{Name: r.str("topic")}
+	case typ == TypeDeleteTopic && (ver == 1 || ver == 2):
+		cmd = DeleteTopic{Name: r.str("topic"), legacy: ver == 1}
+	case typ == TypeReplicasRemoved && ver == 1:
+		cmd = decodeReplicasRemoved(r)
 	case typ == TypeAlterConfigs && ver == 1:
 		cmd = AlterConfigs{Resource: ConfigResource(r.u8("config resource")), Topic: r.str("topic"), Configs: readConfigs(r)}
 	case typ == TypeAllocateProducerID && ver == 1:
@@ -176,6 +200,10 @@ func deref(cmd Command) (Command, error) {
 		if c != nil {
 			return *c, nil
 		}
+	case *ReplicasRemoved:
+		if c != nil {
+			return *c, nil
+		}
 	case nil:
 	default:
 		return cmd, nil
@@ -200,13 +228,31 @@ func (c CreateTopic) appendBody(b []byte) []byte {
 	b = appendI32(b, c.Partitions)
 	b = appendI16(b, c.ReplicationFactor)
 	b = appendAssignment(b, c.Assignment)
-	return appendConfigs(b, c.Configs)
+	b = appendConfigs(b, c.Configs)
+	if c.MaxClusterPartitions != 0 {
+		b = appendI32(b, c.MaxClusterPartitions)
+	}
+	return b
 }
 
 func (c CreatePartitions) appendBody(b []byte) []byte {
 	b = appendString(b, c.Topic)
 	b = appendI32(b, c.Count)
-	return appendAssignment(b, c.Assignment)
+	b = appendAssignment(b, c.Assignment)
+	if c.MaxClusterPartitions != 0 {
+		b = appendI32(b, c.MaxClusterPartitions)
+	}
+	return b
+}
+
+// readPartitionLimit reads a MaxClusterPartitions, which the versions
+// that carry it hold only when it is set: positive.
+func readPartitionLimit(r *reader) int32 {
+	n := r.i32("max cluster partitions")
+	if r.err == nil && n <= 0 {
+		r.fail("max cluster partitions %d, want a positive limit", n)
+	}
+	return n
 }
 
 func (c DeleteTopic) appendBody(b []byte) []byte { return appendString(b, c.Name) }
@@ -223,14 +269,22 @@ func decodeCreateTopic(r *reader) CreateTopic {
 		Partitions:        r.i32("partitions"),
 		ReplicationFactor: r.i16("replication factor"),
 	}
-	if n := r.length("assignment", 4); n > 0 {
-		c.Assignment = make([][]int32, n)
-		for i := range c.Assignment {
-			c.Assignment[i] = readInt32s(r, "replicas")
-		}
-	}
+	c.Assignment = readAssignment(r)
 	c.Configs = readConfigs(r)
 	return c
+}
+
+// readAssignment reads what appendAssignment wrote; nil when empty.
+func readAssignment(r *reader) [][]int32 {
+	n := r.length("assignment", 4)
+	if n == 0 {
+		return nil
+	}
+	a := make([][]int32, n)
+	for i := range a {
+		a[i] = readInt32s(r, "replicas")
+	}
+	return a
 }
 
 func (c SetPartitionLeader) appendBody(b []byte) []byte {

@@ -47,6 +47,11 @@ func sampleCommands() []Command {
 		AlterReassignment{Target: []int32{}},
 		CompleteReassignment{Topic: "events", Partition: 1, Target: []int32{4, 2, 3}},
 		CompleteReassignment{},
+		CreateTopic{Name: "capped", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}, MaxClusterPartitions: 20},
+		CreatePartitions{Topic: "capped", Count: 2, Assignment: [][]int32{{2}}, MaxClusterPartitions: 1},
+		SetProducerIDKey{Key: []byte("k")},
+		ReplicasRemoved{Broker: 2, Topics: []TopicID{{1}, {2, 3}}},
+		ReplicasRemoved{},
 	}
 }
 
@@ -115,6 +120,14 @@ func TestEncodeGolden(t *testing.T) {
 		{CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}}, Configs: map[string]string{"k": "v"}},
 			"0302" + "00000001" + "74" + "00000001" + "0002" + "00000001" + "00000002" + "00000001" + "00000002" +
 				"00000001" + "00000001" + "6b" + "00000001" + "76"},
+		{CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{1}}, MaxClusterPartitions: 20},
+			"0303" + "00000001" + "74" + "00000001" + "0001" + "00000001" + "00000001" + "00000001" + "00000000" + "00000014"},
+		{CreatePartitions{Topic: "t", Count: 2, Assignment: [][]int32{{1}}},
+			"0601" + "00000001" + "74" + "00000002" + "00000001" + "00000001" + "00000001"},
+		{CreatePartitions{Topic: "t", Count: 2, Assignment: [][]int32{{1}}, MaxClusterPartitions: 20},
+			"0602" + "00000001" + "74" + "00000002" + "00000001" + "00000001" + "00000001" + "00000014"},
+		{DeleteTopic{Name: "t"}, "0702" + "00000001" + "74"},
+		{ReplicasRemoved{Broker: 2, Topics: []TopicID{{15: 1}}}, "0f01" + "00000002" + "00000001" + "00000000000000000000000000000001"},
 		{SetPartitionLeader{Topic: "t", Partition: 1, Leader: 2, Epoch: 3}, "0401" + "00000001" + "74" + "00000001" + "00000002" + "00000003"},
 		{AllocateProducerID{}, "0501" + "00"},
 		{AllocateProducerID{TransactionalID: ptr("x")}, "0501" + "01" + "00000001" + "78"},
@@ -140,6 +153,22 @@ func TestEncodeGolden(t *testing.T) {
 	}
 }
 
+// A version 1 DeleteTopic, written before deletes were ordered, decodes
+// and encodes back to its own bytes.
+func TestDeleteTopicVersion1RoundTrip(t *testing.T) {
+	v1, _ := hex.DecodeString("0701" + "00000001" + "74")
+	cmd, err := Decode(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := Encode(cmd); !bytes.Equal(again, v1) {
+		t.Fatalf("version 1 DeleteTopic re-encoded as %x", again)
+	}
+	if now, _ := Encode(DeleteTopic{Name: "t"}); now[1] != 2 {
+		t.Fatalf("a new DeleteTopic is written as version %d, want 2", now[1])
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	mustHex := func(s string) []byte {
 		b, err := hex.DecodeString(s)
@@ -156,10 +185,20 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformedCommand},
 		{"type only", []byte{1}, ErrMalformedCommand},
 		{"type zero", []byte{0, 1}, ErrUnknownCommand},
-		{"type past the end", []byte{byte(TypeSetProducerIDKey) + 1, 1}, ErrUnknownCommand},
+		{"type past the end", []byte{byte(TypeReplicasRemoved) + 1, 1}, ErrUnknownCommand},
 		{"version zero", []byte{1, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future version", []byte{1, 2, 0, 0, 0, 0}, ErrUnknownCommand},
-		{"future create topic version", []byte{3, 3}, ErrUnknownCommand},
+		{"future create topic version", []byte{3, 4}, ErrUnknownCommand},
+		{"future create partitions version", []byte{6, 3}, ErrUnknownCommand},
+		{"future delete topic version", []byte{7, 3}, ErrUnknownCommand},
+		{"removed ids out of order", mustHex("0f01" + "00000002" + "00000002" + "00000000000000000000000000000002" +
+			"00000000000000000000000000000001"), ErrMalformedCommand},
+		{"removed id repeated", mustHex("0f01" + "00000002" + "00000002" + "00000000000000000000000000000001" +
+			"00000000000000000000000000000001"), ErrMalformedCommand},
+		{"version 3 create topic without a limit", mustHex("0303" + "00000001" + "74" + "00000001" + "0001" + "00000000" +
+			"00000000" + "00000000"), ErrMalformedCommand},
+		{"version 2 create partitions with a negative limit", mustHex("0602" + "00000001" + "74" + "00000002" + "00000000" +
+			"ffffffff"), ErrMalformedCommand},
 		{"string longer than input", mustHex("0101" + "00000005" + "6331"), ErrMalformedCommand},
 		{"huge string length", mustHex("0101" + "ffffffff"), ErrMalformedCommand},
 		{"huge assignment", mustHex("0301" + "00000001" + "74" + "00000001" + "0001" + "7fffffff"), ErrMalformedCommand},

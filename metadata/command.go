@@ -23,6 +23,7 @@ const (
 	TypeAlterReassignment    CommandType = 12
 	TypeCompleteReassignment CommandType = 13
 	// TypeSetProducerIDKey is in producerid.go.
+	// TypeReplicasRemoved is in deleted.go.
 )
 
 func (t CommandType) String() string {
@@ -55,6 +56,8 @@ func (t CommandType) String() string {
 		return "DeleteACLs"
 	case TypeSetProducerIDKey:
 		return "SetProducerIDKey"
+	case TypeReplicasRemoved:
+		return "ReplicasRemoved"
 	}
 	return "Unknown"
 }
@@ -81,6 +84,7 @@ var (
 	_ Command = CreateACLs{}
 	_ Command = DeleteACLs{}
 	_ Command = SetProducerIDKey{}
+	_ Command = ReplicasRemoved{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:
@@ -124,7 +128,8 @@ type RegisterBrokerResult struct {
 // CreateTopic creates a topic with a replica assignment computed by the
 // proposer, normally with Place over the live brokers. Apply checks it again
 // against the state at its log position: valid and free name, 1..MaxPartitions
-// partitions, 1..len(brokers) replication factor, one replica list per
+// partitions, at most MaxClusterPartitions in the cluster afterwards (unless
+// internal), 1..len(brokers) replication factor, one replica list per
 // partition of exactly ReplicationFactor distinct registered brokers, and
 // configs that topicconfig.ValidateAll accepts (entries of encoding
 // version 1, written before configs were interpreted, need only non-empty
@@ -140,6 +145,14 @@ type CreateTopic struct {
 	ReplicationFactor int16
 	Assignment        [][]int32         // [partition] -> replicas, first = preferred leader
 	Configs           map[string]string // optional topic-level configs
+	// MaxClusterPartitions is the proposer's max_partitions: Apply refuses
+	// the topic if the cluster would then hold more partitions (internal
+	// topics are exempt). Stamped on the entry, so that every replica
+	// checks the same limit against the state at the entry's position,
+	// where concurrent proposals are ordered. 0: no limit (entries of
+	// encoding versions 1 and 2, written before the limit was checked
+	// there); a limit is encoded as version 3.
+	MaxClusterPartitions int32
 
 	// legacyConfigs marks an entry of encoding version 1, whose configs
 	// are checked as they were then: non-empty keys only.
@@ -155,8 +168,9 @@ type CreateTopicResult struct {
 // CreatePartitions). Assignment lists the replicas of each new partition,
 // computed by the proposer, normally with Place over the live brokers.
 // Apply checks it against the state at its log position: the topic exists,
-// Count is above its partition count and at most MaxPartitions, and each
-// new partition has as many distinct registered brokers as the topic's
+// Count is above its partition count and at most MaxPartitions, the
+// cluster holds at most MaxClusterPartitions afterwards, and each new
+// partition has as many distinct registered brokers as the topic's
 // replication factor. New partitions start with NoLeader.
 //
 // Result: CreatePartitionsResult.
@@ -164,6 +178,9 @@ type CreatePartitions struct {
 	Topic      string
 	Count      int32
 	Assignment [][]int32 // [new partition] -> replicas, first = preferred leader
+	// MaxClusterPartitions is the proposer's max_partitions, as in
+	// CreateTopic; 0: no limit (encoding version 1), else version 2.
+	MaxClusterPartitions int32
 }
 
 // CreatePartitionsResult answers CreatePartitions with the grown topic.
@@ -174,13 +191,21 @@ type CreatePartitionsResult struct {
 // DeleteTopic deletes a topic (Kafka's DeleteTopics). Its id is remembered
 // as deleted, so that every node, also one that was down at the time,
 // removes its replicas of that id once it learns of it, and never mistakes
-// a replica of a deleted topic for one it has yet to learn about. The name
-// is free again at once; a new topic of that name gets a new id. The
-// internal topic cannot be deleted.
+// a replica of a deleted topic for one it has yet to learn about, until
+// every registered broker has reported its replicas removed
+// (ReplicasRemoved; at most MaxDeletedTopics are kept). The name is free
+// again at once; a new topic of that name gets a new id. The internal
+// topic cannot be deleted.
+//
+// Encoding version 2 has the fields of version 1; it marks a delete whose
+// entry index orders it among the kept ids. Version 1 deletes, written
+// before, count as older than all others.
 //
 // Result: DeleteTopicResult.
 type DeleteTopic struct {
 	Name string
+
+	legacy bool // an entry of encoding version 1
 }
 
 // DeleteTopicResult answers DeleteTopic with the deleted topic's id.

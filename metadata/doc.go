@@ -38,6 +38,12 @@
 //  10. Read with State(), which is an immutable *Snapshot, and wait for
 //     changes with WaitFor or Watch. Every node answers Metadata from its
 //     local copy; a follower may lag the leader by a few entries.
+//  11. Stamp the node's cluster-wide partition limit on CreateTopic and
+//     CreatePartitions (MaxClusterPartitions); Apply enforces it.
+//  12. Have each node remove its replicas of the topics TopicDeleted names
+//     and then propose ReplicasRemoved for those of
+//     DeletedTopicsToReport(itself) of which nothing is left on its disk,
+//     so that the deleted ids are forgotten (deleted.go).
 //
 // Upgrades: commands are encoded with a one-byte type and a one-byte version
 // and are read forever. A build that adds a type or a version must not

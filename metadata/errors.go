@@ -26,6 +26,10 @@ var (
 	// ErrInvalidPartitions: a partition count outside 1..MaxPartitions.
 	// [INVALID_PARTITIONS]
 	ErrInvalidPartitions = errors.New("metadata: invalid number of partitions")
+	// ErrPartitionLimit: a CreateTopic or CreatePartitions that would take
+	// the cluster past the max_partitions its proposer stamped on it.
+	// [POLICY_VIOLATION]
+	ErrPartitionLimit = errors.New("metadata: cluster partition limit reached")
 	// ErrInvalidReplicationFactor: a replication factor below 1 or above the
 	// number of brokers. [INVALID_REPLICATION_FACTOR]
 	ErrInvalidReplicationFactor = errors.New("metadata: invalid replication factor")
@@ -127,6 +131,19 @@ func (e *InvalidPartitionsError) Error() string {
 	return fmt.Sprintf("metadata: %d partitions, want 1 to %d", e.Partitions, MaxPartitions)
 }
 func (e *InvalidPartitionsError) Unwrap() error { return ErrInvalidPartitions }
+
+// PartitionLimitError is a CreateTopic or CreatePartitions that would take
+// the cluster's partitions past the limit stamped on it.
+type PartitionLimitError struct {
+	Topic string
+	Total int   // the cluster's partitions had the command been applied
+	Limit int32 // the proposer's max_partitions
+}
+
+func (e *PartitionLimitError) Error() string {
+	return fmt.Sprintf("metadata: topic %q: the cluster would hold %d partitions, more than max_partitions (%d)", e.Topic, e.Total, e.Limit)
+}
+func (e *PartitionLimitError) Unwrap() error { return ErrPartitionLimit }
 
 // ReplicationFactorError is a replication factor below 1 or above the
 // number of brokers available.

@@ -20,6 +20,7 @@ func TestTypedErrors(t *testing.T) {
 		{&InvalidTopicError{Name: "a/b", Reason: "bad"}, "a/b", []error{ErrInvalidTopic}},
 		{&TopicExistsError{Name: "events"}, "events", []error{ErrTopicExists}},
 		{&InvalidPartitionsError{Partitions: -7}, "-7", []error{ErrInvalidPartitions}},
+		{&PartitionLimitError{Topic: "t", Total: 30, Limit: 20}, "max_partitions (20)", []error{ErrPartitionLimit}},
 		{&ReplicationFactorError{ReplicationFactor: 9, Brokers: 3}, "9", []error{ErrInvalidReplicationFactor}},
 		{&AssignmentError{Partition: -1, Broker: -1, Err: ErrPartitionCount}, "count", []error{ErrInvalidReplicaAssignment, ErrPartitionCount}},
 		{&AssignmentError{Partition: 5, Broker: -1, Err: ErrReplicaCount}, "partition 5", []error{ErrInvalidReplicaAssignment, ErrReplicaCount}},
@@ -51,7 +52,7 @@ func TestCommandTypeString(t *testing.T) {
 		}
 		seen[cmd.Type().String()] = true
 	}
-	if len(seen) != 13 || CommandType(0).String() != "Unknown" || CommandType(99).String() != "Unknown" {
+	if len(seen) != 15 || CommandType(0).String() != "Unknown" || CommandType(99).String() != "Unknown" {
 		t.Errorf("names %v", seen)
 	}
 }

@@ -24,7 +24,9 @@ type Snapshot struct {
 	topicIDs       map[TopicID]string // inverse of topics[name].ID
 	nextProducerID int64
 	transactional  map[string]ProducerIdentity
-	deleted        map[TopicID]struct{} // ids of deleted topics, never reused
+	// deleted are the deleted topics whose replicas some registered
+	// broker may still hold (deleted.go).
+	deleted deletedSet
 	// clusterConfigs are the cluster-wide dynamic broker defaults
 	// (AlterConfigs with ConfigClusterDefaults); nil when none.
 	clusterConfigs map[string]string
@@ -48,12 +50,6 @@ func (s *Snapshot) ClusterConfigs() map[string]string {
 		return nil
 	}
 	return maps.Clone(s.clusterConfigs)
-}
-
-// TopicDeleted reports whether a topic of that id was deleted.
-func (s *Snapshot) TopicDeleted(id TopicID) bool {
-	_, ok := s.deleted[id]
-	return ok
 }
 
 // AppliedIndex is the log index of the last entry applied, 0 before any.
@@ -223,7 +219,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 	return s.index == o.index && s.clusterID == o.clusterID && s.nextProducerID == o.nextProducerID &&
 		bytes.Equal(s.producerIDKey, o.producerIDKey) &&
 		maps.Equal(s.brokers, o.brokers) && maps.Equal(s.transactional, o.transactional) &&
-		maps.Equal(s.topicIDs, o.topicIDs) && maps.Equal(s.deleted, o.deleted) &&
+		maps.Equal(s.topicIDs, o.topicIDs) && s.deleted.equal(o.deleted) &&
 		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&
 		maps.EqualFunc(s.scram, o.scram, ScramCredential.equal) && s.acls.Equal(o.acls) &&
 		maps.EqualFunc(s.reassign, o.reassign, Reassignment.equal) &&

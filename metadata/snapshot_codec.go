@@ -3,15 +3,13 @@ package metadata
 import (
 	"bytes"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// Snapshot encoding, version 5 (primitives in wire.go):
+// Snapshot encoding, version 8 (primitives in wire.go):
 //
-//	"MKMD" u8(version=5)
+//	"MKMD" u8(version=8)
 //	u64 appliedIndex, string clusterID, i64 nextProducerID
 //	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr,
 //	                                 string listeners                   (version 4 on)
@@ -19,7 +17,8 @@ import (
 //	                                 array of partitions: array of i32 replicas, i32 leader, i32 leaderEpoch
 //	                                 array of configs, by key: string key, string value
 //	array of transactional ids, by id: string transactionalID, i64 producerID, i16 epoch
-//	array of deleted topic ids, by bytes: [16]byte id          (version 2 on)
+//	array of deleted topics, by id bytes: [16]byte id          (version 2 on)
+//	                                 u64 deletedAt, array of i32 reported brokers (version 8 on)
 //	array of cluster configs, by key: string key, string value (version 3 on)
 //	array of scram credentials, by user then mechanism:         (version 4 on)
 //	                                 string user, u8 mechanism, i32 iterations,
@@ -35,12 +34,14 @@ import (
 // Version 1 is version 2 without the deleted topic ids, version 2 is
 // version 3 without the cluster configs, version 3 is version 4 without
 // listeners and credentials, version 4 is version 5 without ACL bindings,
-// version 5 is version 6 without reassignments, and version 6 is version
-// 7 without the producer-id key; all are still read.
+// version 5 is version 6 without reassignments, version 6 is version 7
+// without the producer-id key, and version 7 is version 8 without the
+// deleted topics' index and reports (read as 0 and none); all are still
+// read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 7
+	snapshotVersion = 8
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -85,10 +86,12 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 		b = appendI16(b, p.Epoch)
 	}
 
-	deleted := sortedIDs(s.deleted)
-	b = appendLen(b, len(deleted))
-	for _, id := range deleted {
+	b = appendLen(b, s.deleted.len())
+	for _, id := range s.deleted.ids() {
+		t, _ := s.deleted.get(id)
 		b = append(b, id[:]...)
+		b = appendU64(b, t.at)
+		b = appendInt32s(b, t.reported)
 	}
 	b = appendConfigs(b, s.clusterConfigs)
 	creds := s.ScramCredentials()
@@ -103,13 +106,6 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	b = s.appendReassignments(b)
 	b = appendString(b, string(s.producerIDKey))
 	return b, nil
-}
-
-// sortedIDs returns the ids of a set in byte order.
-func sortedIDs(set map[TopicID]struct{}) []TopicID {
-	ids := slices.Collect(maps.Keys(set))
-	slices.SortFunc(ids, func(a, b TopicID) int { return bytes.Compare(a[:], b[:]) })
-	return ids
 }
 
 // DecodeSnapshot parses bytes written by MarshalBinary. It accepts only the
@@ -188,7 +184,7 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 // version that brought it.
 func (s *Snapshot) readLater(r *reader, version uint8) {
 	if version >= 2 {
-		s.deleted = readDeleted(r)
+		s.deleted = readDeleted(r, version >= 8)
 	}
 	if version >= 3 {
 		s.clusterConfigs = readConfigs(r)
@@ -209,26 +205,30 @@ func (s *Snapshot) readLater(r *reader, version uint8) {
 	}
 }
 
-// readDeleted reads the deleted topic ids, which must be in byte order.
-func readDeleted(r *reader) map[TopicID]struct{} {
+// readDeleted reads the deleted topics, which must be in id byte order;
+// tracked says whether each has its index and reports (version 8 on).
+func readDeleted(r *reader, tracked bool) deletedSet {
 	n := r.length("deleted topic ids", 16)
-	if n == 0 {
-		return nil
-	}
-	set := make(map[TopicID]struct{}, n)
+	var b deletedBuilder
 	var prev TopicID
 	for i := range n {
 		var id TopicID
 		copy(id[:], r.take(len(id), "deleted topic id"))
+		var t deletedTopic
+		if tracked {
+			t.at = r.u64("deleted at")
+			t.reported = readInt32s(r, "reported brokers")
+		}
 		if r.err != nil {
 			break
 		}
 		if i > 0 && bytes.Compare(id[:], prev[:]) <= 0 {
 			r.fail("deleted topic id %v not after %v", id, prev)
 		}
-		set[id], prev = struct{}{}, id
+		b.add(id, t)
+		prev = id
 	}
-	return set
+	return b.set
 }
 
 func decodeTopic(r *reader) *Topic {

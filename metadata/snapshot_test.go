@@ -11,7 +11,7 @@ import (
 // richState uses every part of the state.
 func richState(t testing.TB) *Snapshot {
 	t.Helper()
-	return must(t, cluster3(t),
+	s := must(t, cluster3(t),
 		RegisterBroker{ID: 7, KafkaAddr: "h7:9092", RaftAddr: "h7:9093"},
 		CreateTopic{Name: "events", Partitions: 2, ReplicationFactor: 3, Assignment: [][]int32{{1, 2, 3}, {2, 3, 7}}},
 		CreateTopic{Name: "cfg", Partitions: 1, ReplicationFactor: 1, Assignment: [][]int32{{7}},
@@ -32,6 +32,8 @@ func richState(t testing.TB) *Snapshot {
 		AlterReassignment{Topic: "events", Partition: 1, Target: []int32{8, 3, 7}},
 		AlterReassignment{Topic: "events", Partition: 0, Target: []int32{2, 3, 8}},
 	)
+	s = must(t, s, ReplicasRemoved{Broker: 2, Topics: s.DeletedTopicsToReport(2)[:1]})
+	return s
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {
@@ -62,6 +64,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	cfg, _ := got.Topic("cfg")
 	ev, _ := got.Topic("events")
 	byID, _ := got.TopicByID(ev.ID)
+	if del := got.deleted.ids(); len(del) != 2 || len(got.DeletedTopicsToReport(2)) != 1 {
+		t.Fatalf("deleted %v, reports lost", del)
+	}
 	if b8, _ := got.Broker(8); b8.Listeners != "PLAINTEXT://h8:9092,SASL_SSL://h8:9094" {
 		t.Fatalf("listeners %q", b8.Listeners)
 	}
@@ -70,7 +75,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	if p.Leader != 7 || p.LeaderEpoch != 4 || tx.Epoch != 1 || cfg.Configs["retention.ms"] != "-1" ||
 		got.NextProducerID() != FirstProducerID+3 || got.AppliedIndex() != s.AppliedIndex() ||
-		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 5 || len(got.deleted) != 2 ||
+		got.ClusterID() != "c1" || byID.Name != "events" || len(got.Brokers()) != 5 || got.deleted.len() != 2 ||
 		got.ClusterConfigs()["log.retention.ms"] != "5000" || len(got.ScramCredentials()) != 3 ||
 		!got.ACLs().Contains(sampleBinding("alice")) || got.ACLs().Len() != 2 {
 		t.Fatalf("restored state lost data: %+v %+v %+v", p, tx, cfg)
@@ -92,6 +97,7 @@ func TestSnapshotEqualDetectsDifferences(t *testing.T) {
 		"scram":           AlterScramCredentials{Deletions: []ScramDeletion{{"bob", ScramSHA512}}},
 		"acls":            DeleteACLs{Filters: []acl.Filter{{ResourceType: acl.ResourceAny, Principal: ptr("User:bob"), Pattern: acl.PatternAny, Operation: acl.OpAny, Permission: acl.PermissionAny}}},
 		"listeners":       RegisterBroker{ID: 8, KafkaAddr: "h8:9092", RaftAddr: "h8:9093", Listeners: "PLAINTEXT://h8:9092"},
+		"deleted reports": ReplicasRemoved{Broker: 3, Topics: base.DeletedTopicsToReport(3)},
 	}
 	for name, cmd := range variants {
 		next, _, err := base.Apply(base.index, cmd) // same index: only the content differs
@@ -145,8 +151,21 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 		{"empty", nil},
 		{"bad magic", append([]byte("XXXX"), good[4:]...)},
 		{"future version", append(append([]byte(snapshotMagic), snapshotVersion+1), good[5:]...)},
-		{"deleted ids out of order", build(hdr(1, "c", FirstProducerID), none, none, none,
-			appendLen(nil, 2), bytes.Repeat([]byte{2}, 16), bytes.Repeat([]byte{1}, 16))},
+		{"deleted ids out of order", build(hdr(9, "c", FirstProducerID), brokerBytes(1), none, none,
+			appendLen(nil, 2), bytes.Repeat([]byte{2}, 16), appendU64(nil, 1), none,
+			bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), none, none, none, none, none, appendString(nil, ""))},
+		{"deleted id reported by every broker", build(hdr(9, "c", FirstProducerID), brokerBytes(1), none, none,
+			appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), appendInt32s(nil, []int32{1}),
+			none, none, none, none, appendString(nil, ""))},
+		{"deleted id reported by an unknown broker", build(hdr(9, "c", FirstProducerID), brokerBytes(1), none, none,
+			appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), appendInt32s(nil, []int32{5}),
+			none, none, none, none, appendString(nil, ""))},
+		{"deleted id reported twice", build(hdr(9, "c", FirstProducerID), brokerBytes(1, 2, 3), none, none,
+			appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), appendInt32s(nil, []int32{2, 2}),
+			none, none, none, none, appendString(nil, ""))},
+		{"deleted after the applied index", build(hdr(9, "c", FirstProducerID), brokerBytes(1), none, none,
+			appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), appendU64(nil, 10), none,
+			none, none, none, none, appendString(nil, ""))},
 		{"truncated", good[:len(good)-1]},
 		{"trailing byte", append(append([]byte{}, good...), 0)},
 		{"brokers out of order", build(hdr(1, "c", FirstProducerID), brokerBytes(2, 1), none, none)},
@@ -170,6 +189,19 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none, none, none,
 		appendString(nil, ""))); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
+	}
+	// Version 7 holds deleted ids without their index and reports: read as
+	// deletes older than all others, reported by none.
+	v7 := append([]byte(snapshotMagic), 7)
+	for _, p := range [][]byte{hdr(9, "c", FirstProducerID), brokerBytes(1, 2), none, none,
+		appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), none, none, none, none, appendString(nil, "")} {
+		v7 = append(v7, p...)
+	}
+	legacy := TopicID(bytes.Repeat([]byte{1}, 16))
+	if s, err := DecodeSnapshot(v7); err != nil || !s.TopicDeleted(legacy) || len(s.DeletedTopicsToReport(2)) != 1 {
+		t.Fatalf("version 7: %v, %v", s, err)
+	} else if d, _ := s.deleted.get(legacy); d.at != 0 || d.reported != nil {
+		t.Fatalf("version 7 deleted id read as %+v", d)
 	}
 	// Version 1, written before topics could be deleted, has no deleted
 	// ids and is still read.

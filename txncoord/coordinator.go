@@ -90,16 +90,23 @@ func (c *Coordinator) isClosed() bool {
 // write commits a transactional id's new metadata, stamped with the
 // leader's clock. Call with id's lock held.
 func (c *Coordinator) write(ctx context.Context, id string, m Metadata) error {
+	m.LastUpdate = c.cfg.Now().UnixMilli()
+	return c.appendRecords(ctx, []Record{MetadataRecord(id, m)})
+}
+
+// appendRecords commits records through the Log within the commit timeout,
+// or until the coordinator closes. Call with the locks of the records'
+// ids held.
+func (c *Coordinator) appendRecords(ctx context.Context, recs []Record) error {
 	if c.isClosed() {
 		return kerr.NotCoordinator
 	}
-	m.LastUpdate = c.cfg.Now().UnixMilli()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 	defer cancel()
 	stop := context.AfterFunc(c.ctx, cancel)
 	defer stop()
-	if err := c.log.Append(ctx, []Record{MetadataRecord(id, m)}); err != nil {
-		c.logger.Debug("txncoord: append failed", "transactional_id", id, "err", err)
+	if err := c.log.Append(ctx, recs); err != nil {
+		c.logger.Debug("txncoord: append failed", "records", len(recs), "err", err)
 		if c.ctx.Err() != nil {
 			return kerr.NotCoordinator
 		}

@@ -75,6 +75,10 @@ func keys() []key {
 		{"group_initial_rebalance_delay", d.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members (0 = none)"},
 		{"group_min_session_timeout", d.GroupMinSessionTimeout, "shortest session timeout a group member may ask for"},
 		{"group_max_session_timeout", d.GroupMaxSessionTimeout, "longest session timeout a group member may ask for"},
+		{"offsets_retention_minutes", int(d.OffsetsRetention / time.Minute), "how long committed offsets are kept after their group became empty, or after their commit for a consumer without a group (offsets.retention.minutes)"},
+		{"offsets_retention_check_interval", d.OffsetsRetentionCheckInterval, "how often group coordinators expire offsets past offsets_retention_minutes (offsets.retention.check.interval.ms)"},
+		{"transactional_id_expiration_ms", d.TransactionalIDExpirationMs, "how long a transactional id without an open transaction is remembered (transactional.id.expiration.ms)"},
+		{"transaction_remove_expired_interval", d.TxnRemoveExpiredInterval, "how often transaction coordinators forget transactional ids idle past transactional_id_expiration_ms (transaction.remove.expired.transaction.cleanup.interval.ms)"},
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
@@ -425,8 +429,9 @@ func (g *getter) hostPort(key string) string {
 	return s
 }
 
-// internalTopics reads the shapes of the internal topics and the
-// transaction coordinator's limits.
+// internalTopics reads the shapes of the internal topics, the
+// transaction coordinator's limits and how long the coordinators keep
+// offsets and transactional ids.
 func internalTopics(g *getter, c *broker.Config, rangeInt func(key string, n, lo, hi int)) {
 	op := g.int("offsets_topic_partitions")
 	rangeInt("offsets_topic_partitions", op, 1, 1<<10)
@@ -444,4 +449,10 @@ func internalTopics(g *getter, c *broker.Config, rangeInt func(key string, n, lo
 	c.TxnAbortInterval = g.duration("transaction_abort_interval")
 	c.TxnPartitionVerification = g.bool("transaction_partition_verification")
 	c.TxnPendingOffsetsCheckInterval = g.duration("transaction_pending_offsets_check_interval")
+	orm := g.int("offsets_retention_minutes")
+	rangeInt("offsets_retention_minutes", orm, 1, 1<<31-1)
+	c.OffsetsRetention = time.Duration(orm) * time.Minute
+	c.OffsetsRetentionCheckInterval = g.duration("offsets_retention_check_interval")
+	c.TransactionalIDExpirationMs = g.int64("transactional_id_expiration_ms")
+	c.TxnRemoveExpiredInterval = g.duration("transaction_remove_expired_interval")
 }

@@ -116,6 +116,12 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "flush interval a duration", env: []string{"MINIKAFKA_LOG_FLUSH_INTERVAL_MS", "100ms"}, key: "log_flush_interval_ms", value: "100ms"},
 		{name: "super user not a principal", yaml: "super_users: [admin]\n", key: "super_users[0]", value: "admin"},
 		{name: "authorization not a bool", args: []string{"--authorization-enabled", "maybe"}, key: "authorization_enabled", value: "maybe"},
+		{name: "offsets retention zero", args: []string{"--offsets-retention-minutes", "0"}, key: "offsets_retention_minutes", value: "0"},
+		{name: "offsets retention a duration", env: []string{"MINIKAFKA_OFFSETS_RETENTION_MINUTES", "7d"}, key: "offsets_retention_minutes", value: "7d"},
+		{name: "offsets check never", args: []string{"--offsets-retention-check-interval", "0s"}, key: "offsets_retention_check_interval", value: "0s"},
+		{name: "txn id expiration zero", args: []string{"--transactional-id-expiration-ms", "0"}, key: "transactional_id_expiration_ms", value: "0"},
+		{name: "txn id expiration past int", yaml: "transactional_id_expiration_ms: 2147483648\n", key: "transactional_id_expiration_ms", value: "2147483648"},
+		{name: "txn id check never", args: []string{"--transaction-remove-expired-interval", "0s"}, key: "transaction_remove_expired_interval", value: "0s"},
 		{name: "session bounds crossed", yaml: "group_min_session_timeout: 10s\ngroup_max_session_timeout: 5s\n", key: "group_max_session_timeout", value: "5s"},
 	}
 	for _, c := range cases {
@@ -232,6 +238,31 @@ func TestWriteCachingKeys(t *testing.T) {
 			t.Errorf("%s: write_caching_default %v, log_flush_interval_ms %d; want %v, %d",
 				c.name, o.WriteCachingDefault, o.LogFlushIntervalMs, c.caching, c.flushMs)
 		}
+	}
+}
+
+// The expiry keys default to Kafka's values and take file, env and flag
+// values.
+func TestExpiryKeys(t *testing.T) {
+	o, err := loadConfig(nil, env(), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.OffsetsRetention != 7*24*time.Hour || o.OffsetsRetentionCheckInterval != 10*time.Minute ||
+		o.TransactionalIDExpirationMs != 604800000 || o.TxnRemoveExpiredInterval != time.Hour {
+		t.Fatalf("defaults: offsets retention %v every %v, transactional ids %d ms every %v", o.OffsetsRetention,
+			o.OffsetsRetentionCheckInterval, o.TransactionalIDExpirationMs, o.TxnRemoveExpiredInterval)
+	}
+	p := writeYAML(t, "node_id: 1\noffsets_retention_minutes: 1440\ntransactional_id_expiration_ms: 60000\n")
+	o, err = loadConfig([]string{"--config", p, "--offsets-retention-check-interval", "30s"},
+		env("MINIKAFKA_TRANSACTION_REMOVE_EXPIRED_INTERVAL", "5m"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.OffsetsRetention != 24*time.Hour || o.OffsetsRetentionCheckInterval != 30*time.Second ||
+		o.TransactionalIDExpirationMs != 60000 || o.TxnRemoveExpiredInterval != 5*time.Minute {
+		t.Fatalf("set: offsets retention %v every %v, transactional ids %d ms every %v", o.OffsetsRetention,
+			o.OffsetsRetentionCheckInterval, o.TransactionalIDExpirationMs, o.TxnRemoveExpiredInterval)
 	}
 }
 

@@ -1,0 +1,62 @@
+package broker_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/metadata"
+)
+
+// A deleted topic's id is kept while a node that held replicas of it is
+// down, so that the node removes them when it returns, and forgotten by
+// every node once each has removed its replicas: the set of deleted ids
+// does not grow with every delete.
+func TestDeletedTopicIDForgottenOnceReplicasAreGone(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t)
+	createTopic(t, cl, "gone", 2, 3)
+	id, _ := c.Node(1).MetadataState().TopicID("gone")
+	replicaDirs := func(node int) []string {
+		dirs, _ := filepath.Glob(filepath.Join(c.DataDir(node), "partitions", "gone-*"))
+		return dirs
+	}
+	c.HaltNode(3)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	eventually(t, 30*time.Second, "delete accepted", func() bool {
+		resp, err := adm.DeleteTopics(ctx, "gone")
+		return err == nil && resp["gone"].Err == nil
+	})
+	eventually(t, 30*time.Second, "the live nodes removed their replicas and said so", func() bool {
+		s := c.Node(1).MetadataState()
+		return len(replicaDirs(1)) == 0 && len(replicaDirs(2)) == 0 &&
+			len(s.DeletedTopicsToReport(1)) == 0 && len(s.DeletedTopicsToReport(2)) == 0
+	})
+	for _, nd := range c.Running() {
+		if !nd.MetadataState().TopicDeleted(id) {
+			t.Fatalf("node %d forgot the deleted id while node 3, which holds replicas of it, is down", nd.ID())
+		}
+	}
+
+	c.StartNode(3)
+	c.WaitReady()
+	eventually(t, 30*time.Second, "the returning node removed its replicas", func() bool { return len(replicaDirs(3)) == 0 })
+	eventually(t, 30*time.Second, "every node forgot the deleted id", func() bool {
+		for _, nd := range c.Running() {
+			if s := nd.MetadataState(); s.TopicDeleted(id) || len(s.DeletedTopicsToReport(nd.ID())) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	var zero metadata.TopicID
+	if id == zero {
+		t.Fatal("the topic had no id")
+	}
+}
