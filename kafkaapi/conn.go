@@ -32,31 +32,11 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 		raw.Close()
 	})
 
-	// A TLS or SASL connection that has not finished authenticating
-	// within AuthenticationTimeout is closed.
-	var auth *connAuth
-	if len(lc.SASLMechanisms) > 0 {
-		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore))
-	}
-	sess := &session{host: remoteHost(nc), auth: auth}
-	if lc.TLS != nil || auth != nil {
-		t := time.AfterFunc(s.cfg.AuthenticationTimeout, func() {
-			if auth == nil || !auth.authenticated() {
-				cancel()
-			}
-		})
-		defer t.Stop()
-	}
-	if lc.TLS != nil {
-		tc := tls.Server(nc, lc.TLS)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			s.log.Debug("kafkaapi: TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
-			cancel()
-			<-ncClosed
-			return
-		}
-		nc = tc
-		sess.certPrincipal = certPrincipal(tc.ConnectionState())
+	nc, sess, ok := s.secure(ctx, cancel, nc, lc)
+	if !ok {
+		cancel()
+		<-ncClosed
+		return
 	}
 	ctx = withSession(ctx, sess)
 
@@ -75,7 +55,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 		}
 	}()
 
-	readErr := s.readLoop(ctx, nc, queue, slots, auth)
+	readErr := s.readLoop(ctx, nc, queue, slots, sess.auth)
 	close(queue)
 	drain := errors.Is(readErr, ErrProtocol)
 	if !drain {
@@ -95,6 +75,46 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("kafkaapi: closing connection", "remote", nc.RemoteAddr().String(), "err", err)
 	}
+}
+
+// secure starts a connection's TLS and SASL: a TLS or SASL connection
+// that has not finished authenticating within AuthenticationTimeout is
+// closed (cancel). On a TLS listener it returns the TLS connection once
+// the handshake is done, and without SASL that is the whole
+// authentication. ok is false if the handshake failed.
+func (s *Server) secure(ctx context.Context, cancel context.CancelFunc, nc net.Conn, lc Listener) (net.Conn, *session, bool) {
+	var auth *connAuth
+	if len(lc.SASLMechanisms) > 0 {
+		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore))
+	}
+	sess := &session{host: remoteHost(nc), auth: auth}
+	if lc.TLS == nil && auth == nil {
+		return nc, sess, true
+	}
+	timer := time.AfterFunc(s.cfg.AuthenticationTimeout, func() {
+		if auth == nil || !auth.authenticated() {
+			cancel()
+		}
+	})
+	if auth != nil {
+		// With SASL the timer stays set; once authenticated, its firing
+		// does nothing. It stops when the connection ends.
+		context.AfterFunc(ctx, func() { timer.Stop() })
+	}
+	if lc.TLS == nil {
+		return nc, sess, true
+	}
+	tc := tls.Server(nc, lc.TLS)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		timer.Stop()
+		s.log.Debug("kafkaapi: TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
+		return nil, nil, false
+	}
+	if auth == nil {
+		timer.Stop() // authenticated by the handshake
+	}
+	sess.certPrincipal = certPrincipal(tc.ConnectionState())
+	return tc, sess, true
 }
 
 // lingerTimeout bounds how long lingerClose discards a client's input.
@@ -140,19 +160,23 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 			return ctx.Err()
 		}
 		rc := requestInfo{received: time.Now(), host: host, conn: ctx}
-		var st started
-		if pending {
-			st, err = s.startSASL(frame, rc, auth)
-		} else {
-			st, err = s.startRequest(frame, rc)
+		key := int16(-1)
+		if h, err := peekHeader(frame); err == nil {
+			key = h.Key
 		}
+		var st started
+		err = s.guard(key, host, func() (err error) {
+			if pending {
+				st, err = s.startSASL(frame, rc, auth)
+			} else {
+				st, err = s.startRequest(frame, rc)
+			}
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		st.received = rc.received
-		if h, err := peekHeader(frame); err == nil {
-			st.key = h.Key
-		}
+		st.received, st.key = rc.received, key
 		queue <- st
 		if st.closeAfter != nil {
 			return st.closeAfter
@@ -187,30 +211,44 @@ func (s *Server) awaitRequest(nc net.Conn, br *bufio.Reader, slots chan<- struct
 // writeLoop answers started requests in order until queue is closed, a
 // response cannot be written, or a responder asks to close the connection.
 func (s *Server) writeLoop(ctx context.Context, nc net.Conn, queue <-chan started, slots <-chan struct{}) error {
+	host := remoteHost(nc)
 	var buf []byte
 	for st := range queue {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		resp, err := st.reply(ctx)
+		err := s.guard(st.key, host, func() (err error) {
+			buf, err = s.answer(ctx, nc, st, buf)
+			return err
+		})
 		if err != nil {
 			return err
-		}
-		if resp != nil {
-			buf = appendResponse(buf[:0], st.correlationID, st.headerV1, resp)
-			if _, err := nc.Write(buf); err != nil {
-				return err
-			}
-			if cap(buf) > 1<<20 {
-				buf = nil // do not pin a large fetch response's memory
-			}
-		}
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.RequestDone(st.key, time.Since(st.received))
 		}
 		<-slots
 	}
 	return nil
+}
+
+// answer writes st's response, if it has one, and tells the Observer. It
+// returns buf, the response buffer, to reuse.
+func (s *Server) answer(ctx context.Context, nc net.Conn, st started, buf []byte) ([]byte, error) {
+	resp, err := st.reply(ctx)
+	if err != nil {
+		return buf, err
+	}
+	if resp != nil {
+		buf = appendResponse(buf[:0], st.correlationID, st.headerV1, resp)
+		if _, err := nc.Write(buf); err != nil {
+			return buf, err
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // do not pin a large fetch response's memory
+		}
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.RequestDone(st.key, time.Since(st.received))
+	}
+	return buf, nil
 }
 
 // remoteHost is the client's IP address (without the port), as Kafka

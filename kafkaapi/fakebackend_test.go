@@ -39,6 +39,7 @@ type fakeBackend struct {
 	groups       fakeGroups        // answers the group APIs
 	cluster      map[string]string // cluster-wide dynamic broker defaults
 	alterCalls   int
+	panicTopic   string // Partition panics for this topic, if set
 }
 
 type fakeTopic struct {
@@ -185,6 +186,9 @@ func (b *fakeBackend) AutoCreateTopics() bool {
 func (b *fakeBackend) Partition(topic string, partition int32) (Partition, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.panicTopic != "" && topic == b.panicTopic {
+		panic("fakeBackend: injected panic for topic " + topic)
+	}
 	t, ok := b.topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.partitions) {
 		return nil, kerr.UnknownTopicOrPartition

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -25,6 +26,9 @@ type Server struct {
 	// accepted and refused count connections admitted and turned away
 	// by the connection limits; guarded by mu.
 	accepted, refused uint64
+
+	// panics counts requests whose handling panicked (guard).
+	panics atomic.Uint64
 
 	// wg counts running Serve calls. Add happens only under mu while
 	// !closed, so it never races with Close's Wait.
