@@ -62,6 +62,9 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 		cancel()
 	}
 	<-writerDone
+	for st := range queue { // abandoned: give back their charges
+		s.queued.release(st.charge)
+	}
 	if drain && writeErr == nil {
 		lingerClose(nc)
 	}
@@ -150,7 +153,7 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		if pending {
 			limit = min(limit, maxSASLFrame)
 		}
-		frame, err := readFrame(br, limit)
+		size, err := peekFrameSize(br, limit)
 		if err != nil {
 			return err
 		}
@@ -159,29 +162,77 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		case <-ctx.Done(): // the writer stopped or the server is closing
 			return ctx.Err()
 		}
-		rc := requestInfo{received: time.Now(), host: host, conn: ctx}
-		key := int16(-1)
-		if h, err := peekHeader(frame); err == nil {
-			key = h.Key
-		}
-		var st started
-		err = s.guard(key, host, func() (err error) {
+		rc := requestInfo{host: host, conn: ctx}
+		st, err := s.readRequest(ctx, nc, br, size, rc, func(frame []byte, rc requestInfo) (started, error) {
 			if pending {
-				st, err = s.startSASL(frame, rc, auth)
-			} else {
-				st, err = s.startRequest(frame, rc)
+				return s.startSASL(frame, rc, auth)
 			}
-			return err
+			return s.startRequest(frame, rc)
 		})
 		if err != nil {
 			return err
 		}
-		st.received, st.key = rc.received, key
 		queue <- st
 		if st.closeAfter != nil {
 			return st.closeAfter
 		}
 	}
+}
+
+// readRequest reads the frame of size bytes whose size prefix is next in
+// br and starts its request, once the node's budget
+// (Config.QueuedMaxRequestBytes) holds the frame, and then what decoding
+// and serving it costs (requestCost). The started request carries its
+// charge, for the writer to release once it is answered.
+func (s *Server) readRequest(ctx context.Context, nc net.Conn, br *bufio.Reader, size int32, rc requestInfo,
+	start func([]byte, requestInfo) (started, error)) (st started, err error) {
+	var held charge
+	defer func() {
+		if err != nil {
+			s.queued.release(held)
+		}
+	}()
+	if err := s.queued.takeFrame(ctx, int64(size)); err != nil {
+		return started{}, err
+	}
+	held.frame = int64(size)
+	// The wait for the budget does not count against the client; a stall
+	// in the frame would hold the budget, so it is bounded.
+	nc.SetReadDeadline(time.Now().Add(s.frameTimeout(size)))
+	frame, err := readFrameBody(br, size)
+	if err != nil {
+		return started{}, err
+	}
+	rc.received = time.Now()
+	key := int16(-1)
+	if h, err := peekHeader(frame); err == nil {
+		key = h.Key
+	}
+	err = s.guard(key, rc.host, func() error {
+		cost := requestCost(frame)
+		if cost > s.queued.maxCost() {
+			return &RequestCostError{Key: key, Size: len(frame), Cost: cost, Max: s.queued.maxCost()}
+		}
+		if err := s.queued.takeCost(ctx, cost); err != nil {
+			return err
+		}
+		held.cost = cost
+		st, err = start(frame, rc)
+		return err
+	})
+	if err != nil {
+		return started{}, err
+	}
+	st.received, st.key, st.charge = rc.received, key, held
+	return st, nil
+}
+
+// frameTimeout bounds how long a frame of size bytes that the budget holds
+// may take to arrive: RequestTimeout and a second per MiB (a client gives
+// up on a request after its request.timeout.ms, 30 s by default, anyway),
+// at most ConnectionsMaxIdle.
+func (s *Server) frameTimeout(size int32) time.Duration {
+	return min(s.cfg.ConnectionsMaxIdle, s.cfg.RequestTimeout+time.Duration(size)*time.Second/(1<<20))
 }
 
 // errIdle ends a connection that sent nothing for ConnectionsMaxIdle.
@@ -214,13 +265,14 @@ func (s *Server) writeLoop(ctx context.Context, nc net.Conn, queue <-chan starte
 	host := remoteHost(nc)
 	var buf []byte
 	for st := range queue {
-		if err := ctx.Err(); err != nil {
-			return err
+		err := ctx.Err()
+		if err == nil {
+			err = s.guard(st.key, host, func() (err error) {
+				buf, err = s.answer(ctx, nc, st, buf)
+				return err
+			})
 		}
-		err := s.guard(st.key, host, func() (err error) {
-			buf, err = s.answer(ctx, nc, st, buf)
-			return err
-		})
+		s.queued.release(st.charge)
 		if err != nil {
 			return err
 		}

@@ -45,9 +45,21 @@ type RequestStats struct {
 	// Panics counts the requests whose decoding, start or answer
 	// panicked (each closed its connection).
 	Panics uint64
+	// QueuedBytes is what the requests read and not yet answered hold of
+	// the QueuedMaxRequestBytes budget, QueuedBytesPeak its highest value
+	// so far, QueuedBytesMax the budget, and QueuedWaiting how many
+	// connections wait for room in it.
+	QueuedBytes, QueuedBytesPeak, QueuedBytesMax int64
+	QueuedWaiting                                int
 }
 
 // Requests reports the request counts.
 func (s *Server) Requests() RequestStats {
-	return RequestStats{Panics: s.panics.Load()}
+	return RequestStats{
+		Panics:          s.panics.Load(),
+		QueuedBytes:     s.queued.used.Load(),
+		QueuedBytesPeak: s.queued.peak.Load(),
+		QueuedBytesMax:  s.queued.limit,
+		QueuedWaiting:   int(s.queued.waiting.Load()),
+	}
 }

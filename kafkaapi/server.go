@@ -29,6 +29,8 @@ type Server struct {
 
 	// panics counts requests whose handling panicked (guard).
 	panics atomic.Uint64
+	// queued is the budget of bytes of requests read and not yet answered.
+	queued *budget
 
 	// wg counts running Serve calls. Add happens only under mu while
 	// !closed, so it never races with Close's Wait.
@@ -51,6 +53,7 @@ func New(backend Backend, cfg Config) (*Server, error) {
 		log:     cfg.Logger,
 		serving: make(map[uint64]context.CancelFunc),
 		perIP:   make(map[string]int),
+		queued:  newBudget(cfg.QueuedMaxRequestBytes),
 	}, nil
 }
 

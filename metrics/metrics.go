@@ -182,6 +182,11 @@ type Requests struct {
 	// Panics counts requests whose handling panicked; each closed its
 	// connection.
 	Panics uint64
+	// QueuedBytes is what the requests read and not yet answered hold of
+	// the queued_max_request_bytes budget, QueuedBytesMax the budget, and
+	// QueuedWaiting the connections waiting for room in it.
+	QueuedBytes, QueuedBytesMax int64
+	QueuedWaiting               int
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }

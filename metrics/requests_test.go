@@ -38,9 +38,16 @@ func gathered(t *testing.T, r *Registry) map[string]float64 {
 
 // The Kafka listener's request counts are exported.
 func TestRequestCountsExported(t *testing.T) {
-	r := New(stateSource{State{Requests: Requests{Panics: 3}}}, 0)
+	r := New(stateSource{State{Requests: Requests{Panics: 3, QueuedBytes: 1000, QueuedBytesMax: 4096, QueuedWaiting: 2}}}, 0)
 	got := gathered(t, r)
-	if v, ok := got["minikafka_kafka_request_panics_total"]; !ok || v != 3 {
-		t.Fatalf("minikafka_kafka_request_panics_total = %v (present %v), want 3", v, ok)
+	for name, want := range map[string]float64{
+		"minikafka_kafka_request_panics_total":     3,
+		"minikafka_kafka_queued_request_bytes":     1000,
+		"minikafka_kafka_queued_request_bytes_max": 4096,
+		"minikafka_kafka_queued_request_waiting":   2,
+	} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
+		}
 	}
 }
