@@ -102,6 +102,9 @@ func (a adminSource) State() metrics.State {
 	}
 	c := n.kafka.Connections()
 	s.Conns = metrics.Conns{Open: c.Open, Accepted: c.Accepted, Refused: c.Refused}
+	r := n.kafka.Requests()
+	s.Requests = metrics.Requests{Panics: r.Panics, QueuedBytes: r.QueuedBytes, QueuedBytesMax: r.QueuedBytesMax,
+		QueuedWaiting: r.QueuedWaiting}
 	s.LeaderChanges = n.host.Stats().LeaderChanges
 	s.WALFsync = n.host.WALFsyncLatency()
 	s.LogStalls = n.host.LogStoreStalls()

@@ -427,6 +427,9 @@ func (p replicaPartition) LogStartOffset() int64    { return p.r.LogStartOffset(
 func (p replicaPartition) Changed() <-chan struct{} { return p.r.Changed() }
 func (p replicaPartition) IsLeader() bool           { return p.r.IsLeader() }
 func (p replicaPartition) LeaderEpoch() int32       { return p.r.LeaderEpoch() }
+func (p replicaPartition) WatchChanged(seen <-chan struct{}, wake func()) (stop func()) {
+	return p.r.WatchChanged(seen, wake)
+}
 func (p replicaPartition) OffsetForTimestamp(ts int64) (kafkaapi.TimestampOffset, bool) {
 	off, maxTS, ok := p.r.OffsetForTimestamp(ts)
 	return kafkaapi.TimestampOffset{Offset: off, Timestamp: maxTS, LeaderEpoch: -1}, ok

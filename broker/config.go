@@ -7,6 +7,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/internal/knob"
 	"github.com/minikafka/minikafka-go/internal/vfs"
+	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
@@ -139,6 +140,10 @@ type Config struct {
 	MaxConnections      int
 	MaxConnectionsPerIP int
 	ConnectionsMaxIdle  time.Duration
+	// QueuedMaxRequestBytes bounds the memory of the Kafka requests read
+	// and not yet answered, node-wide (Kafka's queued.max.request.bytes;
+	// kafkaapi.Config.QueuedMaxRequestBytes says how).
+	QueuedMaxRequestBytes int64
 
 	// LogRetentionMs, LogRetentionBytes and MessageMaxBytes are the node's
 	// static log.retention.ms, log.retention.bytes and message.max.bytes:
@@ -361,6 +366,7 @@ func DefaultConfig() Config {
 		MaxConnections:                10000,
 		MaxConnectionsPerIP:           10000,
 		ConnectionsMaxIdle:            10 * time.Minute,
+		QueuedMaxRequestBytes:         kafkaapi.DefaultQueuedMaxRequestBytes,
 		// Kafka checks every 5 minutes; a Raft entry per led partition
 		// every 30 s is cheap, and small topics shrink when users expect.
 		RetentionCheckInterval:          30 * time.Second,

@@ -155,6 +155,8 @@ func (c *Config) validateLimits() error {
 		return bad("producer_window", c.ProducerWindow, "must be in 1..1000")
 	case c.MaxRequestBytes < 1<<20:
 		return bad("max_request_bytes", c.MaxRequestBytes, "must be at least 1 MiB")
+	case c.QueuedMaxRequestBytes < 2*int64(c.MaxRequestBytes):
+		return bad("queued_max_request_bytes", c.QueuedMaxRequestBytes, "must be at least twice max_request_bytes (%d)", c.MaxRequestBytes)
 	case c.MaxConnections < 1:
 		return bad("max_connections", c.MaxConnections, "must be at least 1")
 	case c.MaxConnectionsPerIP < 1:

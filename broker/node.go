@@ -221,12 +221,13 @@ func (n *Node) startGossip() error {
 func (n *Node) serveKafka() error {
 	var err error
 	n.kafka, err = kafkaapi.New(&backend{n: n}, kafkaapi.Config{
-		MaxRequestBytes:     n.cfg.MaxRequestBytes,
-		MaxConnections:      n.cfg.MaxConnections,
-		MaxConnectionsPerIP: n.cfg.MaxConnectionsPerIP,
-		ConnectionsMaxIdle:  n.cfg.ConnectionsMaxIdle,
-		Logger:              n.logger,
-		Observer:            n.metrics,
+		MaxRequestBytes:       n.cfg.MaxRequestBytes,
+		QueuedMaxRequestBytes: n.cfg.QueuedMaxRequestBytes,
+		MaxConnections:        n.cfg.MaxConnections,
+		MaxConnectionsPerIP:   n.cfg.MaxConnectionsPerIP,
+		ConnectionsMaxIdle:    n.cfg.ConnectionsMaxIdle,
+		Logger:                n.logger,
+		Observer:              n.metrics,
 
 		DisableTxnPartitionVerification: !n.cfg.TxnPartitionVerification,
 	})

@@ -32,7 +32,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -46,6 +45,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/internal/changes"
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
@@ -212,9 +212,8 @@ type FSM struct {
 	cpIndex   uint64
 	restoring bool
 
-	// mu guards changed, the channel closed when the high watermark moves.
-	mu      sync.Mutex
-	changed chan struct{}
+	// changed is fired when the high watermark moves.
+	changed changes.Signal
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -233,7 +232,7 @@ func New(cfg Config, log Log) (*FSM, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	f := &FSM{dir: cfg.Dir, fs: fsys, log: log, logger: logger, obs: cfg.Observer, trimmed: cfg.Trimmed,
-		limit: cfg.MaxProducers, changed: make(chan struct{}), stop: make(chan struct{})}
+		limit: cfg.MaxProducers, stop: make(chan struct{})}
 	if f.limit == 0 {
 		f.limit = DefaultMaxProducers
 	}
@@ -243,73 +242,6 @@ func New(cfg Config, log Log) (*FSM, error) {
 	f.table.SetLimit(f.limit)
 	f.publish()
 	return f, nil
-}
-
-// publish makes the applied state visible to readers, in the order the
-// comment at FSM.lso gives.
-func (f *FSM) publish() {
-	f.publishAborted()
-	f.publishOffsets()
-}
-
-func (f *FSM) publishAborted() {
-	aborted := f.table.AbortedTxns()
-	f.aborted.Store(&aborted)
-	f.txnDirty = false
-}
-
-// publishOffsets stores the last stable offset, then the high watermark.
-func (f *FSM) publishOffsets() {
-	end, start := f.log.EndOffset(), f.log.StartOffset()
-	lso := end
-	if first, ok := f.table.FirstUnstableOffset(); ok {
-		lso = min(first, end)
-	}
-	f.lso.Store(max(lso, start))
-	f.hw.Store(end)
-}
-
-// LastStableOffset is the offset below which every transaction has ended:
-// the first offset of the oldest open transaction, or the high watermark
-// when none is open (never below the log start). A read_committed consumer
-// reads up to it.
-func (f *FSM) LastStableOffset() int64 { return f.lso.Load() }
-
-// AbortedTxns returns the aborted transactions that overlap the offsets
-// [from, to), oldest marker first, for a read_committed Fetch. Load
-// LastStableOffset first: the index then covers every abort below it.
-func (f *FSM) AbortedTxns(from, to int64) []producerstate.AbortedTxn {
-	p := f.aborted.Load()
-	if p == nil {
-		return nil
-	}
-	return producerstate.AbortedIn(*p, from, to)
-}
-
-// HighWatermark is the offset after the last applied batch: every offset
-// below it is committed.
-func (f *FSM) HighWatermark() int64 { return f.hw.Load() }
-
-// LogStartOffset is the log's first offset.
-func (f *FSM) LogStartOffset() int64 { return f.log.StartOffset() }
-
-// AppliedIndex is the last Raft index the FSM applied.
-func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
-
-// Changed returns a channel that is closed the next time the high
-// watermark moves (or the FSM is restored or closed). Get a new one after
-// it fires.
-func (f *FSM) Changed() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.changed
-}
-
-func (f *FSM) notify() {
-	f.mu.Lock()
-	close(f.changed)
-	f.changed = make(chan struct{})
-	f.mu.Unlock()
 }
 
 // Apply implements raft.FSM.
@@ -384,115 +316,6 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 		return f.applyEndTxn(decodeEndTxn(body), l.Term)
 	}
 	panic("unreachable: DecodeCommand accepted " + t.String())
-}
-
-// applyProduce appends batch if its producer's sequence allows (only its
-// epoch, for a coordinator's batch). A logAppendTime >= 0 is stamped into
-// the batch first (on a copy: raft's entry bytes are shared).
-func (f *FSM) applyProduce(batch []byte, term uint64, logAppendTime int64, coordinator bool) *ProduceResult {
-	res := &ProduceResult{BaseOffset: -1, LogAppendTime: -1}
-	h, err := record.CheckProduce(batch)
-	if err != nil {
-		res.Err = &Error{Code: kerr.CorruptMessage, Detail: err.Error()}
-		return res
-	}
-	if logAppendTime >= 0 {
-		batch = bytes.Clone(batch)
-		record.SetLogAppendTime(batch, logAppendTime)
-		h.Attributes |= record.AttrTimestampType
-		h.MaxTimestamp, res.LogAppendTime = logAppendTime, logAppendTime
-	}
-	v := f.table.Validate(h)
-	if coordinator {
-		v = coordinatorVerdict(f.table, h)
-	}
-	switch v.Verdict {
-	case producerstate.Append:
-		base := f.log.EndOffset()
-		if err := f.retry("append", func() error { return f.log.AppendAt(batch, base, int32(term)) }); err != nil {
-			res.Err = err
-			return res
-		}
-		h.BaseOffset = base
-		f.table.Record(h)
-		res.BaseOffset = base
-		if f.obs != nil {
-			f.obs.Appended(batch)
-		}
-	case producerstate.Duplicate:
-		res.BaseOffset = v.Original.BaseOffset
-		res.Duplicate = true
-	case producerstate.TableFull:
-		res.Err = &Error{Code: kerr.PolicyViolation,
-			Detail: fmt.Sprintf("the partition's producer table holds its limit of %d producers; producer %d is refused until idle producers expire (producer.id.expiration.ms)", f.limit, h.ProducerID)}
-	case producerstate.Fenced:
-		res.Err = &Error{Code: kerr.InvalidProducerEpoch,
-			Detail: fmt.Sprintf("producer %d epoch %d is older than the recorded epoch", h.ProducerID, h.ProducerEpoch)}
-	case producerstate.TxnStateInvalid:
-		res.Err = &Error{Code: kerr.InvalidTxnState,
-			Detail: fmt.Sprintf("producer %d has a transaction open on the partition: expected a transactional batch", h.ProducerID)}
-	default:
-		res.Err = &Error{Code: kerr.OutOfOrderSequenceNumber,
-			Detail: fmt.Sprintf("producer %d epoch %d: sequence %d, expected %d", h.ProducerID, h.ProducerEpoch, h.BaseSequence, v.Expected)}
-	}
-	res.LogStartOffset = f.log.StartOffset()
-	return res
-}
-
-// coordinatorVerdict is Validate for a coordinator's batch: fenced if its
-// epoch is older than the producer's, else appended (Record then ignores
-// its sequence of -1).
-func coordinatorVerdict(t *producerstate.Table, h record.Header) producerstate.Result {
-	if e, ok := t.Lookup(h.ProducerID); ok && h.ProducerEpoch < e.Epoch {
-		return producerstate.Result{Verdict: producerstate.Fenced, Epoch: e.Epoch}
-	}
-	return producerstate.Result{Verdict: producerstate.Append}
-}
-
-// applyEndTxn writes the marker m for its producer if the producer state
-// allows (producerstate.Table.ValidateMarker): a control batch built here,
-// stamped with the leader time m carries, so every replica writes the
-// same bytes. The result's BaseOffset is the marker's offset.
-func (f *FSM) applyEndTxn(m EndTxn, term uint64) *ProduceResult {
-	res := &ProduceResult{BaseOffset: -1, LogAppendTime: -1}
-	v := f.table.ValidateMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch)
-	switch v.Verdict {
-	case producerstate.Append:
-	case producerstate.CoordinatorFenced:
-		res.Err = &Error{Code: kerr.TransactionCoordinatorFenced,
-			Detail: fmt.Sprintf("producer %d: coordinator epoch %d is older than the recorded %d", m.ProducerID, m.CoordinatorEpoch, v.CoordinatorEpoch)}
-		return res
-	default:
-		res.Err = &Error{Code: kerr.InvalidProducerEpoch,
-			Detail: fmt.Sprintf("producer %d: marker epoch %d is older than the recorded epoch %d", m.ProducerID, m.ProducerEpoch, v.Epoch)}
-		return res
-	}
-	typ := record.ControlAbort
-	if m.Commit {
-		typ = record.ControlCommit
-	}
-	batch := record.AppendEndTxnMarker(nil, m.ProducerID, m.ProducerEpoch, m.LeaderTime,
-		record.EndTxnMarker{Type: typ, CoordinatorEpoch: m.CoordinatorEpoch})
-	base := f.log.EndOffset()
-	if err := f.retry("append marker", func() error { return f.log.AppendAt(batch, base, int32(term)) }); err != nil {
-		res.Err = err
-		return res
-	}
-	f.recordMarker(m.ProducerID, m.ProducerEpoch, base, m.LeaderTime, record.EndTxnMarker{Type: typ, CoordinatorEpoch: m.CoordinatorEpoch})
-	if f.obs != nil {
-		f.obs.Appended(batch)
-	}
-	res.BaseOffset, res.LogStartOffset = base, f.log.StartOffset()
-	return res
-}
-
-// recordMarker records a written marker in the producer table.
-func (f *FSM) recordMarker(pid int64, epoch int16, offset, ts int64, m record.EndTxnMarker) {
-	ended := f.table.RecordMarker(producerstate.Marker{ProducerID: pid, Epoch: epoch,
-		Commit: m.Type == record.ControlCommit, CoordinatorEpoch: m.CoordinatorEpoch, Offset: offset, Timestamp: ts})
-	if ended && m.Type == record.ControlAbort {
-		f.txnDirty = true
-	}
 }
 
 // Backoff of storage retries.

@@ -199,6 +199,24 @@ func TestChangedFiresOnAppend(t *testing.T) {
 	}
 }
 
+// A wake-up registered with WatchChanged is called once by the append
+// that moves the high watermark, not by an entry that does not.
+func TestWatchChangedWakesOnAppend(t *testing.T) {
+	r := openReplica(t, t.TempDir())
+	defer r.close()
+	woke := 0
+	r.f.WatchChanged(r.f.Changed(), func() { woke++ })
+	r.f.ApplyBatch([]*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: fsm.EncodeNoop()}})
+	if woke != 0 {
+		t.Fatal("woken without the high watermark moving")
+	}
+	r.f.Apply(produce(2, 1, batch(-1, -1, -1, "", "v")))
+	r.f.Apply(produce(3, 1, batch(-1, -1, -1, "", "w")))
+	if woke != 1 {
+		t.Fatalf("woken %d times by two appends, want once", woke)
+	}
+}
+
 func TestCommandCodec(t *testing.T) {
 	b := batch(1, 0, 0, "", "v")
 	typ, body, err := fsm.DecodeCommand(fsm.EncodeProduce(b))

@@ -139,6 +139,15 @@ type Partition interface {
 	// again after it fires.
 	Changed() <-chan struct{}
 
+	// WatchChanged calls wake once, when the channel seen (which Changed
+	// returned) is closed, or at once if it already is. wake must be
+	// quick and must not block (it may run under the partition's lock).
+	// stop cancels a call not yet made. A waiting Fetch registers one
+	// wake-up of its own with each of its partitions this way (as
+	// Kafka's delayed fetches watch their partitions), instead of
+	// selecting on every partition's channel.
+	WatchChanged(seen <-chan struct{}, wake func()) (stop func())
+
 	// OffsetForTimestamp finds the first committed batch whose max
 	// timestamp is at or after ts and returns its offset, timestamp and
 	// leader epoch; ok is false if there is none.

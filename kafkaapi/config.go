@@ -13,8 +13,11 @@ import (
 // Defaults for the zero values of Config.
 const (
 	DefaultMaxRequestBytes = 100 << 20 // Kafka's socket.request.max.bytes
-	DefaultMaxInFlight     = 32
-	DefaultRequestTimeout  = 30 * time.Second
+	// DefaultQueuedMaxRequestBytes is the default of
+	// Config.QueuedMaxRequestBytes, which explains it.
+	DefaultQueuedMaxRequestBytes = 256 << 20
+	DefaultMaxInFlight           = 32
+	DefaultRequestTimeout        = 30 * time.Second
 
 	DefaultMaxFetchWait        = 30 * time.Second
 	DefaultFetchMaxBytes       = 55 << 20 // Kafka's fetch.max.bytes
@@ -32,13 +35,44 @@ type Config struct {
 	// larger or negative size closes that connection. Default 100 MiB.
 	MaxRequestBytes int32
 
+	// QueuedMaxRequestBytes bounds, node-wide, the memory of the requests
+	// read and not yet answered, on all connections together (Kafka's
+	// queued.max.request.bytes). Half of it holds frames: a request is
+	// charged its frame before the frame is read. The other half holds
+	// what decoding and serving requests costs beyond their frames (kmsg
+	// decodes an array of small entries into structs up to 96 times their
+	// wire size): a request is charged its estimated cost before it is
+	// decoded. Both are released once it is answered. While a half is
+	// spent, readers stop reading, as Kafka mutes its channels, until
+	// what they need is free (a large request may wait while smaller ones
+	// pass, as in Kafka; a frame must then arrive within RequestTimeout
+	// and a second per MiB, so that a client stalling mid-frame holds
+	// the budget only that long). Produce, Fetch, OffsetCommit, ListOffsets,
+	// OffsetForLeaderEpoch and Metadata are charged what their entries
+	// cost (a Produce's records nothing: kmsg keeps them in the frame);
+	// others 128 times their frame. A request whose cost alone passes its
+	// half closes its connection, as a frame over MaxRequestBytes does;
+	// that bounds the frames of the others to 1/256 of the budget.
+	//
+	// Kafka leaves it unbounded; ours must be bounded. The default of 256
+	// MiB is fixed rather than a share of the machine's memory (which a
+	// container's limit hides): its halves admit a Produce of
+	// MaxRequestBytes' default 100 MiB beside smaller requests, a Fetch,
+	// OffsetCommit, ListOffsets or OffsetForLeaderEpoch naming 100,000
+	// partitions (at most 45 MiB), and other requests of up to 1 MiB,
+	// while the memory of queued requests stays a small part of a
+	// node's. At least twice MaxRequestBytes.
+	QueuedMaxRequestBytes int64
+
 	// MaxInFlight bounds the requests per connection that have been
 	// started but not yet answered. Default 32.
 	MaxInFlight int
 
 	// RequestTimeout bounds backend calls whose request carries no timeout
 	// of its own (InitProducerId, auto-creation in Metadata, CreateTopics
-	// with TimeoutMillis <= 0). Default 30s.
+	// with TimeoutMillis <= 0), and how long a request's frame may take
+	// to arrive once QueuedMaxRequestBytes holds it (plus a second per
+	// MiB; at most ConnectionsMaxIdle). Default 30s.
 	RequestTimeout time.Duration
 
 	// MaxFetchWait bounds how long a Fetch waits for MinBytes, whatever
@@ -126,6 +160,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.QueuedMaxRequestBytes == 0 {
+		c.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if c.QueuedMaxRequestBytes < 2*int64(c.MaxRequestBytes) {
+		return c, &ConfigError{Field: "QueuedMaxRequestBytes",
+			Reason: fmt.Sprintf("%d is below twice MaxRequestBytes (%d)", c.QueuedMaxRequestBytes, c.MaxRequestBytes)}
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight

@@ -32,31 +32,11 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 		raw.Close()
 	})
 
-	// A TLS or SASL connection that has not finished authenticating
-	// within AuthenticationTimeout is closed.
-	var auth *connAuth
-	if len(lc.SASLMechanisms) > 0 {
-		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore))
-	}
-	sess := &session{host: remoteHost(nc), auth: auth}
-	if lc.TLS != nil || auth != nil {
-		t := time.AfterFunc(s.cfg.AuthenticationTimeout, func() {
-			if auth == nil || !auth.authenticated() {
-				cancel()
-			}
-		})
-		defer t.Stop()
-	}
-	if lc.TLS != nil {
-		tc := tls.Server(nc, lc.TLS)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			s.log.Debug("kafkaapi: TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
-			cancel()
-			<-ncClosed
-			return
-		}
-		nc = tc
-		sess.certPrincipal = certPrincipal(tc.ConnectionState())
+	nc, sess, ok := s.secure(ctx, cancel, nc, lc)
+	if !ok {
+		cancel()
+		<-ncClosed
+		return
 	}
 	ctx = withSession(ctx, sess)
 
@@ -75,13 +55,16 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 		}
 	}()
 
-	readErr := s.readLoop(ctx, nc, queue, slots, auth)
+	readErr := s.readLoop(ctx, nc, queue, slots, sess.auth)
 	close(queue)
 	drain := errors.Is(readErr, ErrProtocol)
 	if !drain {
 		cancel()
 	}
 	<-writerDone
+	for st := range queue { // abandoned: give back their charges
+		s.queued.release(st.charge)
+	}
 	if drain && writeErr == nil {
 		lingerClose(nc)
 	}
@@ -95,6 +78,46 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("kafkaapi: closing connection", "remote", nc.RemoteAddr().String(), "err", err)
 	}
+}
+
+// secure starts a connection's TLS and SASL: a TLS or SASL connection
+// that has not finished authenticating within AuthenticationTimeout is
+// closed (cancel). On a TLS listener it returns the TLS connection once
+// the handshake is done, and without SASL that is the whole
+// authentication. ok is false if the handshake failed.
+func (s *Server) secure(ctx context.Context, cancel context.CancelFunc, nc net.Conn, lc Listener) (net.Conn, *session, bool) {
+	var auth *connAuth
+	if len(lc.SASLMechanisms) > 0 {
+		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore))
+	}
+	sess := &session{host: remoteHost(nc), auth: auth}
+	if lc.TLS == nil && auth == nil {
+		return nc, sess, true
+	}
+	timer := time.AfterFunc(s.cfg.AuthenticationTimeout, func() {
+		if auth == nil || !auth.authenticated() {
+			cancel()
+		}
+	})
+	if auth != nil {
+		// With SASL the timer stays set; once authenticated, its firing
+		// does nothing. It stops when the connection ends.
+		context.AfterFunc(ctx, func() { timer.Stop() })
+	}
+	if lc.TLS == nil {
+		return nc, sess, true
+	}
+	tc := tls.Server(nc, lc.TLS)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		timer.Stop()
+		s.log.Debug("kafkaapi: TLS handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
+		return nil, nil, false
+	}
+	if auth == nil {
+		timer.Stop() // authenticated by the handshake
+	}
+	sess.certPrincipal = certPrincipal(tc.ConnectionState())
+	return tc, sess, true
 }
 
 // lingerTimeout bounds how long lingerClose discards a client's input.
@@ -130,7 +153,7 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		if pending {
 			limit = min(limit, maxSASLFrame)
 		}
-		frame, err := readFrame(br, limit)
+		size, err := peekFrameSize(br, limit)
 		if err != nil {
 			return err
 		}
@@ -139,25 +162,77 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		case <-ctx.Done(): // the writer stopped or the server is closing
 			return ctx.Err()
 		}
-		rc := requestInfo{received: time.Now(), host: host, conn: ctx}
-		var st started
-		if pending {
-			st, err = s.startSASL(frame, rc, auth)
-		} else {
-			st, err = s.startRequest(frame, rc)
-		}
+		rc := requestInfo{host: host, conn: ctx}
+		st, err := s.readRequest(ctx, nc, br, size, rc, func(frame []byte, rc requestInfo) (started, error) {
+			if pending {
+				return s.startSASL(frame, rc, auth)
+			}
+			return s.startRequest(frame, rc)
+		})
 		if err != nil {
 			return err
-		}
-		st.received = rc.received
-		if h, err := peekHeader(frame); err == nil {
-			st.key = h.Key
 		}
 		queue <- st
 		if st.closeAfter != nil {
 			return st.closeAfter
 		}
 	}
+}
+
+// readRequest reads the frame of size bytes whose size prefix is next in
+// br and starts its request, once the node's budget
+// (Config.QueuedMaxRequestBytes) holds the frame, and then what decoding
+// and serving it costs (requestCost). The started request carries its
+// charge, for the writer to release once it is answered.
+func (s *Server) readRequest(ctx context.Context, nc net.Conn, br *bufio.Reader, size int32, rc requestInfo,
+	start func([]byte, requestInfo) (started, error)) (st started, err error) {
+	var held charge
+	defer func() {
+		if err != nil {
+			s.queued.release(held)
+		}
+	}()
+	if err := s.queued.takeFrame(ctx, int64(size)); err != nil {
+		return started{}, err
+	}
+	held.frame = int64(size)
+	// The wait for the budget does not count against the client; a stall
+	// in the frame would hold the budget, so it is bounded.
+	nc.SetReadDeadline(time.Now().Add(s.frameTimeout(size)))
+	frame, err := readFrameBody(br, size)
+	if err != nil {
+		return started{}, err
+	}
+	rc.received = time.Now()
+	key := int16(-1)
+	if h, err := peekHeader(frame); err == nil {
+		key = h.Key
+	}
+	err = s.guard(key, rc.host, func() error {
+		cost := requestCost(frame)
+		if cost > s.queued.maxCost() {
+			return &RequestCostError{Key: key, Size: len(frame), Cost: cost, Max: s.queued.maxCost()}
+		}
+		if err := s.queued.takeCost(ctx, cost); err != nil {
+			return err
+		}
+		held.cost = cost
+		st, err = start(frame, rc)
+		return err
+	})
+	if err != nil {
+		return started{}, err
+	}
+	st.received, st.key, st.charge = rc.received, key, held
+	return st, nil
+}
+
+// frameTimeout bounds how long a frame of size bytes that the budget holds
+// may take to arrive: RequestTimeout and a second per MiB (a client gives
+// up on a request after its request.timeout.ms, 30 s by default, anyway),
+// at most ConnectionsMaxIdle.
+func (s *Server) frameTimeout(size int32) time.Duration {
+	return min(s.cfg.ConnectionsMaxIdle, s.cfg.RequestTimeout+time.Duration(size)*time.Second/(1<<20))
 }
 
 // errIdle ends a connection that sent nothing for ConnectionsMaxIdle.
@@ -187,30 +262,45 @@ func (s *Server) awaitRequest(nc net.Conn, br *bufio.Reader, slots chan<- struct
 // writeLoop answers started requests in order until queue is closed, a
 // response cannot be written, or a responder asks to close the connection.
 func (s *Server) writeLoop(ctx context.Context, nc net.Conn, queue <-chan started, slots <-chan struct{}) error {
+	host := remoteHost(nc)
 	var buf []byte
 	for st := range queue {
-		if err := ctx.Err(); err != nil {
-			return err
+		err := ctx.Err()
+		if err == nil {
+			err = s.guard(st.key, host, func() (err error) {
+				buf, err = s.answer(ctx, nc, st, buf)
+				return err
+			})
 		}
-		resp, err := st.reply(ctx)
+		s.queued.release(st.charge)
 		if err != nil {
 			return err
-		}
-		if resp != nil {
-			buf = appendResponse(buf[:0], st.correlationID, st.headerV1, resp)
-			if _, err := nc.Write(buf); err != nil {
-				return err
-			}
-			if cap(buf) > 1<<20 {
-				buf = nil // do not pin a large fetch response's memory
-			}
-		}
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.RequestDone(st.key, time.Since(st.received))
 		}
 		<-slots
 	}
 	return nil
+}
+
+// answer writes st's response, if it has one, and tells the Observer. It
+// returns buf, the response buffer, to reuse.
+func (s *Server) answer(ctx context.Context, nc net.Conn, st started, buf []byte) ([]byte, error) {
+	resp, err := st.reply(ctx)
+	if err != nil {
+		return buf, err
+	}
+	if resp != nil {
+		buf = appendResponse(buf[:0], st.correlationID, st.headerV1, resp)
+		if _, err := nc.Write(buf); err != nil {
+			return buf, err
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // do not pin a large fetch response's memory
+		}
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.RequestDone(st.key, time.Since(st.received))
+	}
+	return buf, nil
 }
 
 // remoteHost is the client's IP address (without the port), as Kafka

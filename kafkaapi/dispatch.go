@@ -25,6 +25,9 @@ type started struct {
 	// Config.Observer (set by the reader).
 	key      int16
 	received time.Time
+	// charge is what the request holds of the queued-bytes budget (set
+	// by the reader, released by the writer).
+	charge charge
 }
 
 // api is one supported API and the versions the server advertises.

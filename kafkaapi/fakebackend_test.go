@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/internal/changes"
 	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -38,6 +39,7 @@ type fakeBackend struct {
 	groups       fakeGroups        // answers the group APIs
 	cluster      map[string]string // cluster-wide dynamic broker defaults
 	alterCalls   int
+	panicTopic   string // Partition panics for this topic, if set
 }
 
 type fakeTopic struct {
@@ -184,6 +186,9 @@ func (b *fakeBackend) AutoCreateTopics() bool {
 func (b *fakeBackend) Partition(topic string, partition int32) (Partition, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.panicTopic != "" && topic == b.panicTopic {
+		panic("fakeBackend: injected panic for topic " + topic)
+	}
 	t, ok := b.topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.partitions) {
 		return nil, kerr.UnknownTopicOrPartition
@@ -261,7 +266,7 @@ type fakePartition struct {
 	log          [][]byte   // committed batches, base offsets assigned
 	hw           int64
 	start        int64
-	changed      chan struct{} // closed and replaced when hw moves
+	changed      changes.Signal // fired when hw moves
 	leader       bool
 	epoch        int32
 	hold         bool           // Produce queues instead of committing
@@ -285,7 +290,7 @@ type fakeProduce struct {
 var _ Partition = (*fakePartition)(nil)
 
 func newFakePartition() *fakePartition {
-	return &fakePartition{changed: make(chan struct{}), leader: true, epoch: 5, txns: producerstate.New(0)}
+	return &fakePartition{leader: true, epoch: 5, txns: producerstate.New(0)}
 }
 
 func (p *fakePartition) Produce(batch []byte, _ int16) ProduceWait {
@@ -336,8 +341,7 @@ func (p *fakePartition) commitLocked(fp *fakeProduce) {
 	p.log = append(p.log, fp.batch)
 	fp.res = ProduceResult{BaseOffset: p.hw, LogStartOffset: p.start}
 	p.hw += int64(h.Count())
-	close(p.changed)
-	p.changed = make(chan struct{})
+	p.changed.Fire()
 	close(fp.done)
 }
 
@@ -397,7 +401,11 @@ func (p *fakePartition) Changed() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.changedCalls++
-	return p.changed
+	return p.changed.C()
+}
+
+func (p *fakePartition) WatchChanged(seen <-chan struct{}, wake func()) (stop func()) {
+	return p.changed.Watch(seen, wake)
 }
 
 func (p *fakePartition) OffsetForTimestamp(ts int64) (TimestampOffset, bool) {

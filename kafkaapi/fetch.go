@@ -2,7 +2,6 @@ package kafkaapi
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,8 +15,10 @@ import (
 // every requested partition, and unless MinBytes are available, an error
 // needs reporting, or MaxWaitMillis (at most Config.MaxFetchWait) since the
 // request arrived have passed, it waits for any of the partitions to change
-// and reads again.
+// and reads again. A partition named more than once is read once (see
+// collapse).
 func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responder {
+	req.Topics = collapse(req.Topics, fetchTopics)
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.SessionID = 0 // sessions are not supported; see the package doc
@@ -37,38 +38,62 @@ func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responde
 		for {
 			r := s.readFetch(ctx, req)
 			resp.Topics = r.topics
-			if r.bytes >= int(req.MinBytes) || r.errored || len(r.changed) == 0 ||
+			if r.bytes >= int(req.MinBytes) || r.errored || len(r.watches) == 0 ||
 				ctx.Err() != nil || !time.Now().Before(deadline) {
 				return resp, nil
 			}
 			if timer == nil {
 				timer = time.NewTimer(time.Until(deadline))
 			}
-			waitAny(ctx, timer.C, r.changed)
+			waitChanges(ctx, timer.C, r.watches)
 		}
 	}
 }
 
-// waitAny blocks until ctx is done, the timer fires, or any channel in
-// changed is closed.
-func waitAny(ctx context.Context, timer <-chan time.Time, changed []<-chan struct{}) {
-	cases := make([]reflect.SelectCase, 0, len(changed)+2)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}, // conn or server closing
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)},      // MaxWaitMillis passed
-	)
-	for _, ch := range changed { // new data (or leadership change) on a partition
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+// watch is a partition a waiting Fetch read, with the Changed channel
+// taken before reading it.
+type watch struct {
+	p    Partition
+	seen <-chan struct{}
+}
+
+// waitChanges blocks until ctx is done, the timer fires, or any watched
+// partition changes. Like Kafka's delayed fetch, it registers one wake-up
+// of its own with each partition: a request of any number of partitions
+// costs no goroutine and no select case per partition.
+func waitChanges(ctx context.Context, timer <-chan time.Time, watches []watch) {
+	woke := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case woke <- struct{}{}:
+		default: // already woken
+		}
 	}
-	reflect.Select(cases)
+	stops := make([]func(), 0, len(watches))
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	for _, w := range watches {
+		stops = append(stops, w.p.WatchChanged(w.seen, wake))
+		if len(woke) > 0 {
+			return // changed since it was read: read again
+		}
+	}
+	select {
+	case <-ctx.Done(): // conn or server closing
+	case <-timer: // MaxWaitMillis passed
+	case <-woke: // new data (or leadership change) on a partition
+	}
 }
 
 // fetchRead is one pass over a Fetch request's partitions.
 type fetchRead struct {
 	topics  []kmsg.FetchResponseTopic
-	bytes   int               // record bytes returned
-	errored bool              // some partition has an error to report now
-	changed []<-chan struct{} // one per readable partition, taken before reading it
+	bytes   int     // record bytes returned
+	errored bool    // some partition has an error to report now
+	watches []watch // one per readable partition
 }
 
 // noRecords is the record set of a partition with nothing to return. Kafka
@@ -106,7 +131,7 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 				continue
 			}
 			limit := min(int(rp.PartitionMaxBytes), remaining)
-			ch, err := s.readPartition(ctx, rt.Topic, rp, sp, partitionRead{limit: limit, firstData: r.bytes == 0,
+			w, err := s.readPartition(ctx, rt.Topic, rp, sp, partitionRead{limit: limit, firstData: r.bytes == 0,
 				committed: req.IsolationLevel == readCommitted})
 			if sp.RecordBatches == nil {
 				sp.RecordBatches = noRecords
@@ -118,7 +143,7 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 				r.errored = true
 				continue
 			}
-			r.changed = append(r.changed, ch)
+			r.watches = append(r.watches, w)
 			r.bytes += len(sp.RecordBatches)
 			remaining -= len(sp.RecordBatches)
 		}
@@ -159,12 +184,12 @@ func readOffsets(p Partition) offsets {
 	return o
 }
 
-// readPartition fills sp for one partition and returns the channel that
+// readPartition fills sp for one partition and returns the watch that
 // tells when the partition changes after this read.
-func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, pr partitionRead) (<-chan struct{}, error) {
+func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, pr partitionRead) (watch, error) {
 	p, _, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
-		return nil, err
+		return watch{}, err
 	}
 	changed := p.Changed() // before reading the state it guards
 	o := readOffsets(p)
@@ -172,13 +197,13 @@ func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.Fetch
 		// Past the end of a new leader that has not yet applied its
 		// predecessors' entries is not out of range; wait for them.
 		if err := settle(ctx, p); err != nil {
-			return nil, err
+			return watch{}, err
 		}
 		changed = p.Changed()
 		o = readOffsets(p)
 	}
 	if rp.FetchOffset < o.start || rp.FetchOffset > o.hw {
-		return nil, kerr.OffsetOutOfRange
+		return watch{}, kerr.OffsetOutOfRange
 	}
 	// read_committed reads up to the last stable offset (Kafka's
 	// FetchIsolation.TXN_COMMITTED), read_uncommitted up to the high
@@ -190,7 +215,7 @@ func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.Fetch
 	if rp.FetchOffset < end && (pr.limit > 0 || pr.firstData) {
 		data, err := p.Read(rp.FetchOffset, max(pr.limit, 0))
 		if err != nil {
-			return nil, err
+			return watch{}, err
 		}
 		if !pr.committed {
 			// The high watermark may have moved while reading; what
@@ -209,7 +234,7 @@ func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.Fetch
 	if pr.committed {
 		sp.AbortedTransactions = abortedIn(p, rp.FetchOffset, sp.RecordBatches)
 	}
-	return changed, nil
+	return watch{p, changed}, nil
 }
 
 // abortedIn lists the aborted transactions a read_committed consumer needs

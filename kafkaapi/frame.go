@@ -1,6 +1,7 @@
 package kafkaapi
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -24,6 +25,26 @@ func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 		return nil, &FrameSizeError{Size: int32(se.Size), Max: maxBytes}
 	}
 	return b, err
+}
+
+// peekFrameSize returns the size of the next frame in br, without reading
+// it, after checking it as readFrame does.
+func peekFrameSize(br *bufio.Reader, maxBytes int32) (int32, error) {
+	b, err := br.Peek(frame.HeaderSize)
+	if err != nil {
+		return 0, err
+	}
+	n := int32(binary.BigEndian.Uint32(b))
+	if n < minRequestHeader || n > maxBytes {
+		return 0, &FrameSizeError{Size: n, Max: maxBytes}
+	}
+	return n, nil
+}
+
+// readFrameBody reads the frame of size bytes (peekFrameSize) into memory
+// of exactly that size: the budget already holds it.
+func readFrameBody(r io.Reader, size int32) ([]byte, error) {
+	return frame.ReadInto(r, uint32(size), uint32(size), make([]byte, size))
 }
 
 // requestHeader is the part of a request header the server uses.

@@ -44,9 +44,11 @@ func (b *produceBatch) produce(acks int16) ProduceWait {
 
 // startProduce checks every partition's batch, verifies the transactional
 // ones, and hands the good ones to their partitions, in request order,
-// before returning. The responder waits for the outcomes, bounded by the
-// request's TimeoutMillis.
+// before returning. A partition named more than once gets only its last
+// batch (see collapse). The responder waits for the outcomes, bounded by
+// the request's TimeoutMillis.
 func (s *Server) startProduce(req *kmsg.ProduceRequest, rc requestInfo) responder {
+	req.Topics = collapse(req.Topics, produceTopics)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	failed := false
 	fail := func(sp *kmsg.ProduceResponseTopicPartition, err error) {

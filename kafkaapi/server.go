@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -25,6 +26,11 @@ type Server struct {
 	// accepted and refused count connections admitted and turned away
 	// by the connection limits; guarded by mu.
 	accepted, refused uint64
+
+	// panics counts requests whose handling panicked (guard).
+	panics atomic.Uint64
+	// queued is the budget of bytes of requests read and not yet answered.
+	queued *budget
 
 	// wg counts running Serve calls. Add happens only under mu while
 	// !closed, so it never races with Close's Wait.
@@ -47,6 +53,7 @@ func New(backend Backend, cfg Config) (*Server, error) {
 		log:     cfg.Logger,
 		serving: make(map[uint64]context.CancelFunc),
 		perIP:   make(map[string]int),
+		queued:  newBudget(cfg.QueuedMaxRequestBytes),
 	}, nil
 }
 

@@ -33,6 +33,10 @@ var (
 	descConns           = desc("kafka_connections", "Kafka client connections open.")
 	descConnsAccepted   = desc("kafka_connections_accepted_total", "Kafka client connections accepted.")
 	descConnsRefused    = desc("kafka_connections_refused_total", "Kafka client connections closed at once for passing max_connections or max_connections_per_ip.")
+	descRequestPanics   = desc("kafka_request_panics_total", "Kafka requests whose decoding, start or answer panicked; each closed its connection, not the node.")
+	descQueued          = desc("kafka_queued_request_bytes", "Bytes of Kafka requests read and not yet answered, with what decoding and serving them costs: what they hold of queued_max_request_bytes.")
+	descQueuedMax       = desc("kafka_queued_request_bytes_max", "The queued_max_request_bytes budget.")
+	descQueuedWaiting   = desc("kafka_queued_request_waiting", "Kafka connections that stopped reading to wait for room in queued_max_request_bytes.")
 	descLogStalls       = desc("raft_log_write_stalls_total", "Write stalls of the node-wide Raft log store (pebble): while one lasts no partition on the node commits.")
 	descLogStallTime    = desc("raft_log_write_stall_seconds_total", "Time the node-wide Raft log store's ended write stalls lasted.")
 	descWALFsync        = desc("raft_wal_fsync_duration_seconds", "Duration of each fsync of the node-wide Raft log store's write-ahead log (pebble log store).")
@@ -49,7 +53,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProducedRecords, descProducedBytes, descFetchedRecords, descFetchedBytes,
 		descLogSize, descLogStart, descLogEnd, descLeader, descURP, descReplicaLag, descURPCount, descLeaderCount,
 		descLeaderChanges, descGroupCommitted, descGroupLag, descConns, descConnsAccepted, descConnsRefused,
-		descLogStalls, descLogStallTime, descWALFsync, descReady} {
+		descRequestPanics, descQueued, descQueuedMax, descQueuedWaiting, descLogStalls, descLogStallTime, descWALFsync, descReady} {
 		ch <- d
 	}
 }
@@ -105,6 +109,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descConns, float64(s.Conns.Open))
 	counter(descConnsAccepted, float64(s.Conns.Accepted))
 	counter(descConnsRefused, float64(s.Conns.Refused))
+	counter(descRequestPanics, float64(s.Requests.Panics))
+	gauge(descQueued, float64(s.Requests.QueuedBytes))
+	gauge(descQueuedMax, float64(s.Requests.QueuedBytesMax))
+	gauge(descQueuedWaiting, float64(s.Requests.QueuedWaiting))
 	counter(descLogStalls, float64(s.LogStalls.Count))
 	counter(descLogStallTime, s.LogStalls.Time.Seconds())
 	if h := walFsync(s.WALFsync); h != nil {

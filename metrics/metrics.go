@@ -107,6 +107,8 @@ type State struct {
 	// then partition.
 	Moves []Move
 	Conns Conns
+	// Requests are the Kafka listener's request counts.
+	Requests Requests
 	// LeaderChanges counts the leaderships this node's Raft groups gained
 	// or lost.
 	LeaderChanges uint64
@@ -173,6 +175,18 @@ type GroupOffset struct {
 type Conns struct {
 	Open              int
 	Accepted, Refused uint64
+}
+
+// Requests are the Kafka listener's request counts.
+type Requests struct {
+	// Panics counts requests whose handling panicked; each closed its
+	// connection.
+	Panics uint64
+	// QueuedBytes is what the requests read and not yet answered hold of
+	// the queued_max_request_bytes budget, QueuedBytesMax the budget, and
+	// QueuedWaiting the connections waiting for room in it.
+	QueuedBytes, QueuedBytesMax int64
+	QueuedWaiting               int
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }

@@ -281,6 +281,12 @@ func (r *Replica) LogSize() int64 { return r.log.Size() }
 // Changed is closed the next time the high watermark moves.
 func (r *Replica) Changed() <-chan struct{} { return r.fsm.Changed() }
 
+// WatchChanged calls wake once, when the channel seen (from Changed) is
+// closed, or at once if it already is (fsm.FSM.WatchChanged).
+func (r *Replica) WatchChanged(seen <-chan struct{}, wake func()) (stop func()) {
+	return r.fsm.WatchChanged(seen, wake)
+}
+
 // OffsetForTimestamp finds the first batch whose max timestamp is >= ts.
 func (r *Replica) OffsetForTimestamp(ts int64) (int64, int64, bool) {
 	return r.log.OffsetForTimestamp(ts)

@@ -82,6 +82,7 @@ func keys() []key {
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
+		{"queued_max_request_bytes", d.QueuedMaxRequestBytes, "bytes of Kafka requests read and not yet answered, node-wide, with what decoding them costs (queued.max.request.bytes); past it reading waits; at least twice max_request_bytes"},
 		{"max_connections", d.MaxConnections, "most Kafka connections served at once"},
 		{"max_connections_per_ip", d.MaxConnectionsPerIP, "most Kafka connections served at once from one IP address"},
 		{"connections_max_idle", d.ConnectionsMaxIdle, "close a Kafka connection silent this long with no request in flight"},
@@ -369,6 +370,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	mrb := g.int("max_request_bytes")
 	rangeInt("max_request_bytes", mrb, 1, 1<<31-1)
 	c.MaxRequestBytes = int32(mrb)
+	c.QueuedMaxRequestBytes = g.int64("queued_max_request_bytes")
 	c.MaxConnections = g.int("max_connections")
 	c.MaxConnectionsPerIP = g.int("max_connections_per_ip")
 	c.ConnectionsMaxIdle = g.duration("connections_max_idle")

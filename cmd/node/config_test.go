@@ -105,6 +105,7 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "bad debug address", args: []string{"--debug-addr", "localhost"}, key: "debug_addr", value: "localhost"},
 		{name: "election below heartbeat", args: []string{"--raft-election-timeout", "10ms"}, key: "raft"},
 		{name: "no connections allowed", args: []string{"--max-connections", "0"}, key: "max_connections", value: "0"},
+		{name: "queued budget below two requests", args: []string{"--queued-max-request-bytes", "104857600"}, key: "queued_max_request_bytes", value: "104857600"},
 		{name: "idle too short", env: []string{"MINIKAFKA_CONNECTIONS_MAX_IDLE", "0s"}, key: "connections_max_idle", value: "0s"},
 		{name: "no partitions allowed", args: []string{"--max-partitions", "0"}, key: "max_partitions", value: "0"},
 		{name: "offsets topic of no partitions", args: []string{"--offsets-topic-partitions", "0"}, key: "offsets_topic_partitions", value: "0"},
