@@ -59,6 +59,8 @@ var (
 	epochPartitionCost  = entryCost[kmsg.OffsetForLeaderEpochRequestTopicPartition, kmsg.OffsetForLeaderEpochResponseTopicPartition]()
 	// A Metadata topic's name is also a *string.
 	metadataTopicCost = entryCost[kmsg.MetadataRequestTopic, kmsg.MetadataResponseTopic]() + 16
+	joinProtocolCost  = entryCost[kmsg.JoinGroupRequestProtocol, kmsg.JoinGroupResponseMember]()
+	syncAssignCost    = entryCost[kmsg.SyncGroupRequestGroupAssignment, struct{}]()
 	// requestBaseCost covers the request and response structs.
 	requestBaseCost int64 = 4 << 10
 )
@@ -74,6 +76,11 @@ var scanners = map[kmsg.Key]func(w *wireScan, version int16){
 	kmsg.Metadata:     (*wireScan).metadata,
 
 	kmsg.OffsetForLeaderEpoch: (*wireScan).offsetForLeaderEpoch,
+
+	// A member's subscription and assignment bytes can be large, and kmsg
+	// keeps them in the frame: frame-scaled costs would refuse them.
+	kmsg.JoinGroup: (*wireScan).joinGroup,
+	kmsg.SyncGroup: (*wireScan).syncGroup,
 }
 
 // requestCost estimates the memory that decoding and serving the request
@@ -322,6 +329,49 @@ func (w *wireScan) offsetForLeaderEpoch(version int16) {
 			w.b.Span(part)
 			w.tags()
 		}
+		w.tags()
+	}
+	w.tags()
+}
+
+// joinGroup scans a JoinGroupRequest v0 to v9.
+func (w *wireScan) joinGroup(version int16) {
+	w.str()     // group
+	w.b.Int32() // session timeout
+	if version >= 1 {
+		w.b.Int32() // rebalance timeout
+	}
+	w.str() // member
+	if version >= 5 {
+		w.str() // instance id
+	}
+	w.str() // protocol type
+	for range w.array(joinProtocolCost) {
+		w.str()
+		w.bytes() // metadata
+		w.tags()
+	}
+	if version >= 8 {
+		w.str() // reason
+	}
+	w.tags()
+}
+
+// syncGroup scans a SyncGroupRequest v0 to v5.
+func (w *wireScan) syncGroup(version int16) {
+	w.str()     // group
+	w.b.Int32() // generation
+	w.str()     // member
+	if version >= 3 {
+		w.str() // instance id
+	}
+	if version >= 5 {
+		w.str() // protocol type
+		w.str() // protocol name
+	}
+	for range w.array(syncAssignCost) {
+		w.str()
+		w.bytes() // assignment
 		w.tags()
 	}
 	w.tags()

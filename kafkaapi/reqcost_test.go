@@ -201,6 +201,23 @@ func TestScannedRequestCosts(t *testing.T) {
 	if f := requestFrame(big); requestCost(f) > 8<<10 {
 		t.Errorf("a Produce of one 1 MiB batch costs %d bytes besides its frame", requestCost(f))
 	}
+	// A group's subscription and assignment bytes stay in the frame: a
+	// member with a 4 MiB subscription must not be refused.
+	for v := range int16(10) {
+		join := kmsg.NewPtrJoinGroupRequest()
+		join.SetVersion(v)
+		join.Group, join.ProtocolType = "g", "consumer"
+		join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: make([]byte, 4<<20)}}
+		sync := kmsg.NewPtrSyncGroupRequest()
+		sync.SetVersion(min(v, 5))
+		sync.Group = "g"
+		sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: make([]byte, 4<<20)}}
+		for _, req := range []kmsg.Request{join, sync} {
+			if f := requestFrame(req); requestCost(f) > 64<<10 {
+				t.Errorf("%s v%d with 4 MiB of member bytes costs %d besides its frame", kmsg.NameForKey(req.Key()), req.GetVersion(), requestCost(f))
+			}
+		}
+	}
 	for _, req := range consumerRequests(0, 1000, 100)[1:] {
 		a, _ := lookupAPI(req.Key())
 		req.SetVersion(a.max)
