@@ -223,6 +223,7 @@ func TestACLTLSClientCertificatePrincipal(t *testing.T) {
 				TLSCAFile: files.CA, ClientAuth: broker.ClientAuthRequired},
 		}
 		cfg.AuthorizationEnabled = true
+		cfg.Security.RaftAllowUnauthenticated = true
 		cfg.SuperUsers = []string{"User:ANONYMOUS"} // the plaintext admin here
 	})
 	admin, err := kgo.NewClient(kgo.SeedBrokers(listenerAddrs(c, "PLAINTEXT")...))

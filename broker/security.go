@@ -51,6 +51,11 @@ type SecurityConfig struct {
 	// that other nodes' inter-broker TLS listeners are checked against;
 	// default raft_tls_ca_file.
 	InterBrokerTLSCAFile string
+	// RaftAllowUnauthenticated (raft_allow_unauthenticated) lets a node
+	// with a SASL listener or authorization_enabled start without mutual
+	// TLS on the Raft port, which it otherwise refuses: whoever reaches
+	// that port can rewrite the metadata, users and ACLs included.
+	RaftAllowUnauthenticated bool
 
 	raftTLS    *multiraft.TLS // loaded by validate; nil without raft_tls_*
 	gossipKeys [][]byte       // decoded GossipKeys
@@ -92,6 +97,27 @@ func (c *Config) validateSecurity() error {
 		return err
 	}
 	return s.loadInterSASL(l)
+}
+
+// validateRaftAuth refuses Kafka-side authentication (a SASL listener) or
+// authorisation over a Raft port that trusts whoever connects, unless
+// raft_allow_unauthenticated says so. It runs after validateSecurity.
+func (c *Config) validateRaftAuth() error {
+	if c.Security.raftTLS != nil || c.Security.RaftAllowUnauthenticated {
+		return nil
+	}
+	const why = "the Raft port takes unauthenticated peers, who can rewrite users and ACLs: " +
+		"set raft_tls_cert_file, raft_tls_key_file and raft_tls_ca_file (mutual TLS between nodes), " +
+		"or raft_allow_unauthenticated: true"
+	for _, l := range c.Listeners {
+		if l.isSASL() {
+			return bad("listeners."+l.Name+".security_protocol", l.SecurityProtocol, "a SASL listener, but %s", why)
+		}
+	}
+	if c.AuthorizationEnabled {
+		return bad("authorization_enabled", true, "ACLs are on, but %s", why)
+	}
+	return nil
 }
 
 func (s *SecurityConfig) loadRaftTLS(node int32) error {

@@ -40,6 +40,7 @@ func secureCluster(t *testing.T, n int, opts ...testcluster.Option) (*testcluste
 			{Name: "SASL_SSL", Addr: "127.0.0.1:0", TLSCertFile: files.Cert, TLSKeyFile: files.Key},
 		}
 		c.SASLUsers = []broker.SASLUser{{Name: "admin", Password: "admin-secret"}}
+		c.Security.RaftAllowUnauthenticated = true // these tests are about the Kafka side
 	}}, opts...)
 	return testcluster.Start(t, n, opts...), cliTLS
 }

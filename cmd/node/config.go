@@ -115,6 +115,7 @@ func securityKeys() []key {
 		{"inter_broker_sasl_user", "", "SASL user of this node's requests to other nodes"},
 		{"inter_broker_sasl_password", "", "SASL password of inter_broker_sasl_user"},
 		{"inter_broker_tls_ca_file", "", "PEM CA bundle other nodes' TLS inter-broker listeners are checked against (default raft_tls_ca_file)"},
+		{"raft_allow_unauthenticated", false, "start with a SASL listener or authorization_enabled although raft_addr takes unauthenticated peers (no raft_tls_*)"},
 	}
 }
 
@@ -327,6 +328,7 @@ func (g *getter) security() broker.SecurityConfig {
 		InterBrokerSASLUser:      g.string("inter_broker_sasl_user"),
 		InterBrokerSASLPassword:  g.string("inter_broker_sasl_password"),
 		InterBrokerTLSCAFile:     g.string("inter_broker_tls_ca_file"),
+		RaftAllowUnauthenticated: g.bool("raft_allow_unauthenticated"),
 	}
 }
 

@@ -236,7 +236,7 @@ func TestWriteCachingKeys(t *testing.T) {
 }
 
 func TestAuthorizationKeys(t *testing.T) {
-	p := writeYAML(t, "node_id: 1\nauthorization_enabled: true\nsuper_users: [\"User:admin\", \"User:CN=ops,O=Example\"]\nallow_everyone_if_no_acl_found: true\n")
+	p := writeYAML(t, "node_id: 1\nraft_allow_unauthenticated: true\nauthorization_enabled: true\nsuper_users: [\"User:admin\", \"User:CN=ops,O=Example\"]\nallow_everyone_if_no_acl_found: true\n")
 	o, err := loadConfig([]string{"--config", p}, env(), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ func TestListenersLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := writeYAML(t, fmt.Sprintf(`node_id: 1
+raft_allow_unauthenticated: true
 listeners:
   - name: PLAINTEXT
     addr: 127.0.0.1:9092
