@@ -7,6 +7,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/internal/knob"
 	"github.com/minikafka/minikafka-go/internal/vfs"
+	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
@@ -33,6 +34,16 @@ type Config struct {
 	// AllowEveryoneIfNoACLFound allows access to a resource no ACL
 	// applies to (Kafka's allow.everyone.if.no.acl.found); default off.
 	AllowEveryoneIfNoACLFound bool
+	// ConnectionFailedAuthenticationDelay delays the answer to a failed
+	// SASL authentication and the close after it (Kafka's
+	// connection.failed.authentication.delay.ms); 0: none.
+	// MaxFailedAuthenticationsPerIP bounds the failed SASL
+	// authentications from one IP address (an IPv6 /64) per
+	// FailedAuthenticationsWindow; past it that address's attempts are
+	// refused without checking a password (0: no limit).
+	ConnectionFailedAuthenticationDelay time.Duration
+	MaxFailedAuthenticationsPerIP       int
+	FailedAuthenticationsWindow         time.Duration
 
 	RaftAddr           string // host:port for every Raft group and internal RPC
 	AdvertisedRaftAddr string
@@ -343,5 +354,11 @@ func DefaultConfig() Config {
 		ProducerExpirationCheckInterval: 10 * time.Minute,
 		MaxProducers:                    100_000,
 		Tuning:                          DefaultTuning(),
+
+		// Kafka's connection.failed.authentication.delay.ms, and a bound on
+		// the key derivations (PBKDF2) one IP can make a node do.
+		ConnectionFailedAuthenticationDelay: kafkaapi.DefaultFailedAuthenticationDelay,
+		MaxFailedAuthenticationsPerIP:       kafkaapi.DefaultMaxFailedAuthenticationsPerIP,
+		FailedAuthenticationsWindow:         kafkaapi.DefaultFailedAuthenticationsWindow,
 	}
 }

@@ -229,6 +229,10 @@ func (n *Node) serveKafka() error {
 		Observer:            n.metrics,
 
 		DisableTxnPartitionVerification: !n.cfg.TxnPartitionVerification,
+
+		FailedAuthenticationDelay:     noneIfZero(n.cfg.ConnectionFailedAuthenticationDelay),
+		MaxFailedAuthenticationsPerIP: noneIfZero(n.cfg.MaxFailedAuthenticationsPerIP),
+		FailedAuthenticationsWindow:   n.cfg.FailedAuthenticationsWindow,
 	})
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -118,6 +119,28 @@ func (c *Config) validateRaftAuth() error {
 		return bad("authorization_enabled", true, "ACLs are on, but %s", why)
 	}
 	return nil
+}
+
+// validateAuthLimits checks the guards of SASL authentication.
+func (c *Config) validateAuthLimits() error {
+	switch {
+	case c.ConnectionFailedAuthenticationDelay < 0:
+		return bad("connection_failed_authentication_delay", c.ConnectionFailedAuthenticationDelay, "must not be negative")
+	case c.MaxFailedAuthenticationsPerIP < 0:
+		return bad("max_failed_authentications_per_ip", c.MaxFailedAuthenticationsPerIP, "must be 0 (no limit) or more")
+	case c.FailedAuthenticationsWindow < time.Millisecond:
+		return bad("failed_authentications_window", c.FailedAuthenticationsWindow, "must be at least 1ms")
+	}
+	return nil
+}
+
+// noneIfZero is a limit of ours, where 0 means none, as kafkaapi.Config
+// takes it, where 0 means the default and a negative value none.
+func noneIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 func (s *SecurityConfig) loadRaftTLS(node int32) error {

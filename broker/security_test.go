@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/minikafka/minikafka-go/broker"
@@ -312,5 +313,32 @@ func TestSSLClientAuthRequired(t *testing.T) {
 	}
 	if err := ping(false); err == nil {
 		t.Fatal("served a client without a certificate")
+	}
+}
+
+// A node applies max_failed_authentications_per_ip: past two failures from
+// one IP (PLAIN), even the right password is refused (SCRAM).
+func TestFailedAuthenticationsPerIP(t *testing.T) {
+	c, tlsCfg := secureCluster(t, 1, func(c *broker.Config) {
+		c.MaxFailedAuthenticationsPerIP, c.FailedAuthenticationsWindow = 2, time.Hour
+		c.ConnectionFailedAuthenticationDelay = 0 // none
+	})
+	waitForUser(t, c, tlsCfg, "admin", "admin-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	login := func(m sasl.Mechanism) error {
+		cl := saslClient(t, listenerAddrs(c, "SASL_SSL"), tlsCfg, m, kgo.RequestRetries(0))
+		defer cl.Close()
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return err
+	}
+	for range 2 {
+		if err := login(plain.Auth{User: "admin", Pass: "wrong"}.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+		}
+	}
+	// Answered when the IP may try again, at most 5 s later.
+	if err := login(kscram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("the right password over the limit: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }

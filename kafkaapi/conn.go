@@ -36,7 +36,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 	// within AuthenticationTimeout is closed.
 	var auth *connAuth
 	if len(lc.SASLMechanisms) > 0 {
-		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore))
+		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore), s.guard, remoteHost(nc))
 	}
 	sess := &session{host: remoteHost(nc), auth: auth}
 	if lc.TLS != nil || auth != nil {

@@ -15,6 +15,7 @@ type Server struct {
 	backend Backend
 	cfg     Config
 	log     *slog.Logger
+	guard   *authGuard // shared by SASL connections
 
 	mu      sync.Mutex
 	closed  bool                          // guarded by mu: set by Close, never reset
@@ -45,6 +46,7 @@ func New(backend Backend, cfg Config) (*Server, error) {
 		backend: backend,
 		cfg:     cfg,
 		log:     cfg.Logger,
+		guard:   newAuthGuard(cfg),
 		serving: make(map[uint64]context.CancelFunc),
 		perIP:   make(map[string]int),
 	}, nil

@@ -249,3 +249,27 @@ func TestAuthorizationKeys(t *testing.T) {
 		t.Fatalf("defaults and env: %v %v %q, %v", o.AuthorizationEnabled, o.AllowEveryoneIfNoACLFound, o.SuperUsers, err)
 	}
 }
+
+func TestSASLGuardKeys(t *testing.T) {
+	o, err := loadConfig([]string{"--node-id", "1"}, env(), &bytes.Buffer{})
+	if err != nil || o.ConnectionFailedAuthenticationDelay != 100*time.Millisecond || o.MaxFailedAuthenticationsPerIP != 20 ||
+		o.FailedAuthenticationsWindow != time.Minute {
+		t.Fatalf("defaults: %v %d %v, %v", o.ConnectionFailedAuthenticationDelay, o.MaxFailedAuthenticationsPerIP, o.FailedAuthenticationsWindow, err)
+	}
+	p := writeYAML(t, "node_id: 1\nconnection_failed_authentication_delay: 0s\nmax_failed_authentications_per_ip: 0\nfailed_authentications_window: 10m\n")
+	o, err = loadConfig([]string{"--config", p}, env(), &bytes.Buffer{})
+	if err != nil || o.ConnectionFailedAuthenticationDelay != 0 || o.MaxFailedAuthenticationsPerIP != 0 || o.FailedAuthenticationsWindow != 10*time.Minute {
+		t.Fatalf("from the file: %v %d %v, %v", o.ConnectionFailedAuthenticationDelay, o.MaxFailedAuthenticationsPerIP, o.FailedAuthenticationsWindow, err)
+	}
+	for _, c := range []struct{ flag, key string }{
+		{"--connection-failed-authentication-delay=-1s", "connection_failed_authentication_delay"},
+		{"--max-failed-authentications-per-ip=-1", "max_failed_authentications_per_ip"},
+		{"--failed-authentications-window=0s", "failed_authentications_window"},
+	} {
+		_, err := loadConfig([]string{"--node-id", "1", c.flag}, env(), &bytes.Buffer{})
+		var ce *broker.ConfigError
+		if !errors.As(err, &ce) || ce.Key != c.key {
+			t.Errorf("%s: %v, want an error naming %s", c.flag, err, c.key)
+		}
+	}
+}
