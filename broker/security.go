@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/minikafka/minikafka-go/internal/nodecert"
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
@@ -130,6 +131,25 @@ func (c *Config) validateAuthLimits() error {
 		return bad("max_failed_authentications_per_ip", c.MaxFailedAuthenticationsPerIP, "must be 0 (no limit) or more")
 	case c.FailedAuthenticationsWindow < time.Millisecond:
 		return bad("failed_authentications_window", c.FailedAuthenticationsWindow, "must be at least 1ms")
+	}
+	return nil
+}
+
+// privateDataDir creates dir, or tightens it to vfs.DirMode when it is
+// looser: it holds the metadata's SCRAM keys and the clients' records.
+// What the node creates in it is vfs.DirMode and vfs.FileMode.
+func privateDataDir(dir string) error {
+	if err := os.MkdirAll(dir, vfs.DirMode); err != nil {
+		return fmt.Errorf("broker: data_dir: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("broker: data_dir: %w", err)
+	}
+	if fi.Mode().Perm() != vfs.DirMode {
+		if err := os.Chmod(dir, vfs.DirMode); err != nil {
+			return fmt.Errorf("broker: data_dir %s is %v; making it %v: %w", dir, fi.Mode().Perm(), vfs.DirMode, err)
+		}
 	}
 	return nil
 }
