@@ -223,6 +223,7 @@ func TestACLTLSClientCertificatePrincipal(t *testing.T) {
 				TLSCAFile: files.CA, ClientAuth: broker.ClientAuthRequired},
 		}
 		cfg.AuthorizationEnabled = true
+		cfg.Security.RaftAllowUnauthenticated = true
 		cfg.SuperUsers = []string{"User:ANONYMOUS"} // the plaintext admin here
 	})
 	admin, err := kgo.NewClient(kgo.SeedBrokers(listenerAddrs(c, "PLAINTEXT")...))
@@ -338,5 +339,48 @@ func TestACLTransactionalProducer(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Fatalf("read_committed got %q", got)
+	}
+}
+
+// DescribeTransactions shows a principal only the partitions of topics it
+// may DESCRIBE, as Kafka's KafkaApis does: alice, with DESCRIBE on the
+// transactional id and on topic a, sees an ongoing transaction over a and
+// b as one over a; the super user sees both.
+func TestACLDescribeTransactionsHidesTopics(t *testing.T) {
+	c, tlsCfg := aclCluster(t, 1)
+	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
+	adm := kadm.NewClient(admin)
+	createTopic(t, admin, "a", 1, 1)
+	createTopic(t, admin, "b", 1, 1)
+	mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics("a").TransactionalIDs("tx").
+		Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	tx := userClient(t, c, tlsCfg, "admin", "admin-secret", kgo.TransactionalID("tx"))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"a", "b"} {
+		if err := tx.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("transactional produce to %s: %v", topic, err)
+		}
+	}
+	defer tx.EndTransaction(ctx, kgo.TryAbort)
+
+	describe := func(cl *kgo.Client) []string {
+		t.Helper()
+		d, err := kadm.NewClient(cl).DescribeTransactions(ctx, "tx")
+		if err != nil || d["tx"].Err != nil || d["tx"].State != "Ongoing" {
+			t.Fatalf("DescribeTransactions: %+v, %v", d, err)
+		}
+		return d["tx"].Topics.Topics()
+	}
+	if got := describe(admin); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("the super user sees topics %v, want [a b]", got)
+	}
+	alice := userClient(t, c, tlsCfg, "alice", "alice-secret")
+	if got := describe(alice); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("alice, without DESCRIBE on b, sees topics %v, want [a]", got)
 	}
 }

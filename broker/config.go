@@ -34,6 +34,16 @@ type Config struct {
 	// AllowEveryoneIfNoACLFound allows access to a resource no ACL
 	// applies to (Kafka's allow.everyone.if.no.acl.found); default off.
 	AllowEveryoneIfNoACLFound bool
+	// ConnectionFailedAuthenticationDelay delays the answer to a failed
+	// SASL authentication and the close after it (Kafka's
+	// connection.failed.authentication.delay.ms); 0: none.
+	// MaxFailedAuthenticationsPerIP bounds the failed SASL
+	// authentications from one IP address (an IPv6 /64) per
+	// FailedAuthenticationsWindow; past it that address's attempts are
+	// refused without checking a password (0: no limit).
+	ConnectionFailedAuthenticationDelay time.Duration
+	MaxFailedAuthenticationsPerIP       int
+	FailedAuthenticationsWindow         time.Duration
 
 	RaftAddr           string // host:port for every Raft group and internal RPC
 	AdvertisedRaftAddr string
@@ -383,5 +393,11 @@ func DefaultConfig() Config {
 		// (60 s) is aborted; a transaction pending for longer costs one
 		// verification round trip per interval.
 		TxnPendingOffsetsCheckInterval: 30 * time.Second,
+
+		// Kafka's connection.failed.authentication.delay.ms, and a bound on
+		// the key derivations (PBKDF2) one IP can make a node do.
+		ConnectionFailedAuthenticationDelay: kafkaapi.DefaultFailedAuthenticationDelay,
+		MaxFailedAuthenticationsPerIP:       kafkaapi.DefaultMaxFailedAuthenticationsPerIP,
+		FailedAuthenticationsWindow:         kafkaapi.DefaultFailedAuthenticationsWindow,
 	}
 }

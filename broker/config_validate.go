@@ -41,7 +41,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data_dir", c.DataDir, "must be set")
 	}
-	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateSecurity, c.validateTopics, c.validateGroups, c.validateLimits, c.validateAuthz} {
+	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateSecurity, c.validateTopics, c.validateGroups, c.validateLimits, c.validateAuthz, c.validateRaftAuth, c.validateAuthLimits} {
 		if err := check(); err != nil {
 			return err
 		}

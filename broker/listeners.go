@@ -47,7 +47,7 @@ type ListenerConfig struct {
 	// bundle that client certificates are checked against.
 	TLSCertFile, TLSKeyFile, TLSCAFile string
 	// ClientAuth is none (default), requested (a client certificate is
-	// checked when sent) or required.
+	// checked when sent) or required; the last two need TLSCAFile.
 	ClientAuth string
 	// SASLMechanisms of a SASL listener: PLAIN, SCRAM-SHA-256,
 	// SCRAM-SHA-512; default all three.
@@ -140,10 +140,12 @@ func (l *ListenerConfig) validateSecurity(key string) error {
 			return bad(key+".tls_cert_file", l.TLSCertFile, "a %s listener needs tls_cert_file and tls_key_file", l.SecurityProtocol)
 		}
 		switch l.ClientAuth {
-		case ClientAuthNone, ClientAuthRequested:
-		case ClientAuthRequired:
+		case ClientAuthNone:
+		case ClientAuthRequested, ClientAuthRequired:
+			// Without a CA bundle, client certificates would be checked
+			// against the system's public CAs.
 			if l.TLSCAFile == "" {
-				return bad(key+".tls_ca_file", "", "client_auth required needs tls_ca_file")
+				return bad(key+".tls_ca_file", "", "client_auth %s needs tls_ca_file", l.ClientAuth)
 			}
 		default:
 			return bad(key+".client_auth", l.ClientAuth, "must be none, requested or required")

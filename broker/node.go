@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -77,8 +76,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		logger = logging.Discard()
 	}
 	logger = logger.With("node", cfg.NodeID)
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("broker: data_dir: %w", err)
+	if err := privateDataDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	nctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
@@ -230,6 +229,10 @@ func (n *Node) serveKafka() error {
 		Observer:              n.metrics,
 
 		DisableTxnPartitionVerification: !n.cfg.TxnPartitionVerification,
+
+		FailedAuthenticationDelay:     noneIfZero(n.cfg.ConnectionFailedAuthenticationDelay),
+		MaxFailedAuthenticationsPerIP: noneIfZero(n.cfg.MaxFailedAuthenticationsPerIP),
+		FailedAuthenticationsWindow:   n.cfg.FailedAuthenticationsWindow,
 	})
 	if err != nil {
 		return err

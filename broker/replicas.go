@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minikafka/minikafka-go/groupcoord"
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/multiraft"
@@ -119,7 +120,7 @@ func groupName(info replicaInfo) string {
 func writeReplicaInfo(dir string, info replicaInfo) error {
 	b, _ := json.Marshal(info)
 	tmp := filepath.Join(dir, "replica.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, vfs.FileMode); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, "replica.json")); err != nil {
@@ -167,7 +168,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		return nil, nil
 	}
 	dir := filepath.Join(s.n.partitionsDir(), replicaDirName(info.Topic, info.Partition))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, vfs.DirMode); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	if err := writeReplicaInfo(dir, info); err != nil {

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/minikafka/minikafka-go/internal/nodecert"
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
@@ -51,6 +53,11 @@ type SecurityConfig struct {
 	// that other nodes' inter-broker TLS listeners are checked against;
 	// default raft_tls_ca_file.
 	InterBrokerTLSCAFile string
+	// RaftAllowUnauthenticated (raft_allow_unauthenticated) lets a node
+	// with a SASL listener or authorization_enabled start without mutual
+	// TLS on the Raft port, which it otherwise refuses: whoever reaches
+	// that port can rewrite the metadata, users and ACLs included.
+	RaftAllowUnauthenticated bool
 
 	raftTLS    *multiraft.TLS // loaded by validate; nil without raft_tls_*
 	gossipKeys [][]byte       // decoded GossipKeys
@@ -92,6 +99,68 @@ func (c *Config) validateSecurity() error {
 		return err
 	}
 	return s.loadInterSASL(l)
+}
+
+// validateRaftAuth refuses Kafka-side authentication (a SASL listener) or
+// authorisation over a Raft port that trusts whoever connects, unless
+// raft_allow_unauthenticated says so. It runs after validateSecurity.
+func (c *Config) validateRaftAuth() error {
+	if c.Security.raftTLS != nil || c.Security.RaftAllowUnauthenticated {
+		return nil
+	}
+	const why = "the Raft port takes unauthenticated peers, who can rewrite users and ACLs: " +
+		"set raft_tls_cert_file, raft_tls_key_file and raft_tls_ca_file (mutual TLS between nodes), " +
+		"or raft_allow_unauthenticated: true"
+	for _, l := range c.Listeners {
+		if l.isSASL() {
+			return bad("listeners."+l.Name+".security_protocol", l.SecurityProtocol, "a SASL listener, but %s", why)
+		}
+	}
+	if c.AuthorizationEnabled {
+		return bad("authorization_enabled", true, "ACLs are on, but %s", why)
+	}
+	return nil
+}
+
+// validateAuthLimits checks the guards of SASL authentication.
+func (c *Config) validateAuthLimits() error {
+	switch {
+	case c.ConnectionFailedAuthenticationDelay < 0:
+		return bad("connection_failed_authentication_delay", c.ConnectionFailedAuthenticationDelay, "must not be negative")
+	case c.MaxFailedAuthenticationsPerIP < 0:
+		return bad("max_failed_authentications_per_ip", c.MaxFailedAuthenticationsPerIP, "must be 0 (no limit) or more")
+	case c.FailedAuthenticationsWindow < time.Millisecond:
+		return bad("failed_authentications_window", c.FailedAuthenticationsWindow, "must be at least 1ms")
+	}
+	return nil
+}
+
+// privateDataDir creates dir, or tightens it to vfs.DirMode when it is
+// looser: it holds the metadata's SCRAM keys and the clients' records.
+// What the node creates in it is vfs.DirMode and vfs.FileMode.
+func privateDataDir(dir string) error {
+	if err := os.MkdirAll(dir, vfs.DirMode); err != nil {
+		return fmt.Errorf("broker: data_dir: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("broker: data_dir: %w", err)
+	}
+	if fi.Mode().Perm() != vfs.DirMode {
+		if err := os.Chmod(dir, vfs.DirMode); err != nil {
+			return fmt.Errorf("broker: data_dir %s is %v; making it %v: %w", dir, fi.Mode().Perm(), vfs.DirMode, err)
+		}
+	}
+	return nil
+}
+
+// noneIfZero is a limit of ours, where 0 means none, as kafkaapi.Config
+// takes it, where 0 means the default and a negative value none.
+func noneIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 func (s *SecurityConfig) loadRaftTLS(node int32) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/minikafka/minikafka-go/broker"
@@ -40,6 +41,7 @@ func secureCluster(t *testing.T, n int, opts ...testcluster.Option) (*testcluste
 			{Name: "SASL_SSL", Addr: "127.0.0.1:0", TLSCertFile: files.Cert, TLSKeyFile: files.Key},
 		}
 		c.SASLUsers = []broker.SASLUser{{Name: "admin", Password: "admin-secret"}}
+		c.Security.RaftAllowUnauthenticated = true // these tests are about the Kafka side
 	}}, opts...)
 	return testcluster.Start(t, n, opts...), cliTLS
 }
@@ -311,5 +313,43 @@ func TestSSLClientAuthRequired(t *testing.T) {
 	}
 	if err := ping(false); err == nil {
 		t.Fatal("served a client without a certificate")
+	}
+}
+
+// A node applies max_failed_authentications_per_ip: past two failures from
+// one IP (PLAIN), even the right password is refused from it (SCRAM), while
+// another IP logs in.
+func TestFailedAuthenticationsPerIP(t *testing.T) {
+	c, tlsCfg := secureCluster(t, 1, func(c *broker.Config) {
+		c.MaxFailedAuthenticationsPerIP, c.FailedAuthenticationsWindow = 2, time.Hour
+		c.ConnectionFailedAuthenticationDelay = 0 // none
+	})
+	waitForUser(t, c, tlsCfg, "admin", "admin-secret") // from 127.0.0.1
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	login := func(from string, m sasl.Mechanism) error {
+		d := &tls.Dialer{NetDialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}, Config: tlsCfg.Clone()}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(listenerAddrs(c, "SASL_SSL")...), kgo.Dialer(d.DialContext),
+			kgo.SASL(m), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return err
+	}
+	const attacker = "127.0.0.2"
+	for range 2 {
+		if err := login(attacker, plain.Auth{User: "admin", Pass: "wrong"}.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+		}
+	}
+	// Answered when the IP may try again, at most 5 s later.
+	right := kscram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()
+	if err := login(attacker, right); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("the right password over the limit: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	if err := login("127.0.0.1", right); err != nil {
+		t.Fatalf("the right password from another IP: %v", err)
 	}
 }

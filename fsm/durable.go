@@ -124,7 +124,7 @@ func (f *FSM) checkpoint(c checkpoint) error {
 
 func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
 	tmp := path + ".tmp"
-	fh, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	fh, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, vfs.FileMode)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ type journal struct {
 }
 
 func openJournal(fsys vfs.FS, dir string, start journalRecord) (*journal, error) {
-	fh, err := fsys.OpenFile(filepath.Join(dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	fh, err := fsys.OpenFile(filepath.Join(dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, vfs.FileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func (f *FSM) forget() error {
 	if err := f.journal.close(); err != nil {
 		return fmt.Errorf("fsm: forget journal: %w", err)
 	}
-	fh, err := f.fs.OpenFile(filepath.Join(f.dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	fh, err := f.fs.OpenFile(filepath.Join(f.dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, vfs.FileMode)
 	if err != nil {
 		return fmt.Errorf("fsm: forget journal: %w", err)
 	}

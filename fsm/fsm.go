@@ -224,7 +224,7 @@ func New(cfg Config, log Log) (*FSM, error) {
 		return nil, errors.New("fsm: Config.Dir is empty")
 	}
 	fsys := vfs.Or(cfg.FS)
-	if err := vfs.MkdirAllSync(fsys, cfg.Dir, 0o755); err != nil {
+	if err := vfs.MkdirAllSync(fsys, cfg.Dir, vfs.DirMode); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
 	logger := cfg.Logger

@@ -112,6 +112,22 @@ type Config struct {
 	// authentication; it is closed when it has not by then. Default 10s.
 	AuthenticationTimeout time.Duration
 
+	// FailedAuthenticationDelay is how long the answer to a failed SASL
+	// authentication, and the close after it, wait (Kafka's
+	// connection.failed.authentication.delay.ms). Default 100ms; negative:
+	// none.
+	FailedAuthenticationDelay time.Duration
+
+	// MaxFailedAuthenticationsPerIP bounds the failed SASL
+	// authentications from one IP address (an IPv6 /64) per
+	// FailedAuthenticationsWindow; past it the address's attempts are
+	// refused before any work until its allowance refills (evenly over the
+	// window), each answered SASL_AUTHENTICATION_FAILED when the address
+	// may try again (at most half AuthenticationTimeout later). Default 20
+	// per minute; negative: no limit.
+	MaxFailedAuthenticationsPerIP int
+	FailedAuthenticationsWindow   time.Duration
+
 	// DisableTxnPartitionVerification turns off the check that a
 	// transactional batch's partition is in its producer's ongoing
 	// transaction (TxnVerifier; Kafka's
@@ -173,6 +189,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if err := c.withAuthDefaults(); err != nil {
+		return c, err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

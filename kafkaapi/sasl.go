@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,14 +40,18 @@ func (e *AuthError) Unwrap() []error {
 type connAuth struct {
 	mechanisms []string
 	store      CredentialStore
+	guard      *authGuard
+	host       string // the client's IP
 	mechanism  string // chosen by SaslHandshake; "" before
 	conv       *scram.ServerConversation
-	user       string      // once authenticated
-	done       atomic.Bool // authenticated
+	attempt    *ticket       // the limiter's token this attempt took; nil before it or without a limit
+	hold       time.Duration // how long a refusal's answer waits: until the address has a token again
+	user       string        // once authenticated
+	done       atomic.Bool   // authenticated
 }
 
-func newConnAuth(mechanisms []string, store CredentialStore) *connAuth {
-	return &connAuth{mechanisms: mechanisms, store: store}
+func newConnAuth(mechanisms []string, store CredentialStore, guard *authGuard, host string) *connAuth {
+	return &connAuth{mechanisms: mechanisms, store: store, guard: guard, host: host}
 }
 
 func (a *connAuth) authenticated() bool { return a.done.Load() }
@@ -84,6 +89,12 @@ func (s *Server) startSASL(frame []byte, rc requestInfo, a *connAuth) (started, 
 		}
 	}
 	st.reply = answered(resp)
+	if st.closeAfter != nil {
+		// Kafka's connection.failed.authentication.delay.ms: a client
+		// that fails waits before it learns so and may try again; one
+		// refused for too many failures waits until it may.
+		st.reply = a.guard.delayed(resp, a.hold)
+	}
 	return st, nil
 }
 
@@ -117,45 +128,82 @@ func (a *connAuth) handshake(req *kmsg.SASLHandshakeRequest) (kmsg.Response, err
 }
 
 // authenticate runs one step of the chosen mechanism. A failure is answered
-// SASL_AUTHENTICATION_FAILED, then the connection closes.
+// SASL_AUTHENTICATION_FAILED, then the connection closes. The first step
+// of an attempt takes a token from the client address's allowance of
+// failures, given back on success; without one the attempt is refused
+// before any work.
 func (a *connAuth) authenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	fail := func(reason string) (kmsg.Response, error) {
+	fail := func(msg, reason string) (kmsg.Response, error) {
+		a.guard.failed.Add(1)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		msg := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", a.mechanism)
 		resp.ErrorMessage = &msg
 		return resp, &AuthError{Reason: reason}
 	}
-	switch {
-	case a.mechanism == "":
+	invalid := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", a.mechanism)
+	if a.mechanism == "" {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		msg := "SaslAuthenticate before SaslHandshake"
 		resp.ErrorMessage = &msg
 		return resp, &AuthError{Reason: msg}
-	case a.mechanism == MechanismPlain:
+	}
+	if !a.begin() {
+		a.guard.refused.Add(1)
+		return fail("Authentication failed: too many failed authentications from this address, try again later",
+			"too many failed authentications from "+a.host)
+	}
+	var out []byte
+	done := true
+	if a.mechanism == MechanismPlain {
 		user, ok := a.plain(req.SASLAuthBytes)
 		if !ok {
-			return fail("PLAIN: bad user or password")
+			return fail(invalid, "PLAIN: bad user or password")
 		}
 		a.user = user
-		a.done.Store(true)
-		return resp, nil
-	}
-	out, done, err := a.conv.Step(req.SASLAuthBytes)
-	if err != nil {
-		return fail(err.Error())
+	} else {
+		var err error
+		if out, done, err = a.conv.Step(req.SASLAuthBytes); err != nil {
+			return fail(invalid, err.Error())
+		}
 	}
 	resp.SASLAuthBytes = out
 	if done {
-		a.user = a.conv.User()
-		a.done.Store(true)
+		if a.conv != nil {
+			a.user = a.conv.User()
+		}
+		a.succeed()
 	}
 	return resp, nil
 }
 
+// begin takes the attempt's token from the limiter at its first step;
+// false: the address has none left.
+func (a *connAuth) begin() bool {
+	if a.attempt != nil || a.guard.limiter == nil {
+		return true
+	}
+	tk, ok, wait := a.guard.limiter.take(a.host)
+	if ok {
+		a.attempt = &tk
+	}
+	a.hold = wait
+	return ok
+}
+
+// succeed marks the connection authenticated as a.user and gives the
+// attempt's token back.
+func (a *connAuth) succeed() {
+	a.done.Store(true)
+	a.guard.succeeded.Add(1)
+	if a.attempt != nil {
+		a.guard.limiter.giveBack(*a.attempt)
+	}
+}
+
 // plain checks a PLAIN message, authzid NUL user NUL password (RFC 4616),
-// against the user's SCRAM credentials. The authzid must be empty or the
-// user, as in Kafka.
+// against the user's SCRAM credentials (through the shared PlainVerifier,
+// which remembers passwords it proved right). The authzid must be empty or
+// the user, as in Kafka.
 func (a *connAuth) plain(msg []byte) (string, bool) {
 	parts := bytes.Split(msg, []byte{0})
 	if len(parts) != 3 || len(parts[1]) == 0 {
@@ -167,10 +215,12 @@ func (a *connAuth) plain(msg []byte) (string, bool) {
 	}
 	for _, m := range []scram.Mechanism{scram.SHA512, scram.SHA256} {
 		if c, ok := a.store.ScramCredential(user, m); ok {
-			return user, scram.Verify(m, c, pass)
+			return user, a.guard.plain.Verify(m, user, c, true, pass)
 		}
 	}
-	return "", false
+	// The same work as a wrong password, so that the time of the answer
+	// does not tell whether the user exists.
+	return "", a.guard.plain.Verify(scram.SHA512, user, scram.Credential{}, false, pass)
 }
 
 // illegalSASLState answers SaslHandshake and SaslAuthenticate on a

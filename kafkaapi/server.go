@@ -16,6 +16,7 @@ type Server struct {
 	backend Backend
 	cfg     Config
 	log     *slog.Logger
+	logins  *authGuard // shared by SASL connections
 
 	mu      sync.Mutex
 	closed  bool                          // guarded by mu: set by Close, never reset
@@ -51,6 +52,7 @@ func New(backend Backend, cfg Config) (*Server, error) {
 		backend: backend,
 		cfg:     cfg,
 		log:     cfg.Logger,
+		logins:  newAuthGuard(cfg),
 		serving: make(map[uint64]context.CancelFunc),
 		perIP:   make(map[string]int),
 		queued:  newBudget(cfg.QueuedMaxRequestBytes),

@@ -243,7 +243,8 @@ type TxnDescriber interface {
 }
 
 // startDescribeTransactions answers DescribeTransactions 0 for each id
-// from its coordinator on this node (NOT_COORDINATOR if none).
+// from its coordinator on this node (NOT_COORDINATOR if none), leaving out
+// the partitions of topics the client may not DESCRIBE, as Kafka does.
 func (s *Server) startDescribeTransactions(req *kmsg.DescribeTransactionsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
@@ -259,7 +260,15 @@ func (s *Server) startDescribeTransactions(req *kmsg.DescribeTransactionsRequest
 				resp.TransactionStates = append(resp.TransactionStates, st)
 				continue
 			}
-			resp.TransactionStates = append(resp.TransactionStates, d.DescribeTransaction(id))
+			st := d.DescribeTransaction(id)
+			var topics []kmsg.DescribeTransactionsResponseTransactionStateTopic
+			for _, t := range st.Topics {
+				if s.authorizeTopic(ctx, acl.OpDescribe, t.Topic) {
+					topics = append(topics, t)
+				}
+			}
+			st.Topics = topics
+			resp.TransactionStates = append(resp.TransactionStates, st)
 		}
 		return resp, nil
 	}

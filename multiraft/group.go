@@ -106,7 +106,7 @@ func (h *Host) Open(spec GroupSpec) (*Group, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(spec.Dir, dirMode); err != nil {
 		return nil, fmt.Errorf("multiraft: %w", err)
 	}
 	logger := spec.Logger
@@ -199,7 +199,7 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 		return normal, false, err
 	}
 	var snaps raft.SnapshotStore
-	if snaps, err = raft.NewFileSnapshotStoreWithLogger(spec.Dir, 2, hl); err != nil {
+	if snaps, err = openSnapshots(spec.Dir, hl, g.log); err != nil {
 		return fail(fmt.Errorf("multiraft: snapshot store: %w", err))
 	}
 	if isDurable {

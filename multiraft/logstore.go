@@ -119,7 +119,7 @@ type walStore struct {
 }
 
 func openWAL(dir string, hl hclog.Logger) (walStore, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return walStore{}, fmt.Errorf("multiraft: %w", err)
 	}
 	meta := &metadb.BoltMetaDB{}

@@ -27,7 +27,7 @@ func (h *Host) pebbleLog() (*pebbleLog, error) {
 	if h.logDir == "" {
 		return nil, invalid("the %q log store needs Config.LogDir", LogStorePebble)
 	}
-	pl, err := openPebbleLog(h.logDir, vfs.Default, h.log)
+	pl, err := openPebbleLog(h.logDir, privateFS{vfs.Default}, h.log)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func writeMarker(dir string, m marker) error {
 	path := filepath.Join(dir, pebbleMarker)
 	tmp := path + ".tmp"
 	content := fmt.Sprintf("%s\ndb %s\ngroup %s\n", markerHeader, m.db, m.group)
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, fileMode)
 	if err != nil {
 		return fmt.Errorf("multiraft: %w", err)
 	}

@@ -193,7 +193,7 @@ func OpenLog(dir string, opts LogOptions) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := vfs.MkdirAllSync(opts.FS, dir, 0o755); err != nil {
+	if err := vfs.MkdirAllSync(opts.FS, dir, vfs.DirMode); err != nil {
 		return nil, fmt.Errorf("partition: open log: %w", err)
 	}
 	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("dir", dir), syncSem: make(chan struct{}, 1)}

@@ -65,7 +65,7 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 // the same name (no segment in the log's list owns it).
 func createSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
 	path := filepath.Join(dir, segmentName(base, logSuffix))
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, vfs.FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("partition: create segment: %w", err)
 	}
@@ -98,7 +98,7 @@ func openSegment(fsys vfs.FS, dir string, base int64) (*segment, int64, error) {
 // The caller is the writer and holds Log.wmu.
 func (s *segment) writeIndex() error {
 	data := encodeIndex(s.base, s.size, s.next, &s.idx)
-	if err := vfs.WriteFile(s.fs, s.indexPath(), data, 0o644); err != nil {
+	if err := vfs.WriteFile(s.fs, s.indexPath(), data, vfs.FileMode); err != nil {
 		return fmt.Errorf("partition: write index: %w", err)
 	}
 	s.indexDirty = true

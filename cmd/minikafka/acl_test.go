@@ -23,6 +23,7 @@ func TestCLIACLs(t *testing.T) {
 		cfg.SASLUsers = []broker.SASLUser{{Name: "admin", Password: "admin-secret"}, {Name: "alice", Password: "alice-secret"}}
 		cfg.AuthorizationEnabled = true
 		cfg.SuperUsers = []string{"User:admin"}
+		cfg.Security.RaftAllowUnauthenticated = true // these tests are about the Kafka side
 	})
 	g := []string{"--brokers", strings.Join(c.Seeds(), ","), "--timeout", "20s", "--tls-ca", files.CA}
 	admin := func(args ...string) []string {

@@ -50,6 +50,7 @@ func TestStatusWaitOverSASLSSL(t *testing.T) {
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
 		cfg.Listeners = []broker.ListenerConfig{{Name: "SASL_SSL", Addr: "127.0.0.1:0", TLSCertFile: f.Cert, TLSKeyFile: f.Key}}
 		cfg.SASLUsers = []broker.SASLUser{{Name: "admin", Password: "admin-secret"}}
+		cfg.Security.RaftAllowUnauthenticated = true // these tests are about the Kafka side
 	})
 	addr := c.Node(1).Listeners()[0].Addr
 	r := mustRun(t, "", "cluster", "status", "--brokers", addr, "--wait", "30s", "--tls-ca", f.CA,

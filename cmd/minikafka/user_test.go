@@ -20,6 +20,7 @@ func TestCLIOverSASLSSL(t *testing.T) {
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
 		cfg.Listeners = []broker.ListenerConfig{{Name: "SASL_SSL", Addr: "127.0.0.1:0", TLSCertFile: files.Cert, TLSKeyFile: files.Key}}
 		cfg.SASLUsers = []broker.SASLUser{{Name: "admin", Password: "admin-secret"}}
+		cfg.Security.RaftAllowUnauthenticated = true // these tests are about the Kafka side
 	})
 	g := []string{"--brokers", strings.Join(c.Seeds(), ","), "--timeout", "20s", "--tls-ca", files.CA}
 	as := func(mech, user, pass string, args ...string) []string {

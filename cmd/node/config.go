@@ -86,6 +86,9 @@ func keys() []key {
 		{"max_connections", d.MaxConnections, "most Kafka connections served at once"},
 		{"max_connections_per_ip", d.MaxConnectionsPerIP, "most Kafka connections served at once from one IP address"},
 		{"connections_max_idle", d.ConnectionsMaxIdle, "close a Kafka connection silent this long with no request in flight"},
+		{"connection_failed_authentication_delay", d.ConnectionFailedAuthenticationDelay, "wait this long before answering a failed SASL authentication and closing its connection (connection.failed.authentication.delay.ms; 0 = none)"},
+		{"max_failed_authentications_per_ip", d.MaxFailedAuthenticationsPerIP, "failed SASL authentications allowed from one IP (an IPv6 /64) per failed_authentications_window; past it its attempts are refused without checking the password (0 = no limit)"},
+		{"failed_authentications_window", d.FailedAuthenticationsWindow, "the window of max_failed_authentications_per_ip, over which its allowance refills"},
 		{"log_retention_ms", d.LogRetentionMs, "topics' default retention.ms: how long data is kept (-1 = forever)"},
 		{"log_retention_bytes", d.LogRetentionBytes, "topics' default retention.bytes: partition size above which old segments go (-1 = no limit)"},
 		{"message_max_bytes", int(d.MessageMaxBytes), "topics' default max.message.bytes: the largest record batch accepted"},
@@ -121,6 +124,7 @@ func securityKeys() []key {
 		{"inter_broker_sasl_user", "", "SASL user of this node's requests to other nodes"},
 		{"inter_broker_sasl_password", "", "SASL password of inter_broker_sasl_user"},
 		{"inter_broker_tls_ca_file", "", "PEM CA bundle other nodes' TLS inter-broker listeners are checked against (default raft_tls_ca_file)"},
+		{"raft_allow_unauthenticated", false, "start with a SASL listener or authorization_enabled although raft_addr takes unauthenticated peers (no raft_tls_*)"},
 	}
 }
 
@@ -333,6 +337,7 @@ func (g *getter) security() broker.SecurityConfig {
 		InterBrokerSASLUser:      g.string("inter_broker_sasl_user"),
 		InterBrokerSASLPassword:  g.string("inter_broker_sasl_password"),
 		InterBrokerTLSCAFile:     g.string("inter_broker_tls_ca_file"),
+		RaftAllowUnauthenticated: g.bool("raft_allow_unauthenticated"),
 	}
 }
 
@@ -374,6 +379,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.MaxConnections = g.int("max_connections")
 	c.MaxConnectionsPerIP = g.int("max_connections_per_ip")
 	c.ConnectionsMaxIdle = g.duration("connections_max_idle")
+	c.ConnectionFailedAuthenticationDelay = g.duration("connection_failed_authentication_delay")
+	c.MaxFailedAuthenticationsPerIP = g.int("max_failed_authentications_per_ip")
+	c.FailedAuthenticationsWindow = g.duration("failed_authentications_window")
 	c.LeaderRebalanceInterval = g.duration("leader_rebalance_interval")
 	c.NodeUnavailableTimeout = g.duration("node_unavailable_timeout")
 	c.ReplicaMoveThrottle = g.int("replica_move_throttle")

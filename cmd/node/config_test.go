@@ -268,7 +268,7 @@ func TestExpiryKeys(t *testing.T) {
 }
 
 func TestAuthorizationKeys(t *testing.T) {
-	p := writeYAML(t, "node_id: 1\nauthorization_enabled: true\nsuper_users: [\"User:admin\", \"User:CN=ops,O=Example\"]\nallow_everyone_if_no_acl_found: true\n")
+	p := writeYAML(t, "node_id: 1\nraft_allow_unauthenticated: true\nauthorization_enabled: true\nsuper_users: [\"User:admin\", \"User:CN=ops,O=Example\"]\nallow_everyone_if_no_acl_found: true\n")
 	o, err := loadConfig([]string{"--config", p}, env(), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -279,5 +279,29 @@ func TestAuthorizationKeys(t *testing.T) {
 	o, err = loadConfig([]string{"--node-id", "1"}, env("MINIKAFKA_SUPER_USERS", "User:a,User:b"), &bytes.Buffer{})
 	if err != nil || o.AuthorizationEnabled || o.AllowEveryoneIfNoACLFound || len(o.SuperUsers) != 2 {
 		t.Fatalf("defaults and env: %v %v %q, %v", o.AuthorizationEnabled, o.AllowEveryoneIfNoACLFound, o.SuperUsers, err)
+	}
+}
+
+func TestSASLGuardKeys(t *testing.T) {
+	o, err := loadConfig([]string{"--node-id", "1"}, env(), &bytes.Buffer{})
+	if err != nil || o.ConnectionFailedAuthenticationDelay != 100*time.Millisecond || o.MaxFailedAuthenticationsPerIP != 20 ||
+		o.FailedAuthenticationsWindow != time.Minute {
+		t.Fatalf("defaults: %v %d %v, %v", o.ConnectionFailedAuthenticationDelay, o.MaxFailedAuthenticationsPerIP, o.FailedAuthenticationsWindow, err)
+	}
+	p := writeYAML(t, "node_id: 1\nconnection_failed_authentication_delay: 0s\nmax_failed_authentications_per_ip: 0\nfailed_authentications_window: 10m\n")
+	o, err = loadConfig([]string{"--config", p}, env(), &bytes.Buffer{})
+	if err != nil || o.ConnectionFailedAuthenticationDelay != 0 || o.MaxFailedAuthenticationsPerIP != 0 || o.FailedAuthenticationsWindow != 10*time.Minute {
+		t.Fatalf("from the file: %v %d %v, %v", o.ConnectionFailedAuthenticationDelay, o.MaxFailedAuthenticationsPerIP, o.FailedAuthenticationsWindow, err)
+	}
+	for _, c := range []struct{ flag, key string }{
+		{"--connection-failed-authentication-delay=-1s", "connection_failed_authentication_delay"},
+		{"--max-failed-authentications-per-ip=-1", "max_failed_authentications_per_ip"},
+		{"--failed-authentications-window=0s", "failed_authentications_window"},
+	} {
+		_, err := loadConfig([]string{"--node-id", "1", c.flag}, env(), &bytes.Buffer{})
+		var ce *broker.ConfigError
+		if !errors.As(err, &ce) || ce.Key != c.key {
+			t.Errorf("%s: %v, want an error naming %s", c.flag, err, c.key)
+		}
 	}
 }

@@ -33,6 +33,7 @@ func main() {
 }
 
 func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Writer) int {
+	restrictUmask()
 	opts, err := loadConfig(args, getenv, stderr)
 	if errors.Is(err, errHelp) {
 		return 0

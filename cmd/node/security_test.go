@@ -83,3 +83,43 @@ func TestSecurityKeysNameKeyAndValue(t *testing.T) {
 		})
 	}
 }
+
+// A node with a SASL listener or ACLs on refuses to start while its Raft
+// port takes unauthenticated peers, unless raft_allow_unauthenticated says
+// so; with mutual TLS between nodes it starts.
+func TestRaftPortMustBeAuthenticated(t *testing.T) {
+	dir := t.TempDir()
+	if err := nodecert.Write(dir, []int32{1}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	f := nodecert.FilesIn(dir, 1)
+	raftTLS := "raft_tls_cert_file: " + f.Cert + "\nraft_tls_key_file: " + f.Key + "\nraft_tls_ca_file: " + f.CA + "\n"
+	sasl := "listeners:\n  - name: SASL_PLAINTEXT\n    addr: 127.0.0.1:0\n"
+	authz := "authorization_enabled: true\n"
+	cases := []struct {
+		name, yaml, key string // key "" means the config loads
+	}{
+		{"SASL listener", sasl, "listeners.SASL_PLAINTEXT.security_protocol"},
+		{"ACLs", authz, "authorization_enabled"},
+		{"SASL listener, allowed", sasl + "raft_allow_unauthenticated: true\n", ""},
+		{"ACLs, allowed", authz + "raft_allow_unauthenticated: true\n", ""},
+		{"SASL and ACLs with mutual TLS", sasl + authz + raftTLS, ""},
+		{"neither", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := loadConfig([]string{"--config", writeYAML(t, "node_id: 1\n"+c.yaml)}, env(), &bytes.Buffer{})
+			if c.key == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ce *broker.ConfigError
+			if !errors.As(err, &ce) || ce.Key != c.key || !strings.Contains(err.Error(), "raft_allow_unauthenticated") ||
+				!strings.Contains(err.Error(), "raft_tls_cert_file") {
+				t.Fatalf("err = %v, want a *broker.ConfigError for %s naming raft_tls_cert_file and raft_allow_unauthenticated", err, c.key)
+			}
+		})
+	}
+}

@@ -6,7 +6,13 @@
 // (never the password: NewCredential or Keys derive it); for each client
 // start a ServerConversation and feed it the client's messages with Step
 // until it reports done or an error; an error means the client failed to
-// authenticate (ErrAuthFailed) or broke the protocol (ErrProtocol).
+// authenticate (ErrAuthFailed) or broke the protocol (ErrProtocol). For
+// SASL PLAIN against the same credentials, share one PlainVerifier.
+//
+// Neither tells a client whether a user exists: an unknown user's
+// conversation goes on with a fake credential and fails at the proof, and
+// PlainVerifier does the same work for an unknown user as for a wrong
+// password.
 package scram
 
 import (
@@ -83,6 +89,11 @@ type Credential struct {
 // SaltedPassword is Hi(password, salt, iterations): what Kafka's
 // AlterUserScramCredentials carries.
 func SaltedPassword(m Mechanism, password string, salt []byte, iterations int) ([]byte, error) {
+	return deriveKey(m, password, salt, iterations)
+}
+
+// deriveKey is PBKDF2 with the mechanism's hash; tests count its calls.
+var deriveKey = func(m Mechanism, password string, salt []byte, iterations int) ([]byte, error) {
 	return pbkdf2.Key(m.newHash(), password, salt, iterations, m.KeyLen())
 }
 

@@ -21,6 +21,7 @@ type ServerConversation struct {
 
 	user        string
 	cred        Credential
+	unknown     bool // cred is fakeCredential: the lookup found no user
 	gs2Header   string
 	clientBare  string
 	serverFirst string
@@ -95,11 +96,14 @@ func (s *ServerConversation) first(msg string) ([]byte, bool, error) {
 	if cnonce == "" || strings.ContainsAny(cnonce, ",") {
 		return nil, false, &ProtocolError{Reason: "bad nonce"}
 	}
+	// Kafka fails an unknown user here, which tells a client whether the
+	// user exists; a fake credential instead makes the conversation fail
+	// at the proof, as a wrong password does.
 	cred, ok := s.lookup(user)
 	if !ok {
-		return nil, false, ErrAuthFailed
+		cred = fakeCredential(s.mech, user)
 	}
-	s.user, s.cred = user, cred
+	s.user, s.cred, s.unknown = user, cred, !ok
 	var rnd [24]byte
 	rand.Read(rnd[:])
 	s.nonce = cnonce + base64.RawURLEncoding.EncodeToString(rnd[:])
@@ -137,7 +141,7 @@ func (s *ServerConversation) final(msg string) ([]byte, bool, error) {
 	subtle.XORBytes(clientKey, proof, sig)
 	h := s.mech.newHash()()
 	h.Write(clientKey)
-	if !hmac.Equal(h.Sum(nil), s.cred.StoredKey) {
+	if !hmac.Equal(h.Sum(nil), s.cred.StoredKey) || s.unknown {
 		return nil, false, ErrAuthFailed
 	}
 	serverSig := mac(s.mech, s.cred.ServerKey, authMsg)

@@ -19,6 +19,14 @@ import (
 	"path/filepath"
 )
 
+// DirMode and FileMode are the permissions of the directories and files
+// the storage code creates: its user's alone, since a node's data holds
+// its clients' records and the metadata's SCRAM keys.
+const (
+	DirMode  fs.FileMode = 0o700
+	FileMode fs.FileMode = 0o600
+)
+
 // File is an open file. Reads and writes at an offset (ReadAt, WriteAt)
 // may run concurrently with each other; Read, Write and Seek share the
 // file's position.
@@ -73,7 +81,7 @@ func Open(fsys FS, name string) (File, error) {
 
 // Create creates or truncates a file for reading and writing.
 func Create(fsys FS, name string) (File, error) {
-	return fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	return fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, FileMode)
 }
 
 // ReadFile reads a whole file, like os.ReadFile.

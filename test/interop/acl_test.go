@@ -31,6 +31,7 @@ func TestKcatACLDenied(t *testing.T) {
 		cfg.SASLUsers = []broker.SASLUser{{Name: "admin", Password: "admin-secret"}, {Name: "alice", Password: "alice-secret"}}
 		cfg.AuthorizationEnabled = true
 		cfg.SuperUsers = []string{"User:admin"}
+		cfg.Security.RaftAllowUnauthenticated = true // these tests are about the Kafka side
 	})
 	tlsCfg, err := files.ClientConfig()
 	if err != nil {

@@ -30,6 +30,7 @@ func saslSSLCluster(t *testing.T) (*testcluster.Cluster, testcert.Files, *kgo.Cl
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
 		cfg.Listeners = []broker.ListenerConfig{{Name: "SASL_SSL", Addr: "127.0.0.1:0", TLSCertFile: files.Cert, TLSKeyFile: files.Key}}
 		cfg.SASLUsers = []broker.SASLUser{{Name: "admin", Password: "admin-secret"}}
+		cfg.Security.RaftAllowUnauthenticated = true // these tests are about the Kafka side
 	})
 	tlsCfg, err := files.ClientConfig()
 	if err != nil {
