@@ -178,8 +178,8 @@ func sampleIdle(ctx context.Context, cl *kgo.Client, idle time.Duration, pids []
 		reads += r
 		writes += w
 		total += cpu
-		fmt.Printf("node %d (pid %d): idle CPU %.3f cores, syscalls/s read %.0f write %.0f, %d open file descriptors\n",
-			i+1, pid, cpu, float64(r)/secs, float64(w)/secs, countFDs(pid))
+		fmt.Printf("node %d (pid %d): idle CPU %.3f cores, syscalls/s read %.0f write %.0f, %d open file descriptors, RSS %d MiB, peak RSS %d MiB\n",
+			i+1, pid, cpu, float64(r)/secs, float64(w)/secs, countFDs(pid), rss(pid, "VmRSS")>>20, rss(pid, "VmHWM")>>20)
 	}
 	after, err := allLeaders(ctx, cl, names)
 	if err != nil {

@@ -68,6 +68,22 @@ func syscalls(pid int) [2]int64 {
 	return out
 }
 
+// rss reads a memory field of /proc/PID/status (VmRSS: now; VmHWM: the
+// peak since the process started), in bytes.
+func rss(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
 func countFDs(pid int) int {
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	return len(fds)
