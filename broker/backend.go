@@ -185,7 +185,11 @@ func (b *backend) CreatePartitions(ctx context.Context, topic string, count int3
 	if err != nil {
 		return fmt.Errorf("%w: %w", metaErrorCode(err), err)
 	}
-	cmd := metadata.CreatePartitions{Topic: topic, Count: count, Assignment: assignment, MaxClusterPartitions: n.cfg.MaxPartitions}
+	if err := state.CheckNodeReplicaLimit(topic, assignment, n.cfg.MaxNodeReplicas); err != nil {
+		return fmt.Errorf("%w: %w", kerr.PolicyViolation, err)
+	}
+	cmd := metadata.CreatePartitions{Topic: topic, Count: count, Assignment: assignment,
+		MaxClusterPartitions: n.cfg.MaxPartitions, MaxNodeReplicas: n.cfg.MaxNodeReplicas}
 	if validateOnly {
 		if _, _, err := state.Apply(state.AppliedIndex()+1, cmd); err != nil {
 			return fmt.Errorf("%w: %w", metaErrorCode(err), err)
@@ -220,8 +224,11 @@ func (b *backend) placeTopic(state *metadata.Snapshot, name string, parts int32,
 	if err != nil {
 		return metadata.CreateTopic{}, fmt.Errorf("%w: %w", metaErrorCode(err), err)
 	}
+	if err := state.CheckNodeReplicaLimit(name, assignment, b.n.cfg.MaxNodeReplicas); err != nil {
+		return metadata.CreateTopic{}, fmt.Errorf("%w: %w", kerr.PolicyViolation, err)
+	}
 	return metadata.CreateTopic{Name: name, Partitions: parts, ReplicationFactor: rf, Assignment: assignment,
-		MaxClusterPartitions: b.n.cfg.MaxPartitions}, nil
+		MaxClusterPartitions: b.n.cfg.MaxPartitions, MaxNodeReplicas: b.n.cfg.MaxNodeReplicas}, nil
 }
 
 // liveBrokers lists the registered brokers gossip sees alive.

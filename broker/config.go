@@ -73,6 +73,12 @@ type Config struct {
 	// topics are created regardless.
 	MaxPartitions int32
 
+	// MaxNodeReplicas bounds the partition replicas one node may hold (its
+	// capacity: each replica is a Raft group, a log and a state machine on
+	// it); a CreateTopics or CreatePartitions that would place more on a
+	// node gets POLICY_VIOLATION, checked like MaxPartitions. 0: no bound.
+	MaxNodeReplicas int32
+
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape the
 	// internal topic __consumer_offsets when the cluster first needs it;
 	// the replication factor is capped by the brokers alive then.
@@ -274,6 +280,12 @@ const minWait = time.Millisecond
 // logPrecision is what durations in logs are rounded to.
 const logPrecision = time.Millisecond
 
+// DefaultMaxNodeReplicas is max_partition_replicas_per_node's default:
+// room for the default max_partitions at replication factor 3 on 3 nodes
+// plus the internal topics, which docs/scale.md measures on a 2-core node
+// (memory and idle CPU per replica).
+const DefaultMaxNodeReplicas = 12_000
+
 // DefaultTuning returns the defaults (the table in validate), each
 // explained on Tuning.
 func DefaultTuning() Tuning {
@@ -348,6 +360,7 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor: 1,
 		AutoCreateTopics:         true,
 		MaxPartitions:            10000,
+		MaxNodeReplicas:          DefaultMaxNodeReplicas,
 		// Kafka's default is 50 partitions; each of ours is a Raft group,
 		// whose idle cost a small cluster notices.
 		OffsetsTopicPartitions:        16,

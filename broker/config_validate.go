@@ -128,6 +128,8 @@ func (c *Config) validateTopics() error {
 		return bad("default_partitions", c.DefaultPartitions, "must be at least 1")
 	case c.MaxPartitions < 1:
 		return bad("max_partitions", c.MaxPartitions, "must be at least 1")
+	case c.MaxNodeReplicas < 0:
+		return bad("max_partition_replicas_per_node", c.MaxNodeReplicas, "must not be negative (0: no bound)")
 	case c.OffsetsTopicPartitions < 1 || c.OffsetsTopicPartitions > 1024:
 		return bad("offsets_topic_partitions", c.OffsetsTopicPartitions, "must be in 1..1024")
 	case c.OffsetsTopicReplicationFactor < 1:

@@ -139,3 +139,39 @@ func TestMaxPartitionsConcurrentGrowth(t *testing.T) {
 		t.Fatalf("%d growths succeeded, want 4 (codes %v)", grown, codes)
 	}
 }
+
+// Eight concurrent creates of 10 partitions on one node whose capacity is
+// 25 partition replicas: at most 2 succeed, and the refusals name the
+// capacity (max_partition_replicas_per_node).
+func TestNodeReplicaCapacityConcurrentCreates(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.MaxNodeReplicas = 25 })
+	var mu sync.Mutex
+	var messages []string
+	codes := concurrently(t, c, 8, func(ctx context.Context, cl *kgo.Client, i int) int16 {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "node-cap-"+string(rune('a'+i)), 10, 1
+		req.Topics = append(req.Topics, rt)
+		req.TimeoutMillis = 30000
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Errorf("CreateTopics %d: %v", i, err)
+			return -1
+		}
+		if m := resp.Topics[0].ErrorMessage; m != nil {
+			mu.Lock()
+			messages = append(messages, *m)
+			mu.Unlock()
+		}
+		return resp.Topics[0].ErrorCode
+	})
+	created := tallyCap(t, codes)
+	if total := partitionTotal(c); total > 25 || total != 10*created || created != 2 {
+		t.Fatalf("%d partitions after %d successful creates of 10 on a node with room for 25 (codes %v)", total, created, codes)
+	}
+	for _, m := range messages {
+		if !strings.Contains(m, "more than max_partition_replicas_per_node (25)") {
+			t.Errorf("refusal message %q does not name the capacity", m)
+		}
+	}
+}

@@ -167,6 +167,9 @@ func (s *Snapshot) createPartitions(c CreatePartitions) (CreatePartitionsResult,
 	if err := s.CheckPartitionLimit(c.Topic, int(c.Count-have), c.MaxClusterPartitions); err != nil {
 		return CreatePartitionsResult{}, err
 	}
+	if err := s.CheckNodeReplicaLimit(c.Topic, c.Assignment, c.MaxNodeReplicas); err != nil {
+		return CreatePartitionsResult{}, err
+	}
 	if len(c.Assignment) != int(c.Count-have) {
 		return CreatePartitionsResult{}, &AssignmentError{Partition: -1, Broker: -1, Err: ErrPartitionCount}
 	}
@@ -220,6 +223,9 @@ func (s *Snapshot) checkCreateTopic(c CreateTopic) error {
 	if err := s.CheckPartitionLimit(c.Name, int(c.Partitions), c.MaxClusterPartitions); err != nil {
 		return err
 	}
+	if err := s.CheckNodeReplicaLimit(c.Name, c.Assignment, c.MaxNodeReplicas); err != nil {
+		return err
+	}
 	if c.ReplicationFactor < 1 || int(c.ReplicationFactor) > len(s.brokers) {
 		return &ReplicationFactorError{ReplicationFactor: c.ReplicationFactor, Brokers: len(s.brokers)}
 	}
@@ -251,6 +257,34 @@ func (s *Snapshot) CheckPartitionLimit(topic string, n int, limit int32) error {
 	}
 	if total := s.PartitionCount() + n; total > int(limit) {
 		return &PartitionLimitError{Topic: topic, Total: total, Limit: limit}
+	}
+	return nil
+}
+
+// CheckNodeReplicaLimit refuses a topic's new partitions, placed as in
+// assignment, when a broker would then hold more than limit partition
+// replicas, with a *NodeReplicaLimitError naming the fullest such broker.
+// Internal topics and a limit of 0 pass; the replicas of internal topics
+// count like any others.
+func (s *Snapshot) CheckNodeReplicaLimit(topic string, assignment [][]int32, limit int32) error {
+	if limit <= 0 || IsInternal(topic) {
+		return nil
+	}
+	adding := map[int32]int{}
+	for _, replicas := range assignment {
+		for _, b := range replicas {
+			adding[b]++
+		}
+	}
+	held := s.ReplicasPerBroker()
+	worst, total := int32(-1), 0
+	for b, n := range adding {
+		if t := held[b] + n; t > int(limit) && (t > total || t == total && b < worst) {
+			worst, total = b, t
+		}
+	}
+	if worst >= 0 {
+		return &NodeReplicaLimitError{Topic: topic, Broker: worst, Total: total, Limit: limit}
 	}
 	return nil
 }

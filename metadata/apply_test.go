@@ -538,3 +538,33 @@ func TestPartitionLimitAtApply(t *testing.T) {
 	}
 	must(t, first, CreatePartitions{Topic: "a", Count: 30, Assignment: onBroker1(20)})
 }
+
+func TestNodeReplicaLimitAtApply(t *testing.T) {
+	spread := func(n int32, brokers ...int32) [][]int32 {
+		a := make([][]int32, n)
+		for i := range a {
+			a[i] = []int32{brokers[i%len(brokers)]}
+		}
+		return a
+	}
+	topic := func(name string, a [][]int32, limit int32) CreateTopic {
+		return CreateTopic{Name: name, Partitions: int32(len(a)), ReplicationFactor: 1, Assignment: a, MaxNodeReplicas: limit}
+	}
+	// Broker 1 holds 6 replicas, broker 2 holds 2.
+	base := must(t, cluster3(t), topic("old", spread(8, 1, 1, 1, 2), 0))
+	_, _, err := step(t, base, topic("b", spread(6, 1, 2, 3), 7))
+	var ne *NodeReplicaLimitError
+	if !errors.As(err, &ne) || !errors.Is(err, ErrPartitionLimit) || ne.Broker != 1 || ne.Total != 8 || ne.Limit != 7 {
+		t.Fatalf("a create that puts 8 replicas on broker 1 with a limit of 7: %v", err)
+	}
+	// Spread over brokers 2 and 3 it fits; an internal topic is never refused.
+	must(t, base, topic("c", spread(6, 2, 3), 7), topic(ConsumerOffsetsTopic, spread(50, 1), 7))
+	grow := CreatePartitions{Topic: "old", Count: 10, Assignment: spread(2, 1), MaxNodeReplicas: 7}
+	if _, _, err := step(t, base, grow); !errors.As(err, &ne) || ne.Broker != 1 {
+		t.Fatalf("growth past broker 1's limit: %v", err)
+	}
+	grow.Assignment = spread(2, 3)
+	if n := must(t, base, grow).ReplicasPerBroker()[3]; n != 2 {
+		t.Fatalf("broker 3 holds %d replicas after the growth, want 2", n)
+	}
+}

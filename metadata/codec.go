@@ -51,11 +51,11 @@ func encodingVersion(cmd Command) uint8 {
 		switch {
 		case c.legacyConfigs:
 			return 1
-		case c.MaxClusterPartitions == 0:
+		case c.MaxClusterPartitions == 0 && c.MaxNodeReplicas == 0:
 			return 2
 		}
 	case CreatePartitions:
-		if c.MaxClusterPartitions == 0 {
+		if c.MaxClusterPartitions == 0 && c.MaxNodeReplicas == 0 {
 			return 1
 		}
 	case RegisterBroker:
@@ -108,7 +108,7 @@ func Decode(b []byte) (Command, error) {
 		c := decodeCreateTopic(r)
 		c.legacyConfigs = ver == 1
 		if ver == 3 {
-			c.MaxClusterPartitions = readPartitionLimit(r)
+			c.MaxClusterPartitions, c.MaxNodeReplicas = readPartitionLimits(r)
 		}
 		cmd = c
 	case typ == TypeSetPartitionLeader && ver == 1:
@@ -116,7 +116,7 @@ func Decode(b []byte) (Command, error) {
 	case typ == TypeCreatePartitions && (ver == 1 || ver == 2):
 		c := CreatePartitions{Topic: r.str("topic"), Count: r.i32("partition count"), Assignment: readAssignment(r)}
 		if ver == 2 {
-			c.MaxClusterPartitions = readPartitionLimit(r)
+			c.MaxClusterPartitions, c.MaxNodeReplicas = readPartitionLimits(r)
 		}
 		cmd = c
 	case typ == TypeDeleteTopic && (ver == 1 || ver == 2):
@@ -229,30 +229,34 @@ func (c CreateTopic) appendBody(b []byte) []byte {
 	b = appendI16(b, c.ReplicationFactor)
 	b = appendAssignment(b, c.Assignment)
 	b = appendConfigs(b, c.Configs)
-	if c.MaxClusterPartitions != 0 {
-		b = appendI32(b, c.MaxClusterPartitions)
-	}
-	return b
+	return appendPartitionLimits(b, c.MaxClusterPartitions, c.MaxNodeReplicas)
 }
 
 func (c CreatePartitions) appendBody(b []byte) []byte {
 	b = appendString(b, c.Topic)
 	b = appendI32(b, c.Count)
 	b = appendAssignment(b, c.Assignment)
-	if c.MaxClusterPartitions != 0 {
-		b = appendI32(b, c.MaxClusterPartitions)
-	}
-	return b
+	return appendPartitionLimits(b, c.MaxClusterPartitions, c.MaxNodeReplicas)
 }
 
-// readPartitionLimit reads a MaxClusterPartitions, which the versions
-// that carry it hold only when it is set: positive.
-func readPartitionLimit(r *reader) int32 {
-	n := r.i32("max cluster partitions")
-	if r.err == nil && n <= 0 {
-		r.fail("max cluster partitions %d, want a positive limit", n)
+// appendPartitionLimits appends the partition limits of a CreateTopic or
+// CreatePartitions, which the versions that carry them hold only when one
+// is set.
+func appendPartitionLimits(b []byte, cluster, node int32) []byte {
+	if cluster == 0 && node == 0 {
+		return b
 	}
-	return n
+	return appendI32(appendI32(b, cluster), node)
+}
+
+// readPartitionLimits reads what appendPartitionLimits wrote: neither
+// negative, one of them positive.
+func readPartitionLimits(r *reader) (cluster, node int32) {
+	cluster, node = r.i32("max cluster partitions"), r.i32("max node replicas")
+	if r.err == nil && (cluster < 0 || node < 0 || cluster == 0 && node == 0) {
+		r.fail("partition limits %d and %d, want neither negative and one positive", cluster, node)
+	}
+	return cluster, node
 }
 
 func (c DeleteTopic) appendBody(b []byte) []byte { return appendString(b, c.Name) }

@@ -153,6 +153,11 @@ type CreateTopic struct {
 	// encoding versions 1 and 2, written before the limit was checked
 	// there); a limit is encoded as version 3.
 	MaxClusterPartitions int32
+	// MaxNodeReplicas is the proposer's max_partition_replicas_per_node:
+	// Apply refuses the topic if a broker would then hold more partition
+	// replicas (of any topic; internal topics are never refused). 0: no
+	// limit. Stamped and encoded with MaxClusterPartitions.
+	MaxNodeReplicas int32
 
 	// legacyConfigs marks an entry of encoding version 1, whose configs
 	// are checked as they were then: non-empty keys only.
@@ -178,9 +183,11 @@ type CreatePartitions struct {
 	Topic      string
 	Count      int32
 	Assignment [][]int32 // [new partition] -> replicas, first = preferred leader
-	// MaxClusterPartitions is the proposer's max_partitions, as in
-	// CreateTopic; 0: no limit (encoding version 1), else version 2.
+	// MaxClusterPartitions and MaxNodeReplicas are the proposer's limits,
+	// as in CreateTopic; both 0: no limit (encoding version 1), else
+	// version 2.
 	MaxClusterPartitions int32
+	MaxNodeReplicas      int32
 }
 
 // CreatePartitionsResult answers CreatePartitions with the grown topic.

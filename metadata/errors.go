@@ -145,6 +145,22 @@ func (e *PartitionLimitError) Error() string {
 }
 func (e *PartitionLimitError) Unwrap() error { return ErrPartitionLimit }
 
+// NodeReplicaLimitError is a CreateTopic or CreatePartitions after which
+// a broker would hold more partition replicas than the proposer's
+// max_partition_replicas_per_node. It wraps ErrPartitionLimit.
+type NodeReplicaLimitError struct {
+	Topic  string
+	Broker int32
+	Total  int   // the broker's replicas had the command been applied
+	Limit  int32 // the proposer's max_partition_replicas_per_node
+}
+
+func (e *NodeReplicaLimitError) Error() string {
+	return fmt.Sprintf("metadata: topic %q: broker %d would hold %d partition replicas, more than max_partition_replicas_per_node (%d)",
+		e.Topic, e.Broker, e.Total, e.Limit)
+}
+func (e *NodeReplicaLimitError) Unwrap() error { return ErrPartitionLimit }
+
 // ReplicationFactorError is a replication factor below 1 or above the
 // number of brokers available.
 type ReplicationFactorError struct {

@@ -150,6 +150,20 @@ func (s *Snapshot) PartitionCount() int {
 	return n
 }
 
+// ReplicasPerBroker counts the partition replicas each broker holds, over
+// every topic.
+func (s *Snapshot) ReplicasPerBroker() map[int32]int {
+	out := map[int32]int{}
+	for _, t := range s.topics {
+		for _, p := range t.Partitions {
+			for _, b := range p.Replicas {
+				out[b]++
+			}
+		}
+	}
+	return out
+}
+
 // Partition returns a copy of one partition.
 func (s *Snapshot) Partition(topic string, partition int32) (Partition, bool) {
 	t, ok := s.topics[topic]

@@ -64,6 +64,7 @@ func keys() []key {
 		{"super_users", []string{}, "principals (User:<name>) that pass every ACL check, comma-separated"},
 		{"allow_everyone_if_no_acl_found", d.AllowEveryoneIfNoACLFound, "allow access to a resource no ACL applies to (allow.everyone.if.no.acl.found)"},
 		{"max_partitions", int(d.MaxPartitions), "most partitions the cluster's topics may have in all (each is a Raft group)"},
+		{"max_partition_replicas_per_node", int(d.MaxNodeReplicas), "most partition replicas one node may hold, internal topics included (its capacity; 0 = no bound)"},
 		{"offsets_topic_partitions", int(d.OffsetsTopicPartitions), "partitions of the internal topic __consumer_offsets, created on first need"},
 		{"offsets_topic_replication_factor", int(d.OffsetsTopicReplicationFactor), "replication factor of __consumer_offsets (at most the live brokers when it is created)"},
 		{"transaction_state_partitions", int(d.TxnTopicPartitions), "partitions of the internal topic __transaction_state, created on first need"},
@@ -366,6 +367,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	mp := g.int("max_partitions")
 	rangeInt("max_partitions", mp, 1, 1<<31-1)
 	c.MaxPartitions = int32(mp)
+	mr := g.int("max_partition_replicas_per_node")
+	rangeInt("max_partition_replicas_per_node", mr, 0, 1<<31-1)
+	c.MaxNodeReplicas = int32(mr)
 	internalTopics(g, c, rangeInt)
 	c.GroupInitialRebalanceDelay = g.duration("group_initial_rebalance_delay")
 	c.GroupMinSessionTimeout = g.duration("group_min_session_timeout")
