@@ -294,6 +294,8 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 		{Name: "minikafka.gossip.addr", Value: c.AdvertisedGossip, Type: str},
 		{Name: "minikafka.bootstrap.expect", Value: itoa(int64(c.BootstrapExpect)), Type: num},
 		{Name: "minikafka.producer.window", Value: itoa(int64(c.ProducerWindow)), Type: num},
+		{Name: "minikafka.max.partitions", Value: itoa(int64(c.MaxPartitions)), Type: num},
+		{Name: NodeCapacityConfig, Value: itoa(int64(c.MaxNodeReplicas)), Type: num},
 	}
 }
 

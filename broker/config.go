@@ -286,6 +286,10 @@ const logPrecision = time.Millisecond
 // (memory and idle CPU per replica).
 const DefaultMaxNodeReplicas = 12_000
 
+// NodeCapacityConfig is the broker config (DescribeConfigs of a broker)
+// that reports max_partition_replicas_per_node.
+const NodeCapacityConfig = "minikafka.max.partition.replicas.per.node"
+
 // DefaultTuning returns the defaults (the table in validate), each
 // explained on Tuning.
 func DefaultTuning() Tuning {

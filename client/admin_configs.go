@@ -2,9 +2,11 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,6 +61,41 @@ func (a *Admin) DescribeTopicConfigs(ctx context.Context, topic string) ([]Topic
 	})
 	slices.SortFunc(out, func(x, y TopicConfig) int { return strings.Compare(x.Name, y.Name) })
 	return out, err
+}
+
+// DescribeBrokerConfigs returns the configs broker node reports of itself
+// (Kafka's DescribeConfigs of a broker resource, which each broker answers
+// for itself), by name.
+func (a *Admin) DescribeBrokerConfigs(ctx context.Context, node int32) (map[string]string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(node))
+	req.Resources = append(req.Resources, r)
+	rctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+	defer cancel()
+	resp, err := a.cl.request(rctx, node, req, 0)
+	if errors.Is(err, errUnknownBroker) { // learn the brokers' addresses
+		if err = a.cl.waitRefresh(rctx); err == nil {
+			resp, err = a.cl.request(rctx, node, req, 0)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	rs := resp.(*kmsg.DescribeConfigsResponse).Resources
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("client: DescribeConfigs answered %d resources", len(rs))
+	}
+	if err := kafkaErr(rs[0].ErrorCode, rs[0].ErrorMessage); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rs[0].Configs))
+	for _, c := range rs[0].Configs {
+		if c.Value != nil {
+			out[c.Name] = *c.Value
+		}
+	}
+	return out, nil
 }
 
 // AlterTopicConfigs changes a topic's configs incrementally (Kafka's

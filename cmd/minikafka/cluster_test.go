@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
@@ -63,8 +65,19 @@ func TestCLIAgainstCluster(t *testing.T) {
 		if m == nil || m[1] < "1" || m[1] > "3" {
 			t.Fatalf("status names no controller:\n%s", r.stdout)
 		}
-		if !regexp.MustCompile(`(?m)^` + m[1] + ` +\S+ +yes$`).MatchString(r.stdout) {
+		if !regexp.MustCompile(`(?m)^` + m[1] + ` +\S+ +yes +[0-9]+ +\S+$`).MatchString(r.stdout) {
 			t.Fatalf("controller %s not marked in the broker list:\n%s", m[1], r.stdout)
+		}
+		// Every broker holds the 2 replicas of events (and maybe internal
+		// topics'), out of the default capacity.
+		rows := regexp.MustCompile(`(?m)^[0-9]+ +\S+ +(?:yes)? +([0-9]+) +([0-9]+)$`).FindAllStringSubmatch(r.stdout, -1)
+		if len(rows) != len(c.Running()) {
+			t.Fatalf("status shows replicas and capacity for %d brokers, want %d:\n%s", len(rows), len(c.Running()), r.stdout)
+		}
+		for _, row := range rows {
+			if n, _ := strconv.Atoi(row[1]); n < 2 || row[2] != strconv.Itoa(broker.DefaultMaxNodeReplicas) {
+				t.Errorf("a broker row shows %s replicas of capacity %s; want at least 2 of %d:\n%s", row[1], row[2], broker.DefaultMaxNodeReplicas, r.stdout)
+			}
 		}
 	})
 

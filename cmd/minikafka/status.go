@@ -68,26 +68,59 @@ func (a *app) status(parent context.Context) error {
 	if err != nil {
 		return a.explain(ctx, err)
 	}
-	writeCluster(a.stdout, cd)
+	writeCluster(a.stdout, cd, capacities(ctx, adm, cd))
 	return nil
 }
 
-// writeCluster prints the cluster id and controller, the brokers, and the
-// partition table.
-func writeCluster(w io.Writer, cd *client.ClusterDetail) {
+// capacityConfig is the broker config that reports a node's capacity in
+// partition replicas (broker.NodeCapacityConfig).
+const capacityConfig = "minikafka.max.partition.replicas.per.node"
+
+// capacities asks each broker for its capacity in partition replicas; a
+// broker that does not answer is left out (shown as ?).
+func capacities(ctx context.Context, adm *client.Admin, cd *client.ClusterDetail) map[int32]string {
+	out := map[int32]string{}
+	for _, b := range cd.Brokers {
+		if cfg, err := adm.DescribeBrokerConfigs(ctx, b.NodeID); err == nil {
+			if v, ok := cfg[capacityConfig]; ok {
+				if v == "0" {
+					v = "unbounded"
+				}
+				out[b.NodeID] = v
+			}
+		}
+	}
+	return out
+}
+
+// writeCluster prints the cluster id and controller, the brokers with the
+// partition replicas each holds and its capacity, and the partition table.
+func writeCluster(w io.Writer, cd *client.ClusterDetail, capacity map[int32]string) {
 	controller := strconv.Itoa(int(cd.Controller))
 	if cd.Controller < 0 {
 		controller = "unknown"
 	}
 	fmt.Fprintf(w, "cluster %s, controller %s\n\n", cd.ClusterID, controller)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKER\tADDRESS\tCONTROLLER")
+	fmt.Fprintln(tw, "BROKER\tADDRESS\tCONTROLLER\tREPLICAS\tCAPACITY")
+	held := map[int32]int{}
+	for _, t := range cd.Topics {
+		for _, p := range t.Partitions {
+			for _, r := range p.Replicas {
+				held[r]++
+			}
+		}
+	}
 	for _, b := range cd.Brokers {
 		mark := ""
 		if b.NodeID == cd.Controller {
 			mark = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), mark)
+		c := capacity[b.NodeID]
+		if c == "" {
+			c = "?"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), mark, held[b.NodeID], c)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
