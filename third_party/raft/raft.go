@@ -140,6 +140,7 @@ func (r *Raft) run() {
 		case <-r.shutdownCh:
 			// Clear the leader to prevent forwarding
 			r.setLeader("", "")
+			r.drainLeadershipTransfers()
 			return
 		default:
 		}
@@ -2257,11 +2258,17 @@ func (r *Raft) initiateLeadershipTransfer(id *ServerID, address *ServerAddress) 
 		return future
 	}
 
+	// Enqueued under shutdownLock, so that no transfer is enqueued after
+	// Shutdown: run drains the channel when it ends (a MiniKafka patch;
+	// without it a future enqueued as raft shut down was never resolved).
+	r.shutdownLock.Lock()
+	defer r.shutdownLock.Unlock()
+	if r.shutdown {
+		return errorFuture{ErrRaftShutdown}
+	}
 	select {
 	case r.leadershipTransferCh <- future:
 		return future
-	case <-r.shutdownCh:
-		return errorFuture{ErrRaftShutdown}
 	default:
 		return errorFuture{ErrEnqueueTimeout}
 	}
