@@ -22,6 +22,19 @@ fmt-check:
 
 test: fmt-check vet test-deps
 	$(GO) test -race -count=1 -timeout 14m ./...
+	cd third_party/raft && $(GO) test -race -count=1 -run '$(RAFT_PATCH_TESTS)' .
+
+# hashicorp/raft as patched in third_party/raft (its MINIKAFKA.md): the
+# patches' own tests run in make test; make raft-test also runs raft's
+# whole suite, and make raft-diff prints the patches against the release.
+RAFT_PATCH_TESTS := Quiesce|LeadershipTransferRacingShutdown
+RAFT_VERSION     := v1.8.0
+.PHONY: raft-test raft-diff
+raft-test:
+	cd third_party/raft && $(GO) test -count=1 -run '$(RAFT_PATCH_TESTS)' -v . && $(GO) test -count=1 -timeout 20m .
+raft-diff:
+	@$(GO) mod download github.com/hashicorp/raft@$(RAFT_VERSION) >/dev/null 2>&1 || true; \
+	diff -ru -x MINIKAFKA.md "$$($(GO) env GOMODCACHE)/github.com/hashicorp/raft@$(RAFT_VERSION)" third_party/raft || true
 
 # What the interop tests need besides Go: librdkafka as Debian's kcat and
 # python3-confluent-kafka, and the Node.js clients pinned by
