@@ -19,11 +19,16 @@ import (
 // after the batch: SmallBatchSettle heartbeat timeouts for a small batch
 // (it cannot storm, and a long hold would only slow its fail-over), Settle
 // to twice Settle for a large one; a group whose preferred member is down
-// elects one of them then.
+// elects one of them then. A hold whose time is up while the preferred
+// member will still campaign (its node runs, or it is here and this
+// release is still going) lasts on, up to Tuning.CampaignHoldMax, so that
+// thousands of groups do not campaign together when their holds end.
 //
 // It returns once every preferred member has campaigned, or when ctx ends,
 // with the number of preferred members.
 func (h *Host) ReleaseCampaigns(ctx context.Context, batch []*Group) int {
+	h.releasing.Add(1) // this node's preferred members wait their turn (awaitsPreferred)
+	defer h.releasing.Add(-1)
 	var preferred []*Group
 	for _, g := range batch {
 		if g == nil || !g.held() {

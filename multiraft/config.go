@@ -101,6 +101,11 @@ type Tuning struct {
 	// MaxIdleStreams is how many idle call streams a peer's session keeps
 	// for reuse.
 	MaxIdleStreams int
+	// MaxCallsPerPeer bounds the calls (all but heartbeat frames) in
+	// flight to one peer; more wait, each until its deadline. It stays
+	// below yamux's AcceptBacklog (256), past which opening a stream waits
+	// without a deadline.
+	MaxCallsPerPeer int
 	// WatchRetryMin and WatchRetryMax bound the back-off with which the
 	// liveness watch redials a peer it cannot reach.
 	WatchRetryMin, WatchRetryMax time.Duration
@@ -110,8 +115,12 @@ type Tuning struct {
 	// StartElectionTimeout bounds handing one group's raft its TimeoutNow.
 	StartElectionTimeout time.Duration
 	// CampaignHold is how long, in heartbeat timeouts, a brand-new
-	// group's members hold back from campaigning at most (GroupSpec.Hold).
-	CampaignHold int
+	// group's members hold back from campaigning (GroupSpec.Hold), unless
+	// the group's preferred member will still campaign (it is on a node
+	// whose process runs, or the Host is releasing this node's
+	// campaigns): then they hold on, up to CampaignHoldMax.
+	CampaignHold    int
+	CampaignHoldMax time.Duration
 	// HoldAfterLeader is how long, in heartbeat timeouts, a held member
 	// keeps holding after it first hears of a leader.
 	HoldAfterLeader int
@@ -177,6 +186,7 @@ func (t *Tuning) Validate() error {
 		{Name: "SuccessorStagger", V: &t.SuccessorStagger, Def: 2 * time.Second, Min: time.Millisecond},
 		{Name: "StartElectionTimeout", V: &t.StartElectionTimeout, Def: time.Second, Min: time.Millisecond},
 		{Name: "CampaignSlot", V: &t.CampaignSlot, Def: 2 * time.Second, Min: time.Millisecond},
+		{Name: "CampaignHoldMax", V: &t.CampaignHoldMax, Def: 10 * time.Minute, Min: time.Millisecond},
 		{Name: "RebalanceInterval", V: &t.RebalanceInterval, Def: 10 * time.Second, Min: 10 * time.Millisecond},
 		{Name: "RebalanceFirst", V: &t.RebalanceFirst, Def: 2 * time.Second, Min: time.Millisecond},
 		{Name: "RoleRecheck", V: &t.RoleRecheck, Def: 5 * time.Second, Min: time.Millisecond},
@@ -186,13 +196,14 @@ func (t *Tuning) Validate() error {
 		{Name: "MaxHeartbeatsPerFrame", V: &t.MaxHeartbeatsPerFrame, Def: 1024, Min: 1, Max: 1 << 16},
 		{Name: "MaxFrame", V: &t.MaxFrame, Def: 1 << 30, Min: 64 << 10, Max: 1<<31 - 1},
 		{Name: "CatchUpRate", V: &t.CatchUpRate, Def: 32 << 20, Min: 64 << 10, Max: 1<<31 - 1},
-		{Name: "MaxIdleStreams", V: &t.MaxIdleStreams, Def: 32, Min: 1, Max: 1 << 12},
+		{Name: "MaxIdleStreams", V: &t.MaxIdleStreams, Def: 64, Min: 1, Max: 1 << 12},
+		{Name: "MaxCallsPerPeer", V: &t.MaxCallsPerPeer, Def: 128, Min: 1, Max: 255},
 		{Name: "CampaignHold", V: &t.CampaignHold, Def: 120, Min: 1, Max: 1 << 16},
 		{Name: "HoldAfterLeader", V: &t.HoldAfterLeader, Def: 8, Min: 1, Max: 1 << 16},
 		{Name: "SmallBatch", V: &t.SmallBatch, Def: 32, Min: 1, Max: 1 << 20},
 		{Name: "SmallBatchSettle", V: &t.SmallBatchSettle, Def: 2, Min: 1, Max: 1 << 16},
 		{Name: "Settle", V: &t.Settle, Def: 10, Min: 1, Max: 1 << 16},
-		{Name: "CampaignsInFlight", V: &t.CampaignsInFlight, Def: 8, Min: 1, Max: 1 << 16},
+		{Name: "CampaignsInFlight", V: &t.CampaignsInFlight, Def: 32, Min: 1, Max: 1 << 16},
 		{Name: "TransferParallelism", V: &t.TransferParallelism, Def: 16, Min: 1, Max: 1 << 16},
 	})
 	if rebalanceOff {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -29,6 +30,12 @@ type peer struct {
 	watch    *watch          // nil unless WatchPeer
 	reported bool            // a loss was reported and no session was established since
 	closed   bool            // Host.Close: refuse everything
+
+	// calls holds a token per call in flight to the peer (heartbeat
+	// frames aside): at most Tuning.MaxCallsPerPeer, so that a burst of
+	// calls (thousands of groups electing) waits here, each until its own
+	// deadline, instead of in yamux's stream open, which waits for ever.
+	calls chan struct{}
 }
 
 // dialAttempt is a dial in progress; done is closed when err is set.
@@ -46,7 +53,7 @@ func (h *Host) peer(addr string) (*peer, error) {
 	}
 	p := h.peers[addr]
 	if p == nil {
-		p = &peer{h: h, addr: addr}
+		p = &peer{h: h, addr: addr, calls: make(chan struct{}, h.tun.MaxCallsPerPeer)}
 		h.peers[addr] = p
 	}
 	return p, nil
@@ -181,6 +188,28 @@ func handshake(c net.Conn) (uint64, error) {
 	}
 	return readHandshakeReply(c)
 }
+
+// acquireCall takes a call token (see peer.calls), waiting until deadline
+// at most; release it with releaseCall.
+func (p *peer) acquireCall(deadline time.Time) error {
+	select {
+	case p.calls <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case p.calls <- struct{}{}:
+		return nil
+	case <-t.C:
+		return p.fail("call", fmt.Errorf("%w: %d calls to the peer in flight", ErrCallTimeout, cap(p.calls)))
+	case <-p.h.ctx.Done():
+		return ErrClosed
+	}
+}
+
+func (p *peer) releaseCall() { <-p.calls }
 
 // callStream returns an idle call stream to the peer, or opens a new one;
 // fresh reports that the stream's open frame has not been sent yet.

@@ -41,6 +41,7 @@ func (g *Group) liftHold(normal raft.ReloadableConfig) bool {
 	defer g.raft.DeregisterObserver(obs)
 	bound := time.Duration(g.h.tun.CampaignHold) * normal.HeartbeatTimeout
 	deadline := time.Now().Add(bound)
+	hardDeadline := time.Now().Add(max(bound, g.h.tun.CampaignHoldMax))
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	sawLeader := false
@@ -70,6 +71,13 @@ wait:
 			}
 			leaderSeen()
 		case <-timer.C:
+			// A leaderless group whose preferred member will still
+			// campaign holds on, so that thousands of new groups do not
+			// all campaign when their holds end together.
+			if !sawLeader && time.Now().Before(hardDeadline) && g.awaitsPreferred() {
+				timer.Reset(g.h.tun.LivenessTimeout)
+				continue
+			}
 			break wait
 		case d := <-g.release:
 			if d <= 0 {
@@ -129,6 +137,25 @@ func (g *Group) followRole(normal raft.ReloadableConfig, leaderHB time.Duration)
 		case <-tick.C:
 		}
 	}
+}
+
+// awaitsPreferred reports whether the group's preferred member will still
+// campaign: it is this member and the Host is releasing campaigns, or it
+// is on another node whose process runs (the Host holds a session to it:
+// PeerUp), which is steadier under load than a ping's vouch.
+func (g *Group) awaitsPreferred() bool {
+	if len(g.spec.Members) == 0 {
+		return false
+	}
+	pref := g.spec.Members[0]
+	if pref == g.h.id {
+		return g.h.releasing.Load() > 0
+	}
+	if g.h.resolve == nil {
+		return false
+	}
+	addr, ok := g.h.resolve(pref)
+	return ok && g.h.PeerUp(addr)
 }
 
 // releaseCampaign ends the campaign hold after d instead, or at once if

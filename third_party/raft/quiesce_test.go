@@ -70,7 +70,7 @@ type quiesceCluster struct {
 
 // newQuiesceCluster starts n servers over vouching transports and waits
 // for a leader.
-func newQuiesceCluster(t *testing.T, n int) *quiesceCluster {
+func newQuiesceCluster(t *testing.T, n int, tune ...func(*Config)) *quiesceCluster {
 	t.Helper()
 	c := &quiesceCluster{}
 	var servers []Server
@@ -87,6 +87,9 @@ func newQuiesceCluster(t *testing.T, n int) *quiesceCluster {
 	for i, tr := range c.trans {
 		conf := inmemConfig(t)
 		conf.LocalID = servers[i].ID
+		for _, f := range tune {
+			f(conf)
+		}
 		store := NewInmemStore()
 		snaps := NewInmemSnapshotStore()
 		fsm := &MockFSM{}
@@ -238,5 +241,20 @@ func TestQuiescedLeaderKeepsItsLeaseOnlyWhileVouched(t *testing.T) {
 			t.Fatal("the leader kept leading 5s after its transport stopped vouching for both followers")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A group quiesces within a few round trips of its last commit, not at the
+// next commit timeout: the leader sends the commit index at once when it
+// reaches the end of the log.
+func TestQuiesceSoonAfterCommit(t *testing.T) {
+	c := newQuiesceCluster(t, 3, func(conf *Config) { conf.CommitTimeout = time.Minute })
+	if err := c.rafts[c.leader].Apply([]byte("x"), time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c.waitQuiet(t)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("quiesced %v after the commit; want well before the one-minute commit timeout", took)
 	}
 }

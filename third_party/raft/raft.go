@@ -863,6 +863,7 @@ func (r *Raft) leaderLoop() {
 
 			// Count the number of logs enqueued
 			metrics.SetGauge([]string{"raft", "commitNumLogs"}, float32(len(groupReady)))
+			r.pushIdleCommit() // quiesce.go
 
 			if stepDown {
 				if r.config().ShutdownOnRemove {

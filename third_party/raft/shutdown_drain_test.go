@@ -11,8 +11,9 @@ import (
 // A leadership transfer asked for while raft shuts down is answered, never
 // left waiting for ever.
 func TestLeadershipTransferRacingShutdownIsAnswered(t *testing.T) {
-	for round := range 50 {
-		c := MakeCluster(3, t, nil)
+	for round := range 20 {
+		c := MakeClusterCustom(t, &MakeClusterOpts{Peers: 3, Bootstrap: true, Conf: inmemConfig(t),
+			LongstopTimeout: 30 * time.Second}) // generous: make test runs it beside other packages
 		leader := c.Leader()
 		done := make(chan error, 1)
 		go func() { done <- leader.LeadershipTransfer().Error() }()
