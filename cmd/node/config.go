@@ -30,20 +30,6 @@ type key struct {
 
 func keys() []key {
 	d := broker.DefaultConfig()
-	raftKeys := func(prefix, what string, t multiraft.Timing) []key {
-		return []key{
-			{prefix + ".heartbeat_timeout", t.HeartbeatTimeout, what + ": follower waits this long without a leader before an election"},
-			{prefix + ".election_timeout", t.ElectionTimeout, what + ": candidate waits this long for votes"},
-			{prefix + ".leader_heartbeat_timeout", t.LeaderHeartbeatTimeout, what + ": heartbeat timeout while leading (heartbeats every tenth to fifth of it; 0 = heartbeat_timeout; at most 3 times it)"},
-			{prefix + ".leader_lease_timeout", t.LeaderLeaseTimeout, what + ": leader steps down after this long without a quorum"},
-			{prefix + ".commit_timeout", t.CommitTimeout, what + ": longest wait before an idle leader sends the commit index"},
-			{prefix + ".max_append_entries", t.MaxAppendEntries, what + ": most entries per AppendEntries RPC"},
-			{prefix + ".max_inflight_appends", t.MaxInflightAppends, what + ": AppendEntries RPCs pipelined to a follower that keeps up (0 = one at a time; 2..64; wants a short commit_timeout)"},
-			{prefix + ".snapshot_interval", t.SnapshotInterval, what + ": how often to check whether to snapshot"},
-			{prefix + ".snapshot_threshold", t.SnapshotThreshold, what + ": new entries since the last snapshot that trigger one"},
-			{prefix + ".trailing_logs", t.TrailingLogs, what + ": entries kept after a snapshot for followers to catch up"},
-		}
-	}
 	ks := []key{
 		{"node_id", int(d.NodeID), "this node's broker id (a positive integer, unique in the cluster)"},
 		{"data_dir", d.DataDir, "directory for all of this node's data"},
@@ -110,6 +96,22 @@ func keys() []key {
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
 	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
 	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
+}
+
+// raftKeys are the Raft timing keys of a group kind under prefix.
+func raftKeys(prefix, what string, t multiraft.Timing) []key {
+	return []key{
+		{prefix + ".heartbeat_timeout", t.HeartbeatTimeout, what + ": follower waits this long without a leader before an election"},
+		{prefix + ".election_timeout", t.ElectionTimeout, what + ": candidate waits this long for votes"},
+		{prefix + ".leader_heartbeat_timeout", t.LeaderHeartbeatTimeout, what + ": heartbeat timeout while leading (heartbeats every tenth to fifth of it; 0 = heartbeat_timeout; at most 3 times it)"},
+		{prefix + ".leader_lease_timeout", t.LeaderLeaseTimeout, what + ": leader steps down after this long without a quorum"},
+		{prefix + ".commit_timeout", t.CommitTimeout, what + ": longest wait before an idle leader sends the commit index"},
+		{prefix + ".max_append_entries", t.MaxAppendEntries, what + ": most entries per AppendEntries RPC"},
+		{prefix + ".max_inflight_appends", t.MaxInflightAppends, what + ": AppendEntries RPCs pipelined to a follower that keeps up (0 = one at a time; 2..64; wants a short commit_timeout)"},
+		{prefix + ".snapshot_interval", t.SnapshotInterval, what + ": how often to check whether to snapshot"},
+		{prefix + ".snapshot_threshold", t.SnapshotThreshold, what + ": new entries since the last snapshot that trigger one"},
+		{prefix + ".trailing_logs", t.TrailingLogs, what + ": entries kept after a snapshot for followers to catch up"},
+	}
 }
 
 // securityKeys are the keys of how nodes authenticate each other.
