@@ -389,6 +389,8 @@ func MetadataMaxAge(d time.Duration) Opt {
 // Logger sets the log/slog logger. Default: discard everything.
 func Logger(l *slog.Logger) Opt { return mk("Logger", anyOpt, func(c *config) { c.logger = l }) }
 
+// ---- consumer options ----
+
 // ConsumeTopics assigns every partition of the topics, each starting at
 // ConsumeResetOffset. For a GroupConsumer, these are the topics the member
 // subscribes to: the group assigns their partitions. Consumer option.

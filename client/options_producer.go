@@ -108,5 +108,3 @@ func MaxInFlight(n int) Opt {
 func WithPartitioner(p Partitioner) Opt {
 	return mk("WithPartitioner", producerOpt, func(c *config) { c.partitioner = p })
 }
-
-// ---- consumer options ----
