@@ -89,6 +89,7 @@ func keys() []key {
 		{"node_unavailable_timeout", d.NodeUnavailableTimeout, "how long a node may be gone before its replicas are re-created on live nodes (0 = never)"},
 		{"replica_move_throttle", d.ReplicaMoveThrottle, "bytes per second a node sends to new replicas catching up in a reassignment (0 = no bound; at least 65536)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
+		{"memory_limit", int64(0), "bytes of memory the node's Go heap aims to stay under (the runtime's soft limit, as GOMEMLIMIT, which wins when set; 0 = 80% of the container's or machine's memory)"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
 	}
@@ -137,6 +138,9 @@ func flagName(k string) string { return strings.NewReplacer(".", "-", "_", "-").
 type options struct {
 	broker.Config
 	LogLevel  string
+	// MemoryLimit is memory_limit: the Go runtime's soft limit, 0 for a
+	// share of the machine's or container's memory (memory.go).
+	MemoryLimit int64
 	DebugAddr string // host:port for net/http/pprof; "" = none
 	AdminAddr string // host:port for metrics, health and status; "" = none
 }
@@ -406,6 +410,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	o.LogLevel = g.string("log_level")
 	o.DebugAddr = g.hostPort("debug_addr")
 	o.AdminAddr = g.hostPort("admin_addr")
+	if o.MemoryLimit = g.int64("memory_limit"); o.MemoryLimit < 0 {
+		g.fail("memory_limit", o.MemoryLimit, errors.New("must not be negative (0: a share of the machine's memory)"))
+	}
 	if g.err != nil {
 		return options{}, g.err
 	}

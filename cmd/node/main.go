@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -49,6 +50,9 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 	}
 	logger := logging.New(stderr, level)
 	opts.Config.Logger = logger
+	if limit := applyMemoryLimit(memoryLimit(opts.MemoryLimit)); limit > 0 && limit < math.MaxInt64 {
+		logger.Info("memory limit", "bytes", limit)
+	}
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
