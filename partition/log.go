@@ -68,6 +68,9 @@ type LogOptions struct {
 	Logger *slog.Logger
 	// FS holds the log's files. Nil means vfs.OS.
 	FS vfs.FS
+	// Files bounds the segment files open at once, shared by every log of
+	// a node; nil gives the log a cache of its own without a limit.
+	Files *vfs.FileCache
 	// OnFsync, if set, is called with the duration of every file fsync
 	// the log makes (segments and indexes). It must be quick.
 	OnFsync func(time.Duration)
@@ -112,6 +115,9 @@ func (o LogOptions) resolve() (LogOptions, error) {
 		o.Logger = logging.Discard()
 	}
 	o.FS = vfs.Or(o.FS)
+	if o.Files == nil {
+		o.Files = vfs.NewFileCache(0)
+	}
 	if o.fsync == nil {
 		o.fsync = vfs.File.Sync
 	}
@@ -307,6 +313,13 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 			return err
 		}
 	}
+	// Pinned, the file stays open for the write and for the cut after a
+	// failed one; failing to reopen it writes nothing and leaves the log
+	// usable.
+	if err := s.f.Pin(); err != nil {
+		return fmt.Errorf("partition: append: %w", err)
+	}
+	defer s.f.Unpin()
 	if _, err := s.f.WriteAt(b, s.size); err != nil {
 		// Readers never look past s.size, but a later roll would seal
 		// the stray bytes into the middle of the log: cut them off.
@@ -354,7 +367,7 @@ func (l *Log) roll(base int64) (*segment, error) {
 		}
 		old.dataDirty = false
 	}
-	s, err := createSegment(l.opts.FS, l.dir, base)
+	s, err := createSegment(l.files(), l.dir, base)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 //
 // Appends go on while it waits for the disk: it notes and clears the dirty
 // flags under wmu, then fsyncs holding only truncMu shared (which keeps the
-// files open and in place, as for a reader). An append during the fsync
+// files in place, as for a reader). An append during the fsync
 // sets its segment's flag again for the next Sync. Holding wmu for the
 // fsync would stall the partition's applies for as long as the kernel takes
 // to write back everything since the last snapshot.
