@@ -80,6 +80,7 @@ func keys() []key {
 		{"transactional_id_expiration_ms", d.TransactionalIDExpirationMs, "how long a transactional id without an open transaction is remembered (transactional.id.expiration.ms)"},
 		{"transaction_remove_expired_interval", d.TxnRemoveExpiredInterval, "how often transaction coordinators forget transactional ids idle past transactional_id_expiration_ms (transaction.remove.expired.transaction.cleanup.interval.ms)"},
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
+		{"partition_max_open_files", d.PartitionMaxOpenFiles, "most partition log segment and journal files the node holds open at once; past it the least recently used are closed (fsynced first if written since their last fsync) and reopened on their next use (0 = no bound; else at least 16)"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
 		{"queued_max_request_bytes", d.QueuedMaxRequestBytes, "bytes of Kafka requests read and not yet answered, node-wide, with what decoding them costs (queued.max.request.bytes); past it reading waits; at least twice max_request_bytes"},
@@ -366,6 +367,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.GroupMinSessionTimeout = g.duration("group_min_session_timeout")
 	c.GroupMaxSessionTimeout = g.duration("group_max_session_timeout")
 	c.SegmentBytes = g.int64("segment_bytes")
+	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
 	mrb := g.int("max_request_bytes")
 	rangeInt("max_request_bytes", mrb, 1, 1<<31-1)

@@ -102,6 +102,8 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "cluster without seeds", args: []string{"--bootstrap-expect", "3"}, key: "join", value: "[]"},
 		{name: "bind all without advertised", args: []string{"--kafka-addr", "0.0.0.0:9092"}, key: "advertised_kafka_addr"},
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
+		{name: "too few open files", args: []string{"--partition-max-open-files", "8"}, key: "partition_max_open_files", value: "8"},
+		{name: "negative open files", env: []string{"MINIKAFKA_PARTITION_MAX_OPEN_FILES", "-1"}, key: "partition_max_open_files", value: "-1"},
 		{name: "bad debug address", args: []string{"--debug-addr", "localhost"}, key: "debug_addr", value: "localhost"},
 		{name: "election below heartbeat", args: []string{"--raft-election-timeout", "10ms"}, key: "raft"},
 		{name: "no connections allowed", args: []string{"--max-connections", "0"}, key: "max_connections", value: "0"},
