@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
 
@@ -100,6 +101,8 @@ func keys() []key {
 		{"node_unavailable_timeout", d.NodeUnavailableTimeout, "how long a node may be gone before its replicas are re-created on live nodes (0 = never)"},
 		{"replica_move_throttle", d.ReplicaMoveThrottle, "bytes per second a node sends to new replicas catching up in a reassignment (0 = no bound; at least 65536)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
+		{"log_rate_limit", defaultLogRateLimit, "log lines of one kind (level, message and logger, whatever the partition) written per log_rate_interval; the rest are counted and reported in one line at the interval's end (0 = no limit)"},
+		{"log_rate_interval", logging.DefaultRateInterval, "the window of log_rate_limit"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
 	}
@@ -133,7 +136,17 @@ type options struct {
 	LogLevel  string
 	DebugAddr string // host:port for net/http/pprof; "" = none
 	AdminAddr string // host:port for metrics, health and status; "" = none
+
+	// LogRateLimit lines of a kind per LogRateInterval (0: no limit); see
+	// logging.RateLimiter.
+	LogRateLimit    int
+	LogRateInterval time.Duration
 }
+
+// defaultLogRateLimit lets an operator see a storm's first lines of each
+// kind every 10 s; 5,000 partitions' elections wrote 3 million lines in 9
+// minutes without it.
+const defaultLogRateLimit = 20
 
 // defaultAdminAddr is Redpanda's admin API port, where its users look for
 // /metrics, on loopback: the endpoints have no authentication.
@@ -392,6 +405,12 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.MetaRaft = g.timing("meta_raft")
 	c.PartitionLogStore = multiraft.LogStore(g.string("raft.log_store"))
 	o.LogLevel = g.string("log_level")
+	o.LogRateLimit = g.int("log_rate_limit")
+	rangeInt("log_rate_limit", o.LogRateLimit, 0, 1<<31-1)
+	o.LogRateInterval = g.duration("log_rate_interval")
+	if o.LogRateInterval < time.Millisecond {
+		g.fail("log_rate_interval", o.LogRateInterval, errors.New("must be at least 1ms"))
+	}
 	o.DebugAddr = g.hostPort("debug_addr")
 	o.AdminAddr = g.hostPort("admin_addr")
 	if g.err != nil {

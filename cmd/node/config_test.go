@@ -102,6 +102,8 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "cluster without seeds", args: []string{"--bootstrap-expect", "3"}, key: "join", value: "[]"},
 		{name: "bind all without advertised", args: []string{"--kafka-addr", "0.0.0.0:9092"}, key: "advertised_kafka_addr"},
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
+		{name: "negative log rate", args: []string{"--log-rate-limit", "-1"}, key: "log_rate_limit", value: "-1"},
+		{name: "log rate interval zero", env: []string{"MINIKAFKA_LOG_RATE_INTERVAL", "0s"}, key: "log_rate_interval", value: "0s"},
 		{name: "too few open files", args: []string{"--partition-max-open-files", "8"}, key: "partition_max_open_files", value: "8"},
 		{name: "negative open files", env: []string{"MINIKAFKA_PARTITION_MAX_OPEN_FILES", "-1"}, key: "partition_max_open_files", value: "-1"},
 		{name: "bad debug address", args: []string{"--debug-addr", "localhost"}, key: "debug_addr", value: "localhost"},
