@@ -20,7 +20,9 @@ import (
 // opened later only if nobody saw it and the inode stayed in memory, and
 // after a failed write-back the pages count as clean, so the inode may be
 // evicted with the error. Closing picks files without unsynced writes
-// first, so that fsync is rare while the files written to fit the limit.
+// first, so that fsync is rare while the files written to fit the limit;
+// past that, it closes a batch of written files at once, their fsyncs run
+// together.
 //
 // The limit is soft in two ways: files in use (a read, write or fsync
 // running through their Handle) are never closed, so while more than the
@@ -315,36 +317,52 @@ type victim struct {
 	sync bool // fsync before closing
 }
 
-// victimsLocked takes descriptors from idle Handles, clean ones first,
-// until the cache is within its limit or none is idle. The caller holds
-// c.mu and then calls evict, without it.
+// dirtyBatch is the share of the limit closed at once when room must be
+// made from files with unsynced writes: their fsyncs run together, which
+// the file system commits as about one, and the room lasts for as many
+// opens. One at a time cost an fsync per open while more files were
+// written than fit (BenchmarkAppendManyLogs).
+const dirtyBatch = 16
+
+// victimsLocked takes descriptors from idle Handles until the cache is
+// within its limit or none is idle: clean ones first, then, if need be,
+// a batch of limit/dirtyBatch dirty ones. The caller holds c.mu and then
+// calls evict, without it.
 func (c *FileCache) victimsLocked() []victim {
+	if c.limit <= 0 || c.open <= c.limit {
+		return nil
+	}
 	var vs []victim
-	for c.limit > 0 && c.open > c.limit {
-		h := c.clean.front()
-		if h == nil {
-			h = c.dirty.front()
-		}
-		if h == nil {
-			break // every descriptor is in use: over the limit for now
-		}
-		h.list.remove(h)
+	take := func(l *handleList) {
+		h := l.front()
+		l.remove(h)
 		vs = append(vs, victim{h: h, f: h.f, sync: h.dirty && !h.volatile})
 		h.f, h.busy = nil, make(chan struct{})
 		c.open--
 		c.dying++
 	}
-	return vs
+	for c.open > c.limit && c.clean.front() != nil {
+		take(&c.clean)
+	}
+	for n := max(c.open-c.limit, c.limit/dirtyBatch); n > 0 && c.dirty.front() != nil; n-- {
+		take(&c.dirty)
+	}
+	return vs // short while every descriptor is in use: over the limit for now
 }
 
-// evict closes the victims' descriptors, fsyncing first those with
-// unsynced writes. A failed fsync is kept for the Handle's next Sync.
+// evict closes the victims' descriptors, fsyncing first, all at once,
+// those with unsynced writes. A failed fsync is kept for the Handle's
+// next Sync.
 func (c *FileCache) evict(vs []victim) {
-	for _, v := range vs {
-		var err error
+	errs := make([]error, len(vs))
+	var wg sync.WaitGroup
+	for i, v := range vs {
 		if v.sync {
-			err = v.h.fsync(v.f)
+			wg.Go(func() { errs[i] = v.h.fsync(v.f) })
 		}
+	}
+	wg.Wait()
+	for i, v := range vs {
 		// A close error says nothing an fsync did not: the data of a
 		// synced file is on disk, that of a volatile one need not be.
 		_ = v.f.Close()
@@ -353,9 +371,9 @@ func (c *FileCache) evict(vs []victim) {
 		c.stats.Evictions++
 		if v.sync {
 			c.stats.EvictionSyncs++
-			if err != nil && v.h.err == nil {
-				v.h.err = fmt.Errorf("vfs: fsync %s before closing it: %w", v.h.name, err)
-			} else if err == nil {
+			if errs[i] != nil && v.h.err == nil {
+				v.h.err = fmt.Errorf("vfs: fsync %s before closing it: %w", v.h.name, errs[i])
+			} else if errs[i] == nil {
 				v.h.dirty = false // no write can run while busy is set
 			}
 		}

@@ -348,3 +348,29 @@ func TestFileCacheConcurrentUse(t *testing.T) {
 		t.Fatalf("%d open when idle, limit 4", n)
 	}
 }
+
+// TestFileCacheEvictsDirtyFilesInBatches: when only files with unsynced
+// writes are idle, making room closes a sixteenth of the limit at once,
+// fsynced together, so the next opens find room without an fsync each.
+func TestFileCacheEvictsDirtyFilesInBatches(t *testing.T) {
+	m := vfs.NewStrictMem()
+	var fsyncs atomic.Int64
+	o := vfs.HandleOptions{Fsync: func(f vfs.File) error { fsyncs.Add(1); return f.Sync() }}
+	c := vfs.NewFileCache(64)
+	for i := range 64 {
+		h := adopt(t, c, m, fmt.Sprintf("/d%d", i), o)
+		if _, err := h.WriteAt([]byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adopt(t, c, m, "/new0", o)
+	if st := c.Stats(); st.EvictionSyncs != 4 || st.Open != 61 || fsyncs.Load() != 4 {
+		t.Fatalf("stats %+v after %d fsyncs: want 4 files fsynced and closed for one open", st, fsyncs.Load())
+	}
+	for i := range 3 {
+		adopt(t, c, m, fmt.Sprintf("/new%d", i+1), o)
+	}
+	if st := c.Stats(); st.Evictions != 4 || st.Open != 64 {
+		t.Fatalf("stats %+v: the next three opens should have found room", st)
+	}
+}
