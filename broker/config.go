@@ -149,6 +149,12 @@ type Config struct {
 	SegmentBytes    int64 // partition log segment size
 	ProducerWindow  int   // batches remembered per producer (Kafka: 5)
 	MaxRequestBytes int32 // largest Kafka request frame accepted
+	// PartitionMaxOpenFiles bounds the partition log segment files and
+	// applied-index journals the node holds open at once (a vfs.FileCache
+	// its replicas share): past it the least recently used are closed and
+	// reopened on their next read or write. 0: no bound, two descriptors
+	// per replica and one per sealed segment.
+	PartitionMaxOpenFiles int
 
 	// MaxConnections and MaxConnectionsPerIP bound the Kafka connections
 	// served at once, in all and from one IP; ConnectionsMaxIdle closes a
@@ -416,5 +422,10 @@ func DefaultConfig() Config {
 		ConnectionFailedAuthenticationDelay: kafkaapi.DefaultFailedAuthenticationDelay,
 		MaxFailedAuthenticationsPerIP:       kafkaapi.DefaultMaxFailedAuthenticationsPerIP,
 		FailedAuthenticationsWindow:         kafkaapi.DefaultFailedAuthenticationsWindow,
+		// With Pebble's 256 (multiraft) and the node's few others, under
+		// 800 descriptors besides sockets: room for a few hundred
+		// connections within a ulimit -n of 1024. 256 partitions written
+		// at once keep their segment and journal open.
+		PartitionMaxOpenFiles: 512,
 	}
 }

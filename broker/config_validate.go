@@ -181,6 +181,8 @@ func (c *Config) validateLimits() error {
 		return bad("producer_id_expiration_ms", c.ProducerIDExpirationMs, "must be at least 1")
 	case c.MaxProducers < 1:
 		return bad("max_producers_per_partition", c.MaxProducers, "must be at least 1")
+	case c.PartitionMaxOpenFiles != 0 && c.PartitionMaxOpenFiles < 16:
+		return bad("partition_max_open_files", c.PartitionMaxOpenFiles, "must be 0 (no bound) or at least 16")
 	}
 	return nil
 }

@@ -86,10 +86,14 @@ type replicaSet struct {
 	mu     sync.RWMutex
 	reps   map[tp]*localReplica
 	closed bool
+
+	// files holds the replicas' segment and journal files open, at most
+	// Config.PartitionMaxOpenFiles of them.
+	files *vfs.FileCache
 }
 
 func newReplicaSet(n *Node) *replicaSet {
-	return &replicaSet{n: n, reps: map[tp]*localReplica{}}
+	return &replicaSet{n: n, reps: map[tp]*localReplica{}, files: vfs.NewFileCache(n.cfg.PartitionMaxOpenFiles)}
 }
 
 func (s *replicaSet) get(topic string, p int32) (*localReplica, bool) {
@@ -199,7 +203,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 			Hold:     true,
 			OnLeader: func(leader bool, term uint64) { s.onLeader(lr, leader, term) },
 		},
-		Log: partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes, FS: s.n.cfg.PartitionFS,
+		Log: partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes, FS: s.n.cfg.PartitionFS, Files: s.files,
 			OnFsync: s.n.metrics.ObserveFsync},
 		ProducerWindow: s.n.cfg.ProducerWindow,
 		MaxProducers:   s.n.cfg.MaxProducers,

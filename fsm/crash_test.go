@@ -46,8 +46,11 @@ const (
 	crashSegSz  = 1024
 )
 
-func crashLogOpts(fsys vfs.FS) partition.LogOptions {
-	return partition.LogOptions{FS: fsys, SegmentBytes: crashSegSz, IndexIntervalBytes: 256, FlushBytes: 700}
+// crashLogOpts are the harness's log options; fileLimit > 0 bounds the
+// open files of the log and the FSM it is given to.
+func crashLogOpts(fsys vfs.FS, fileLimit int) partition.LogOptions {
+	return partition.LogOptions{FS: fsys, SegmentBytes: crashSegSz, IndexIntervalBytes: 256, FlushBytes: 700,
+		Files: vfs.NewFileCache(fileLimit)}
 }
 
 // crashClaims are what the code under test reported durable.
@@ -80,11 +83,13 @@ func (c *crashClaims) applied(ref *crashRef, entries []*raft.Log, out []any) {
 
 // incarnation is one run of the log and FSM between a start and a crash.
 type incarnation struct {
-	m    *vfs.MemFS
-	log  *partition.Log
-	f    *fsm.FSM
-	stop chan struct{} // closed to stop the syncer
-	done chan struct{} // closed when the syncer returned
+	m   *vfs.MemFS
+	log *partition.Log
+	f   *fsm.FSM
+	// files is the cache of the log's and the FSM's open files.
+	files *vfs.FileCache
+	stop  chan struct{} // closed to stop the syncer
+	done  chan struct{} // closed when the syncer returned
 	// synced is the log end covered by the syncer's completed Syncs.
 	synced atomic.Int64
 }
@@ -101,7 +106,8 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 		t.Fatalf("recovery failed without a crash: %v", err)
 		return false
 	}
-	l, err := partition.OpenLog(crashLogDir, crashLogOpts(m))
+	lopts := crashLogOpts(m, ref.fileLimit)
+	l, err := partition.OpenLog(crashLogDir, lopts)
 	if err != nil && crashed(err) {
 		return nil
 	}
@@ -111,7 +117,7 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 	synced := c.synced
 	c.synced = min(synced, ref.endAt[c.cpIndex])
 	firstSeg := l.Segments()[0]
-	f, err := fsm.New(fsm.Config{Dir: crashFSMDir, FS: m}, l)
+	f, err := fsm.New(fsm.Config{Dir: crashFSMDir, FS: m, Files: lopts.Files}, l)
 	if err != nil {
 		l.Close()
 		if crashed(err) {
@@ -133,7 +139,7 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 	}
 	// Recovery may cut the log back (unsynced); only that much is sure now.
 	c.synced = min(synced, l.EndOffset())
-	inc := &incarnation{m: m, log: l, f: f, stop: make(chan struct{}), done: make(chan struct{})}
+	inc := &incarnation{m: m, log: l, f: f, files: lopts.Files, stop: make(chan struct{}), done: make(chan struct{})}
 	m.OnCrash(f.Stop) // an apply retrying a failed write gives up
 	go inc.syncer()
 	return inc
@@ -364,6 +370,9 @@ func measureOps(t *testing.T, ref *crashRef) int64 {
 	var c crashClaims
 	inc := openIncarnation(t, m, ref, &c)
 	inc, _ = inc.run(t, rand.New(rand.NewPCG(1, 2)), ref, 0, &c)
+	if st := inc.files.Stats(); ref.fileLimit > 0 && (st.Reopens == 0 || st.EvictionSyncs == 0) {
+		t.Fatalf("file cache %+v: no file was reopened, or none was fsynced to be closed", st)
+	}
 	ops := m.Ops()
 	m.Crash()
 	inc.abandon(&c)
@@ -377,7 +386,20 @@ func TestCrashRecovery(t *testing.T) {
 	if os.Getenv("MINIKAFKA_CRASH_LONG") != "" {
 		seeds, n = 2500, 400
 	}
+	runCrashRecovery(t, seeds, n, 0)
+}
+
+// TestCrashRecoveryFewOpenFiles runs the crash harness with the log and
+// the FSM sharing a file cache of 1: segment files and the journal are
+// closed and reopened all the time, those with unsynced writes fsynced
+// first, and every recovery still holds what was reported durable.
+func TestCrashRecoveryFewOpenFiles(t *testing.T) {
+	runCrashRecovery(t, 60, 160, 1)
+}
+
+func runCrashRecovery(t *testing.T, seeds, n, fileLimit int) {
 	ref := crashReference(t, history(21, n), newCrashWorkload(21))
+	ref.fileLimit = fileLimit
 	ref.ops = measureOps(t, ref)
 	mix := ref.workloadMix()
 	t.Logf("workload: %v", mix)

@@ -29,6 +29,8 @@ type crashRef struct {
 	full  []byte
 	posOf map[int64]int
 	ops   int64 // file operations of one crash-free harness run
+	// fileLimit bounds the open files of each incarnation (0: none).
+	fileLimit int
 }
 
 func (ref *crashRef) last() int { return len(ref.entries) }
@@ -148,7 +150,7 @@ func newCrashWorkload(seed uint64) *crashWorkload {
 // after every entry.
 func crashReference(t *testing.T, entries []*raft.Log, w *crashWorkload) *crashRef {
 	m := vfs.NewStrictMem()
-	l, err := partition.OpenLog(crashLogDir, crashLogOpts(m))
+	l, err := partition.OpenLog(crashLogDir, crashLogOpts(m, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -152,21 +151,28 @@ type journalRecord struct {
 }
 
 // journal appends applied points to a file without fsync. Only the FSM
-// goroutine uses it.
+// goroutine uses it. Its file goes through the node's file cache, which
+// may close it between appends without fsyncing it: the journal need only
+// outlive the process.
 type journal struct {
-	fh   vfs.File
+	fh   *vfs.Handle
 	size int64
 	buf  [journalRecordSize]byte
 }
 
-func openJournal(fsys vfs.FS, dir string, start journalRecord) (*journal, error) {
+// adoptJournal hands a journal file just created to files.
+func adoptJournal(fsys vfs.FS, files *vfs.FileCache, fh vfs.File) *journal {
+	return &journal{fh: files.Adopt(fsys, fh, vfs.HandleOptions{Flag: os.O_WRONLY, Volatile: true})}
+}
+
+func openJournal(fsys vfs.FS, files *vfs.FileCache, dir string, start journalRecord) (*journal, error) {
 	fh, err := fsys.OpenFile(filepath.Join(dir, journalFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, vfs.FileMode)
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{fh: fh}
+	j := adoptJournal(fsys, files, fh)
 	if err := j.append(start.index, start.term, start.end); err != nil {
-		fh.Close()
+		j.fh.Close()
 		return nil, err
 	}
 	return j, nil
@@ -177,9 +183,6 @@ func (j *journal) append(index, term uint64, end int64) error {
 		if err := j.fh.Truncate(0); err != nil {
 			return err
 		}
-		if _, err := j.fh.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
 		j.size = 0
 	}
 	b := j.buf[:0]
@@ -187,10 +190,9 @@ func (j *journal) append(index, term uint64, end int64) error {
 	b = binary.BigEndian.AppendUint64(b, term)
 	b = binary.BigEndian.AppendUint64(b, uint64(end))
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
-	if _, err := j.fh.Write(b); err != nil {
+	if _, err := j.fh.WriteAt(b, j.size); err != nil {
 		// Undo a partial record, so that later ones stay readable.
-		_, serr := j.fh.Seek(j.size, io.SeekStart)
-		return errors.Join(err, j.fh.Truncate(j.size), serr)
+		return errors.Join(err, j.fh.Truncate(j.size))
 	}
 	j.size += int64(len(b))
 	return nil
@@ -295,7 +297,7 @@ func (f *FSM) recover(window int) error {
 	f.table = table
 	f.applied.Store(target.index)
 	f.appliedTerm = target.term
-	j, err := openJournal(f.fs, f.dir, target)
+	j, err := openJournal(f.fs, f.files, f.dir, target)
 	if err != nil {
 		return fmt.Errorf("fsm: open journal: %w", err)
 	}
@@ -319,7 +321,7 @@ func (f *FSM) forget() error {
 	if err != nil {
 		return fmt.Errorf("fsm: forget journal: %w", err)
 	}
-	f.journal = &journal{fh: fh}
+	f.journal = adoptJournal(f.fs, f.files, fh)
 	if err := f.fs.SyncDir(f.dir); err != nil {
 		return fmt.Errorf("fsm: forget: %w", err)
 	}

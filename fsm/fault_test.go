@@ -23,7 +23,7 @@ type faultReplica struct {
 
 func openFaultReplica(t *testing.T, ff *vfs.FaultyFS) *faultReplica {
 	t.Helper()
-	opts := crashLogOpts(ff)
+	opts := crashLogOpts(ff, 0)
 	opts.FlushBytes = -1
 	l, err := partition.OpenLog(crashLogDir, opts)
 	if err != nil {

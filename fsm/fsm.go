@@ -105,6 +105,9 @@ type Config struct {
 	Trimmed func()
 	// FS holds the checkpoint and the journal. Nil means vfs.OS.
 	FS vfs.FS
+	// Files keeps the journal open, under the node's limit of open files
+	// (the log's LogOptions.Files); nil gives the FSM a cache of its own.
+	Files *vfs.FileCache
 	// Observer, if set, is told of every batch the FSM appends, in log
 	// order, and of every Restore (after which the log holds other
 	// batches). It runs on the FSM goroutine and must be deterministic, as
@@ -175,6 +178,7 @@ var ErrClosed = fmt.Errorf("fsm: closed: %w", kerr.NotLeaderForPartition)
 type FSM struct {
 	dir     string
 	fs      vfs.FS
+	files   *vfs.FileCache // Config.Files or a cache of its own
 	log     Log
 	logger  *slog.Logger
 	obs     Observer // Config.Observer, or nil
@@ -231,8 +235,11 @@ func New(cfg Config, log Log) (*FSM, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f := &FSM{dir: cfg.Dir, fs: fsys, log: log, logger: logger, obs: cfg.Observer, trimmed: cfg.Trimmed,
+	f := &FSM{dir: cfg.Dir, fs: fsys, files: cfg.Files, log: log, logger: logger, obs: cfg.Observer, trimmed: cfg.Trimmed,
 		limit: cfg.MaxProducers, stop: make(chan struct{})}
+	if f.files == nil {
+		f.files = vfs.NewFileCache(0)
+	}
 	if f.limit == 0 {
 		f.limit = DefaultMaxProducers
 	}

@@ -274,7 +274,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := f.journal.close(); err != nil {
 		return err
 	}
-	if f.journal, err = openJournal(f.fs, f.dir, journalRecord{index: h.cp.index, term: h.cp.term, end: h.cp.end}); err != nil {
+	if f.journal, err = openJournal(f.fs, f.files, f.dir, journalRecord{index: h.cp.index, term: h.cp.term, end: h.cp.end}); err != nil {
 		return fmt.Errorf("fsm: restore journal: %w", err)
 	}
 	f.publish()

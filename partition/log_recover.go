@@ -31,7 +31,7 @@ func (l *Log) loadSegments() error {
 		return err
 	}
 	if len(bases) == 0 {
-		s, err := createSegment(l.opts.FS, l.dir, 0)
+		s, err := createSegment(l.files(), l.dir, 0)
 		if err != nil {
 			return err
 		}
@@ -40,7 +40,7 @@ func (l *Log) loadSegments() error {
 		return nil
 	}
 	for i, base := range bases {
-		s, fileSize, err := openSegment(l.opts.FS, l.dir, base)
+		s, fileSize, err := openSegment(l.files(), l.dir, base)
 		if err != nil {
 			return err
 		}

@@ -116,7 +116,7 @@ func (l *Log) Reset(start int64) error {
 	defer l.truncMu.Unlock()
 	// Create first: on failure the old log stays whole. A segment with the
 	// same base is emptied by the create and must not be deleted after.
-	s, err := createSegment(l.opts.FS, l.dir, start)
+	s, err := createSegment(l.files(), l.dir, start)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 	}
 	kick := make(chan struct{}, 1)
 	fcfg := fsm.Config{Dir: filepath.Join(dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger,
-		FS: lopts.FS, MaxProducers: cfg.MaxProducers, Trimmed: func() {
+		FS: lopts.FS, Files: lopts.Files, MaxProducers: cfg.MaxProducers, Trimmed: func() {
 			select {
 			case kick <- struct{}{}:
 			default: // a snapshot is pending already

@@ -22,10 +22,13 @@ const (
 
 // segment is one file of the log: the batches from offset base up to next.
 type segment struct {
-	base int64    // immutable: offset of the first batch; also the file name
-	path string   // immutable: the .log file
-	f    vfs.File // immutable; closed only while Log.truncMu is held exclusively
-	fs   vfs.FS   // immutable: holds the segment's files
+	base int64  // immutable: offset of the first batch; also the file name
+	path string // immutable: the .log file
+	// f is the segment file, through the node's FileCache, which may
+	// close and reopen its descriptor whenever no call runs through it.
+	// Immutable; closed only while Log.truncMu is held exclusively.
+	f  *vfs.Handle
+	fs vfs.FS // immutable: holds the segment's files
 
 	// Guarded by Log.mu; changed only by the writer, which also holds
 	// Log.wmu and may therefore read them without Log.mu.
@@ -63,16 +66,17 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 
 // createSegment makes an empty segment file, replacing any leftover file of
 // the same name (no segment in the log's list owns it).
-func createSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
+func createSegment(files logFiles, dir string, base int64) (*segment, error) {
+	fsys := files.fs
 	path := filepath.Join(dir, segmentName(base, logSuffix))
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, vfs.FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("partition: create segment: %w", err)
 	}
-	s := &segment{base: base, path: path, f: f, fs: fsys, next: base, dataDirty: true}
+	s := &segment{base: base, path: path, f: files.adopt(f, true), fs: fsys, next: base, dataDirty: true}
 	// A leftover index of the same name would describe other bytes.
 	if err := removeIfExists(fsys, s.indexPath()); err != nil {
-		f.Close()
+		s.f.Close()
 		return nil, err
 	}
 	return s, nil
@@ -80,7 +84,8 @@ func createSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
 
 // openSegment opens an existing segment file; its size, next and index are
 // filled in by recovery.
-func openSegment(fsys vfs.FS, dir string, base int64) (*segment, int64, error) {
+func openSegment(files logFiles, dir string, base int64) (*segment, int64, error) {
+	fsys := files.fs
 	path := filepath.Join(dir, segmentName(base, logSuffix))
 	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -91,7 +96,7 @@ func openSegment(fsys vfs.FS, dir string, base int64) (*segment, int64, error) {
 		f.Close()
 		return nil, 0, fmt.Errorf("partition: open segment: %w", err)
 	}
-	return &segment{base: base, path: path, f: f, fs: fsys, next: base}, fi.Size(), nil
+	return &segment{base: base, path: path, f: files.adopt(f, false), fs: fsys, next: base}, fi.Size(), nil
 }
 
 // writeIndex stores the segment's index file (not fsynced; Sync does that).
@@ -119,12 +124,13 @@ func (s *segment) sync(fsync func(vfs.File) error) error {
 	return nil
 }
 
-// syncParts fsyncs, with fsync, the data file, the index file, or both.
-// It touches no flags; the caller holds Log.wmu or Log.truncMu (shared),
-// either of which keeps the file open.
+// syncParts fsyncs the data file (with the fsync the Log gave its file
+// cache), the index file (with fsync), or both. It touches no flags; the
+// caller holds Log.wmu or Log.truncMu (shared), either of which keeps the
+// files in place.
 func (s *segment) syncParts(data, index bool, fsync func(vfs.File) error) error {
 	if data {
-		if err := fsync(s.f); err != nil {
+		if err := s.f.Sync(); err != nil {
 			return fmt.Errorf("partition: sync segment: %w", err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
 
@@ -67,6 +68,7 @@ func keys() []key {
 		{"transactional_id_expiration_ms", d.TransactionalIDExpirationMs, "how long a transactional id without an open transaction is remembered (transactional.id.expiration.ms)"},
 		{"transaction_remove_expired_interval", d.TxnRemoveExpiredInterval, "how often transaction coordinators forget transactional ids idle past transactional_id_expiration_ms (transaction.remove.expired.transaction.cleanup.interval.ms)"},
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
+		{"partition_max_open_files", d.PartitionMaxOpenFiles, "most partition log segment and journal files the node holds open at once; past it the least recently used are closed (fsynced first if written since their last fsync) and reopened on their next use (0 = no bound; else at least 16)"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
 		{"queued_max_request_bytes", d.QueuedMaxRequestBytes, "bytes of Kafka requests read and not yet answered, node-wide, with what decoding them costs (queued.max.request.bytes); past it reading waits; at least twice max_request_bytes"},
@@ -90,6 +92,8 @@ func keys() []key {
 		{"replica_move_throttle", d.ReplicaMoveThrottle, "bytes per second a node sends to new replicas catching up in a reassignment (0 = no bound; at least 65536)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
 		{"memory_limit", int64(0), "bytes of memory the node's Go heap aims to stay under (the runtime's soft limit, as GOMEMLIMIT, which wins when set; 0 = 80% of the container's or machine's memory)"},
+		{"log_rate_limit", defaultLogRateLimit, "log lines of one kind (level, message and logger, whatever the partition) written per log_rate_interval; the rest are counted and reported in one line at the interval's end (0 = no limit)"},
+		{"log_rate_interval", logging.DefaultRateInterval, "the window of log_rate_limit"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
 	}
@@ -143,7 +147,17 @@ type options struct {
 	MemoryLimit int64
 	DebugAddr string // host:port for net/http/pprof; "" = none
 	AdminAddr string // host:port for metrics, health and status; "" = none
+
+	// LogRateLimit lines of a kind per LogRateInterval (0: no limit); see
+	// logging.RateLimiter.
+	LogRateLimit    int
+	LogRateInterval time.Duration
 }
+
+// defaultLogRateLimit lets an operator see a storm's first lines of each
+// kind every 10 s; 5,000 partitions' elections wrote 3 million lines in 9
+// minutes without it.
+const defaultLogRateLimit = 20
 
 // defaultAdminAddr is Redpanda's admin API port, where its users look for
 // /metrics, on loopback: the endpoints have no authentication.
@@ -381,6 +395,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.GroupMinSessionTimeout = g.duration("group_min_session_timeout")
 	c.GroupMaxSessionTimeout = g.duration("group_max_session_timeout")
 	c.SegmentBytes = g.int64("segment_bytes")
+	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
 	mrb := g.int("max_request_bytes")
 	rangeInt("max_request_bytes", mrb, 1, 1<<31-1)
@@ -408,6 +423,12 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.MetaRaft = g.timing("meta_raft")
 	c.PartitionLogStore = multiraft.LogStore(g.string("raft.log_store"))
 	o.LogLevel = g.string("log_level")
+	o.LogRateLimit = g.int("log_rate_limit")
+	rangeInt("log_rate_limit", o.LogRateLimit, 0, 1<<31-1)
+	o.LogRateInterval = g.duration("log_rate_interval")
+	if o.LogRateInterval < time.Millisecond {
+		g.fail("log_rate_interval", o.LogRateInterval, errors.New("must be at least 1ms"))
+	}
 	o.DebugAddr = g.hostPort("debug_addr")
 	o.AdminAddr = g.hostPort("admin_addr")
 	if o.MemoryLimit = g.int64("memory_limit"); o.MemoryLimit < 0 {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -43,12 +44,12 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "minikafka-node: %v\n", err)
 		return 2
 	}
-	level, err := logging.ParseLevel(opts.LogLevel)
+	logger, closeLog, err := newLogger(stderr, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "minikafka-node: config log_level=%s: %v\n", opts.LogLevel, err)
+		fmt.Fprintf(stderr, "minikafka-node: %v\n", err)
 		return 2
 	}
-	logger := logging.New(stderr, level)
+	defer closeLog()
 	opts.Config.Logger = logger
 	if limit := applyMemoryLimit(memoryLimit(opts.MemoryLimit)); limit > 0 && limit < math.MaxInt64 {
 		logger.Info("memory limit", "bytes", limit)
@@ -105,4 +106,17 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 		logger.Warn("second signal: exiting at once", "signal", sig.String())
 		return 1
 	}
+}
+
+// newLogger is the node's logger: text lines on w at log_level, repeated
+// kinds limited to log_rate_limit per log_rate_interval. The returned
+// func reports the lines still held back.
+func newLogger(w io.Writer, opts options) (*slog.Logger, func(), error) {
+	level, err := logging.ParseLevel(opts.LogLevel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config log_level=%s: %w", opts.LogLevel, err)
+	}
+	limiter := logging.NewRateLimiter(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}),
+		logging.RateLimitOptions{Burst: opts.LogRateLimit, Interval: opts.LogRateInterval})
+	return slog.New(limiter.Handler()), limiter.Close, nil
 }
