@@ -141,12 +141,12 @@ func flagName(k string) string { return strings.NewReplacer(".", "-", "_", "-").
 // options are the loaded configuration plus what only the binary needs.
 type options struct {
 	broker.Config
-	LogLevel  string
+	LogLevel string
 	// MemoryLimit is memory_limit: the Go runtime's soft limit, 0 for a
 	// share of the machine's or container's memory (memory.go).
 	MemoryLimit int64
-	DebugAddr string // host:port for net/http/pprof; "" = none
-	AdminAddr string // host:port for metrics, health and status; "" = none
+	DebugAddr   string // host:port for net/http/pprof; "" = none
+	AdminAddr   string // host:port for metrics, health and status; "" = none
 
 	// LogRateLimit lines of a kind per LogRateInterval (0: no limit); see
 	// logging.RateLimiter.
