@@ -1,0 +1,202 @@
+package reqfuzz
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"reflect"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/internal/frame"
+)
+
+// maxResponse bounds an answer frame.
+const maxResponse = 256 << 20
+
+// outcome is what one connection of a round saw.
+type outcome struct {
+	node         int      // the target's id
+	frames       []*request // what it was to send
+	sent         int      // frames written
+	answered     int
+	serverClosed bool // the node closed the connection
+	dialErr      error
+	// next is the index of the oldest frame neither answered nor passed
+	// by a later answer: frames[next:sent] were unanswered at the end.
+	next       int
+	violations []violation // protocol breaches in the answers
+}
+
+// unanswered are the frames sent that got no answer.
+func (o *outcome) unanswered() []*request { return o.frames[o.next:o.sent] }
+
+// pipeline sends frames on a new connection to addr without waiting for
+// answers, reads the answers as they come, and returns once every frame
+// is answered, the node closed the connection, or linger has passed
+// since the last write.
+func pipeline(ctx context.Context, node int, addr string, frames []*request, apis []API, linger time.Duration, st *Stats) *outcome {
+	o := &outcome{node: node, frames: frames}
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	nc, err := d.DialContext(dctx, "tcp", addr)
+	cancel()
+	if err != nil {
+		o.dialErr = err
+		return o
+	}
+	defer nc.Close()
+	readErr := make(chan error, 1)
+	go func() { readErr <- o.read(nc, apis, st) }()
+	for _, fr := range frames {
+		nc.SetWriteDeadline(time.Now().Add(linger))
+		if _, err := nc.Write(fr.b); err != nil || ctx.Err() != nil {
+			break
+		}
+		o.sent++
+		st.sentFrame(fr)
+	}
+	// The reader owns o.next and o.answered until it returns; sent is
+	// final now, and the deadline ends a read that waits for more.
+	nc.SetReadDeadline(time.Now().Add(linger))
+	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	err = <-readErr
+	o.serverClosed = errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF)
+	return o
+}
+
+// read reads answers until the last frame's, or an error.
+func (o *outcome) read(nc net.Conn, apis []API, st *Stats) error {
+	br := bufio.NewReader(nc)
+	for {
+		body, err := frame.Read(br, 4, maxResponse)
+		if se := (*frame.SizeError)(nil); errors.As(err, &se) {
+			o.violate("bad answer frame", nil, err.Error())
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		i := int(int32(binary.BigEndian.Uint32(body))) - 1
+		if i < o.next || i >= len(o.frames) {
+			o.violate("unexpected correlation id", nil, fmt.Sprintf("%d, expected one of %d..%d", i+1, o.next+1, len(o.frames)))
+			return nil
+		}
+		for _, skipped := range o.frames[o.next:i] {
+			if !skipped.mutated && skipped.inRange && !skipped.acks0 {
+				o.violate("answer skipped", skipped, "no answer, but one to a later request")
+			}
+		}
+		o.next = i + 1
+		o.answered++
+		if kind, err := answer(o.frames[i], body[4:], apis, st); err != nil {
+			o.violate(kind, o.frames[i], err.Error())
+		}
+		if o.next == len(o.frames) {
+			return nil
+		}
+	}
+}
+
+// violation is an answer that breaks the protocol.
+type violation struct {
+	kind   string
+	fr     *request // the request it concerns, if known
+	detail string
+}
+
+// key groups violations of one kind on one API and version.
+func (v violation) key() string {
+	if v.fr == nil {
+		return v.kind
+	}
+	return fmt.Sprintf("%s: %s v%d", v.kind, kmsg.NameForKey(v.fr.key), v.fr.version)
+}
+
+func (o *outcome) violate(kind string, fr *request, detail string) {
+	o.violations = append(o.violations, violation{kind, fr, detail})
+}
+
+// answer decodes fr's answer and counts its error codes. An answer that
+// does not decode at the version asked, or an answer to a version the
+// node does not advertise, is an error.
+func answer(fr *request, body []byte, apis []API, st *Stats) (kind string, err error) {
+	a, inRange := served(apis, fr.key, fr.version)
+	v := fr.version
+	switch {
+	case fr.key == int16(kmsg.ApiVersions) && v > a.Max:
+		v = 0 // Kafka answers an unknown ApiVersions version with v0
+	case !inRange:
+		return "answered an unserved version", errors.New("the node answered instead of closing")
+	}
+	resp := kmsg.ResponseForKey(fr.key)
+	resp.SetVersion(v)
+	if resp.IsFlexible() && fr.key != int16(kmsg.ApiVersions) {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return "undecodable answer", fmt.Errorf("header: %w", err)
+		}
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return "undecodable answer", err
+	}
+	st.answer(resp)
+	return "", nil
+}
+
+// skipTags skips a response header's tagged fields.
+func skipTags(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errors.New("bad tag count")
+	}
+	b = b[k:]
+	for range n {
+		if _, k = binary.Uvarint(b); k <= 0 {
+			return nil, errors.New("bad tag")
+		}
+		b = b[k:]
+		size, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < size {
+			return nil, errors.New("bad tag size")
+		}
+		b = b[k+int(size):]
+	}
+	return b, nil
+}
+
+// errorCodes calls fn with every ErrorCode field in v, at any depth.
+func errorCodes(v reflect.Value, fn func(int16)) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			errorCodes(v.Elem(), fn)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := v.Field(i)
+			if t.Field(i).Name == "ErrorCode" && f.Kind() == reflect.Int16 {
+				fn(int16(f.Int()))
+				continue
+			}
+			if k := f.Kind(); k == reflect.Struct || k == reflect.Slice || k == reflect.Pointer {
+				errorCodes(f, fn)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		for i := range v.Len() {
+			errorCodes(v.Index(i), fn)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package reqfuzz
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReqFuzz is the short run of make test: one node process, the
+// regression cases replayed, then about a minute of rounds (REQFUZZ_TIME)
+// from a new seed (REQFUZZ_SEED replays one), stopping at the first
+// failed check.
+func TestReqFuzz(t *testing.T) {
+	d := envDuration(t, "REQFUZZ_TIME", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Minute)
+	defer cancel()
+	h := startHarness(ctx, t, 1, Config{
+		Seed: seedFromEnv(t), Conns: 4, PerConn: 25, Linger: 2 * time.Second,
+		RSSBound: rssBound(t), OutDir: outDir(),
+	})
+	replayRegressions(ctx, t, h)
+	fuzz(ctx, t, h, d, false)
+}
+
+// TestReqFuzzLong is make fuzz: three node processes, FUZZ_TIME (default
+// 30m) of rounds; a node that crashes is restarted after triage and the
+// run goes on, so that one run can find several defects.
+func TestReqFuzzLong(t *testing.T) {
+	if os.Getenv("REQFUZZ_LONG") == "" {
+		t.Skip("the long run is make fuzz (REQFUZZ_LONG=1)")
+	}
+	d := envDuration(t, "FUZZ_TIME", 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d+15*time.Minute)
+	defer cancel()
+	h := startHarness(ctx, t, 3, Config{
+		Seed: seedFromEnv(t), Conns: 6, PerConn: 30, Linger: 2 * time.Second,
+		RSSBound: rssBound(t), OutDir: outDir(),
+	})
+	replayRegressions(ctx, t, h)
+	fuzz(ctx, t, h, d, true)
+}
+
+// replayRegressions replays every testdata/regress case, each followed
+// by the checks of a round; a case that makes a node exit has it
+// restarted, so that the others still run.
+func replayRegressions(ctx context.Context, t *testing.T, h *harness) {
+	files, err := filepath.Glob(filepath.Join("testdata", "regress", "*.case"))
+	must(t, err)
+	for _, file := range files {
+		t.Run("regress/"+strings.TrimSuffix(filepath.Base(file), ".case"), func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			must(t, err)
+			c, err := ParseCase(b)
+			must(t, err)
+			if c.Skip != "" {
+				t.Skip(c.Skip)
+			}
+			log, err := Replay(ctx, h.runner.cfg.Targets, c, 5*time.Second)
+			must(t, err)
+			if err := h.runner.Check(ctx); err != nil {
+				t.Errorf("%s\nafter replaying %s:\n%s", err, file, strings.Join(log, "\n"))
+				must(t, h.runner.RestartExited(ctx))
+			}
+		})
+	}
+}
+
+// fuzz runs rounds for d. A protocol violation is reported with its
+// request and the run goes on; a failed check is reported with the
+// round's requests (triaged to the one that crashes a node, when one
+// exited) and ends the run unless keepGoing.
+func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGoing bool) {
+	r := h.runner
+	t.Logf("reqfuzz: seed %d (REQFUZZ_SEED=%d replays it), %s of rounds of %d connections x %d requests against %d node(s)",
+		r.cfg.Seed, r.cfg.Seed, d, r.cfg.Conns, r.cfg.PerConn, len(r.cfg.Targets))
+	findings := 0
+	end := time.Now().Add(d)
+	for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
+		for _, v := range r.Round(ctx, n) {
+			findings++
+			t.Errorf("reqfuzz: seed %d round %d: %s: %s\nrequest: %s", r.cfg.Seed, n, v.key(), v.detail, violationRequest(v))
+		}
+		err := r.Check(ctx)
+		if err == nil {
+			continue
+		}
+		findings++
+		t.Errorf("%s", r.Failure(err))
+		if culprit := triage(ctx, t, r); culprit != nil {
+			t.Errorf("reqfuzz: triage found the request that crashes a node alone:\n%s", culprit.Format())
+		}
+		if !keepGoing || r.RestartExited(ctx) != nil || r.Check(ctx) != nil {
+			break
+		}
+	}
+	t.Logf("reqfuzz summary:\n%s", r.Stats)
+	verdict := "PASS"
+	if t.Failed() {
+		verdict = "FAIL"
+	}
+	t.Logf("reqfuzz: %s: seed %d, %d rounds, %d findings", verdict, r.cfg.Seed, r.Stats.Rounds(), findings)
+}
+
+// triage looks for the crashing request when a node exited.
+func triage(ctx context.Context, t *testing.T, r *Runner) *Case {
+	if r.exitedWithin(ctx, 0) == 0 {
+		return nil
+	}
+	c, err := r.Triage(ctx)
+	if err != nil {
+		t.Errorf("reqfuzz: triage: %v", err)
+	}
+	return c
+}
+
+// violationRequest describes the request of a violation.
+func violationRequest(v violation) string {
+	if v.fr == nil {
+		return "(not known)"
+	}
+	return fmt.Sprintf("%s\n  %s", v.fr.desc, hexPrefix(v.fr.b, 512))
+}

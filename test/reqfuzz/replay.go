@@ -1,0 +1,157 @@
+package reqfuzz
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minikafka/minikafka-go/internal/frame"
+)
+
+// Case is a replayable sequence of raw requests: a regression case under
+// testdata/regress, or a failing round saved by Runner.Failure.
+//
+// Its file is lines of text: "# ..." comments (what the case is, the
+// defect it found), an optional "skip: <defect>" while the defect is not
+// fixed, and per connection a line "conn <node id>" followed by one line
+// "frame <hex>" per request, size prefix included.
+type Case struct {
+	Comments []string
+	Skip     string // why the case is skipped; "" runs it
+	Conns    []Conn
+}
+
+// Conn is one connection of a case and what it sends, in order.
+type Conn struct {
+	Node   int // the target's id
+	Note   string
+	Frames [][]byte
+}
+
+// ParseCase reads a case file.
+func ParseCase(b []byte) (*Case, error) {
+	c := &Case{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 512<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		word, rest, _ := strings.Cut(line, " ")
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "#"):
+			c.Comments = append(c.Comments, strings.TrimSpace(strings.TrimPrefix(line, "#")))
+		case word == "skip:":
+			c.Skip = strings.TrimSpace(rest)
+		case word == "conn":
+			id, note, _ := strings.Cut(rest, " ")
+			node, err := strconv.Atoi(id)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: node id: %w", n, err)
+			}
+			c.Conns = append(c.Conns, Conn{Node: node, Note: strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(note), "#"))})
+		case word == "frame" && len(c.Conns) > 0:
+			fr, err := hex.DecodeString(strings.TrimSpace(rest))
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			last := &c.Conns[len(c.Conns)-1]
+			last.Frames = append(last.Frames, fr)
+		default:
+			return nil, fmt.Errorf("line %d: unknown %q", n, word)
+		}
+	}
+	return c, sc.Err()
+}
+
+// Format writes the case file.
+func (c *Case) Format() []byte {
+	var b bytes.Buffer
+	for _, l := range c.Comments {
+		fmt.Fprintf(&b, "# %s\n", l)
+	}
+	if c.Skip != "" {
+		fmt.Fprintf(&b, "skip: %s\n", c.Skip)
+	}
+	for _, conn := range c.Conns {
+		fmt.Fprintf(&b, "conn %d", conn.Node)
+		if conn.Note != "" {
+			fmt.Fprintf(&b, " # %s", conn.Note)
+		}
+		b.WriteString("\n")
+		for _, fr := range conn.Frames {
+			fmt.Fprintf(&b, "frame %x\n", fr)
+		}
+	}
+	return b.Bytes()
+}
+
+// Replay sends a case's requests: per connection, each request after
+// the previous one was answered, the connection closed (a new one is
+// opened), or wait passed. It returns what happened to each request.
+func Replay(ctx context.Context, targets []Target, c *Case, wait time.Duration) ([]string, error) {
+	var log []string
+	for _, conn := range c.Conns {
+		addr := caseTarget(targets, conn.Node).Addr
+		var nc net.Conn
+		for i, fr := range conn.Frames {
+			if nc == nil {
+				var err error
+				if nc, err = dial(ctx, addr); err != nil {
+					return log, err
+				}
+			}
+			what := exchange(nc, fr, wait)
+			if what != "answered" {
+				nc.Close()
+				nc = nil
+			}
+			log = append(log, fmt.Sprintf("node %d request %d: %s", conn.Node, i+1, what))
+		}
+		if nc != nil {
+			nc.Close()
+		}
+	}
+	return log, nil
+}
+
+func dial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return d.DialContext(dctx, "tcp", addr)
+}
+
+// exchange writes one request and reads one answer.
+func exchange(nc net.Conn, fr []byte, wait time.Duration) string {
+	nc.SetDeadline(time.Now().Add(wait))
+	if _, err := nc.Write(fr); err != nil {
+		return "write failed: " + err.Error()
+	}
+	_, err := frame.Read(nc, 4, maxResponse)
+	var ne net.Error
+	switch {
+	case err == nil:
+		return "answered"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "no answer"
+	}
+	return "closed: " + err.Error()
+}
+
+// caseTarget is the target with id, or, when a case recorded against
+// more nodes is replayed against fewer, the one id maps to.
+func caseTarget(targets []Target, id int) Target {
+	for _, t := range targets {
+		if t.ID == id {
+			return t
+		}
+	}
+	return targets[(max(id, 1)-1)%len(targets)]
+}

@@ -1,0 +1,157 @@
+package reqfuzz
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Stats counts what a run sent and what the nodes answered. Its methods
+// may be called from several goroutines.
+type Stats struct {
+	mu           sync.Mutex    // guards every field
+	rounds       int           // rounds run
+	sent         map[int16]int // requests written, per API key
+	outOfRange   int           // requests at a version or key not advertised
+	mutated      int           // requests whose bytes were mutated
+	answered     int           // answers decoded
+	codes        map[int16]int // error codes in answers, at any depth
+	serverClosed int           // connections the node closed
+	// closedAfter counts, per API, closes whose oldest unanswered
+	// request was unmutated and at an advertised version.
+	closedAfter map[string]int
+	lingering   int                  // requests unanswered at a round's end, the connection open
+	violations  map[string]violation // the first of each kind, API and version
+	counts      map[string]int       // violations per key
+	peakRSS     map[int]int64        // per node: the largest VmHWM read
+}
+
+// NewStats returns empty counters.
+func NewStats() *Stats {
+	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[string]int{},
+		violations: map[string]violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}}
+}
+
+func (s *Stats) sentFrame(fr *request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent[fr.key]++
+	if !fr.inRange {
+		s.outOfRange++
+	}
+	if fr.mutated {
+		s.mutated++
+	}
+}
+
+func (s *Stats) answer(resp kmsg.Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answered++
+	errorCodes(reflect.ValueOf(resp), func(c int16) { s.codes[c]++ })
+}
+
+// outcome adds a connection's end and returns its new violations: those
+// of a kind, API and version not seen before.
+func (s *Stats) outcome(o *outcome) []violation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o.serverClosed {
+		s.serverClosed++
+		if u := o.unanswered(); len(u) > 0 && !u[0].mutated && u[0].inRange {
+			s.closedAfter[kmsg.NameForKey(u[0].key)]++
+		}
+	} else {
+		s.lingering += len(o.unanswered())
+	}
+	var fresh []violation
+	for _, v := range o.violations {
+		k := v.key()
+		if s.counts[k] == 0 {
+			s.violations[k] = v
+			fresh = append(fresh, v)
+		}
+		s.counts[k]++
+	}
+	return fresh
+}
+
+func (s *Stats) rss(node int, peak int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peakRSS[node] = max(s.peakRSS[node], peak)
+}
+
+func (s *Stats) round() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rounds++
+}
+
+// Violations is how many protocol violations of distinct kinds were seen.
+func (s *Stats) Violations() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.violations)
+}
+
+// String is the summary: requests per API, errors per code, connections
+// closed by the nodes, peak resident memory per node, violations.
+func (s *Stats) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	total := 0
+	for _, n := range s.sent {
+		total += n
+	}
+	fmt.Fprintf(&b, "rounds %d, requests sent %d (%d at a version or key not advertised, %d mutated), answers %d\n",
+		s.rounds, total, s.outOfRange, s.mutated, s.answered)
+	b.WriteString("requests sent per API:\n")
+	for _, k := range slices.Sorted(maps.Keys(s.sent)) {
+		fmt.Fprintf(&b, "  %5d %-28s %d\n", k, kmsg.NameForKey(k), s.sent[k])
+	}
+	b.WriteString("errors answered per code:\n")
+	for _, c := range slices.Sorted(maps.Keys(s.codes)) {
+		name := "NONE"
+		if c != 0 {
+			name = kerr.TypedErrorForCode(c).Message
+			if c != kerr.UnknownServerError.Code && name == kerr.UnknownServerError.Message {
+				name = "(not a Kafka error code)"
+			}
+		}
+		fmt.Fprintf(&b, "  %5d %-40s %d\n", c, name, s.codes[c])
+	}
+	fmt.Fprintf(&b, "connections closed by the server: %d; requests left unanswered at a round's end: %d\n", s.serverClosed, s.lingering)
+	if len(s.closedAfter) > 0 {
+		b.WriteString("  closes after an unmutated request at an advertised version, per API:")
+		for _, k := range slices.Sorted(maps.Keys(s.closedAfter)) {
+			fmt.Fprintf(&b, " %s %d;", k, s.closedAfter[k])
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("peak RSS per node (VmHWM):")
+	for _, id := range slices.Sorted(maps.Keys(s.peakRSS)) {
+		fmt.Fprintf(&b, " node %d %.1f MiB;", id, float64(s.peakRSS[id])/(1<<20))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "protocol violations: %d kinds\n", len(s.violations))
+	for _, k := range slices.Sorted(maps.Keys(s.violations)) {
+		v := s.violations[k]
+		fmt.Fprintf(&b, "  %s (%d times), first: %s\n", k, s.counts[k], v.detail)
+	}
+	return b.String()
+}
+
+// Rounds is how many rounds ran.
+func (s *Stats) Rounds() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rounds
+}
