@@ -22,9 +22,9 @@ const maxResponse = 256 << 20
 
 // outcome is what one connection of a round saw.
 type outcome struct {
-	node         int      // the target's id
+	node         int        // the target's id
 	frames       []*request // what it was to send
-	sent         int      // frames written
+	sent         int        // frames written
 	answered     int
 	serverClosed bool // the node closed the connection
 	dialErr      error

@@ -87,4 +87,3 @@ func (r *Runner) target(id int) Target {
 	}
 	return Target{LogTail: func(int) string { return "" }}
 }
-
