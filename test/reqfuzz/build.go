@@ -23,9 +23,37 @@ type request struct {
 	b            []byte // size prefix, header, body
 	desc         string // API, version, hostility, mutations
 	mutated      bool   // bytes changed after encoding
+	malformed    bool   // kmsg's encoding does not decode (a string past an int16 length)
 	inRange      bool   // a served key at an advertised version
 	acks0        bool   // an unmutated acks=0 Produce: no answer is due
-	last         bool   // desynchronises the stream: nothing may follow it
+	last         bool   // its size prefix lies: nothing may follow it on its TCP connection
+}
+
+// clean reports whether the request is well-formed, at a version the
+// node advertises: the node must answer it.
+func (r *request) clean() bool { return r.inRange && !r.mutated && !r.malformed }
+
+// decodes reports whether kmsg reads body's request back from b, a frame
+// from a formatter with a client id.
+func decodes(body kmsg.Request, b []byte) bool {
+	if len(b) < headerLen+2 {
+		return false
+	}
+	rest := b[headerLen:]
+	if n := int(int16(binary.BigEndian.Uint16(rest))); n > 0 {
+		rest = rest[min(len(rest), 2+n):]
+	} else {
+		rest = rest[2:]
+	}
+	if body.IsFlexible() {
+		if len(rest) == 0 {
+			return false
+		}
+		rest = rest[1:] // the formatter writes no header tags
+	}
+	back := kmsg.RequestForKey(body.Key())
+	back.SetVersion(body.GetVersion())
+	return back.ReadFrom(rest) == nil
 }
 
 // served reports whether the node serves key at version, and the API.
@@ -95,6 +123,10 @@ func buildFrame(rng *rand.Rand, apis []API, unserved []int16, corr int32) *reque
 		hostility = "wild"
 	}
 	fr.desc = fmt.Sprintf("%s(key %d) v%d %s", kmsg.NameForKey(key), key, version, hostility)
+	if fr.inRange && !decodes(body, fr.b) {
+		fr.malformed = true
+		fr.desc += " (kmsg's encoding does not decode)"
+	}
 	if p, ok := body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
 		fr.acks0 = true
 	}
@@ -123,11 +155,7 @@ func roundFrames(seed uint64, round, conn, n int, apis []API) []*request {
 	unserved := unservedKeys(apis)
 	frames := make([]*request, 0, n)
 	for i := range n {
-		fr := buildFrame(rng, apis, unserved, int32(i+1))
-		frames = append(frames, fr)
-		if fr.last {
-			break
-		}
+		frames = append(frames, buildFrame(rng, apis, unserved, int32(i+1)))
 	}
 	return frames
 }

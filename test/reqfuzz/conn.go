@@ -20,60 +20,97 @@ import (
 // maxResponse bounds an answer frame.
 const maxResponse = 256 << 20
 
-// outcome is what one connection of a round saw.
+// outcome is what one connection of a round saw. When the node closes
+// the TCP connection, the oldest unanswered request is taken as the
+// cause and the rest are sent again on a new one, so that every request
+// gets its turn: one TCP connection is a segment.
 type outcome struct {
-	node         int        // the target's id
-	frames       []*request // what it was to send
-	sent         int        // frames written
-	answered     int
-	serverClosed bool // the node closed the connection
-	dialErr      error
-	// next is the index of the oldest frame neither answered nor passed
-	// by a later answer: frames[next:sent] were unanswered at the end.
-	next       int
+	node       int        // the target's id
+	frames     []*request // what it was to send
+	segs       []segment
+	answered   int
 	violations []violation // protocol breaches in the answers
 }
 
-// unanswered are the frames sent that got no answer.
-func (o *outcome) unanswered() []*request { return o.frames[o.next:o.sent] }
+// segment is one TCP connection of an outcome.
+type segment struct {
+	// frames[start:sent] were written; frames[start:next] were answered
+	// or passed by a later answer.
+	start, next, sent int
+	serverClosed      bool // the node closed the connection
+	dialErr           error
+}
 
-// pipeline sends frames on a new connection to addr without waiting for
-// answers, reads the answers as they come, and returns once every frame
-// is answered, the node closed the connection, or linger has passed
-// since the last write.
+// last is the outcome's last segment.
+func (o *outcome) last() segment {
+	if len(o.segs) == 0 {
+		return segment{}
+	}
+	return o.segs[len(o.segs)-1]
+}
+
+// unanswered are the requests of the last segment that got no answer.
+func (o *outcome) unanswered() []*request {
+	s := o.last()
+	return o.frames[s.next:s.sent]
+}
+
+// pipeline sends frames to addr without waiting for answers, reading
+// the answers as they come. A segment ends when every request written is
+// answered, when the node closes the connection (the next segment starts
+// after the oldest unanswered request), or linger after the last write
+// (the next starts after the last request written).
 func pipeline(ctx context.Context, node int, addr string, frames []*request, apis []API, linger time.Duration, st *Stats) *outcome {
 	o := &outcome{node: node, frames: frames}
-	var d net.Dialer
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	nc, err := d.DialContext(dctx, "tcp", addr)
-	cancel()
+	for start := 0; start < len(frames) && ctx.Err() == nil; {
+		s := o.segment(ctx, addr, start, apis, linger, st)
+		o.segs = append(o.segs, s)
+		switch {
+		case s.dialErr != nil:
+			return o
+		case s.serverClosed:
+			start = s.next + 1
+		default:
+			start = s.sent
+		}
+	}
+	return o
+}
+
+// segment writes frames[start:] on a new connection, up to and including
+// a request whose size prefix lies, while a reader takes the answers.
+func (o *outcome) segment(ctx context.Context, addr string, start int, apis []API, linger time.Duration, st *Stats) segment {
+	s := segment{start: start, next: start, sent: start}
+	nc, err := dial(ctx, addr)
 	if err != nil {
-		o.dialErr = err
-		return o
+		s.dialErr = err
+		return s
 	}
 	defer nc.Close()
 	readErr := make(chan error, 1)
-	go func() { readErr <- o.read(nc, apis, st) }()
-	for _, fr := range frames {
+	go func() { readErr <- o.read(nc, &s, apis, st) }()
+	for _, fr := range o.frames[start:] {
 		nc.SetWriteDeadline(time.Now().Add(linger))
 		if _, err := nc.Write(fr.b); err != nil || ctx.Err() != nil {
 			break
 		}
-		o.sent++
-		st.sentFrame(fr)
+		s.sent++
+		if fr.last {
+			break
+		}
 	}
-	// The reader owns o.next and o.answered until it returns; sent is
-	// final now, and the deadline ends a read that waits for more.
+	// The reader owns s.next and o's answers until it returns; the
+	// deadline ends a read that waits for more.
 	nc.SetReadDeadline(time.Now().Add(linger))
 	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	err = <-readErr
-	o.serverClosed = errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF)
-	return o
+	s.serverClosed = errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF)
+	return s
 }
 
 // read reads answers until the last frame's, or an error.
-func (o *outcome) read(nc net.Conn, apis []API, st *Stats) error {
+func (o *outcome) read(nc net.Conn, s *segment, apis []API, st *Stats) error {
 	br := bufio.NewReader(nc)
 	for {
 		body, err := frame.Read(br, 4, maxResponse)
@@ -85,21 +122,21 @@ func (o *outcome) read(nc net.Conn, apis []API, st *Stats) error {
 			return err
 		}
 		i := int(int32(binary.BigEndian.Uint32(body))) - 1
-		if i < o.next || i >= len(o.frames) {
-			o.violate("unexpected correlation id", nil, fmt.Sprintf("%d, expected one of %d..%d", i+1, o.next+1, len(o.frames)))
+		if i < s.next || i >= len(o.frames) {
+			o.violate("unexpected correlation id", nil, fmt.Sprintf("%d, expected one of %d..%d", i+1, s.next+1, len(o.frames)))
 			return nil
 		}
-		for _, skipped := range o.frames[o.next:i] {
-			if !skipped.mutated && skipped.inRange && !skipped.acks0 {
+		for _, skipped := range o.frames[s.next:i] {
+			if skipped.clean() && !skipped.acks0 {
 				o.violate("answer skipped", skipped, "no answer, but one to a later request")
 			}
 		}
-		o.next = i + 1
+		s.next = i + 1
 		o.answered++
 		if kind, err := answer(o.frames[i], body[4:], apis, st); err != nil {
 			o.violate(kind, o.frames[i], err.Error())
 		}
-		if o.next == len(o.frames) {
+		if s.next == len(o.frames) {
 			return nil
 		}
 	}

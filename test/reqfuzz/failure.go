@@ -18,12 +18,13 @@ func (r *Runner) Failure(err error) string {
 	b.WriteString("the requests that preceded it, per connection (the oldest unanswered, else the last sent):\n")
 	for c, o := range r.outcomes {
 		fr, i, state := suspect(o)
+		s := o.last()
 		if fr == nil {
-			fmt.Fprintf(&b, "  conn %d to node %d: nothing sent (%v)\n", c, o.node, o.dialErr)
+			fmt.Fprintf(&b, "  conn %d to node %d: nothing sent (%v)\n", c, o.node, s.dialErr)
 			continue
 		}
-		fmt.Fprintf(&b, "  conn %d to node %d, request %d of %d sent (%s, server closed: %v): %s\n    %s\n",
-			c, o.node, i+1, o.sent, state, o.serverClosed, fr.desc, hexPrefix(fr.b, 256))
+		fmt.Fprintf(&b, "  conn %d to node %d, TCP connection %d, request %d of %d (%s, server closed: %v): %s\n    %s\n",
+			c, o.node, len(o.segs), i+1, len(o.frames), state, s.serverClosed, fr.desc, hexPrefix(fr.b, 256))
 	}
 	if path, err := r.saveRound(); err != nil {
 		fmt.Fprintf(&b, "could not save the round: %v\n", err)
@@ -36,11 +37,12 @@ func (r *Runner) Failure(err error) string {
 // suspect is the request of o that preceded a failure, its index, and
 // whether it was answered.
 func suspect(o *outcome) (*request, int, string) {
-	if u := o.unanswered(); len(u) > 0 {
-		return u[0], o.next, "unanswered"
+	s := o.last()
+	if s.next < s.sent {
+		return o.frames[s.next], s.next, "unanswered"
 	}
-	if o.sent > 0 {
-		return o.frames[o.sent-1], o.sent - 1, "answered"
+	if s.sent > 0 {
+		return o.frames[s.sent-1], s.sent - 1, "answered"
 	}
 	return nil, 0, ""
 }
@@ -58,14 +60,16 @@ func hexPrefix(b []byte, n int) string {
 func (r *Runner) roundCase() *Case {
 	c := &Case{Comments: []string{fmt.Sprintf("reqfuzz seed %d round %d", r.cfg.Seed, r.round)}}
 	for i, o := range r.outcomes {
-		if o.sent == 0 {
-			continue
+		for j, s := range o.segs {
+			if s.sent == s.start {
+				continue
+			}
+			conn := Conn{Node: o.node, Note: fmt.Sprintf("connection %d, TCP connection %d", i, j+1)}
+			for _, fr := range o.frames[s.start:s.sent] {
+				conn.Frames = append(conn.Frames, fr.b)
+			}
+			c.Conns = append(c.Conns, conn)
 		}
-		conn := Conn{Node: o.node, Note: fmt.Sprintf("connection %d", i)}
-		for _, fr := range o.frames[:o.sent] {
-			conn.Frames = append(conn.Frames, fr.b)
-		}
-		c.Conns = append(c.Conns, conn)
 	}
 	return c
 }

@@ -24,23 +24,26 @@ type Stats struct {
 	codes        map[int16]int // error codes in answers, at any depth
 	serverClosed int           // connections the node closed
 	// closedAfter counts, per API, closes whose oldest unanswered
-	// request was unmutated and at an advertised version.
-	closedAfter map[string]int
-	lingering   int                  // requests unanswered at a round's end, the connection open
-	violations  map[string]violation // the first of each kind, API and version
-	counts      map[string]int       // violations per key
-	peakRSS     map[int]int64        // per node: the largest VmHWM read
+	// request was clean (and not an acks=0 Produce, which Kafka answers
+	// with a close when it fails).
+	closedAfter   map[int16]int
+	closedExample map[int16]string     // per API, the first such request
+	lingering     int                  // requests unanswered at a round's end, the connection open
+	violations    map[string]violation // the first of each kind, API and version
+	counts        map[string]int       // violations per key
+	peakRSS       map[int]int64        // per node: the largest VmHWM read
 }
 
 // NewStats returns empty counters.
 func NewStats() *Stats {
-	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[string]int{},
+	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]string{},
 		violations: map[string]violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}}
 }
 
+// sentFrame counts a request the node read: each once, though a request
+// written after the one that made the node close a connection is written
+// again on the next.
 func (s *Stats) sentFrame(fr *request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.sent[fr.key]++
 	if !fr.inRange {
 		s.outOfRange++
@@ -62,13 +65,25 @@ func (s *Stats) answer(resp kmsg.Response) {
 func (s *Stats) outcome(o *outcome) []violation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o.serverClosed {
-		s.serverClosed++
-		if u := o.unanswered(); len(u) > 0 && !u[0].mutated && u[0].inRange {
-			s.closedAfter[kmsg.NameForKey(u[0].key)]++
+	for _, seg := range o.segs {
+		u := o.frames[seg.next:seg.sent]
+		if !seg.serverClosed {
+			for _, fr := range o.frames[seg.start:seg.sent] {
+				s.sentFrame(fr)
+			}
+			s.lingering += len(u)
+			continue
 		}
-	} else {
-		s.lingering += len(o.unanswered())
+		for _, fr := range o.frames[seg.start:min(seg.next+1, seg.sent)] {
+			s.sentFrame(fr)
+		}
+		s.serverClosed++
+		if len(u) > 0 && u[0].clean() && !u[0].acks0 {
+			s.closedAfter[u[0].key]++
+			if s.closedExample[u[0].key] == "" {
+				s.closedExample[u[0].key] = u[0].desc + " " + hexPrefix(u[0].b, 200)
+			}
+		}
 	}
 	var fresh []violation
 	for _, v := range o.violations {
@@ -130,11 +145,10 @@ func (s *Stats) String() string {
 	}
 	fmt.Fprintf(&b, "connections closed by the server: %d; requests left unanswered at a round's end: %d\n", s.serverClosed, s.lingering)
 	if len(s.closedAfter) > 0 {
-		b.WriteString("  closes after an unmutated request at an advertised version, per API:")
+		b.WriteString("  closes after a well-formed request at an advertised version (not acks=0), per API, with the first:\n")
 		for _, k := range slices.Sorted(maps.Keys(s.closedAfter)) {
-			fmt.Fprintf(&b, " %s %d;", k, s.closedAfter[k])
+			fmt.Fprintf(&b, "    %s %d: %s\n", kmsg.NameForKey(k), s.closedAfter[k], s.closedExample[k])
 		}
-		b.WriteString("\n")
 	}
 	b.WriteString("peak RSS per node (VmHWM):")
 	for _, id := range slices.Sorted(maps.Keys(s.peakRSS)) {
