@@ -33,27 +33,31 @@ type request struct {
 // node advertises: the node must answer it.
 func (r *request) clean() bool { return r.inRange && !r.mutated && !r.malformed }
 
-// decodes reports whether kmsg reads body's request back from b, a frame
-// from a formatter with a client id.
-func decodes(body kmsg.Request, b []byte) bool {
+// decodeFrame reads the request of frame b (from a formatter with a
+// client id) at its header's key and version, if kmsg knows the key.
+func decodeFrame(b []byte) (kmsg.Request, error) {
 	if len(b) < headerLen+2 {
-		return false
+		return nil, fmt.Errorf("a frame of %d bytes", len(b))
 	}
+	key, version := int16(binary.BigEndian.Uint16(b[4:])), int16(binary.BigEndian.Uint16(b[6:]))
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		return nil, fmt.Errorf("key %d is unknown to kmsg", key)
+	}
+	req.SetVersion(version)
 	rest := b[headerLen:]
 	if n := int(int16(binary.BigEndian.Uint16(rest))); n > 0 {
 		rest = rest[min(len(rest), 2+n):]
 	} else {
 		rest = rest[2:]
 	}
-	if body.IsFlexible() {
+	if req.IsFlexible() {
 		if len(rest) == 0 {
-			return false
+			return nil, fmt.Errorf("no header tags")
 		}
 		rest = rest[1:] // the formatter writes no header tags
 	}
-	back := kmsg.RequestForKey(body.Key())
-	back.SetVersion(body.GetVersion())
-	return back.ReadFrom(rest) == nil
+	return req, req.ReadFrom(rest)
 }
 
 // served reports whether the node serves key at version, and the API.
@@ -108,8 +112,8 @@ func buildFrame(rng *rand.Rand, apis []API, unserved []int16, corr int32) *reque
 		body = kmsg.RequestForKey(a.Key)
 	}
 	body.SetVersion(version)
-	wild := rng.IntN(3) == 0
-	f := newFiller(rng, wild, body.IsFlexible())
+	p := hostilities[rng.IntN(len(hostilities))]
+	f := newFiller(rng, p, body.IsFlexible())
 	f.fillStruct(reflectOf(body), true)
 
 	fr := &request{key: key, version: version, corr: corr}
@@ -118,12 +122,8 @@ func buildFrame(rng *rand.Rand, apis []API, unserved []int16, corr int32) *reque
 	binary.BigEndian.PutUint16(fr.b[4:], uint16(key))
 	// kmsg leaves the size prefix of ControlledShutdown v0 at zero.
 	binary.BigEndian.PutUint32(fr.b, uint32(len(fr.b)-4))
-	hostility := "mild"
-	if wild {
-		hostility = "wild"
-	}
-	fr.desc = fmt.Sprintf("%s(key %d) v%d %s", kmsg.NameForKey(key), key, version, hostility)
-	if fr.inRange && !decodes(body, fr.b) {
+	fr.desc = fmt.Sprintf("%s(key %d) v%d hostility %g", kmsg.NameForKey(key), key, version, p)
+	if _, err := decodeFrame(fr.b); fr.inRange && err != nil {
 		fr.malformed = true
 		fr.desc += " (kmsg's encoding does not decode)"
 	}

@@ -18,12 +18,18 @@ import (
 )
 
 // maxResponse bounds an answer frame.
-const maxResponse = 256 << 20
+const maxResponse = 1 << 30
+
+// maxSaneAnswer is the largest answer a node of a small cluster should
+// give: above fetch.max.bytes (50 MiB), far above any listing of the
+// fuzz cluster. A larger one is a violation: a request made the node
+// spend far more than it sent.
+const maxSaneAnswer = 64 << 20
 
 // outcome is what one connection of a round saw. When the node closes
-// the TCP connection, the oldest unanswered request is taken as the
-// cause and the rest are sent again on a new one, so that every request
-// gets its turn: one TCP connection is a segment.
+// the TCP connection, the requests after the one taken as the cause are
+// sent again on a new one, so that every request gets its turn: one TCP
+// connection is a segment.
 type outcome struct {
 	node       int        // the target's id
 	frames     []*request // what it was to send
@@ -69,12 +75,25 @@ func pipeline(ctx context.Context, node int, addr string, frames []*request, api
 		case s.dialErr != nil:
 			return o
 		case s.serverClosed:
-			start = s.next + 1
+			start = o.culprit(s) + 1
 		default:
 			start = s.sent
 		}
 	}
 	return o
+}
+
+// culprit is the index of the request that made the node close segment
+// s: the oldest unanswered one that is not clean or is an acks=0
+// Produce (answers to those before it can be lost to the reset of a
+// connection closed with unread input), else the oldest unanswered.
+func (o *outcome) culprit(s segment) int {
+	for i := s.next; i < s.sent; i++ {
+		if fr := o.frames[i]; !fr.clean() || fr.acks0 {
+			return i
+		}
+	}
+	return s.next
 }
 
 // segment writes frames[start:] on a new connection, up to and including
@@ -133,7 +152,7 @@ func (o *outcome) read(nc net.Conn, s *segment, apis []API, st *Stats) error {
 		}
 		s.next = i + 1
 		o.answered++
-		if kind, err := answer(o.frames[i], body[4:], apis, st); err != nil {
+		if kind, err := answer(o.node, o.frames[i], body[4:], apis, st); err != nil {
 			o.violate(kind, o.frames[i], err.Error())
 		}
 		if s.next == len(o.frames) {
@@ -164,7 +183,7 @@ func (o *outcome) violate(kind string, fr *request, detail string) {
 // answer decodes fr's answer and counts its error codes. An answer that
 // does not decode at the version asked, or an answer to a version the
 // node does not advertise, is an error.
-func answer(fr *request, body []byte, apis []API, st *Stats) (kind string, err error) {
+func answer(node int, fr *request, body []byte, apis []API, st *Stats) (kind string, err error) {
 	a, inRange := served(apis, fr.key, fr.version)
 	v := fr.version
 	switch {
@@ -184,7 +203,10 @@ func answer(fr *request, body []byte, apis []API, st *Stats) (kind string, err e
 	if err := resp.ReadFrom(body); err != nil {
 		return "undecodable answer", err
 	}
-	st.answer(resp)
+	st.answer(node, fr, len(body), resp)
+	if len(body) > maxSaneAnswer {
+		return "oversized answer", fmt.Errorf("%d MiB answer to a request of %d KiB: %s", len(body)>>20, len(fr.b)>>10, Shape(fr.b))
+	}
 	return "", nil
 }
 

@@ -23,8 +23,8 @@ func (r *Runner) Failure(err error) string {
 			fmt.Fprintf(&b, "  conn %d to node %d: nothing sent (%v)\n", c, o.node, s.dialErr)
 			continue
 		}
-		fmt.Fprintf(&b, "  conn %d to node %d, TCP connection %d, request %d of %d (%s, server closed: %v): %s\n    %s\n",
-			c, o.node, len(o.segs), i+1, len(o.frames), state, s.serverClosed, fr.desc, hexPrefix(fr.b, 256))
+		fmt.Fprintf(&b, "  conn %d to node %d, TCP connection %d, request %d of %d (%s, server closed: %v): %s\n    %s\n    %s\n",
+			c, o.node, len(o.segs), i+1, len(o.frames), state, s.serverClosed, fr.desc, Shape(fr.b), hexPrefix(fr.b, 256))
 	}
 	if path, err := r.saveRound(); err != nil {
 		fmt.Fprintf(&b, "could not save the round: %v\n", err)

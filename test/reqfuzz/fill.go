@@ -9,28 +9,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// filler fills kmsg structs, by reflection, with values drawn from rng:
-// hostile ones (wild), or mostly plausible ones that get past a handler's
-// first checks and reach the code behind them. The same rng state gives
-// the same values: fields are visited in declaration order.
+// filler fills kmsg structs, by reflection, with values drawn from rng.
+// Each value is hostile with the request's probability p, else one a
+// client could plausibly send (or kmsg's default), so that most requests
+// get past a handler's first checks with a few hostile values in them,
+// and some are hostile throughout. The same rng state gives the same
+// values: fields are visited in declaration order.
 type filler struct {
 	rng  *rand.Rand
-	wild bool // hostile values everywhere; else mostly plausible ones
-	flex bool // the request is flexible: unknown tagged fields are written
+	p    float64 // probability that a value is hostile
+	flex bool    // the request is flexible: unknown tagged fields are written
 	// elems is how many slice elements the request may still get, and
 	// bytes how many string and byte-slice bytes: a huge request is
 	// possible, an unbounded one is not.
 	elems, bytes int
 }
 
-// newFiller returns a filler with a wild or a mild budget.
-func newFiller(rng *rand.Rand, wild, flex bool) *filler {
-	f := &filler{rng: rng, wild: wild, flex: flex, elems: 64, bytes: 64 << 10}
-	if wild {
-		f.elems, f.bytes = 100_000, 4<<20
-	}
-	return f
+// hostilities are the requests' probabilities of a hostile value.
+var hostilities = []float64{0.02, 0.1, 0.3, 1}
+
+// newFiller returns a filler whose values are hostile with probability p.
+func newFiller(rng *rand.Rand, p float64, flex bool) *filler {
+	return &filler{rng: rng, p: p, flex: flex, elems: 150_000, bytes: 4 << 20}
 }
+
+// hostile decides whether the next value is hostile.
+func (f *filler) hostile() bool { return f.rng.Float64() < f.p }
 
 // chance is true once in n.
 func (f *filler) chance(n int) bool { return f.rng.IntN(n) == 0 }
@@ -58,8 +62,8 @@ func (f *filler) fillStruct(v reflect.Value, top bool) {
 
 // fill sets v, a field called name or an element of one.
 func (f *filler) fill(v reflect.Value, name string) {
-	// A mild request keeps half of its scalars at kmsg's defaults.
-	keep := !f.wild && f.chance(2)
+	// Half of the plausible scalars keep kmsg's defaults.
+	keep := f.p < 1 && f.chance(2)
 	switch v.Kind() {
 	case reflect.Struct:
 		if v.Type() == tagsType {
@@ -68,7 +72,7 @@ func (f *filler) fill(v reflect.Value, name string) {
 		}
 		f.fillStruct(v, false)
 	case reflect.Pointer:
-		if f.chance(4) {
+		if f.hostile() || f.chance(8) {
 			v.SetZero()
 			return
 		}
@@ -97,7 +101,10 @@ func (f *filler) fill(v reflect.Value, name string) {
 		}
 	case reflect.Float64, reflect.Float32:
 		if !keep {
-			v.SetFloat(pick(f, 0, -1, 1, 0.5, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64))
+			v.SetFloat(pick(f, 0, 0.5, 1))
+			if f.hostile() {
+				v.SetFloat(pick(f, -1, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64))
+			}
 		}
 	}
 }
@@ -160,21 +167,20 @@ func (f *filler) fillDuplicates(v reflect.Value, name string, n int) {
 	v.Set(s)
 }
 
-// sliceLen is an array's length: mostly 0 to 4, sometimes tens, in a
-// wild request rarely thousands, within the request's budget.
+// sliceLen is an array's length: plausibly 0 to 4; a hostile one is
+// empty, tens, or huge (around the 2^15 and 2^16 bounds, where a
+// duplicated element repeats), within the request's budget.
 func (f *filler) sliceLen() int {
 	var n int
-	switch r := f.rng.IntN(40); {
-	case r < 6:
+	switch r := f.rng.IntN(10); {
+	case !f.hostile():
+		n = []int{0, 1, 1, 1, 1, 1, 2, 2, 3, 4}[r]
+	case r < 3:
 		n = 0
-	case r < 26:
-		n = 1
-	case r < 34:
-		n = 2 + f.rng.IntN(3)
-	case r < 38 || !f.wild:
-		n = 5 + f.rng.IntN(40)
+	case r < 6:
+		n = 5 + f.rng.IntN(60)
 	default:
-		n = 100 + f.rng.IntN(20_000)
+		n = pick(f, 256, 1000, 32768, 65536, 70_000, 100_000+f.rng.IntN(50_000))
 	}
 	n = max(min(n, f.elems), 0)
 	f.elems -= n
@@ -183,9 +189,9 @@ func (f *filler) sliceLen() int {
 
 // fillArray fills a fixed array (a UUID): zero, random or all ones.
 func (f *filler) fillArray(v reflect.Value) {
-	mode := f.rng.IntN(3)
-	if !f.wild && mode == 1 {
-		mode = 0
+	mode := 0
+	if f.hostile() {
+		mode = f.rng.IntN(3)
 	}
 	for i := range v.Len() {
 		e := v.Index(i)
@@ -205,7 +211,7 @@ func (f *filler) fillArray(v reflect.Value) {
 
 // tags adds unknown tagged fields, sometimes with the keys of known ones.
 func (f *filler) tags(v reflect.Value) {
-	if !f.flex || !f.wild || !f.chance(4) || !v.CanAddr() {
+	if !f.flex || !f.hostile() || !f.chance(4) || !v.CanAddr() {
 		return
 	}
 	t := v.Addr().Interface().(*kmsg.Tags)
@@ -217,7 +223,7 @@ func (f *filler) tags(v reflect.Value) {
 
 // integer is a value for an integer field of the given bits called name.
 func (f *filler) integer(bits int, name string) int64 {
-	if !f.wild || f.chance(3) {
+	if !f.hostile() {
 		return plausibleInt(f, strings.ToLower(name))
 	}
 	lo, hi := int64(math.MinInt64)>>(64-bits), int64(math.MaxInt64)>>(64-bits)

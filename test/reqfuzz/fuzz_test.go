@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,39 @@ func TestReqFuzzLong(t *testing.T) {
 	fuzz(ctx, t, h, d, true)
 }
 
+// TestReqFuzzReplay replays the case file REQFUZZ_CASE (a failing
+// round saved by a run, or a regression case) against REQFUZZ_NODES
+// (default 1) new nodes, logging what each request got, the checks'
+// verdict and the end of every node's log.
+func TestReqFuzzReplay(t *testing.T) {
+	file := os.Getenv("REQFUZZ_CASE")
+	if file == "" {
+		t.Skip("set REQFUZZ_CASE to a case file to replay")
+	}
+	b, err := os.ReadFile(file)
+	must(t, err)
+	c, err := ParseCase(b)
+	must(t, err)
+	nodes := 1
+	if s := os.Getenv("REQFUZZ_NODES"); s != "" {
+		nodes, err = strconv.Atoi(s)
+		must(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	h := startHarness(ctx, t, nodes, Config{RSSBound: rssBound(t)})
+	steps, err := Replay(ctx, h.runner.cfg.Targets, c, 30*time.Second)
+	must(t, err)
+	t.Logf("replayed %s:\n%s", file, stepsString(steps))
+	if err := checkReplay(ctx, h.runner, steps); err != nil {
+		t.Errorf("after the replay: %v", err)
+	}
+	t.Logf("peak RSS: %s", h.runner.Stats)
+	for id := 1; id <= nodes; id++ {
+		t.Logf("node %d log, last lines:\n%s", id, h.c.LogTail(id, 30))
+	}
+}
+
 // replayRegressions replays every testdata/regress case, each followed
 // by the checks of a round; a case that makes a node exit has it
 // restarted, so that the others still run.
@@ -59,10 +93,10 @@ func replayRegressions(ctx context.Context, t *testing.T, h *harness) {
 			if c.Skip != "" {
 				t.Skip(c.Skip)
 			}
-			log, err := Replay(ctx, h.runner.cfg.Targets, c, 5*time.Second)
+			steps, err := Replay(ctx, h.runner.cfg.Targets, c, 30*time.Second)
 			must(t, err)
-			if err := h.runner.Check(ctx); err != nil {
-				t.Errorf("%s\nafter replaying %s:\n%s", err, file, strings.Join(log, "\n"))
+			if err := checkReplay(ctx, h.runner, steps); err != nil {
+				t.Errorf("%s\nafter replaying %s:\n%s", err, file, stepsString(steps))
 				must(t, h.runner.RestartExited(ctx))
 			}
 		})
@@ -98,6 +132,7 @@ func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGo
 		}
 	}
 	t.Logf("reqfuzz summary:\n%s", r.Stats)
+	saveExamples(t, r)
 	verdict := "PASS"
 	if t.Failed() {
 		verdict = "FAIL"
@@ -122,5 +157,40 @@ func violationRequest(v violation) string {
 	if v.fr == nil {
 		return "(not known)"
 	}
-	return fmt.Sprintf("%s\n  %s", v.fr.desc, hexPrefix(v.fr.b, 512))
+	return fmt.Sprintf("%s\n  %s\n  %s", v.fr.desc, Shape(v.fr.b), hexPrefix(v.fr.b, 512))
+}
+
+// saveExamples writes the summary's example requests as case files.
+func saveExamples(t *testing.T, r *Runner) {
+	dir := filepath.Join(r.cfg.OutDir, fmt.Sprintf("seed%d-examples", r.cfg.Seed))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("reqfuzz: examples: %v", err)
+		return
+	}
+	for name, c := range r.Stats.Examples() {
+		if err := os.WriteFile(filepath.Join(dir, name+".case"), c.Format(), 0o644); err != nil {
+			t.Logf("reqfuzz: examples: %v", err)
+			return
+		}
+	}
+	t.Logf("reqfuzz: the summary's example requests, as case files: %s", dir)
+}
+
+// checkReplay checks after a replayed case: no answer over
+// maxSaneAnswer, and the checks of a round.
+func checkReplay(ctx context.Context, r *Runner, steps []Step) error {
+	for _, st := range steps {
+		if st.AnswerBytes > maxSaneAnswer {
+			return fmt.Errorf("request %d to node %d got an answer of %d MiB, over %d MiB", st.Index, st.Node, st.AnswerBytes>>20, maxSaneAnswer>>20)
+		}
+	}
+	return r.Check(ctx)
+}
+
+func stepsString(steps []Step) string {
+	var b strings.Builder
+	for _, st := range steps {
+		fmt.Fprintln(&b, st)
+	}
+	return b.String()
 }

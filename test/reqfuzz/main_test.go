@@ -62,13 +62,21 @@ auto_create_topics: true
 max_partitions: 300
 offsets_topic_partitions: 3
 transaction_state_partitions: 3
-log_level: warn
-`, id, id, n, n)
+log_level: %s
+`, id, id, n, n, logLevel())
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("node%d.yaml", id)), []byte(cfg), 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// logLevel is the nodes' log level: REQFUZZ_LOG_LEVEL, or warn.
+func logLevel() string {
+	if l := os.Getenv("REQFUZZ_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "warn"
 }
 
 // harness is a cluster of node processes, its reference topic and a

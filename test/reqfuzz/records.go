@@ -18,7 +18,7 @@ func reflectOf(p any) reflect.Value { return reflect.ValueOf(p).Elem() }
 // records are filled with hostile values (mostly with a correct CRC, so
 // that they pass it), a decompression bomb, several batches, or junk.
 func (f *filler) records() []byte {
-	if !f.wild {
+	if !f.hostile() {
 		return f.plausibleBatch()
 	}
 	switch f.rng.IntN(10) {

@@ -92,11 +92,22 @@ func (c *Case) Format() []byte {
 	return b.Bytes()
 }
 
+// Step is what one request of a replayed case got.
+type Step struct {
+	Node, Index int    // the target's id; the request's index in its conn, from 1
+	What        string // answered, no answer, closed, write failed
+	AnswerBytes int    // the answer's size, if answered
+}
+
+func (s Step) String() string {
+	return fmt.Sprintf("node %d request %d: %s", s.Node, s.Index, s.What)
+}
+
 // Replay sends a case's requests: per connection, each request after
 // the previous one was answered, the connection closed (a new one is
 // opened), or wait passed. It returns what happened to each request.
-func Replay(ctx context.Context, targets []Target, c *Case, wait time.Duration) ([]string, error) {
-	var log []string
+func Replay(ctx context.Context, targets []Target, c *Case, wait time.Duration) ([]Step, error) {
+	var steps []Step
 	for _, conn := range c.Conns {
 		addr := caseTarget(targets, conn.Node).Addr
 		var nc net.Conn
@@ -104,21 +115,22 @@ func Replay(ctx context.Context, targets []Target, c *Case, wait time.Duration) 
 			if nc == nil {
 				var err error
 				if nc, err = dial(ctx, addr); err != nil {
-					return log, err
+					return steps, err
 				}
 			}
-			what := exchange(nc, fr, wait)
-			if what != "answered" {
+			st := exchange(nc, fr, wait)
+			st.Node, st.Index = conn.Node, i+1
+			if st.AnswerBytes == 0 {
 				nc.Close()
 				nc = nil
 			}
-			log = append(log, fmt.Sprintf("node %d request %d: %s", conn.Node, i+1, what))
+			steps = append(steps, st)
 		}
 		if nc != nil {
 			nc.Close()
 		}
 	}
-	return log, nil
+	return steps, nil
 }
 
 func dial(ctx context.Context, addr string) (net.Conn, error) {
@@ -129,20 +141,20 @@ func dial(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 // exchange writes one request and reads one answer.
-func exchange(nc net.Conn, fr []byte, wait time.Duration) string {
+func exchange(nc net.Conn, fr []byte, wait time.Duration) Step {
 	nc.SetDeadline(time.Now().Add(wait))
 	if _, err := nc.Write(fr); err != nil {
-		return "write failed: " + err.Error()
+		return Step{What: "write failed: " + err.Error()}
 	}
-	_, err := frame.Read(nc, 4, maxResponse)
+	body, err := frame.Read(nc, 4, maxResponse)
 	var ne net.Error
 	switch {
 	case err == nil:
-		return "answered"
+		return Step{What: fmt.Sprintf("answered (%d bytes)", len(body)), AnswerBytes: len(body)}
 	case errors.As(err, &ne) && ne.Timeout():
-		return "no answer"
+		return Step{What: "no answer"}
 	}
-	return "closed: " + err.Error()
+	return Step{What: "closed: " + err.Error()}
 }
 
 // caseTarget is the target with id, or, when a case recorded against

@@ -23,20 +23,30 @@ type Stats struct {
 	answered     int           // answers decoded
 	codes        map[int16]int // error codes in answers, at any depth
 	serverClosed int           // connections the node closed
-	// closedAfter counts, per API, closes whose oldest unanswered
-	// request was clean (and not an acks=0 Produce, which Kafka answers
-	// with a close when it fails).
+	// closedAfter counts, per API, closes where every unanswered request
+	// was clean (and none an acks=0 Produce, which Kafka answers with a
+	// close when it fails): the oldest is the suspect.
 	closedAfter   map[int16]int
-	closedExample map[int16]string     // per API, the first such request
+	closedExample map[int16]bigAnswer  // per API, the first such request
 	lingering     int                  // requests unanswered at a round's end, the connection open
 	violations    map[string]violation // the first of each kind, API and version
 	counts        map[string]int       // violations per key
 	peakRSS       map[int]int64        // per node: the largest VmHWM read
+	largest       []bigAnswer          // the largest answers, largest first
 }
+
+// bigAnswer is a large answer and its request.
+type bigAnswer struct {
+	size, node int
+	fr         *request
+}
+
+// maxLargest is how many of the largest answers the summary lists.
+const maxLargest = 8
 
 // NewStats returns empty counters.
 func NewStats() *Stats {
-	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]string{},
+	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]bigAnswer{},
 		violations: map[string]violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}}
 }
 
@@ -53,10 +63,15 @@ func (s *Stats) sentFrame(fr *request) {
 	}
 }
 
-func (s *Stats) answer(resp kmsg.Response) {
+func (s *Stats) answer(node int, fr *request, size int, resp kmsg.Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answered++
+	if len(s.largest) < maxLargest || size > s.largest[len(s.largest)-1].size {
+		s.largest = append(s.largest, bigAnswer{size, node, fr})
+		slices.SortFunc(s.largest, func(a, b bigAnswer) int { return b.size - a.size })
+		s.largest = s.largest[:min(len(s.largest), maxLargest)]
+	}
 	errorCodes(reflect.ValueOf(resp), func(c int16) { s.codes[c]++ })
 }
 
@@ -74,14 +89,14 @@ func (s *Stats) outcome(o *outcome) []violation {
 			s.lingering += len(u)
 			continue
 		}
-		for _, fr := range o.frames[seg.start:min(seg.next+1, seg.sent)] {
+		for _, fr := range o.frames[seg.start:min(o.culprit(seg)+1, seg.sent)] {
 			s.sentFrame(fr)
 		}
 		s.serverClosed++
-		if len(u) > 0 && u[0].clean() && !u[0].acks0 {
-			s.closedAfter[u[0].key]++
-			if s.closedExample[u[0].key] == "" {
-				s.closedExample[u[0].key] = u[0].desc + " " + hexPrefix(u[0].b, 200)
+		if c := o.culprit(seg); c < seg.sent && o.frames[c].clean() && !o.frames[c].acks0 {
+			s.closedAfter[o.frames[c].key]++
+			if _, ok := s.closedExample[o.frames[c].key]; !ok {
+				s.closedExample[o.frames[c].key] = bigAnswer{node: o.node, fr: o.frames[c]}
 			}
 		}
 	}
@@ -147,7 +162,7 @@ func (s *Stats) String() string {
 	if len(s.closedAfter) > 0 {
 		b.WriteString("  closes after a well-formed request at an advertised version (not acks=0), per API, with the first:\n")
 		for _, k := range slices.Sorted(maps.Keys(s.closedAfter)) {
-			fmt.Fprintf(&b, "    %s %d: %s\n", kmsg.NameForKey(k), s.closedAfter[k], s.closedExample[k])
+			fmt.Fprintf(&b, "    %s %d: %s\n", kmsg.NameForKey(k), s.closedAfter[k], s.closedExample[k].fr.desc)
 		}
 	}
 	b.WriteString("peak RSS per node (VmHWM):")
@@ -155,6 +170,10 @@ func (s *Stats) String() string {
 		fmt.Fprintf(&b, " node %d %.1f MiB;", id, float64(s.peakRSS[id])/(1<<20))
 	}
 	b.WriteString("\n")
+	b.WriteString("largest answers:\n")
+	for _, a := range s.largest {
+		fmt.Fprintf(&b, "  %.1f MiB to a request of %.1f KiB: %s\n", float64(a.size)/(1<<20), float64(len(a.fr.b))/1024, a.fr.desc)
+	}
 	fmt.Fprintf(&b, "protocol violations: %d kinds\n", len(s.violations))
 	for _, k := range slices.Sorted(maps.Keys(s.violations)) {
 		v := s.violations[k]
@@ -168,4 +187,24 @@ func (s *Stats) Rounds() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rounds
+}
+
+// Examples are, as cases, the first request of each API after which a
+// node closed the connection though it was well-formed, and the
+// requests of the largest answers: the requests a reader of the summary
+// wants to replay.
+func (s *Stats) Examples() map[string]*Case {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]*Case{}
+	one := func(node int, fr *request, what string) *Case {
+		return &Case{Comments: []string{what + ": " + fr.desc}, Conns: []Conn{{Node: node, Frames: [][]byte{fr.b}}}}
+	}
+	for k, c := range s.closedExample {
+		out["closed-"+kmsg.NameForKey(k)] = one(c.node, c.fr, "a node closed the connection after")
+	}
+	for i, a := range s.largest {
+		out[fmt.Sprintf("largest-%d", i+1)] = one(a.node, a.fr, fmt.Sprintf("answered with %d bytes", a.size))
+	}
+	return out
 }

@@ -43,7 +43,7 @@ var (
 
 // str is a value for a string field called name.
 func (f *filler) str(name string) string {
-	if f.wild && f.chance(2) {
+	if f.hostile() {
 		return f.hostileString()
 	}
 	n := strings.ToLower(name)
@@ -132,28 +132,29 @@ func (f *filler) byteField(name string) []byte {
 	switch {
 	case name == "Records":
 		return f.records()
-	case name == "Metadata" && !f.chance(4):
+	case name == "Metadata" && !f.hostile():
 		var m kmsg.ConsumerMemberMetadata
 		m.Default()
 		f.fillStruct(reflectOf(&m), false)
 		return m.AppendTo(nil)
-	case strings.Contains(name, "Assignment") && !f.chance(4):
+	case strings.Contains(name, "Assignment") && !f.hostile():
 		var a kmsg.ConsumerMemberAssignment
 		a.Default()
 		f.fillStruct(reflectOf(&a), false)
 		return a.AppendTo(nil)
-	case name == "SASLAuthBytes" && !f.chance(3):
+	case name == "SASLAuthBytes" && !f.hostile():
 		return []byte(pick(f, "\x00fz\x00pw", "fz\x00fz\x00pw", "n,,n=fz,r=abcdef", "c=biws,r=x,p=eA==", "\x00\x00"))
 	}
-	switch f.rng.IntN(8) {
+	if !f.hostile() {
+		return f.randBytes(f.rng.IntN(64))
+	}
+	switch f.rng.IntN(4) {
 	case 0:
 		return nil
 	case 1:
 		return []byte{}
 	case 2:
-		if f.wild {
-			return f.randBytes(1 << 20)
-		}
+		return f.randBytes(1 << 20)
 	}
-	return f.randBytes(f.rng.IntN(64))
+	return f.randBytes(f.rng.IntN(4096))
 }
