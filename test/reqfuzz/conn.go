@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/minikafka/minikafka-go/internal/frame"
 )
 
-// maxResponse bounds an answer frame.
-const maxResponse = 1 << 30
+// maxDecode is the largest answer decoded (and its error codes counted):
+// a malformed answer decodes into up to a few hundred times its size
+// (each byte can claim an array element), which must not exhaust the
+// fuzzer's memory.
+const maxDecode = 4 << 20
 
 // maxSaneAnswer is the largest answer a node of a small cluster should
 // give: above fetch.max.bytes (50 MiB), far above any listing of the
@@ -128,19 +129,48 @@ func (o *outcome) segment(ctx context.Context, addr string, start int, apis []AP
 	return s
 }
 
+// readAnswer reads one answer frame: its correlation id, and its body
+// if it is at most maxSaneAnswer bytes, else nil (its bytes are read and
+// dropped, so that a node's huge answers cannot exhaust the fuzzer's own
+// memory). size is the frame's size.
+func readAnswer(r io.Reader) (corr int32, body []byte, size int, err error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:4]); err != nil {
+		return 0, nil, 0, err
+	}
+	size = int(int32(binary.BigEndian.Uint32(hdr[:4])))
+	if size < 4 {
+		return 0, nil, size, fmt.Errorf("%w: an answer frame of %d bytes", errBadFrame, size)
+	}
+	if _, err := io.ReadFull(r, hdr[4:]); err != nil {
+		return 0, nil, size, err
+	}
+	corr = int32(binary.BigEndian.Uint32(hdr[4:]))
+	if size > maxSaneAnswer {
+		_, err := io.CopyN(io.Discard, r, int64(size-4))
+		return corr, nil, size, err
+	}
+	body = make([]byte, size-4)
+	_, err = io.ReadFull(r, body)
+	return corr, body, size, err
+}
+
+// errBadFrame is an answer whose size prefix is impossible.
+var errBadFrame = errors.New("bad answer frame")
+
 // read reads answers until the last frame's, or an error.
 func (o *outcome) read(nc net.Conn, s *segment, apis []API, st *Stats) error {
 	br := bufio.NewReader(nc)
 	for {
-		body, err := frame.Read(br, 4, maxResponse)
-		if se := (*frame.SizeError)(nil); errors.As(err, &se) {
+		corr, body, size, err := readAnswer(br)
+		if errors.Is(err, errBadFrame) {
 			o.violate("bad answer frame", nil, err.Error())
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		i := int(int32(binary.BigEndian.Uint32(body))) - 1
+		i := int(corr) - 1
 		if i < s.next || i >= len(o.frames) {
 			o.violate("unexpected correlation id", nil, fmt.Sprintf("%d, expected one of %d..%d", i+1, s.next+1, len(o.frames)))
 			return nil
@@ -152,8 +182,17 @@ func (o *outcome) read(nc net.Conn, s *segment, apis []API, st *Stats) error {
 		}
 		s.next = i + 1
 		o.answered++
-		if kind, err := answer(o.node, o.frames[i], body[4:], apis, st); err != nil {
-			o.violate(kind, o.frames[i], err.Error())
+		fr := o.frames[i]
+		switch {
+		case body == nil:
+			st.answer(o.node, fr, size, nil)
+			o.violate("oversized answer", fr, fmt.Sprintf("%d MiB answer to a request of %d KiB: %s", size>>20, len(fr.b)>>10, Shape(fr.b)))
+		case len(body) > maxDecode:
+			st.answer(o.node, fr, size, nil)
+		default:
+			if kind, err := answer(o.node, fr, body, apis, st); err != nil {
+				o.violate(kind, fr, err.Error())
+			}
 		}
 		if s.next == len(o.frames) {
 			return nil
@@ -192,22 +231,38 @@ func answer(node int, fr *request, body []byte, apis []API, st *Stats) (kind str
 	case !inRange:
 		return "answered an unserved version", errors.New("the node answered instead of closing")
 	}
-	resp := kmsg.ResponseForKey(fr.key)
+	resp, err := decodeAnswer(fr.key, v, body)
+	if err != nil {
+		return "undecodable answer", err
+	}
+	st.answer(node, fr, len(body)+4, resp)
+	return "", nil
+}
+
+// decodeAnswer decodes an answer body (after the correlation id) of API
+// key at version v.
+func decodeAnswer(key, v int16, body []byte) (kmsg.Response, error) {
+	resp := kmsg.ResponseForKey(key)
+	if resp == nil {
+		return nil, fmt.Errorf("an answer to key %d, unknown to kmsg", key)
+	}
 	resp.SetVersion(v)
-	if resp.IsFlexible() && fr.key != int16(kmsg.ApiVersions) {
+	if resp.IsFlexible() && key != int16(kmsg.ApiVersions) {
 		var err error
 		if body, err = skipTags(body); err != nil {
-			return "undecodable answer", fmt.Errorf("header: %w", err)
+			return nil, fmt.Errorf("header: %w", err)
 		}
 	}
 	if err := resp.ReadFrom(body); err != nil {
-		return "undecodable answer", err
+		return nil, err
 	}
-	st.answer(node, fr, len(body), resp)
-	if len(body) > maxSaneAnswer {
-		return "oversized answer", fmt.Errorf("%d MiB answer to a request of %d KiB: %s", len(body)>>20, len(fr.b)>>10, Shape(fr.b))
+	// kmsg ignores bytes after the last field, and reads a string whose
+	// int16 length wrapped negative as null: what it read must encode
+	// back to as many bytes as were sent.
+	if n := len(resp.AppendTo(nil)); n != len(body) {
+		return nil, fmt.Errorf("%d bytes sent, but what they decode to encodes to %d", len(body), n)
 	}
-	return "", nil
+	return resp, nil
 }
 
 // skipTags skips a response header's tagged fields.

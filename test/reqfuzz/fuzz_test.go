@@ -183,6 +183,9 @@ func checkReplay(ctx context.Context, r *Runner, steps []Step) error {
 		if st.AnswerBytes > maxSaneAnswer {
 			return fmt.Errorf("request %d to node %d got an answer of %d MiB, over %d MiB", st.Index, st.Node, st.AnswerBytes>>20, maxSaneAnswer>>20)
 		}
+		if st.DecodeErr != nil {
+			return fmt.Errorf("request %d to node %d got an answer that does not decode: %w", st.Index, st.Node, st.DecodeErr)
+		}
 	}
 	return r.Check(ctx)
 }

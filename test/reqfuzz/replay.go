@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/minikafka/minikafka-go/internal/frame"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Case is a replayable sequence of raw requests: a regression case under
@@ -97,6 +98,7 @@ type Step struct {
 	Node, Index int    // the target's id; the request's index in its conn, from 1
 	What        string // answered, no answer, closed, write failed
 	AnswerBytes int    // the answer's size, if answered
+	DecodeErr   error  // why the answer does not decode at the request's version
 }
 
 func (s Step) String() string {
@@ -146,11 +148,19 @@ func exchange(nc net.Conn, fr []byte, wait time.Duration) Step {
 	if _, err := nc.Write(fr); err != nil {
 		return Step{What: "write failed: " + err.Error()}
 	}
-	body, err := frame.Read(nc, 4, maxResponse)
+	_, body, size, err := readAnswer(nc)
 	var ne net.Error
 	switch {
 	case err == nil:
-		return Step{What: fmt.Sprintf("answered (%d bytes)", len(body)), AnswerBytes: len(body)}
+		st := Step{What: fmt.Sprintf("answered (%d bytes)", size), AnswerBytes: size}
+		if body != nil && len(fr) >= headerLen {
+			key, v := int16(binary.BigEndian.Uint16(fr[4:])), int16(binary.BigEndian.Uint16(fr[6:]))
+			if _, err := decodeAnswer(key, v, body); err != nil && key != int16(kmsg.ApiVersions) {
+				st.DecodeErr = err
+				st.What += ", does not decode: " + err.Error()
+			}
+		}
+		return st
 	case errors.As(err, &ne) && ne.Timeout():
 		return Step{What: "no answer"}
 	}

@@ -67,12 +67,14 @@ func (s *Stats) answer(node int, fr *request, size int, resp kmsg.Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answered++
+	if resp != nil {
+		errorCodes(reflect.ValueOf(resp), func(c int16) { s.codes[c]++ })
+	}
 	if len(s.largest) < maxLargest || size > s.largest[len(s.largest)-1].size {
 		s.largest = append(s.largest, bigAnswer{size, node, fr})
 		slices.SortFunc(s.largest, func(a, b bigAnswer) int { return b.size - a.size })
 		s.largest = s.largest[:min(len(s.largest), maxLargest)]
 	}
-	errorCodes(reflect.ValueOf(resp), func(c int16) { s.codes[c]++ })
 }
 
 // outcome adds a connection's end and returns its new violations: those
