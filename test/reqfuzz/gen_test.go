@@ -41,10 +41,13 @@ func TestRoundFramesDeterministic(t *testing.T) {
 	}
 }
 
+// maxRequest bounds what the filler's budget lets a request grow to.
+const maxRequest = 16 << 20
+
 // TestRoundFramesCoverEveryAPI checks that a few hundred rounds build
 // every API, versions outside the advertised range, mutated encodings
-// and huge requests, and that every request's size prefix is right
-// unless it was made to lie.
+// and huge requests (none past maxRequest), and that every request's
+// size prefix is right unless it was made to lie.
 func TestRoundFramesCoverEveryAPI(t *testing.T) {
 	apis := allAPIs()
 	seen := map[int16]bool{}
@@ -60,6 +63,9 @@ func TestRoundFramesCoverEveryAPI(t *testing.T) {
 			}
 			if len(fr.b) > 1<<20 {
 				big++
+			}
+			if len(fr.b) > maxRequest {
+				t.Fatalf("%s: %d MiB, over %d MiB", fr.desc, len(fr.b)>>20, maxRequest>>20)
 			}
 			size := int(int32(uint32(fr.b[0])<<24 | uint32(fr.b[1])<<16 | uint32(fr.b[2])<<8 | uint32(fr.b[3])))
 			if fr.last {
