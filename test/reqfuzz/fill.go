@@ -83,10 +83,8 @@ func (f *filler) fill(v reflect.Value, name string) {
 		f.fillSlice(v, name)
 	case reflect.Array:
 		f.fillArray(v)
-	case reflect.String:
-		if !keep {
-			v.SetString(f.str(name))
-		}
+	case reflect.String: // kmsg's defaults are empty: names come from the pools
+		v.SetString(f.str(name))
 	case reflect.Bool:
 		if !keep {
 			v.SetBool(f.chance(2))
@@ -262,7 +260,7 @@ func plausibleInt(f *filler, name string) int64 {
 	case has("numpartitions") || has("count"):
 		return pick[int64](f, -1, 1, 2, 3)
 	case has("partition"):
-		return pick[int64](f, 0, 0, 1, 2, -1)
+		return pick[int64](f, 0, 0, 1, 1, 2, -1)
 	case has("acks"):
 		return pick[int64](f, -1, 0, 1)
 	case has("timeout") || has("wait") || has("millis") || has("ms"):

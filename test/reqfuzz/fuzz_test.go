@@ -37,6 +37,10 @@ func TestReqFuzzLong(t *testing.T) {
 	d := envDuration(t, "FUZZ_TIME", 30*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), d+15*time.Minute)
 	defer cancel()
+	// make fuzz runs without go test's timeout (FUZZ_TIME varies); this
+	// is it: a hung run ends with every goroutine's stack.
+	watchdog := time.AfterFunc(d+20*time.Minute, func() { panic(fmt.Sprintf("reqfuzz: the long run passed FUZZ_TIME (%s) by 20 minutes", d)) })
+	defer watchdog.Stop()
 	h := startHarness(ctx, t, 3, Config{
 		Seed: seedFromEnv(t), Conns: 6, PerConn: 30, Linger: 2 * time.Second,
 		RSSBound: rssBound(t), OutDir: outDir(),

@@ -11,10 +11,11 @@ import (
 const RefTopic = "reqfuzz-reference"
 
 // Name pools: what a client would plausibly send, so that requests reach
-// past name lookups. The fuzz topics exist or are auto-created; the
-// internal topics are there to be abused.
+// past name lookups. The fuzz topics fz-a..c exist (twice as likely),
+// fz-d and fz-e are auto-created; the internal topics are there to be
+// abused.
 var (
-	topicNames = []string{"fz-a", "fz-b", "fz-c", "fz-d", "fz-e",
+	topicNames = []string{"fz-a", "fz-b", "fz-c", "fz-a", "fz-b", "fz-c", "fz-d", "fz-e",
 		"__consumer_offsets", "__transaction_state", "__cluster_metadata"}
 	groupNames   = []string{"fg-a", "fg-b", "fg-c", ""}
 	txnNames     = []string{"ft-a", "ft-b", "ft-c"}
