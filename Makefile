@@ -79,7 +79,7 @@ e2e:
 # FUZZ_TIME (default 30m). After each round every node must answer
 # ApiVersions, a reference topic must read back unchanged, a duplicate of
 # an idempotent batch must get its first offset, and no node's RSS may pass
-# REQFUZZ_RSS_MIB (default 1024). Prints the seed (REQFUZZ_SEED=<seed>
+# REQFUZZ_RSS_MIB (default 1536). Prints the seed (REQFUZZ_SEED=<seed>
 # replays it) and a summary: requests per API, errors per code,
 # connections the nodes closed, peak RSS per node, the largest answers.
 # A failing round is saved as a case file in /tmp/reqfuzz (REQFUZZ_OUT; see

@@ -158,7 +158,14 @@ func (f *filler) fillSlice(v reflect.Value, name string) {
 func (f *filler) fillDuplicates(v reflect.Value, name string, n int) {
 	elems, bytes := f.elems, f.bytes
 	e := newElem(v.Type().Elem()).Elem()
+	// Half the time the element is plausible: the count is the hostile
+	// part, and handlers then go through every copy.
+	p := f.p
+	if n >= 256 && f.chance(2) {
+		f.p = 0
+	}
 	f.fill(e, name)
+	f.p = p
 	costE, costB := elems-f.elems+1, bytes-f.bytes+1
 	n = max(1, min(n, 1+f.elems/costE, 1+f.bytes/costB))
 	f.elems -= (n - 1) * costE

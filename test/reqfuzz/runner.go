@@ -135,7 +135,7 @@ func (r *Runner) checkMemory() error {
 		if err != nil {
 			return fmt.Errorf("node %d: %w", t.ID, err)
 		}
-		r.Stats.rss(t.ID, m.Peak)
+		r.Stats.rss(t.ID, m)
 		if m.Peak > r.cfg.RSSBound {
 			return fmt.Errorf("node %d: peak resident memory %d MiB, over the bound of %d MiB", t.ID, m.Peak>>20, r.cfg.RSSBound>>20)
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/test/e2e"
 )
 
 // Stats counts what a run sent and what the nodes answered. Its methods
@@ -32,6 +34,7 @@ type Stats struct {
 	violations    map[string]violation // the first of each kind, API and version
 	counts        map[string]int       // violations per key
 	peakRSS       map[int]int64        // per node: the largest VmHWM read
+	lastRSS       map[int]int64        // per node: VmRSS at the last check
 	largest       []bigAnswer          // the largest answers, largest first
 }
 
@@ -47,7 +50,7 @@ const maxLargest = 8
 // NewStats returns empty counters.
 func NewStats() *Stats {
 	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]bigAnswer{},
-		violations: map[string]violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}}
+		violations: map[string]violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}, lastRSS: map[int]int64{}}
 }
 
 // sentFrame counts a request the node read: each once, though a request
@@ -114,10 +117,11 @@ func (s *Stats) outcome(o *outcome) []violation {
 	return fresh
 }
 
-func (s *Stats) rss(node int, peak int64) {
+func (s *Stats) rss(node int, m e2e.Memory) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.peakRSS[node] = max(s.peakRSS[node], peak)
+	s.peakRSS[node] = max(s.peakRSS[node], m.Peak)
+	s.lastRSS[node] = m.RSS
 }
 
 func (s *Stats) round() {
@@ -167,9 +171,9 @@ func (s *Stats) String() string {
 			fmt.Fprintf(&b, "    %s %d: %s\n", kmsg.NameForKey(k), s.closedAfter[k], s.closedExample[k].fr.desc)
 		}
 	}
-	b.WriteString("peak RSS per node (VmHWM):")
+	b.WriteString("peak RSS per node (VmHWM), and RSS at the last check:")
 	for _, id := range slices.Sorted(maps.Keys(s.peakRSS)) {
-		fmt.Fprintf(&b, " node %d %.1f MiB;", id, float64(s.peakRSS[id])/(1<<20))
+		fmt.Fprintf(&b, " node %d %.1f MiB, %.1f MiB;", id, float64(s.peakRSS[id])/(1<<20), float64(s.lastRSS[id])/(1<<20))
 	}
 	b.WriteString("\n")
 	b.WriteString("largest answers:\n")
