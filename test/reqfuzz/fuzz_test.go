@@ -146,7 +146,7 @@ func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGo
 
 // triage looks for the crashing request when a node exited.
 func triage(ctx context.Context, t *testing.T, r *Runner) *Case {
-	if r.exitedWithin(ctx, 0) == 0 {
+	if r.exitedWithin(ctx, 2*time.Second) == 0 {
 		return nil
 	}
 	c, err := r.Triage(ctx)

@@ -104,14 +104,16 @@ func (r *Runner) Round(ctx context.Context, n int) []violation {
 // offset, and no node's peak resident memory passed the bound.
 func (r *Runner) Check(ctx context.Context) error {
 	for _, t := range r.cfg.Targets {
-		if _, err := t.Pid(); err != nil {
-			return fmt.Errorf("node %d is not running: %w\n%s", t.ID, err, crashLines(t.LogTail(400)))
-		}
-	}
-	for _, t := range r.cfg.Targets {
 		if err := apiVersions(ctx, t.Addr); err != nil {
+			// A process that just died may not be reaped yet.
+			if id := r.exitedWithin(ctx, 2*time.Second); id != 0 {
+				return r.notRunning(id)
+			}
 			return fmt.Errorf("node %d does not answer ApiVersions: %w", t.ID, err)
 		}
+	}
+	if id := r.exitedWithin(ctx, 0); id != 0 {
+		return r.notRunning(id)
 	}
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -122,6 +124,14 @@ func (r *Runner) Check(ctx context.Context) error {
 		return err
 	}
 	return r.checkMemory()
+}
+
+// notRunning is the error of a node whose process exited, with the
+// part of its log that says why.
+func (r *Runner) notRunning(id int) error {
+	t := r.target(id)
+	_, err := t.Pid()
+	return fmt.Errorf("node %d is not running: %w\n%s", id, err, crashLines(t.LogTail(400)))
 }
 
 // checkMemory reads every node's peak resident memory.
