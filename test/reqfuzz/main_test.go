@@ -46,7 +46,8 @@ func run(m *testing.M) int {
 // writeConfigs writes node1..N.yaml into dir: a cluster of n nodes that
 // auto-creates topics (so that generated names reach creation), bounded
 // to 300 partitions in all (each a Raft group on a small machine), with
-// small internal topics and quiet logs.
+// small internal topics, 64 MiB per partition at most (the reference
+// topic keeps everything: RefConfigs) and quiet logs.
 func writeConfigs(dir string, n int) error {
 	for id := 1; id <= n; id++ {
 		cfg := fmt.Sprintf(`# A node of the request fuzzer's cluster (test/reqfuzz).
@@ -62,6 +63,8 @@ auto_create_topics: true
 max_partitions: 300
 offsets_topic_partitions: 3
 transaction_state_partitions: 3
+segment_bytes: 16777216
+log_retention_bytes: 67108864
 log_level: %s
 `, id, id, n, n, logLevel())
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("node%d.yaml", id)), []byte(cfg), 0o644); err != nil {
