@@ -2,6 +2,8 @@ package reqfuzz
 
 import (
 	"context"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,7 @@ import (
 
 // TestChecksCatchChanges checks that the round checks can fail: they pass
 // on a fresh node, then fail when a node's peak memory is over the bound,
-// when the node's process is gone (and pass again once RestartExited
+// when its log mentions a panic, when the node's process is gone (and pass again once RestartExited
 // brought it back with its data), when a duplicate is answered with
 // another offset than the first one, and when the reference topic holds
 // one record more.
@@ -27,6 +29,16 @@ func TestChecksCatchChanges(t *testing.T) {
 		t.Errorf("with a bound of 1 MiB: %v, want peak resident memory over the bound", err)
 	}
 	r.cfg.RSSBound = 1 << 40
+
+	f, err := os.OpenFile(h.c.Node(1).LogFile, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteString("time=now level=ERROR msg=\"kafkaapi: panic serving a request; closing its connection\" panic=injected\n")
+	must(t, errors.Join(err, f.Close()))
+	var pe *PanicError
+	if err := r.Check(ctx); !errors.As(err, &pe) || pe.Node != 1 {
+		t.Errorf("with a panic in the node's log: %v, want a PanicError of node 1", err)
+	}
+	must(t, r.Check(ctx)) // a panic is reported once
 
 	must(t, h.c.Kill(1))
 	if err := r.Check(ctx); err == nil || !strings.Contains(err.Error(), "not running") {

@@ -2,6 +2,7 @@ package reqfuzz
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,8 +129,8 @@ func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGo
 		}
 		findings++
 		t.Errorf("%s", r.Failure(err))
-		if culprit := triage(ctx, t, r); culprit != nil {
-			t.Errorf("reqfuzz: triage found the request that crashes a node alone:\n%s", culprit.Format())
+		if culprit := triage(ctx, t, r, err); culprit != nil {
+			t.Errorf("reqfuzz: triage found the request that does it alone:\n%s", culprit.Format())
 		}
 		if !keepGoing || r.RestartExited(ctx) != nil || r.Check(ctx) != nil {
 			break
@@ -144,9 +145,11 @@ func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGo
 	t.Logf("reqfuzz: %s: seed %d, %d rounds, %d findings", verdict, r.cfg.Seed, r.Stats.Rounds(), findings)
 }
 
-// triage looks for the crashing request when a node exited.
-func triage(ctx context.Context, t *testing.T, r *Runner) *Case {
-	if r.exitedWithin(ctx, 2*time.Second) == 0 {
+// triage looks for the request that did it when a node exited or
+// logged a panic.
+func triage(ctx context.Context, t *testing.T, r *Runner, checkErr error) *Case {
+	var pe *PanicError
+	if !errors.As(checkErr, &pe) && r.exitedWithin(ctx, 2*time.Second) == 0 {
 		return nil
 	}
 	c, err := r.Triage(ctx)

@@ -111,6 +111,7 @@ func startHarness(ctx context.Context, t *testing.T, n int, cfg Config) *harness
 			Addr:    c.Node(id).KafkaAddr,
 			Pid:     func() (int, error) { return c.Pid(id) },
 			LogTail: func(lines int) string { return c.LogTail(id, lines) },
+			LogFile: c.Node(id).LogFile,
 			Restart: func(ctx context.Context) error {
 				if err := c.StartNode(ctx, id); err != nil {
 					return err

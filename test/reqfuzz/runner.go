@@ -24,6 +24,8 @@ type Target struct {
 	LogTail func(lines int) string
 	// Restart starts it again after it exited and waits until it serves.
 	Restart func(ctx context.Context) error
+	// LogFile is its log, scanned for panics after each round; "" = none.
+	LogFile string
 }
 
 // Config configures a Runner.
@@ -45,13 +47,14 @@ type Runner struct {
 	ref   *Reference
 	Stats *Stats
 
-	round    int        // the last round run
-	outcomes []*outcome // its connections
+	round      int           // the last round run
+	outcomes   []*outcome    // its connections
+	logOffsets map[int]int64 // per node: how much of its log was scanned
 }
 
 // NewRunner asks the first target which APIs it serves.
 func NewRunner(ctx context.Context, cfg Config, ref *Reference) (*Runner, error) {
-	r := &Runner{cfg: cfg, ref: ref, Stats: NewStats(), round: -1}
+	r := &Runner{cfg: cfg, ref: ref, Stats: NewStats(), round: -1, logOffsets: map[int]int64{}}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrApiVersionsRequest()
@@ -98,8 +101,9 @@ func (r *Runner) Round(ctx context.Context, n int) []violation {
 	return fresh
 }
 
-// Check checks the targets after a round: each one's process runs and
-// answers ApiVersions on a new connection, the reference topic holds
+// Check checks the targets after a round: each one's process runs,
+// answers ApiVersions on a new connection and logged no panic, the
+// reference topic holds
 // what it held, a duplicate of its idempotent batch gets its first
 // offset, and no node's peak resident memory passed the bound.
 func (r *Runner) Check(ctx context.Context) error {
@@ -114,6 +118,11 @@ func (r *Runner) Check(ctx context.Context) error {
 	}
 	if id := r.exitedWithin(ctx, 0); id != 0 {
 		return r.notRunning(id)
+	}
+	if id, lines, err := r.newPanics(); err != nil {
+		return err
+	} else if id != 0 {
+		return &PanicError{Node: id, Lines: lines}
 	}
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
