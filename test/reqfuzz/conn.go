@@ -36,7 +36,7 @@ type outcome struct {
 	frames     []*request // what it was to send
 	segs       []segment
 	answered   int
-	violations []violation // protocol breaches in the answers
+	violations []Violation // protocol breaches in the answers
 }
 
 // segment is one TCP connection of an outcome.
@@ -65,20 +65,20 @@ func (o *outcome) unanswered() []*request {
 // pipeline sends frames to addr without waiting for answers, reading
 // the answers as they come. A segment ends when every request written is
 // answered, when the node closes the connection (the next segment starts
-// after the oldest unanswered request), or linger after the last write
-// (the next starts after the last request written).
+// after its culprit), or linger after the last write (the next starts
+// after the last request written).
 func pipeline(ctx context.Context, node int, addr string, frames []*request, apis []API, linger time.Duration, st *Stats) *outcome {
 	o := &outcome{node: node, frames: frames}
 	for start := 0; start < len(frames) && ctx.Err() == nil; {
 		s := o.segment(ctx, addr, start, apis, linger, st)
 		o.segs = append(o.segs, s)
-		switch {
+		switch c := o.culprit(s); {
 		case s.dialErr != nil:
 			return o
-		case s.serverClosed:
-			start = o.culprit(s) + 1
+		case s.serverClosed && c < s.sent:
+			start = c + 1
 		default:
-			start = s.sent
+			start = max(s.sent, start+1) // a write that failed at once still moves on
 		}
 	}
 	return o
@@ -200,15 +200,15 @@ func (o *outcome) read(nc net.Conn, s *segment, apis []API, st *Stats) error {
 	}
 }
 
-// violation is an answer that breaks the protocol.
-type violation struct {
+// Violation is an answer that breaks the protocol.
+type Violation struct {
 	kind   string
 	fr     *request // the request it concerns, if known
 	detail string
 }
 
-// key groups violations of one kind on one API and version.
-func (v violation) key() string {
+// Key groups violations of one kind on one API and version.
+func (v Violation) Key() string {
 	if v.fr == nil {
 		return v.kind
 	}
@@ -216,7 +216,7 @@ func (v violation) key() string {
 }
 
 func (o *outcome) violate(kind string, fr *request, detail string) {
-	o.violations = append(o.violations, violation{kind, fr, detail})
+	o.violations = append(o.violations, Violation{kind, fr, detail})
 }
 
 // answer decodes fr's answer and counts its error codes. An answer that

@@ -1,11 +1,15 @@
 // Package reqfuzz is a request-level fuzzer against real nodes over TCP
 // (issue 27, item 6). It builds requests of every API and version a node
 // advertises in ApiVersions, from kmsg's request types filled by
-// reflection with hostile values (huge and duplicated arrays, negative
-// and maximal numbers, unknown ids, long and malformed strings, versions
-// outside the advertised range, fetch and group waits), mutates some of
-// their encodings (truncations, bit flips, length fields made huge, size
-// prefixes that lie), and pipelines them on several connections.
+// reflection: each value is hostile with the request's probability (huge
+// and duplicated arrays, negative and maximal numbers, unknown ids, long
+// and malformed strings, hostile record batches and decompression bombs)
+// or plausible (names from pools of existing topics, groups and configs,
+// small partitions, sane waits). Some requests go at versions outside the
+// advertised range or at keys the node does not serve, and some encodings
+// are mutated (truncations, bit flips, length fields made huge, size
+// prefixes that lie). Each round pipelines them on several connections;
+// when a node closes one, the rest go on a new one.
 //
 // Everything a round sends follows from the seed, the round number and
 // the connection number, so a seed replays the same requests; only the
@@ -15,16 +19,27 @@
 //
 //  1. Start the target nodes (in this package's tests: node processes
 //     started from config files with test/e2e) and create the reference
-//     topic (NewReference): an idempotent franz-go producer writes known
-//     records and one raw idempotent batch whose offset is remembered.
-//  2. Replay the regression cases (testdata/regress, Replay).
-//  3. Run rounds (Runner.Round). After each, Runner.Check asks every node
-//     for ApiVersions, reads the reference topic back with a fresh
+//     topic with RefConfigs (NewReference then writes known records with
+//     an idempotent franz-go producer, and one raw idempotent batch whose
+//     offset it remembers).
+//  2. Replay the regression cases (testdata/regress/*.case, Replay): each
+//     is a request that once found a defect.
+//  3. Run rounds (Runner.Round; it returns the protocol violations: an
+//     answer that does not decode, or not to its own length, to a
+//     version the node does not serve, out of order, or over 64 MiB).
+//     After each, Runner.Check asks every node for ApiVersions, scans
+//     their logs for panics, reads the reference topic back with a fresh
 //     franz-go consumer, resends the raw batch (a duplicate must answer
-//     its first offset), and reads every node's resident memory against
-//     the bound.
-//  4. On a failed check, print the seed, the round and the requests that
-//     preceded the failure (Failure), saved as a replayable case file.
-//  5. Print the Summary: requests per API, errors per code, connections
-//     the server closed, peak resident memory per node.
+//     its first offset), and reads every node's peak resident memory
+//     against the bound.
+//  4. On a failed check, report Runner.Failure: the seed, the round and
+//     the request that preceded the failure on each connection; the round
+//     is saved as a case file. If a node exited or logged a panic,
+//     Runner.Triage finds the request that does it alone.
+//  5. Report the Stats: requests per API, errors per code, connections
+//     the nodes closed, peak resident memory per node, the largest
+//     answers.
+//
+// A case file (Case) replays with TestReqFuzzReplay:
+// REQFUZZ_CASE=/abs/path.case go test -run TestReqFuzzReplay -v ./test/reqfuzz/
 package reqfuzz

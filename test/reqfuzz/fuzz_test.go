@@ -71,7 +71,7 @@ func TestReqFuzzReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	h := startHarness(ctx, t, nodes, Config{RSSBound: rssBound(t)})
-	steps, err := Replay(ctx, h.runner.cfg.Targets, c, 30*time.Second)
+	steps, err := Replay(ctx, h.runner.cfg.Targets, c, 5*time.Second)
 	must(t, err)
 	t.Logf("replayed %s:\n%s", file, stepsString(steps))
 	if err := checkReplay(ctx, h.runner, steps); err != nil {
@@ -121,13 +121,16 @@ func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGo
 	for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
 		for _, v := range r.Round(ctx, n) {
 			findings++
-			t.Errorf("reqfuzz: seed %d round %d: %s: %s\nrequest: %s", r.cfg.Seed, n, v.key(), v.detail, violationRequest(v))
+			t.Errorf("reqfuzz: seed %d round %d: %s: %s\nrequest: %s", r.cfg.Seed, n, v.Key(), v.detail, violationRequest(v))
 		}
 		err := r.Check(ctx)
 		if err == nil {
 			continue
 		}
 		findings++
+		if me := (*MemoryError)(nil); errors.As(err, &me) {
+			saveHeap(t, r.cfg.OutDir, me.Node)
+		}
 		t.Errorf("%s", r.Failure(err))
 		if culprit := triage(ctx, t, r, err); culprit != nil {
 			t.Errorf("reqfuzz: triage found the request that does it alone:\n%s", culprit.Format())
@@ -160,7 +163,7 @@ func triage(ctx context.Context, t *testing.T, r *Runner, checkErr error) *Case 
 }
 
 // violationRequest describes the request of a violation.
-func violationRequest(v violation) string {
+func violationRequest(v Violation) string {
 	if v.fr == nil {
 		return "(not known)"
 	}

@@ -3,6 +3,8 @@ package reqfuzz
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,7 +68,7 @@ transaction_state_partitions: 3
 segment_bytes: 16777216
 log_retention_bytes: 67108864
 log_level: %s
-`, id, id, n, n, logLevel())
+%s`, id, id, n, n, logLevel(), debugAddr(id))
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("node%d.yaml", id)), []byte(cfg), 0o644); err != nil {
 			return err
 		}
@@ -80,6 +82,46 @@ func logLevel() string {
 		return l
 	}
 	return "warn"
+}
+
+// debugPortBase is REQFUZZ_DEBUG_PORT_BASE: when set, node N serves
+// Go's /debug/pprof on 127.0.0.1:<base+N>, and a node over the memory
+// bound has its heap profile saved next to the failing round.
+func debugPortBase() int {
+	n, _ := strconv.Atoi(os.Getenv("REQFUZZ_DEBUG_PORT_BASE"))
+	return n
+}
+
+// debugAddr is node id's debug_addr line, or "".
+func debugAddr(id int) string {
+	if base := debugPortBase(); base > 0 {
+		return fmt.Sprintf("debug_addr: 127.0.0.1:%d\n", base+id)
+	}
+	return ""
+}
+
+// saveHeap saves node id's heap profile into dir, if it serves pprof.
+func saveHeap(t *testing.T, dir string, id int) {
+	base := debugPortBase()
+	if base == 0 {
+		return
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", base+id))
+	if err != nil {
+		t.Logf("reqfuzz: heap profile of node %d: %v", id, err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	path := filepath.Join(dir, fmt.Sprintf("node%d-%s.heap", id, time.Now().Format("150405")))
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		t.Logf("reqfuzz: heap profile of node %d: %v", id, err)
+		return
+	}
+	t.Logf("reqfuzz: node %d's heap profile: %s (go tool pprof -top %s)", id, path, path)
 }
 
 // harness is a cluster of node processes, its reference topic and a

@@ -81,7 +81,7 @@ func (r *Runner) APIs() []API { return slices.Clone(r.apis) }
 // Round runs round n: Conns connections, each to the next target in
 // turn, each pipelining PerConn requests made from the seed, n and its
 // number. It returns the protocol violations of kinds not seen before.
-func (r *Runner) Round(ctx context.Context, n int) []violation {
+func (r *Runner) Round(ctx context.Context, n int) []Violation {
 	r.round = n
 	r.outcomes = make([]*outcome, r.cfg.Conns)
 	var wg sync.WaitGroup
@@ -94,7 +94,7 @@ func (r *Runner) Round(ctx context.Context, n int) []violation {
 	}
 	wg.Wait()
 	r.Stats.round()
-	var fresh []violation
+	var fresh []Violation
 	for _, o := range r.outcomes {
 		fresh = append(fresh, r.Stats.outcome(o)...)
 	}
@@ -156,7 +156,7 @@ func (r *Runner) checkMemory() error {
 		}
 		r.Stats.rss(t.ID, m)
 		if m.Peak > r.cfg.RSSBound {
-			return fmt.Errorf("node %d: peak resident memory %d MiB, over the bound of %d MiB", t.ID, m.Peak>>20, r.cfg.RSSBound>>20)
+			return &MemoryError{Node: t.ID, Peak: m.Peak, Bound: r.cfg.RSSBound}
 		}
 	}
 	return nil
@@ -174,4 +174,14 @@ func apiVersions(ctx context.Context, addr string) error {
 		return err
 	}
 	return kerr.ErrorForCode(resp.(*kmsg.ApiVersionsResponse).ErrorCode)
+}
+
+// MemoryError is a node whose peak resident memory passed the bound.
+type MemoryError struct {
+	Node        int
+	Peak, Bound int64 // bytes
+}
+
+func (e *MemoryError) Error() string {
+	return fmt.Sprintf("node %d: peak resident memory %d MiB, over the bound of %d MiB", e.Node, e.Peak>>20, e.Bound>>20)
 }

@@ -31,7 +31,7 @@ type Stats struct {
 	closedAfter   map[int16]int
 	closedExample map[int16]bigAnswer  // per API, the first such request
 	lingering     int                  // requests unanswered at a round's end, the connection open
-	violations    map[string]violation // the first of each kind, API and version
+	violations    map[string]Violation // the first of each kind, API and version
 	counts        map[string]int       // violations per key
 	peakRSS       map[int]int64        // per node: the largest VmHWM read
 	lastRSS       map[int]int64        // per node: VmRSS at the last check
@@ -50,7 +50,7 @@ const maxLargest = 8
 // NewStats returns empty counters.
 func NewStats() *Stats {
 	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]bigAnswer{},
-		violations: map[string]violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}, lastRSS: map[int]int64{}}
+		violations: map[string]Violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}, lastRSS: map[int]int64{}}
 }
 
 // sentFrame counts a request the node read: each once, though a request
@@ -82,7 +82,7 @@ func (s *Stats) answer(node int, fr *request, size int, resp kmsg.Response) {
 
 // outcome adds a connection's end and returns its new violations: those
 // of a kind, API and version not seen before.
-func (s *Stats) outcome(o *outcome) []violation {
+func (s *Stats) outcome(o *outcome) []Violation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, seg := range o.segs {
@@ -105,9 +105,9 @@ func (s *Stats) outcome(o *outcome) []violation {
 			}
 		}
 	}
-	var fresh []violation
+	var fresh []Violation
 	for _, v := range o.violations {
-		k := v.key()
+		k := v.Key()
 		if s.counts[k] == 0 {
 			s.violations[k] = v
 			fresh = append(fresh, v)
