@@ -83,7 +83,8 @@ e2e:
 # replays it) and a summary: requests per API, errors per code,
 # connections the nodes closed, peak RSS per node, the largest answers.
 # A failing round is saved as a case file in /tmp/reqfuzz (REQFUZZ_OUT; see
-# test/reqfuzz/doc.go). The one-minute run is part of make test.
+# test/reqfuzz/doc.go). A one-minute run against one node, from a fixed
+# seed, is part of make test.
 FUZZ_TIME ?= 30m
 .PHONY: fuzz
 fuzz:

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"reflect"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -20,6 +22,11 @@ import (
 // (each byte can claim an array element), which must not exhaust the
 // fuzzer's memory.
 const maxDecode = 4 << 20
+
+// stuckAfter is how long after its read deadline a reader may take to
+// return before the fuzzer prints every goroutine's stack and leaves it
+// (twice, a reader ran for 30 minutes; where is not known yet).
+const stuckAfter = time.Minute
 
 // maxSaneAnswer is the largest answer a node of a small cluster should
 // give: above fetch.max.bytes (50 MiB), far above any listing of the
@@ -107,8 +114,8 @@ func (o *outcome) segment(ctx context.Context, addr string, start int, apis []AP
 		return s
 	}
 	defer nc.Close()
-	readErr := make(chan error, 1)
-	go func() { readErr <- o.read(nc, &s, apis, st) }()
+	done := make(chan readState, 1)
+	go func() { done <- o.read(nc, start, apis, st) }()
 	for _, fr := range o.frames[start:] {
 		nc.SetWriteDeadline(time.Now().Add(linger))
 		if _, err := nc.Write(fr.b); err != nil || ctx.Err() != nil {
@@ -119,14 +126,37 @@ func (o *outcome) segment(ctx context.Context, addr string, start int, apis []AP
 			break
 		}
 	}
-	// The reader owns s.next and o's answers until it returns; the
-	// deadline ends a read that waits for more.
+	// The deadline ends a read that waits for more.
 	nc.SetReadDeadline(time.Now().Add(linger))
 	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	err = <-readErr
-	s.serverClosed = errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF)
+	select {
+	case rs := <-done:
+		s.next = rs.next
+		o.answered += rs.answered
+		o.violations = append(o.violations, rs.violations...)
+		s.serverClosed = errors.Is(rs.err, io.EOF) || errors.Is(rs.err, syscall.ECONNRESET) || errors.Is(rs.err, io.ErrUnexpectedEOF)
+	case <-time.After(linger + stuckAfter):
+		// The deadline passed long ago: the reader is stuck in the
+		// fuzzer's own code. Say where, and leave it.
+		buf := make([]byte, 1<<20)
+		fmt.Fprintf(os.Stderr, "reqfuzz: a reader of %s is stuck %s after its deadline; every goroutine:\n%s\n",
+			addr, stuckAfter, buf[:runtime.Stack(buf, true)])
+		o.violate("fuzzer's reader stuck", nil, "every goroutine's stack is printed above")
+	}
 	return s
+}
+
+// readState is what a segment's reader saw.
+type readState struct {
+	next       int // frames before it were answered or passed
+	answered   int
+	violations []Violation
+	err        error // why reading ended; nil after the last frame's answer
+}
+
+func (rs *readState) violate(kind string, fr *request, detail string) {
+	rs.violations = append(rs.violations, Violation{kind, fr, detail})
 }
 
 // readAnswer reads one answer frame: its correlation id, and its body
@@ -158,44 +188,47 @@ func readAnswer(r io.Reader) (corr int32, body []byte, size int, err error) {
 // errBadFrame is an answer whose size prefix is impossible.
 var errBadFrame = errors.New("bad answer frame")
 
-// read reads answers until the last frame's, or an error.
-func (o *outcome) read(nc net.Conn, s *segment, apis []API, st *Stats) error {
+// read reads answers from frames[next:] on, until the last frame's, or
+// an error.
+func (o *outcome) read(nc net.Conn, next int, apis []API, st *Stats) readState {
+	rs := readState{next: next}
 	br := bufio.NewReader(nc)
 	for {
 		corr, body, size, err := readAnswer(br)
 		if errors.Is(err, errBadFrame) {
-			o.violate("bad answer frame", nil, err.Error())
-			return nil
+			rs.violate("bad answer frame", nil, err.Error())
+			return rs
 		}
 		if err != nil {
-			return err
+			rs.err = err
+			return rs
 		}
 		i := int(corr) - 1
-		if i < s.next || i >= len(o.frames) {
-			o.violate("unexpected correlation id", nil, fmt.Sprintf("%d, expected one of %d..%d", i+1, s.next+1, len(o.frames)))
-			return nil
+		if i < rs.next || i >= len(o.frames) {
+			rs.violate("unexpected correlation id", nil, fmt.Sprintf("%d, expected one of %d..%d", i+1, rs.next+1, len(o.frames)))
+			return rs
 		}
-		for _, skipped := range o.frames[s.next:i] {
+		for _, skipped := range o.frames[rs.next:i] {
 			if skipped.clean() && !skipped.acks0 {
-				o.violate("answer skipped", skipped, "no answer, but one to a later request")
+				rs.violate("answer skipped", skipped, "no answer, but one to a later request")
 			}
 		}
-		s.next = i + 1
-		o.answered++
+		rs.next = i + 1
+		rs.answered++
 		fr := o.frames[i]
 		switch {
 		case body == nil:
 			st.answer(o.node, fr, size, nil)
-			o.violate("oversized answer", fr, fmt.Sprintf("%d MiB answer to a request of %d KiB: %s", size>>20, len(fr.b)>>10, Shape(fr.b)))
+			rs.violate("oversized answer", fr, fmt.Sprintf("%d MiB answer to a request of %d KiB: %s", size>>20, len(fr.b)>>10, Shape(fr.b)))
 		case len(body) > maxDecode:
 			st.answer(o.node, fr, size, nil)
 		default:
 			if kind, err := answer(o.node, fr, body, apis, st); err != nil {
-				o.violate(kind, fr, err.Error())
+				rs.violate(kind, fr, err.Error())
 			}
 		}
-		if s.next == len(o.frames) {
-			return nil
+		if rs.next == len(o.frames) {
+			return rs
 		}
 	}
 }

@@ -40,6 +40,21 @@
 //     the nodes closed, peak resident memory per node, the largest
 //     answers.
 //
-// A case file (Case) replays with TestReqFuzzReplay:
-// REQFUZZ_CASE=/abs/path.case go test -run TestReqFuzzReplay -v ./test/reqfuzz/
+// The tests: TestReqFuzz (make test: one node, a minute, a fixed seed),
+// TestReqFuzzLong (make fuzz: three nodes, FUZZ_TIME, a new seed) and
+// TestReqFuzzReplay (one case file against new nodes). Their knobs, all
+// environment variables:
+//
+//   - REQFUZZ_SEED: the seed to replay, or "new".
+//   - REQFUZZ_TIME: the short run's length (default 1m); FUZZ_TIME the
+//     long run's (default 30m), which runs only with REQFUZZ_LONG=1.
+//   - REQFUZZ_RSS_MIB: the resident memory bound per node (default 1536).
+//   - REQFUZZ_OUT: where failing rounds, example requests and heap
+//     profiles are saved (default /tmp/reqfuzz).
+//   - REQFUZZ_CASE, REQFUZZ_NODES: the case file TestReqFuzzReplay replays
+//     (an absolute path) and against how many nodes (default 1), e.g.
+//     REQFUZZ_CASE=$PWD/x.case go test -run TestReqFuzzReplay -v -timeout 30m ./test/reqfuzz/
+//   - REQFUZZ_LOG_LEVEL: the nodes' log level (default warn).
+//   - REQFUZZ_DEBUG_PORT_BASE: node N serves pprof on 127.0.0.1:<base+N>;
+//     a node over the memory bound then has its heap profile saved.
 package reqfuzz

@@ -177,17 +177,22 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// seedFromEnv is REQFUZZ_SEED, or a new seed.
-func seedFromEnv(t *testing.T) uint64 {
+// seedFromEnv is REQFUZZ_SEED, def if it is unset, or a new seed if
+// def is 0 or REQFUZZ_SEED is "new".
+func seedFromEnv(t *testing.T, def uint64) uint64 {
 	t.Helper()
-	if s := os.Getenv("REQFUZZ_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("REQFUZZ_SEED: %v", err)
-		}
-		return seed
+	s := os.Getenv("REQFUZZ_SEED")
+	switch {
+	case s == "new" || s == "" && def == 0:
+		return uint64(time.Now().UnixNano())
+	case s == "":
+		return def
 	}
-	return uint64(time.Now().UnixNano())
+	seed, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("REQFUZZ_SEED: %v", err)
+	}
+	return seed
 }
 
 // envDuration is the duration in env variable name, or def.
