@@ -12,7 +12,8 @@ import (
 )
 
 // TestChecksCatchChanges checks that the round checks can fail: they pass
-// on a fresh node, then fail when a node's peak memory is over the bound,
+// on a fresh node, then fail when a node's peak memory is over the bound
+// (and pass once recoverNodes replaced it),
 // when its log mentions a panic, when the node's process is gone (and pass again once RestartExited
 // brought it back with its data), when a duplicate is answered with
 // another offset than the first one, and when the reference topic holds
@@ -25,10 +26,19 @@ func TestChecksCatchChanges(t *testing.T) {
 	must(t, r.Check(ctx))
 
 	r.cfg.RSSBound = 1 << 20
-	if err := r.Check(ctx); err == nil || !strings.Contains(err.Error(), "over the bound") {
-		t.Errorf("with a bound of 1 MiB: %v, want peak resident memory over the bound", err)
+	err := r.Check(ctx)
+	var me *MemoryError
+	if !errors.As(err, &me) || me.Node != 1 {
+		t.Errorf("with a bound of 1 MiB: %v, want a MemoryError of node 1", err)
 	}
 	r.cfg.RSSBound = 1 << 40
+	pid, _ := h.c.Pid(1)
+	if !recoverNodes(ctx, t, r, err) {
+		t.Fatal("the node over the memory bound was not replaced")
+	}
+	if now, _ := h.c.Pid(1); now == pid {
+		t.Errorf("the node over the memory bound still runs as pid %d", pid)
+	}
 
 	f, err := os.OpenFile(h.c.Node(1).LogFile, os.O_APPEND|os.O_WRONLY, 0)
 	must(t, err)

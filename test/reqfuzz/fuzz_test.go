@@ -35,8 +35,9 @@ func TestReqFuzz(t *testing.T) {
 }
 
 // TestReqFuzzLong is make fuzz: three node processes, FUZZ_TIME (default
-// 30m) of rounds; a node that crashes is restarted after triage and the
-// run goes on, so that one run can find several defects.
+// 30m) of rounds; a node that crashes is restarted after triage, one over
+// the memory bound killed and restarted, and the run goes on, so that one
+// run can find several defects.
 func TestReqFuzzLong(t *testing.T) {
 	if os.Getenv("REQFUZZ_LONG") == "" {
 		t.Skip("the long run is make fuzz (REQFUZZ_LONG=1)")
@@ -141,7 +142,7 @@ func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGo
 		if culprit := triage(ctx, t, r, err); culprit != nil {
 			t.Errorf("reqfuzz: triage found the request that does it alone:\n%s", culprit.Format())
 		}
-		if !keepGoing || r.RestartExited(ctx) != nil || r.Check(ctx) != nil {
+		if !keepGoing || !recoverNodes(ctx, t, r, err) {
 			break
 		}
 	}
@@ -152,6 +153,27 @@ func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGo
 		verdict = "FAIL"
 	}
 	t.Logf("reqfuzz: %s: seed %d, %d rounds, %d findings", verdict, r.cfg.Seed, r.Stats.Rounds(), findings)
+}
+
+// recoverNodes readies the nodes for more rounds after a failed check:
+// a node over the memory bound is killed (its peak would stay over it),
+// every node that exited is restarted, and the checks must pass again.
+func recoverNodes(ctx context.Context, t *testing.T, r *Runner, checkErr error) bool {
+	if me := (*MemoryError)(nil); errors.As(checkErr, &me) {
+		if err := r.target(me.Node).Kill(); err != nil {
+			t.Errorf("reqfuzz: kill node %d: %v", me.Node, err)
+			return false
+		}
+	}
+	if err := r.RestartExited(ctx); err != nil {
+		t.Errorf("reqfuzz: %v", err)
+		return false
+	}
+	if err := r.Check(ctx); err != nil {
+		t.Errorf("reqfuzz: the nodes did not recover: %v", err)
+		return false
+	}
+	return true
 }
 
 // triage looks for the request that did it when a node exited or

@@ -154,6 +154,7 @@ func startHarness(ctx context.Context, t *testing.T, n int, cfg Config) *harness
 			Pid:     func() (int, error) { return c.Pid(id) },
 			LogTail: func(lines int) string { return c.LogTail(id, lines) },
 			LogFile: c.Node(id).LogFile,
+			Kill:    func() error { return c.Kill(id) },
 			Restart: func(ctx context.Context) error {
 				if err := c.StartNode(ctx, id); err != nil {
 					return err

@@ -26,6 +26,9 @@ type Target struct {
 	Restart func(ctx context.Context) error
 	// LogFile is its log, scanned for panics after each round; "" = none.
 	LogFile string
+	// Kill stops its process at once (a node over the memory bound is
+	// killed and restarted when a run goes on after a finding).
+	Kill func() error
 }
 
 // Config configures a Runner.
