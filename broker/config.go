@@ -328,7 +328,7 @@ func (t *Tuning) validate() error {
 		{Name: "replica_lag_max", V: &t.ReplicaLagMax, Def: 30 * time.Second, Min: time.Millisecond},
 	}, []knob.Int{
 		{Name: "max_meta_frame", V: &t.MaxMetaFrame, Def: 4 << 20, Min: 64 << 10, Max: 1 << 30},
-		{Name: "open_parallelism", V: &t.OpenParallelism, Def: 8, Min: 1, Max: 1024},
+		{Name: "open_parallelism", V: &t.OpenParallelism, Def: 32, Min: 1, Max: 1024},
 	})
 	var ke *knob.Error
 	if errors.As(err, &ke) {

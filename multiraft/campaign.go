@@ -27,8 +27,6 @@ import (
 // It returns once every preferred member has campaigned, or when ctx ends,
 // with the number of preferred members.
 func (h *Host) ReleaseCampaigns(ctx context.Context, batch []*Group) int {
-	h.releasing.Add(1) // this node's preferred members wait their turn (awaitsPreferred)
-	defer h.releasing.Add(-1)
 	var preferred []*Group
 	for _, g := range batch {
 		if g == nil || !g.held() {

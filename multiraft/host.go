@@ -45,8 +45,6 @@ type Host struct {
 	// draining is set by HandOver: the node is stopping, so it refuses
 	// leaderships offered to it (TimeoutNow), which would die with it.
 	draining atomic.Bool
-	// releasing counts the ReleaseCampaigns running (campaign.go).
-	releasing atomic.Int32
 
 	mu         sync.Mutex // guards every field below; never held while taking a peer's mu
 	groups     map[string]*transport

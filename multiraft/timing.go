@@ -140,16 +140,18 @@ func (g *Group) followRole(normal raft.ReloadableConfig, leaderHB time.Duration)
 }
 
 // awaitsPreferred reports whether the group's preferred member will still
-// campaign: it is this member and the Host is releasing campaigns, or it
-// is on another node whose process runs (the Host holds a session to it:
-// PeerUp), which is steadier under load than a ping's vouch.
+// campaign: it is this member, which campaigns when the batch it was
+// opened with is released (ReleaseCampaigns, after the whole batch has
+// opened: thousands of groups may take minutes), or it is on another node
+// whose process runs (the Host holds a session to it: PeerUp), which is
+// steadier under load than a ping's vouch.
 func (g *Group) awaitsPreferred() bool {
 	if len(g.spec.Members) == 0 {
 		return false
 	}
 	pref := g.spec.Members[0]
 	if pref == g.h.id {
-		return g.h.releasing.Load() > 0
+		return true
 	}
 	if g.h.resolve == nil {
 		return false
