@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -112,11 +113,31 @@ func ErrorCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// errorMessage is the optional error text of responses that carry one.
+// errorMessage is the optional error text of responses that carry one,
+// at most maxErrorMessage bytes (boundedMessage).
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
-	s := err.Error()
+	return boundedMessage(err.Error())
+}
+
+// maxErrorMessage bounds an error message: a message quotes what the
+// client sent (a topic or user name of up to 32 KiB), and one per
+// partition entry would otherwise make an answer many times its request,
+// or pass the 32,767 bytes a non-flexible version can encode, which
+// corrupts the whole answer.
+const maxErrorMessage = 512
+
+// boundedMessage is s cut to maxErrorMessage bytes at a character
+// boundary, with "..." when cut.
+func boundedMessage(s string) *string {
+	if len(s) > maxErrorMessage {
+		cut := maxErrorMessage - 3
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
 	return &s
 }

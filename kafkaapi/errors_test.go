@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -50,5 +52,19 @@ func TestProtocolErrorsUnwrap(t *testing.T) {
 	}
 	if !errors.Is(&DecodeError{Err: io.ErrUnexpectedEOF}, io.ErrUnexpectedEOF) {
 		t.Error("DecodeError hides its cause")
+	}
+}
+
+// An error message is cut to maxErrorMessage bytes, at a character
+// boundary, so that quoting a client's 32 KiB name neither multiplies an
+// answer nor passes what a non-flexible string length can hold.
+func TestErrorMessagesAreBounded(t *testing.T) {
+	long := errors.New("invalid topic name \"" + strings.Repeat("é", 20000) + "\"")
+	m := errorMessage(long)
+	if len(*m) > maxErrorMessage || !utf8.ValidString(*m) || !strings.HasSuffix(*m, "...") {
+		t.Fatalf("message of %d bytes (valid UTF-8 %v), want at most %d ending in ...", len(*m), utf8.ValidString(*m), maxErrorMessage)
+	}
+	if short := errorMessage(errors.New("short")); *short != "short" {
+		t.Fatalf("a short message became %q", *short)
 	}
 }

@@ -84,7 +84,7 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 				rp.Partition = p.Partition
 				var err error
 				if seen[topicPart{t.Topic, p.Partition}] > 1 {
-					err = fmt.Errorf("%w: partition %s-%d named twice", kerr.InvalidRequest, t.Topic, p.Partition)
+					err = fmt.Errorf("%w: partition %d named twice", kerr.InvalidRequest, p.Partition)
 				} else {
 					var target []int32
 					if p.Replicas != nil {

@@ -109,10 +109,10 @@ func (s *Server) startDescribeUserScram(req *kmsg.DescribeUserSCRAMCredentialsRe
 			case count[u.Name] > 1:
 				r.CredentialInfos = nil
 				r.ErrorCode = kerr.DuplicateResource.Code
-				r.ErrorMessage = kmsg.StringPtr("Cannot describe SCRAM credentials for the same user twice in a single request: " + u.Name)
+				r.ErrorMessage = boundedMessage("Cannot describe SCRAM credentials for the same user twice in a single request: " + u.Name)
 			case len(r.CredentialInfos) == 0:
 				r.ErrorCode = kerr.ResourceNotFound.Code
-				r.ErrorMessage = kmsg.StringPtr("Attempt to describe a user credential that does not exist: " + u.Name)
+				r.ErrorMessage = boundedMessage("Attempt to describe a user credential that does not exist: " + u.Name)
 			}
 			resp.Results = append(resp.Results, r)
 		}

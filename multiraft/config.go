@@ -191,7 +191,7 @@ func (t *Tuning) Validate() error {
 		{Name: "RebalanceFirst", V: &t.RebalanceFirst, Def: 2 * time.Second, Min: time.Millisecond},
 		{Name: "RoleRecheck", V: &t.RoleRecheck, Def: 5 * time.Second, Min: time.Millisecond},
 		{Name: "LivenessInterval", V: &t.LivenessInterval, Def: 100 * time.Millisecond, Min: time.Millisecond},
-		{Name: "LivenessTimeout", V: &t.LivenessTimeout, Def: 400 * time.Millisecond, Min: time.Millisecond},
+		{Name: "LivenessTimeout", V: &t.LivenessTimeout, Def: time.Second, Min: time.Millisecond},
 	}, []knob.Int{
 		{Name: "MaxHeartbeatsPerFrame", V: &t.MaxHeartbeatsPerFrame, Def: 1024, Min: 1, Max: 1 << 16},
 		{Name: "MaxFrame", V: &t.MaxFrame, Def: 1 << 30, Min: 64 << 10, Max: 1<<31 - 1},

@@ -265,6 +265,7 @@ func (s *hbSender) exchange(calls []*hbCall, deadline time.Time) ([]hbResult, er
 		return nil, p.fail("heartbeat", err)
 	}
 	_ = st.SetDeadline(time.Time{})
+	p.h.live.answered(p.addr, st.Session(), time.Now())
 	p.release(st)
 	p.h.stats.hbFramesSent.Add(1)
 	p.h.stats.hbSent.Add(uint64(len(calls)))

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -15,7 +16,9 @@ import (
 // an idle group go quiet while its transport vouches for the other side
 // (raft.WithQuiescence); the Host vouches for a watched peer, for all its
 // groups at once, while pings over the peer's session answer
-// (Tuning.LivenessInterval) within Tuning.LivenessTimeout. A peer's epoch
+// (Tuning.LivenessInterval) within Tuning.LivenessTimeout, or any call or
+// heartbeat frame it answered did (under load, the answers that matter
+// keep coming while a ping may wait behind them). A peer's epoch
 // changes whenever the Host stops vouching for it or its session changes
 // (it may have restarted), and every change is broadcast on one channel,
 // which the quiet groups wait on instead of timers.
@@ -35,10 +38,12 @@ type liveness struct {
 
 // peerLive is one watched peer's vouch.
 type peerLive struct {
-	alive    bool
-	epoch    uint64
-	sess     *yamux.Session // the session whose ping answered last
-	answered time.Time
+	alive bool
+	epoch uint64
+	sess  *yamux.Session // the session that answered last
+	// answered is when (UnixNano) the peer last answered on sess: atomic,
+	// so that recording an answer on the hot path takes only the read lock.
+	answered atomic.Int64
 }
 
 type tickKey struct {
@@ -85,16 +90,24 @@ func (h *Host) livenessChanged() <-chan struct{} {
 	return l.changed
 }
 
-// answered records a ping answered over sess.
+// answered records an answer (a ping's, a call's, a heartbeat frame's)
+// that came over sess, a session this Host dialed to the peer at addr.
 func (l *liveness) answered(addr string, sess *yamux.Session, now time.Time) {
+	l.mu.RLock()
+	p := l.peers[addr]
+	if p != nil && p.alive && p.sess == sess {
+		p.answered.Store(now.UnixNano())
+		l.mu.RUnlock()
+		return
+	}
+	l.mu.RUnlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := l.peers[addr]
-	if p == nil {
+	if p = l.peers[addr]; p == nil {
 		p = &peerLive{}
 		l.peers[addr] = p
 	}
-	p.answered = now
+	p.answered.Store(now.UnixNano())
 	if p.alive && p.sess == sess {
 		return
 	}
@@ -121,7 +134,7 @@ func (l *liveness) expire(now time.Time, timeout time.Duration) {
 	defer l.mu.Unlock()
 	changed := false
 	for _, p := range l.peers {
-		if p.alive && now.Sub(p.answered) > timeout {
+		if p.alive && now.Sub(time.Unix(0, p.answered.Load())) > timeout {
 			l.epoch++
 			p.alive, p.sess, p.epoch = false, nil, l.epoch
 			changed = true

@@ -67,6 +67,15 @@ func terms(t *testing.T, groups [][]*Group) []uint64 {
 func TestIdleGroupsGoQuiet(t *testing.T) {
 	net, groups := quietNet(t, 20, nil)
 	waitFor(t, "every follower quiesced", func() bool { return allQuiet(groups) })
+	// The leaders mark a follower quiesced when its answer arrives, a
+	// moment after the follower did: wait for a heartbeat timeout in which
+	// nothing was sent.
+	waitFor(t, "the leaders to go quiet", func() bool {
+		hb, calls := heartbeatsSent(net)
+		time.Sleep(fastTiming().HeartbeatTimeout)
+		hb2, calls2 := heartbeatsSent(net)
+		return hb == hb2 && calls == calls2
+	})
 	before := terms(t, groups)
 	hb0, calls0 := heartbeatsSent(net)
 	time.Sleep(10 * fastTiming().HeartbeatTimeout)

@@ -260,6 +260,7 @@ func (t *transport) call(id raft.ServerID, target raft.ServerAddress, kind byte,
 		return p.fail("call", timeoutAsCallTimeout(err))
 	}
 	_ = st.SetDeadline(time.Time{})
+	t.h.live.answered(p.addr, st.Session(), time.Now())
 	p.release(st)
 	t.h.stats.callsSent.Add(1)
 	return p.result(body, resp)
