@@ -37,6 +37,7 @@ type options struct {
 	settle     time.Duration
 	idle       time.Duration
 	kill       int
+	pause      time.Duration
 	timeout    time.Duration
 }
 
@@ -51,6 +52,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 5*time.Second, "wait after every partition is led before sampling (leader rebalancing)")
 	flag.DurationVar(&o.idle, "idle", 20*time.Second, "how long to sample the idle cluster")
 	flag.IntVar(&o.kill, "kill", 0, "after sampling, SIGKILL node N (1-based, in -pids order) and time the fail-over of the partitions it led; 0: no")
+	flag.DurationVar(&o.pause, "pause", 0, "after sampling (before -kill), SIGSTOP each node in turn for this long, then time until every partition is led again; 0: no")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.Parse()
 	o.brokers = strings.Split(*brokers, ",")
@@ -91,6 +93,11 @@ func run(o options) error {
 	time.Sleep(o.settle)
 	if err := sampleIdle(ctx, cl, o.idle, pids, names); err != nil {
 		return err
+	}
+	if o.pause > 0 {
+		if err := pauseEach(ctx, o, pids, names, o.partitions); err != nil {
+			return err
+		}
 	}
 	if o.kill == 0 {
 		return nil
