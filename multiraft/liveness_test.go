@@ -129,3 +129,43 @@ func TestQuietGroupsOfALostNodeGetLeaders(t *testing.T) {
 		propose(t, live, 3)
 	}
 }
+
+// A node restarted while its groups were quiet learns each group's commit
+// index without anything new being written: it lost it with its process,
+// and a leader that had quiesced it must send it again (the metadata group
+// of a restarted node stayed empty until the next metadata write).
+func TestRestartedFollowerOfQuietGroupsCatchesUp(t *testing.T) {
+	net, groups := quietNet(t, 8, nil)
+	waitFor(t, "every follower quiesced", func() bool { return allQuiet(groups) })
+	// A node that leads none of the groups, if there is one: the others
+	// keep their leaders and stay quiet.
+	led := map[int32]bool{}
+	for _, gs := range groups {
+		led[int32(leaderOf(t, gs))+1] = true
+	}
+	victim := int32(3)
+	for id := int32(1); id <= 3; id++ {
+		if !led[id] {
+			victim = id
+		}
+	}
+	for _, gs := range groups {
+		_ = gs[victim-1].Close()
+	}
+	net.stop(victim)
+	net.start(victim)
+	net.watchAll()
+	fsms := make([]*countFSM, len(groups))
+	for i := range groups {
+		groups[i][victim-1], fsms[i] = net.open(victim, fmt.Sprintf("g%d", i), []int32{1, 2, 3}, fastTiming(), false)
+	}
+	waitFor(t, "the restarted node applied every group's entry", func() bool {
+		for _, f := range fsms {
+			if st, _ := f.state(); st.n != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor(t, "quiet again", func() bool { return allQuiet(groups) })
+}

@@ -218,12 +218,18 @@ func (r *Raft) heartbeatWait(s *followerReplication, peer Server) (tick <-chan t
 }
 
 // commitTimeout is replicate's timer for sending the commit index to an
-// idle follower: none while the follower is quiesced.
-func (r *Raft) commitTimeout(s *followerReplication) <-chan time.Time {
-	if r.leaderQuiesced(s) {
-		return nil
+// idle follower: none while the follower is quiesced, when replicate waits
+// for the transport's liveness to change instead. A follower restarted
+// meanwhile (a new epoch) lost the commit index with its process, and only
+// this timer sends it again while nothing new is written.
+func (r *Raft) commitTimeout(s *followerReplication) (<-chan time.Time, <-chan struct{}) {
+	if q := r.quiescer(); q != nil {
+		changed := q.LivenessChanged() // before looking, so no change is missed
+		if r.leaderQuiesced(s) {
+			return nil, changed
+		}
 	}
-	return randomTimeout(r.config().CommitTimeout)
+	return randomTimeout(r.config().CommitTimeout), nil
 }
 
 // leaseTimer is the leader's next lease check: after interval, or, while

@@ -33,6 +33,13 @@ func (v *vouchTransport) AppendEntries(id ServerID, target ServerAddress, args *
 	return v.InmemTransport.AppendEntries(id, target, args, resp)
 }
 
+// AppendEntriesPipeline is not supported, as by a transport without
+// pipelining (MiniKafka's, for groups with no MaxInflightAppends): raft
+// replicates from its RPC loop.
+func (v *vouchTransport) AppendEntriesPipeline(ServerID, ServerAddress) (AppendPipeline, error) {
+	return nil, ErrPipelineReplicationNotSupported
+}
+
 func (v *vouchTransport) Vouch(_ ServerID, addr ServerAddress) (bool, uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -59,12 +66,26 @@ func (v *vouchTransport) kill(addr ServerAddress) {
 	v.Disconnect(addr)
 }
 
+// revive vouches for addr again in a new epoch, as a transport does when a
+// restarted node's session comes up.
+func (v *vouchTransport) revive(addr ServerAddress) {
+	v.mu.Lock()
+	delete(v.dead, addr)
+	v.epoch++
+	close(v.changed)
+	v.changed = make(chan struct{})
+	v.mu.Unlock()
+}
+
 var _ WithQuiescence = (*vouchTransport)(nil)
 
 type quiesceCluster struct {
 	rafts  []*Raft
 	trans  []*vouchTransport
 	fsms   []*MockFSM
+	confs  []*Config
+	stores []*InmemStore
+	snaps  []*InmemSnapshotStore
 	leader int
 }
 
@@ -102,6 +123,7 @@ func newQuiesceCluster(t *testing.T, n int, tune ...func(*Config)) *quiesceClust
 		}
 		c.rafts = append(c.rafts, r)
 		c.fsms = append(c.fsms, fsm)
+		c.confs, c.stores, c.snaps = append(c.confs, conf), append(c.stores, store), append(c.snaps, snaps)
 	}
 	t.Cleanup(func() {
 		for _, r := range c.rafts {
@@ -145,6 +167,36 @@ func (c *quiesceCluster) waitQuiet(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("followers did not quiesce within 10s")
+}
+
+// restart stops server i as a crash would, the others' transports losing
+// it, and starts it again on its stores with an empty FSM and a new
+// transport, which the others vouch for in a new epoch.
+func (c *quiesceCluster) restart(t *testing.T, i int) {
+	t.Helper()
+	if err := c.rafts[i].Shutdown().Error(); err != nil {
+		t.Fatal(err)
+	}
+	addr := c.trans[i].LocalAddr()
+	for j, tr := range c.trans {
+		if j != i {
+			tr.kill(addr)
+		}
+	}
+	tr := newVouchTransport(addr)
+	for j, other := range c.trans {
+		if j != i {
+			tr.Connect(other.LocalAddr(), other.InmemTransport)
+			other.Connect(addr, tr.InmemTransport)
+			other.revive(addr)
+		}
+	}
+	fsm := &MockFSM{}
+	r, err := NewRaft(c.confs[i], fsm, c.stores[i], c.stores[i], c.snaps[i], tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.rafts[i], c.trans[i], c.fsms[i] = r, tr, fsm
 }
 
 func (c *quiesceCluster) sent() int64 {
@@ -257,4 +309,32 @@ func TestQuiesceSoonAfterCommit(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("quiesced %v after the commit; want well before the one-minute commit timeout", took)
 	}
+}
+
+// A follower restarted while its leader had quiesced it learns the commit
+// index again without anything new being written: it lost it with its
+// process, and the leader, waking on the new epoch, must send it.
+func TestQuiescedFollowerRestartedLearnsTheCommitIndex(t *testing.T) {
+	c := newQuiesceCluster(t, 3)
+	if err := c.rafts[c.leader].Apply([]byte("x"), time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitQuiet(t)
+	f := (c.leader + 1) % 3
+	c.restart(t, f)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.fsms[f].Lock()
+		n := len(c.fsms[f].logs)
+		c.fsms[f].Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted follower applied %d entries in 10s; want 1 (commit index %d, last index %d)",
+				n, c.rafts[f].getCommitIndex(), c.rafts[f].getLastIndex())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.waitQuiet(t)
 }

@@ -155,7 +155,10 @@ func (r *Raft) replicate(s *followerReplication) {
 RPC:
 	shouldStop := false
 	for !shouldStop {
+		commitTimer, live := r.commitTimeout(s)
 		select {
+		case <-live:
+			continue
 		case maxIndex := <-s.stopCh:
 			// Make a best effort to replicate up to this index
 			if maxIndex > 0 {
@@ -178,7 +181,7 @@ RPC:
 		// raft commits stop flowing naturally. The actual heartbeats
 		// can't do this to keep them unblocked by disk IO on the
 		// follower. See https://github.com/hashicorp/raft/issues/282.
-		case <-r.commitTimeout(s):
+		case <-commitTimer:
 			if r.leaderQuiesced(s) {
 				continue // the follower has everything; quiesce.go
 			}
@@ -506,7 +509,10 @@ func (r *Raft) pipelineReplicate(s *followerReplication) error {
 	shouldStop := false
 SEND:
 	for !shouldStop {
+		commitTimer, live := r.commitTimeout(s)
 		select {
+		case <-live:
+			continue
 		case <-finishCh:
 			break SEND
 		case maxIndex := <-s.stopCh:
@@ -526,7 +532,7 @@ SEND:
 		case <-s.triggerCh:
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
-		case <-r.commitTimeout(s):
+		case <-commitTimer:
 			if r.leaderQuiesced(s) {
 				continue
 			}
