@@ -238,6 +238,19 @@ type Timing struct {
 	SnapshotThreshold  uint64
 	TrailingLogs       uint64
 
+	// SnapshotBytes, when positive, also takes a snapshot once the group's
+	// stored log holds more than TrailingBytes plus this many bytes of
+	// entries: a log of large entries (produce batches of a MiB) is
+	// trimmed by what it holds, not only by its count of entries, which
+	// SnapshotThreshold and TrailingLogs bound (thousands of entries of a
+	// MiB each are GiBs on disk, next to the partition log that holds the
+	// same records). 0 leaves it to SnapshotThreshold and SnapshotInterval.
+	SnapshotBytes int64
+	// TrailingBytes bounds by their bytes the entries a snapshot leaves in
+	// the log for followers to catch up from, as TrailingLogs bounds them
+	// by count: the fewer entries wins. Only with SnapshotBytes.
+	TrailingBytes int64
+
 	// LeaderHeartbeatTimeout, when above HeartbeatTimeout, is the heartbeat
 	// timeout a member runs with while it leads. Raft's leader heartbeats
 	// each follower every tenth to fifth of its own heartbeat timeout, while
@@ -283,6 +296,8 @@ func DefaultTiming() Timing {
 		SnapshotInterval:   60 * time.Second,
 		SnapshotThreshold:  4096,
 		TrailingLogs:       2048,
+		SnapshotBytes:      32 << 20,
+		TrailingBytes:      8 << 20,
 	}
 }
 
@@ -309,6 +324,8 @@ func (t Timing) Validate() error {
 		return fmt.Errorf("max in-flight appends %d must be 0 (off) or in 2..%d", t.MaxInflightAppends, MaxInflightAppendsLimit)
 	case t.SnapshotThreshold == 0:
 		return errors.New("snapshot threshold is 0")
+	case t.SnapshotBytes < 0 || t.TrailingBytes < 0:
+		return fmt.Errorf("snapshot bytes %d and trailing bytes %d must not be negative", t.SnapshotBytes, t.TrailingBytes)
 	}
 	return nil
 }

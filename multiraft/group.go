@@ -79,8 +79,12 @@ type Group struct {
 	spec  GroupSpec
 	raft  *raft.Raft
 	store logStore
+	logs  *sizedLog // raft's view of store's log, which counts its bytes
 	trans *transport
 	log   *slog.Logger
+	// reloadMu serialises raft.ReloadConfig calls: the trimmer changes
+	// TrailingLogs, the timing goroutine the timeouts (logtrim.go).
+	reloadMu sync.Mutex
 
 	// members is the order of preference (GroupSpec.Members, then
 	// SetMembers); nil for a group without one.
@@ -133,9 +137,10 @@ func (h *Host) Open(spec GroupSpec) (*Group, error) {
 	if !hold {
 		close(g.restored)
 	}
-	g.wg.Add(2)
+	g.wg.Add(3)
 	go g.forwardLeadership()
 	go g.runTiming(rc, hold)
+	go g.trimLoop(g.logs.kick)
 	return g, nil
 }
 
@@ -204,7 +209,11 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	if isDurable {
 		snaps = durable.WrapSnapshots(snaps)
 	}
-	logs, err := raft.NewLogCache(256, store)
+	g.logs = &sizedLog{LogStore: store, kick: make(chan struct{}, 1), kicked: -1}
+	if spec.Timing.SnapshotBytes > 0 {
+		g.logs.limit = spec.Timing.SnapshotBytes + spec.Timing.TrailingBytes
+	}
+	logs, err := raft.NewLogCache(256, g.logs)
 	if err != nil {
 		return fail(fmt.Errorf("multiraft: %w", err))
 	}

@@ -1,0 +1,118 @@
+package multiraft
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// sizedLog's count follows what the store holds: appends, a restart's
+// gap, a follower's overwritten suffix, raft's head compaction.
+func TestSizedLogCounts(t *testing.T) {
+	s := &sizedLog{LogStore: raft.NewInmemStore(), kick: make(chan struct{}, 1), kicked: -1, limit: 10 * (100 + entryOverhead)}
+	store := func(lo, hi uint64, size int) {
+		t.Helper()
+		var logs []*raft.Log
+		for i := lo; i <= hi; i++ {
+			logs = append(logs, &raft.Log{Index: i, Term: 1, Data: make([]byte, size)})
+		}
+		if err := s.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(first uint64, n int, total int64) {
+		t.Helper()
+		if s.first != first || len(s.sizes) != n || s.total != total {
+			t.Fatalf("sizes from %d, %d of them, %d bytes; want from %d, %d, %d", s.first, len(s.sizes), s.total, first, n, total)
+		}
+	}
+	e := int64(100 + entryOverhead)
+	store(1, 5, 100)
+	want(1, 5, 5*e)
+	store(4, 6, 100) // overwrites 4 and 5
+	want(1, 6, 6*e)
+	if err := s.DeleteRange(6, 6); err != nil { // a suffix
+		t.Fatal(err)
+	}
+	want(1, 5, 5*e)
+	if err := s.DeleteRange(1, 2); err != nil { // a head
+		t.Fatal(err)
+	}
+	want(3, 3, 3*e)
+	if got := s.trailing(2 * e); got != 2 {
+		t.Fatalf("trailing(2 entries' bytes) = %d, want 2", got)
+	}
+	if got := s.trailing(1); got != 1 {
+		t.Fatalf("trailing(1 byte) = %d, want 1 (at least one)", got)
+	}
+	select {
+	case <-s.kick:
+		t.Fatal("kicked below the limit")
+	default:
+	}
+	store(10, 30, 100) // a gap: the count starts anew
+	want(10, 21, 21*e)
+	select {
+	case <-s.kick:
+	default:
+		t.Fatal("not kicked past the limit")
+	}
+	store(31, 31, 100)
+	select {
+	case <-s.kick:
+		t.Fatal("kicked twice before a trim")
+	default:
+	}
+	if err := s.DeleteRange(10, 20); err != nil {
+		t.Fatal(err)
+	}
+	store(32, 32, 100)
+	select {
+	case <-s.kick:
+	default:
+		t.Fatal("not kicked after a trim left the log past the limit")
+	}
+}
+
+// A group whose entries are large trims its log by their bytes, long
+// before SnapshotThreshold entries: what stays is about TrailingBytes
+// plus SnapshotBytes, on every log store.
+func TestLogTrimmedByBytes(t *testing.T) {
+	for _, store := range []LogStore{LogStoreBoltDB, LogStoreWAL, LogStorePebble} {
+		t.Run(string(store), func(t *testing.T) {
+			n := newTestNet(t, nil)
+			n.store = store
+			n.start(1)
+			timing := fastTiming()
+			timing.SnapshotThreshold, timing.SnapshotInterval = 1 << 20, time.Hour
+			timing.SnapshotBytes, timing.TrailingBytes = 64<<10, 16<<10
+			g, _ := n.open(1, "trim", []int32{1}, timing, false)
+			leaderOf(t, []*Group{g})
+			const entries, size = 200, 4 << 10
+			for v := uint64(1); v <= entries; v++ {
+				data := binary.BigEndian.AppendUint64(make([]byte, 0, size), v)
+				if _, _, err := g.Propose(data[:size], 5*time.Second).Wait(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bound := (timing.SnapshotBytes+timing.TrailingBytes)/(size+entryOverhead) + 2
+			var first, last uint64
+			waitFor(t, "the log trimmed", func() bool {
+				var err error
+				if first, err = g.store.FirstIndex(); err != nil {
+					t.Fatal(err)
+				}
+				if last, err = g.store.LastIndex(); err != nil {
+					t.Fatal(err)
+				}
+				return last-first+1 <= uint64(bound)
+			})
+			t.Logf("%s keeps entries %d..%d of %d bytes each (bound %d entries)", store, first, last, size, bound)
+			if kept := g.logs.bytes(); kept > timing.SnapshotBytes+timing.TrailingBytes+2*(size+entryOverhead) {
+				t.Errorf("the log holds %d bytes, over %d + %d", kept, timing.SnapshotBytes, timing.TrailingBytes)
+			}
+		})
+	}
+}
