@@ -86,7 +86,7 @@ func TestLogTrimmedByBytes(t *testing.T) {
 			n.store = store
 			n.start(1)
 			timing := fastTiming()
-			timing.SnapshotThreshold, timing.SnapshotInterval = 1 << 20, time.Hour
+			timing.SnapshotThreshold, timing.SnapshotInterval = 1<<20, time.Hour
 			timing.SnapshotBytes, timing.TrailingBytes = 64<<10, 16<<10
 			g, _ := n.open(1, "trim", []int32{1}, timing, false)
 			leaderOf(t, []*Group{g})
