@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/minikafka/minikafka-go/internal/knob"
 )
 
@@ -47,6 +49,13 @@ type Config struct {
 	// LogStorePebble group. The Host opens it at the first such group and
 	// closes it in Close, after the groups. Empty means no pebble groups.
 	LogDir string
+	// LogMemTable is the memtable of the LogDir store, which also sizes
+	// its WAL files (LogMemTableFor scales it to a disk). 0 means
+	// DefaultLogMemTable.
+	LogMemTable int64
+	// LogFS is the filesystem of the LogDir store; nil means the OS's.
+	// Tests inject disk faults through it.
+	LogFS vfs.FS
 	// OnCommit, if set, is called for each proposal that succeeds, with
 	// the time from Group.Propose until it was committed and applied on
 	// this leader (when Proposal.Wait returns). It must be quick.

@@ -2,10 +2,15 @@ package multiraft
 
 import (
 	"encoding/binary"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/logging"
 )
 
 // sizedLog's count follows what the store holds: appends, a restart's
@@ -114,5 +119,56 @@ func TestLogTrimmedByBytes(t *testing.T) {
 				t.Errorf("the log holds %d bytes, over %d + %d", kept, timing.SnapshotBytes, timing.TrailingBytes)
 			}
 		})
+	}
+}
+
+// The log store's WAL scales with its memtable: with the 1 MiB memtable
+// of a 128 MiB disk (LogMemTableFor), writing and trimming 24 MiB of
+// entries leaves WAL files of a few MiB, where the default 64 MiB
+// memtable preallocates 70 MiB for each of its files.
+func TestPebbleWALScalesWithMemTable(t *testing.T) {
+	dir := t.TempDir()
+	memTable := LogMemTableFor(128 << 20)
+	if memTable != 1<<20 {
+		t.Fatalf("LogMemTableFor(128 MiB) = %d, want 1 MiB", memTable)
+	}
+	pl, err := openPebbleLog(dir, pebbleConfig{memTable: memTable, logger: logging.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.release()
+	v, err := pl.open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	data := make([]byte, 64<<10)
+	for i := uint64(1); i <= 384; i++ {
+		if err := v.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: data}}); err != nil {
+			t.Fatal(err)
+		}
+		if i%32 == 0 {
+			if err := v.DeleteRange(1, i-8); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var wal int64
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Ext(e.Name()) == ".log" {
+			wal += info.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+	}
+	t.Logf("WAL files take %.1f MiB", float64(wal)/(1<<20))
+	if wal > 8*memTable {
+		t.Fatalf("WAL files take %d bytes, over 8 memtables (%d)", wal, 8*memTable)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -27,7 +26,7 @@ func (h *Host) pebbleLog() (*pebbleLog, error) {
 	if h.logDir == "" {
 		return nil, invalid("the %q log store needs Config.LogDir", LogStorePebble)
 	}
-	pl, err := openPebbleLog(h.logDir, vfs.Default, h.log)
+	pl, err := openPebbleLog(h.logDir, pebbleConfig{fs: h.logFS, memTable: h.logMemTable, logger: h.log})
 	if err != nil {
 		return nil, err
 	}

@@ -51,12 +51,20 @@ type pebbleLog struct {
 // (stable state), see pebbleView.
 var pebbleIDKey = []byte("m/id")
 
-// openPebbleLog opens (creating if needed) the DB in dir on fs.
-func openPebbleLog(dir string, fs vfs.FS, logger *slog.Logger) (*pebbleLog, error) {
+// pebbleConfig is how a pebbleLog opens.
+type pebbleConfig struct {
+	fs       vfs.FS // nil: the OS's
+	memTable int64  // 0: DefaultLogMemTable
+	logger   *slog.Logger
+}
+
+// openPebbleLog opens (creating if needed) the DB in dir.
+func openPebbleLog(dir string, c pebbleConfig) (*pebbleLog, error) {
+	logger := c.logger
 	cache := pebble.NewCache(pebbleCacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	watch := &stallWatch{log: logger.With("logger", "pebble")}
-	opts := pebbleOptions(fs, cache, logger)
+	opts := pebbleOptions(c, cache)
 	opts.EventListener = watch.listener()
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -78,16 +86,9 @@ const (
 	// from its own LogCache, and a follower catching up reads the log
 	// once, so the cache mostly holds index blocks.
 	pebbleCacheSize = 16 << 20
-	// pebbleMemTableSize: Raft entries live until their group's next
-	// snapshot (after SnapshotThreshold 4096 new entries, checked every
-	// SnapshotInterval), which then deletes all but TrailingLogs 2048 with
-	// one range deletion. A large memtable lets a modestly loaded node's
-	// entries (about ten partitions' 6,000 entries of 1 KiB) die before
-	// they are flushed; a busier node's do reach L0, where delete-only
-	// compactions drop whole files once range deletions cover them. Up to
-	// pebbleMemTables memtables may queue behind a slow flush (256 MiB).
-	pebbleMemTableSize = 64 << 20
-	pebbleMemTables    = 4
+	// pebbleMemTables memtables may queue behind a slow flush (256 MiB
+	// with the default memtable).
+	pebbleMemTables = 4
 	// pebbleMaxOpenFiles keeps the file descriptors of one node's log
 	// modest (Pebble's default is 1000).
 	pebbleMaxOpenFiles = 256
@@ -111,14 +112,48 @@ const (
 	blobRewriteAge = 5 * time.Minute
 )
 
-func pebbleOptions(fs vfs.FS, cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
+// DefaultLogMemTable is the node-wide log store's memtable on a large
+// disk. Raft entries live until their group's next snapshot, which then
+// deletes all but the trailing ones with one range deletion: a large
+// memtable lets a modestly loaded node's entries die before they are
+// flushed; a busier node's do reach L0, where delete-only compactions
+// drop whole files once range deletions cover them.
+const DefaultLogMemTable = 64 << 20
+
+// LogMemTableFor is the memtable for a log store on a disk of diskBytes
+// (Config.LogMemTable): 1/128 of it, between 1 MiB and
+// DefaultLogMemTable. Each WAL file is preallocated at 1.1 times the
+// memtable and Pebble keeps up to five old ones for reuse, so the WAL
+// takes about 5% of the disk at most.
+func LogMemTableFor(diskBytes int64) int64 {
+	return min(max(diskBytes/128, 1<<20), DefaultLogMemTable)
+}
+
+// LogStoreHeadroom is what the log store with memtable memTable may
+// still write once its groups stop taking entries: the next WAL file,
+// the flush of a full memtable and a new MANIFEST.
+func LogStoreHeadroom(memTable int64) int64 {
+	if memTable <= 0 {
+		memTable = DefaultLogMemTable
+	}
+	return memTable*11/10 + memTable + 1<<20
+}
+
+func pebbleOptions(c pebbleConfig, cache *pebble.Cache) *pebble.Options {
+	fs, memTable := c.fs, c.memTable
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if memTable <= 0 {
+		memTable = DefaultLogMemTable
+	}
 	o := &pebble.Options{
 		FS:                          fs,
 		Cache:                       cache,
-		MemTableSize:                pebbleMemTableSize,
+		MemTableSize:                uint64(memTable),
 		MemTableStopWritesThreshold: pebbleMemTables,
 		MaxOpenFiles:                pebbleMaxOpenFiles,
-		Logger:                      pebbleLogger{logger.With("logger", "pebble")},
+		Logger:                      pebbleLogger{c.logger.With("logger", "pebble")},
 		// One compaction at a time, two when L0 falls behind: the node's
 		// CPU is for serving.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
