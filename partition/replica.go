@@ -32,7 +32,13 @@ type ReplicaConfig struct {
 	MaxProducers int
 	// Records, if set, receives the log's records (see RecordSink).
 	Records RecordSink
-	Logger  *slog.Logger
+	// Admit, if set, is asked before a client's batch of n bytes is
+	// proposed (Propose, ProposeLogAppendTime); an error refuses it, and
+	// Wait answers KAFKA_STORAGE_ERROR with its text. It is how a node
+	// keeps its disk's reserve: trims, markers and coordinator writes
+	// are never refused by it.
+	Admit  func(n int) error
+	Logger *slog.Logger
 }
 
 // Replica is this node's copy of one partition: its Raft group, its FSM and
@@ -42,6 +48,7 @@ type Replica struct {
 	log    *Log
 	fsm    *fsm.FSM
 	group  *multiraft.Group
+	admit  func(n int) error // ReplicaConfig.Admit, or nil
 	logger *slog.Logger
 	// settled is the last term in which this replica settled as leader
 	// (Settle).
@@ -109,7 +116,7 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 		l.Close()
 		return nil, err
 	}
-	r := &Replica{log: l, fsm: f, group: g, logger: logger,
+	r := &Replica{log: l, fsm: f, group: g, admit: cfg.Admit, logger: logger,
 		snapKick: kick, snapStop: make(chan struct{}), snapDone: make(chan struct{})}
 	go r.snapshotter()
 	return r, nil
@@ -156,20 +163,33 @@ type Proposal struct {
 // Propose queues batch (already CRC-checked by the caller) for replication.
 // Proposals are ordered in call order. timeout bounds only the queueing;
 // Wait blocks until the entry is applied or the proposal fails. While this
-// replica's storage fails (fsm.FSM.StorageErr) nothing is proposed: Wait
-// answers KAFKA_STORAGE_ERROR at once.
+// replica's storage fails (fsm.FSM.StorageErr) or ReplicaConfig.Admit
+// refuses the batch, nothing is proposed: Wait answers
+// KAFKA_STORAGE_ERROR at once.
 func (r *Replica) Propose(batch []byte, timeout time.Duration) *Proposal {
-	if err := r.fsm.StorageErr(); err != nil {
+	if err := r.refuseGrowth(len(batch)); err != nil {
 		return &Proposal{refuse: err}
 	}
 	return &Proposal{p: r.group.Propose(fsm.EncodeProduce(batch), timeout)}
+}
+
+// refuseGrowth is why a client's batch of n bytes may not be proposed
+// now, or nil: a storage failure, or no room on the disk.
+func (r *Replica) refuseGrowth(n int) error {
+	if err := r.fsm.StorageErr(); err != nil {
+		return err
+	}
+	if r.admit != nil {
+		return r.admit(n)
+	}
+	return nil
 }
 
 // ProposeLogAppendTime is Propose for a topic whose timestamps are the
 // broker's (message.timestamp.type=LogAppendTime): the entry carries this
 // leader's clock, which every replica stamps into the batch.
 func (r *Replica) ProposeLogAppendTime(batch []byte, timeout time.Duration) *Proposal {
-	if err := r.fsm.StorageErr(); err != nil {
+	if err := r.refuseGrowth(len(batch)); err != nil {
 		return &Proposal{refuse: err}
 	}
 	cmd := fsm.EncodeProduceAt(batch, time.Now().UnixMilli(), fsm.FlagLogAppendTime)
