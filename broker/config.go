@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/internal/knob"
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/multiraft"
@@ -169,6 +172,17 @@ type Config struct {
 	// pass a vfs.Faulty to fail the disk under a running node.
 	PartitionFS vfs.FS
 
+	// Storage is the data disk's reserve and alert thresholds
+	// (storage.go).
+	Storage StorageConfig
+	// DiskStat reads the data disk's size and free space; nil means the
+	// OS's statfs. Tests pass a fake disk.
+	DiskStat diskguard.StatFunc
+	// RaftLogFS holds the node-wide Raft log store of pebble partitions
+	// (DataDir/raftlog). Nil means the OS; tests fail the disk under a
+	// running node through it.
+	RaftLogFS pebblevfs.FS
+
 	Logger *slog.Logger
 }
 
@@ -223,6 +237,9 @@ type Tuning struct {
 	// commit index before the partition counts as under-replicated in the
 	// metrics and the status page (Kafka's replica.lag.time.max.ms).
 	ReplicaLagMax time.Duration
+	// DiskCheckInterval is how often the node looks at its data disk's
+	// free space (a refused produce also looks, at most every 50 ms).
+	DiskCheckInterval time.Duration
 	// Raft is the Raft port's tuning.
 	Raft multiraft.Tuning
 }
@@ -264,6 +281,7 @@ func (t *Tuning) validate() error {
 		{Name: "ready_poll", V: &t.ReadyPoll, Def: 50 * time.Millisecond, Min: time.Millisecond},
 		{Name: "gossip_leave", V: &t.GossipLeave, Def: 2 * time.Second},
 		{Name: "replica_lag_max", V: &t.ReplicaLagMax, Def: 30 * time.Second, Min: time.Millisecond},
+		{Name: "disk_check_interval", V: &t.DiskCheckInterval, Def: time.Second, Min: time.Millisecond},
 	}, []knob.Int{
 		{Name: "max_meta_frame", V: &t.MaxMetaFrame, Def: 4 << 20, Min: 64 << 10, Max: 1 << 30},
 		{Name: "open_parallelism", V: &t.OpenParallelism, Def: 8, Min: 1, Max: 1024},
@@ -343,5 +361,6 @@ func DefaultConfig() Config {
 		ProducerExpirationCheckInterval: 10 * time.Minute,
 		MaxProducers:                    100_000,
 		Tuning:                          DefaultTuning(),
+		Storage:                         DefaultStorage(),
 	}
 }

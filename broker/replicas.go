@@ -203,6 +203,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		ProducerWindow: s.n.cfg.ProducerWindow,
 		MaxProducers:   s.n.cfg.MaxProducers,
 		Records:        sink,
+		Admit:          s.n.admitBatch(lr),
 		Logger:         logger,
 	})
 	if err != nil {

@@ -42,6 +42,8 @@ func keys() []key {
 			{prefix + ".snapshot_interval", t.SnapshotInterval, what + ": how often to check whether to snapshot"},
 			{prefix + ".snapshot_threshold", t.SnapshotThreshold, what + ": new entries since the last snapshot that trigger one"},
 			{prefix + ".trailing_logs", t.TrailingLogs, what + ": entries kept after a snapshot for followers to catch up"},
+			{prefix + ".snapshot_bytes", t.SnapshotBytes, what + ": bytes of entries past trailing_bytes that trigger a snapshot (0 = by count only; at most 1/32 of the data disk)"},
+			{prefix + ".trailing_bytes", t.TrailingBytes, what + ": most bytes of entries kept after a snapshot, with trailing_logs (at most 1/128 of the data disk)"},
 		}
 	}
 	ks := []key{
@@ -97,9 +99,31 @@ func keys() []key {
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
 	}
 	ks = append(ks, securityKeys()...)
+	ks = append(ks, storageKeys(d.Storage)...)
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
 	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
 	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
+}
+
+// storageKeys are the keys of the data disk's reserve, under Redpanda's
+// names.
+func storageKeys(d broker.StorageConfig) []key {
+	return []key{
+		{"storage_min_free_bytes", d.MinFreeBytes, "free bytes of the data disk below which produce and new partitions are refused with KAFKA_STORAGE_ERROR while reads and deletes go on (0 = storage_min_free_percent of the disk, at most 5 GiB; never below what the node needs to restart)"},
+		{"storage_min_free_percent", d.MinFreePercent, "the reserve in percent of the data disk, when storage_min_free_bytes is 0"},
+		{"storage_space_alert_free_threshold_bytes", d.AlertFreeBytes, "free bytes below which the data disk counts as low (metrics, status page, log); the larger of this and the percent"},
+		{"storage_space_alert_free_threshold_percent", d.AlertFreePercent, "free space in percent of the data disk below which it counts as low"},
+	}
+}
+
+// storage reads the keys of broker.StorageConfig.
+func (g *getter) storage() broker.StorageConfig {
+	return broker.StorageConfig{
+		MinFreeBytes:     g.int64("storage_min_free_bytes"),
+		MinFreePercent:   g.float64("storage_min_free_percent"),
+		AlertFreeBytes:   g.int64("storage_space_alert_free_threshold_bytes"),
+		AlertFreePercent: g.float64("storage_space_alert_free_threshold_percent"),
+	}
 }
 
 // securityKeys are the keys of how nodes authenticate each other.
@@ -242,6 +266,15 @@ func (g *getter) uint64(key string) uint64 {
 	return uint64(n)
 }
 
+func (g *getter) float64(key string) float64 {
+	val := g.v.Get(key)
+	f, err := cast.ToFloat64E(val)
+	if err != nil {
+		g.fail(key, val, errors.New("not a number"))
+	}
+	return f
+}
+
 func (g *getter) bool(key string) bool {
 	val := g.v.Get(key)
 	b, err := cast.ToBoolE(val)
@@ -309,6 +342,8 @@ func (g *getter) timing(prefix string) multiraft.Timing {
 		SnapshotInterval:   g.duration(prefix + ".snapshot_interval"),
 		SnapshotThreshold:  g.uint64(prefix + ".snapshot_threshold"),
 		TrailingLogs:       g.uint64(prefix + ".trailing_logs"),
+		SnapshotBytes:      g.int64(prefix + ".snapshot_bytes"),
+		TrailingBytes:      g.int64(prefix + ".trailing_bytes"),
 
 		LeaderHeartbeatTimeout: g.duration(prefix + ".leader_heartbeat_timeout"),
 	}
@@ -380,6 +415,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.ProducerExpirationCheckInterval = g.duration("producer_id_expiration_check_interval")
 	c.MaxProducers = g.int("max_producers_per_partition")
 	c.PartitionRaft = g.timing("raft")
+	c.Storage = g.storage()
 	c.MetaRaft = g.timing("meta_raft")
 	c.PartitionLogStore = multiraft.LogStore(g.string("raft.log_store"))
 	o.LogLevel = g.string("log_level")
