@@ -185,13 +185,16 @@ func (n *Node) refuseNewPartitions() error {
 // its disk.
 var ErrDiskFull = errors.New("data disk below its reserve: produce and new partitions are refused")
 
-// diskReady is Ready's check of the disk.
+// diskReady is Ready's check of the disk and the Raft log store.
 func (n *Node) diskReady() error {
 	if n.disk == nil {
 		return nil
 	}
 	if st := n.disk.State(); st.Refusing {
 		return fmt.Errorf("%w (%d bytes free, reserve %d)", ErrDiskFull, st.Free, st.Reserve)
+	}
+	if err := n.host.LogStoreErr(); err != nil {
+		return fmt.Errorf("raft log store refuses writes: %w", err)
 	}
 	return nil
 }
@@ -203,5 +206,5 @@ func (n *Node) diskMetrics() metrics.Disk {
 	}
 	st := n.disk.State()
 	return metrics.Disk{Total: st.Total, Free: st.Free, Reserve: st.Reserve, AlertAt: st.AlertAt,
-		Refusing: st.Refusing, Low: st.Low}
+		Refusing: st.Refusing, Low: st.Low, LogStoreErr: n.host.LogStoreErr()}
 }

@@ -7,11 +7,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -189,4 +195,84 @@ func deleteRecords(t *testing.T, cl kmsg.Requestor, topic string, offset int64) 
 		t.Fatalf("DeleteRecords: %v", err)
 	}
 	return p.LowWatermark
+}
+
+// walFull fails writes to the Raft log store's WAL files with ENOSPC
+// while on, as a full disk does.
+type walFull struct{ on atomic.Bool }
+
+func (w *walFull) MaybeError(op errorfs.Op) error {
+	if w.on.Load() && filepath.Ext(op.Path) == ".log" && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) {
+		return syscall.ENOSPC
+	}
+	return nil
+}
+
+func (w *walFull) String() string { return "walFull" }
+
+// TestNodeRaftLogDiskFull: the Raft log store's disk fills under a node
+// that produces (the reserve is off, so nothing stops it first): the node
+// does not exit (Pebble panicked on the failed WAL write), produce gets
+// retriable errors and the store reports itself on /readyz; once the disk
+// has room, produce works again without a restart and every acknowledged
+// record is in the log once, in order.
+func TestNodeRaftLogDiskFull(t *testing.T) {
+	full := &walFull{}
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
+		cfg.RaftLogFS = errorfs.Wrap(vfs.Default, full)
+		cfg.Storage.MinFreePercent = 0
+	})
+	t.Cleanup(func() { full.on.Store(false) })
+	cl := c.Client(t)
+	createTopic(t, cl, "walfull", 1, 1)
+	var acked, maybe []string
+	produce := func(seq int32, timeout time.Duration) error {
+		v := fmt.Sprint("a", seq)
+		err := produceTo(t, cl, 1, "walfull", 1, seq, v, timeout)
+		switch {
+		case err == nil || errors.Is(err, kerr.DuplicateSequenceNumber):
+			if !slices.Contains(acked, v) {
+				acked = append(acked, v)
+			}
+		default:
+			maybe = append(maybe, v)
+		}
+		return err
+	}
+	for i := range int32(5) {
+		if err := produce(i, 10*time.Second); err != nil {
+			t.Fatalf("produce a%d: %v", i, err)
+		}
+	}
+	srv := httptest.NewServer(c.Node(1).AdminHandler())
+	defer srv.Close()
+	full.on.Store(true)
+	seq := int32(5)
+	eventually(t, 20*time.Second, "produce refused with a retriable error and /readyz 503", func() bool {
+		err := produce(seq, 2*time.Second)
+		if err == nil {
+			seq++
+			return false
+		}
+		var ke *kerr.Error
+		if errors.As(err, &ke) && !ke.Retriable {
+			t.Fatalf("produce on a full disk: %v, not retriable", err)
+		}
+		code, _ := httpGet(t, srv.URL+"/readyz")
+		return code == http.StatusServiceUnavailable
+	})
+	full.on.Store(false)
+	eventually(t, 30*time.Second, "produce works once the disk has room", func() bool {
+		return produce(seq, 5*time.Second) == nil
+	})
+	var log []string
+	eventually(t, 20*time.Second, "the log readable again", func() bool {
+		b, err := tryFetchFrom(t, cl, 1, "walfull")
+		if err != nil {
+			return false
+		}
+		log = valuesOf(t, b)
+		return true
+	})
+	checkHistory(t, log, acked, maybe)
 }

@@ -79,7 +79,8 @@ type Group struct {
 	spec  GroupSpec
 	raft  *raft.Raft
 	store logStore
-	logs  *sizedLog // raft's view of store's log, which counts its bytes
+	guard *guardedStore // store as raft sees it (storeguard.go)
+	logs  *sizedLog     // raft's view of store's log, which counts its bytes
 	trans *transport
 	log   *slog.Logger
 	// reloadMu serialises raft.ReloadConfig calls: the trimmer changes
@@ -209,7 +210,8 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	if isDurable {
 		snaps = durable.WrapSnapshots(snaps)
 	}
-	g.logs = &sizedLog{LogStore: store, kick: make(chan struct{}, 1), kicked: -1}
+	g.guard = &guardedStore{logStore: store, stop: g.stop, log: g.log}
+	g.logs = &sizedLog{LogStore: g.guard, kick: make(chan struct{}, 1), kicked: -1}
 	if spec.Timing.SnapshotBytes > 0 {
 		g.logs.limit = spec.Timing.SnapshotBytes + spec.Timing.TrailingBytes
 	}
@@ -218,13 +220,13 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 		return fail(fmt.Errorf("multiraft: %w", err))
 	}
 	if len(spec.Members) > 0 && !spec.Join {
-		has, err := raft.HasExistingState(logs, store, snaps)
+		has, err := raft.HasExistingState(logs, g.guard, snaps)
 		if err != nil {
 			return fail(fmt.Errorf("multiraft: %w", err))
 		}
 		if !has {
 			servers := g.servers(spec.Members)
-			if err := raft.BootstrapCluster(rc, logs, store, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
+			if err := raft.BootstrapCluster(rc, logs, g.guard, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
 				return fail(fmt.Errorf("multiraft: bootstrap %q: %w", spec.Name, err))
 			}
 			hold = spec.Hold && len(spec.Members) > 1
@@ -239,10 +241,11 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 			return fail(err)
 		}
 	}
-	r, err := raft.NewRaft(rc, spec.FSM, logs, store, snaps, g.trans)
+	r, err := raft.NewRaft(rc, spec.FSM, logs, g.guard, snaps, g.trans)
 	if err != nil {
 		return fail(fmt.Errorf("multiraft: %w", err))
 	}
+	g.guard.setRunning()
 	g.raft, g.store = r, store
 	return normal, hold, nil
 }
@@ -387,6 +390,9 @@ type Proposal struct {
 	// Config.OnCommit.
 	start    time.Time
 	onCommit func(time.Duration)
+	// storage is the group's StorageErr, read when raft fails the
+	// proposal with an error of its own.
+	storage func() error
 }
 
 // Propose queues cmd for replication, in call order, and returns at once
@@ -396,7 +402,7 @@ func (g *Group) Propose(cmd []byte, timeout time.Duration) Proposal {
 	if g.raft.State() != raft.Leader {
 		return Proposal{err: ErrNotLeader}
 	}
-	p := Proposal{onCommit: g.h.onCommit}
+	p := Proposal{onCommit: g.h.onCommit, storage: g.StorageErr}
 	if p.onCommit != nil {
 		p.start = time.Now()
 	}
@@ -436,6 +442,11 @@ func (p Proposal) waitErr() error {
 		return ErrEnqueueTimeout
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return ErrGroupClosed
+	}
+	if p.storage != nil {
+		if serr := p.storage(); serr != nil { // raft passes the store's error on as text only
+			return fmt.Errorf("%w: %w", ErrStorage, serr)
+		}
 	}
 	return fmt.Errorf("multiraft: %w", err)
 }

@@ -185,3 +185,12 @@ func (g *Group) reloadTimeouts(rc raft.ReloadableConfig) error {
 	rc.TrailingLogs = g.raft.ReloadableConfig().TrailingLogs
 	return g.raft.ReloadConfig(rc)
 }
+
+// IsMonotonic passes on the store's raft.MonotonicLogStore (raft-wal is
+// one: raft must reset it after installing a snapshot).
+func (s *sizedLog) IsMonotonic() bool { return isMonotonic(s.LogStore) }
+
+func isMonotonic(s raft.LogStore) bool {
+	m, ok := s.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}

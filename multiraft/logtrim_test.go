@@ -13,6 +13,24 @@ import (
 	"github.com/minikafka/minikafka-go/logging"
 )
 
+// The wrappers between raft and a store pass raft-wal's
+// raft.MonotonicLogStore on: raft must reset such a store after it
+// installs a snapshot, or the entries after it cannot be stored.
+func TestWrappersKeepMonotonic(t *testing.T) {
+	dir := t.TempDir()
+	s, closeStore := openTestStore(t, dir, LogStoreWAL)
+	defer closeStore()
+	g := &guardedStore{logStore: s}
+	sl := &sizedLog{LogStore: g}
+	var ls raft.LogStore = sl
+	if m, ok := ls.(raft.MonotonicLogStore); !ok || !m.IsMonotonic() {
+		t.Fatal("raft-wal wrapped is not a monotonic log store")
+	}
+	if (&sizedLog{LogStore: raft.NewInmemStore()}).IsMonotonic() {
+		t.Fatal("an in-memory store wrapped is monotonic")
+	}
+}
+
 // sizedLog's count follows what the store holds: appends, a restart's
 // gap, a follower's overwritten suffix, raft's head compaction.
 func TestSizedLogCounts(t *testing.T) {

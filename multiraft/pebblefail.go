@@ -140,23 +140,25 @@ func (pl *pebbleLog) write(fn func() error) error {
 	if err := pl.health.err(); err != nil {
 		return err
 	}
-	failed, full := pl.health.channels()
 	done := make(chan error, 1)
 	go func() { done <- guarded(pl.health, fn) }()
-	select {
-	case err := <-done:
-		return err
-	case <-failed:
-	case <-full:
-	}
-	select {
-	case err := <-done: // it finished all the same
-		return err
-	default:
+	for {
+		failed, full := pl.health.channels()
+		select {
+		case err := <-done:
+			return err
+		case <-failed:
+		case <-full:
+		}
+		select {
+		case err := <-done: // it finished all the same
+			return err
+		default:
+		}
 		if err := pl.health.err(); err != nil {
 			return err
 		}
-		return <-done // the disk had room again at once
+		// The disk had room again before this write was told: wait anew.
 	}
 }
 

@@ -96,7 +96,14 @@ func testPebbleDiskFull(t *testing.T, caching, closeFull bool) {
 		return refused
 	}
 	go func() {
-		waitFor(t, "writes", func() bool { return acked[0].Load() > 200 })
+		waitFor(t, "writes", func() bool {
+			for g := range acked {
+				if acked[g].Load() < 100 {
+					return false
+				}
+			}
+			return true
+		})
 		full.on.Store(true)
 	}()
 	for g, err := range writeUntilRefused() {

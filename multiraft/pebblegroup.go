@@ -44,6 +44,17 @@ func (h *Host) WALFsyncLatency() prometheus.Histogram {
 	return h.walFsync
 }
 
+// LogStoreErr is why the node-wide Pebble log store refuses writes now
+// (its disk is full, or it failed), or nil.
+func (h *Host) LogStoreErr() error {
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	if h.plog == nil {
+		return nil
+	}
+	return h.plog.Failure()
+}
+
 // LogStoreStalls is what the node-wide Pebble log store's write stalls
 // cost so far (zero before a pebble group opened it).
 func (h *Host) LogStoreStalls() WriteStalls {

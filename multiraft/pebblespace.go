@@ -42,10 +42,12 @@ func isNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 // store closes; on ENOSPC the store is full until op gets through.
 func (fs *spaceFS) retry(op func() error) error {
 	wait := time.Millisecond
-	for {
+	for waited := false; ; waited = true {
 		err := op()
 		if err == nil {
-			fs.h.clearFull()
+			if waited {
+				fs.h.clearFull()
+			}
 			return nil
 		}
 		if !isNoSpace(err) || !fs.h.waitFull(err, wait) {

@@ -152,6 +152,10 @@ var (
 	ErrTimeout = fmt.Errorf("partition: proposal timed out: %w", kerr.RequestTimedOut)
 	// ErrShutdown: the replica is shutting down.
 	ErrShutdown = fmt.Errorf("partition: replica shut down: %w", kerr.NotLeaderForPartition)
+	// ErrStorage: this replica's Raft log store failed to write the
+	// proposal (its disk is full); an idempotent producer's retry
+	// resolves whether another replica stored it.
+	ErrStorage = fmt.Errorf("partition: raft log store failed: %w", kerr.KafkaStorageError)
 )
 
 // Proposal is a produce command on its way through Raft.
@@ -163,9 +167,9 @@ type Proposal struct {
 // Propose queues batch (already CRC-checked by the caller) for replication.
 // Proposals are ordered in call order. timeout bounds only the queueing;
 // Wait blocks until the entry is applied or the proposal fails. While this
-// replica's storage fails (fsm.FSM.StorageErr) or ReplicaConfig.Admit
-// refuses the batch, nothing is proposed: Wait answers
-// KAFKA_STORAGE_ERROR at once.
+// replica's storage fails (fsm.FSM.StorageErr, or its Raft log store's:
+// multiraft.Group.StorageErr) or ReplicaConfig.Admit refuses the batch,
+// nothing is proposed: Wait answers KAFKA_STORAGE_ERROR at once.
 func (r *Replica) Propose(batch []byte, timeout time.Duration) *Proposal {
 	if err := r.refuseGrowth(len(batch)); err != nil {
 		return &Proposal{refuse: err}
@@ -177,6 +181,9 @@ func (r *Replica) Propose(batch []byte, timeout time.Duration) *Proposal {
 // now, or nil: a storage failure, or no room on the disk.
 func (r *Replica) refuseGrowth(n int) error {
 	if err := r.fsm.StorageErr(); err != nil {
+		return err
+	}
+	if err := r.group.StorageErr(); err != nil {
 		return err
 	}
 	if r.admit != nil {
@@ -253,6 +260,8 @@ func waitFor[T any](p multiraft.Proposal) (T, error) {
 		return zero, ErrTimeout
 	case errors.Is(err, multiraft.ErrGroupClosed):
 		return zero, ErrShutdown
+	case errors.Is(err, multiraft.ErrStorage):
+		return zero, fmt.Errorf("%w: %w", ErrStorage, err)
 	default:
 		return zero, fmt.Errorf("partition: %w", err)
 	}
