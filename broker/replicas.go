@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,9 +116,14 @@ func groupName(info replicaInfo) string {
 	return "p/" + info.TopicID + "/" + strconv.Itoa(int(info.Partition))
 }
 
-// writeReplicaInfo replaces dir's replica.json with info, atomically.
+// writeReplicaInfo replaces dir's replica.json with info, atomically;
+// a file that holds info already is left alone, so that a node whose
+// disk is full restarts without writing.
 func writeReplicaInfo(dir string, info replicaInfo) error {
 	b, _ := json.Marshal(info)
+	if old, err := os.ReadFile(filepath.Join(dir, "replica.json")); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
 	tmp := filepath.Join(dir, "replica.json.tmp")
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("broker: %w", err)
