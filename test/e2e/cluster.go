@@ -88,6 +88,10 @@ type Options struct {
 	// set listeners, with a PLAINTEXT listener on n.KafkaAddr for the
 	// harness's clients; --kafka-addr is then left out.
 	Config func(n *Node) (string, error)
+	// PrepareDataDir, when set, is called with each node before its first
+	// start, its DataDir created and empty: a test mounts a small
+	// filesystem there, say.
+	PrepareDataDir func(n *Node) error
 }
 
 // size is the number of nodes.
@@ -210,6 +214,14 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 			n.config = filepath.Join(base, fmt.Sprintf("node%d.yaml", id))
 			if err := os.WriteFile(n.config, []byte(yaml), 0o600); err != nil {
 				return nil, err
+			}
+		}
+		if opts.PrepareDataDir != nil {
+			if err := os.MkdirAll(n.DataDir, 0o755); err != nil {
+				return nil, err
+			}
+			if err := opts.PrepareDataDir(n); err != nil {
+				return nil, fmt.Errorf("e2e: node %d data dir: %w", id, err)
 			}
 		}
 		c.nodes = append(c.nodes, n)
