@@ -70,6 +70,7 @@ type Filler struct {
 	pendingN     []string // its values' ids
 	pendingBytes int      // its values' bytes
 	trimmedAt    int64    // the last Trim's offset: a batch acknowledged below it is gone
+	leader       int      // the partition's leader as last looked up; 0: look it up
 	// Acked are the ids of the acknowledged records since the last Trim,
 	// in order; AckedBytes their value bytes.
 	Acked      []string
@@ -124,9 +125,12 @@ func (f *Filler) Produce(ctx context.Context) error {
 			return err
 		}
 	}
-	leader, err := f.c.Leader(ctx, f.topic, 0)
-	if err != nil {
-		return err
+	if f.leader == 0 {
+		leader, err := f.c.Leader(ctx, f.topic, 0)
+		if err != nil {
+			return err
+		}
+		f.leader = leader.Node
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 10000
@@ -138,15 +142,17 @@ func (f *Filler) Produce(ctx context.Context) error {
 	req.Topics = append(req.Topics, rt)
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(rctx, f.cl.Broker(leader.Node))
-	if err != nil {
-		return err
+	resp, err := req.RequestWith(rctx, f.cl.Broker(f.leader))
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 	}
-	err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	if err != nil && !errors.Is(err, kerr.KafkaStorageError) {
+		f.leader = 0 // look it up again
+	}
 	switch {
 	case err == nil || errors.Is(err, kerr.DuplicateSequenceNumber):
 		// A batch pending at a Trim may have landed below it: it is gone.
-		if resp.Topics[0].Partitions[0].BaseOffset >= f.trimmedAt {
+		if base := resp.Topics[0].Partitions[0].BaseOffset; base < 0 || base >= f.trimmedAt {
 			f.Acked = append(f.Acked, f.pendingN...)
 			f.AckedBytes += int64(f.pendingBytes)
 		}
@@ -232,14 +238,16 @@ func (f *Filler) ReadBack(ctx context.Context) error {
 		return err
 	}
 	var order []string
-	for i, id := range got {
+	seen := make(map[string]bool, len(got))
+	for _, id := range got {
 		switch {
-		case slices.Contains(got[:i], id):
+		case seen[id]:
 			return fmt.Errorf("e2e: record %s read twice", id)
 		case slices.Contains(f.pendingN, id):
 		default:
 			order = append(order, id)
 		}
+		seen[id] = true
 	}
 	if !slices.Equal(order, f.Acked) {
 		return fmt.Errorf("e2e: read %d records (%s), want the %d acknowledged (%s)",
@@ -266,7 +274,7 @@ func (f *Filler) read(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var ids []string
-	for {
+	for ctx.Err() == nil {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.ReplicaID, req.MaxBytes = 11, -1, 4<<20
 		rt := kmsg.NewFetchRequestTopic()
@@ -306,6 +314,7 @@ func (f *Filler) read(ctx context.Context) ([]string, error) {
 			return ids, nil
 		}
 	}
+	return nil, ctx.Err()
 }
 
 // listOffset asks node for the partition's offset at ts (-1: the high
