@@ -50,8 +50,15 @@ func (fs *spaceFS) retry(op func() error) error {
 			}
 			return nil
 		}
-		if !isNoSpace(err) || !fs.h.waitFull(err, wait) {
+		if !isNoSpace(err) {
 			return err
+		}
+		if !fs.h.waitFull(err, wait) {
+			// The store closes on a full disk. Returning the error would
+			// panic a WAL rotation (see above): the write never returns,
+			// and the DB is abandoned (pebblelog.go closeDB).
+			fs.h.log.Error("raft log store closed while its disk is full; what it had not written is lost, as at a crash", "err", err)
+			select {}
 		}
 		wait = min(2*wait, noSpaceWait)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
@@ -27,9 +28,11 @@ import (
 // replication 1 takes MINIKAFKA_DISKUSE_MB MiB (default 128) of
 // incompressible records, acks=all; the node's data directory is sampled
 // (allocated blocks, so preallocated files count in full) every second
-// while it does. It prints a table and asserts nothing but that the
-// records were acknowledged: it is a measurement, run with
-// MINIKAFKA_DISKUSE=1.
+// while it does. MINIKAFKA_DISKUSE_DISK_MB, when set, makes the node size
+// itself for a data disk of that many MiB (it sees a disk of that size
+// with room to spare), as it does for its real one otherwise. It prints a
+// table and asserts nothing but that the records were acknowledged: it
+// is a measurement, run with MINIKAFKA_DISKUSE=1.
 func TestDiskUse(t *testing.T) {
 	if os.Getenv("MINIKAFKA_DISKUSE") == "" {
 		t.Skip("a measurement: set MINIKAFKA_DISKUSE=1 to run it")
@@ -42,10 +45,18 @@ func TestDiskUse(t *testing.T) {
 		}
 		volume = int64(mb) << 20
 	}
+	var disk int64
+	if s := os.Getenv("MINIKAFKA_DISKUSE_DISK_MB"); s != "" {
+		mb, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		disk = int64(mb) << 20
+	}
 	var rows []string
 	for _, store := range []multiraft.LogStore{multiraft.LogStorePebble, multiraft.LogStoreWAL, multiraft.LogStoreBoltDB} {
 		for _, size := range []int{1 << 10, 16 << 10} {
-			u := measureDiskUse(t, store, size, volume)
+			u := measureDiskUse(t, store, size, volume, disk)
 			rows = append(rows, fmt.Sprintf("| %s | %d KiB | %.1f | %.2f | %.2f | %s |", store, size>>10,
 				float64(u.acked)/(1<<20), u.endRatio(), u.peakRatio(), u.byPart))
 		}
@@ -64,7 +75,7 @@ type diskUse struct {
 func (u diskUse) endRatio() float64  { return float64(u.end-u.idle) / float64(u.acked) }
 func (u diskUse) peakRatio() float64 { return float64(u.peak-u.idle) / float64(u.acked) }
 
-func measureDiskUse(t *testing.T, store multiraft.LogStore, size int, volume int64) diskUse {
+func measureDiskUse(t *testing.T, store multiraft.LogStore, size int, volume, disk int64) diskUse {
 	t.Helper()
 	var u diskUse
 	t.Run(fmt.Sprintf("%s/%d", store, size), func(t *testing.T) {
@@ -74,6 +85,9 @@ func measureDiskUse(t *testing.T, store multiraft.LogStore, size int, volume int
 			cfg.SegmentBytes = d.SegmentBytes
 			cfg.PartitionRaft.CommitTimeout = d.PartitionRaft.CommitTimeout
 			cfg.PartitionRaft.MaxAppendEntries = d.PartitionRaft.MaxAppendEntries
+			if disk > 0 {
+				cfg.DiskStat = func(string) (diskguard.Usage, error) { return diskguard.Usage{Total: disk, Free: disk}, nil }
+			}
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
