@@ -210,6 +210,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		MaxProducers:   s.n.cfg.MaxProducers,
 		Records:        sink,
 		Admit:          s.n.admitBatch(lr),
+		SnapshotRoom:   s.n.disk.Admit,
 		Logger:         logger,
 	})
 	if err != nil {

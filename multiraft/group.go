@@ -211,9 +211,10 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 		snaps = durable.WrapSnapshots(snaps)
 	}
 	g.guard = &guardedStore{logStore: store, stop: g.stop, log: g.log}
-	g.logs = &sizedLog{LogStore: g.guard, kick: make(chan struct{}, 1), kicked: -1}
+	g.logs = &sizedLog{LogStore: g.guard, kick: make(chan struct{}, 1)}
 	if spec.Timing.SnapshotBytes > 0 {
-		g.logs.limit = spec.Timing.SnapshotBytes + spec.Timing.TrailingBytes
+		g.logs.limit, g.logs.step = spec.Timing.SnapshotBytes+spec.Timing.TrailingBytes, spec.Timing.SnapshotBytes
+		g.logs.keep = g.keepFrom
 	}
 	logs, err := raft.NewLogCache(256, g.logs)
 	if err != nil {

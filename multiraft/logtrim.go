@@ -9,30 +9,39 @@ import (
 
 // Trimming the log by bytes (Timing.SnapshotBytes, TrailingBytes): a
 // group's sizedLog counts the bytes of the entries it stores; once they
-// pass TrailingBytes + SnapshotBytes it kicks the group's trimmer, which
-// sets raft's TrailingLogs to the newest entries that fit in TrailingBytes
-// (at most Timing.TrailingLogs) and takes a snapshot, after which raft
-// deletes the rest. Entries stored before the group opened are not
-// counted: a restarted group's first trim by bytes comes once its new
-// entries pass the bound, or earlier through SnapshotThreshold.
+// pass TrailingBytes + SnapshotBytes, and SnapshotBytes more were stored
+// since the last trim, it kicks the group's trimmer, which sets raft's
+// TrailingLogs to the newest entries that fit in TrailingBytes (at most
+// Timing.TrailingLogs) and takes a snapshot, after which raft deletes the
+// rest. A leader keeps more for a follower that is behind but on its way,
+// back to what it matched and up to TrailingBytes + SnapshotBytes: a
+// follower that misses an entry gets a snapshot, which is the partition's
+// whole log, and on a disk that holds one copy of it there is no room
+// for a second. Entries stored before the group opened are not counted: a
+// restarted group's first trim by bytes comes once its new entries pass
+// the bound, or earlier through SnapshotThreshold.
 
 // entryOverhead approximates what a stored entry costs besides its Data
 // and Extensions (key, index, term, type, time).
 const entryOverhead = 32
 
 // sizedLog is a raft.LogStore that keeps the size of each entry it holds,
-// in index order. Its mutex guards first, sizes, total and kicked: raft
+// in index order. Its mutex guards first, sizes, total and base: raft
 // writes from its own goroutine and the trimmer reads from another.
 type sizedLog struct {
 	raft.LogStore
-	limit int64         // TrailingBytes + SnapshotBytes; 0: never kick
-	kick  chan struct{} // the trimmer's, buffered 1
+	limit int64 // TrailingBytes + SnapshotBytes; 0: never kick
+	step  int64 // SnapshotBytes
+	// keep, if set, is the oldest entry a head deletion must leave (0:
+	// none): Group.keepFrom.
+	keep func() uint64
+	kick chan struct{} // the trimmer's, buffered 1
 
-	mu     sync.Mutex
-	first  uint64  // index of sizes[0]
-	sizes  []int64 // the known entries' sizes, contiguous from first
-	total  int64   // sum of sizes
-	kicked int64   // total at the last kick, -1 when raft trimmed since
+	mu    sync.Mutex
+	first uint64  // index of sizes[0]
+	sizes []int64 // the known entries' sizes, contiguous from first
+	total int64   // sum of sizes
+	base  int64   // total after the last trim, or at the last kick since
 }
 
 func entrySize(l *raft.Log) int64 { return int64(len(l.Data) + len(l.Extensions) + entryOverhead) }
@@ -61,10 +70,9 @@ func (s *sizedLog) StoreLogs(logs []*raft.Log) error {
 		s.sizes = append(s.sizes, sz)
 		s.total += sz
 	}
-	// Past the limit, kick once; again only after raft trimmed the log,
-	// or when it grew by another limit (the trim did nothing).
-	if s.limit > 0 && s.total > s.limit && (s.kicked < 0 || s.total > s.kicked+s.limit) {
-		s.kicked = s.total
+	// Past the limit and a step past the last trim (or kick), kick.
+	if s.limit > 0 && s.total > s.limit && s.total > s.base+s.step {
+		s.base = s.total
 		select {
 		case s.kick <- struct{}{}:
 		default: // a trim is pending already
@@ -74,8 +82,20 @@ func (s *sizedLog) StoreLogs(logs []*raft.Log) error {
 }
 
 // DeleteRange deletes lo..hi and forgets their sizes: a head (raft's
-// compaction) or a suffix.
+// compaction, which stops short of what keep says a follower needs) or a
+// suffix.
 func (s *sizedLog) DeleteRange(lo, hi uint64) error {
+	s.mu.Lock()
+	head := len(s.sizes) == 0 || lo <= s.first
+	s.mu.Unlock()
+	if head && s.keep != nil {
+		if k := s.keep(); k > 0 && hi >= k {
+			if k <= lo {
+				return nil
+			}
+			hi = k - 1
+		}
+	}
 	if err := s.LogStore.DeleteRange(lo, hi); err != nil {
 		return err
 	}
@@ -87,14 +107,14 @@ func (s *sizedLog) DeleteRange(lo, hi uint64) error {
 	last := s.first + uint64(len(s.sizes)) - 1
 	switch {
 	case lo <= s.first && hi >= last:
-		s.sizes, s.total, s.kicked = s.sizes[:0], 0, -1
+		s.sizes, s.total, s.base = s.sizes[:0], 0, 0
 	case lo <= s.first && hi >= s.first:
 		n := int(hi - s.first + 1)
 		for _, sz := range s.sizes[:n] {
 			s.total -= sz
 		}
 		s.sizes = append(s.sizes[:0], s.sizes[n:]...)
-		s.first, s.kicked = hi+1, -1
+		s.first, s.base = hi+1, s.total
 	case lo > s.first && lo <= last:
 		s.dropFrom(lo)
 	}
@@ -124,6 +144,20 @@ func (s *sizedLog) trailing(bytes int64) uint64 {
 		n++
 	}
 	return uint64(n)
+}
+
+// bytesFrom is the size of the known entries from index i on.
+func (s *sizedLog) bytesFrom(i uint64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i <= s.first {
+		return s.total
+	}
+	var sum int64
+	for _, sz := range s.sizes[min(int(i-s.first), len(s.sizes)):] {
+		sum += sz
+	}
+	return sum
 }
 
 // bytes is the size of the known entries.
@@ -162,6 +196,25 @@ func (g *Group) trimLoop(kick <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// keepFrom is, on a leader, the oldest entry its furthest-behind
+// follower that has matched anything in this term still needs (the one
+// it matched last, whose term raft sends along with the next), if the
+// entries from there on hold at most TrailingBytes + SnapshotBytes; 0
+// otherwise. The log's head is never deleted past it (sizedLog.keep).
+func (g *Group) keepFrom() uint64 {
+	r := g.Replication()
+	var from uint64
+	for _, f := range r.Followers {
+		if f.Match > 0 && f.Match < r.LastIndex && (from == 0 || f.Match < from) {
+			from = f.Match
+		}
+	}
+	if from == 0 || g.logs.bytesFrom(from) > g.logs.limit {
+		return 0
+	}
+	return from
 }
 
 // setTrailingLogs sets raft's TrailingLogs, keeping the other reloadable

@@ -34,7 +34,8 @@ func TestWrappersKeepMonotonic(t *testing.T) {
 // sizedLog's count follows what the store holds: appends, a restart's
 // gap, a follower's overwritten suffix, raft's head compaction.
 func TestSizedLogCounts(t *testing.T) {
-	s := &sizedLog{LogStore: raft.NewInmemStore(), kick: make(chan struct{}, 1), kicked: -1, limit: 10 * (100 + entryOverhead)}
+	e := int64(100 + entryOverhead)
+	s := &sizedLog{LogStore: raft.NewInmemStore(), kick: make(chan struct{}, 1), limit: 10 * e, step: 8 * e}
 	store := func(lo, hi uint64, size int) {
 		t.Helper()
 		var logs []*raft.Log
@@ -51,7 +52,6 @@ func TestSizedLogCounts(t *testing.T) {
 			t.Fatalf("sizes from %d, %d of them, %d bytes; want from %d, %d, %d", s.first, len(s.sizes), s.total, first, n, total)
 		}
 	}
-	e := int64(100 + entryOverhead)
 	store(1, 5, 100)
 	want(1, 5, 5*e)
 	store(4, 6, 100) // overwrites 4 and 5
@@ -88,14 +88,20 @@ func TestSizedLogCounts(t *testing.T) {
 		t.Fatal("kicked twice before a trim")
 	default:
 	}
-	if err := s.DeleteRange(10, 20); err != nil {
+	if err := s.DeleteRange(10, 16); err != nil { // a trim that left 15 entries, past the limit (a slow follower)
 		t.Fatal(err)
 	}
-	store(32, 32, 100)
+	store(32, 38, 100)
+	select {
+	case <-s.kick:
+		t.Fatal("kicked again before a step of new entries past the trim")
+	default:
+	}
+	store(39, 40, 100)
 	select {
 	case <-s.kick:
 	default:
-		t.Fatal("not kicked after a trim left the log past the limit")
+		t.Fatal("not kicked a step past the trim")
 	}
 }
 
@@ -120,7 +126,9 @@ func TestLogTrimmedByBytes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			bound := (timing.SnapshotBytes+timing.TrailingBytes)/(size+entryOverhead) + 2
+			// The bound, plus what arrives while a snapshot is taken.
+			const slack = 8
+			bound := (timing.SnapshotBytes+timing.TrailingBytes)/(size+entryOverhead) + slack
 			var first, last uint64
 			waitFor(t, "the log trimmed", func() bool {
 				var err error
@@ -133,7 +141,7 @@ func TestLogTrimmedByBytes(t *testing.T) {
 				return last-first+1 <= uint64(bound)
 			})
 			t.Logf("%s keeps entries %d..%d of %d bytes each (bound %d entries)", store, first, last, size, bound)
-			if kept := g.logs.bytes(); kept > timing.SnapshotBytes+timing.TrailingBytes+2*(size+entryOverhead) {
+			if kept := g.logs.bytes(); kept > timing.SnapshotBytes+timing.TrailingBytes+slack*(size+entryOverhead) {
 				t.Errorf("the log holds %d bytes, over %d + %d", kept, timing.SnapshotBytes, timing.TrailingBytes)
 			}
 		})
@@ -188,5 +196,67 @@ func TestPebbleWALScalesWithMemTable(t *testing.T) {
 	t.Logf("WAL files take %.1f MiB", float64(wal)/(1<<20))
 	if wal > 8*memTable {
 		t.Fatalf("WAL files take %d bytes, over 8 memtables (%d)", wal, 8*memTable)
+	}
+}
+
+// A leader that trims its log by bytes keeps what a follower on its way
+// back still needs (up to TrailingBytes + SnapshotBytes): the follower
+// catches up from entries, not from a snapshot, which for a partition is
+// a second copy of its whole log.
+func TestTrimKeepsEntriesForALaggingFollower(t *testing.T) {
+	n := newTestNet(t, nil)
+	n.store = LogStorePebble
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+	timing := fastTiming()
+	timing.SnapshotThreshold, timing.SnapshotInterval = 1<<20, time.Hour
+	timing.SnapshotBytes, timing.TrailingBytes = 32<<10, 8<<10
+	members := []int32{1, 2, 3}
+	var gs []*Group
+	for id := int32(1); id <= 3; id++ {
+		g, _ := n.open(id, "lag", members, timing, false)
+		gs = append(gs, g)
+	}
+	const size = 4 << 10
+	leader := leaderOf(t, gs)
+	lagging := (leader + 1) % 3
+	for v := uint64(1); v <= 5; v++ {
+		if _, _, err := gs[leader].Propose(binary.BigEndian.AppendUint64(make([]byte, 0, size), v)[:size], 5*time.Second).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the follower to match", func() bool {
+		for _, f := range gs[leader].Replication().Followers {
+			if f.Node == int32(lagging+1) && f.Match >= gs[leader].raft.LastIndex() {
+				return true
+			}
+		}
+		return false
+	})
+	if err := gs[lagging].Close(); err != nil {
+		t.Fatal(err)
+	}
+	n.stop(int32(lagging + 1))
+	for v := uint64(6); v <= 13; v++ {
+		if _, _, err := gs[leader].Propose(binary.BigEndian.AppendUint64(make([]byte, 0, size), v)[:size], 5*time.Second).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the leader to trim", func() bool {
+		first, _ := gs[leader].store.FirstIndex()
+		return first > 1
+	})
+	n.start(int32(lagging + 1))
+	n.watchAll()
+	g, f := reopen(t, n, int32(lagging+1), "lag", members, timing)
+	waitFor(t, "the follower to catch up", func() bool { st, _ := f.state(); return st.high == 13 })
+	snaps, err := raft.NewFileSnapshotStore(g.spec.Dir, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := snaps.List(); len(list) > 0 {
+		t.Fatalf("the follower (node %d) caught up from a snapshot (%+v), not from entries", lagging+1, list[0])
 	}
 }

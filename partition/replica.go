@@ -37,8 +37,13 @@ type ReplicaConfig struct {
 	// Wait answers KAFKA_STORAGE_ERROR with its text. It is how a node
 	// keeps its disk's reserve: trims, markers and coordinator writes
 	// are never refused by it.
-	Admit  func(n int) error
-	Logger *slog.Logger
+	Admit func(n int) error
+	// SnapshotRoom, if set, is asked before each write of a snapshot past
+	// its first MiB (one a follower installs is the partition's whole
+	// log); an error fails the snapshot. It is how a follower keeps its
+	// disk's reserve: the leader tries again later.
+	SnapshotRoom func(n int) error
+	Logger       *slog.Logger
 }
 
 // Replica is this node's copy of one partition: its Raft group, its FSM and
@@ -106,7 +111,7 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 		}
 	}
 	spec := cfg.Group
-	spec.FSM = durableFSM{FSM: f, logger: logger}
+	spec.FSM = durableFSM{FSM: f, logger: logger, room: cfg.SnapshotRoom}
 	if spec.Logger == nil {
 		spec.Logger = logger
 	}
@@ -127,12 +132,13 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 type durableFSM struct {
 	*fsm.FSM
 	logger *slog.Logger
+	room   func(n int) error // ReplicaConfig.SnapshotRoom, or nil
 }
 
 var _ multiraft.DurableFSM = durableFSM{}
 
 func (d durableFSM) WrapSnapshots(s raft.SnapshotStore) raft.SnapshotStore {
-	return &snapshotStore{SnapshotStore: s, fsm: d.FSM}
+	return &snapshotStore{SnapshotStore: s, fsm: d.FSM, room: d.room}
 }
 
 func (d durableFSM) BeforeStart(s raft.SnapshotStore) error {
@@ -396,7 +402,8 @@ func (r *Replica) Close() error {
 // when raft opens one (to send it to a follower or to restore it).
 type snapshotStore struct {
 	raft.SnapshotStore
-	fsm *fsm.FSM
+	fsm  *fsm.FSM
+	room func(n int) error // see roomSink; nil: none asked
 }
 
 func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
