@@ -52,10 +52,12 @@ func (d *fakeDisks) set(dir string, free int64) {
 	d.free[dir] = free
 }
 
-// withFakeDisks puts every node on disks, looked at every 20 ms.
+// withFakeDisks puts every node on disks, looked at every 20 ms, with the
+// default reserve.
 func withFakeDisks(disks *fakeDisks) testcluster.Option {
 	return func(cfg *broker.Config) {
 		cfg.DiskStat = disks.stat
+		cfg.Storage = broker.DefaultStorage() // a reserve of 5% of the disk
 		cfg.Tuning.DiskCheckInterval = 20 * time.Millisecond
 	}
 }
