@@ -32,7 +32,8 @@ import (
 // itself for a data disk of that many MiB (it sees a disk of that size
 // with room to spare), as it does for its real one otherwise. It prints a
 // table and asserts nothing but that the records were acknowledged: it
-// is a measurement, run with MINIKAFKA_DISKUSE=1.
+// is a measurement, run with MINIKAFKA_DISKUSE=1 (MINIKAFKA_DISKUSE_STORES=
+// pebble,wal picks the log stores).
 func TestDiskUse(t *testing.T) {
 	if os.Getenv("MINIKAFKA_DISKUSE") == "" {
 		t.Skip("a measurement: set MINIKAFKA_DISKUSE=1 to run it")
@@ -54,7 +55,14 @@ func TestDiskUse(t *testing.T) {
 		disk = int64(mb) << 20
 	}
 	var rows []string
-	for _, store := range []multiraft.LogStore{multiraft.LogStorePebble, multiraft.LogStoreWAL, multiraft.LogStoreBoltDB} {
+	stores := []multiraft.LogStore{multiraft.LogStorePebble, multiraft.LogStoreWAL, multiraft.LogStoreBoltDB}
+	if s := os.Getenv("MINIKAFKA_DISKUSE_STORES"); s != "" {
+		stores = nil
+		for _, name := range strings.Split(s, ",") {
+			stores = append(stores, multiraft.LogStore(name))
+		}
+	}
+	for _, store := range stores {
 		for _, size := range []int{1 << 10, 16 << 10} {
 			u := measureDiskUse(t, store, size, volume, disk)
 			rows = append(rows, fmt.Sprintf("| %s | %d KiB | %.1f | %.2f | %.2f | %s |", store, size>>10,
@@ -182,10 +190,16 @@ func byPart(t *testing.T, dir string) string {
 	t.Helper()
 	parts := map[string]int64{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if os.IsNotExist(err) {
+			return nil
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
 		info, err := d.Info()
+		if os.IsNotExist(err) {
+			return nil // removed while walking
+		}
 		if err != nil {
 			return err
 		}
