@@ -58,7 +58,7 @@ func (n *Node) Ready() error {
 	if missing > 0 {
 		return fmt.Errorf("%w: %d to open", ErrReplicasNotOpen, missing)
 	}
-	return nil
+	return n.diskReady()
 }
 
 // adminSource is what the metrics registry and the admin pages read of a
@@ -108,6 +108,7 @@ func (a adminSource) State() metrics.State {
 	s.LeaderChanges = n.host.Stats().LeaderChanges
 	s.WALFsync = n.host.WALFsyncLatency()
 	s.LogStalls = n.host.LogStoreStalls()
+	s.Disk = n.diskMetrics()
 	return s
 }
 

@@ -91,6 +91,9 @@ func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
 
 func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, validateOnly bool) (kafkaapi.CreatedTopic, error) {
 	n := b.n
+	if err := n.refuseNewPartitions(); err != nil {
+		return kafkaapi.CreatedTopic{}, err
+	}
 	parts, rf := spec.Partitions, spec.ReplicationFactor
 	if parts == -1 {
 		parts = n.cfg.DefaultPartitions
@@ -161,6 +164,9 @@ func (b *backend) DeleteTopic(ctx context.Context, topic string) error {
 // partitions: groups are mapped to them by count.
 func (b *backend) CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error {
 	n := b.n
+	if err := n.refuseNewPartitions(); err != nil {
+		return err
+	}
 	if metadata.IsInternal(topic) {
 		return fmt.Errorf("%w: the partitions of %s map groups to coordinators and cannot change", kerr.InvalidRequest, topic)
 	}

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/internal/knob"
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/kafkaapi"
@@ -221,6 +224,17 @@ type Config struct {
 	// pass a vfs.Faulty to fail the disk under a running node.
 	PartitionFS vfs.FS
 
+	// Storage is the data disk's reserve and alert thresholds
+	// (storage.go).
+	Storage StorageConfig
+	// DiskStat reads the data disk's size and free space; nil means the
+	// OS's statfs. Tests pass a fake disk.
+	DiskStat diskguard.StatFunc
+	// RaftLogFS holds the node-wide Raft log store of pebble partitions
+	// (DataDir/raftlog). Nil means the OS; tests fail the disk under a
+	// running node through it.
+	RaftLogFS pebblevfs.FS
+
 	Logger *slog.Logger
 }
 
@@ -275,6 +289,9 @@ type Tuning struct {
 	// commit index before the partition counts as under-replicated in the
 	// metrics and the status page (Kafka's replica.lag.time.max.ms).
 	ReplicaLagMax time.Duration
+	// DiskCheckInterval is how often the node looks at its data disk's
+	// free space (a refused produce also looks, at most every 50 ms).
+	DiskCheckInterval time.Duration
 	// Raft is the Raft port's tuning.
 	Raft multiraft.Tuning
 }
@@ -326,6 +343,7 @@ func (t *Tuning) validate() error {
 		{Name: "ready_poll", V: &t.ReadyPoll, Def: 50 * time.Millisecond, Min: time.Millisecond},
 		{Name: "gossip_leave", V: &t.GossipLeave, Def: 2 * time.Second},
 		{Name: "replica_lag_max", V: &t.ReplicaLagMax, Def: 30 * time.Second, Min: time.Millisecond},
+		{Name: "disk_check_interval", V: &t.DiskCheckInterval, Def: time.Second, Min: time.Millisecond},
 	}, []knob.Int{
 		{Name: "max_meta_frame", V: &t.MaxMetaFrame, Def: 4 << 20, Min: 64 << 10, Max: 1 << 30},
 		{Name: "open_parallelism", V: &t.OpenParallelism, Def: 32, Min: 1, Max: 1024},
@@ -344,7 +362,8 @@ func (t *Tuning) validate() error {
 }
 
 // DefaultConfig is a single node on the loopback ports of configs/single.yaml.
-func DefaultConfig() Config {
+// defaultPartitionRaft is the Raft timing of partition groups.
+func defaultPartitionRaft() multiraft.Timing {
 	partitionRaft := multiraft.DefaultTiming()
 	// A partition leader also sends each follower an AppendEntries every
 	// commit timeout so that it learns the commit index when writes stop;
@@ -359,6 +378,10 @@ func DefaultConfig() Config {
 	// 16 bounds an RPC near 16 MiB and still batches plenty of fsyncs
 	// (docs/results/performance-log-2026-12-01.md: 1.3–1.5x the records/s of 256 at peak).
 	partitionRaft.MaxAppendEntries = 16
+	return partitionRaft
+}
+
+func DefaultConfig() Config {
 	return Config{
 		NodeID:                   1,
 		DataDir:                  "./data/single",
@@ -387,7 +410,7 @@ func DefaultConfig() Config {
 		OffsetsRetentionCheckInterval: 10 * time.Minute,
 		TransactionalIDExpirationMs:   7 * 24 * 3600 * 1000,
 		TxnRemoveExpiredInterval:      time.Hour,
-		PartitionRaft:                 partitionRaft,
+		PartitionRaft:                 defaultPartitionRaft(),
 		MetaRaft:                      multiraft.DefaultTiming(),
 		PartitionLogStore:             multiraft.LogStorePebble,
 		SegmentBytes:                  128 << 20,
@@ -427,5 +450,6 @@ func DefaultConfig() Config {
 		// connections within a ulimit -n of 1024. 256 partitions written
 		// at once keep their segment and journal open.
 		PartitionMaxOpenFiles: 512,
+		Storage:               DefaultStorage(),
 	}
 }

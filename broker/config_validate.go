@@ -56,6 +56,9 @@ func (c *Config) Validate() error {
 	if err := c.MetaRaft.Validate(); err != nil {
 		return bad("meta_raft", "", "%v", err)
 	}
+	if err := c.Storage.validate(); err != nil {
+		return err
+	}
 	if c.LeaderRebalanceInterval < 0 {
 		return bad("leader_rebalance_interval", c.LeaderRebalanceInterval, "must not be negative")
 	}

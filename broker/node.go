@@ -16,8 +16,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/membership"
@@ -60,6 +62,16 @@ type Node struct {
 	// healer is the metadata duties loop's memory of nodes gone (heal.go).
 	healer healer
 
+	// disk watches the data disk's free space (storage.go); logMemTable
+	// is the Raft log store's memtable, sized to that disk.
+	disk        *diskguard.Guard
+	logMemTable int64
+	// fullNodes are the other live nodes that gossip a full disk, sorted
+	// (storage.go); diskFull is the same as a set, touched only on
+	// membership's event goroutine, which stores fullNodes.
+	fullNodes atomic.Pointer[[]int32]
+	diskFull  map[int32]bool
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -89,6 +101,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.static = staticConfigs(&backend{n})
 	n.metrics = metrics.New(adminSource{n}, cfg.Tuning.ReplicaLagMax)
+	if err := n.openDiskGuard(); err != nil {
+		cancel()
+		return nil, err
+	}
 	if err := n.start(ctx); err != nil {
 		n.Shutdown(context.Background())
 		return nil, err
@@ -107,6 +123,11 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startGossip(); err != nil {
 		return err
 	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.disk.Run(n.ctx)
+	}()
 	var err error
 	if n.meta, err = openMetaGroup(n, metaFSM); err != nil {
 		return err
@@ -152,6 +173,7 @@ func (n *Node) listen() error {
 	var err error
 	n.host, err = multiraft.Listen(multiraft.Config{NodeID: cfg.NodeID, BindAddr: cfg.RaftAddr, AdvertiseAddr: advRaft,
 		Resolve: n.addrs.resolve, Logger: n.logger, Tuning: cfg.Tuning.Raft, LogDir: n.raftLogDir(),
+		LogMemTable: n.logMemTable, LogFS: cfg.RaftLogFS,
 		OnCommit: n.metrics.ObserveCommit, SourceAddr: cfg.RaftSourceAddr, TLS: cfg.Security.raftTLS})
 	if err != nil {
 		return fmt.Errorf("broker: raft_addr %s: %w", cfg.RaftAddr, err)
@@ -191,7 +213,7 @@ func (n *Node) startGossip() error {
 	var err error
 	n.members, err = membership.New(membership.Config{
 		Meta: membership.NodeMeta{ID: cfg.NodeID, KafkaAddr: cfg.AdvertisedKafkaAddr, RaftAddr: cfg.AdvertisedRaftAddr,
-			Listeners: n.gossipListeners()},
+			Listeners: n.gossipListeners(), DiskFull: n.disk.Refusing()},
 		BindAddr:      cfg.GossipAddr,
 		AdvertiseAddr: cfg.AdvertisedGossip,
 		SourceIP:      cfg.GossipSourceAddr,
@@ -267,6 +289,7 @@ func (n *Node) onMemberEvent(ev membership.Event) {
 			n.host.UnwatchPeer(ev.Node.RaftAddr)
 		}
 	}
+	n.noteDiskFull(ev)
 	select {
 	case n.memberCh <- struct{}{}:
 	default:

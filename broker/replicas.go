@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,9 +121,14 @@ func groupName(info replicaInfo) string {
 	return "p/" + info.TopicID + "/" + strconv.Itoa(int(info.Partition))
 }
 
-// writeReplicaInfo replaces dir's replica.json with info, atomically.
+// writeReplicaInfo replaces dir's replica.json with info, atomically;
+// a file that holds info already is left alone, so that a node whose
+// disk is full restarts without writing.
 func writeReplicaInfo(dir string, info replicaInfo) error {
 	b, _ := json.Marshal(info)
+	if old, err := os.ReadFile(filepath.Join(dir, "replica.json")); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
 	tmp := filepath.Join(dir, "replica.json.tmp")
 	if err := os.WriteFile(tmp, b, vfs.FileMode); err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -208,6 +214,8 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 		ProducerWindow: s.n.cfg.ProducerWindow,
 		MaxProducers:   s.n.cfg.MaxProducers,
 		Records:        sink,
+		Admit:          s.n.admitBatch(lr),
+		SnapshotRoom:   s.n.disk.Admit,
 		Logger:         logger,
 	})
 	if err != nil {

@@ -207,6 +207,7 @@ func TestEventsInOrderFromOneGoroutineOutsideLocks(t *testing.T) {
 
 	updated := testMeta(2)
 	updated.KafkaAddr = "moved.test:19092"
+	updated.DiskFull = true
 	if err := n2.UpdateMeta(ctxFor(t, 5*time.Second), updated); err != nil {
 		t.Fatalf("UpdateMeta: %v", err)
 	}

@@ -24,6 +24,10 @@ type NodeMeta struct {
 	// advertised.listeners form (NAME://host:port,...); "" when the node
 	// has only KafkaAddr. Sent from encoding version 2 on.
 	Listeners string
+	// DiskFull says that the node's data disk is below its reserve: it
+	// refuses growth, and so do the leaders of partitions it replicates
+	// (storage_min_free_bytes). A flag bit, which older readers ignore.
+	DiskFull bool
 }
 
 // Validate reports whether m can be advertised: a positive ID, both
@@ -37,7 +41,8 @@ func (m NodeMeta) Validate() error {
 // Encoding of the metadata, version 1:
 //
 //	[0]    version (1)
-//	[1]    flags: bit 0 = leaving (set by Leave before the leave broadcast)
+//	[1]    flags: bit 0 = leaving (set by Leave before the leave broadcast),
+//	       bit 1 = disk full (NodeMeta.DiskFull)
 //	[2:6]  ID, int32 big-endian
 //	       uvarint length + KafkaAddr bytes
 //	       uvarint length + RaftAddr bytes
@@ -52,6 +57,7 @@ const (
 	metaVersion1 = 1
 	metaVersion2 = 2
 	flagLeaving  = 1 << 0
+	flagDiskFull = 1 << 1
 	metaFixedLen = 6
 )
 
@@ -75,6 +81,9 @@ func encodeMeta(w wireMeta) ([]byte, error) {
 	}
 	if w.leaving {
 		b[1] |= flagLeaving
+	}
+	if w.DiskFull {
+		b[1] |= flagDiskFull
 	}
 	binary.BigEndian.PutUint32(b[2:6], uint32(w.ID))
 	b = binary.AppendUvarint(b, uint64(len(w.KafkaAddr)))
@@ -106,6 +115,7 @@ func decodeMeta(b []byte) (wireMeta, error) {
 		return w, fmt.Errorf("%w: version 0", ErrInvalidMeta)
 	}
 	w.leaving = b[1]&flagLeaving != 0
+	w.DiskFull = b[1]&flagDiskFull != 0
 	w.ID = int32(binary.BigEndian.Uint32(b[2:6]))
 	rest := b[metaFixedLen:]
 	var err error

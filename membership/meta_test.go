@@ -11,6 +11,7 @@ func TestMetaRoundTrip(t *testing.T) {
 	for _, w := range []wireMeta{
 		{NodeMeta: testMeta(1)},
 		{NodeMeta: testMeta(2147483647), leaving: true},
+		{NodeMeta: NodeMeta{ID: 3, KafkaAddr: "a:1", RaftAddr: "b:2", DiskFull: true}, leaving: true},
 		{NodeMeta: NodeMeta{ID: 7, KafkaAddr: "[::1]:9092", RaftAddr: "node7:65535"}},
 	} {
 		b, err := encodeMeta(w)
@@ -35,6 +36,15 @@ func TestMetaEncodingLayout(t *testing.T) {
 	want := []byte{1, 1, 0, 0, 1, 2, 3, 'a', ':', '1', 3, 'b', ':', '2'}
 	if string(b) != string(want) {
 		t.Errorf("encoding: got %v, want %v", b, want)
+	}
+	// A full disk is flag bit 1, in the same version-1 encoding.
+	b, err = encodeMeta(wireMeta{NodeMeta: NodeMeta{ID: 258, KafkaAddr: "a:1", RaftAddr: "b:2", DiskFull: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []byte{1, 2, 0, 0, 1, 2, 3, 'a', ':', '1', 3, 'b', ':', '2'}
+	if string(b) != string(want) {
+		t.Errorf("encoding with a full disk: got %v, want %v", b, want)
 	}
 }
 

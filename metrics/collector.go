@@ -41,6 +41,11 @@ var (
 	descLogStallTime    = desc("raft_log_write_stall_seconds_total", "Time the node-wide Raft log store's ended write stalls lasted.")
 	descWALFsync        = desc("raft_wal_fsync_duration_seconds", "Duration of each fsync of the node-wide Raft log store's write-ahead log (pebble log store).")
 	descReady           = desc("ready", "1 if /readyz answers 200, else 0.")
+	descDiskTotal       = desc("storage_disk_total_bytes", "Size of the filesystem holding the node's data directory.")
+	descDiskFree        = desc("storage_disk_free_bytes", "Free space of the filesystem holding the node's data directory (what an unprivileged writer may use).")
+	descDiskReserve     = desc("storage_disk_min_free_bytes", "The reserve: below this much free space the node refuses produce and new partitions with KAFKA_STORAGE_ERROR (storage_min_free_bytes).")
+	descDiskAlertAt     = desc("storage_disk_alert_free_bytes", "Below this much free space the disk counts as low (storage_space_alert_free_threshold_*).")
+	descDiskAlert       = desc("storage_disk_free_space_alert", "0: enough free space; 1: low (below the alert threshold); 2: degraded (below the reserve, or the Raft log store failed): produce is refused.")
 )
 
 // collector reads a Source at each scrape.
@@ -53,7 +58,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProducedRecords, descProducedBytes, descFetchedRecords, descFetchedBytes,
 		descLogSize, descLogStart, descLogEnd, descLeader, descURP, descReplicaLag, descURPCount, descLeaderCount,
 		descLeaderChanges, descGroupCommitted, descGroupLag, descConns, descConnsAccepted, descConnsRefused,
-		descRequestPanics, descQueued, descQueuedMax, descQueuedWaiting, descLogStalls, descLogStallTime, descWALFsync, descReady} {
+		descRequestPanics, descQueued, descQueuedMax, descQueuedWaiting, descLogStalls, descLogStallTime, descWALFsync, descReady,
+		descDiskTotal, descDiskFree, descDiskReserve, descDiskAlertAt, descDiskAlert} {
 		ch <- d
 	}
 }
@@ -117,6 +123,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descLogStallTime, s.LogStalls.Time.Seconds())
 	if h := walFsync(s.WALFsync); h != nil {
 		ch <- h
+	}
+	if d := s.Disk; d.Total > 0 {
+		gauge(descDiskTotal, float64(d.Total))
+		gauge(descDiskFree, float64(d.Free))
+		gauge(descDiskReserve, float64(d.Reserve))
+		gauge(descDiskAlertAt, float64(d.AlertAt))
+		gauge(descDiskAlert, float64(d.Alert()))
 	}
 	gauge(descReady, b2f(c.src.Ready() == nil))
 }

@@ -118,6 +118,33 @@ type State struct {
 	// LogStalls is what the Raft log store's write stalls cost so far
 	// (multiraft.Host.LogStoreStalls).
 	LogStalls multiraft.WriteStalls
+	// Disk is the data disk's space; zero Total when unknown.
+	Disk Disk
+}
+
+// Disk is the space of the filesystem holding a node's data directory,
+// in bytes, and what the node makes of it (storage_min_free_bytes,
+// storage_space_alert_free_threshold_*).
+type Disk struct {
+	Total, Free int64
+	Reserve     int64 // below this much free space, growth is refused
+	AlertAt     int64 // below this much free space, the disk is low
+	Refusing    bool  // produce and new partitions are refused
+	Low         bool
+	// LogStoreErr is the Raft log store's failure, if it failed.
+	LogStoreErr error
+}
+
+// Alert is Redpanda's storage_disk_free_space_alert: 0 when there is
+// room, 1 when the disk is low, 2 when growth is refused (degraded).
+func (d Disk) Alert() int {
+	switch {
+	case d.Refusing || d.LogStoreErr != nil:
+		return 2
+	case d.Low:
+		return 1
+	}
+	return 0
 }
 
 // Move is a partition reassignment in progress.

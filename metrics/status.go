@@ -22,6 +22,9 @@ td.num{text-align:right}
 <h1>MiniKafka node {{.NodeID}}</h1>
 <p>Cluster <code>{{.ClusterID}}</code>, controller {{if ge .ControllerID 0}}node {{.ControllerID}}{{else}}<span class="bad">unknown</span>{{end}}.
 Readiness: {{if .Ready}}ready{{else}}<span class="bad">{{.NotReady}}</span>{{end}}.</p>
+{{with .Disk}}<p id="disk">Data disk: {{.Free}} free of {{.Total}}; reserve {{.Reserve}}, low below {{.AlertAt}}.
+{{if .State}}<span class="bad">{{.State}}</span>{{else}}Enough free space.{{end}}</p>
+{{end}}
 <h2>Brokers</h2>
 <table id="brokers"><tr><th>Id</th><th>Kafka address</th><th>Role</th></tr>
 {{range .Brokers}}<tr><td>{{.ID}}</td><td>{{.Addr}}</td><td>{{.Role}}</td></tr>
@@ -56,6 +59,30 @@ type statusData struct {
 	Internal             int
 	Groups               []statusGroup
 	Moves                []statusMove
+	Disk                 *statusDisk // nil when unknown
+}
+
+// statusDisk is the data disk's line, sizes in MiB.
+type statusDisk struct {
+	Free, Total, Reserve, AlertAt string
+	State                         string // "" when there is room
+}
+
+func diskLine(d Disk) *statusDisk {
+	if d.Total <= 0 {
+		return nil
+	}
+	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+	sd := &statusDisk{Free: mib(d.Free), Total: mib(d.Total), Reserve: mib(d.Reserve), AlertAt: mib(d.AlertAt)}
+	switch {
+	case d.LogStoreErr != nil:
+		sd.State = "The Raft log store failed: produce is refused (" + d.LogStoreErr.Error() + ")."
+	case d.Refusing:
+		sd.State = "Below the reserve: produce and new partitions are refused until space is freed (DeleteRecords, DeleteTopics, retention)."
+	case d.Low:
+		sd.State = "Low on space."
+	}
+	return sd
 }
 
 type statusMove struct {
@@ -87,7 +114,8 @@ type statusGroup struct {
 // serveStatus renders the status page from src.
 func serveStatus(w http.ResponseWriter, src Source) {
 	s := src.State()
-	d := statusData{NodeID: s.NodeID, ClusterID: s.ClusterID, ControllerID: s.ControllerID, Ready: true}
+	d := statusData{NodeID: s.NodeID, ClusterID: s.ClusterID, ControllerID: s.ControllerID, Ready: true,
+		Disk: diskLine(s.Disk)}
 	if err := src.Ready(); err != nil {
 		d.Ready, d.NotReady = false, "not ready: "+err.Error()
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/minikafka/minikafka-go/internal/knob"
 )
 
@@ -47,6 +49,13 @@ type Config struct {
 	// LogStorePebble group. The Host opens it at the first such group and
 	// closes it in Close, after the groups. Empty means no pebble groups.
 	LogDir string
+	// LogMemTable is the memtable of the LogDir store, which also sizes
+	// its WAL files (LogMemTableFor scales it to a disk). 0 means
+	// DefaultLogMemTable.
+	LogMemTable int64
+	// LogFS is the filesystem of the LogDir store; nil means the OS's.
+	// Tests inject disk faults through it.
+	LogFS vfs.FS
 	// OnCommit, if set, is called for each proposal that succeeds, with
 	// the time from Group.Propose until it was committed and applied on
 	// this leader (when Proposal.Wait returns). It must be quick.
@@ -258,6 +267,19 @@ type Timing struct {
 	SnapshotThreshold  uint64
 	TrailingLogs       uint64
 
+	// SnapshotBytes, when positive, also takes a snapshot once the group's
+	// stored log holds more than TrailingBytes plus this many bytes of
+	// entries: a log of large entries (produce batches of a MiB) is
+	// trimmed by what it holds, not only by its count of entries, which
+	// SnapshotThreshold and TrailingLogs bound (thousands of entries of a
+	// MiB each are GiBs on disk, next to the partition log that holds the
+	// same records). 0 leaves it to SnapshotThreshold and SnapshotInterval.
+	SnapshotBytes int64
+	// TrailingBytes bounds by their bytes the entries a snapshot leaves in
+	// the log for followers to catch up from, as TrailingLogs bounds them
+	// by count: the fewer entries wins. Only with SnapshotBytes.
+	TrailingBytes int64
+
 	// LeaderHeartbeatTimeout, when above HeartbeatTimeout, is the heartbeat
 	// timeout a member runs with while it leads. Raft's leader heartbeats
 	// each follower every tenth to fifth of its own heartbeat timeout, while
@@ -303,6 +325,8 @@ func DefaultTiming() Timing {
 		SnapshotInterval:   60 * time.Second,
 		SnapshotThreshold:  4096,
 		TrailingLogs:       2048,
+		SnapshotBytes:      32 << 20,
+		TrailingBytes:      8 << 20,
 	}
 }
 
@@ -329,6 +353,8 @@ func (t Timing) Validate() error {
 		return fmt.Errorf("max in-flight appends %d must be 0 (off) or in 2..%d", t.MaxInflightAppends, MaxInflightAppendsLimit)
 	case t.SnapshotThreshold == 0:
 		return errors.New("snapshot threshold is 0")
+	case t.SnapshotBytes < 0 || t.TrailingBytes < 0:
+		return fmt.Errorf("snapshot bytes %d and trailing bytes %d must not be negative", t.SnapshotBytes, t.TrailingBytes)
 	}
 	return nil
 }

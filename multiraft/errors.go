@@ -26,6 +26,10 @@ var (
 	// ErrGroupClosed: the group is closed or closing; the outcome of a
 	// command in flight is unknown.
 	ErrGroupClosed = errors.New("multiraft: group closed")
+	// ErrStorage: this member's log store failed to write the command
+	// (Group.StorageErr says why); the leader stepped down. It is not
+	// committed unless another member stored it too.
+	ErrStorage = errors.New("multiraft: the group's log store failed")
 )
 
 // ErrClosed is returned by a closed Host and by Accept on a service

@@ -79,8 +79,13 @@ type Group struct {
 	spec  GroupSpec
 	raft  *raft.Raft
 	store logStore
+	guard *guardedStore // store as raft sees it (storeguard.go)
+	logs  *sizedLog     // raft's view of store's log, which counts its bytes
 	trans *transport
 	log   *slog.Logger
+	// reloadMu serialises raft.ReloadConfig calls: the trimmer changes
+	// TrailingLogs, the timing goroutine the timeouts (logtrim.go).
+	reloadMu sync.Mutex
 
 	// members is the order of preference (GroupSpec.Members, then
 	// SetMembers); nil for a group without one.
@@ -133,9 +138,10 @@ func (h *Host) Open(spec GroupSpec) (*Group, error) {
 	if !hold {
 		close(g.restored)
 	}
-	g.wg.Add(2)
+	g.wg.Add(3)
 	go g.forwardLeadership()
 	go g.runTiming(rc, hold)
+	go g.trimLoop(g.logs.kick)
 	return g, nil
 }
 
@@ -204,18 +210,24 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	if isDurable {
 		snaps = durable.WrapSnapshots(snaps)
 	}
-	logs, err := raft.NewLogCache(256, store)
+	g.guard = &guardedStore{logStore: store, stop: g.stop, log: g.log}
+	g.logs = &sizedLog{LogStore: g.guard, kick: make(chan struct{}, 1)}
+	if spec.Timing.SnapshotBytes > 0 {
+		g.logs.limit, g.logs.step = spec.Timing.SnapshotBytes+spec.Timing.TrailingBytes, spec.Timing.SnapshotBytes
+		g.logs.keep = g.keepFrom
+	}
+	logs, err := raft.NewLogCache(256, g.logs)
 	if err != nil {
 		return fail(fmt.Errorf("multiraft: %w", err))
 	}
 	if len(spec.Members) > 0 && !spec.Join {
-		has, err := raft.HasExistingState(logs, store, snaps)
+		has, err := raft.HasExistingState(logs, g.guard, snaps)
 		if err != nil {
 			return fail(fmt.Errorf("multiraft: %w", err))
 		}
 		if !has {
 			servers := g.servers(spec.Members)
-			if err := raft.BootstrapCluster(rc, logs, store, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
+			if err := raft.BootstrapCluster(rc, logs, g.guard, snaps, g.trans, raft.Configuration{Servers: servers}); err != nil {
 				return fail(fmt.Errorf("multiraft: bootstrap %q: %w", spec.Name, err))
 			}
 			hold = spec.Hold && len(spec.Members) > 1
@@ -230,10 +242,11 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 			return fail(err)
 		}
 	}
-	r, err := raft.NewRaft(rc, spec.FSM, logs, store, snaps, g.trans)
+	r, err := raft.NewRaft(rc, spec.FSM, logs, g.guard, snaps, g.trans)
 	if err != nil {
 		return fail(fmt.Errorf("multiraft: %w", err))
 	}
+	g.guard.setRunning()
 	g.raft, g.store = r, store
 	return normal, hold, nil
 }

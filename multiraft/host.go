@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/yamux"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
@@ -61,9 +62,11 @@ type Host struct {
 	// (Tuning.CatchUpRate); nil when unbounded.
 	catchUp *rate.Limiter
 
-	logDir string     // Config.LogDir
-	logMu  sync.Mutex // guards plog and walFsync; never held with mu
-	plog   *pebbleLog // the node-wide log store, nil until a pebble group opens
+	logDir      string     // Config.LogDir
+	logMemTable int64      // Config.LogMemTable
+	logFS       vfs.FS     // Config.LogFS
+	logMu       sync.Mutex // guards plog and walFsync; never held with mu
+	plog        *pebbleLog // the node-wide log store, nil until a pebble group opens
 	// walFsync is the store's WAL fsync histogram, kept after it closes.
 	walFsync prometheus.Histogram
 }
@@ -104,7 +107,8 @@ func Listen(cfg Config) (*Host, error) {
 		ctx: ctx, cancel: cancel, losses: make(chan int32, 64),
 		groups: map[string]*transport{}, groupAdded: make(chan struct{}), peers: map[string]*peer{},
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
-		logDir: cfg.LogDir, onCommit: cfg.OnCommit, serverTLS: serverTLS, clientTLS: clientTLS,
+		logDir: cfg.LogDir, logMemTable: cfg.LogMemTable, logFS: cfg.LogFS,
+		onCommit: cfg.OnCommit, serverTLS: serverTLS, clientTLS: clientTLS,
 		live: newLiveness(),
 	}
 	if h.tun.CatchUpRate > 0 {

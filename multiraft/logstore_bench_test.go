@@ -99,7 +99,7 @@ func openBenchStores(b *testing.B, kind LogStore, n int) []logStore {
 		}
 		return out
 	}
-	pl, err := openPebbleLog(b.TempDir(), vfs.Default, logging.Discard())
+	pl, err := openPebbleLog(b.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func LastIndexOffline(groupDir, logDir string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	pl, err := openPebbleLog(logDir, privateFS{vfs.Default}, logging.Discard())
+	pl, err := openPebbleLog(logDir, pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 	if err != nil {
 		return 0, err
 	}

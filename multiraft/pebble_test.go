@@ -36,7 +36,7 @@ func openTestStore(t testing.TB, dir string, kind LogStore) (s logStore, closeSt
 			}
 		}
 	}
-	pl, err := openPebbleLog(filepath.Join(dir, "raftlog"), vfs.Default, logging.Discard())
+	pl, err := openPebbleLog(filepath.Join(dir, "raftlog"), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestLogCodecRoundTrip(t *testing.T) {
 // Groups in one DB keep apart, even when one's name is a prefix of the
 // other's, and removing one leaves the other whole.
 func TestPebbleGroupsKeepApart(t *testing.T) {
-	pl, err := openPebbleLog(t.TempDir(), vfs.Default, logging.Discard())
+	pl, err := openPebbleLog(t.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestPebbleCrashKeepsAcknowledged(t *testing.T) {
 
 func testPebbleCrash(t *testing.T, caching bool) {
 	fs := vfs.NewCrashableMem()
-	pl, err := openPebbleLog("/raftlog", fs, logging.Discard())
+	pl, err := openPebbleLog("/raftlog", pebbleConfig{fs: fs, logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func testPebbleCrash(t *testing.T, caching bool) {
 // openCrashed opens the DB left on fs and runs check on each group's view.
 func openCrashed(t *testing.T, fs vfs.FS, check func(g int, v *pebbleView) uint64) []uint64 {
 	t.Helper()
-	pl, err := openPebbleLog("/raftlog", fs, logging.Discard())
+	pl, err := openPebbleLog("/raftlog", pebbleConfig{fs: fs, logger: logging.Discard()})
 	if err != nil {
 		t.Fatalf("reopening after a crash: %v", err)
 	}
@@ -458,7 +458,7 @@ func openCrashed(t *testing.T, fs vfs.FS, check func(g int, v *pebbleView) uint6
 // syncs; closing the DB syncs what is left.
 func TestPebbleWriteCaching(t *testing.T) {
 	fs := vfs.NewCrashableMem()
-	pl, err := openPebbleLog("/raftlog", fs, logging.Discard())
+	pl, err := openPebbleLog("/raftlog", pebbleConfig{fs: fs, logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,7 +643,7 @@ func TestPebbleHostClosedBeforeGroups(t *testing.T) {
 // log as it was before it.
 func TestPebbleSuffixDeletionIsDurable(t *testing.T) {
 	fs := vfs.NewCrashableMem()
-	pl, err := openPebbleLog("/raftlog", fs, logging.Discard())
+	pl, err := openPebbleLog("/raftlog", pebbleConfig{fs: fs, logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -666,7 +666,7 @@ func TestPebbleSuffixDeletionIsDurable(t *testing.T) {
 	if err := errors.Join(v.Close(), pl.release()); err != nil {
 		t.Fatal(err)
 	}
-	pl, err = openPebbleLog("/raftlog", crashed, logging.Discard())
+	pl, err = openPebbleLog("/raftlog", pebbleConfig{fs: crashed, logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -687,7 +687,7 @@ func TestPebbleSuffixDeletionIsDurable(t *testing.T) {
 // once every group deleted its entries, so compactions need not rewrite
 // them (raftLogValueSeparation).
 func TestPebbleSeparatesLargeEntries(t *testing.T) {
-	pl, err := openPebbleLog(t.TempDir(), vfs.Default, logging.Discard())
+	pl, err := openPebbleLog(t.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

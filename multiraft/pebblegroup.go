@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -27,7 +26,7 @@ func (h *Host) pebbleLog() (*pebbleLog, error) {
 	if h.logDir == "" {
 		return nil, invalid("the %q log store needs Config.LogDir", LogStorePebble)
 	}
-	pl, err := openPebbleLog(h.logDir, privateFS{vfs.Default}, h.log)
+	pl, err := openPebbleLog(h.logDir, pebbleConfig{fs: h.logFS, memTable: h.logMemTable, logger: h.log})
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +42,17 @@ func (h *Host) WALFsyncLatency() prometheus.Histogram {
 	h.logMu.Lock()
 	defer h.logMu.Unlock()
 	return h.walFsync
+}
+
+// LogStoreErr is why the node-wide Pebble log store refuses writes now
+// (its disk is full, or it failed), or nil.
+func (h *Host) LogStoreErr() error {
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	if h.plog == nil {
+		return nil
+	}
+	return h.plog.Failure()
 }
 
 // LogStoreStalls is what the node-wide Pebble log store's write stalls

@@ -24,10 +24,11 @@ import (
 // is closed: a Host closed before its groups (a simulated crash) leaves
 // their raft running on the DB until they close.
 type pebbleLog struct {
-	db    *pebble.DB
-	id    string // random, kept in the DB: a group dir's marker names it
-	log   *slog.Logger
-	watch *stallWatch // its write stalls
+	db     *pebble.DB
+	id     string // random, kept in the DB: a group dir's marker names it
+	log    *slog.Logger
+	watch  *stallWatch // its write stalls
+	health *health     // failed or full (pebblefail.go)
 
 	mu       sync.Mutex             // guards views, released and closed
 	views    map[string]*pebbleView // the open groups, by name
@@ -51,23 +52,38 @@ type pebbleLog struct {
 // (stable state), see pebbleView.
 var pebbleIDKey = []byte("m/id")
 
-// openPebbleLog opens (creating if needed) the DB in dir on fs.
-func openPebbleLog(dir string, fs vfs.FS, logger *slog.Logger) (*pebbleLog, error) {
+// pebbleConfig is how a pebbleLog opens.
+type pebbleConfig struct {
+	fs       vfs.FS // nil: the OS's
+	memTable int64  // 0: DefaultLogMemTable
+	logger   *slog.Logger
+}
+
+// openPebbleLog opens (creating if needed) the DB in dir.
+func openPebbleLog(dir string, c pebbleConfig) (*pebbleLog, error) {
+	logger := c.logger
 	cache := pebble.NewCache(pebbleCacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	watch := &stallWatch{log: logger.With("logger", "pebble")}
-	opts := pebbleOptions(fs, cache, logger)
+	h := newHealth(logger.With("logger", "pebble"))
+	opts := pebbleOptions(c, cache, h)
 	opts.EventListener = watch.listener()
-	db, err := pebble.Open(dir, opts)
+	var db *pebble.DB
+	var id string
+	err := guarded(h, func() error {
+		var err error
+		if db, err = pebble.Open(dir, opts); err != nil {
+			return fmt.Errorf("multiraft: open raft log store %s: %w", dir, err)
+		}
+		if id, err = pebbleID(db); err != nil {
+			_ = db.Close()
+		}
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("multiraft: open raft log store %s: %w", dir, err)
-	}
-	id, err := pebbleID(db)
-	if err != nil {
-		_ = db.Close()
 		return nil, err
 	}
-	pl := &pebbleLog{db: db, id: id, log: logger, watch: watch, views: map[string]*pebbleView{},
+	pl := &pebbleLog{db: db, id: id, log: logger, watch: watch, health: h, views: map[string]*pebbleView{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go pl.flusher()
 	return pl, nil
@@ -78,16 +94,9 @@ const (
 	// from its own LogCache, and a follower catching up reads the log
 	// once, so the cache mostly holds index blocks.
 	pebbleCacheSize = 16 << 20
-	// pebbleMemTableSize: Raft entries live until their group's next
-	// snapshot (after SnapshotThreshold 4096 new entries, checked every
-	// SnapshotInterval), which then deletes all but TrailingLogs 2048 with
-	// one range deletion. A large memtable lets a modestly loaded node's
-	// entries (about ten partitions' 6,000 entries of 1 KiB) die before
-	// they are flushed; a busier node's do reach L0, where delete-only
-	// compactions drop whole files once range deletions cover them. Up to
-	// pebbleMemTables memtables may queue behind a slow flush (256 MiB).
-	pebbleMemTableSize = 64 << 20
-	pebbleMemTables    = 4
+	// pebbleMemTables memtables may queue behind a slow flush (256 MiB
+	// with the default memtable).
+	pebbleMemTables = 4
 	// pebbleMaxOpenFiles keeps the file descriptors of one node's log
 	// modest (Pebble's default is 1000).
 	pebbleMaxOpenFiles = 256
@@ -106,19 +115,58 @@ func raftLogValueSeparation() pebble.ValueSeparationPolicy {
 		RewriteMinimumAge: blobRewriteAge, TargetGarbageRatio: 0.5}
 }
 
+// closeFailedWait bounds the close of the DB, whose own goroutines may be
+// stuck for good after a failure.
+const closeFailedWait = 5 * time.Second
+
 const (
 	blobMinSize    = 512
 	blobRewriteAge = 5 * time.Minute
 )
 
-func pebbleOptions(fs vfs.FS, cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
+// DefaultLogMemTable is the node-wide log store's memtable on a large
+// disk. Raft entries live until their group's next snapshot, which then
+// deletes all but the trailing ones with one range deletion: a large
+// memtable lets a modestly loaded node's entries die before they are
+// flushed; a busier node's do reach L0, where delete-only compactions
+// drop whole files once range deletions cover them.
+const DefaultLogMemTable = 64 << 20
+
+// LogMemTableFor is the memtable for a log store on a disk of diskBytes
+// (Config.LogMemTable): 1/128 of it, between 1 MiB and
+// DefaultLogMemTable. Each WAL file is preallocated at 1.1 times the
+// memtable and Pebble keeps up to five old ones for reuse, so the WAL
+// takes about 5% of the disk at most.
+func LogMemTableFor(diskBytes int64) int64 {
+	return min(max(diskBytes/128, 1<<20), DefaultLogMemTable)
+}
+
+// LogStoreHeadroom is what the log store with memtable memTable may
+// still write once its groups stop taking entries: the next WAL file,
+// the flush of a full memtable and a new MANIFEST.
+func LogStoreHeadroom(memTable int64) int64 {
+	if memTable <= 0 {
+		memTable = DefaultLogMemTable
+	}
+	return memTable*11/10 + memTable + 1<<20
+}
+
+func pebbleOptions(c pebbleConfig, cache *pebble.Cache, h *health) *pebble.Options {
+	fs, memTable := c.fs, c.memTable
+	if fs == nil {
+		fs = privateFS{vfs.Default} // files 0600 (filemodes.go)
+	}
+	fs = &spaceFS{FS: fs, h: h} // ENOSPC waits (pebblespace.go)
+	if memTable <= 0 {
+		memTable = DefaultLogMemTable
+	}
 	o := &pebble.Options{
 		FS:                          fs,
 		Cache:                       cache,
-		MemTableSize:                pebbleMemTableSize,
+		MemTableSize:                uint64(memTable),
 		MemTableStopWritesThreshold: pebbleMemTables,
 		MaxOpenFiles:                pebbleMaxOpenFiles,
-		Logger:                      pebbleLogger{logger.With("logger", "pebble")},
+		Logger:                      pebbleLogger{l: c.logger.With("logger", "pebble"), h: h},
 		// One compaction at a time, two when L0 falls behind: the node's
 		// CPU is for serving.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
@@ -211,7 +259,8 @@ func (pl *pebbleLog) release() error {
 }
 
 // closeDB stops the flusher, syncs what write caching left unsynced and
-// closes the DB.
+// closes the DB. A DB that does not close within closeFailedWait (a
+// failed one whose own goroutines are stuck) is abandoned.
 func (pl *pebbleLog) closeDB() error {
 	close(pl.stop)
 	<-pl.done
@@ -220,10 +269,18 @@ func (pl *pebbleLog) closeDB() error {
 	pl.fmu.Unlock()
 	var err error
 	if dirty {
-		err = pl.db.LogData(nil, pebble.Sync)
+		err = pl.write(func() error { return pl.db.LogData(nil, pebble.Sync) })
 	}
-	if cerr := pl.db.Close(); err == nil {
-		err = cerr
+	close(pl.health.closing) // writes waiting for space give up
+	closed := make(chan error, 1)
+	go func() { closed <- guarded(pl.health, pl.db.Close) }()
+	select {
+	case cerr := <-closed:
+		if err == nil {
+			err = cerr
+		}
+	case <-time.After(closeFailedWait):
+		err = fmt.Errorf("%w: not closed within %v, abandoned", ErrLogStoreFailed, closeFailedWait)
 	}
 	if err != nil {
 		pl.log.Error("closing the raft log store", "err", err)
@@ -286,7 +343,7 @@ func (pl *pebbleLog) syncWAL() {
 	pl.dirty = false
 	pl.fmu.Unlock()
 	// A write noted after this point may not be covered: it sets dirty again.
-	if err := pl.db.LogData(nil, pebble.Sync); err != nil {
+	if err := pl.write(func() error { return pl.db.LogData(nil, pebble.Sync) }); err != nil {
 		pl.log.Error("syncing the raft log store", "err", err)
 		pl.fmu.Lock()
 		if !pl.dirty {
@@ -299,21 +356,4 @@ func (pl *pebbleLog) syncWAL() {
 	pl.fmu.Lock()
 	pl.synced = max(pl.synced, marks)
 	pl.fmu.Unlock()
-}
-
-// pebbleLogger passes Pebble's messages to slog: info at Debug (flushes
-// and compactions are routine), errors at Error.
-type pebbleLogger struct{ l *slog.Logger }
-
-func (p pebbleLogger) Infof(format string, args ...any) { p.l.Debug(fmt.Sprintf(format, args...)) }
-func (p pebbleLogger) Errorf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...))
-}
-
-// Fatalf is Pebble's report of a broken invariant; Pebble expects it not
-// to return.
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	p.l.Error(msg)
-	panic("pebble: " + msg)
 }

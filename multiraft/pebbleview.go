@@ -66,21 +66,24 @@ func (v *pebbleView) FirstIndex() (uint64, error) { return v.edge(true) }
 func (v *pebbleView) LastIndex() (uint64, error) { return v.edge(false) }
 
 func (v *pebbleView) edge(first bool) (uint64, error) {
-	it, err := v.pl.db.NewIter(&pebble.IterOptions{LowerBound: v.logLo, UpperBound: v.logHi})
-	if err != nil {
-		return 0, fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
-	}
-	var ok bool
-	if first {
-		ok = it.First()
-	} else {
-		ok = it.Last()
-	}
 	var index uint64
-	if ok {
-		index = binary.BigEndian.Uint64(it.Key()[len(v.logLo):])
-	}
-	if err := it.Close(); err != nil {
+	err := v.pl.read(func() error {
+		it, err := v.pl.db.NewIter(&pebble.IterOptions{LowerBound: v.logLo, UpperBound: v.logHi})
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if first {
+			ok = it.First()
+		} else {
+			ok = it.Last()
+		}
+		if ok {
+			index = binary.BigEndian.Uint64(it.Key()[len(v.logLo):])
+		}
+		return it.Close()
+	})
+	if err != nil {
 		return 0, fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 	}
 	return index, nil
@@ -89,17 +92,22 @@ func (v *pebbleView) edge(first bool) (uint64, error) {
 // GetLog reads the entry at index into l; raft.ErrLogNotFound if there is
 // none.
 func (v *pebbleView) GetLog(index uint64, l *raft.Log) error {
-	val, closer, err := v.pl.db.Get(v.logKey(index))
-	if errors.Is(err, pebble.ErrNotFound) {
+	var derr error
+	err := v.pl.read(func() error {
+		val, closer, err := v.pl.db.Get(v.logKey(index))
+		if err != nil {
+			return err
+		}
+		derr = decodeLog(val, l) // copies out of val
+		return closer.Close()
+	})
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
 		return raft.ErrLogNotFound
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
-	}
-	err = decodeLog(val, l) // copies out of val
-	_ = closer.Close()
-	if err != nil {
-		return fmt.Errorf("multiraft: raft log %q entry %d: %w", v.name, index, err)
+	case derr != nil:
+		return fmt.Errorf("multiraft: raft log %q entry %d: %w", v.name, index, derr)
 	}
 	l.Index = index
 	return nil
@@ -118,12 +126,12 @@ func (v *pebbleView) StoreLogs(logs []*raft.Log) error {
 		size += len(v.logLo) + 8 + encodedLogSize(l) + 16
 	}
 	b := v.pl.db.NewBatchWithSize(size)
-	defer b.Close()
 	for _, l := range logs {
 		op := b.SetDeferred(len(v.logLo)+8, encodedLogSize(l))
 		binary.BigEndian.PutUint64(op.Key[copy(op.Key, v.logLo):], l.Index)
 		encodeLog(op.Value, l)
 		if err := op.Finish(); err != nil {
+			_ = b.Close()
 			return fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 		}
 	}
@@ -132,7 +140,8 @@ func (v *pebbleView) StoreLogs(logs []*raft.Log) error {
 	if flush > 0 {
 		opts = pebble.NoSync
 	}
-	if err := v.pl.db.Apply(b, opts); err != nil {
+	// The batch belongs to the write from here on (pebbleLog.write).
+	if err := v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, opts) }); err != nil {
 		return fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 	}
 	if flush > 0 {
@@ -163,7 +172,8 @@ func (v *pebbleView) DeleteRange(min, max uint64) error {
 		opts = pebble.NoSync
 	}
 	end := append(v.logKey(max), 0) // the least key above max's
-	if err := v.pl.db.DeleteRange(v.logKey(min), end, opts); err != nil {
+	start := v.logKey(min)
+	if err := v.pl.write(func() error { return v.pl.db.DeleteRange(start, end, opts) }); err != nil {
 		return fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 	}
 	return nil
@@ -175,7 +185,8 @@ var errStableNotFound = errors.New("not found")
 
 // Set stores the stable key k (raft's term, vote), fsynced.
 func (v *pebbleView) Set(k, val []byte) error {
-	if err := v.pl.db.Set(append(append([]byte(nil), v.stLo...), k...), val, pebble.Sync); err != nil {
+	key, val := append(append([]byte(nil), v.stLo...), k...), append([]byte(nil), val...)
+	if err := v.pl.write(func() error { return v.pl.db.Set(key, val, pebble.Sync) }); err != nil {
 		return fmt.Errorf("multiraft: raft stable state %q: %w", v.name, err)
 	}
 	return nil
@@ -183,15 +194,21 @@ func (v *pebbleView) Set(k, val []byte) error {
 
 // Get returns the value of stable key k, or an error "not found".
 func (v *pebbleView) Get(k []byte) ([]byte, error) {
-	val, closer, err := v.pl.db.Get(append(append([]byte(nil), v.stLo...), k...))
+	var out []byte
+	err := v.pl.read(func() error {
+		val, closer, err := v.pl.db.Get(append(append([]byte(nil), v.stLo...), k...))
+		if err != nil {
+			return err
+		}
+		out = append([]byte(nil), val...)
+		return closer.Close()
+	})
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, errStableNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("multiraft: raft stable state %q: %w", v.name, err)
 	}
-	out := append([]byte(nil), val...)
-	_ = closer.Close()
 	return out, nil
 }
 
@@ -224,10 +241,9 @@ func (v *pebbleView) Close() error { return v.pl.closeView(v) }
 // clear deletes every key of the group, fsynced.
 func (v *pebbleView) clear() error {
 	b := v.pl.db.NewBatch()
-	defer b.Close()
 	_ = b.DeleteRange(v.logLo, v.logHi, nil)
 	_ = b.DeleteRange(v.stLo, v.stHi, nil)
-	if err := v.pl.db.Apply(b, pebble.Sync); err != nil {
+	if err := v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, pebble.Sync) }); err != nil {
 		return fmt.Errorf("multiraft: clear raft log %q: %w", v.name, err)
 	}
 	return nil

@@ -18,6 +18,9 @@ type Proposal struct {
 	// Config.OnCommit.
 	start    time.Time
 	onCommit func(time.Duration)
+	// storage is the group's StorageErr, read when raft fails the
+	// proposal with an error of its own.
+	storage func() error
 }
 
 // Propose queues cmd for replication, in call order, and returns at once
@@ -27,7 +30,7 @@ func (g *Group) Propose(cmd []byte, timeout time.Duration) Proposal {
 	if g.raft.State() != raft.Leader {
 		return Proposal{err: ErrNotLeader}
 	}
-	p := Proposal{onCommit: g.h.onCommit}
+	p := Proposal{onCommit: g.h.onCommit, storage: g.StorageErr}
 	if p.onCommit != nil {
 		p.start = time.Now()
 	}
@@ -67,6 +70,11 @@ func (p Proposal) waitErr() error {
 		return ErrEnqueueTimeout
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return ErrGroupClosed
+	}
+	if p.storage != nil {
+		if serr := p.storage(); serr != nil { // raft passes the store's error on as text only
+			return fmt.Errorf("%w: %w", ErrStorage, serr)
+		}
 	}
 	return fmt.Errorf("multiraft: %w", err)
 }

@@ -91,7 +91,7 @@ wait:
 	}
 	// With a shorter heartbeat timeout, a follower that has not heard from
 	// a leader within it campaigns at once; one that has keeps following.
-	if err := g.raft.ReloadConfig(normal); err != nil {
+	if err := g.reloadTimeouts(normal); err != nil {
 		g.log.Warn("could not restore the raft timeouts after holding a new group's campaign", "err", err)
 	}
 	close(g.restored)
@@ -124,7 +124,7 @@ func (g *Group) followRole(normal raft.ReloadableConfig, leaderHB time.Duration)
 			}
 			// Going back to normal shortens the heartbeat timeout, which
 			// raft passes on to a running follower loop at once.
-			if err := g.raft.ReloadConfig(cfg); err != nil {
+			if err := g.reloadTimeouts(cfg); err != nil {
 				g.log.Warn("could not set the raft timeouts for the member's role", "leader", want, "err", err)
 			} else {
 				inForce = want

@@ -32,7 +32,18 @@ type ReplicaConfig struct {
 	MaxProducers int
 	// Records, if set, receives the log's records (see RecordSink).
 	Records RecordSink
-	Logger  *slog.Logger
+	// Admit, if set, is asked before a client's batch of n bytes is
+	// proposed (Propose, ProposeLogAppendTime); an error refuses it, and
+	// Wait answers KAFKA_STORAGE_ERROR with its text. It is how a node
+	// keeps its disk's reserve: trims, markers and coordinator writes
+	// are never refused by it.
+	Admit func(n int) error
+	// SnapshotRoom, if set, is asked before each write of a snapshot past
+	// its first MiB (one a follower installs is the partition's whole
+	// log); an error fails the snapshot. It is how a follower keeps its
+	// disk's reserve: the leader tries again later.
+	SnapshotRoom func(n int) error
+	Logger       *slog.Logger
 }
 
 // Replica is this node's copy of one partition: its Raft group, its FSM and
@@ -42,6 +53,7 @@ type Replica struct {
 	log    *Log
 	fsm    *fsm.FSM
 	group  *multiraft.Group
+	admit  func(n int) error // ReplicaConfig.Admit, or nil
 	logger *slog.Logger
 	// settled is the last term in which this replica settled as leader
 	// (Settle).
@@ -99,7 +111,7 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 		}
 	}
 	spec := cfg.Group
-	spec.FSM = durableFSM{FSM: f, logger: logger}
+	spec.FSM = durableFSM{FSM: f, logger: logger, room: cfg.SnapshotRoom}
 	if spec.Logger == nil {
 		spec.Logger = logger
 	}
@@ -109,7 +121,7 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 		l.Close()
 		return nil, err
 	}
-	r := &Replica{log: l, fsm: f, group: g, logger: logger,
+	r := &Replica{log: l, fsm: f, group: g, admit: cfg.Admit, logger: logger,
 		snapKick: kick, snapStop: make(chan struct{}), snapDone: make(chan struct{})}
 	go r.snapshotter()
 	return r, nil
@@ -120,12 +132,13 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 type durableFSM struct {
 	*fsm.FSM
 	logger *slog.Logger
+	room   func(n int) error // ReplicaConfig.SnapshotRoom, or nil
 }
 
 var _ multiraft.DurableFSM = durableFSM{}
 
 func (d durableFSM) WrapSnapshots(s raft.SnapshotStore) raft.SnapshotStore {
-	return &snapshotStore{SnapshotStore: s, fsm: d.FSM}
+	return &snapshotStore{SnapshotStore: s, fsm: d.FSM, room: d.room}
 }
 
 func (d durableFSM) BeforeStart(s raft.SnapshotStore) error {
@@ -145,6 +158,10 @@ var (
 	ErrTimeout = fmt.Errorf("partition: proposal timed out: %w", kerr.RequestTimedOut)
 	// ErrShutdown: the replica is shutting down.
 	ErrShutdown = fmt.Errorf("partition: replica shut down: %w", kerr.NotLeaderForPartition)
+	// ErrStorage: this replica's Raft log store failed to write the
+	// proposal (its disk is full); an idempotent producer's retry
+	// resolves whether another replica stored it.
+	ErrStorage = fmt.Errorf("partition: raft log store failed: %w", kerr.KafkaStorageError)
 )
 
 // Proposal is a produce command on its way through Raft.
@@ -156,20 +173,36 @@ type Proposal struct {
 // Propose queues batch (already CRC-checked by the caller) for replication.
 // Proposals are ordered in call order. timeout bounds only the queueing;
 // Wait blocks until the entry is applied or the proposal fails. While this
-// replica's storage fails (fsm.FSM.StorageErr) nothing is proposed: Wait
-// answers KAFKA_STORAGE_ERROR at once.
+// replica's storage fails (fsm.FSM.StorageErr, or its Raft log store's:
+// multiraft.Group.StorageErr) or ReplicaConfig.Admit refuses the batch,
+// nothing is proposed: Wait answers KAFKA_STORAGE_ERROR at once.
 func (r *Replica) Propose(batch []byte, timeout time.Duration) *Proposal {
-	if err := r.fsm.StorageErr(); err != nil {
+	if err := r.refuseGrowth(len(batch)); err != nil {
 		return &Proposal{refuse: err}
 	}
 	return &Proposal{p: r.group.Propose(fsm.EncodeProduce(batch), timeout)}
+}
+
+// refuseGrowth is why a client's batch of n bytes may not be proposed
+// now, or nil: a storage failure, or no room on the disk.
+func (r *Replica) refuseGrowth(n int) error {
+	if err := r.fsm.StorageErr(); err != nil {
+		return err
+	}
+	if err := r.group.StorageErr(); err != nil {
+		return err
+	}
+	if r.admit != nil {
+		return r.admit(n)
+	}
+	return nil
 }
 
 // ProposeLogAppendTime is Propose for a topic whose timestamps are the
 // broker's (message.timestamp.type=LogAppendTime): the entry carries this
 // leader's clock, which every replica stamps into the batch.
 func (r *Replica) ProposeLogAppendTime(batch []byte, timeout time.Duration) *Proposal {
-	if err := r.fsm.StorageErr(); err != nil {
+	if err := r.refuseGrowth(len(batch)); err != nil {
 		return &Proposal{refuse: err}
 	}
 	cmd := fsm.EncodeProduceAt(batch, time.Now().UnixMilli(), fsm.FlagLogAppendTime)
@@ -233,6 +266,8 @@ func waitFor[T any](p multiraft.Proposal) (T, error) {
 		return zero, ErrTimeout
 	case errors.Is(err, multiraft.ErrGroupClosed):
 		return zero, ErrShutdown
+	case errors.Is(err, multiraft.ErrStorage):
+		return zero, fmt.Errorf("%w: %w", ErrStorage, err)
 	default:
 		return zero, fmt.Errorf("partition: %w", err)
 	}
@@ -373,7 +408,8 @@ func (r *Replica) Close() error {
 // when raft opens one (to send it to a follower or to restore it).
 type snapshotStore struct {
 	raft.SnapshotStore
-	fsm *fsm.FSM
+	fsm  *fsm.FSM
+	room func(n int) error // see roomSink; nil: none asked
 }
 
 func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/internal/vfs"
+	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -189,5 +192,44 @@ func TestReplicaDiskFullRefusesTrimAndExpiry(t *testing.T) {
 	}
 	if removed, _, err := r.ExpireProducers(ctx, time.Now().Add(time.Hour), time.Minute); err != nil || removed != 1 {
 		t.Fatalf("ExpireProducers after healing: removed %d, %v; want producer 11 removed", removed, err)
+	}
+}
+
+// While ReplicaConfig.Admit refuses (the node's disk is below its
+// reserve), a client's batch gets KAFKA_STORAGE_ERROR without being
+// proposed, with the refusal's text; a trim, which frees space, goes
+// through; once Admit lets writes in, produce resumes.
+func TestReplicaAdmitRefusesClientBatchesOnly(t *testing.T) {
+	var full atomic.Bool
+	errFull := errors.New("test: the disk is below its reserve")
+	g := &group{t: t, base: t.TempDir(), timing: fastTiming(), addrs: map[int32]string{},
+		hosts: map[int32]*multiraft.Host{}, reps: map[int32]*Replica{}, members: []int32{1},
+		admit: func(int) error {
+			if full.Load() {
+				return errFull
+			}
+			return nil
+		}}
+	g.start(1)
+	t.Cleanup(func() { g.kill(1) })
+	batch := func(seq int) []byte { return idemBatch(t, 7, int32(seq), fmt.Sprint("v", seq)) }
+	for i := range 3 {
+		g.produce(batch(i))
+	}
+	_, r := g.leader()
+	full.Store(true)
+	for _, p := range []*Proposal{r.Propose(batch(3), time.Second), r.ProposeLogAppendTime(batch(3), time.Second)} {
+		res, err := p.Wait()
+		if err != nil || res.Err == nil || !errors.Is(res.Err, kerr.KafkaStorageError) || !strings.Contains(res.Err.Error(), errFull.Error()) {
+			t.Fatalf("produce while Admit refuses: %+v, %v; want KAFKA_STORAGE_ERROR saying why", res, err)
+		}
+	}
+	start, err := r.Trim(context.Background(), 2)
+	if err != nil || start != 2 {
+		t.Fatalf("trim while Admit refuses: start %d, %v; want 2", start, err)
+	}
+	full.Store(false)
+	if off := g.produce(batch(3)); off != 3 {
+		t.Fatalf("produce after Admit lets writes in: offset %d, want 3", off)
 	}
 }

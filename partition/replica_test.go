@@ -35,6 +35,7 @@ type group struct {
 	sinks map[int32]*valueSink // nil: replicas open without a RecordSink
 	fs    vfs.FS               // the replicas' log and FSM files; nil: the OS
 	store multiraft.LogStore   // the replicas' Raft log store; "": boltdb
+	admit func(n int) error    // the replicas' ReplicaConfig.Admit
 }
 
 func fastTiming() multiraft.Timing {
@@ -97,7 +98,8 @@ func (g *group) start(id int32) {
 	r, err := OpenReplica(h, ReplicaConfig{
 		Group: multiraft.GroupSpec{Name: "p", Members: g.members, Dir: filepath.Join(g.base, fmt.Sprint(id)), Timing: g.timing,
 			LogStore: g.store},
-		Log: LogOptions{SegmentBytes: 2048, FS: g.fs},
+		Log:   LogOptions{SegmentBytes: 2048, FS: g.fs},
+		Admit: g.admit,
 		Records: func() RecordSink {
 			if g.sinks == nil {
 				return nil

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
@@ -98,6 +95,7 @@ func keys() []key {
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
 	}
 	ks = append(ks, securityKeys()...)
+	ks = append(ks, storageKeys(d.Storage)...)
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
 	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
 	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
@@ -116,6 +114,19 @@ func raftKeys(prefix, what string, t multiraft.Timing) []key {
 		{prefix + ".snapshot_interval", t.SnapshotInterval, what + ": how often to check whether to snapshot"},
 		{prefix + ".snapshot_threshold", t.SnapshotThreshold, what + ": new entries since the last snapshot that trigger one"},
 		{prefix + ".trailing_logs", t.TrailingLogs, what + ": entries kept after a snapshot for followers to catch up"},
+		{prefix + ".snapshot_bytes", t.SnapshotBytes, what + ": bytes of entries past trailing_bytes that trigger a snapshot (0 = by count only; at most 1/32 of the data disk)"},
+		{prefix + ".trailing_bytes", t.TrailingBytes, what + ": most bytes of entries kept after a snapshot, with trailing_logs (at most 1/128 of the data disk)"},
+	}
+}
+
+// storageKeys are the keys of the data disk's reserve, under Redpanda's
+// names.
+func storageKeys(d broker.StorageConfig) []key {
+	return []key{
+		{"storage_min_free_bytes", d.MinFreeBytes, "free bytes of the data disk below which produce and new partitions are refused with KAFKA_STORAGE_ERROR while reads and deletes go on (0 = storage_min_free_percent of the disk, at most 5 GiB; never below what the node needs to restart)"},
+		{"storage_min_free_percent", d.MinFreePercent, "the reserve in percent of the data disk, when storage_min_free_bytes is 0"},
+		{"storage_space_alert_free_threshold_bytes", d.AlertFreeBytes, "free bytes below which the data disk counts as low (metrics, status page, log); the larger of this and the percent"},
+		{"storage_space_alert_free_threshold_percent", d.AlertFreePercent, "free space in percent of the data disk below which it counts as low"},
 	}
 }
 
@@ -235,133 +246,6 @@ func envName(k string) string {
 	return strings.ToUpper(strings.NewReplacer(".", "_").Replace(k))
 }
 
-// getter parses keys strictly and keeps the first error.
-type getter struct {
-	v   *viper.Viper
-	err error
-}
-
-func (g *getter) fail(key string, val any, err error) {
-	if g.err == nil {
-		g.err = &broker.ConfigError{Key: key, Value: val, Err: fmt.Errorf("%w: %v", broker.ErrInvalidConfig, err)}
-	}
-}
-
-func (g *getter) int(key string) int { return int(g.int64(key)) }
-
-// int64 parses decimal strings itself: cast would read "010" as octal.
-func (g *getter) int64(key string) int64 {
-	val := g.v.Get(key)
-	var n int64
-	var err error
-	if s, ok := val.(string); ok {
-		n, err = strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	} else {
-		n, err = cast.ToInt64E(val)
-	}
-	if err != nil {
-		g.fail(key, val, errors.New("not an integer"))
-	}
-	return n
-}
-
-func (g *getter) uint64(key string) uint64 {
-	n := g.int64(key)
-	if n < 0 {
-		g.fail(key, n, errors.New("must not be negative"))
-	}
-	return uint64(n)
-}
-
-func (g *getter) bool(key string) bool {
-	val := g.v.Get(key)
-	b, err := cast.ToBoolE(val)
-	if err != nil {
-		g.fail(key, val, errors.New("not true or false"))
-	}
-	return b
-}
-
-func (g *getter) duration(key string) time.Duration {
-	val := g.v.Get(key)
-	if s, ok := val.(string); ok {
-		d, err := time.ParseDuration(strings.TrimSpace(s))
-		if err != nil {
-			g.fail(key, val, errors.New("not a duration such as 500ms or 2s"))
-		}
-		return d
-	}
-	d, err := cast.ToDurationE(val)
-	if err != nil {
-		g.fail(key, val, errors.New("not a duration such as 500ms or 2s"))
-	}
-	return d
-}
-
-func (g *getter) string(key string) string {
-	val := g.v.Get(key)
-	s, err := cast.ToStringE(val)
-	if err != nil {
-		g.fail(key, val, errors.New("not a string"))
-	}
-	return strings.TrimSpace(s)
-}
-
-func (g *getter) list(key string) []string {
-	val := g.v.Get(key)
-	var items []string
-	switch x := val.(type) {
-	case string:
-		items = strings.Split(x, ",")
-	default:
-		s, err := cast.ToStringSliceE(val)
-		if err != nil {
-			g.fail(key, val, errors.New("not a list"))
-		}
-		items = s
-	}
-	out := []string{}
-	for _, s := range items {
-		if s = strings.TrimSpace(s); s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (g *getter) timing(prefix string) multiraft.Timing {
-	return multiraft.Timing{
-		HeartbeatTimeout:   g.duration(prefix + ".heartbeat_timeout"),
-		ElectionTimeout:    g.duration(prefix + ".election_timeout"),
-		LeaderLeaseTimeout: g.duration(prefix + ".leader_lease_timeout"),
-		CommitTimeout:      g.duration(prefix + ".commit_timeout"),
-		MaxAppendEntries:   g.int(prefix + ".max_append_entries"),
-		MaxInflightAppends: g.int(prefix + ".max_inflight_appends"),
-		SnapshotInterval:   g.duration(prefix + ".snapshot_interval"),
-		SnapshotThreshold:  g.uint64(prefix + ".snapshot_threshold"),
-		TrailingLogs:       g.uint64(prefix + ".trailing_logs"),
-
-		LeaderHeartbeatTimeout: g.duration(prefix + ".leader_heartbeat_timeout"),
-	}
-}
-
-// security reads the keys of broker.SecurityConfig.
-func (g *getter) security() broker.SecurityConfig {
-	return broker.SecurityConfig{
-		RaftTLSCertFile:          g.string("raft_tls_cert_file"),
-		RaftTLSKeyFile:           g.string("raft_tls_key_file"),
-		RaftTLSCAFile:            g.string("raft_tls_ca_file"),
-		GossipKeys:               g.list("gossip_keys"),
-		ClusterLabel:             g.string("cluster_label"),
-		InterBrokerListener:      g.string("inter_broker_listener"),
-		InterBrokerSASLMechanism: strings.ToUpper(g.string("inter_broker_sasl_mechanism")),
-		InterBrokerSASLUser:      g.string("inter_broker_sasl_user"),
-		InterBrokerSASLPassword:  g.string("inter_broker_sasl_password"),
-		InterBrokerTLSCAFile:     g.string("inter_broker_tls_ca_file"),
-		RaftAllowUnauthenticated: g.bool("raft_allow_unauthenticated"),
-	}
-}
-
 func fromViper(v *viper.Viper) (options, error) {
 	g := &getter{v: v}
 	rangeInt := func(key string, n, lo, hi int) {
@@ -404,9 +288,6 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.MaxConnections = g.int("max_connections")
 	c.MaxConnectionsPerIP = g.int("max_connections_per_ip")
 	c.ConnectionsMaxIdle = g.duration("connections_max_idle")
-	c.ConnectionFailedAuthenticationDelay = g.duration("connection_failed_authentication_delay")
-	c.MaxFailedAuthenticationsPerIP = g.int("max_failed_authentications_per_ip")
-	c.FailedAuthenticationsWindow = g.duration("failed_authentications_window")
 	c.LeaderRebalanceInterval = g.duration("leader_rebalance_interval")
 	c.NodeUnavailableTimeout = g.duration("node_unavailable_timeout")
 	c.ReplicaMoveThrottle = g.int("replica_move_throttle")
@@ -420,6 +301,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.ProducerExpirationCheckInterval = g.duration("producer_id_expiration_check_interval")
 	c.MaxProducers = g.int("max_producers_per_partition")
 	c.PartitionRaft = g.timing("raft")
+	c.Storage = g.storage()
 	c.MetaRaft = g.timing("meta_raft")
 	c.PartitionLogStore = multiraft.LogStore(g.string("raft.log_store"))
 	o.LogLevel = g.string("log_level")
@@ -445,6 +327,9 @@ func fromViper(v *viper.Viper) (options, error) {
 
 // networkKeys reads the addresses, listeners and security of the node.
 func networkKeys(g *getter, c *broker.Config) {
+	c.ConnectionFailedAuthenticationDelay = g.duration("connection_failed_authentication_delay")
+	c.MaxFailedAuthenticationsPerIP = g.int("max_failed_authentications_per_ip")
+	c.FailedAuthenticationsWindow = g.duration("failed_authentications_window")
 	c.Security = g.security()
 	c.KafkaAddr = g.string("kafka_addr")
 	c.AdvertisedKafkaAddr = g.string("advertised_kafka_addr")

@@ -309,3 +309,33 @@ func TestSASLGuardKeys(t *testing.T) {
 		}
 	}
 }
+
+// The storage keys: defaults (5% reserve, alert at 10%), then the file,
+// the environment and flags; the Raft log's byte bounds next to its
+// counts.
+func TestStorageKeys(t *testing.T) {
+	p := writeYAML(t, "node_id: 1\nstorage_min_free_bytes: 1073741824\nstorage_space_alert_free_threshold_percent: 20\nraft:\n  snapshot_bytes: 1048576\n  trailing_bytes: 0\n")
+	o, err := loadConfig([]string{"--node-id", "1"}, env(), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := broker.DefaultStorage(); o.Storage != d || o.PartitionRaft.SnapshotBytes != 32<<20 || o.PartitionRaft.TrailingBytes != 8<<20 {
+		t.Fatalf("defaults: %+v, raft %d/%d", o.Storage, o.PartitionRaft.SnapshotBytes, o.PartitionRaft.TrailingBytes)
+	}
+	o, err = loadConfig([]string{"--config", p, "--storage-min-free-percent", "2.5"},
+		env("MINIKAFKA_STORAGE_SPACE_ALERT_FREE_THRESHOLD_BYTES", "2147483648"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := broker.StorageConfig{MinFreeBytes: 1 << 30, MinFreePercent: 2.5, AlertFreeBytes: 2 << 30, AlertFreePercent: 20}
+	if o.Storage != want || o.PartitionRaft.SnapshotBytes != 1<<20 || o.PartitionRaft.TrailingBytes != 0 {
+		t.Fatalf("file, env and flags: %+v, raft %d/%d; want %+v, 1 MiB/0", o.Storage, o.PartitionRaft.SnapshotBytes, o.PartitionRaft.TrailingBytes, want)
+	}
+	for _, bad := range [][]string{{"--storage-min-free-percent", "60"}, {"--storage-min-free-bytes", "-1"}, {"--raft-snapshot-bytes", "-5"}} {
+		_, err := loadConfig(append([]string{"--node-id", "1"}, bad...), env(), &bytes.Buffer{})
+		var ce *broker.ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%v: %v, want a *broker.ConfigError", bad, err)
+		}
+	}
+}

@@ -88,6 +88,10 @@ type Options struct {
 	// set listeners, with a PLAINTEXT listener on n.KafkaAddr for the
 	// harness's clients; --kafka-addr is then left out.
 	Config func(n *Node) (string, error)
+	// PrepareDataDir, when set, is called with each node before its first
+	// start, its DataDir created and empty: a test mounts a small
+	// filesystem there, say.
+	PrepareDataDir func(n *Node) error
 }
 
 // size is the number of nodes.
@@ -202,15 +206,8 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 				return nil, fmt.Errorf("e2e: proxies of node %d: %w", id, err)
 			}
 		}
-		if opts.Config != nil {
-			yaml, err := opts.Config(n)
-			if err != nil {
-				return nil, fmt.Errorf("e2e: node %d config: %w", id, err)
-			}
-			n.config = filepath.Join(base, fmt.Sprintf("node%d.yaml", id))
-			if err := os.WriteFile(n.config, []byte(yaml), 0o600); err != nil {
-				return nil, err
-			}
+		if err := opts.prepare(base, n); err != nil {
+			return nil, err
 		}
 		c.nodes = append(c.nodes, n)
 	}
@@ -228,6 +225,30 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// prepare writes node n's config (Options.Config) and prepares its data
+// directory (Options.PrepareDataDir), when the options ask for them.
+func (o Options) prepare(base string, n *Node) error {
+	if o.Config != nil {
+		yaml, err := o.Config(n)
+		if err != nil {
+			return fmt.Errorf("e2e: node %d config: %w", n.ID, err)
+		}
+		n.config = filepath.Join(base, fmt.Sprintf("node%d.yaml", n.ID))
+		if err := os.WriteFile(n.config, []byte(yaml), 0o600); err != nil {
+			return err
+		}
+	}
+	if o.PrepareDataDir != nil {
+		if err := os.MkdirAll(n.DataDir, 0o755); err != nil {
+			return err
+		}
+		if err := o.PrepareDataDir(n); err != nil {
+			return fmt.Errorf("e2e: node %d data dir: %w", n.ID, err)
+		}
+	}
+	return nil
 }
 
 // cleanup kills every process group, reports nodes that died on their
