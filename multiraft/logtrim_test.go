@@ -88,7 +88,7 @@ func TestSizedLogCounts(t *testing.T) {
 		t.Fatal("kicked twice before a trim")
 	default:
 	}
-	s.keep = func() uint64 { return 17 } // a slow follower matched 16
+	s.keep = func() uint64 { return 17 }          // a slow follower matched 16
 	if err := s.DeleteRange(10, 25); err != nil { // a trim held back to leave 15 entries, past the limit
 		t.Fatal(err)
 	}
