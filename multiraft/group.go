@@ -75,14 +75,17 @@ type DurableFSM interface {
 
 // Group is this node's member of one Raft group.
 type Group struct {
-	h     *Host
-	spec  GroupSpec
-	raft  *raft.Raft
-	store logStore
-	guard *guardedStore // store as raft sees it (storeguard.go)
-	logs  *sizedLog     // raft's view of store's log, which counts its bytes
-	trans *transport
-	log   *slog.Logger
+	h    *Host
+	spec GroupSpec
+	raft *raft.Raft
+	// started is set once raft is: raft's goroutines call the log store
+	// (sizedLog.keep reads raft) before NewRaft returns.
+	started atomic.Bool
+	store   logStore
+	guard   *guardedStore // store as raft sees it (storeguard.go)
+	logs    *sizedLog     // raft's view of store's log, which counts its bytes
+	trans   *transport
+	log     *slog.Logger
 	// reloadMu serialises raft.ReloadConfig calls: the trimmer changes
 	// TrailingLogs, the timing goroutine the timeouts (logtrim.go).
 	reloadMu sync.Mutex
@@ -248,6 +251,7 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	}
 	g.guard.setRunning()
 	g.raft, g.store = r, store
+	g.started.Store(true)
 	return normal, hold, nil
 }
 

@@ -210,8 +210,12 @@ func (g *Group) trimLoop(kick <-chan struct{}) {
 // follower that has matched anything in this term still needs (the one
 // it matched last, whose term raft sends along with the next), if the
 // entries from there on hold at most TrailingBytes + SnapshotBytes; 0
-// otherwise. The log's head is never deleted past it (sizedLog.keep).
+// otherwise (and while the group starts). The log's head is never deleted
+// past it (sizedLog.keep).
 func (g *Group) keepFrom() uint64 {
+	if !g.started.Load() {
+		return 0 // a follower installing a snapshot as raft starts
+	}
 	r := g.Replication()
 	var from uint64
 	for _, f := range r.Followers {
