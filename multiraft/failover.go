@@ -3,9 +3,11 @@ package multiraft
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"golang.org/x/sync/errgroup"
 )
 
 // Successors. When a watched peer is lost (watch.go), each group that the
@@ -49,16 +51,15 @@ func (h *Host) failoverLoop() {
 		case <-timer.C:
 		}
 		now := time.Now()
-		started := 0
+		var due []successor
 		pending = slices.DeleteFunc(pending, func(s successor) bool {
 			if s.due.After(now) {
 				return false
 			}
-			if h.campaignIfLeaderless(s) {
-				started++
-			}
+			due = append(due, s)
 			return true
 		})
+		started := h.campaignAll(due)
 		if started > 0 {
 			h.log.Info("started elections for groups of a lost node", "count", started, "took", time.Since(now).Round(time.Millisecond))
 		}
@@ -67,6 +68,32 @@ func (h *Host) failoverLoop() {
 			timer.Reset(time.Until(next))
 		}
 	}
+}
+
+// successorParallelism is how many successor campaigns are handed to
+// their groups at once. Each waits for its group's raft to take the
+// TimeoutNow, milliseconds on a busy node: one at a time, a node that lost
+// the leader of 3,333 groups started 62 elections in the 1.3 s before the
+// others' own election timeouts fired, and pre-votes from both survivors
+// then split their votes for minutes.
+const successorParallelism = 256
+
+// campaignAll runs campaignIfLeaderless for each of due, several at once,
+// and returns how many elections it started.
+func (h *Host) campaignAll(due []successor) int {
+	var started atomic.Int64
+	var eg errgroup.Group
+	eg.SetLimit(successorParallelism)
+	for _, s := range due {
+		eg.Go(func() error {
+			if h.campaignIfLeaderless(s) {
+				started.Add(1)
+			}
+			return nil
+		})
+	}
+	_ = eg.Wait()
+	return int(started.Load())
 }
 
 // successorRank is self's place among members (in order) other than lost;

@@ -31,7 +31,7 @@ func killAndTime(ctx context.Context, o options, pids []int, names []string) err
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
-		kgo.MetadataMinAge(50*time.Millisecond),
+		kgo.MetadataMinAge(pollEvery(len(led))),
 		kgo.RecordDeliveryTimeout(60*time.Second))
 	if err != nil {
 		return err
@@ -103,9 +103,20 @@ func timeNewLeaders(ctx context.Context, seeds, names []string, led []tp, old ma
 				return time.Since(t0)
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pollEvery(len(led)))
 	}
 	return -1
+}
+
+// pollEvery is how often the checker asks for Metadata while it times a
+// fail-over of n partitions: every 20 ms for a few, every 250 ms for
+// thousands, whose answers (the whole topic) would otherwise load the
+// nodes being measured.
+func pollEvery(n int) time.Duration {
+	if n > 1000 {
+		return 250 * time.Millisecond
+	}
+	return 20 * time.Millisecond
 }
 
 // produceToEach produces one record to each partition in led and waits for
