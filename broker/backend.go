@@ -371,9 +371,9 @@ func (p replicaPartition) TxnVerified(producerID int64, epoch int16) (bool, kafk
 // for its producer, or a new leader epoch, came after guard: then it is
 // INVALID_TXN_STATE, as Kafka answers a batch whose VerificationGuard no
 // longer matches.
-func (p replicaPartition) ProduceVerified(batch []byte, acks int16, producerID int64, epoch int16, guard kafkaapi.TxnGuard) kafkaapi.ProduceWait {
+func (p replicaPartition) ProduceVerified(batch []byte, producerID int64, epoch int16, guard kafkaapi.TxnGuard) kafkaapi.ProduceWait {
 	var wait kafkaapi.ProduceWait
-	if p.txn.produce(p.r.LeaderEpoch(), producerID, epoch, guard, func() { wait = p.Produce(batch, acks) }) {
+	if p.txn.produce(p.r.LeaderEpoch(), producerID, epoch, guard, func() { wait = p.Produce(batch) }) {
 		return wait
 	}
 	err := fmt.Errorf("%w: the transaction ended or the leader changed while the partition was being verified", kerr.InvalidTxnState)
@@ -402,7 +402,7 @@ var _ kafkaapi.Partition = replicaPartition{}
 //
 // A batch over the topic's max.message.bytes is MESSAGE_TOO_LARGE, as in
 // Kafka; a LogAppendTime topic's batch carries this leader's clock.
-func (p replicaPartition) Produce(batch []byte, acks int16) kafkaapi.ProduceWait {
+func (p replicaPartition) Produce(batch []byte) kafkaapi.ProduceWait {
 	if limit := p.cfg.MaxMessageBytes; limit > 0 && len(batch) > int(limit) {
 		err := fmt.Errorf("%w: the batch is %d bytes, over the topic's max.message.bytes %d", kerr.MessageTooLarge, len(batch), limit)
 		return func(context.Context) (kafkaapi.ProduceResult, error) { return kafkaapi.ProduceResult{}, err }
@@ -454,7 +454,7 @@ func (p replicaPartition) OffsetForTimestamp(ts int64) (kafkaapi.TimestampOffset
 // only the cluster writes it (Kafka answers INVALID_TOPIC_EXCEPTION too).
 type internalPartition struct{ replicaPartition }
 
-func (p internalPartition) Produce([]byte, int16) kafkaapi.ProduceWait {
+func (p internalPartition) Produce([]byte) kafkaapi.ProduceWait {
 	return func(context.Context) (kafkaapi.ProduceResult, error) {
 		return kafkaapi.ProduceResult{}, fmt.Errorf("%w: clients may not write to an internal topic", kerr.InvalidTopicException)
 	}
@@ -462,8 +462,8 @@ func (p internalPartition) Produce([]byte, int16) kafkaapi.ProduceWait {
 
 // ProduceVerified refuses as Produce does: the promoted method would
 // propose through replicaPartition's Produce.
-func (p internalPartition) ProduceVerified([]byte, int16, int64, int16, kafkaapi.TxnGuard) kafkaapi.ProduceWait {
-	return p.Produce(nil, 0)
+func (p internalPartition) ProduceVerified([]byte, int64, int16, kafkaapi.TxnGuard) kafkaapi.ProduceWait {
+	return p.Produce(nil)
 }
 
 // DeleteRecords moves the log start offset up through Raft (kafkaapi's

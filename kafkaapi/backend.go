@@ -108,11 +108,12 @@ type Partition interface {
 	// with record.CheckProduce and record.CheckRecordCount, and returns at
 	// once. Batches passed to Produce on one Partition must be proposed
 	// in call order: the server calls it in the order requests arrive on a
-	// connection. The batch belongs to the backend after the call. acks is
-	// -1, 0 or 1; the backend may treat 1 like -1. The returned
-	// ProduceWait reports the outcome; it may never be called (the
-	// connection closed first).
-	Produce(batch []byte, acks int16) ProduceWait
+	// connection. The batch belongs to the backend after the call. Every
+	// write commits through Raft whatever the request's acks (acks=1 waits
+	// as acks=-1 does); the server alone handles acks=0, which gets no
+	// answer. The returned ProduceWait reports the outcome; it may never
+	// be called (the connection closed first).
+	Produce(batch []byte) ProduceWait
 
 	// Read returns whole committed batches (all below the high watermark),
 	// carrying their assigned base offsets, starting with the batch that

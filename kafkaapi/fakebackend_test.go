@@ -293,7 +293,7 @@ func newFakePartition() *fakePartition {
 	return &fakePartition{leader: true, epoch: 5, txns: producerstate.New(0)}
 }
 
-func (p *fakePartition) Produce(batch []byte, _ int16) ProduceWait {
+func (p *fakePartition) Produce(batch []byte) ProduceWait {
 	fp := &fakeProduce{batch: batch, done: make(chan struct{})}
 	p.mu.Lock()
 	p.produced++

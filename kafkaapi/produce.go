@@ -35,11 +35,11 @@ type produceBatch struct {
 }
 
 // produce hands the batch to its partition.
-func (b *produceBatch) produce(acks int16) ProduceWait {
+func (b *produceBatch) produce() ProduceWait {
 	if tv, ok := b.p.(TxnVerifiedPartition); ok && b.verified && b.guarded {
-		return tv.ProduceVerified(b.batch, acks, b.h.ProducerID, b.h.ProducerEpoch, b.guard)
+		return tv.ProduceVerified(b.batch, b.h.ProducerID, b.h.ProducerEpoch, b.guard)
 	}
-	return b.p.Produce(b.batch, acks)
+	return b.p.Produce(b.batch)
 }
 
 // startProduce checks every partition's batch, verifies the transactional
@@ -59,7 +59,7 @@ func (s *Server) startProduce(req *kmsg.ProduceRequest, rc requestInfo) responde
 	batches = s.verifyTxnBatches(rc.connContext(), req, batches, fail)
 	waits := make([]producing, 0, len(batches))
 	for i := range batches {
-		waits = append(waits, producing{resp: batches[i].resp, wait: batches[i].produce(req.Acks)})
+		waits = append(waits, producing{resp: batches[i].resp, wait: batches[i].produce()})
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
 	acks, received := req.Acks, rc.received

@@ -42,7 +42,7 @@ func BenchmarkProduceOne(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := p.Produce(rp.Records, -1)(context.Background()); err != nil {
+					if _, err := p.Produce(rp.Records)(context.Background()); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -56,7 +56,7 @@ type TxnVerifiedPartition interface {
 	// a marker for the producer or a new leader epoch came after guard was
 	// taken: then nothing is proposed and the wait answers
 	// kerr.InvalidTxnState.
-	ProduceVerified(batch []byte, acks int16, producerID int64, epoch int16, guard TxnGuard) ProduceWait
+	ProduceVerified(batch []byte, producerID int64, epoch int16, guard TxnGuard) ProduceWait
 }
 
 // verifyTxnBatches checks the transactional batches of a Produce before
