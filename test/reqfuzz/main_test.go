@@ -67,6 +67,14 @@ offsets_topic_partitions: 3
 transaction_state_partitions: 3
 segment_bytes: 16777216
 log_retention_bytes: 67108864
+# The leaders' periodic duties run every few seconds, so that even a short
+# run sends its requests while they run (producer expiry forgot the
+# reference producer only at its first check, 10 minutes into make fuzz).
+producer_id_expiration_check_interval: 5s
+offsets_retention_check_interval: 5s
+transaction_remove_expired_interval: 5s
+transaction_pending_offsets_check_interval: 5s
+log_retention_check_interval: 5s
 log_level: %s
 %s`, id, id, n, n, logLevel(), debugAddr(id))
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("node%d.yaml", id)), []byte(cfg), 0o644); err != nil {

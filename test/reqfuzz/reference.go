@@ -72,11 +72,16 @@ func NewReference(ctx context.Context, seeds []string) (*Reference, error) {
 	return r, nil
 }
 
-// dupRecords are the raw batch's records, stored after partition 0's.
-func dupRecords() []record.Record {
+// dupRecords are the raw batch's records, stored after partition 0's. They
+// carry the time they are written at, not batchTime: a producer's last
+// batch timestamp is what producer.id.expiration.ms counts from, in Kafka
+// as here, so a producer whose batch says 2023 is forgotten at the first
+// expiration check (10 minutes in), and the duplicate's retry is then a
+// new batch (a 30-minute make fuzz failed that way at round 256).
+func dupRecords(now time.Time) []record.Record {
 	var recs []record.Record
 	for i := range 3 {
-		recs = append(recs, record.Record{Timestamp: batchTime + 100 + int64(i),
+		recs = append(recs, record.Record{Timestamp: now.UnixMilli() + int64(i),
 			Key: fmt.Appendf(nil, "dup-%d", i), Value: fmt.Appendf(nil, "dup value %d", i)})
 	}
 	return recs
@@ -96,7 +101,8 @@ func (r *Reference) storeDuplicate(ctx context.Context, cl *kgo.Client) error {
 		return fmt.Errorf("reqfuzz: InitProducerID: %w", err)
 	}
 	opts := record.BatchOptions{ProducerID: ir.ProducerID, ProducerEpoch: ir.ProducerEpoch, BaseSequence: 0}
-	batch, err := record.AppendBatch(nil, opts, dupRecords())
+	recs := dupRecords(time.Now())
+	batch, err := record.AppendBatch(nil, opts, recs)
 	if err != nil {
 		return err
 	}
@@ -115,7 +121,7 @@ func (r *Reference) storeDuplicate(ctx context.Context, cl *kgo.Client) error {
 		return fmt.Errorf("reqfuzz: the raw idempotent batch: %w", err)
 	}
 	base := r.dupOffset
-	for i, dr := range dupRecords() {
+	for i, dr := range recs {
 		r.want[0] = append(r.want[0], &kgo.Record{Topic: RefTopic, Partition: 0, Offset: base + int64(i),
 			Key: dr.Key, Value: dr.Value, Timestamp: time.UnixMilli(dr.Timestamp)})
 	}
