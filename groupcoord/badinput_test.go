@@ -3,6 +3,7 @@ package groupcoord
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ func TestBadInputs(t *testing.T) {
 		return h.c.JoinGroup(ctx, "c", "/h", req).ErrorCode
 	}
 	instX := "x"
+	longID := strings.Repeat("g", MaxGroupIDBytes+1) // flexible versions carry it; ListGroups v0 cannot
 
 	for _, tc := range []struct {
 		name string
@@ -47,6 +49,10 @@ func TestBadInputs(t *testing.T) {
 		want *kerr.Error
 	}{
 		{"join empty group id", func() int16 { return joinErr(joinReq(9, "", "", nil, time.Second)) }, kerr.InvalidGroupID},
+		{"join group id past an int16 string", func() int16 { return joinErr(joinReq(9, longID, "", nil, time.Second)) }, kerr.InvalidGroupID},
+		{"commit group id past an int16 string", func() int16 {
+			return firstCommitErr(commitReq(8, longID, "", -1, "t1", map[int32]int64{0: 1}, ""))
+		}, kerr.InvalidGroupID},
 		{"sync empty group id", func() int16 { return h.sync(syncReq(5, "", a, nil, gen, nil)).ErrorCode }, kerr.InvalidGroupID},
 		{"heartbeat empty group id", func() int16 { return h.heartbeat(4, "", a, nil, gen) }, kerr.InvalidGroupID},
 		{"leave v0 empty group id", func() int16 { return h.leave(0, "", leaving(a, nil)).ErrorCode }, kerr.InvalidGroupID},

@@ -57,7 +57,7 @@ func (c *Coordinator) join(clientID, host string, req *kmsg.JoinGroupRequest) (c
 		a.rebalance = a.session // v0 has one timeout for both
 	}
 	switch {
-	case req.Group == "":
+	case !validGroupID(req.Group):
 		return nil, joinError(req.MemberID, kerr.InvalidGroupID)
 	case a.session < c.cfg.MinSessionTimeout || a.session > c.cfg.MaxSessionTimeout:
 		return nil, joinError(req.MemberID, kerr.InvalidSessionTimeout)

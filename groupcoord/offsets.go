@@ -103,6 +103,9 @@ func (c *Coordinator) commitRecords(req *kmsg.OffsetCommitRequest, errs [][]*ker
 // group alone meanwhile; while an expiry of the group is being written it
 // waits for that first, so that no tombstone lands after the commit.
 func (c *Coordinator) admitCommit(ctx context.Context, groupID string, generation int32, memberID string, instanceID *string) *kerr.Error {
+	if len(groupID) > MaxGroupIDBytes { // commits allow the empty id, as Kafka's do
+		return kerr.InvalidGroupID
+	}
 	for {
 		c.mu.Lock()
 		var wait chan struct{}
@@ -318,3 +321,14 @@ func (c *Coordinator) offsetDeleteChecks(req *kmsg.OffsetDeleteRequest) ([][]*ke
 	}
 	return errs, nil
 }
+
+// MaxGroupIDBytes is the longest group id a group may have: what a
+// non-flexible string (int16 length) carries, so that every version of
+// ListGroups and DescribeGroups can name every group. A longer id, which
+// flexible requests can carry, made a ListGroups v0-v2 answer undecodable
+// (test/reqfuzz); Kafka sets no bound and fails to serialise that answer.
+const MaxGroupIDBytes = 1<<15 - 1
+
+// validGroupID reports whether id may name a group that members join: not
+// empty, and at most MaxGroupIDBytes.
+func validGroupID(id string) bool { return id != "" && len(id) <= MaxGroupIDBytes }

@@ -143,6 +143,9 @@ func (c *Coordinator) checkTxnCommit(ctx context.Context, txn Txn, req *kmsg.Txn
 	if closed {
 		return 0, kerr.NotCoordinator
 	}
+	if len(req.Group) > MaxGroupIDBytes {
+		return 0, kerr.InvalidGroupID
+	}
 	guard, err := c.verifyTxn(ctx, tl, txn)
 	if err != nil {
 		return 0, err
