@@ -190,9 +190,16 @@ func (c *Cluster) Stop(ctx context.Context, id int) error {
 		}
 		return nil
 	case <-ctx.Done():
-		c.signal(id, syscall.SIGKILL, true)
-		<-p.done
-		return fmt.Errorf("e2e: node %d did not stop after SIGTERM: %w", id, ctx.Err())
+		// SIGQUIT first: the Go runtime writes every goroutine's stack to
+		// the node's log and exits, showing where the shutdown hangs.
+		c.signal(id, syscall.SIGQUIT, true)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			c.signal(id, syscall.SIGKILL, true)
+			<-p.done
+		}
+		return fmt.Errorf("e2e: node %d did not stop after SIGTERM (SIGQUIT wrote its goroutines to its log): %w", id, ctx.Err())
 	}
 }
 
