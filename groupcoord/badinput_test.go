@@ -42,6 +42,7 @@ func TestBadInputs(t *testing.T) {
 	}
 	instX := "x"
 	longID := strings.Repeat("g", MaxGroupIDBytes+1) // flexible versions carry it; ListGroups v0 cannot
+	longInst := strings.Repeat("i", MaxGroupIDBytes-32)
 
 	for _, tc := range []struct {
 		name string
@@ -50,6 +51,9 @@ func TestBadInputs(t *testing.T) {
 	}{
 		{"join empty group id", func() int16 { return joinErr(joinReq(9, "", "", nil, time.Second)) }, kerr.InvalidGroupID},
 		{"join group id past an int16 string", func() int16 { return joinErr(joinReq(9, longID, "", nil, time.Second)) }, kerr.InvalidGroupID},
+		{"join instance id that would make a member id past an int16 string", func() int16 {
+			return joinErr(joinReq(9, g, "", &longInst, time.Second))
+		}, kerr.InvalidRequest},
 		{"commit group id past an int16 string", func() int16 {
 			return firstCommitErr(commitReq(8, longID, "", -1, "t1", map[int32]int64{0: 1}, ""))
 		}, kerr.InvalidGroupID},
@@ -181,4 +185,26 @@ func codeOf(err *kerr.Error) int16 {
 		return 0
 	}
 	return err.Code
+}
+
+// TestLongClientIDMemberID: a member id made from a client id as long as a
+// request header carries still fits a non-flexible string, which
+// DescribeGroups v0-v4 and JoinGroup v0-v5 answers must encode it in.
+func TestLongClientIDMemberID(t *testing.T) {
+	h := newHarness(t, nil)
+	client := strings.Repeat("c", MaxGroupIDBytes)
+	seen := map[string]bool{}
+	for range 2 {
+		resp := h.c.JoinGroup(context.Background(), client, "/h", joinReq(4, "g", "", nil, time.Second))
+		if resp.ErrorCode != kerr.MemberIDRequired.Code {
+			t.Fatalf("join: %v, want MEMBER_ID_REQUIRED", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if n := len(resp.MemberID); n > MaxGroupIDBytes || !strings.HasPrefix(resp.MemberID, "ccc") {
+			t.Fatalf("member id of %d bytes (%.8q), want at most %d, from the client id", n, resp.MemberID, MaxGroupIDBytes)
+		}
+		seen[resp.MemberID] = true
+	}
+	if len(seen) != 2 {
+		t.Fatal("two joins were given the same member id")
+	}
 }

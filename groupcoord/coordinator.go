@@ -232,14 +232,19 @@ func (c *Coordinator) append(ctx context.Context, recs []Record) *kerr.Error {
 	return nil
 }
 
+// maxMemberIDPrefix keeps a member id (prefix, dash, 32 hex digits) within
+// what a non-flexible string carries, as DescribeGroups v0-v4 must.
+const maxMemberIDPrefix = MaxGroupIDBytes - 1 - 32
+
 // newMemberID returns a fresh member id: the client id (or a static
 // member's instance id), a dash, and 16 random bytes in hex, as Kafka
-// makes them.
+// makes them; a client id past maxMemberIDPrefix is cut short.
 func (c *Coordinator) newMemberID(clientID string, instanceID *string) string {
 	prefix := clientID
 	if instanceID != nil {
 		prefix = *instanceID
 	}
+	prefix = prefix[:min(len(prefix), maxMemberIDPrefix)]
 	var b [16]byte
 	if _, err := io.ReadFull(c.cfg.Rand, b[:]); err != nil {
 		// crypto/rand does not fail; a broken test source still

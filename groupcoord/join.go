@@ -59,6 +59,9 @@ func (c *Coordinator) join(clientID, host string, req *kmsg.JoinGroupRequest) (c
 	switch {
 	case !validGroupID(req.Group):
 		return nil, joinError(req.MemberID, kerr.InvalidGroupID)
+	case req.InstanceID != nil && len(*req.InstanceID) > maxMemberIDPrefix:
+		// Its member ids could not be encoded by non-flexible answers.
+		return nil, joinError(req.MemberID, kerr.InvalidRequest)
 	case a.session < c.cfg.MinSessionTimeout || a.session > c.cfg.MaxSessionTimeout:
 		return nil, joinError(req.MemberID, kerr.InvalidSessionTimeout)
 	case joinSize(clientID, host, req) > c.cfg.MaxRecordBytes:
