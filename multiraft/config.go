@@ -123,6 +123,11 @@ type Tuning struct {
 	SuccessorStagger time.Duration
 	// StartElectionTimeout bounds handing one group's raft its TimeoutNow.
 	StartElectionTimeout time.Duration
+	// SuccessorsInFlight is how many successor elections a node runs at
+	// once after a loss, each holding its slot until its group has a
+	// leader or for CampaignSlot; a loss of more groups than this holds
+	// the other members back meanwhile (losshold.go).
+	SuccessorsInFlight int
 	// CampaignHold is how long, in heartbeat timeouts, a brand-new
 	// group's members hold back from campaigning (GroupSpec.Hold), unless
 	// the group's preferred member will still campaign (it is on a node
@@ -213,6 +218,7 @@ func (t *Tuning) Validate() error {
 		{Name: "SmallBatchSettle", V: &t.SmallBatchSettle, Def: 2, Min: 1, Max: 1 << 16},
 		{Name: "Settle", V: &t.Settle, Def: 10, Min: 1, Max: 1 << 16},
 		{Name: "CampaignsInFlight", V: &t.CampaignsInFlight, Def: 32, Min: 1, Max: 1 << 16},
+		{Name: "SuccessorsInFlight", V: &t.SuccessorsInFlight, Def: 64, Min: 1, Max: 1 << 16},
 		{Name: "TransferParallelism", V: &t.TransferParallelism, Def: 16, Min: 1, Max: 1 << 16},
 	})
 	if rebalanceOff {

@@ -3,11 +3,9 @@ package multiraft
 import (
 	"context"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"golang.org/x/sync/errgroup"
 )
 
 // Successors. When a watched peer is lost (watch.go), each group that the
@@ -23,10 +21,11 @@ import (
 // the lost node and the group's term has not moved (the first successor
 // was lost too, or never got its vote request out). Raft's own timeouts
 // cover the rest: a first successor whose log was behind, and what the
-// watch cannot see.
+// watch cannot see. How many elections run at once, and how the other
+// members of a large loss are held back meanwhile: losshold.go.
 
 // successor is one group this node should campaign in once due, if its
-// member here still follows the lost node then (see campaignIfLeaderless).
+// member here still follows the lost node then (see needed).
 type successor struct {
 	g    *Group
 	lost raft.ServerID
@@ -35,11 +34,12 @@ type successor struct {
 	due  time.Time
 }
 
-// failoverLoop starts the successor campaigns of lost peers' groups. It is
-// owned by the Host.
+// failoverLoop starts the successor campaigns of lost peers' groups (at
+// most Tuning.SuccessorsInFlight elections at a time, losshold.go) and
+// holds back the other members of a large loss. It is owned by the Host.
 func (h *Host) failoverLoop() {
 	defer h.wg.Done()
-	var pending []successor
+	f := &failover{h: h, held: map[*Group]raft.ServerID{}}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -47,53 +47,11 @@ func (h *Host) failoverLoop() {
 		case <-h.ctx.Done():
 			return
 		case node := <-h.losses:
-			pending = append(pending, h.successors(node, time.Now())...)
+			f.lose(node, time.Now())
 		case <-timer.C:
 		}
-		now := time.Now()
-		var due []successor
-		pending = slices.DeleteFunc(pending, func(s successor) bool {
-			if s.due.After(now) {
-				return false
-			}
-			due = append(due, s)
-			return true
-		})
-		started := h.campaignAll(due)
-		if started > 0 {
-			h.log.Info("started elections for groups of a lost node", "count", started, "took", time.Since(now).Round(time.Millisecond))
-		}
-		if len(pending) > 0 {
-			next := slices.MinFunc(pending, func(a, b successor) int { return a.due.Compare(b.due) }).due
-			timer.Reset(time.Until(next))
-		}
+		timer.Reset(f.step(time.Now()))
 	}
-}
-
-// successorParallelism is how many successor campaigns are handed to
-// their groups at once. Each waits for its group's raft to take the
-// TimeoutNow, milliseconds on a busy node: one at a time, a node that lost
-// the leader of 3,333 groups started 62 elections in the 1.3 s before the
-// others' own election timeouts fired, and pre-votes from both survivors
-// then split their votes for minutes.
-const successorParallelism = 256
-
-// campaignAll runs campaignIfLeaderless for each of due, several at once,
-// and returns how many elections it started.
-func (h *Host) campaignAll(due []successor) int {
-	var started atomic.Int64
-	var eg errgroup.Group
-	eg.SetLimit(successorParallelism)
-	for _, s := range due {
-		eg.Go(func() error {
-			if h.campaignIfLeaderless(s) {
-				started.Add(1)
-			}
-			return nil
-		})
-	}
-	_ = eg.Wait()
-	return int(started.Load())
 }
 
 // successorRank is self's place among members (in order) other than lost;
@@ -142,15 +100,14 @@ func (h *Host) successors(lost int32, now time.Time) []successor {
 	return out
 }
 
-// campaignIfLeaderless starts s's election if the group's member here
-// still follows the lost node, and, for a later successor, the group's
-// term has not moved since the loss (else an earlier successor
+// needed reports whether s's election should still start: the group's
+// member here still follows the lost node and, for a later successor, the
+// group's term has not moved since the loss (else an earlier successor
 // campaigned: raft finishes that election, and another candidate now
 // would only depose the winner before its followers hear of it). A member
 // that knows no leader is left alone too: its own election timeout has
-// fired, and raft's election is under way. It reports whether it started
-// one.
-func (h *Host) campaignIfLeaderless(s successor) bool {
+// fired, and raft's election is under way.
+func (s successor) needed() bool {
 	r := s.g.raft
 	switch r.State() {
 	case raft.Leader, raft.Shutdown:
@@ -159,14 +116,17 @@ func (h *Host) campaignIfLeaderless(s successor) bool {
 	if _, leader := r.LeaderWithID(); leader != s.lost {
 		return false
 	}
-	if s.rank > 0 && r.CurrentTerm() != s.term {
-		return false
+	return s.rank == 0 || r.CurrentTerm() == s.term
+}
+
+// campaign starts s's election if it is still needed.
+func (h *Host) campaign(s successor) {
+	if !s.needed() {
+		return
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, h.tun.StartElectionTimeout)
 	defer cancel()
 	if err := s.g.trans.startElection(ctx); err != nil {
 		s.g.log.Debug("could not start an election", "err", err)
-		return false
 	}
-	return true
 }

@@ -87,8 +87,12 @@ type Group struct {
 	trans   *transport
 	log     *slog.Logger
 	// reloadMu serialises raft.ReloadConfig calls: the trimmer changes
-	// TrailingLogs, the timing goroutine the timeouts (logtrim.go).
+	// TrailingLogs, the timing goroutine and the Host's failover loop the
+	// timeouts (logtrim.go).
 	reloadMu sync.Mutex
+	// normal is the group's Timing as raft's reloadable config, set once
+	// before raft starts.
+	normal raft.ReloadableConfig
 
 	// members is the order of preference (GroupSpec.Members, then
 	// SetMembers); nil for a group without one.
@@ -135,6 +139,7 @@ func (h *Host) Open(spec GroupSpec) (*Group, error) {
 		_ = trans.Close()
 		return nil, err
 	}
+	g.normal = rc
 	trans.raft.Store(g.raft)
 	var view raftView = g.raft
 	trans.view.Store(&view)

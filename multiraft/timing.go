@@ -98,6 +98,21 @@ wait:
 	return true
 }
 
+// leadingTimeouts is normal with the heartbeat timeout of a leader.
+func leadingTimeouts(normal raft.ReloadableConfig, leaderHB time.Duration) raft.ReloadableConfig {
+	normal.HeartbeatTimeout = leaderHB
+	normal.ElectionTimeout = max(normal.ElectionTimeout, leaderHB) // raft wants election >= heartbeat
+	return normal
+}
+
+// roleTimeouts is what followRole would set for the member's role now.
+func (g *Group) roleTimeouts() raft.ReloadableConfig {
+	if lhb := g.spec.Timing.LeaderHeartbeatTimeout; lhb > g.normal.HeartbeatTimeout && g.raft.State() == raft.Leader {
+		return leadingTimeouts(g.normal, lhb)
+	}
+	return g.normal
+}
+
 // followRole runs the member with Timing.LeaderHeartbeatTimeout while it
 // leads and with its normal timeouts otherwise, until Close.
 func (g *Group) followRole(normal raft.ReloadableConfig, leaderHB time.Duration) {
@@ -108,10 +123,8 @@ func (g *Group) followRole(normal raft.ReloadableConfig, leaderHB time.Duration)
 	})
 	g.raft.RegisterObserver(obs)
 	defer g.raft.DeregisterObserver(obs)
-	leading := normal
-	leading.HeartbeatTimeout = leaderHB
-	leading.ElectionTimeout = max(normal.ElectionTimeout, leaderHB) // raft wants election >= heartbeat
-	inForce := false                                                // leading's timeouts are set
+	leading := leadingTimeouts(normal, leaderHB)
+	inForce := false // leading's timeouts are set
 	// raft drops observations that a full channel cannot take: look now
 	// and then without one.
 	tick := time.NewTicker(g.h.tun.RoleRecheck)

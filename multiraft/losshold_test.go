@@ -1,0 +1,160 @@
+package multiraft
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// candidacies records, per node, when each member became a candidate and
+// when it stopped being one, through an observer filter (it runs on raft's
+// goroutine as the state changes).
+type candidacies struct {
+	mu     sync.Mutex // guards events
+	events map[int32][]candidacy
+}
+
+type candidacy struct {
+	group string
+	at    time.Time
+	start bool // became a candidate (else stopped being one)
+}
+
+func (c *candidacies) watch(node int32, g *Group) {
+	was := false // touched only on g's raft goroutine
+	g.raft.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+		st, ok := o.Data.(raft.RaftState)
+		if !ok || (st == raft.Candidate) == was {
+			return false
+		}
+		was = st == raft.Candidate
+		c.mu.Lock()
+		c.events[node] = append(c.events[node], candidacy{g.Name(), time.Now(), was})
+		c.mu.Unlock()
+		return false
+	}))
+}
+
+// maxAtOnce is the most members of node that were candidates at once
+// since from.
+func (c *candidacies) maxAtOnce(node int32, from time.Time) (most int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	evs := slices.Clone(c.events[node])
+	slices.SortFunc(evs, func(a, b candidacy) int { return a.at.Compare(b.at) })
+	for _, e := range evs {
+		if e.at.Before(from) {
+			continue
+		}
+		if e.start {
+			n++
+		} else {
+			n--
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// When a node that led many groups is lost, the survivors run at most
+// SuccessorsInFlight successor elections at a time, and the other members
+// of those groups are held back from campaigning on their own (before,
+// every successor campaigned at once, and under load raft's own timeouts
+// fired in the other members too: 10,000 partitions never re-led).
+func TestLargeLossElectsAFewAtATime(t *testing.T) {
+	const groups, inFlight = 30, 4 // at most SmallBatch: the others settle soon after node 1 leads
+	n := newTestNet(t, func(tun *Tuning) {
+		tun.SuccessorsInFlight = inFlight
+		tun.CampaignSlot = 5 * time.Second // a slow run stalls no successor for that long
+		tun.RebalanceInterval = -1
+	})
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+	timing := fastTiming()
+	timing.HeartbeatTimeout, timing.ElectionTimeout = time.Second, time.Second // a steady start under -race
+	c := &candidacies{events: map[int32][]candidacy{}}
+	all := make([][]*Group, groups)
+	members := make([][]int32, groups)
+	var first []*Group
+	for i := range all {
+		members[i] = []int32{1, 2, 3}
+		if i%2 == 1 {
+			members[i] = []int32{1, 3, 2}
+		}
+		for id := int32(1); id <= 3; id++ {
+			g, _ := n.open(id, fmt.Sprintf("g%d", i), members[i], timing, true)
+			all[i] = append(all[i], g)
+			if id == 1 {
+				first = append(first, g)
+			}
+		}
+	}
+	n.host(1).ReleaseCampaigns(testCtx(t), first)
+	for i := range all {
+		if at := leaderOf(t, all[i]); at != 0 {
+			t.Fatalf("group %d led by node %d, want node 1", i, at+1)
+		}
+		waitFor(t, "followers to know node 1 leads", func() bool {
+			for _, g := range all[i][1:] {
+				if l, _, ok := g.Leader(); !ok || l != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		for id := int32(2); id <= 3; id++ {
+			c.watch(id, all[i][id-1])
+		}
+	}
+	waitFor(t, "every follower quiesced", func() bool { return allQuiet(all) })
+
+	lost := time.Now()
+	n.stop(1)
+	for i := range all {
+		live := append([]*Group{nil}, all[i][1:]...)
+		waitFor(t, "every group led again", func() bool {
+			at := -1
+			for j, g := range live {
+				if g != nil && g.IsLeader() {
+					at = j
+				}
+			}
+			if at < 0 {
+				return false
+			}
+			for _, g := range live[1:] {
+				if l, _, ok := g.Leader(); !ok || l != int32(at+1) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	for id := int32(2); id <= 3; id++ {
+		if most := c.maxAtOnce(id, lost); most > inFlight {
+			t.Errorf("node %d had %d candidates at once, want at most %d", id, most, inFlight)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, evs := range c.events {
+		for _, e := range evs {
+			if e.at.Before(lost) {
+				t.Errorf("node %d campaigned in %s before the loss", id, e.group)
+				continue
+			}
+			var i int
+			fmt.Sscanf(e.group, "g%d", &i)
+			if e.start && members[i][1] != id {
+				t.Errorf("node %d campaigned in %s, whose successor is node %d", id, e.group, members[i][1])
+			}
+		}
+	}
+}
