@@ -334,6 +334,9 @@ type Stats struct {
 	HeartbeatFramesSent, HeartbeatsSent, HeartbeatFramesReceived, HeartbeatsReceived uint64
 	// PeersLost counts the times a watched peer was found lost.
 	PeersLost uint64
+	// DialsFailed counts the dials of a peer that failed; calls soon
+	// after a failure fail without one (peer.failed).
+	DialsFailed uint64
 	// PipelinesOpened counts the AppendEntries pipelines raft opened
 	// (Timing.MaxInflightAppends); each ends at a rejection, a failed call
 	// or a change of leader.
@@ -350,7 +353,7 @@ type counters struct {
 	sessionsDialed, sessionsAccepted, badHandshakes, streamsOpened atomic.Uint64
 	callsSent, callsReceived                                       atomic.Uint64
 	hbFramesSent, hbSent, hbFramesReceived, hbReceived             atomic.Uint64
-	peersLost, pipelinesOpened, leaderChanges                      atomic.Uint64
+	peersLost, pipelinesOpened, leaderChanges, dialsFailed         atomic.Uint64
 	catchUpPaced                                                   atomic.Uint64
 }
 
@@ -377,6 +380,7 @@ func (h *Host) Stats() Stats {
 		HeartbeatFramesReceived: c.hbFramesReceived.Load(), HeartbeatsReceived: c.hbReceived.Load(),
 		PeersLost: c.peersLost.Load(), PipelinesOpened: c.pipelinesOpened.Load(),
 		LeaderChanges: c.leaderChanges.Load(), CatchUpBytesPaced: c.catchUpPaced.Load(),
+		DialsFailed: c.dialsFailed.Load(),
 	}
 }
 

@@ -215,3 +215,29 @@ func TestHandshakeCarriesIncarnation(t *testing.T) {
 		t.Fatalf("ping: %v", err)
 	}
 }
+
+// Calls to a peer that cannot be reached share a failed dial for
+// WatchRetryMin instead of each dialing again: thousands of groups of a
+// killed node redialed it with every vote, append and heartbeat.
+func TestCallsToADeadPeerDoNotRedialEach(t *testing.T) {
+	n := newTestNet(t, func(tu *Tuning) { tu.WatchRetryMin, tu.WatchRetryMax = time.Minute, time.Minute })
+	a := n.start(1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := raft.ServerAddress(ln.Addr().String())
+	ln.Close() // refuses from now on
+	from := bareTransport(t, a, "g")
+	for range 50 {
+		var resp raft.RequestVoteResponse
+		err := from.RequestVote("2", dead, &raft.RequestVoteRequest{Term: 7}, &resp)
+		var pe *PeerError
+		if !errors.As(err, &pe) {
+			t.Fatalf("call to a dead peer: %v, want a PeerError", err)
+		}
+	}
+	if got := a.Stats().DialsFailed; got != 1 {
+		t.Fatalf("%d failed dials for 50 calls, want 1", got)
+	}
+}

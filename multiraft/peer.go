@@ -30,6 +30,11 @@ type peer struct {
 	watch    *watch          // nil unless WatchPeer
 	reported bool            // a loss was reported and no session was established since
 	closed   bool            // Host.Close: refuse everything
+	// failed is the error of the last dial if it failed, at failedAt:
+	// calls within Tuning.WatchRetryMin of it get it without dialing, so
+	// that thousands of groups calling a dead peer do not redial it each.
+	failed   error
+	failedAt time.Time
 
 	// calls holds a token per call in flight to the peer (heartbeat
 	// frames aside): at most Tuning.MaxCallsPerPeer, so that a burst of
@@ -111,6 +116,11 @@ func (p *peer) session(deadline time.Time) (*yamux.Session, error) {
 			return nil, ErrClosed
 		}
 	}
+	if p.failed != nil && time.Since(p.failedAt) < p.h.tun.WatchRetryMin {
+		err := p.failed
+		p.mu.Unlock()
+		return nil, err
+	}
 	a := &dialAttempt{done: make(chan struct{})}
 	p.dialing = a
 	p.mu.Unlock()
@@ -125,10 +135,13 @@ func (p *peer) session(deadline time.Time) (*yamux.Session, error) {
 	}
 	var stale []*yamux.Stream
 	restarted := false
+	p.failed, p.failedAt = err, time.Now()
 	if err == nil {
 		restarted = p.watch != nil && p.inc != 0 && inc != p.inc && !p.reported
 		p.sess, p.inc, p.reported = sess, inc, false
 		stale, p.idle = p.idle, nil
+	} else {
+		p.h.stats.dialsFailed.Add(1)
 	}
 	a.err = err
 	close(a.done)
