@@ -12,6 +12,7 @@ import (
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/multiraft"
+	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -413,7 +414,7 @@ func DefaultConfig() Config {
 		PartitionRaft:                 defaultPartitionRaft(),
 		MetaRaft:                      multiraft.DefaultTiming(),
 		PartitionLogStore:             multiraft.LogStorePebble,
-		SegmentBytes:                  128 << 20,
+		SegmentBytes:                  partition.DefaultSegmentBytes,
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,
@@ -428,7 +429,7 @@ func DefaultConfig() Config {
 		RetentionCheckInterval:          30 * time.Second,
 		LogRetentionMs:                  7 * 24 * 3600 * 1000, // Kafka's defaults
 		LogRetentionBytes:               -1,
-		MessageMaxBytes:                 1048588,
+		MessageMaxBytes:                 topicconfig.DefaultMaxMessageBytes,
 		ProducerIDExpirationMs:          24 * 3600 * 1000,
 		LogFlushIntervalMs:              topicconfig.DefaultWriteCachingFlushMs,
 		ProducerExpirationCheckInterval: 10 * time.Minute,

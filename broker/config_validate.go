@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/multiraft"
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // ConfigError names the configuration key that is wrong and why.
@@ -154,7 +155,7 @@ func (c *Config) validateTopics() error {
 // validateLimits checks the storage and client limits.
 func (c *Config) validateLimits() error {
 	switch {
-	case c.SegmentBytes < 1<<20:
+	case c.SegmentBytes < topicconfig.MinSegmentBytes:
 		return bad("segment_bytes", c.SegmentBytes, "must be at least 1 MiB")
 	case c.ProducerWindow < 1 || c.ProducerWindow > 1000:
 		return bad("producer_window", c.ProducerWindow, "must be in 1..1000")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/internal/knob"
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // Log is the __consumer_offsets partition a Coordinator writes to.
@@ -28,12 +29,12 @@ type Log interface {
 
 // Defaults of Config's zero fields, Kafka's own unless said otherwise.
 const (
-	DefaultMinSessionTimeout     = 6 * time.Second  // group.min.session.timeout.ms
-	DefaultMaxSessionTimeout     = 30 * time.Minute // group.max.session.timeout.ms
-	DefaultInitialRebalanceDelay = 3 * time.Second  // group.initial.rebalance.delay.ms
-	DefaultCommitTimeout         = 5 * time.Second  // offsets.commit.timeout.ms
-	DefaultMaxOffsetMetadata     = 4096             // offset.metadata.max.bytes
-	DefaultMaxRecordBytes        = 1048588          // message.max.bytes
+	DefaultMinSessionTimeout     = 6 * time.Second                    // group.min.session.timeout.ms
+	DefaultMaxSessionTimeout     = 30 * time.Minute                   // group.max.session.timeout.ms
+	DefaultInitialRebalanceDelay = 3 * time.Second                    // group.initial.rebalance.delay.ms
+	DefaultCommitTimeout         = 5 * time.Second                    // offsets.commit.timeout.ms
+	DefaultMaxOffsetMetadata     = 4096                               // offset.metadata.max.bytes
+	DefaultMaxRecordBytes        = topicconfig.DefaultMaxMessageBytes // message.max.bytes
 	// DefaultMaxGroupSize bounds group.max.size, which Kafka leaves
 	// unbounded: each member holds up to MaxRecordBytes of protocol
 	// metadata while its group rebalances.

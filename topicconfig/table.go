@@ -3,6 +3,7 @@ package topicconfig
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,10 +35,13 @@ const maxLong = "9223372036854775807"
 
 // Kafka's limits where the node follows them as they are.
 const (
-	// minSegmentBytes is Kafka 4.0's minimum segment.bytes (KIP-1030;
+	// MinSegmentBytes is Kafka 4.0's minimum segment.bytes (KIP-1030;
 	// before it, 14): every segment keeps a file open, so a client must
 	// not be able to ask for one file per batch.
-	minSegmentBytes = 1 << 20
+	MinSegmentBytes = 1 << 20
+	// DefaultMaxMessageBytes is Kafka's message.max.bytes default: a
+	// megabyte plus the record batch overhead.
+	DefaultMaxMessageBytes = 1048588
 )
 
 // specs are Kafka's topic configs (as of Kafka 3.9, without the ones
@@ -78,7 +82,7 @@ var specs = []Spec{
 		Doc: "Local time kept before tiered storage takes over; -2 follows retention.ms.", valid: longAtLeast(-2)},
 	{Name: "max.compaction.lag.ms", Type: kmsg.ConfigTypeLong, Default: maxLong, Broker: "log.cleaner.max.compaction.lag.ms",
 		Doc: "The longest a message stays ineligible for compaction.", valid: longAtLeast(1)},
-	{Name: "max.message.bytes", Type: kmsg.ConfigTypeInt, Default: "1048588", Broker: "message.max.bytes",
+	{Name: "max.message.bytes", Type: kmsg.ConfigTypeInt, Default: strconv.Itoa(DefaultMaxMessageBytes), Broker: "message.max.bytes",
 		Doc: "The largest record batch size allowed.", valid: intAtLeast(0)},
 	{Name: "message.timestamp.after.max.ms", Type: kmsg.ConfigTypeLong, Default: maxLong, Broker: "log.message.timestamp.after.max.ms",
 		Doc: "How far a message timestamp may be ahead of the broker's clock.", valid: longAtLeast(0)},
@@ -104,7 +108,7 @@ var specs = []Spec{
 		Doc: "How long data is kept; -1 is forever.", valid: longAtLeast(-1),
 		units: []unit{{"log.retention.minutes", 60_000}, {"log.retention.hours", 3_600_000}}},
 	{Name: "segment.bytes", Type: kmsg.ConfigTypeInt, Default: "1073741824", Broker: "log.segment.bytes",
-		Doc: "The size of a log segment file.", valid: intAtLeast(minSegmentBytes)},
+		Doc: "The size of a log segment file.", valid: intAtLeast(MinSegmentBytes)},
 	{Name: "segment.index.bytes", Type: kmsg.ConfigTypeInt, Default: "10485760", Broker: "log.index.size.max.bytes",
 		Doc: "The size of a segment's offset index.", valid: intAtLeast(4)},
 	{Name: "segment.jitter.ms", Type: kmsg.ConfigTypeLong, Default: "0", Broker: "log.roll.jitter.ms",
