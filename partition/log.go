@@ -74,14 +74,6 @@ type LogOptions struct {
 	// OnFsync, if set, is called with the duration of every file fsync
 	// the log makes (segments and indexes). It must be quick.
 	OnFsync func(time.Duration)
-
-	// beforeFsync, if set, runs in Sync after it has let go of the
-	// writer's lock and before it fsyncs (set only by this package's
-	// tests, to hold a Sync there).
-	beforeFsync func()
-	// fsync, if set, replaces File.Sync for every file fsync the log
-	// makes (set only by this package's tests, to observe them).
-	fsync func(vfs.File) error
 }
 
 // Defaults of LogOptions.
@@ -118,18 +110,21 @@ func (o LogOptions) resolve() (LogOptions, error) {
 	if o.Files == nil {
 		o.Files = vfs.NewFileCache(0)
 	}
-	if o.fsync == nil {
-		o.fsync = vfs.File.Sync
-	}
-	if observe, sync := o.OnFsync, o.fsync; observe != nil {
-		o.fsync = func(f vfs.File) error {
-			start := time.Now()
-			err := sync(f)
-			observe(time.Since(start))
-			return err
-		}
-	}
 	return o, nil
+}
+
+// fsyncFunc is how the log fsyncs a file: File.Sync, timed for OnFsync.
+func (o LogOptions) fsyncFunc() func(vfs.File) error {
+	observe := o.OnFsync
+	if observe == nil {
+		return vfs.File.Sync
+	}
+	return func(f vfs.File) error {
+		start := time.Now()
+		err := f.Sync()
+		observe(time.Since(start))
+		return err
+	}
 }
 
 // Log is a partition's segmented log of record batches. See the package
@@ -140,6 +135,7 @@ type Log struct {
 	dir    string
 	opts   LogOptions
 	logger *slog.Logger
+	fsync  func(vfs.File) error // LogOptions.fsyncFunc
 
 	// syncSem (capacity 1) serializes Sync's fsync phase and Close, so
 	// that a Sync returns only after every fsync started before it has
@@ -202,7 +198,7 @@ func OpenLog(dir string, opts LogOptions) (*Log, error) {
 	if err := vfs.MkdirAllSync(opts.FS, dir, vfs.DirMode); err != nil {
 		return nil, fmt.Errorf("partition: open log: %w", err)
 	}
-	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("dir", dir), syncSem: make(chan struct{}, 1)}
+	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("dir", dir), fsync: opts.fsyncFunc(), syncSem: make(chan struct{}, 1)}
 	if err := l.loadSegments(); err != nil {
 		for _, s := range l.segs {
 			s.f.Close()
@@ -362,7 +358,7 @@ func (l *Log) roll(base int64) (*segment, error) {
 		return nil, err
 	}
 	if old.dataDirty {
-		if err := old.syncParts(true, false, l.opts.fsync); err != nil {
+		if err := old.syncParts(true, false, l.fsync); err != nil {
 			return nil, l.failSync(err)
 		}
 		old.dataDirty = false

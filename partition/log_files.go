@@ -13,7 +13,7 @@ import (
 type logFiles struct {
 	fs    vfs.FS
 	cache *vfs.FileCache
-	fsync func(vfs.File) error // LogOptions' fsync, for the cache's evictions too
+	fsync func(vfs.File) error // the log's fsync, for the cache's evictions too
 }
 
 // adopt hands an open segment file to the cache. created: the file is new
@@ -24,5 +24,5 @@ func (lf logFiles) adopt(f vfs.File, created bool) *vfs.Handle {
 
 // files is how the log opens its segment files.
 func (l *Log) files() logFiles {
-	return logFiles{fs: l.opts.FS, cache: l.opts.Files, fsync: l.opts.fsync}
+	return logFiles{fs: l.opts.FS, cache: l.opts.Files, fsync: l.fsync}
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/record"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -247,3 +249,25 @@ func splitChecked(b []byte) ([]record.Header, error) {
 	}
 	return hs, nil
 }
+
+// syncHookFS is a file system whose files call sync in place of their
+// own Sync, so that a test can observe, fail or hold every file fsync.
+type syncHookFS struct {
+	vfs.FS
+	sync func(vfs.File) error
+}
+
+func (s syncHookFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := s.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return syncHookFile{f, s.sync}, nil
+}
+
+type syncHookFile struct {
+	vfs.File
+	sync func(vfs.File) error
+}
+
+func (f syncHookFile) Sync() error { return f.sync(f.File) }

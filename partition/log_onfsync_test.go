@@ -14,10 +14,10 @@ func TestOnFsyncObservesEachFsync(t *testing.T) {
 	opts := smallOpts()
 	opts.FlushBytes = -1 // only this test's Syncs run
 	var fsyncs, observed atomic.Int64
-	opts.fsync = func(f vfs.File) error {
+	opts.FS = syncHookFS{vfs.OS, func(f vfs.File) error {
 		fsyncs.Add(1)
 		return f.Sync()
-	}
+	}}
 	opts.OnFsync = func(d time.Duration) {
 		if d < 0 {
 			t.Errorf("negative fsync duration %v", d)

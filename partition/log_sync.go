@@ -47,12 +47,9 @@ func (l *Log) Sync() error {
 	l.truncMu.RLock()
 	l.wmu.Unlock()
 
-	if l.opts.beforeFsync != nil {
-		l.opts.beforeFsync()
-	}
 	var err error
 	for _, p := range todo {
-		if err = p.s.syncParts(p.data, p.index, l.opts.fsync); err != nil {
+		if err = p.s.syncParts(p.data, p.index, l.fsync); err != nil {
 			break
 		}
 	}
@@ -91,7 +88,7 @@ func (l *Log) syncLocked() error {
 		return l.serr
 	}
 	for _, s := range l.segs {
-		if err := s.sync(l.opts.fsync); err != nil {
+		if err := s.sync(l.fsync); err != nil {
 			return l.failSync(err)
 		}
 	}

@@ -21,17 +21,19 @@ func TestConcurrentSyncWaitsForRunningFsync(t *testing.T) {
 		opts := smallOpts()
 		opts.FlushBytes = -1 // only this test's Syncs run
 		inSync, release := make(chan struct{}), make(chan struct{})
-		var calls atomic.Int32
-		opts.beforeFsync = func() {
-			if calls.Add(1) == 1 {
+		var armed atomic.Bool // the first fsync once armed (the first Sync's) is held
+		opts.FS = syncHookFS{vfs.OS, func(f vfs.File) error {
+			if armed.CompareAndSwap(true, false) {
 				close(inSync)
 				<-release
 			}
-		}
+			return f.Sync()
+		}}
 		dir := t.TempDir()
 		l := openLog(t, dir, opts)
 		h := makeHistory(20, 0, 11)
 		appendAll(t, l, h.batches)
+		armed.Store(true)
 
 		first, second := make(chan error, 1), make(chan error, 1)
 		go func() { first <- l.Sync() }()
@@ -68,12 +70,12 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 	opts.FlushBytes = -1 // only this test's Syncs run
 	injected := errors.New("injected EIO")
 	var failing atomic.Bool
-	opts.fsync = func(f vfs.File) error {
+	opts.FS = syncHookFS{vfs.OS, func(f vfs.File) error {
 		if failing.Load() {
 			return injected
 		}
 		return f.Sync()
-	}
+	}}
 	dir := t.TempDir()
 	l := openLog(t, dir, opts)
 	h := makeHistory(30, 0, 5)
@@ -128,7 +130,7 @@ func TestRollFsyncsSealedSegmentFirst(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex                // guards laterExists
 	laterExists := map[string]bool{} // segment file fsynced -> a later segment existed then
-	opts.fsync = func(f vfs.File) error {
+	opts.FS = syncHookFS{vfs.OS, func(f vfs.File) error {
 		if filepath.Ext(f.Name()) == logSuffix {
 			later := false
 			for _, p := range segmentFiles(t, dir) {
@@ -139,7 +141,7 @@ func TestRollFsyncsSealedSegmentFirst(t *testing.T) {
 			mu.Unlock()
 		}
 		return f.Sync()
-	}
+	}}
 	l := openLog(t, dir, opts)
 	h := makeHistory(30, 0, 3)
 	for i := 0; len(segmentFiles(t, dir)) < 2; i++ {

@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/minikafka/minikafka-go/internal/vfs"
 )
 
 func TestTruncateTo(t *testing.T) {
@@ -211,22 +214,23 @@ func TestAppendsProceedDuringSync(t *testing.T) {
 	opts := smallOpts()
 	opts.FlushBytes = -1 // only this test's Syncs run
 	inSync, release := make(chan struct{}), make(chan struct{})
-	held := false // the first Sync is held; later ones pass
-	opts.beforeFsync = func() {
-		if !held {
-			held = true
+	var armed atomic.Bool // the first fsync once armed is held; the others pass
+	opts.FS = syncHookFS{vfs.OS, func(f vfs.File) error {
+		if armed.CompareAndSwap(true, false) {
 			close(inSync)
 			<-release
 		}
-	}
+		return f.Sync()
+	}}
 	l := openLog(t, dir, opts)
 	h := makeHistory(30, 0, 7)
 	appendAll(t, l, h.batches[:10])
+	armed.Store(true)
 
 	synced := make(chan error, 1)
 	go func() { synced <- l.Sync() }()
 	<-inSync
-	// Sync is parked before its fsyncs; appending must not wait for it,
+	// Sync is parked in its first fsync; appending must not wait for it,
 	// including a roll to a new segment.
 	appendAll(t, l, h.batches[10:30])
 	if got := len(segmentFiles(t, dir)); got < 2 {
