@@ -150,9 +150,9 @@ func (n *Node) caughtUp(g *multiraft.Group, node int32) bool {
 // is up), and a replica whose partition no longer names this node, with
 // no move in progress, is removed once this node's metadata has caught up
 // with the metadata leader (a stale copy, just restarted, must not delete
-// a replica that a later move added).
-func (s *replicaSet) followMoves(state *metadata.Snapshot) {
-	caughtUp := s.n.metaCaughtUp()
+// a replica that a later move added). It reports whether it had caught up.
+func (s *replicaSet) followMoves(state *metadata.Snapshot) (caughtUp bool) {
+	caughtUp = s.n.metaCaughtUp()
 	s.removeWhere("a reassignment moved the partition away", func(lr *localReplica) bool {
 		p, ok := s.partitionOf(state, lr)
 		_, moving := state.Reassignment(lr.info.Topic, lr.info.Partition)
@@ -171,6 +171,7 @@ func (s *replicaSet) followMoves(state *metadata.Snapshot) {
 			lr.logger.Warn("could not record the partition's new replicas", "err", err)
 		}
 	}
+	return caughtUp
 }
 
 // partitionOf returns the metadata of a replica's partition, if its topic

@@ -237,12 +237,21 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 }
 
 // reconcileLoop opens a replica for every partition the metadata assigns
-// to this node. It is owned by the Node.
+// to this node. A change that leaves the layout alone (a leader report:
+// thousands after a fail-over, each once a pass over every replica) is
+// skipped once a pass completed for the current layout. It is owned by the
+// Node.
 func (s *replicaSet) reconcileLoop() {
 	defer s.n.wg.Done()
+	var done uint64 // the layout index the last complete pass saw; 0: none
 	for {
 		watch := s.n.meta.fsm.Watch() // before State, so no change is missed
-		s.reconcile(s.n.meta.fsm.State())
+		if state := s.n.meta.fsm.State(); done == 0 || state.LayoutIndex() != done {
+			done = 0
+			if s.reconcile(state) {
+				done = state.LayoutIndex()
+			}
+		}
 		if s.n.ctx.Err() != nil {
 			return
 		}
@@ -258,14 +267,15 @@ func (s *replicaSet) reconcileLoop() {
 // reconcile opens the replicas of state's partitions that this node should
 // hold and does not, several at once (opening is mostly waiting for the
 // disk: bbolt and bootstrap fsyncs), then releases the new groups'
-// campaigns as one batch.
-func (s *replicaSet) reconcile(state *metadata.Snapshot) {
+// campaigns as one batch. It reports whether it completed: every replica
+// opened, and moves followed with the metadata caught up.
+func (s *replicaSet) reconcile(state *metadata.Snapshot) bool {
 	s.removeDeleted(state)
-	s.followMoves(state)
+	complete := s.followMoves(state)
 	resolved := map[string]topicconfig.Config{} // once per topic, not per partition
 	for _, lr := range s.all() {                // configs may have changed
 		if s.n.ctx.Err() != nil {
-			return // the node is closing its replicas
+			return false // the node is closing its replicas
 		}
 		c, ok := resolved[lr.info.Topic]
 		if !ok {
@@ -306,14 +316,16 @@ func (s *replicaSet) reconcile(state *metadata.Snapshot) {
 	}
 	_ = eg.Wait()
 	n := len(opened) - count(opened, nil)
+	complete = complete && n == len(opened)
 	if n == 0 || s.n.ctx.Err() != nil {
-		return
+		return complete && s.n.ctx.Err() == nil
 	}
 	s.n.logger.Info("opened replicas", "count", n, "took", time.Since(began).Round(logPrecision))
 	released := time.Now()
 	if n := s.n.host.ReleaseCampaigns(s.n.ctx, opened); n > 0 {
 		s.n.logger.Info("released the campaigns of preferred replicas", "count", n, "took", time.Since(released).Round(logPrecision))
 	}
+	return complete
 }
 
 // removeDeleted closes the replicas of deleted topics and removes their

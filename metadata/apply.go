@@ -65,8 +65,20 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 	if err != nil {
 		return next, nil, err
 	}
+	switch cmd.(type) {
+	case SetPartitionLeader, AllocateProducerID, SetProducerIDKey, AlterScramCredentials, CreateACLs, DeleteACLs:
+	default:
+		next.layout = index
+	}
 	return next, result, nil
 }
+
+// LayoutIndex is the applied index of the last command that changed
+// brokers, topics, partitions' replicas, reassignments or configs: what a
+// node's set of replicas and their settings follow. A state decoded from
+// a snapshot reports its own index. Leader reports, which come by the
+// thousand after a fail-over, leave it alone.
+func (s *Snapshot) LayoutIndex() uint64 { return s.layout }
 
 // cloneMap copies m into a new, non-nil map with room for one more entry.
 func cloneMap[K comparable, V any](m map[K]V) map[K]V {

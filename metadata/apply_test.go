@@ -568,3 +568,34 @@ func TestNodeReplicaLimitAtApply(t *testing.T) {
 		t.Fatalf("broker 3 holds %d replicas after the growth, want 2", n)
 	}
 }
+
+// LayoutIndex moves with what a node's replicas follow (topics, replicas,
+// configs), not with leader reports, producer ids, credentials or ACLs, and
+// a decoded snapshot reports its own index.
+func TestLayoutIndex(t *testing.T) {
+	s := must(t, cluster3(t), CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}}})
+	created := s.LayoutIndex()
+	if created != s.AppliedIndex() {
+		t.Fatalf("layout index %d after CreateTopic at %d", created, s.AppliedIndex())
+	}
+	s = must(t, s, SetPartitionLeader{Topic: "t", Partition: 0, Leader: 1, Epoch: 1}, AllocateProducerID{})
+	if s.LayoutIndex() != created {
+		t.Fatalf("layout index %d moved from %d with a leader report and a producer id", s.LayoutIndex(), created)
+	}
+	s = must(t, s, AlterConfigs{Resource: ConfigTopic, Topic: "t", Configs: map[string]string{"retention.ms": "1000"}})
+	if s.LayoutIndex() != s.AppliedIndex() {
+		t.Fatalf("layout index %d after AlterConfigs at %d", s.LayoutIndex(), s.AppliedIndex())
+	}
+	s = must(t, s, SetPartitionLeader{Topic: "t", Partition: 0, Leader: 2, Epoch: 2})
+	b, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := DecodeSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.LayoutIndex() != s.AppliedIndex() {
+		t.Fatalf("decoded layout index %d, want its applied index %d", d.LayoutIndex(), s.AppliedIndex())
+	}
+}

@@ -15,7 +15,10 @@ import (
 // copies; outputs that list things are sorted, never in map order. The zero
 // Snapshot is the state before the first entry.
 type Snapshot struct {
-	index     uint64
+	index uint64
+	// layout is the index of the last change to anything but partition
+	// leaders, producer ids, SCRAM credentials and ACLs (LayoutIndex).
+	layout    uint64
 	clusterID string
 	brokers   map[int32]Broker
 	// topics values are never modified once the Snapshot is published;

@@ -121,6 +121,7 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 		return nil, &DecodeError{Offset: len(snapshotMagic), Reason: fmt.Sprintf("version %d, want 1 to %d", version, snapshotVersion), Err: ErrMalformedSnapshot}
 	}
 	s := &Snapshot{index: r.u64("applied index"), clusterID: r.str("cluster id"), nextProducerID: r.i64("next producer id")}
+	s.layout = s.index
 
 	if n := r.length("brokers", 12); n > 0 {
 		s.brokers = make(map[int32]Broker, n)
