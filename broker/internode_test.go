@@ -116,6 +116,7 @@ func TestMetaRPCRefusesCommandsForAnotherNode(t *testing.T) {
 	forged := []metadata.Command{
 		metadata.RegisterBroker{ID: 3, KafkaAddr: "127.0.0.1:1", RaftAddr: "127.0.0.1:2"},
 		metadata.SetPartitionLeader{Topic: "guarded", Partition: 0, Leader: 3, Epoch: 1 << 30},
+		metadata.SetPartitionLeaders{Reports: []metadata.SetPartitionLeader{{Topic: "guarded", Partition: 0, Leader: 3, Epoch: 1 << 30}}},
 	}
 	for _, nd := range c.Running() {
 		for _, cmd := range forged {

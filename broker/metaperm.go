@@ -49,10 +49,22 @@ func peerMayPropose(peer int32, cmd metadata.Command) error {
 		}
 		return nil
 	case metadata.SetPartitionLeader:
-		if peer != 0 && c.Leader != peer {
-			return fmt.Errorf("%w: node %d reporting node %d as leader of %s/%d", ErrPeerNotPermitted, peer, c.Leader, c.Topic, c.Partition)
+		return mayReportLeader(peer, c)
+	case metadata.SetPartitionLeaders:
+		for _, r := range c.Reports {
+			if err := mayReportLeader(peer, r); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
 	return fmt.Errorf("%w: %T", ErrPeerNotPermitted, cmd)
+}
+
+// mayReportLeader refuses a peer's report of another node's leadership.
+func mayReportLeader(peer int32, c metadata.SetPartitionLeader) error {
+	if peer != 0 && c.Leader != peer {
+		return fmt.Errorf("%w: node %d reporting node %d as leader of %s/%d", ErrPeerNotPermitted, peer, c.Leader, c.Topic, c.Partition)
+	}
+	return nil
 }

@@ -32,6 +32,8 @@ func TestPeerMayPropose(t *testing.T) {
 		{metadata.RegisterBroker{ID: 3, KafkaAddr: "h:1", RaftAddr: "h:2"}, false, true},
 		{metadata.SetPartitionLeader{Topic: "t", Leader: 2, Epoch: 1}, true, true},
 		{metadata.SetPartitionLeader{Topic: "t", Leader: 3, Epoch: 1}, false, true},
+		{metadata.SetPartitionLeaders{Reports: []metadata.SetPartitionLeader{{Topic: "t", Leader: 2, Epoch: 1}, {Topic: "u", Leader: 2}}}, true, true},
+		{metadata.SetPartitionLeaders{Reports: []metadata.SetPartitionLeader{{Topic: "t", Leader: 2, Epoch: 1}, {Topic: "u", Leader: 3}}}, false, true},
 		{metadata.CreateACLs{}, true, true},
 		{metadata.DeleteACLs{}, true, true},
 		{metadata.AlterReassignment{Topic: "t", Target: []int32{3, 4, 5}}, true, true},

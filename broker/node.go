@@ -46,6 +46,7 @@ type Node struct {
 	meta    *metaGroup
 	addrs   addrBook // node id -> Raft address, for every group
 	reps    *replicaSet
+	reports *leaderReports   // this node's new partition leaderships, on their way to the metadata
 	coords  *coordinators    // group coordinators of the __consumer_offsets partitions this node leads
 	txns    *txnCoordinators // transaction coordinators of the __transaction_state partitions it leads
 	kafka   *kafkaapi.Server
@@ -144,6 +145,9 @@ func (n *Node) start(ctx context.Context) error {
 	n.coords = newCoordinators(n)
 	n.txns = newTxnCoordinators(n)
 	n.reps = newReplicaSet(n)
+	n.reports = newLeaderReports(n)
+	n.wg.Add(1)
+	go n.reports.loop()
 	if err := n.reps.openFromDisk(); err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -378,30 +377,7 @@ func (s *replicaSet) onLeader(lr *localReplica, leader bool, term uint64) {
 		return
 	}
 	s.n.logger.Debug("became partition leader", "topic", lr.info.Topic, "partition", lr.info.Partition, "epoch", term)
-	s.n.wg.Add(1)
-	go func() {
-		defer s.n.wg.Done()
-		select { // the callback can come before OpenReplica returns
-		case <-lr.ready:
-		case <-s.n.ctx.Done():
-			return
-		}
-		cmd := metadata.SetPartitionLeader{Topic: lr.info.Topic, Partition: lr.info.Partition,
-			Leader: s.n.cfg.NodeID, Epoch: int32(term)}
-		for s.n.ctx.Err() == nil && lr.rep.IsLeader() && int64(lr.rep.LeaderEpoch()) == int64(term) {
-			ctx, cancel := context.WithTimeout(s.n.ctx, s.n.cfg.Tuning.LeaderReport)
-			_, err := s.n.proposeMeta(ctx, cmd)
-			cancel()
-			if err == nil {
-				return
-			}
-			s.n.logger.Debug("leader report not applied yet", "topic", cmd.Topic, "partition", cmd.Partition, "err", err)
-			select {
-			case <-s.n.ctx.Done():
-			case <-time.After(s.n.cfg.Tuning.LeaderReportRetry):
-			}
-		}
-	}()
+	s.n.reports.add(lr, term)
 }
 
 // count returns how many elements of s equal v.

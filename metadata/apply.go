@@ -39,6 +39,8 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.createTopic(index, c)
 	case SetPartitionLeader:
 		result, err = next.setPartitionLeader(c)
+	case SetPartitionLeaders:
+		result, err = next.setPartitionLeaders(c)
 	case AllocateProducerID:
 		result, err = next.allocateProducerID(c)
 	case CreatePartitions:
@@ -66,7 +68,7 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		return next, nil, err
 	}
 	switch cmd.(type) {
-	case SetPartitionLeader, AllocateProducerID, SetProducerIDKey, AlterScramCredentials, CreateACLs, DeleteACLs:
+	case SetPartitionLeader, SetPartitionLeaders, AllocateProducerID, SetProducerIDKey, AlterScramCredentials, CreateACLs, DeleteACLs:
 	default:
 		next.layout = index
 	}
@@ -344,6 +346,23 @@ func (s *Snapshot) alterConfigs(c AlterConfigs) (AlterConfigsResult, error) {
 }
 
 func (s *Snapshot) setPartitionLeader(c SetPartitionLeader) (SetPartitionLeaderResult, error) {
+	res, err := s.checkLeaderReport(c)
+	if err != nil || !res.Applied {
+		return res, err
+	}
+	t := s.topics[c.Topic]
+	nt := *t
+	nt.Partitions = slices.Clone(t.Partitions) // Replicas slices stay shared: never written
+	nt.Partitions[c.Partition].Leader = c.Leader
+	nt.Partitions[c.Partition].LeaderEpoch = c.Epoch
+	s.topics = cloneMap(s.topics)
+	s.topics[c.Topic] = &nt
+	return res, nil
+}
+
+// checkLeaderReport returns what SetPartitionLeader c answers, without
+// applying it: Applied says that it changes the partition's leader.
+func (s *Snapshot) checkLeaderReport(c SetPartitionLeader) (SetPartitionLeaderResult, error) {
 	t, ok := s.topics[c.Topic]
 	if !ok {
 		return SetPartitionLeaderResult{}, &UnknownTopicError{Topic: c.Topic, Partition: -1}
@@ -368,12 +387,6 @@ func (s *Snapshot) setPartitionLeader(c SetPartitionLeader) (SetPartitionLeaderR
 	case c.Epoch == p.LeaderEpoch:
 		return reject(ErrLeaderEpochConflict)
 	}
-	nt := *t
-	nt.Partitions = slices.Clone(t.Partitions) // Replicas slices stay shared: never written
-	nt.Partitions[c.Partition].Leader = c.Leader
-	nt.Partitions[c.Partition].LeaderEpoch = c.Epoch
-	s.topics = cloneMap(s.topics)
-	s.topics[c.Topic] = &nt
 	return SetPartitionLeaderResult{Leader: c.Leader, LeaderEpoch: c.Epoch, Applied: true}, nil
 }
 

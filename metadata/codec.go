@@ -26,6 +26,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeCompleteReassignment:  1,
 	TypeSetProducerIDKey:      1,
 	TypeReplicasRemoved:       1,
+	TypeSetPartitionLeaders:   1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -123,6 +124,8 @@ func Decode(b []byte) (Command, error) {
 		cmd = DeleteTopic{Name: r.str("topic"), legacy: ver == 1}
 	case typ == TypeReplicasRemoved && ver == 1:
 		cmd = decodeReplicasRemoved(r)
+	case typ == TypeSetPartitionLeaders && ver == 1:
+		cmd = decodeSetPartitionLeaders(r)
 	case typ == TypeAlterConfigs && ver == 1:
 		cmd = AlterConfigs{Resource: ConfigResource(r.u8("config resource")), Topic: r.str("topic"), Configs: readConfigs(r)}
 	case typ == TypeAllocateProducerID && ver == 1:
@@ -201,6 +204,10 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *ReplicasRemoved:
+		if c != nil {
+			return *c, nil
+		}
+	case *SetPartitionLeaders:
 		if c != nil {
 			return *c, nil
 		}

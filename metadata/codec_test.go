@@ -53,6 +53,8 @@ func sampleCommands() []Command {
 		SetProducerIDKey{Key: []byte("k")},
 		ReplicasRemoved{Broker: 2, Topics: []TopicID{{1}, {2, 3}}},
 		ReplicasRemoved{},
+		SetPartitionLeaders{Reports: []SetPartitionLeader{{Topic: "a", Partition: 1, Leader: 2, Epoch: 3}, {Topic: "b"}}},
+		SetPartitionLeaders{},
 	}
 }
 
@@ -132,6 +134,8 @@ func TestEncodeGolden(t *testing.T) {
 		{DeleteTopic{Name: "t"}, "0702" + "00000001" + "74"},
 		{ReplicasRemoved{Broker: 2, Topics: []TopicID{{15: 1}}}, "0f01" + "00000002" + "00000001" + "00000000000000000000000000000001"},
 		{SetPartitionLeader{Topic: "t", Partition: 1, Leader: 2, Epoch: 3}, "0401" + "00000001" + "74" + "00000001" + "00000002" + "00000003"},
+		{SetPartitionLeaders{Reports: []SetPartitionLeader{{Topic: "t", Partition: 1, Leader: 2, Epoch: 3}}},
+			"1001" + "00000001" + "00000001" + "74" + "00000001" + "00000002" + "00000003"},
 		{AllocateProducerID{}, "0501" + "00"},
 		{AllocateProducerID{TransactionalID: ptr("x")}, "0501" + "01" + "00000001" + "78"},
 		{AlterConfigs{Resource: ConfigTopic, Topic: "t", Configs: map[string]string{"k": "v"}},
@@ -188,7 +192,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformedCommand},
 		{"type only", []byte{1}, ErrMalformedCommand},
 		{"type zero", []byte{0, 1}, ErrUnknownCommand},
-		{"type past the end", []byte{byte(TypeReplicasRemoved) + 1, 1}, ErrUnknownCommand},
+		{"type past the end", []byte{byte(TypeSetPartitionLeaders) + 1, 1}, ErrUnknownCommand},
 		{"version zero", []byte{1, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future version", []byte{1, 2, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future create topic version", []byte{3, 4}, ErrUnknownCommand},

@@ -24,6 +24,7 @@ const (
 	TypeCompleteReassignment CommandType = 13
 	// TypeSetProducerIDKey is in producerid.go.
 	// TypeReplicasRemoved is in deleted.go.
+	// TypeSetPartitionLeaders is in leaders.go.
 )
 
 func (t CommandType) String() string {
@@ -58,6 +59,8 @@ func (t CommandType) String() string {
 		return "SetProducerIDKey"
 	case TypeReplicasRemoved:
 		return "ReplicasRemoved"
+	case TypeSetPartitionLeaders:
+		return "SetPartitionLeaders"
 	}
 	return "Unknown"
 }
@@ -85,6 +88,7 @@ var (
 	_ Command = DeleteACLs{}
 	_ Command = SetProducerIDKey{}
 	_ Command = ReplicasRemoved{}
+	_ Command = SetPartitionLeaders{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:
