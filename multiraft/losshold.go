@@ -66,9 +66,18 @@ func (f *failover) lose(lost int32, now time.Time) {
 		f.progress = now
 	}
 	f.pending = append(f.pending, succ...)
+	// First in line first; among them a group whose membership is managed
+	// at run time (the cluster's metadata group: the others report their
+	// leaders to it) before the rest.
 	slices.SortStableFunc(f.pending, func(a, b successor) int {
 		if a.rank != b.rank {
 			return a.rank - b.rank
+		}
+		if am, bm := len(a.g.spec.Members) == 0, len(b.g.spec.Members) == 0; am != bm {
+			if am {
+				return -1
+			}
+			return 1
 		}
 		return a.due.Compare(b.due)
 	})
