@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // A batch of new groups released together is led by each group's
@@ -60,4 +62,35 @@ func TestCampaignsHandOverAndRebalance(t *testing.T) {
 			t.Fatalf("group %d: leadership moved after a refused transfer", i)
 		}
 	}
+}
+
+// A new group's hold outlasts CampaignHold heartbeat timeouts while its
+// preferred member will still campaign, up to CampaignHoldMax: raft's own
+// timer must not end it sooner (it was set to CampaignHold heartbeat
+// timeouts, so 10,000 new partitions whose opening took over a minute
+// started campaigning on their own, and their elections stormed).
+func TestHoldLastsWhilePreferredWillCampaign(t *testing.T) {
+	const holdMax = 3 * time.Second
+	n := newTestNet(t, func(tu *Tuning) { tu.CampaignHold, tu.CampaignHoldMax = 2, holdMax })
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+	timing := fastTiming() // hold bound: 2 x 200ms
+	var gs []*Group
+	for id := int32(2); id <= 3; id++ { // node 1, preferred and up, never releases its member
+		g, _ := n.open(id, "held", []int32{1, 2, 3}, timing, true)
+		gs = append(gs, g)
+	}
+	n.open(1, "held", []int32{1, 2, 3}, timing, true)
+	opened := time.Now()
+	for time.Since(opened) < holdMax/2 {
+		for _, g := range gs {
+			if st := g.raft.State(); st != raft.Follower {
+				t.Fatalf("a held member became %v after %v; the hold lasts up to %v", st, time.Since(opened).Round(time.Millisecond), holdMax)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitFor(t, "a leader once the hold's maximum passed", func() bool { return gs[0].IsLeader() || gs[1].IsLeader() })
 }

@@ -242,7 +242,10 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 		}
 	}
 	if hold {
-		d := time.Duration(h.tun.CampaignHold) * rc.HeartbeatTimeout
+		// liftHold ends the hold; raft's own timeout is only the last
+		// resort, at the longest the hold may last (it used to be the
+		// shortest, and ended holds that were to last on).
+		d := max(time.Duration(h.tun.CampaignHold)*rc.HeartbeatTimeout, h.tun.CampaignHoldMax)
 		rc.HeartbeatTimeout, rc.ElectionTimeout = d, d
 	}
 	if isDurable {

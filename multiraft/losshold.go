@@ -112,14 +112,14 @@ func (f *failover) step(now time.Time) time.Duration {
 			}
 		}
 	}
+	if len(f.pending) == 0 && len(f.running) == 0 && f.started > 0 {
+		f.h.log.Info("successor elections done", "count", f.started, "took", now.Sub(f.since).Round(time.Millisecond))
+		f.started = 0
+	}
 	if len(f.running) > 0 || len(f.held) > 0 {
 		return busyTick
 	}
 	if len(f.pending) == 0 {
-		if f.started > 0 {
-			f.h.log.Info("started elections for groups of a lost node", "count", f.started, "took", now.Sub(f.since).Round(time.Millisecond))
-			f.started = 0
-		}
 		return time.Hour
 	}
 	next := slices.MinFunc(f.pending, func(a, b successor) int { return a.due.Compare(b.due) }).due
