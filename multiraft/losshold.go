@@ -19,12 +19,13 @@ import (
 // loss orphans more groups than that, every orphan here is held: raft's
 // timeouts are raised (as for a new group's campaign hold) so that no
 // member campaigns on its own while the successors work through the queue,
-// and the second in line waits while held groups keep finding leaders.
+// and the second in line does not campaign while the first one's node is
+// up (both queues are long: its election would only split the votes).
 // A held member gets its timeouts back once its group has a leader, as a
 // successor when its election's slot ends (a candidate then times out on
 // the normal election timeout: raft re-arms it), and all of them once this
 // node has no successor election left and no held group found a leader for
-// CampaignSlot: what is still leaderless then elects as raft does.
+// twice CampaignSlot: what is still leaderless then elects as raft does.
 // Holding changes only when members campaign, so safety is raft's.
 
 // failover is failoverLoop's state.
@@ -105,7 +106,7 @@ func (f *failover) step(now time.Time) time.Duration {
 				f.progress = now
 			}
 		}
-		if len(f.pending) == 0 && len(f.running) == 0 && now.Sub(f.progress) >= f.h.tun.CampaignSlot {
+		if len(f.pending) == 0 && len(f.running) == 0 && now.Sub(f.progress) >= 2*f.h.tun.CampaignSlot {
 			f.h.log.Info("releasing members held after a loss without a leader yet", "count", len(f.held))
 			for g := range f.held {
 				f.release(g)
@@ -131,13 +132,17 @@ func (f *failover) step(now time.Time) time.Duration {
 func (f *failover) startDue(now time.Time) {
 	for i := 0; i < len(f.pending) && len(f.running) < f.h.tun.SuccessorsInFlight; {
 		s := f.pending[i]
-		// A later successor waits, past its due time, while held groups
-		// keep finding leaders: the first successors are getting there.
-		if s.due.After(now) || s.rank > 0 && now.Sub(f.progress) < f.h.tun.CampaignSlot {
+		if s.due.After(now) {
 			i++
 			continue
 		}
 		f.pending = slices.Delete(f.pending, i, i+1)
+		if s.rank > 0 && len(f.held) > 0 && f.h.firstSuccessorUp(s) {
+			// Its node works through a queue as long as this one: a second
+			// candidate would only split the group's votes. Held, the
+			// group waits for that election (or the release of holds).
+			continue
+		}
 		if !s.needed() {
 			f.release(s.g)
 			continue
@@ -174,6 +179,18 @@ func (f *failover) release(g *Group) {
 	if err := g.reloadTimeouts(g.roleTimeouts()); err != nil {
 		g.log.Warn("could not restore the raft timeouts after a loss", "err", err)
 	}
+}
+
+// firstSuccessorUp reports whether the node of s's group's first successor
+// (the first member other than the lost one) is up.
+func (h *Host) firstSuccessorUp(s successor) bool {
+	for _, m := range s.g.Members() {
+		if ServerID(m) != s.lost {
+			_, up := h.nodeUp(m)
+			return up
+		}
+	}
+	return false
 }
 
 // hasLeaderBut reports whether g's member knows a leader other than lost,
