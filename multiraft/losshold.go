@@ -38,6 +38,7 @@ type failover struct {
 	progress  time.Time // when a held group last found a leader
 	lastCheck time.Time // when held was last looked through
 	started   int       // elections started since the last loss
+	seconds   int       // of them, by the second member in line
 	since     time.Time // the last loss
 }
 
@@ -65,6 +66,8 @@ func (f *failover) lose(lost int32, now time.Time) {
 			f.hold(s.g, s.lost)
 		}
 		f.progress = now
+		f.h.log.Info("holding the members of a lost node's groups while successors campaign", "held", len(f.held),
+			"took", time.Since(now).Round(time.Millisecond))
 	}
 	f.pending = append(f.pending, succ...)
 	// First in line first; among them a group whose membership is managed
@@ -82,7 +85,7 @@ func (f *failover) lose(lost int32, now time.Time) {
 		}
 		return a.due.Compare(b.due)
 	})
-	f.started, f.since = 0, now
+	f.since = now
 }
 
 // step frees the slots of finished elections, starts due successors into
@@ -114,8 +117,9 @@ func (f *failover) step(now time.Time) time.Duration {
 		}
 	}
 	if len(f.pending) == 0 && len(f.running) == 0 && f.started > 0 {
-		f.h.log.Info("successor elections done", "count", f.started, "took", now.Sub(f.since).Round(time.Millisecond))
-		f.started = 0
+		f.h.log.Info("successor elections done", "count", f.started, "second_in_line", f.seconds,
+			"took", now.Sub(f.since).Round(time.Millisecond))
+		f.started, f.seconds = 0, 0
 	}
 	if len(f.running) > 0 || len(f.held) > 0 {
 		return busyTick
@@ -149,6 +153,9 @@ func (f *failover) startDue(now time.Time) {
 		}
 		f.running = append(f.running, election{g: s.g, lost: s.lost, until: now.Add(f.h.tun.CampaignSlot)})
 		f.started++
+		if s.rank > 0 {
+			f.seconds++
+		}
 		f.h.goOwned(func() { f.h.campaign(s) })
 	}
 }
