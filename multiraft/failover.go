@@ -1,7 +1,10 @@
 package multiraft
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -14,9 +17,10 @@ import (
 // an election (transport.startElection), which the other voters grant
 // although they still know the lost leader.
 //
-// The successor is the first member in the group's order (Group.Members)
-// other than the lost node; every node ranks the same way, so one
-// candidate per group campaigns and votes do not split. The next member in
+// The successor is the first in the group's line of succession
+// (successorOrder: its other members in an order hashed from the group's
+// name, so that the survivors share the elections); every node ranks the
+// same way, so one candidate per group campaigns and votes do not split. The next member in
 // line campaigns Tuning.SuccessorStagger later if its member still follows
 // the lost node and the group's term has not moved (the first successor
 // was lost too, or never got its vote request out). Raft's own timeouts
@@ -27,11 +31,12 @@ import (
 // successor is one group this node should campaign in once due, if its
 // member here still follows the lost node then (see needed).
 type successor struct {
-	g    *Group
-	lost raft.ServerID
-	rank int    // 0: the first successor
-	term uint64 // the group's term when the loss was seen
-	due  time.Time
+	g        *Group
+	lost     raft.ServerID
+	lostNode int32  // lost, as a node id
+	rank     int    // 0: the first successor
+	term     uint64 // the group's term when the loss was seen
+	due      time.Time
 }
 
 // failoverLoop starts the successor campaigns of lost peers' groups (at
@@ -54,22 +59,32 @@ func (h *Host) failoverLoop() {
 	}
 }
 
-// successorRank is self's place among members (in order) other than lost;
-// ok is false unless both lost and self are members.
-func successorRank(members []int32, lost, self int32) (rank int, ok bool) {
+// successorOrder is the line of succession of the group named name
+// after lost: its other members, ordered by a hash of the group's name and
+// the member, which every node computes alike. An order that follows the
+// members' (a partition's replica list) gave one survivor every election:
+// with the usual placement, the replica after a given leader is always the
+// same node.
+func successorOrder(name string, members []int32, lost int32) []int32 {
 	if !slices.Contains(members, lost) {
-		return 0, false
+		return nil
 	}
-	for _, m := range members {
-		switch m {
-		case self:
-			return rank, true
-		case lost:
-		default:
-			rank++
-		}
+	order := slices.DeleteFunc(slices.Clone(members), func(m int32) bool { return m == lost })
+	key := func(m int32) uint64 {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(m)))
+		return h.Sum64()
 	}
-	return 0, false
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(key(a), key(b)) })
+	return order
+}
+
+// successorRank is self's place in successorOrder; ok is false unless both
+// lost and self are members.
+func successorRank(name string, members []int32, lost, self int32) (rank int, ok bool) {
+	rank = slices.Index(successorOrder(name, members, lost), self)
+	return max(rank, 0), rank >= 0
 }
 
 // successors lists the groups this node shares with the lost node and
@@ -91,8 +106,8 @@ func (h *Host) successors(lost int32, now time.Time) []successor {
 		if _, leader := r.LeaderWithID(); leader != ServerID(lost) {
 			continue // led by another, or without a known leader: raft is on it
 		}
-		if rank, ok := successorRank(t.g.Members(), lost, h.id); ok {
-			out = append(out, successor{g: t.g, lost: ServerID(lost), rank: rank, term: r.CurrentTerm(),
+		if rank, ok := successorRank(t.g.Name(), t.g.Members(), lost, h.id); ok {
+			out = append(out, successor{g: t.g, lost: ServerID(lost), lostNode: lost, rank: rank, term: r.CurrentTerm(),
 				due: now.Add(time.Duration(rank) * h.tun.SuccessorStagger)})
 		}
 	}

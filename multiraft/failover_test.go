@@ -1,6 +1,7 @@
 package multiraft
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -8,24 +9,34 @@ import (
 	"time"
 )
 
+// Every node ranks a group's other members alike, each survivor once;
+// nodes that are not both members get no rank; and over many groups the
+// first successors are spread over the survivors (in the members' order,
+// the node after a given leader took every election of its groups).
 func TestSuccessorRank(t *testing.T) {
-	for _, c := range []struct {
-		members    []int32
-		lost, self int32
-		rank       int
-		ok         bool
-	}{
-		{[]int32{1, 2, 3}, 1, 2, 0, true},
-		{[]int32{1, 2, 3}, 1, 3, 1, true},
-		{[]int32{1, 2, 3}, 2, 1, 0, true},
-		{[]int32{1, 2, 3}, 2, 3, 1, true},
-		{[]int32{3, 1, 2}, 3, 2, 1, true},
-		{[]int32{1, 2, 3}, 4, 2, 0, false}, // lost is not a member
-		{[]int32{1, 2, 3}, 1, 4, 0, false}, // self is not a member
-	} {
-		rank, ok := successorRank(c.members, c.lost, c.self)
-		if rank != c.rank || ok != c.ok {
-			t.Errorf("successorRank(%v, lost %d, self %d) = %d, %v; want %d, %v", c.members, c.lost, c.self, rank, ok, c.rank, c.ok)
+	members := []int32{2, 3, 1}
+	first := map[int32]int{}
+	for i := range 1000 {
+		name := fmt.Sprintf("scale-%d", i)
+		ranks := map[int]int32{}
+		for _, self := range []int32{1, 3} {
+			rank, ok := successorRank(name, members, 2, self)
+			if !ok || rank < 0 || rank > 1 || ranks[rank] != 0 {
+				t.Fatalf("%s: node %d ranked %d, %v (ranks so far %v)", name, self, rank, ok, ranks)
+			}
+			ranks[rank] = self
+		}
+		first[ranks[0]]++
+		if order := successorOrder(name, members, 2); len(order) != 2 || order[0] != ranks[0] || order[1] != ranks[1] {
+			t.Fatalf("%s: order %v, ranks %v", name, order, ranks)
+		}
+	}
+	if first[1] < 400 || first[3] < 400 {
+		t.Errorf("first successors over 1000 groups: %v; want them shared", first)
+	}
+	for _, c := range []struct{ lost, self int32 }{{4, 2}, {1, 4}, {2, 2}} {
+		if _, ok := successorRank("g", members, c.lost, c.self); ok {
+			t.Errorf("lost %d, self %d: ranked", c.lost, c.self)
 		}
 	}
 }
@@ -74,8 +85,9 @@ func TestLostLeaderReplacedBySuccessorAtOnce(t *testing.T) {
 	before := groups[0][1].Epoch()
 	lost := time.Now()
 	n.stop(1)                          // node 1's process "ends": its sessions close
-	for i, want := range []int{1, 2} { // node 2 succeeds in group 0, node 3 in group 1
-		waitFor(t, "a successor", func() bool { return groups[i][want].IsLeader() })
+	for i := range groups {
+		want := successorOrder(groups[i][0].Name(), members[i], 1)[0] - 1 // the first successor's index
+		waitFor(t, "the first successor to lead", func() bool { return groups[i][want].IsLeader() })
 	}
 	if took := time.Since(lost); took > 10*time.Second {
 		t.Fatalf("successors took %v", took)

@@ -191,13 +191,12 @@ func (f *failover) release(g *Group) {
 // firstSuccessorUp reports whether the node of s's group's first successor
 // (the first member other than the lost one) is up.
 func (h *Host) firstSuccessorUp(s successor) bool {
-	for _, m := range s.g.Members() {
-		if ServerID(m) != s.lost {
-			_, up := h.nodeUp(m)
-			return up
-		}
+	order := successorOrder(s.g.Name(), s.g.Members(), s.lostNode)
+	if len(order) == 0 {
+		return false
 	}
-	return false
+	_, up := h.nodeUp(order[0])
+	return up
 }
 
 // hasLeaderBut reports whether g's member knows a leader other than lost,
