@@ -84,7 +84,7 @@ func TestLostLeaderReplacedBySuccessorAtOnce(t *testing.T) {
 	}
 	before := groups[0][1].Epoch()
 	lost := time.Now()
-	n.stop(1)                          // node 1's process "ends": its sessions close
+	n.stop(1) // node 1's process "ends": its sessions close
 	for i := range groups {
 		want := successorOrder(groups[i][0].Name(), members[i], 1)[0] - 1 // the first successor's index
 		waitFor(t, "the first successor to lead", func() bool { return groups[i][want].IsLeader() })
