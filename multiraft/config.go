@@ -110,8 +110,9 @@ type Tuning struct {
 	// MaxIdleStreams is how many idle call streams a peer's session keeps
 	// for reuse.
 	MaxIdleStreams int
-	// MaxCallsPerPeer bounds the calls (all but heartbeat frames) in
-	// flight to one peer; more wait, each until its deadline. It stays
+	// MaxCallsPerPeer bounds the calls (all but heartbeat frames and
+	// election calls, which have 64 of their own) in flight to one peer;
+	// more wait, each until its deadline. With the election calls it stays
 	// below yamux's AcceptBacklog (256), past which opening a stream waits
 	// without a deadline.
 	MaxCallsPerPeer int
@@ -211,7 +212,7 @@ func (t *Tuning) Validate() error {
 		{Name: "MaxFrame", V: &t.MaxFrame, Def: 1 << 30, Min: 64 << 10, Max: 1<<31 - 1},
 		{Name: "CatchUpRate", V: &t.CatchUpRate, Def: 32 << 20, Min: 64 << 10, Max: 1<<31 - 1},
 		{Name: "MaxIdleStreams", V: &t.MaxIdleStreams, Def: 64, Min: 1, Max: 1 << 12},
-		{Name: "MaxCallsPerPeer", V: &t.MaxCallsPerPeer, Def: 128, Min: 1, Max: 255},
+		{Name: "MaxCallsPerPeer", V: &t.MaxCallsPerPeer, Def: 128, Min: 1, Max: 255 - electionCallsPerPeer},
 		{Name: "CampaignHold", V: &t.CampaignHold, Def: 120, Min: 1, Max: 1 << 16},
 		{Name: "HoldAfterLeader", V: &t.HoldAfterLeader, Def: 8, Min: 1, Max: 1 << 16},
 		{Name: "SmallBatch", V: &t.SmallBatch, Def: 32, Min: 1, Max: 1 << 20},

@@ -241,3 +241,28 @@ func TestCallsToADeadPeerDoNotRedialEach(t *testing.T) {
 		t.Fatalf("%d failed dials for 50 calls, want 1", got)
 	}
 }
+
+// Election calls have tokens of their own: a vote goes out while the
+// peer's other calls are all in flight (behind the appends of hundreds of
+// new leaders, votes waited past their election timeouts).
+func TestVotesPassFullCallSlots(t *testing.T) {
+	n := newTestNet(t, func(tu *Tuning) { tu.OpenGrace, tu.CallTimeout = time.Nanosecond, 300*time.Millisecond })
+	a, b := n.start(1), n.start(2)
+	p, err := a.peer(b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range cap(p.calls) { // every call token taken, as by appends waiting on a slow disk
+		p.calls <- struct{}{}
+	}
+	from := bareTransport(t, a, "g")
+	var resp raft.RequestVoteResponse
+	err = from.RequestVote("2", raft.ServerAddress(b.Addr()), &raft.RequestVoteRequest{Term: 7}, &resp)
+	if !errors.Is(err, ErrUnknownGroup) {
+		t.Fatalf("vote with every call token taken: %v, want the peer's answer (ErrUnknownGroup)", err)
+	}
+	var app raft.AppendEntriesResponse
+	if err := from.AppendEntries("2", raft.ServerAddress(b.Addr()), &raft.AppendEntriesRequest{Term: 7}, &app); !errors.Is(err, ErrCallTimeout) {
+		t.Fatalf("append with every call token taken: %v, want ErrCallTimeout", err)
+	}
+}

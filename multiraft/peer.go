@@ -40,7 +40,10 @@ type peer struct {
 	// frames aside): at most Tuning.MaxCallsPerPeer, so that a burst of
 	// calls (thousands of groups electing) waits here, each until its own
 	// deadline, instead of in yamux's stream open, which waits for ever.
-	calls chan struct{}
+	// Election calls (votes, pre-votes, TimeoutNow) have tokens of their
+	// own, electionCallsPerPeer of them: behind the appends of hundreds of
+	// new leaders, votes waited past their election timeouts.
+	calls, elections chan struct{}
 }
 
 // dialAttempt is a dial in progress; done is closed when err is set.
@@ -58,7 +61,8 @@ func (h *Host) peer(addr string) (*peer, error) {
 	}
 	p := h.peers[addr]
 	if p == nil {
-		p = &peer{h: h, addr: addr, calls: make(chan struct{}, h.tun.MaxCallsPerPeer)}
+		p = &peer{h: h, addr: addr, calls: make(chan struct{}, h.tun.MaxCallsPerPeer),
+			elections: make(chan struct{}, electionCallsPerPeer)}
 		h.peers[addr] = p
 	}
 	return p, nil
@@ -202,27 +206,42 @@ func handshake(c net.Conn) (uint64, error) {
 	return readHandshakeReply(c)
 }
 
-// acquireCall takes a call token (see peer.calls), waiting until deadline
-// at most; release it with releaseCall.
-func (p *peer) acquireCall(deadline time.Time) error {
+// electionCallsPerPeer is how many election calls may be in flight to a
+// peer besides Tuning.MaxCallsPerPeer others; together they stay below
+// yamux's AcceptBacklog (256).
+const electionCallsPerPeer = 64
+
+// tokens is the token pool of a call of kind (see peer.calls).
+func (p *peer) tokens(kind byte) chan struct{} {
+	switch kind {
+	case callRequestVote, callRequestPreVote, callTimeoutNow:
+		return p.elections
+	}
+	return p.calls
+}
+
+// acquireCall takes a token for a call of kind, waiting until deadline at
+// most; release it with releaseCall.
+func (p *peer) acquireCall(kind byte, deadline time.Time) error {
+	pool := p.tokens(kind)
 	select {
-	case p.calls <- struct{}{}:
+	case pool <- struct{}{}:
 		return nil
 	default:
 	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
-	case p.calls <- struct{}{}:
+	case pool <- struct{}{}:
 		return nil
 	case <-t.C:
-		return p.fail("call", fmt.Errorf("%w: %d calls to the peer in flight", ErrCallTimeout, cap(p.calls)))
+		return p.fail("call", fmt.Errorf("%w: %d calls to the peer in flight", ErrCallTimeout, cap(pool)))
 	case <-p.h.ctx.Done():
 		return ErrClosed
 	}
 }
 
-func (p *peer) releaseCall() { <-p.calls }
+func (p *peer) releaseCall(kind byte) { <-p.tokens(kind) }
 
 // callStream returns an idle call stream to the peer, or opens a new one;
 // fresh reports that the stream's open frame has not been sent yet.

@@ -226,10 +226,10 @@ func (t *transport) call(id raft.ServerID, target raft.ServerAddress, kind byte,
 		return err
 	}
 	deadline := time.Now().Add(timeout)
-	if err := p.acquireCall(deadline); err != nil {
+	if err := p.acquireCall(kind, deadline); err != nil {
 		return err
 	}
-	defer p.releaseCall()
+	defer p.releaseCall(kind)
 	st, fresh, err := p.callStream(deadline)
 	if err != nil {
 		return err
