@@ -242,11 +242,7 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 		}
 	}
 	if hold {
-		// liftHold ends the hold; raft's own timeout is only the last
-		// resort, at the longest the hold may last (it used to be the
-		// shortest, and ended holds that were to last on).
-		d := max(time.Duration(h.tun.CampaignHold)*rc.HeartbeatTimeout, h.tun.CampaignHoldMax)
-		rc.HeartbeatTimeout, rc.ElectionTimeout = d, d
+		rc.HeartbeatTimeout, rc.ElectionTimeout = h.holdTimeout(rc.HeartbeatTimeout), h.holdTimeout(rc.HeartbeatTimeout)
 	}
 	if isDurable {
 		if err := durable.BeforeStart(snaps); err != nil {
@@ -261,6 +257,14 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	g.raft, g.store = r, store
 	g.started.Store(true)
 	return normal, hold, nil
+}
+
+// holdTimeout is raft's heartbeat timeout while a new group is held:
+// liftHold ends the hold, and raft's own timeout is only the last resort,
+// at the longest the hold may last (at its shortest, it ended holds that
+// were to last on).
+func (h *Host) holdTimeout(hb time.Duration) time.Duration {
+	return max(time.Duration(h.tun.CampaignHold)*hb, h.tun.CampaignHoldMax)
 }
 
 // openStore opens the group's log store: the one its dir holds, else the
