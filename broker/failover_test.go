@@ -10,6 +10,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // A killed node's partitions get new leaders from the nodes' liveness
@@ -65,15 +66,8 @@ func TestKilledLeadersReplacedWithoutWaitingForRaftTimeouts(t *testing.T) {
 			t.Fatalf("partition %d after killing node %d (its leader at epoch %d): leader %d epoch %d",
 				p, victim, before[p][1], l, e)
 		}
-		var successor int32 = -1
-		for _, r := range replicas[p].replicas {
-			if r != victim {
-				successor = r
-				break
-			}
-		}
-		if l != successor {
-			t.Errorf("partition %d (replicas %v): new leader %d, want the first survivor %d", p, replicas[p].replicas, l, successor)
+		if successor := multiraft.SuccessorOrder(replicas[p].group, replicas[p].replicas, victim)[0]; l != successor {
+			t.Errorf("partition %d (replicas %v): new leader %d, want its first successor %d", p, replicas[p].replicas, l, successor)
 		}
 	}
 	t.Logf("new leaders after %v", time.Since(killed).Round(time.Millisecond))

@@ -12,7 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/metadata"
 )
 
 func TestMain(m *testing.M) {
@@ -46,6 +48,7 @@ func createTopic(t testing.TB, cl *kgo.Client, name string, parts int32, rf int1
 type partitionInfo struct {
 	leader, epoch int32
 	replicas      []int32
+	group         string // its Raft group's name
 }
 
 func metadataOf(t *testing.T, cl *kgo.Client, topic string) map[int32]partitionInfo {
@@ -64,7 +67,8 @@ func metadataOf(t *testing.T, cl *kgo.Client, topic string) map[int32]partitionI
 	for _, tp := range resp.Topics {
 		for _, p := range tp.Partitions {
 			if p.ErrorCode == 0 {
-				out[p.Partition] = partitionInfo{leader: p.Leader, epoch: p.LeaderEpoch, replicas: p.Replicas}
+				out[p.Partition] = partitionInfo{leader: p.Leader, epoch: p.LeaderEpoch, replicas: p.Replicas,
+					group: broker.PartitionGroup(metadata.TopicID(tp.TopicID).String(), p.Partition)}
 			}
 		}
 	}

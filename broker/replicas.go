@@ -116,8 +116,12 @@ func (s *replicaSet) all() []*localReplica {
 func replicaDirName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, p) }
 
 // groupName is the name of a replica's Raft group.
-func groupName(info replicaInfo) string {
-	return "p/" + info.TopicID + "/" + strconv.Itoa(int(info.Partition))
+func groupName(info replicaInfo) string { return PartitionGroup(info.TopicID, info.Partition) }
+
+// PartitionGroup is the name of the Raft group of partition p of the topic
+// whose id is topicID (metadata.TopicID's String form).
+func PartitionGroup(topicID string, p int32) string {
+	return "p/" + topicID + "/" + strconv.Itoa(int(p))
 }
 
 // writeReplicaInfo replaces dir's replica.json with info, atomically;

@@ -18,7 +18,7 @@ import (
 // although they still know the lost leader.
 //
 // The successor is the first in the group's line of succession
-// (successorOrder: its other members in an order hashed from the group's
+// (SuccessorOrder: its other members in an order hashed from the group's
 // name, so that the survivors share the elections); every node ranks the
 // same way, so one candidate per group campaigns and votes do not split. The next member in
 // line campaigns Tuning.SuccessorStagger later if its member still follows
@@ -59,13 +59,14 @@ func (h *Host) failoverLoop() {
 	}
 }
 
-// successorOrder is the line of succession of the group named name
+// SuccessorOrder is the line of succession of the group named name
 // after lost: its other members, ordered by a hash of the group's name and
-// the member, which every node computes alike. An order that follows the
+// the member, which every node computes alike. The first one's member
+// campaigns at once when lost's node is found lost. An order that follows the
 // members' (a partition's replica list) gave one survivor every election:
 // with the usual placement, the replica after a given leader is always the
 // same node.
-func successorOrder(name string, members []int32, lost int32) []int32 {
+func SuccessorOrder(name string, members []int32, lost int32) []int32 {
 	if !slices.Contains(members, lost) {
 		return nil
 	}
@@ -80,10 +81,10 @@ func successorOrder(name string, members []int32, lost int32) []int32 {
 	return order
 }
 
-// successorRank is self's place in successorOrder; ok is false unless both
+// successorRank is self's place in SuccessorOrder; ok is false unless both
 // lost and self are members.
 func successorRank(name string, members []int32, lost, self int32) (rank int, ok bool) {
-	rank = slices.Index(successorOrder(name, members, lost), self)
+	rank = slices.Index(SuccessorOrder(name, members, lost), self)
 	return max(rank, 0), rank >= 0
 }
 

@@ -27,7 +27,7 @@ func TestSuccessorRank(t *testing.T) {
 			ranks[rank] = self
 		}
 		first[ranks[0]]++
-		if order := successorOrder(name, members, 2); len(order) != 2 || order[0] != ranks[0] || order[1] != ranks[1] {
+		if order := SuccessorOrder(name, members, 2); len(order) != 2 || order[0] != ranks[0] || order[1] != ranks[1] {
 			t.Fatalf("%s: order %v, ranks %v", name, order, ranks)
 		}
 	}
@@ -86,7 +86,7 @@ func TestLostLeaderReplacedBySuccessorAtOnce(t *testing.T) {
 	lost := time.Now()
 	n.stop(1) // node 1's process "ends": its sessions close
 	for i := range groups {
-		want := successorOrder(groups[i][0].Name(), members[i], 1)[0] - 1 // the first successor's index
+		want := SuccessorOrder(groups[i][0].Name(), members[i], 1)[0] - 1 // the first successor's index
 		waitFor(t, "the first successor to lead", func() bool { return groups[i][want].IsLeader() })
 	}
 	if took := time.Since(lost); took > 10*time.Second {

@@ -191,7 +191,7 @@ func (f *failover) release(g *Group) {
 // firstSuccessorUp reports whether the node of s's group's first successor
 // (the first member other than the lost one) is up.
 func (h *Host) firstSuccessorUp(s successor) bool {
-	order := successorOrder(s.g.Name(), s.g.Members(), s.lostNode)
+	order := SuccessorOrder(s.g.Name(), s.g.Members(), s.lostNode)
 	if len(order) == 0 {
 		return false
 	}

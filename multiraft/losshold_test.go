@@ -152,7 +152,7 @@ func TestLargeLossElectsAFewAtATime(t *testing.T) {
 			}
 			var i int
 			fmt.Sscanf(e.group, "g%d", &i)
-			if first := successorOrder(e.group, members[i], 1)[0]; e.start && first != id {
+			if first := SuccessorOrder(e.group, members[i], 1)[0]; e.start && first != id {
 				t.Errorf("node %d campaigned in %s, whose successor is node %d", id, e.group, first)
 			}
 		}
