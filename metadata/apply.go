@@ -347,17 +347,10 @@ func (s *Snapshot) alterConfigs(c AlterConfigs) (AlterConfigsResult, error) {
 
 func (s *Snapshot) setPartitionLeader(c SetPartitionLeader) (SetPartitionLeaderResult, error) {
 	res, err := s.checkLeaderReport(c)
-	if err != nil || !res.Applied {
-		return res, err
+	if err == nil && res.Applied {
+		(&leaderWriter{s: s}).set(c)
 	}
-	t := s.topics[c.Topic]
-	nt := *t
-	nt.Partitions = slices.Clone(t.Partitions) // Replicas slices stay shared: never written
-	nt.Partitions[c.Partition].Leader = c.Leader
-	nt.Partitions[c.Partition].LeaderEpoch = c.Epoch
-	s.topics = cloneMap(s.topics)
-	s.topics[c.Topic] = &nt
-	return res, nil
+	return res, err
 }
 
 // checkLeaderReport returns what SetPartitionLeader c answers, without

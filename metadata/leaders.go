@@ -62,28 +62,39 @@ func (s *Snapshot) setPartitionLeaders(c SetPartitionLeaders) (SetPartitionLeade
 		return SetPartitionLeadersResult{}, ErrTooManyLeaderReports
 	}
 	var res SetPartitionLeadersResult
-	copied := map[string]bool{}
+	w := leaderWriter{s: s}
 	for _, r := range c.Reports {
 		stored, err := s.checkLeaderReport(r)
 		switch {
 		case err != nil:
 			res.Rejected++
-			continue
-		case !stored.Applied:
-			continue
+		case stored.Applied:
+			w.set(r)
+			res.Applied++
 		}
-		if !copied[r.Topic] {
-			if len(copied) == 0 {
-				s.topics = cloneMap(s.topics)
-			}
-			nt := *s.topics[r.Topic]
-			nt.Partitions = slices.Clone(nt.Partitions) // Replicas slices stay shared: never written
-			s.topics[r.Topic] = &nt
-			copied[r.Topic] = true
-		}
-		p := &s.topics[r.Topic].Partitions[r.Partition]
-		p.Leader, p.LeaderEpoch = r.Leader, r.Epoch
-		res.Applied++
 	}
 	return res, nil
+}
+
+// leaderWriter writes checked leader reports into s, copying the topics
+// map and each topic it touches once: published topics are never
+// modified.
+type leaderWriter struct {
+	s      *Snapshot
+	copied map[string]bool
+}
+
+func (w *leaderWriter) set(r SetPartitionLeader) {
+	if !w.copied[r.Topic] {
+		if w.copied == nil {
+			w.s.topics = cloneMap(w.s.topics)
+			w.copied = map[string]bool{}
+		}
+		nt := *w.s.topics[r.Topic]
+		nt.Partitions = slices.Clone(nt.Partitions) // Replicas slices stay shared: never written
+		w.s.topics[r.Topic] = &nt
+		w.copied[r.Topic] = true
+	}
+	p := &w.s.topics[r.Topic].Partitions[r.Partition]
+	p.Leader, p.LeaderEpoch = r.Leader, r.Epoch
 }
