@@ -60,28 +60,7 @@ func TestLostLeaderReplacedBySuccessorAtOnce(t *testing.T) {
 	}
 	n.watchAll()
 	members := [][]int32{{1, 2, 3}, {1, 3, 2}}
-	var groups [2][]*Group
-	for i, m := range members {
-		for id := int32(1); id <= 3; id++ {
-			g, _ := n.open(id, "g"+string(rune('a'+i)), m, slowTiming(), true)
-			groups[i] = append(groups[i], g)
-		}
-		// Node 1 is preferred: released, it campaigns at once.
-		n.host(1).ReleaseCampaigns(testCtx(t), groups[i][:1])
-	}
-	for i := range groups {
-		if at := leaderOf(t, groups[i]); at != 0 {
-			t.Fatalf("group %d led by node %d, want node 1", i, at+1)
-		}
-		waitFor(t, "followers to know the leader", func() bool {
-			for _, g := range groups[i][1:] {
-				if l, _, ok := g.Leader(); !ok || l != 1 {
-					return false
-				}
-			}
-			return true
-		})
-	}
+	groups := ledByNode1(t, n, []string{"ga", "gb"}, members, slowTiming())
 	before := groups[0][1].Epoch()
 	lost := time.Now()
 	n.stop(1) // node 1's process "ends": its sessions close

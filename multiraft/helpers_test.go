@@ -263,3 +263,35 @@ var _ = slices.Contains[[]int32]
 
 // allStores is every LogStore, for tests that run with each.
 var allStores = []LogStore{LogStoreBoltDB, LogStoreWAL, LogStorePebble}
+
+// ledByNode1 opens group names[i] with members[i] on nodes 1 to 3 (held
+// as new groups), releases node 1's campaigns (node 1 comes first in every
+// members list) and waits until node 1 leads each group and its followers
+// know it. It returns each group's members, node 1's first.
+func ledByNode1(t *testing.T, n *testNet, names []string, members [][]int32, timing Timing) [][]*Group {
+	t.Helper()
+	all := make([][]*Group, len(names))
+	var first []*Group
+	for i, name := range names {
+		for id := int32(1); id <= 3; id++ {
+			g, _ := n.open(id, name, members[i], timing, true)
+			all[i] = append(all[i], g)
+		}
+		first = append(first, all[i][0])
+	}
+	n.host(1).ReleaseCampaigns(testCtx(t), first)
+	for i := range all {
+		if at := leaderOf(t, all[i]); at != 0 {
+			t.Fatalf("group %s led by node %d, want node 1", names[i], at+1)
+		}
+		waitFor(t, "followers to know node 1 leads", func() bool {
+			for _, g := range all[i][1:] {
+				if l, _, ok := g.Leader(); !ok || l != 1 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	return all
+}

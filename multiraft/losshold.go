@@ -168,6 +168,8 @@ func (f *failover) hold(g *Group, lost raft.ServerID) {
 		return
 	}
 	rc := g.normal
+	// CampaignHold heartbeat timeouts, not a new group's holdTimeout: the
+	// releases above end it, and this bounds what they miss.
 	rc.HeartbeatTimeout = time.Duration(f.h.tun.CampaignHold) * g.normal.HeartbeatTimeout
 	rc.ElectionTimeout = rc.HeartbeatTimeout
 	if err := g.reloadTimeouts(rc); err != nil {

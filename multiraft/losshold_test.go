@@ -80,35 +80,16 @@ func TestLargeLossElectsAFewAtATime(t *testing.T) {
 	timing := fastTiming()
 	timing.HeartbeatTimeout, timing.ElectionTimeout = time.Second, time.Second // a steady start under -race
 	c := &candidacies{events: map[int32][]candidacy{}}
-	all := make([][]*Group, groups)
+	names := make([]string, groups)
 	members := make([][]int32, groups)
-	var first []*Group
-	for i := range all {
-		members[i] = []int32{1, 2, 3}
+	for i := range names {
+		names[i], members[i] = fmt.Sprintf("g%d", i), []int32{1, 2, 3}
 		if i%2 == 1 {
 			members[i] = []int32{1, 3, 2}
 		}
-		for id := int32(1); id <= 3; id++ {
-			g, _ := n.open(id, fmt.Sprintf("g%d", i), members[i], timing, true)
-			all[i] = append(all[i], g)
-			if id == 1 {
-				first = append(first, g)
-			}
-		}
 	}
-	n.host(1).ReleaseCampaigns(testCtx(t), first)
+	all := ledByNode1(t, n, names, members, timing)
 	for i := range all {
-		if at := leaderOf(t, all[i]); at != 0 {
-			t.Fatalf("group %d led by node %d, want node 1", i, at+1)
-		}
-		waitFor(t, "followers to know node 1 leads", func() bool {
-			for _, g := range all[i][1:] {
-				if l, _, ok := g.Leader(); !ok || l != 1 {
-					return false
-				}
-			}
-			return true
-		})
 		for id := int32(2); id <= 3; id++ {
 			c.watch(id, all[i][id-1])
 		}
