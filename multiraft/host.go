@@ -109,8 +109,8 @@ func Listen(cfg Config) (*Host, error) {
 		services: map[string]*serviceListener{}, inbound: map[*yamux.Session]struct{}{},
 		logDir: cfg.LogDir, logMemTable: cfg.LogMemTable, logFS: cfg.LogFS,
 		onCommit: cfg.OnCommit, serverTLS: serverTLS, clientTLS: clientTLS,
-		live: newLiveness(),
 	}
+	h.live.init()
 	if h.tun.CatchUpRate > 0 {
 		h.catchUp = rate.NewLimiter(rate.Limit(h.tun.CatchUpRate), h.tun.CatchUpRate)
 	}

@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,23 +28,34 @@ import (
 // (heartbeatTick) instead of a timer per group and follower, so their
 // heartbeats also leave together and share a frame.
 
-// liveness is what the Host knows of its watched peers.
+// liveness is what the Host knows of its watched peers. Thousands of raft
+// goroutines read it on every loop (vouch, livenessChanged, heartbeatTick),
+// so reads take no lock: under a read-write lock, the writers of every
+// LivenessInterval (a lost peer's ping loop, expire) queued them by the
+// thousand behind the writer, and the pings waited behind them past
+// LivenessTimeout (10,000 groups, kill -9 of a node: the survivors stopped
+// vouching for each other and every leader stepped down).
 type liveness struct {
-	mu      sync.RWMutex // guards every field below
-	peers   map[string]*peerLive
-	epoch   uint64        // the last epoch handed out, across peers
-	changed chan struct{} // closed and replaced at each change
-	ticks   map[tickKey]*ticker
+	mu      sync.Mutex                           // serialises changes: epoch, new peers, broadcasts
+	peers   atomic.Pointer[map[string]*peerLive] // copy on write, under mu
+	epoch   uint64                               // the last epoch handed out, across peers
+	changed atomic.Pointer[chan struct{}]        // closed and replaced at each change
+	ticks   sync.Map                             // tickKey → *ticker; added under mu
 }
 
 // peerLive is one watched peer's vouch.
 type peerLive struct {
+	state atomic.Pointer[vouchState] // replaced under liveness.mu
+	// answered is when (UnixNano) the peer last answered on state's sess.
+	answered atomic.Int64
+}
+
+// vouchState is whether the Host vouches for a peer, in which epoch, and
+// the session that answered last.
+type vouchState struct {
 	alive bool
 	epoch uint64
-	sess  *yamux.Session // the session that answered last
-	// answered is when (UnixNano) the peer last answered on sess: atomic,
-	// so that recording an answer on the hot path takes only the read lock.
-	answered atomic.Int64
+	sess  *yamux.Session
 }
 
 type tickKey struct {
@@ -52,19 +64,24 @@ type tickKey struct {
 }
 
 // ticker closes ch at each tick and replaces it.
-type ticker struct {
-	mu sync.Mutex // guards ch
-	ch chan struct{}
+type ticker struct{ ch atomic.Pointer[chan struct{}] }
+
+func (l *liveness) init() {
+	l.peers.Store(&map[string]*peerLive{})
+	ch := make(chan struct{})
+	l.changed.Store(&ch)
 }
 
-func newLiveness() liveness {
-	return liveness{peers: map[string]*peerLive{}, changed: make(chan struct{}), ticks: map[tickKey]*ticker{}}
-}
+// peer returns the state of the peer at addr, or nil.
+func (l *liveness) peer(addr string) *peerLive { return (*l.peers.Load())[addr] }
 
-// broadcast wakes every waiter on changed. The caller holds mu.
-func (l *liveness) broadcast() {
-	close(l.changed)
-	l.changed = make(chan struct{})
+// set records a new state for p in a new epoch and wakes every waiter on
+// changed. The caller holds mu.
+func (l *liveness) set(p *peerLive, alive bool, sess *yamux.Session) {
+	l.epoch++
+	p.state.Store(&vouchState{alive: alive, epoch: l.epoch, sess: sess})
+	ch := make(chan struct{})
+	close(*l.changed.Swap(&ch))
 }
 
 // vouch reports whether the Host vouches for the peer at addr, and the
@@ -73,76 +90,75 @@ func (h *Host) vouch(addr string) (bool, uint64) {
 	if h.tun.DisableQuiescence {
 		return false, 0
 	}
-	l := &h.live
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if p := l.peers[addr]; p != nil {
-		return p.alive, p.epoch
+	if p := h.live.peer(addr); p != nil {
+		s := p.state.Load()
+		return s.alive, s.epoch
 	}
 	return false, 0
 }
 
 // livenessChanged returns the channel closed at the next change.
-func (h *Host) livenessChanged() <-chan struct{} {
-	l := &h.live
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.changed
-}
+func (h *Host) livenessChanged() <-chan struct{} { return *h.live.changed.Load() }
 
 // answered records an answer (a ping's, a call's, a heartbeat frame's)
 // that came over sess, a session this Host dialed to the peer at addr.
 func (l *liveness) answered(addr string, sess *yamux.Session, now time.Time) {
-	l.mu.RLock()
-	p := l.peers[addr]
-	if p != nil && p.alive && p.sess == sess {
-		p.answered.Store(now.UnixNano())
-		l.mu.RUnlock()
-		return
+	if p := l.peer(addr); p != nil {
+		if s := p.state.Load(); s.alive && s.sess == sess {
+			p.answered.Store(now.UnixNano())
+			return
+		}
 	}
-	l.mu.RUnlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if p = l.peers[addr]; p == nil {
+	p := l.peer(addr)
+	if p == nil {
 		p = &peerLive{}
-		l.peers[addr] = p
+		p.state.Store(&vouchState{})
+		m := maps.Clone(*l.peers.Load())
+		m[addr] = p
+		l.peers.Store(&m)
 	}
 	p.answered.Store(now.UnixNano())
-	if p.alive && p.sess == sess {
-		return
+	if s := p.state.Load(); !s.alive || s.sess != sess {
+		l.set(p, true, sess)
 	}
-	l.epoch++
-	p.alive, p.sess, p.epoch = true, sess, l.epoch
-	l.broadcast()
 }
 
 // lost stops vouching for the peer at addr.
 func (l *liveness) lost(addr string) {
+	if p := l.peer(addr); p == nil || !p.state.Load().alive {
+		return // nothing to change: no lock, no waiting readers
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if p := l.peers[addr]; p != nil && p.alive {
-		l.epoch++
-		p.alive, p.sess, p.epoch = false, nil, l.epoch
-		l.broadcast()
+	if p := l.peer(addr); p.state.Load().alive {
+		l.set(p, false, nil)
 	}
 }
 
 // expire stops vouching for every peer whose last answer is older than
-// timeout.
-func (l *liveness) expire(now time.Time, timeout time.Duration) {
+// timeout, and returns their addresses.
+func (l *liveness) expire(now time.Time, timeout time.Duration) (gone []string) {
+	expired := func(p *peerLive) bool {
+		return p.state.Load().alive && now.Sub(time.Unix(0, p.answered.Load())) > timeout
+	}
+	any := false
+	for _, p := range *l.peers.Load() {
+		any = any || expired(p)
+	}
+	if !any {
+		return nil // nothing to change: no lock, no waiting readers
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	changed := false
-	for _, p := range l.peers {
-		if p.alive && now.Sub(time.Unix(0, p.answered.Load())) > timeout {
-			l.epoch++
-			p.alive, p.sess, p.epoch = false, nil, l.epoch
-			changed = true
+	for addr, p := range *l.peers.Load() {
+		if expired(p) {
+			l.set(p, false, nil)
+			gone = append(gone, addr)
 		}
 	}
-	if changed {
-		l.broadcast()
-	}
+	return gone
 }
 
 // livenessLoop expires peers whose pings stopped answering. It is owned
@@ -156,7 +172,10 @@ func (h *Host) livenessLoop() {
 		case <-h.ctx.Done():
 			return
 		case now := <-t.C:
-			h.live.expire(now, h.tun.LivenessTimeout)
+			for _, addr := range h.live.expire(now, h.tun.LivenessTimeout) {
+				h.log.Info("no longer vouching for a peer: no answer within the liveness timeout",
+					"addr", addr, "timeout", h.tun.LivenessTimeout)
+			}
 		}
 	}
 }
@@ -196,24 +215,22 @@ func (h *Host) heartbeatTick(addr string, interval time.Duration) <-chan struct{
 	}
 	l := &h.live
 	k := tickKey{addr, interval}
-	l.mu.RLock()
-	tk := l.ticks[k]
-	l.mu.RUnlock()
-	if tk == nil {
-		l.mu.Lock()
-		if tk = l.ticks[k]; tk == nil {
-			tk = &ticker{ch: make(chan struct{})}
-			if !h.goOwned(func() { tk.run(h.ctx, interval) }) {
-				l.mu.Unlock()
-				return nil
-			}
-			l.ticks[k] = tk
-		}
-		l.mu.Unlock()
+	if tk, ok := l.ticks.Load(k); ok {
+		return *tk.(*ticker).ch.Load()
 	}
-	tk.mu.Lock()
-	defer tk.mu.Unlock()
-	return tk.ch
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if tk, ok := l.ticks.Load(k); ok {
+		return *tk.(*ticker).ch.Load()
+	}
+	tk := &ticker{}
+	ch := make(chan struct{})
+	tk.ch.Store(&ch)
+	if !h.goOwned(func() { tk.run(h.ctx, interval) }) {
+		return nil
+	}
+	l.ticks.Store(k, tk)
+	return ch
 }
 
 // run ticks until ctx ends.
@@ -225,10 +242,8 @@ func (tk *ticker) run(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			tk.mu.Lock()
-			close(tk.ch)
-			tk.ch = make(chan struct{})
-			tk.mu.Unlock()
+			ch := make(chan struct{})
+			close(*tk.ch.Swap(&ch))
 		}
 	}
 }

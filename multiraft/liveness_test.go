@@ -169,3 +169,45 @@ func TestRestartedFollowerOfQuietGroupsCatchesUp(t *testing.T) {
 	})
 	waitFor(t, "quiet again", func() bool { return allQuiet(groups) })
 }
+
+// Raft's goroutines read the Host's liveness on every loop, thousands of
+// them at once: a change under way must not make them wait (under a
+// read-write lock, every writer queued them all behind it).
+func TestLivenessReadsDoNotWaitForChanges(t *testing.T) {
+	net := newTestNet(t, nil)
+	h := net.start(1)
+	h.live.answered("peer", nil, time.Now())
+	h.live.mu.Lock() // a change under way
+	read := make(chan bool)
+	go func() {
+		alive, _ := h.vouch("peer")
+		_ = h.livenessChanged()
+		_ = h.heartbeatTick("peer", time.Second) // starts the ticker: a change
+		_ = h.heartbeatTick("peer", time.Second)
+		read <- alive
+	}()
+	select {
+	case <-read:
+		t.Fatal("a new peer's ticker was started while another change held the lock")
+	case <-time.After(100 * time.Millisecond):
+	}
+	h.live.mu.Unlock()
+	if !<-read {
+		t.Fatal("the Host does not vouch for a peer that answered")
+	}
+	h.live.mu.Lock()
+	defer h.live.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.vouch("peer")
+		<-h.heartbeatTick("peer", time.Second) // ticks although a change holds the lock
+		h.live.lost("gone")                     // nothing to change
+		h.live.expire(time.Now(), time.Hour)    // nothing expired
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading the liveness (or a change with nothing to change) waited for a change under way")
+	}
+}
