@@ -202,8 +202,8 @@ func TestLivenessReadsDoNotWaitForChanges(t *testing.T) {
 		defer close(done)
 		h.vouch("peer")
 		<-h.heartbeatTick("peer", time.Second) // ticks although a change holds the lock
-		h.live.lost("gone")                     // nothing to change
-		h.live.expire(time.Now(), time.Hour)    // nothing expired
+		h.live.lost("gone")                    // nothing to change
+		h.live.expire(time.Now(), time.Hour)   // nothing expired
 	}()
 	select {
 	case <-done:
