@@ -148,6 +148,10 @@ type Tuning struct {
 	// or after CampaignSlot.
 	CampaignsInFlight int
 	CampaignSlot      time.Duration
+	// ElectionTurns is how many of this node's members may run an election
+	// round at once that raft started on its own timeout (campaign turns,
+	// turns.go); the others wait as followers for another timeout.
+	ElectionTurns int
 	// TransferParallelism is how many rebalancing transfers run at once.
 	TransferParallelism int
 	// RebalanceInterval is how often leaderships go back to each group's
@@ -220,6 +224,7 @@ func (t *Tuning) Validate() error {
 		{Name: "Settle", V: &t.Settle, Def: 10, Min: 1, Max: 1 << 16},
 		{Name: "CampaignsInFlight", V: &t.CampaignsInFlight, Def: 32, Min: 1, Max: 1 << 16},
 		{Name: "SuccessorsInFlight", V: &t.SuccessorsInFlight, Def: 64, Min: 1, Max: 1 << 16},
+		{Name: "ElectionTurns", V: &t.ElectionTurns, Def: 64, Min: 1, Max: 1 << 16},
 		{Name: "TransferParallelism", V: &t.TransferParallelism, Def: 16, Min: 1, Max: 1 << 16},
 	})
 	if rebalanceOff {

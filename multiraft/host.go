@@ -57,6 +57,7 @@ type Host struct {
 
 	stats    counters
 	live     liveness            // what the Host vouches for (liveness.go)
+	turns    chan struct{}       // campaign turns taken (turns.go)
 	onCommit func(time.Duration) // Config.OnCommit
 	// catchUp paces what leaders send to throttled members
 	// (Tuning.CatchUpRate); nil when unbounded.
@@ -111,6 +112,7 @@ func Listen(cfg Config) (*Host, error) {
 		onCommit: cfg.OnCommit, serverTLS: serverTLS, clientTLS: clientTLS,
 	}
 	h.live.init()
+	h.turns = make(chan struct{}, h.tun.ElectionTurns)
 	if h.tun.CatchUpRate > 0 {
 		h.catchUp = rate.NewLimiter(rate.Limit(h.tun.CatchUpRate), h.tun.CatchUpRate)
 	}
@@ -347,6 +349,9 @@ type Stats struct {
 	// CatchUpBytesPaced counts the bytes sent to throttled members
 	// (Group.Throttle) under Tuning.CatchUpRate.
 	CatchUpBytesPaced uint64
+	// TurnsRefused counts the election rounds raft wanted to start while
+	// Tuning.ElectionTurns were taken (turns.go).
+	TurnsRefused uint64
 }
 
 type counters struct {
@@ -354,7 +359,7 @@ type counters struct {
 	callsSent, callsReceived                                       atomic.Uint64
 	hbFramesSent, hbSent, hbFramesReceived, hbReceived             atomic.Uint64
 	peersLost, pipelinesOpened, leaderChanges, dialsFailed         atomic.Uint64
-	catchUpPaced                                                   atomic.Uint64
+	catchUpPaced, turnsRefused                                     atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -380,7 +385,8 @@ func (h *Host) Stats() Stats {
 		HeartbeatFramesReceived: c.hbFramesReceived.Load(), HeartbeatsReceived: c.hbReceived.Load(),
 		PeersLost: c.peersLost.Load(), PipelinesOpened: c.pipelinesOpened.Load(),
 		LeaderChanges: c.leaderChanges.Load(), CatchUpBytesPaced: c.catchUpPaced.Load(),
-		DialsFailed: c.dialsFailed.Load(),
+		TurnsRefused: c.turnsRefused.Load(),
+		DialsFailed:  c.dialsFailed.Load(),
 	}
 }
 

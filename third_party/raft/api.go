@@ -120,6 +120,10 @@ type Raft struct {
 	// followerQuiesce is set while this follower is quiesced, and
 	// followerWakeCh tells runFollower when that ends (quiesce.go).
 	followerQuiesce atomic.Pointer[followerQuiesce]
+
+	// campaignRelease gives back the campaign turn this member holds, or
+	// is nil (campaign_gate.go); main goroutine only.
+	campaignRelease func()
 	followerWakeCh  chan struct{}
 
 	// lastContact is the last time we had contact from the

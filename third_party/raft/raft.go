@@ -141,6 +141,7 @@ func (r *Raft) run() {
 			// Clear the leader to prevent forwarding
 			r.setLeader("", "")
 			r.drainLeadershipTransfers()
+			r.releaseCampaignTurn() // campaign_gate.go
 			return
 		default:
 		}
@@ -262,6 +263,9 @@ func (r *Raft) runFollower() {
 			} else {
 				metrics.IncrCounter([]string{"raft", "transition", "heartbeat_timeout"}, 1)
 				if hasVote(r.configurations.latest, r.localID) {
+					if !r.takeCampaignTurn() { // campaign_gate.go
+						continue
+					}
 					r.logger.Warn("heartbeat timeout reached, starting election", "last-leader-addr", lastLeaderAddr, "last-leader-id", lastLeaderID)
 					r.setState(Candidate)
 					return
@@ -305,6 +309,11 @@ func (r *Raft) liveBootstrap(configuration Configuration) error {
 
 // runCandidate runs the main loop while in the candidate state.
 func (r *Raft) runCandidate() {
+	if !r.takeCampaignTurn() { // campaign_gate.go
+		r.setState(Follower)
+		return
+	}
+	defer r.releaseCampaignTurn()
 	term := r.getCurrentTerm() + 1
 	r.followerQuiesce.Store(nil) // a candidate waits for no leader
 	r.logger.Info("entering candidate state", "node", r, "term", term)

@@ -119,6 +119,15 @@ type WithQuiescence interface {
 	HeartbeatTick(addr ServerAddress, interval time.Duration) <-chan struct{}
 }
 
+// WithCampaignGate is a transport that bounds how many of its node's
+// groups campaign at once (a MiniKafka patch; see campaign_gate.go).
+type WithCampaignGate interface {
+	// CampaignTurn asks for a turn to run one election round; release
+	// gives it back. When ok is false the member waits as a follower for
+	// another election timeout instead of campaigning.
+	CampaignTurn() (release func(), ok bool)
+}
+
 // LoopbackTransport is an interface that provides a loopback transport suitable for testing
 // e.g. InmemTransport. It's there so we don't have to rewrite tests.
 type LoopbackTransport interface {
