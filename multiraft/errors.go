@@ -57,6 +57,10 @@ var ErrProtocol = errors.New("multiraft: protocol error")
 // more). Raft treats it as any failed RPC and retries.
 var ErrUnknownGroup = errors.New("multiraft: group not open on peer")
 
+// ErrPeerDown: the watch finds the peer down; a heartbeat to it waited
+// for its return in vain.
+var ErrPeerDown = errors.New("multiraft: peer down")
+
 // ErrNoResponse means the peer's group did not take or answer an RPC in
 // time: its raft is busy or shutting down, a heartbeat handler overran, or
 // the group's previous heartbeat is still being handled.

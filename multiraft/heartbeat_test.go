@@ -175,3 +175,40 @@ func TestHeartbeatGuardCloseRacesHeartbeats(t *testing.T) {
 		}
 	}
 }
+
+// A heartbeat to a peer the watch finds down waits for it instead of
+// failing at once (raft would retry it two to four times a second, for
+// each group it leads), and goes through once the peer is back.
+func TestHeartbeatToADownPeerWaitsForIt(t *testing.T) {
+	net := newTestNet(t, nil)
+	h := net.start(1)
+	net.start(2)
+	net.watchAll()
+	g, _ := net.open(1, "g", []int32{1, 2}, fastTiming(), false)
+	net.open(2, "g", []int32{1, 2}, fastTiming(), false)
+	addr, _ := net.resolve(2)
+	waitFor(t, "the session to node 2", func() bool { return h.PeerUp(addr) })
+	net.stop(2)
+	waitFor(t, "node 2 found down", func() bool { return !h.PeerUp(addr) })
+	done := make(chan error, 1)
+	go func() {
+		var resp raft.AppendEntriesResponse
+		done <- g.trans.heartbeat(addr, &raft.AppendEntriesRequest{Term: 1}, &resp)
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a heartbeat to a down peer returned at once: %v", err)
+	case <-time.After(downPeerWait / 4):
+	}
+	if err := <-done; !errors.Is(err, ErrPeerDown) {
+		t.Fatalf("a heartbeat to a peer down for good: %v, want ErrPeerDown", err)
+	}
+	go func() {
+		var resp raft.AppendEntriesResponse
+		done <- g.trans.heartbeat(addr, &raft.AppendEntriesRequest{Term: 1}, &resp)
+	}()
+	net.start(2) // without the group: the answer is an error, but not ErrPeerDown
+	if err := <-done; errors.Is(err, ErrPeerDown) {
+		t.Fatalf("a heartbeat waiting for a peer that came back: %v", err)
+	}
+}

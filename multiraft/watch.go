@@ -81,6 +81,15 @@ func (h *Host) PeerUp(addr string) bool {
 	return watched && p.current() != nil
 }
 
+// down reports whether p is watched and has no session: lost, and not
+// redialed yet.
+func (p *peer) down() bool {
+	p.mu.Lock()
+	watched := p.watch != nil
+	p.mu.Unlock()
+	return watched && p.current() == nil
+}
+
 // nodeUp is PeerUp for a node id, through Config.Resolve.
 func (h *Host) nodeUp(node int32) (string, bool) {
 	if h.resolve == nil {
