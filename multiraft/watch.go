@@ -3,6 +3,8 @@ package multiraft
 import (
 	"context"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // Liveness. A watched peer (WatchPeer) always has a session from this Host:
@@ -155,5 +157,35 @@ func (p *peer) lost(why string, err error, mark bool) {
 	select {
 	case p.h.losses <- node:
 	case <-p.h.ctx.Done():
+	}
+}
+
+// downPeerWait bounds how long a heartbeat to a peer the watch finds down
+// waits for it to come back (awaitPeerUp).
+const downPeerWait = time.Second
+
+// awaitPeerUp holds a heartbeat to a watched peer whose session is down
+// until it is back, for downPeerWait at most, or the group closes. Failed
+// at once, raft retries each of its leaders' heartbeats to the peer two
+// to four times a second: at 10,000 partitions, 10,000 failures a second
+// on each survivor of a kill -9, a fifth of its CPU while it elected.
+func (t *transport) awaitPeerUp(p *peer) error {
+	var timer *time.Timer
+	for {
+		changed := t.h.livenessChanged() // before looking: no change is missed
+		if !p.down() {
+			return nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(downPeerWait)
+			defer timer.Stop()
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return p.fail("heartbeat", ErrPeerDown)
+		case <-t.closed:
+			return raft.ErrTransportShutdown
+		}
 	}
 }
