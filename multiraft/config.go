@@ -223,7 +223,7 @@ func (t *Tuning) Validate() error {
 		{Name: "SmallBatchSettle", V: &t.SmallBatchSettle, Def: 2, Min: 1, Max: 1 << 16},
 		{Name: "Settle", V: &t.Settle, Def: 10, Min: 1, Max: 1 << 16},
 		{Name: "CampaignsInFlight", V: &t.CampaignsInFlight, Def: 32, Min: 1, Max: 1 << 16},
-		{Name: "SuccessorsInFlight", V: &t.SuccessorsInFlight, Def: 64, Min: 1, Max: 1 << 16},
+		{Name: "SuccessorsInFlight", V: &t.SuccessorsInFlight, Def: 128, Min: 1, Max: 1 << 16},
 		{Name: "ElectionTurns", V: &t.ElectionTurns, Def: 64, Min: 1, Max: 1 << 16},
 		{Name: "TransferParallelism", V: &t.TransferParallelism, Def: 16, Min: 1, Max: 1 << 16},
 	})

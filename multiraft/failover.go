@@ -44,7 +44,7 @@ type successor struct {
 // holds back the other members of a large loss. It is owned by the Host.
 func (h *Host) failoverLoop() {
 	defer h.wg.Done()
-	f := &failover{h: h, held: map[*Group]raft.ServerID{}}
+	f := &failover{h: h, held: map[*Group]heldMember{}}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

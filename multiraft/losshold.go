@@ -23,23 +23,33 @@ import (
 // up (both queues are long: its election would only split the votes).
 // A held member gets its timeouts back once its group has a leader, as a
 // successor when its election's slot ends (a candidate then times out on
-// the normal election timeout: raft re-arms it), and all of them once this
-// node has no successor election left and no held group found a leader for
-// twice CampaignSlot: what is still leaderless then elects as raft does.
+// the normal election timeout: raft re-arms it), twice CampaignSlot after
+// a successor's election reached it (its group's term moved) without a
+// leader, and all of them once this node has no successor election left
+// and no held group found a leader for twice CampaignSlot: what is still
+// leaderless then elects as raft does.
 // Holding changes only when members campaign, so safety is raft's.
 
 // failover is failoverLoop's state.
 type failover struct {
-	h       *Host
-	pending []successor // due in order of rank, then due time
-	running []election  // successor elections holding a slot
-	// held maps each held member to the lost leader it followed.
-	held      map[*Group]raft.ServerID
+	h         *Host
+	pending   []successor // due in order of rank, then due time
+	running   []election  // successor elections holding a slot
+	held      map[*Group]heldMember
 	progress  time.Time // when a held group last found a leader
 	lastCheck time.Time // when held was last looked through
 	started   int       // elections started since the last loss
 	seconds   int       // of them, by the second member in line
 	since     time.Time // the last loss
+}
+
+// heldMember is what a held member followed: the lost leader, in term;
+// moved is when its group's term was first seen past term (a successor's
+// election reached it), or zero.
+type heldMember struct {
+	lost  raft.ServerID
+	term  uint64
+	moved time.Time
 }
 
 // election is a successor election holding a slot until its group has a
@@ -103,10 +113,20 @@ func (f *failover) step(now time.Time) time.Duration {
 	f.startDue(now)
 	if len(f.held) > 0 && now.Sub(f.lastCheck) >= heldCheckInterval {
 		f.lastCheck = now
-		for g, lost := range f.held {
-			if hasLeaderBut(g, lost) {
+		for g, m := range f.held {
+			switch {
+			case hasLeaderBut(g, m.lost):
 				f.release(g)
 				f.progress = now
+			case m.moved.IsZero() && g.raft.CurrentTerm() != m.term:
+				m.moved = now
+				f.held[g] = m
+			case !m.moved.IsZero() && now.Sub(m.moved) >= 2*f.h.tun.CampaignSlot:
+				// A successor's election reached this member and found no
+				// leader in time. Held, the member keeps its lost leader and
+				// refuses every vote that is not a transfer's, so raft's
+				// own elections could not succeed until the last release.
+				f.release(g)
 			}
 		}
 		if len(f.pending) == 0 && len(f.running) == 0 && now.Sub(f.progress) >= 2*f.h.tun.CampaignSlot {
@@ -176,7 +196,7 @@ func (f *failover) hold(g *Group, lost raft.ServerID) {
 		g.log.Warn("could not hold the member back after its leader's loss", "err", err)
 		return
 	}
-	f.held[g] = lost
+	f.held[g] = heldMember{lost: lost, term: g.raft.CurrentTerm()}
 }
 
 // release gives a held member its timeouts back.

@@ -139,3 +139,45 @@ func TestLargeLossElectsAFewAtATime(t *testing.T) {
 		}
 	}
 }
+
+// A held member is released twice CampaignSlot after a successor's
+// election reached it (its group's term moved) without a leader, although
+// other elections still run. Before, it stayed held until the last of
+// them ended, keeping its lost leader and refusing every vote that was not
+// a transfer's: a group whose successor's election failed waited that long.
+func TestHeldMemberReleasedWhenItsElectionFailed(t *testing.T) {
+	n := newTestNet(t, func(tun *Tuning) { tun.RebalanceInterval = -1 })
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+	g := ledByNode1(t, n, []string{"g"}, [][]int32{{1, 2, 3}}, fastTiming())[0][1]
+	waitFor(t, "the new group's campaign hold to end", func() bool { return !g.held() })
+	n.stop(1)
+	n.stop(3) // nothing elects: whatever node 2's member does, it finds no leader
+	h := n.host(2)
+	f := &failover{h: h, held: map[*Group]heldMember{}}
+	f.hold(g, ServerID(1))
+	if _, held := f.held[g]; !held || g.raft.ReloadableConfig().HeartbeatTimeout == g.normal.HeartbeatTimeout {
+		t.Fatal("the member was not held")
+	}
+	start := time.Now()
+	// Another successor election runs on: the last-resort release waits.
+	f.running = []election{{g: g, lost: ServerID(1), until: start.Add(time.Hour)}}
+	m := f.held[g]
+	m.term-- // as if a successor's vote request had moved the group's term
+	f.held[g] = m
+	moved := start.Add(heldCheckInterval)
+	f.step(moved)
+	f.step(moved.Add(2*h.tun.CampaignSlot - heldCheckInterval))
+	if _, held := f.held[g]; !held {
+		t.Fatal("released before twice CampaignSlot had passed since the term moved")
+	}
+	f.step(moved.Add(2 * h.tun.CampaignSlot))
+	if _, held := f.held[g]; held {
+		t.Fatal("still held twice CampaignSlot after the term moved without a leader")
+	}
+	if got := g.raft.ReloadableConfig().HeartbeatTimeout; got != g.normal.HeartbeatTimeout {
+		t.Fatalf("released with heartbeat timeout %v, want %v", got, g.normal.HeartbeatTimeout)
+	}
+}
