@@ -43,6 +43,10 @@ func (h *Host) ReleaseCampaigns(ctx context.Context, batch []*Group) int {
 			g.releaseCampaign(settle + rand.N(settle))
 		}
 	}
+	if len(preferred) > h.tun.CampaignsInFlight {
+		h.electing.Add(1)
+		defer h.electing.Add(-1)
+	}
 	type campaign struct {
 		g     *Group
 		until time.Time

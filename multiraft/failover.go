@@ -56,6 +56,7 @@ func (h *Host) failoverLoop() {
 		case <-timer.C:
 		}
 		timer.Reset(f.step(time.Now()))
+		f.markBusy()
 	}
 }
 

@@ -58,6 +58,7 @@ type Host struct {
 	stats    counters
 	live     liveness            // what the Host vouches for (liveness.go)
 	turns    chan struct{}       // campaign turns taken (turns.go)
+	electing atomic.Int32        // loops running many elections (livenessLoop)
 	onCommit func(time.Duration) // Config.OnCommit
 	// catchUp paces what leaders send to throttled members
 	// (Tuning.CatchUpRate); nil when unbounded.

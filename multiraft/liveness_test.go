@@ -211,3 +211,19 @@ func TestLivenessReadsDoNotWaitForChanges(t *testing.T) {
 		t.Fatal("reading the liveness (or a change with nothing to change) waited for a change under way")
 	}
 }
+
+// While the Host runs many elections, a peer's vouch lasts twice
+// LivenessTimeout: both survivors of a large loss answer late meanwhile.
+func TestVouchesLastLongerWhileElecting(t *testing.T) {
+	net := newTestNet(t, nil)
+	h := net.start(1)
+	h.live.answered("peer", nil, time.Now().Add(-3*h.tun.LivenessTimeout/2))
+	h.electing.Add(1)
+	if gone := h.live.expire(time.Now(), h.livenessTimeout()); len(gone) > 0 {
+		t.Fatalf("stopped vouching for %v while electing, 1.5 x LivenessTimeout after the last answer", gone)
+	}
+	h.electing.Add(-1)
+	if gone := h.live.expire(time.Now(), h.livenessTimeout()); len(gone) != 1 {
+		t.Fatalf("still vouching for the peer 1.5 x LivenessTimeout after its last answer (gone %v)", gone)
+	}
+}

@@ -41,6 +41,21 @@ type failover struct {
 	started   int       // elections started since the last loss
 	seconds   int       // of them, by the second member in line
 	since     time.Time // the last loss
+	busy      bool      // counted in Host.electing
+}
+
+// markBusy counts the loop in Host.electing while it has elections to
+// run or members held.
+func (f *failover) markBusy() {
+	busy := len(f.pending)+len(f.running)+len(f.held) > 0
+	if busy != f.busy {
+		f.busy = busy
+		if busy {
+			f.h.electing.Add(1)
+		} else {
+			f.h.electing.Add(-1)
+		}
+	}
 }
 
 // heldMember is what a held member followed: the lost leader, in term;
