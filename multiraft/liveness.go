@@ -31,10 +31,10 @@ import (
 // liveness is what the Host knows of its watched peers. Thousands of raft
 // goroutines read it on every loop (vouch, livenessChanged, heartbeatTick),
 // so reads take no lock: under a read-write lock, the writers of every
-// LivenessInterval (a lost peer's ping loop, expire) queued them by the
-// thousand behind the writer, and the pings waited behind them past
-// LivenessTimeout (10,000 groups, kill -9 of a node: the survivors stopped
-// vouching for each other and every leader stepped down).
+// LivenessInterval (a lost peer's ping loop, expire) queued them behind
+// each write (10,000 groups, kill -9 of a node: 2,800 goroutines of a
+// survivor waiting at once, and every leader of the other survivor
+// stepped down for want of a quorum).
 type liveness struct {
 	mu      sync.Mutex                           // serialises changes: epoch, new peers, broadcasts
 	peers   atomic.Pointer[map[string]*peerLive] // copy on write, under mu
