@@ -212,3 +212,33 @@ func TestHeartbeatToADownPeerWaitsForIt(t *testing.T) {
 		t.Fatalf("a heartbeat waiting for a peer that came back: %v", err)
 	}
 }
+
+// Closing a group ends its heartbeats' wait for a down peer at once: raft's
+// Shutdown, which Close calls before it closes the transport, waits for
+// its heartbeat goroutines.
+func TestGroupCloseEndsAHeartbeatsWaitForADownPeer(t *testing.T) {
+	net := newTestNet(t, nil)
+	h := net.start(1)
+	net.start(2)
+	net.watchAll()
+	addr, _ := net.resolve(2)
+	waitFor(t, "the session to node 2", func() bool { return h.PeerUp(addr) })
+	net.stop(2)
+	waitFor(t, "node 2 found down", func() bool { return !h.PeerUp(addr) })
+	g := &Group{spec: GroupSpec{Name: "g"}, stop: make(chan struct{})}
+	tr, err := h.newTransport(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	done := make(chan error, 1)
+	go func() {
+		var resp raft.AppendEntriesResponse
+		done <- tr.heartbeat(addr, &raft.AppendEntriesRequest{Term: 1}, &resp)
+	}()
+	time.Sleep(downPeerWait / 4) // let it wait
+	close(g.stop)                // what Close does first
+	if err := <-done; !errors.Is(err, raft.ErrTransportShutdown) {
+		t.Fatalf("a heartbeat waiting for a down peer when its group closed: %v, want raft.ErrTransportShutdown", err)
+	}
+}

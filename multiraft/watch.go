@@ -165,7 +165,8 @@ func (p *peer) lost(why string, err error, mark bool) {
 const downPeerWait = time.Second
 
 // awaitPeerUp holds a heartbeat to a watched peer whose session is down
-// until it is back, for downPeerWait at most, or the group closes. Failed
+// until it is back, for downPeerWait at most, or the group closes (raft's
+// Shutdown waits for its heartbeat goroutines, so Close must not). Failed
 // at once, raft retries each of its leaders' heartbeats to the peer two
 // to four times a second: at 10,000 partitions, 10,000 failures a second
 // on each survivor of a kill -9, a fifth of its CPU while it elected.
@@ -185,6 +186,8 @@ func (t *transport) awaitPeerUp(p *peer) error {
 		case <-timer.C:
 			return p.fail("heartbeat", ErrPeerDown)
 		case <-t.closed:
+			return raft.ErrTransportShutdown
+		case <-t.g.stop: // Close: raft's Shutdown waits for this goroutine
 			return raft.ErrTransportShutdown
 		}
 	}
