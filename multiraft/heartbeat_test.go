@@ -203,14 +203,13 @@ func TestHeartbeatToADownPeerWaitsForIt(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrPeerDown) {
 		t.Fatalf("a heartbeat to a peer down for good: %v, want ErrPeerDown", err)
 	}
-	go func() {
-		var resp raft.AppendEntriesResponse
-		done <- g.trans.heartbeat(addr, &raft.AppendEntriesRequest{Term: 1}, &resp)
-	}()
 	net.start(2) // without the group: the answer is an error, but not ErrPeerDown
-	if err := <-done; errors.Is(err, ErrPeerDown) {
-		t.Fatalf("a heartbeat waiting for a peer that came back: %v", err)
-	}
+	// The watch redials within WatchRetryMax; a heartbeat waiting then
+	// goes through.
+	waitFor(t, "a heartbeat to the peer back up to go through", func() bool {
+		var resp raft.AppendEntriesResponse
+		return !errors.Is(g.trans.heartbeat(addr, &raft.AppendEntriesRequest{Term: 1}, &resp), ErrPeerDown)
+	})
 }
 
 // Closing a group ends its heartbeats' wait for a down peer at once: raft's
