@@ -340,6 +340,11 @@ func (g *Group) Leader() (node int32, addr string, ok bool) {
 // Epoch is the member's current term, which serves as the leader epoch.
 func (g *Group) Epoch() uint64 { return g.raft.CurrentTerm() }
 
+// managedMembership reports whether the group's membership is managed at
+// run time (GroupSpec.Members empty), as the metadata group's is: every
+// other group reports its leader to it, so it comes first.
+func (g *Group) managedMembership() bool { return len(g.spec.Members) == 0 }
+
 // Members returns the group's members in order of preference: the spec's,
 // or for a group without them the voters of its configuration.
 func (g *Group) Members() []int32 {

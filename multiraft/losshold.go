@@ -102,7 +102,7 @@ func (f *failover) lose(lost int32, now time.Time) {
 		if a.rank != b.rank {
 			return a.rank - b.rank
 		}
-		if am, bm := len(a.g.spec.Members) == 0, len(b.g.spec.Members) == 0; am != bm {
+		if am, bm := a.g.managedMembership(), b.g.managedMembership(); am != bm {
 			if am {
 				return -1
 			}

@@ -18,7 +18,7 @@ import "github.com/hashicorp/raft"
 
 // CampaignTurn implements raft.WithCampaignGate.
 func (t *transport) CampaignTurn() (func(), bool) {
-	if len(t.g.spec.Members) == 0 {
+	if t.g.managedMembership() {
 		return nil, true
 	}
 	select {

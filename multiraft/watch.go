@@ -77,19 +77,24 @@ func (h *Host) PeerUp(addr string) bool {
 	if p == nil {
 		return false
 	}
+	watched, open := p.watchState()
+	return watched && open
+}
+
+// watchState reports whether p is watched and whether it has an open
+// session.
+func (p *peer) watchState() (watched, open bool) {
 	p.mu.Lock()
-	watched := p.watch != nil
+	watched = p.watch != nil
 	p.mu.Unlock()
-	return watched && p.current() != nil
+	return watched, p.current() != nil
 }
 
 // down reports whether p is watched and has no session: lost, and not
 // redialed yet.
 func (p *peer) down() bool {
-	p.mu.Lock()
-	watched := p.watch != nil
-	p.mu.Unlock()
-	return watched && p.current() == nil
+	watched, open := p.watchState()
+	return watched && !open
 }
 
 // nodeUp is PeerUp for a node id, through Config.Resolve.
@@ -171,6 +176,9 @@ const downPeerWait = time.Second
 // to four times a second: at 10,000 partitions, 10,000 failures a second
 // on each survivor of a kill -9, a fifth of its CPU while it elected.
 func (t *transport) awaitPeerUp(p *peer) error {
+	if alive, _ := t.h.vouch(p.addr); alive {
+		return nil // the usual case, without the peer's lock: a session answers
+	}
 	var timer *time.Timer
 	for {
 		changed := t.h.livenessChanged() // before looking: no change is missed
