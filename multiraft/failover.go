@@ -147,3 +147,48 @@ func (h *Host) campaign(s successor) {
 		s.g.log.Debug("could not start an election", "err", err)
 	}
 }
+
+// watchTransferVote returns what to do once t's member has answered req,
+// a vote request of a leadership transfer (a successor's election): if it
+// refused the vote while following a node the watch finds down, and its
+// log is ahead of the candidate's, it campaigns itself. The candidate
+// cannot win without it in a group of three, and raft would wait for its
+// heartbeat timeout: the refused election moved the term, so the second
+// in line does not campaign either (needed). It returns nil when t's
+// member follows no such node. Starting an election is always safe.
+func (t *transport) watchTransferVote(req *raft.RequestVoteRequest) func(raft.RPCResponse) {
+	r := t.raft.Load()
+	if !req.LeadershipTransfer || r == nil {
+		return nil
+	}
+	_, leader := r.LeaderWithID()
+	node, ok := nodeOf(leader)
+	if !ok || !t.h.nodeDown(node) {
+		return nil
+	}
+	return func(answer raft.RPCResponse) {
+		if resp, ok := answer.Response.(*raft.RequestVoteResponse); !ok || resp.Granted || !t.logAhead(req) {
+			return
+		}
+		t.g.log.Info("refused the vote of a successor whose log is behind; campaigning instead",
+			"candidate", string(req.ID), "lost_leader", node)
+		t.h.goOwned(func() {
+			ctx, cancel := context.WithTimeout(t.h.ctx, t.h.tun.StartElectionTimeout)
+			defer cancel()
+			if err := t.startElection(ctx); err != nil {
+				t.g.log.Debug("could not start an election", "err", err)
+			}
+		})
+	}
+}
+
+// logAhead reports whether t's member's log is more up to date than the
+// candidate's of req, as raft compares them (last term, then last index).
+func (t *transport) logAhead(req *raft.RequestVoteRequest) bool {
+	idx := t.g.raft.LastIndex()
+	var last raft.Log
+	if err := t.g.logs.GetLog(idx, &last); err != nil {
+		return false // only a snapshot: leave it to raft
+	}
+	return last.Term > req.LastLogTerm || (last.Term == req.LastLogTerm && idx > req.LastLogIndex)
+}

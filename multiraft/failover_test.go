@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // Every node ranks a group's other members alike, each survivor once;
@@ -161,5 +163,51 @@ func TestWatchReportsRestartsAndDeathsNotBrokenConnections(t *testing.T) {
 	a.UnwatchPeer(p.ln.Addr().String())
 	if a.PeerUp(p.ln.Addr().String()) {
 		t.Fatal("PeerUp of an address not watched")
+	}
+}
+
+// A first successor whose log is behind cannot win: the member ahead of
+// it refuses its vote. That member, following a lost leader, campaigns
+// itself at once instead of after raft's heartbeat timeout (30 s here):
+// the successor's election moved the term, so the second in line would
+// not campaign either (a leader kill in make e2e took 650-800 ms so).
+// The successor's vote request is written by hand, one entry behind.
+func TestMemberAheadOfARefusedSuccessorCampaigns(t *testing.T) {
+	n := newTestNet(t, func(tu *Tuning) { tu.SuccessorStagger = time.Minute })
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	members := []int32{1, 2, 3}
+	gs := ledByNode1(t, n, []string{"gv"}, [][]int32{members}, slowTiming())[0]
+	propose(t, gs, 1)
+	order := SuccessorOrder("gv", members, 1)
+	succ, ahead := gs[order[0]-1], gs[order[1]-1]
+	waitFor(t, "both followers to hold the entry", func() bool {
+		return succ.LastIndex() == gs[0].LastIndex() && ahead.LastIndex() == gs[0].LastIndex()
+	})
+	// Only the member ahead watches node 1: the first successor does not
+	// campaign on its own, the vote request below stands for its election.
+	aheadHost := n.host(order[1])
+	aheadHost.WatchPeer(1, n.addrs[1])
+	waitFor(t, "the watch to connect", func() bool { return aheadHost.PeerUp(n.addrs[1]) })
+	n.stop(1)
+	waitFor(t, "the loss to be seen", func() bool { return !aheadHost.PeerUp(n.addrs[1]) })
+
+	term := ahead.Epoch()
+	var resp raft.RequestVoteResponse
+	req := &raft.RequestVoteRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(ServerID(order[0])),
+			Addr: []byte(n.addrs[order[0]])},
+		Term: term + 1, LastLogIndex: ahead.LastIndex() - 1, LastLogTerm: term, LeadershipTransfer: true,
+	}
+	if err := succ.trans.RequestVote(ServerID(order[1]), raft.ServerAddress(n.addrs[order[1]]), req, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Granted {
+		t.Fatal("a vote granted to a candidate one entry behind")
+	}
+	waitFor(t, "the member ahead to lead", ahead.IsLeader)
+	if ahead.Epoch() <= term+1 {
+		t.Fatalf("led in term %d, want past the refused election's %d", ahead.Epoch(), term+1)
 	}
 }

@@ -95,6 +95,21 @@ func newCommand(kind byte) any {
 	return nil
 }
 
+// decodeCall decodes a call's request and checks that node sent it; when
+// it cannot be served, refused is the answer (then the stream closes: a
+// sane peer redials).
+func (h *Host) decodeCall(node int32, kind byte, group string, payload []byte) (cmd any, refused []byte) {
+	cmd = newCommand(kind)
+	if err := decodeMsgpack(payload, cmd); err != nil {
+		return nil, appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error())))
+	}
+	if err := h.checkSender(node, cmd.(raft.WithRPCHeader).GetRPCHeader()); err != nil {
+		h.log.Warn("refused an RPC", "group", group, "err", err)
+		return nil, appendResponse(nil, statusRemoteError, []byte(truncate(err.Error())))
+	}
+	return cmd, nil
+}
+
 // serveRPC hands one RPC to its group's raft and returns the response
 // frame; more is false when the stream cannot carry another call (a
 // snapshot's bytes were not all read, or the call was malformed).
@@ -104,15 +119,9 @@ func (h *Host) serveRPC(st io.Reader, node int32, kind byte, group string, paylo
 	if kind == callTimeoutNow && h.draining.Load() {
 		return appendResponse(nil, statusRemoteError, []byte("node is stopping: it takes no leadership")), true
 	}
-	cmd := newCommand(kind)
-	if err := decodeMsgpack(payload, cmd); err != nil {
-		// Malformed: answer why, then close the stream (wire.go), as for
-		// every other malformed frame; a sane peer redials.
-		return appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error()))), false
-	}
-	if err := h.checkSender(node, cmd.(raft.WithRPCHeader).GetRPCHeader()); err != nil {
-		h.log.Warn("refused an RPC", "group", group, "err", err)
-		return appendResponse(nil, statusRemoteError, []byte(truncate(err.Error()))), false
+	cmd, refused := h.decodeCall(node, kind, group, payload)
+	if refused != nil {
+		return refused, false
 	}
 	// A group's members open it at about the same time, and its first
 	// candidate may ask for votes before this member has.
@@ -120,8 +129,12 @@ func (h *Host) serveRPC(st io.Reader, node int32, kind byte, group string, paylo
 	if t == nil {
 		return appendResponse(nil, statusUnknownGroup, nil), !snapshot
 	}
-	if ae, ok := cmd.(*raft.AppendEntriesRequest); ok {
-		t.noteLeader(ae)
+	var answered func(raft.RPCResponse)
+	switch req := cmd.(type) {
+	case *raft.AppendEntriesRequest:
+		t.noteLeader(req)
+	case *raft.RequestVoteRequest:
+		answered = t.watchTransferVote(req)
 	}
 	respCh := make(chan raft.RPCResponse, 1)
 	rpc := raft.RPC{Command: cmd, RespChan: respCh}
@@ -165,6 +178,9 @@ func (h *Host) serveRPC(st io.Reader, node int32, kind byte, group string, paylo
 	more = data == nil || data.N == 0
 	if r.Error != nil {
 		return appendResponse(nil, statusRemoteError, []byte(truncate(r.Error.Error()))), more
+	}
+	if answered != nil {
+		answered(r)
 	}
 	b, at := frame.Begin(make([]byte, 0, 128))
 	b = append(b, statusOK)

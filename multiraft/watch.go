@@ -106,6 +106,22 @@ func (h *Host) nodeUp(node int32) (string, bool) {
 	return addr, ok && h.PeerUp(addr)
 }
 
+// nodeDown reports whether node is watched and has no session: lost, and
+// not redialed yet.
+func (h *Host) nodeDown(node int32) bool {
+	if h.resolve == nil {
+		return false
+	}
+	addr, ok := h.resolve(node)
+	if !ok {
+		return false
+	}
+	h.mu.Lock()
+	p := h.peers[addr]
+	h.mu.Unlock()
+	return p != nil && p.down()
+}
+
 // watchLoop keeps a session to the peer until ctx ends.
 func (p *peer) watchLoop(ctx context.Context) {
 	backoff := p.h.tun.WatchRetryMin
