@@ -7,7 +7,9 @@ import (
 	"syscall"
 )
 
-// Op is a set of operation kinds that a FaultyFS can fail.
+// Op is a set of kinds of operation: those a FaultyFS fails, and the kind
+// a MemFS crash point (CloneAt) sees, where OpCreate also covers an open
+// with O_TRUNC.
 type Op uint32
 
 const (

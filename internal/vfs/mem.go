@@ -26,12 +26,14 @@ import (
 type MemFS struct {
 	mu      sync.Mutex // guards everything below and every node
 	root    *node
-	rng     *rand.Rand // nil: a crash keeps no unsynced change
-	gen     uint64     // bumped by Crash: older handles fail
-	dead    bool       // crashed and not restarted: every call fails
-	ops     int64      // mutating operations so far
-	crashAt int64      // > 0: crash at this operation
-	onCrash func()     // run by a crash, holding mu
+	rng     *rand.Rand            // nil: a crash keeps no unsynced change
+	gen     uint64                // bumped by Crash: older handles fail
+	dead    bool                  // crashed and not restarted: every call fails
+	ops     int64                 // mutating operations so far
+	crashAt int64                 // > 0: crash at this operation
+	onCrash func()                // run by a crash, holding mu
+	cloneAt func(Op, string) bool // CloneAt's trigger, nil once fired
+	onClone func(*MemFS)          // CloneAt's receiver of the image
 }
 
 // node is a file or a directory.
@@ -139,17 +141,49 @@ func (m *MemFS) crashLocked() {
 	if m.onCrash != nil {
 		m.onCrash()
 	}
-	seen := map[*node]bool{}
-	m.settle(m.root, seen)
+	m.root = m.survivor(m.root, map[*node]*node{})
 }
 
-// settle replaces n's state (and, for a directory, its children's) with
-// what survives the crash, which then counts as durable.
-func (m *MemFS) settle(n *node, seen map[*node]bool) {
-	if seen[n] {
-		return
+// CrashClone returns a new MemFS holding what a crash now would leave (as
+// Crash does), and leaves m as it is: a test goes on with m, or stops
+// whatever runs on it, and starts anew on the clone. The clone's crashes
+// keep a random prefix of unsynced changes if m's do, with a seed drawn
+// from m's.
+func (m *MemFS) CrashClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cloneLocked()
+}
+
+func (m *MemFS) cloneLocked() *MemFS {
+	c := &MemFS{root: m.survivor(m.root, map[*node]*node{})}
+	if m.rng != nil {
+		c.rng = rand.New(rand.NewPCG(m.rng.Uint64(), m.rng.Uint64()))
 	}
-	seen[n] = true
+	return c
+}
+
+// CloneAt arms a crash image: at the first mutating operation for which
+// at(kind, path) is true, just before it takes effect, fn gets what a crash
+// at that moment would leave (CrashClone), and m goes on. It fires once; at
+// nil disarms. fn runs holding m's lock and must not call m; at runs for
+// every mutating operation until then, holding it too.
+func (m *MemFS) CloneAt(at func(k Op, path string) bool, fn func(*MemFS)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cloneAt, m.onClone = at, fn
+}
+
+// survivor returns a copy of n (and, for a directory, of its children)
+// holding what survives a crash, all of it durable. Copies are shared
+// where n's nodes are (seen): a file renamed across directories and not
+// yet synced in either.
+func (m *MemFS) survivor(n *node, seen map[*node]*node) *node {
+	if c, ok := seen[n]; ok {
+		return c
+	}
+	c := &node{dir: n.dir, mtime: n.mtime}
+	seen[n] = c
 	if !n.dir {
 		data := slices.Clone(n.synced)
 		keep, tear := m.pick(len(n.pending))
@@ -159,24 +193,26 @@ func (m *MemFS) settle(n *node, seen map[*node]bool) {
 			}
 			data = op.apply(data)
 		}
-		n.data, n.synced, n.pending = data, slices.Clone(data), nil
-		return
+		c.data, c.synced = data, slices.Clone(data)
+		return c
 	}
 	entries := cloneEntries(n.durable)
 	keep, _ := m.pick(len(n.dpending))
 	for _, group := range n.dpending[:keep] {
-		for _, c := range group {
-			if c.n == nil {
-				delete(entries, c.name)
+		for _, ch := range group {
+			if ch.n == nil {
+				delete(entries, ch.name)
 			} else {
-				entries[c.name] = c.n
+				entries[ch.name] = ch.n
 			}
 		}
 	}
-	n.entries, n.durable, n.dpending = entries, cloneEntries(entries), nil
+	c.entries = make(map[string]*node, len(entries))
 	for _, name := range sortedNames(entries) {
-		m.settle(entries[name], seen)
+		c.entries[name] = m.survivor(entries[name], seen)
 	}
+	c.durable = cloneEntries(c.entries)
+	return c
 }
 
 // pick chooses how many of n unsynced changes survive a crash, and whether
@@ -224,13 +260,19 @@ func sortedNames(e map[string]*node) []string {
 	return names
 }
 
-// step counts one mutating operation and reports an error if the file
-// system is dead, or dies at this operation. The caller holds mu.
-func (m *MemFS) step(op, path string) error {
+// step counts one mutating operation, of kind k, and reports an error if
+// the file system is dead, or dies at this operation; an armed CloneAt
+// may fire first. The caller holds mu.
+func (m *MemFS) step(k Op, op, path string) error {
 	if m.dead {
 		return pathErr(op, path, syscall.EIO)
 	}
 	m.ops++
+	if m.cloneAt != nil && m.cloneAt(k, path) {
+		fn := m.onClone
+		m.cloneAt, m.onClone = nil, nil
+		fn(m.cloneLocked())
+	}
 	if m.crashAt > 0 && m.ops >= m.crashAt {
 		m.crashLocked()
 		return pathErr(op, path, syscall.EIO)

@@ -103,7 +103,7 @@ func (f *memFile) writeAtLocked(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("write", f.name, syscall.EINVAL)
 	}
-	if err := f.m.step("write", f.name); err != nil {
+	if err := f.m.step(OpWrite, "write", f.name); err != nil {
 		return 0, err
 	}
 	f.n.write(fileOp{off: off, data: p})
@@ -143,7 +143,7 @@ func (f *memFile) Truncate(size int64) error {
 	if !f.write || size < 0 {
 		return pathErr("truncate", f.name, syscall.EINVAL)
 	}
-	if err := f.m.step("truncate", f.name); err != nil {
+	if err := f.m.step(OpTruncate, "truncate", f.name); err != nil {
 		return err
 	}
 	f.n.write(fileOp{trunc: true, size: size})
@@ -157,7 +157,7 @@ func (f *memFile) Sync() error {
 	if err := f.check("sync"); err != nil {
 		return err
 	}
-	if err := f.m.step("sync", f.name); err != nil {
+	if err := f.m.step(OpSync, "sync", f.name); err != nil {
 		return err
 	}
 	if f.n.dir {

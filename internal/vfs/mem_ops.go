@@ -14,7 +14,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) 
 	defer m.mu.Unlock()
 	mutates := flag&(os.O_CREATE|os.O_TRUNC) != 0
 	if mutates {
-		if err := m.step("open", name); err != nil {
+		if err := m.step(OpCreate, "open", name); err != nil {
 			return nil, err
 		}
 	} else if err := m.alive("open", name); err != nil {
@@ -64,7 +64,7 @@ func (n *node) write(op fileOp) {
 func (m *MemFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.step("remove", name); err != nil {
+	if err := m.step(OpRemove, "remove", name); err != nil {
 		return err
 	}
 	parent, base, n, err := m.lookup("remove", name)
@@ -87,7 +87,7 @@ func (m *MemFS) Remove(name string) error {
 func (m *MemFS) Rename(oldpath, newpath string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.step("rename", oldpath); err != nil {
+	if err := m.step(OpRename, "rename", oldpath); err != nil {
 		return err
 	}
 	op, ob, n, err := m.lookup("rename", oldpath)
@@ -149,7 +149,7 @@ func (m *MemFS) MkdirAll(path string, perm fs.FileMode) error {
 	for _, p := range split(path) {
 		next, ok := dir.entries[p]
 		if !ok {
-			if err := m.step("mkdir", path); err != nil {
+			if err := m.step(OpCreate, "mkdir", path); err != nil {
 				return err
 			}
 			next = newDir()
@@ -184,7 +184,7 @@ func (m *MemFS) Stat(name string) (fs.FileInfo, error) {
 func (m *MemFS) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.step("sync", dir); err != nil {
+	if err := m.step(OpSync, "sync", dir); err != nil {
 		return err
 	}
 	_, _, n, err := m.lookup("sync", dir)
