@@ -8,13 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka-go/acl"
-	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
-)
-
-var (
-	_ kafkaapi.ACLAdmin   = (*backend)(nil)
-	_ kafkaapi.Authorizer = (*backend)(nil)
 )
 
 // validateAuthz checks super_users: each "User:<name>".
@@ -48,8 +42,9 @@ func (b *backend) AuthorizeAny(principal, host string, op acl.Operation, rt acl.
 	return b.authorizer().AuthorizeAny(b.n.meta.fsm.State().ACLs(), principal, host, op, rt)
 }
 
-// ACLs reads the local metadata copy.
-func (b *backend) ACLs() acl.Set { return b.n.meta.fsm.State().ACLs() }
+// ACLs reads the local metadata copy. The node always stores ACLs, even
+// with authorization off, so it never answers kerr.SecurityDisabled.
+func (b *backend) ACLs() (acl.Set, error) { return b.n.meta.fsm.State().ACLs(), nil }
 
 // CreateACLs proposes the bindings to the metadata group.
 func (b *backend) CreateACLs(ctx context.Context, bindings []acl.Binding) ([]error, error) {

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -76,7 +75,7 @@ func (a adminSource) State() metrics.State {
 	if n.meta == nil || n.reps == nil || n.kafka == nil {
 		return s
 	}
-	view := (&backend{n: n}).Cluster(context.Background())
+	view := (&backend{n: n}).Cluster()
 	s.ClusterID, s.ControllerID = view.ClusterID, view.ControllerID
 	for _, b := range view.Brokers {
 		s.Brokers = append(s.Brokers, metrics.Broker{ID: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))})
@@ -96,7 +95,8 @@ func (a adminSource) State() metrics.State {
 	}
 	s.Topics = topicsView(view.Topics, s.Replicas, n.cfg.NodeID, n.cfg.Tuning.ReplicaLagMax)
 	s.Groups = groupOffsets(reps, ends)
-	for _, m := range (&backend{n: n}).Reassignments() {
+	moves, _ := (&backend{n: n}).Reassignments() // never fails
+	for _, m := range moves {
 		s.Moves = append(s.Moves, metrics.Move{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas,
 			Adding: m.Adding, Removing: m.Removing})
 	}

@@ -35,7 +35,7 @@ func (b *backend) alive() map[int32]bool {
 	return out
 }
 
-func (b *backend) Cluster(ctx context.Context) kafkaapi.ClusterView {
+func (b *backend) Cluster() kafkaapi.ClusterView {
 	n := b.n
 	state := n.meta.fsm.State()
 	alive := b.alive()
@@ -316,12 +316,8 @@ type replicaPartition struct {
 }
 
 var (
-	_ kafkaapi.Settler              = replicaPartition{}
-	_ kafkaapi.EpochEndOffsetReader = replicaPartition{}
-	_ kafkaapi.TxnReader            = replicaPartition{}
-	_ kafkaapi.TxnMarkerWriter      = replicaPartition{}
-	_ kafkaapi.TxnVerifiedPartition = replicaPartition{}
-	_ kafkaapi.FetchCounter         = replicaPartition{}
+	_ kafkaapi.Partition = replicaPartition{}
+	_ kafkaapi.Partition = internalPartition{}
 )
 
 // Fetched counts what a Fetch returned from the replica.
@@ -394,8 +390,6 @@ func (p replicaPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
 	return p.r.EpochEndOffset(epoch)
 }
 
-var _ kafkaapi.Partition = replicaPartition{}
-
 // Produce proposes the batch now, in call order. The wait does not end on
 // ctx: Raft resolves every proposal, at the latest when the leader's lease
 // runs out, and the answer then is the true outcome rather than a guess.
@@ -450,6 +444,12 @@ func (p replicaPartition) OffsetForTimestamp(ts int64) (kafkaapi.TimestampOffset
 	return kafkaapi.TimestampOffset{Offset: off, Timestamp: maxTS, LeaderEpoch: -1}, ok
 }
 
+// MaxTimestamp answers none: the log keeps no index of its largest
+// timestamp, so ListOffsets with timestamp -3 (KIP-734) gets offset -1.
+func (p replicaPartition) MaxTimestamp() (kafkaapi.TimestampOffset, bool) {
+	return kafkaapi.TimestampOffset{}, false
+}
+
 // internalPartition is a replica of an internal topic: clients read it, but
 // only the cluster writes it (Kafka answers INVALID_TOPIC_EXCEPTION too).
 type internalPartition struct{ replicaPartition }
@@ -466,8 +466,7 @@ func (p internalPartition) ProduceVerified([]byte, int64, int16, kafkaapi.TxnGua
 	return p.Produce(nil)
 }
 
-// DeleteRecords moves the log start offset up through Raft (kafkaapi's
-// RecordDeleter), unless the topic's cleanup.policy has no delete, as in
+// DeleteRecords moves the log start offset up through Raft, unless the topic's cleanup.policy has no delete, as in
 // Kafka.
 func (p replicaPartition) DeleteRecords(ctx context.Context, offset int64) (int64, error) {
 	if !slices.Contains(p.cfg.CleanupPolicy, cleanupDelete) {

@@ -362,7 +362,7 @@ func (n *Node) Halt() { n.stop(context.Background(), false) }
 // PartitionLeader reports the leader and leader epoch of a partition as
 // this node sees them (its own replica if it has one, else the metadata).
 func (n *Node) PartitionLeader(topic string, p int32) (leader, epoch int32, ok bool) {
-	view := (&backend{n: n}).Cluster(context.Background())
+	view := (&backend{n: n}).Cluster()
 	for _, t := range view.Topics {
 		if t.Name != topic {
 			continue

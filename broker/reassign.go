@@ -34,22 +34,21 @@ import (
 // target. The steps are idempotent, so a new leader picks up where the
 // old one stopped.
 
-var _ kafkaapi.Reassigner = (*backend)(nil)
-
-// AlterReassignment implements kafkaapi.Reassigner.
+// AlterReassignment proposes the move to the metadata group.
 func (b *backend) AlterReassignment(ctx context.Context, topic string, partition int32, target []int32) error {
 	_, err := b.n.proposeMeta(ctx, metadata.AlterReassignment{Topic: topic, Partition: partition, Target: target})
 	return err
 }
 
-// Reassignments implements kafkaapi.Reassigner.
-func (b *backend) Reassignments() []kafkaapi.Reassignment {
+// Reassignments lists the moves in the local metadata copy; the node
+// always moves partitions.
+func (b *backend) Reassignments() ([]kafkaapi.Reassignment, error) {
 	var out []kafkaapi.Reassignment
 	for _, m := range b.n.meta.fsm.State().Reassignments() {
 		out = append(out, kafkaapi.Reassignment{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas,
 			Adding: m.Adding(), Removing: m.Removing()})
 	}
-	return out
+	return out, nil
 }
 
 // reassignLoop drives the moves of the partitions this node leads, at

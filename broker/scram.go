@@ -11,11 +11,6 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
-var (
-	_ kafkaapi.CredentialStore = (*backend)(nil)
-	_ kafkaapi.ScramAdmin      = (*backend)(nil)
-)
-
 // ScramCredential reads a credential from the local metadata copy, so any
 // node authenticates any user.
 func (b *backend) ScramCredential(user string, m scram.Mechanism) (scram.Credential, bool) {
@@ -26,14 +21,15 @@ func (b *backend) ScramCredential(user string, m scram.Mechanism) (scram.Credent
 	return scram.Credential{Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
 }
 
-// ScramUsers lists the stored credentials without their secrets.
-func (b *backend) ScramUsers() []kafkaapi.ScramCredentialInfo {
+// ScramUsers lists the stored credentials without their secrets; the
+// node always manages credentials.
+func (b *backend) ScramUsers() ([]kafkaapi.ScramCredentialInfo, error) {
 	creds := b.n.meta.fsm.State().ScramCredentials()
 	out := make([]kafkaapi.ScramCredentialInfo, len(creds))
 	for i, c := range creds {
 		out[i] = kafkaapi.ScramCredentialInfo{User: c.User, Mechanism: scram.Mechanism(c.Mechanism), Iterations: c.Iterations}
 	}
-	return out
+	return out, nil
 }
 
 // AlterScramCredentials derives StoredKey and ServerKey from each salted

@@ -19,8 +19,6 @@ import (
 // any other; their FSMs feed a materialised view of transaction metadata
 // (txncoord.View), so a new leader coordinates at once.
 
-var _ kafkaapi.Transactions = (*backend)(nil)
-
 // txnPartition returns the partition of __transaction_state that holds a
 // transactional id, creating the topic on first need (until then
 // COORDINATOR_NOT_AVAILABLE, which clients retry).
@@ -117,9 +115,7 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 	return kafkaapi.ProducerIdentity{ID: pid, Epoch: epoch}, nil
 }
 
-var _ kafkaapi.TxnLister = (*backend)(nil)
-
 // TxnCoordinators returns every transaction coordinator this node runs.
-func (b *backend) TxnCoordinators() ([]kafkaapi.TxnDescriber, error) {
+func (b *backend) TxnCoordinators() ([]kafkaapi.TxnCoordinator, error) {
 	return b.n.txns.all()
 }

@@ -55,9 +55,9 @@ func (ts *txnCoordinators) config() txncoord.Config {
 
 // all returns every running coordinator, and COORDINATOR_LOAD_IN_PROGRESS
 // with them while one is loading.
-func (ts *txnCoordinators) all() ([]kafkaapi.TxnDescriber, error) {
+func (ts *txnCoordinators) all() ([]kafkaapi.TxnCoordinator, error) {
 	cs, err := ts.running()
-	out := make([]kafkaapi.TxnDescriber, len(cs))
+	out := make([]kafkaapi.TxnCoordinator, len(cs))
 	for i, c := range cs {
 		out[i] = c
 	}

@@ -18,8 +18,6 @@ import (
 // does: in process when this node coordinates the id, else over the Kafka
 // API to the coordinator's node (the markers' clients).
 
-var _ kafkaapi.TxnVerifier = (*backend)(nil)
-
 // VerifyTxnPartitions asks the coordinator of transactionalID whether each
 // of parts is in the ongoing transaction of producer pid at epoch. The
 // errors are the coordinator's, or a routing or transport error for

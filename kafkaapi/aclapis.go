@@ -11,29 +11,11 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// ACLAdmin is an optional Backend capability: storing ACL bindings for
-// CreateAcls, DescribeAcls and DeleteAcls. Without it the three answer
-// SECURITY_DISABLED, as Kafka does without an authorizer.
-type ACLAdmin interface {
-	// ACLs returns the stored bindings. It must not block for long.
-	ACLs() acl.Set
-	// CreateACLs stores valid bindings through the cluster's replicated
-	// metadata and returns one error per binding (nil when stored), or
-	// an error for the whole request.
-	CreateACLs(ctx context.Context, bindings []acl.Binding) ([]error, error)
-	// DeleteACLs removes what each valid filter matches and returns, per
-	// filter, the removed bindings or its error, or an error for the
-	// whole request.
-	DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error, error)
-}
-
-var errNoACLs = fmt.Errorf("%w: no authorizer is configured on this server", kerr.SecurityDisabled)
-
-func (s *Server) aclAdmin() (ACLAdmin, error) {
-	if a, ok := s.backend.(ACLAdmin); ok {
-		return a, nil
-	}
-	return nil, errNoACLs
+// aclsServed is nil when the backend stores ACLs, else what its ACLs
+// answers (kerr.SecurityDisabled), which every ACL API answers.
+func (s *Server) aclsServed() error {
+	_, err := s.backend.ACLs()
+	return err
 }
 
 var errClusterAuth = fmt.Errorf("%w: not authorized on the cluster", kerr.ClusterAuthorizationFailed)
@@ -44,7 +26,7 @@ func (s *Server) startCreateACLs(req *kmsg.CreateACLsRequest, _ time.Time) respo
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 		errs := make([]error, len(req.Creations))
-		admin, err := s.aclAdmin()
+		err := s.aclsServed()
 		if err == nil && !s.authorizeCluster(ctx, acl.OpAlter) {
 			err = errClusterAuth
 		}
@@ -65,7 +47,7 @@ func (s *Server) startCreateACLs(req *kmsg.CreateACLsRequest, _ time.Time) respo
 			if len(valid) > 0 {
 				ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 				var got []error
-				got, err = admin.CreateACLs(ctx, valid)
+				got, err = s.backend.CreateACLs(ctx, valid)
 				cancel()
 				for j, i := range at {
 					if err == nil && j < len(got) {
@@ -99,7 +81,7 @@ func aclFilter(rt kmsg.ACLResourceType, name *string, pat kmsg.ACLResourcePatter
 func (s *Server) startDescribeACLs(req *kmsg.DescribeACLsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-		admin, err := s.aclAdmin()
+		set, err := s.backend.ACLs()
 		if err == nil && !s.authorizeCluster(ctx, acl.OpDescribe) {
 			err = errClusterAuth
 		}
@@ -112,7 +94,7 @@ func (s *Server) startDescribeACLs(req *kmsg.DescribeACLsRequest, _ time.Time) r
 			return resp, nil
 		}
 		var cur *kmsg.DescribeACLsResponseResource
-		for _, b := range admin.ACLs().Filter(f) { // sorted: one resource's bindings are adjacent
+		for _, b := range set.Filter(f) { // sorted: one resource's bindings are adjacent
 			if cur == nil || cur.ResourceType != kmsg.ACLResourceType(b.ResourceType) || cur.ResourceName != b.Name ||
 				cur.ResourcePatternType != kmsg.ACLResourcePatternType(b.Pattern) {
 				r := kmsg.NewDescribeACLsResponseResource()
@@ -135,7 +117,7 @@ func (s *Server) startDeleteACLs(req *kmsg.DeleteACLsRequest, _ time.Time) respo
 		resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 		errs := make([]error, len(req.Filters))
 		removed := make([][]acl.Binding, len(req.Filters))
-		admin, err := s.aclAdmin()
+		err := s.aclsServed()
 		if err == nil && !s.authorizeCluster(ctx, acl.OpAlter) {
 			err = errClusterAuth
 		}
@@ -155,7 +137,7 @@ func (s *Server) startDeleteACLs(req *kmsg.DeleteACLsRequest, _ time.Time) respo
 				ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 				var got [][]acl.Binding
 				var gotErrs []error
-				got, gotErrs, err = admin.DeleteACLs(ctx, valid)
+				got, gotErrs, err = s.backend.DeleteACLs(ctx, valid)
 				cancel()
 				for j, i := range at {
 					if err == nil && j < len(got) && j < len(gotErrs) {

@@ -7,21 +7,6 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// Authorizer is an optional Backend capability: deciding whether a
-// connection's principal may do an operation on a resource (Kafka's
-// authorizer). Without it every request is allowed. The server asks it
-// where Kafka's KafkaApis asks its authorizer, with the principal
-// "User:<SASL user>" on a SASL listener, "User:<subject DN>" for a TLS
-// client certificate, else acl.Anonymous. Both methods must be cheap and
-// must not block.
-type Authorizer interface {
-	// Authorize decides one request.
-	Authorize(r acl.Request) bool
-	// AuthorizeAny decides whether the principal may do op on at least
-	// one resource of type rt.
-	AuthorizeAny(principal, host string, op acl.Operation, rt acl.ResourceType) bool
-}
-
 // session is what the server knows of a connection's client; the
 // connection's context carries it.
 type session struct {
@@ -74,22 +59,14 @@ func clientOf(ctx context.Context) (principal, host string) {
 // authorize decides whether the client of ctx's connection may do op on
 // the named resource.
 func (s *Server) authorize(ctx context.Context, op acl.Operation, rt acl.ResourceType, name string) bool {
-	az, ok := s.backend.(Authorizer)
-	if !ok {
-		return true
-	}
 	principal, host := clientOf(ctx)
-	return az.Authorize(acl.Request{Principal: principal, Host: host, Operation: op, Resource: rt, Name: name})
+	return s.backend.Authorize(acl.Request{Principal: principal, Host: host, Operation: op, Resource: rt, Name: name})
 }
 
-// authorizeAny is Authorizer.AuthorizeAny for ctx's client.
+// authorizeAny is Security.AuthorizeAny for ctx's client.
 func (s *Server) authorizeAny(ctx context.Context, op acl.Operation, rt acl.ResourceType) bool {
-	az, ok := s.backend.(Authorizer)
-	if !ok {
-		return true
-	}
 	principal, host := clientOf(ctx)
-	return az.AuthorizeAny(principal, host, op, rt)
+	return s.backend.AuthorizeAny(principal, host, op, rt)
 }
 
 // authorizedOps keeps the operations of supported (bits by ACL

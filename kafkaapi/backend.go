@@ -3,22 +3,38 @@ package kafkaapi
 import (
 	"context"
 	"time"
+
+	"github.com/minikafka/minikafka-go/acl"
+	"github.com/minikafka/minikafka-go/internal/scram"
 )
 
-// Backend is everything the Kafka front end needs from the node. The server
-// calls it from many connection goroutines at once, so every method must be
-// safe for concurrent use.
+// Backend is everything the Kafka front end needs from the node, in five
+// required roles. The server calls it from many connection goroutines at
+// once, so every method must be safe for concurrent use.
 //
 // Errors returned by Backend and Partition methods should be, or wrap
 // (errors.As), a *kerr.Error; its code goes on the wire. Other errors are
-// answered as described at ErrorCode.
+// answered as described at ErrorCode. A capability that a node may switch
+// off by configuration (authorization, stored ACLs, SCRAM management,
+// reassignment, transaction verification) is switched off by an answer
+// documented at the method, never by leaving the method out.
 type Backend interface {
+	Topics
+	Admin
+	Groups
+	Transactions
+	Security
+}
+
+// Topics is the Backend role that serves the cluster's topics and their
+// partitions' local replicas.
+type Topics interface {
 	// Cluster returns this node's current view of the cluster for a
 	// Metadata request. It must not block for long (it should read local
 	// state). The server answers topics in the order of View.Topics when a
 	// client asks for all topics, so the backend should list them in a
 	// stable order (e.g. sorted by name).
-	Cluster(ctx context.Context) ClusterView
+	Cluster() ClusterView
 
 	// CreateTopic creates a topic or, with validateOnly, only reports
 	// whether it could be created. The server has already checked the name
@@ -46,6 +62,30 @@ type Backend interface {
 	// internal topic), kerr.NotController, kerr.RequestTimedOut.
 	DeleteTopic(ctx context.Context, topic string) error
 
+	// AutoCreateTopics reports whether a Metadata request that names an
+	// unknown topic, and allows it, should create it with the defaults.
+	AutoCreateTopics() bool
+
+	// Partition returns the local replica of a partition. It must not
+	// block. Errors: kerr.UnknownTopicOrPartition if the partition does not
+	// exist, kerr.NotLeaderForPartition if this node holds no replica of it.
+	// A returned replica that is not the leader is answered
+	// NOT_LEADER_OR_FOLLOWER by the server (see Partition.IsLeader).
+	Partition(topic string, partition int32) (Partition, error)
+}
+
+// Admin is the Backend role that serves configs and partition
+// reassignment.
+type Admin interface {
+	// Configs returns this node's settings for DescribeConfigs: under
+	// Kafka's broker config names where Kafka has the setting (broker.id,
+	// which must be present, num.partitions, log.segment.bytes, ...), and
+	// for the node's own settings under names starting with "minikafka.".
+	// They are static (fixed when the node started) and listed in a stable
+	// order. A topic config whose broker synonym is listed (for example
+	// segment.bytes for log.segment.bytes) takes the node's value.
+	Configs() []ConfigEntry
+
 	// TopicConfigs returns a topic's config overrides (nil when it has
 	// none), under topic config names. It reads local state and must not
 	// block. Errors: kerr.UnknownTopicOrPartition.
@@ -70,216 +110,73 @@ type Backend interface {
 	// Expected errors as AlterTopicConfigs, without the unknown topic.
 	AlterClusterConfigs(ctx context.Context, configs map[string]string, validateOnly bool) error
 
-	// AutoCreateTopics reports whether a Metadata request that names an
-	// unknown topic, and allows it, should create it with the defaults.
-	AutoCreateTopics() bool
+	// Reassignments lists the partition moves in progress, sorted by
+	// topic then partition. It must not block for long. A node that does
+	// not move partitions answers an error wrapping
+	// kerr.UnsupportedVersion: AlterPartitionReassignments and
+	// ListPartitionReassignments then answer it.
+	Reassignments() ([]Reassignment, error)
 
-	// Partition returns the local replica of a partition. It must not
-	// block. Errors: kerr.UnknownTopicOrPartition if the partition does not
-	// exist, kerr.NotLeaderForPartition if this node holds no replica of it.
-	// A returned replica that is not the leader is answered
-	// NOT_LEADER_OR_FOLLOWER by the server (see Partition.IsLeader).
-	Partition(topic string, partition int32) (Partition, error)
-
-	// Configs returns this node's settings for DescribeConfigs: under
-	// Kafka's broker config names where Kafka has the setting (broker.id,
-	// which must be present, num.partitions, log.segment.bytes, ...), and
-	// for the node's own settings under names starting with "minikafka.".
-	// They are static (fixed when the node started) and listed in a stable
-	// order. A topic config whose broker synonym is listed (for example
-	// segment.bytes for log.segment.bytes) takes the node's value.
-	Configs() []ConfigEntry
-
-	// InitProducerID allocates a producer id (idempotent producer) or, for
-	// a transactional id, returns that id's producer id with its epoch
-	// bumped, which fences the previous holder (docs/contract.md B5). Ids are never
-	// reused. ctx carries the server's request timeout.
-	InitProducerID(ctx context.Context, req InitProducerIDRequest) (ProducerIdentity, error)
-
-	// Groups serves consumer groups (groups.go).
-	Groups
+	// AlterReassignment starts, changes or, with target nil, cancels one
+	// partition's move, through the cluster's replicated metadata; the
+	// move itself runs in the background. Expected errors:
+	// kerr.UnknownTopicOrPartition, kerr.InvalidReplicaAssignment,
+	// kerr.NoReassignmentInProgress, kerr.NotController,
+	// kerr.RequestTimedOut.
+	AlterReassignment(ctx context.Context, topic string, partition int32, target []int32) error
 }
 
-// Partition is the local replica of one partition, as the front end uses
-// it. All methods must be safe for concurrent use and, except for the
-// function Produce returns, must not block for long.
-type Partition interface {
-	// Produce starts appending one batch, which the server has checked
-	// with record.CheckProduce and record.CheckRecordCount, and returns at
-	// once. Batches passed to Produce on one Partition must be proposed
-	// in call order: the server calls it in the order requests arrive on a
-	// connection. The batch belongs to the backend after the call. Every
-	// write commits through Raft whatever the request's acks (acks=1 waits
-	// as acks=-1 does); the server alone handles acks=0, which gets no
-	// answer. The returned ProduceWait reports the outcome; it may never
-	// be called (the connection closed first).
-	Produce(batch []byte) ProduceWait
+// Security is the Backend role that decides and administers access: the
+// authorizer, the ACLs it decides by, and the SCRAM credentials SASL
+// listeners authenticate against.
+type Security interface {
+	// Authorize decides whether a connection's principal may do an
+	// operation on a resource (Kafka's authorizer). The server asks it
+	// where Kafka's KafkaApis asks its authorizer, with the principal
+	// "User:<SASL user>" on a SASL listener, "User:<subject DN>" for a
+	// TLS client certificate, else acl.Anonymous. A node without
+	// authorization allows every request. It must be cheap and must not
+	// block.
+	Authorize(r acl.Request) bool
+	// AuthorizeAny decides whether the principal may do op on at least
+	// one resource of type rt; as Authorize otherwise.
+	AuthorizeAny(principal, host string, op acl.Operation, rt acl.ResourceType) bool
 
-	// Read returns whole committed batches (all below the high watermark),
-	// carrying their assigned base offsets, starting with the batch that
-	// holds offset and adding batches while the total stays within
-	// maxBytes; the first batch is returned whole even if it alone is
-	// larger than maxBytes (KIP-74). It returns nothing when offset equals
-	// the high watermark. Errors: kerr.OffsetOutOfRange if offset is below
-	// the log start offset or above the high watermark. The server drops
-	// anything past a batch boundary, the byte limits or the high
-	// watermark, so a generous Read is safe but wasteful.
-	Read(offset int64, maxBytes int) ([]byte, error)
+	// ACLs returns the stored bindings. It must not block for long. A
+	// node that stores no ACLs answers an error wrapping
+	// kerr.SecurityDisabled: CreateAcls, DescribeAcls and DeleteAcls then
+	// answer it, as Kafka does without an authorizer.
+	ACLs() (acl.Set, error)
+	// CreateACLs stores valid bindings through the cluster's replicated
+	// metadata and returns one error per binding (nil when stored), or
+	// an error for the whole request.
+	CreateACLs(ctx context.Context, bindings []acl.Binding) ([]error, error)
+	// DeleteACLs removes what each valid filter matches and returns, per
+	// filter, the removed bindings or its error, or an error for the
+	// whole request.
+	DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error, error)
 
-	// HighWatermark is the offset after the last record the partition's
-	// state machine has applied: what consumers may read.
-	HighWatermark() int64
-
-	// LogStartOffset is the first offset still in the log.
-	LogStartOffset() int64
-
-	// Changed returns a channel that is closed when the high watermark
-	// moves, or when anything else a waiting Fetch should re-check
-	// changes (the replica lost leadership or was removed). Callers get
-	// the channel before reading the state it guards, and call Changed
-	// again after it fires.
-	Changed() <-chan struct{}
-
-	// WatchChanged calls wake once, when the channel seen (which Changed
-	// returned) is closed, or at once if it already is. wake must be
-	// quick and must not block (it may run under the partition's lock).
-	// stop cancels a call not yet made. A waiting Fetch registers one
-	// wake-up of its own with each of its partitions this way (as
-	// Kafka's delayed fetches watch their partitions), instead of
-	// selecting on every partition's channel.
-	WatchChanged(seen <-chan struct{}, wake func()) (stop func())
-
-	// OffsetForTimestamp finds the first committed batch whose max
-	// timestamp is at or after ts and returns its offset, timestamp and
-	// leader epoch; ok is false if there is none.
-	OffsetForTimestamp(ts int64) (found TimestampOffset, ok bool)
-
-	// IsLeader reports whether this replica is the partition's leader.
-	IsLeader() bool
-
-	// LeaderEpoch is the current leader epoch: the Raft term of the
-	// partition's group.
-	LeaderEpoch() int32
-}
-
-// FetchCounter is an optional Partition capability: Fetch passes it the
-// whole batches it returns to a consumer from the partition.
-type FetchCounter interface {
-	Fetched(batches []byte)
-}
-
-// MaxTimestampReader is an optional Partition capability: a Partition that
-// implements it answers ListOffsets with timestamp -3 (KIP-734, the record
-// with the largest timestamp). Without it such requests get offset -1.
-type MaxTimestampReader interface {
-	// MaxTimestamp returns the offset and timestamp of the committed
-	// record with the largest timestamp; ok is false for an empty log.
-	MaxTimestamp() (found TimestampOffset, ok bool)
-}
-
-// Settler is an optional Partition capability for replicas whose log and
-// high watermark lag behind the replicated log for a moment after they
-// become leader (a Raft leader applies the entries of earlier terms only
-// once an entry of its own term commits). Without it the server takes the
-// partition's state as current.
-type Settler interface {
-	// Settle returns once the leader has applied every entry of the terms
-	// before its current one, or with the error to answer (for example
-	// kerr.NotLeaderForPartition). It is cheap once settled.
-	Settle(ctx context.Context) error
-}
-
-// settle calls p's Settle, if it has one.
-func settle(ctx context.Context, p Partition) error {
-	if s, ok := p.(Settler); ok {
-		return s.Settle(ctx)
-	}
-	return nil
-}
-
-// EpochEndOffsetReader is an optional Partition capability: an index of
-// the leader epochs stamped into the stored batches, from which the server
-// answers OffsetForLeaderEpoch. Without it the server finds the same
-// answer by a binary search over the batch headers with Read, which costs
-// O(log n) reads of one batch each.
-type EpochEndOffsetReader interface {
-	// EpochEndOffset returns the largest leader epoch at or below epoch
-	// that a stored batch carries (-1 if none does) and the base offset of
-	// the first batch whose epoch is larger (the log end offset if none
-	// is). Epochs never decrease along the log.
-	EpochEndOffset(epoch int32) (floor int32, end int64, err error)
-}
-
-// TxnReader is an optional Partition capability: the partition side of
-// Kafka transactions, for read_committed consumers. Without it the last
-// stable offset is the high watermark and no transaction is aborted.
-type TxnReader interface {
-	// LastStableOffset is the offset below which every transaction on the
-	// partition has ended (committed or aborted): the first offset of the
-	// oldest open transaction, or the high watermark when none is open. It
-	// is never above the high watermark read after it.
-	LastStableOffset() int64
-	// AbortedTxns returns the aborted transactions whose offsets overlap
-	// [from, to), ordered by their ABORT markers' offsets. It covers every
-	// abort below a LastStableOffset read before the call.
-	AbortedTxns(from, to int64) []AbortedTxn
-}
-
-// AbortedTxn is an aborted transaction as a Fetch reports it: producer
-// ProducerID's transactional records from FirstOffset up to its ABORT
-// marker are to be skipped by read_committed consumers.
-type AbortedTxn struct {
-	ProducerID  int64
-	FirstOffset int64
-}
-
-// TxnMarkerWriter is an optional Partition capability: writing a
-// transaction marker for the transaction coordinator (WriteTxnMarkers).
-// Without it WriteTxnMarkers answers the partition
-// UNSUPPORTED_FOR_MESSAGE_FORMAT, as Kafka does for a log that cannot hold
-// markers.
-type TxnMarkerWriter interface {
-	// WriteTxnMarker starts writing m through the partition's replicated
-	// log, like Produce (in call order, returning at once). The wait
-	// reports the marker's offset as BaseOffset, or an error:
-	// kerr.InvalidProducerEpoch (an epoch older than the producer's),
-	// kerr.TransactionCoordinatorFenced, kerr.NotLeaderForPartition,
-	// kerr.RequestTimedOut, kerr.KafkaStorageError.
-	WriteTxnMarker(m TxnMarker) ProduceWait
-}
-
-// TxnMarker is one COMMIT or ABORT marker for one partition.
-type TxnMarker struct {
-	ProducerID       int64
-	ProducerEpoch    int16
-	Commit           bool // COMMIT, else ABORT
-	CoordinatorEpoch int32
-}
-
-// ProduceWait waits for the outcome of one Produce. It returns when the
-// batch is committed and applied (for acks -1 and 1) or has failed, or when
-// ctx is done (then with an error wrapping ctx.Err(), or kerr.RequestTimedOut).
-// If the outcome is already known it should return it even when ctx is
-// done. Expected errors: kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition,
-// kerr.OutOfOrderSequenceNumber, kerr.InvalidProducerEpoch, kerr.RequestTimedOut.
-// A duplicate of a batch still in the producer window is not an error: it
-// returns the original batch's base offset.
-type ProduceWait func(ctx context.Context) (ProduceResult, error)
-
-// ProduceResult is the outcome of a successful Produce.
-type ProduceResult struct {
-	BaseOffset     int64 // offset of the batch's first record
-	LogStartOffset int64 // the partition's log start offset after the append
-	// LogAppendTime is the broker time stamped into the batch of a
-	// LogAppendTime topic; -1 otherwise. The zero value is read as -1.
-	LogAppendTime int64
-}
-
-// TimestampOffset is a ListOffsets answer.
-type TimestampOffset struct {
-	Offset      int64
-	Timestamp   int64
-	LeaderEpoch int32 // epoch of the batch holding Offset; -1 if unknown
+	// ScramCredential returns a user's stored SCRAM credential for a
+	// mechanism; ok is false if there is none (a node that stores none
+	// answers false for everyone, so its SASL listeners admit nobody).
+	// SCRAM-SHA-256 and SCRAM-SHA-512 check a client's proof against it;
+	// PLAIN checks the password against the user's SCRAM-SHA-512
+	// credential, else its SCRAM-SHA-256 one, so one set of users serves
+	// all three mechanisms. It must not block for long.
+	ScramCredential(user string, m scram.Mechanism) (c scram.Credential, ok bool)
+	// ScramUsers lists every stored credential, sorted by user then
+	// mechanism. It must not block for long. A node that does not manage
+	// credentials answers an error wrapping kerr.UnsupportedVersion:
+	// DescribeUserScramCredentials and AlterUserScramCredentials then
+	// answer it.
+	ScramUsers() ([]ScramCredentialInfo, error)
+	// AlterScramCredentials applies one AlterUserScramCredentials: each
+	// user's changes all or nothing, users independently, through the
+	// cluster's replicated metadata. It returns each named user's error
+	// (nil when applied), or an error for the whole request. Expected
+	// per-user errors: kerr.ResourceNotFound, kerr.UnsupportedSaslMechanism,
+	// kerr.UnacceptableCredential, kerr.DuplicateResource.
+	AlterScramCredentials(ctx context.Context, deletions []ScramDeletion, upsertions []ScramUpsertion) (map[string]error, error)
 }
 
 // ClusterView is a snapshot of the cluster for a Metadata answer.

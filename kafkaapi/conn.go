@@ -88,7 +88,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 func (s *Server) secure(ctx context.Context, cancel context.CancelFunc, nc net.Conn, lc Listener) (net.Conn, *session, bool) {
 	var auth *connAuth
 	if len(lc.SASLMechanisms) > 0 {
-		auth = newConnAuth(lc.SASLMechanisms, s.backend.(CredentialStore), s.logins, remoteHost(nc))
+		auth = newConnAuth(lc.SASLMechanisms, s.backend, s.logins, remoteHost(nc))
 	}
 	sess := &session{host: remoteHost(nc), auth: auth}
 	if lc.TLS == nil && auth == nil {

@@ -32,7 +32,7 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 		for _, rt := range req.Topics {
 			count[rt.Topic]++
 		}
-		lim := createLimits{partitions: s.cfg.MaxCreatePartitions, brokers: len(s.backend.Cluster(ctx).Brokers)}
+		lim := createLimits{partitions: s.cfg.MaxCreatePartitions, brokers: len(s.backend.Cluster().Brokers)}
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 		clusterCreate := s.authorizeCluster(ctx, acl.OpCreate)

@@ -11,18 +11,6 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// RecordDeleter is an optional Partition capability: a partition that has
-// it serves DeleteRecords; one without it (an internal topic's) gets
-// POLICY_VIOLATION.
-type RecordDeleter interface {
-	// DeleteRecords moves the log start offset up to offset (at most the
-	// high watermark) on every replica and returns the start after it,
-	// Kafka's low watermark. Errors: kerr.OffsetOutOfRange past the high
-	// watermark, kerr.PolicyViolation for a topic whose cleanup.policy
-	// has no delete, kerr.NotLeaderForPartition.
-	DeleteRecords(ctx context.Context, offset int64) (int64, error)
-}
-
 // deleteToHighWatermark is the DeleteRecords offset that means "up to the
 // high watermark".
 const deleteToHighWatermark = -1
@@ -60,9 +48,9 @@ func (s *Server) startDeleteRecords(req *kmsg.DeleteRecordsRequest, _ time.Time)
 	}
 }
 
-// deleteRecords serves one partition of a DeleteRecords, checked in
-// Kafka's order: the partition and its leader, an internal topic, then the
-// offset.
+// deleteRecords serves one partition of a DeleteRecords: the partition
+// and its leader, then the offset, then the partition's own refusals (an
+// internal topic, a cleanup.policy without delete).
 func (s *Server) deleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
 	if err := ValidateTopicName(topic); err != nil {
 		return 0, kerr.UnknownTopicOrPartition
@@ -71,12 +59,8 @@ func (s *Server) deleteRecords(ctx context.Context, topic string, partition int3
 	if err != nil {
 		return 0, err
 	}
-	if err := settle(ctx, p); err != nil {
+	if err := p.Settle(ctx); err != nil {
 		return 0, err
-	}
-	d, ok := p.(RecordDeleter)
-	if !ok {
-		return 0, fmt.Errorf("%w: records of %s-%d cannot be deleted", kerr.PolicyViolation, topic, partition)
 	}
 	if offset == deleteToHighWatermark {
 		offset = p.HighWatermark()
@@ -84,5 +68,5 @@ func (s *Server) deleteRecords(ctx context.Context, topic string, partition int3
 	if offset < 0 || offset > p.HighWatermark() {
 		return 0, fmt.Errorf("%w: offset %d is not in [0, high watermark %d]", kerr.OffsetOutOfRange, offset, p.HighWatermark())
 	}
-	return d.DeleteRecords(ctx, offset)
+	return p.DeleteRecords(ctx, offset)
 }

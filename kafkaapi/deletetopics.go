@@ -26,7 +26,7 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, _ time.Time) r
 				topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
 			}
 		}
-		view := s.backend.Cluster(ctx)
+		view := s.backend.Cluster()
 		names := make([]string, len(topics))
 		count := map[string]int{}
 		for i, t := range topics {

@@ -43,7 +43,7 @@ func (s *Server) startDescribeConfigs(req *kmsg.DescribeConfigsRequest, _ time.T
 			case err != nil:
 			case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 				if view == nil {
-					v := s.backend.Cluster(ctx)
+					v := s.backend.Cluster()
 					view = &v
 				}
 				configs, err = s.topicConfigs(view, rr.ResourceName)

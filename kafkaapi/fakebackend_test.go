@@ -17,8 +17,10 @@ import (
 
 // fakeBackend is an in-memory Backend: one broker, topics whose partitions
 // commit a batch the moment it is produced (or, when held, when the test
-// releases them).
+// releases them). It serves topics, configs, groups and producer ids; the
+// other roles are baseBackend's.
 type fakeBackend struct {
+	baseBackend
 	mu           sync.Mutex // guards every field below
 	broker       Broker
 	clusterID    string
@@ -31,10 +33,10 @@ type fakeBackend struct {
 	txn          map[string]ProducerIdentity
 	pidErr       error // returned by InitProducerID if set
 	lastPIDReq   InitProducerIDRequest
-	maxTS        bool                         // partitions offer MaxTimestampReader
-	epochIndex   bool                         // partitions offer EpochEndOffsetReader
-	settle       func(p *fakePartition) error // if set, partitions offer Settler
-	txnParts     bool                         // partitions offer TxnReader and TxnMarkerWriter
+	maxTS        bool                         // partitions answer MaxTimestamp
+	epochIndex   bool                         // partitions answer EpochEndOffset by a scan, not a search
+	settle       func(p *fakePartition) error // if set, partitions settle with it
+	txnParts     bool                         // partitions keep transaction state and take markers
 	controllerID int32
 	groups       fakeGroups        // answers the group APIs
 	cluster      map[string]string // cluster-wide dynamic broker defaults
@@ -81,7 +83,7 @@ func (b *fakeBackend) addTopicLocked(name string, partitions int32, rf int16) *f
 	return t
 }
 
-func (b *fakeBackend) Cluster(context.Context) ClusterView {
+func (b *fakeBackend) Cluster() ClusterView {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	v := ClusterView{ClusterID: b.clusterID, ControllerID: b.controllerID, Brokers: []Broker{b.broker}}
@@ -260,8 +262,11 @@ func (b *fakeBackend) hasTopic(name string) bool {
 	return ok
 }
 
-// fakePartition is an in-memory partition log.
+// fakePartition is an in-memory partition log. The wrappers below add
+// what a test switches on (fakeBackend's flags); the rest is
+// basePartition's.
 type fakePartition struct {
+	basePartition
 	mu           sync.Mutex // guards every field below
 	log          [][]byte   // committed batches, base offsets assigned
 	hw           int64
@@ -432,6 +437,46 @@ func (p *fakePartition) LeaderEpoch() int32 {
 	return p.epoch
 }
 
+// EpochEndOffset answers by a binary search over the batch headers (the
+// epochIndex flag answers by a scan instead).
+func (p *fakePartition) EpochEndOffset(epoch int32) (int32, int64, error) {
+	return searchEpochEnd(p, epoch, p.LogStartOffset(), p.HighWatermark())
+}
+
+// searchEpochEnd answers what Partition.EpochEndOffset does by a binary
+// search over the batch headers in [start, hw), whose leader epochs (Raft
+// terms) never decrease along the log: O(log n) reads of one batch each.
+func searchEpochEnd(p Partition, epoch int32, start, hw int64) (int32, int64, error) {
+	// Batches before lo carry epochs <= epoch, batches from hi on larger
+	// ones; both are batch boundaries.
+	lo, hi := start, hw
+	for lo < hi {
+		h, err := batchAt(p, lo+(hi-lo)/2)
+		if err != nil {
+			return -1, -1, err
+		}
+		if h.PartitionLeaderEpoch > epoch {
+			hi = max(h.BaseOffset, lo) // lo is inside a batch only at the log start
+		} else {
+			lo = h.NextOffset()
+		}
+	}
+	if lo == start {
+		return -1, lo, nil
+	}
+	h, err := batchAt(p, lo-1)
+	if err != nil {
+		return -1, -1, err
+	}
+	return h.PartitionLeaderEpoch, lo, nil
+}
+
+// ProduceVerified produces as Produce: the fake remembers no
+// verification (TxnVerified is basePartition's false).
+func (p *fakePartition) ProduceVerified(batch []byte, _ int64, _ int16, _ TxnGuard) ProduceWait {
+	return p.Produce(batch)
+}
+
 func (p *fakePartition) leaderState() (bool, int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -468,7 +513,7 @@ func (p *fakePartition) set(f func(p *fakePartition)) {
 	f(p)
 }
 
-// maxTSPartition adds the optional MaxTimestampReader capability.
+// maxTSPartition answers MaxTimestamp.
 type maxTSPartition struct{ *fakePartition }
 
 func (p maxTSPartition) MaxTimestamp() (TimestampOffset, bool) {
@@ -486,10 +531,7 @@ func (p maxTSPartition) MaxTimestamp() (TimestampOffset, bool) {
 	return best, found
 }
 
-var _ MaxTimestampReader = maxTSPartition{}
-
-// epochIndexPartition adds the optional EpochEndOffsetReader capability,
-// answered by a scan of every batch.
+// epochIndexPartition answers EpochEndOffset by a scan of every batch.
 type epochIndexPartition struct{ *fakePartition }
 
 func (p epochIndexPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
@@ -509,14 +551,10 @@ func (p epochIndexPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
 	return floor, p.hw, nil
 }
 
-var _ EpochEndOffsetReader = epochIndexPartition{}
-
-// settlingPartition adds the optional Settler capability.
+// settlingPartition settles with its function.
 type settlingPartition struct {
 	*fakePartition
 	settle func(p *fakePartition) error
 }
 
 func (p settlingPartition) Settle(context.Context) error { return p.settle(p.fakePartition) }
-
-var _ Settler = settlingPartition{}

@@ -172,10 +172,7 @@ type offsets struct {
 // readOffsets reads the last stable offset before the high watermark, so
 // that lso <= hw, and both after getting the Changed channel.
 func readOffsets(p Partition) offsets {
-	lso := int64(-1)
-	if tr, ok := p.(TxnReader); ok {
-		lso = tr.LastStableOffset()
-	}
+	lso := p.LastStableOffset()
 	o := offsets{hw: p.HighWatermark(), start: p.LogStartOffset()}
 	if lso < 0 || lso > o.hw {
 		lso = o.hw
@@ -196,7 +193,7 @@ func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.Fetch
 	if rp.FetchOffset > o.hw {
 		// Past the end of a new leader that has not yet applied its
 		// predecessors' entries is not out of range; wait for them.
-		if err := settle(ctx, p); err != nil {
+		if err := p.Settle(ctx); err != nil {
 			return watch{}, err
 		}
 		changed = p.Changed()
@@ -224,8 +221,8 @@ func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.Fetch
 			end = o.hw
 		}
 		sp.RecordBatches = wholeBatches(data, pr.limit, pr.firstData, end)
-		if fc, ok := p.(FetchCounter); ok && len(sp.RecordBatches) > 0 {
-			fc.Fetched(sp.RecordBatches)
+		if len(sp.RecordBatches) > 0 {
+			p.Fetched(sp.RecordBatches)
 		}
 	}
 	sp.HighWatermark = o.hw
@@ -243,8 +240,7 @@ func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.Fetch
 // null, to read_committed.
 func abortedIn(p Partition, from int64, data []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
 	out := []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-	tr, ok := p.(TxnReader)
-	if !ok || len(data) == 0 {
+	if len(data) == 0 {
 		return out
 	}
 	to := from
@@ -255,7 +251,7 @@ func abortedIn(p Partition, from int64, data []byte) []kmsg.FetchResponseTopicPa
 		}
 		to, rest = h.NextOffset(), next
 	}
-	for _, a := range tr.AbortedTxns(from, to) {
+	for _, a := range p.AbortedTxns(from, to) {
 		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 		out = append(out, at)

@@ -11,7 +11,7 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// Groups is the part of the Backend that serves consumer groups: it finds
+// Groups is the Backend role that serves consumer groups: it finds
 // a group's coordinator and hands out this node's coordinators. Errors are
 // Kafka's: kerr.CoordinatorNotAvailable while a group's coordinator is not
 // known (clients retry FindCoordinator), kerr.NotCoordinator when another
@@ -53,6 +53,10 @@ type GroupCoordinator interface {
 	ListGroups(statesFilter, typesFilter []string) []kmsg.ListGroupsResponseGroup
 	// DeleteGroup deletes an empty group and its offsets; nil on success.
 	DeleteGroup(ctx context.Context, group string) *kerr.Error
+	// TxnOffsetCommit answers a TxnOffsetCommit: offsets pending until
+	// the producer's transaction ends (its marker on the coordinator's
+	// partition).
+	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse
 }
 
 // Coordinator key types of FindCoordinator v1+.
@@ -101,7 +105,7 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 		if !s.authorizeTxnID(ctx, acl.OpDescribe, key) {
 			return fail(kerr.TransactionalIDAuthorizationFailed)
 		}
-		node, err = s.txnCoordinatorNode(ctx, key)
+		node, err = s.backend.TxnCoordinatorNode(ctx, key)
 	default:
 		return fail(fmt.Errorf("%w: unknown coordinator key type %d", kerr.InvalidRequest, keyType))
 	}

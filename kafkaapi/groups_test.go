@@ -46,9 +46,11 @@ func (b *fakeBackend) GroupCoordinators() ([]GroupCoordinator, error) {
 	return []GroupCoordinator{b.groups.coord}, b.groups.listErr
 }
 
-// fakeCoordinator answers every request with a marker that shows the
-// request reached it, and records what it was given.
+// fakeCoordinator answers every request but TxnOffsetCommit (which is
+// baseGroupCoordinator's) with a marker that shows the request reached
+// it, and records what it was given.
 type fakeCoordinator struct {
+	baseGroupCoordinator
 	joinClient, joinHost string
 	fetched              [][]kmsg.OffsetFetchRequestGroupTopic
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-
-	"github.com/minikafka/minikafka-go/internal/scram"
 )
 
 // SASL mechanism names a Listener may enable.
@@ -38,32 +36,16 @@ type Listener struct {
 	// these mechanisms (MechanismPlain, MechanismScramSHA256,
 	// MechanismScramSHA512) before any request but ApiVersions,
 	// SaslHandshake and SaslAuthenticate, within
-	// Config.AuthenticationTimeout. The Backend must be a
-	// CredentialStore.
+	// Config.AuthenticationTimeout, against the credentials of
+	// Security.ScramCredential.
 	SASLMechanisms []string
 }
 
-// CredentialStore is the Backend capability that SASL listeners need: the
-// stored SCRAM credentials. SCRAM-SHA-256 and SCRAM-SHA-512 check a
-// client's proof against them; PLAIN checks the password against the
-// user's SCRAM-SHA-512 credential, else its SCRAM-SHA-256 one, so one set
-// of users serves all three mechanisms.
-type CredentialStore interface {
-	// ScramCredential returns a user's credential for a mechanism. It
-	// must not block for long (it should read local state).
-	ScramCredential(user string, m scram.Mechanism) (scram.Credential, bool)
-}
-
-// check validates the listener against the server's backend.
-func (l Listener) check(b Backend) error {
+// check validates the listener.
+func (l Listener) check() error {
 	for _, m := range l.SASLMechanisms {
 		if !slices.Contains([]string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512}, m) {
 			return &ConfigError{Field: "Listener.SASLMechanisms", Reason: fmt.Sprintf("unknown mechanism %q", m)}
-		}
-	}
-	if len(l.SASLMechanisms) > 0 {
-		if _, ok := b.(CredentialStore); !ok {
-			return &ConfigError{Field: "Listener.SASLMechanisms", Reason: "the backend stores no credentials"}
 		}
 	}
 	return nil
@@ -71,7 +53,7 @@ func (l Listener) check(b Backend) error {
 
 // ServeListener is Serve for a listener with a name, TLS or SASL.
 func (s *Server) ServeListener(ctx context.Context, l net.Listener, lc Listener) error {
-	if err := lc.check(s.backend); err != nil {
+	if err := lc.check(); err != nil {
 		l.Close()
 		return err
 	}
@@ -90,7 +72,7 @@ func withListener(ctx context.Context, name string) context.Context {
 
 // cluster is Backend.Cluster as seen through the connection's listener.
 func (s *Server) cluster(ctx context.Context) ClusterView {
-	view := s.backend.Cluster(ctx)
+	view := s.backend.Cluster()
 	name, _ := ctx.Value(listenerKey{}).(string)
 	if name == "" {
 		return view

@@ -97,7 +97,7 @@ func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffs
 	}
 	// A new leader's high watermark is short until it has applied its
 	// predecessors' entries; Kafka answers OFFSET_NOT_AVAILABLE then.
-	if err := settle(ctx, p); err != nil {
+	if err := p.Settle(ctx); err != nil {
 		return none, err
 	}
 	var (
@@ -124,9 +124,7 @@ func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffs
 		}
 		return TimestampOffset{Offset: start, Timestamp: -1, LeaderEpoch: epoch}, nil
 	case maxTimestamp:
-		if mt, can := p.(MaxTimestampReader); can {
-			found, ok = mt.MaxTimestamp()
-		}
+		found, ok = p.MaxTimestamp()
 	default:
 		found, ok = p.OffsetForTimestamp(rp.Timestamp)
 		if ok {

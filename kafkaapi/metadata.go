@@ -72,7 +72,7 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		if created {
 			// A topic created just now may already have leaders; if so,
 			// spare the client a retry.
-			byName = indexTopics(s.backend.Cluster(ctx).Topics)
+			byName = indexTopics(s.backend.Cluster().Topics)
 			for i := range resp.Topics {
 				rt := &resp.Topics[i]
 				if rt.ErrorCode != kerr.LeaderNotAvailable.Code || rt.Topic == nil {

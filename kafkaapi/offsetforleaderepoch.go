@@ -62,7 +62,7 @@ func (s *Server) epochEndOffset(ctx context.Context, topic string, rp *kmsg.Offs
 	}
 	// A new leader that has not applied its predecessors' entries yet
 	// would answer from a short log: that looks like truncation.
-	if err := settle(ctx, p); err != nil {
+	if err := p.Settle(ctx); err != nil {
 		return -1, -1, err
 	}
 	want := rp.LeaderEpoch
@@ -73,13 +73,7 @@ func (s *Server) epochEndOffset(ctx context.Context, topic string, rp *kmsg.Offs
 	case want == current:
 		return want, hw, nil
 	}
-	var floor int32
-	var end int64
-	if r, ok := p.(EpochEndOffsetReader); ok {
-		floor, end, err = r.EpochEndOffset(want)
-	} else {
-		floor, end, err = searchEpochEnd(p, want, p.LogStartOffset(), hw)
-	}
+	floor, end, err := p.EpochEndOffset(want)
 	if err != nil {
 		return -1, -1, err
 	}
@@ -87,35 +81,6 @@ func (s *Server) epochEndOffset(ctx context.Context, topic string, rp *kmsg.Offs
 		floor = want
 	}
 	return floor, min(end, hw), nil
-}
-
-// searchEpochEnd answers what EpochEndOffsetReader.EpochEndOffset does for
-// a Partition without the capability, by a binary search over the batch
-// headers in [start, hw), whose leader epochs (Raft terms) never decrease
-// along the log: O(log n) reads of one batch each.
-func searchEpochEnd(p Partition, epoch int32, start, hw int64) (int32, int64, error) {
-	// Batches before lo carry epochs <= epoch, batches from hi on larger
-	// ones; both are batch boundaries.
-	lo, hi := start, hw
-	for lo < hi {
-		h, err := batchAt(p, lo+(hi-lo)/2)
-		if err != nil {
-			return -1, -1, err
-		}
-		if h.PartitionLeaderEpoch > epoch {
-			hi = max(h.BaseOffset, lo) // lo is inside a batch only at the log start
-		} else {
-			lo = h.NextOffset()
-		}
-	}
-	if lo == start {
-		return -1, lo, nil
-	}
-	h, err := batchAt(p, lo-1)
-	if err != nil {
-		return -1, -1, err
-	}
-	return h.PartitionLeaderEpoch, lo, nil
 }
 
 // batchAt reads the header of the batch that holds offset.

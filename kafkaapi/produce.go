@@ -27,17 +27,17 @@ type produceBatch struct {
 	p     Partition
 	h     record.Header
 	// verified is set for a transactional batch whose transaction holds
-	// the partition; guarded if it is to be proposed under guard
-	// (TxnVerifiedPartition). err is its verification's failure.
-	verified, guarded bool
-	guard             TxnGuard
-	err               error
+	// the partition, to be proposed under guard (Partition.TxnVerified).
+	// err is its verification's failure.
+	verified bool
+	guard    TxnGuard
+	err      error
 }
 
 // produce hands the batch to its partition.
 func (b *produceBatch) produce() ProduceWait {
-	if tv, ok := b.p.(TxnVerifiedPartition); ok && b.verified && b.guarded {
-		return tv.ProduceVerified(b.batch, b.h.ProducerID, b.h.ProducerEpoch, b.guard)
+	if b.verified {
+		return b.p.ProduceVerified(b.batch, b.h.ProducerID, b.h.ProducerEpoch, b.guard)
 	}
 	return b.p.Produce(b.batch)
 }

@@ -12,22 +12,6 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// Reassigner is an optional Backend capability: moving partitions between
-// brokers with AlterPartitionReassignments and ListPartitionReassignments.
-// Without it both answer UNSUPPORTED_VERSION.
-type Reassigner interface {
-	// AlterReassignment starts, changes or, with target nil, cancels one
-	// partition's move, through the cluster's replicated metadata; the
-	// move itself runs in the background. Expected errors:
-	// kerr.UnknownTopicOrPartition, kerr.InvalidReplicaAssignment,
-	// kerr.NoReassignmentInProgress, kerr.NotController,
-	// kerr.RequestTimedOut.
-	AlterReassignment(ctx context.Context, topic string, partition int32, target []int32) error
-	// Reassignments lists the moves in progress, sorted by topic then
-	// partition. It must not block for long.
-	Reassignments() []Reassignment
-}
-
 // Reassignment is one partition's move in progress.
 type Reassignment struct {
 	Topic     string
@@ -43,11 +27,12 @@ type topicPart struct {
 	partition int32
 }
 
-func (s *Server) reassigner() (Reassigner, error) {
-	if r, ok := s.backend.(Reassigner); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("%w: partition reassignment is not supported by this server", kerr.UnsupportedVersion)
+// reassignServed is nil when the backend moves partitions, else what its
+// Reassignments answers (kerr.UnsupportedVersion), which both
+// reassignment APIs answer.
+func (s *Server) reassignServed() error {
+	_, err := s.backend.Reassignments()
+	return err
 }
 
 // startAlterReassignments answers AlterPartitionReassignments: each
@@ -56,7 +41,7 @@ func (s *Server) reassigner() (Reassigner, error) {
 func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-		r, err := s.reassigner()
+		err := s.reassignServed()
 		if !s.authorizeCluster(ctx, acl.OpAlter) {
 			err = errClusterAuth
 		}
@@ -93,7 +78,7 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 							target = []int32{}
 						}
 					}
-					err = r.AlterReassignment(ctx, t.Topic, p.Partition, target)
+					err = s.backend.AlterReassignment(ctx, t.Topic, p.Partition, target)
 				}
 				rp.ErrorCode, rp.ErrorMessage = ErrorCode(err), errorMessage(err)
 				rt.Partitions = append(rt.Partitions, rp)
@@ -111,7 +96,7 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 func (s *Server) startListReassignments(req *kmsg.ListPartitionReassignmentsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-		r, err := s.reassigner()
+		moves, err := s.backend.Reassignments()
 		if !s.authorizeCluster(ctx, acl.OpDescribe) {
 			err = errClusterAuth
 		}
@@ -128,7 +113,7 @@ func (s *Server) startListReassignments(req *kmsg.ListPartitionReassignmentsRequ
 				}
 			}
 		}
-		for _, m := range r.Reassignments() {
+		for _, m := range moves {
 			if want != nil && !want[topicPart{m.Topic, m.Partition}] {
 				continue
 			}

@@ -39,7 +39,7 @@ func (e *AuthError) Unwrap() []error {
 // goroutine changes it; done is also read by the authentication timer.
 type connAuth struct {
 	mechanisms []string
-	store      CredentialStore
+	store      Security
 	guard      *authGuard
 	host       string // the client's IP
 	mechanism  string // chosen by SaslHandshake; "" before
@@ -50,7 +50,7 @@ type connAuth struct {
 	done       atomic.Bool   // authenticated
 }
 
-func newConnAuth(mechanisms []string, store CredentialStore, guard *authGuard, host string) *connAuth {
+func newConnAuth(mechanisms []string, store Security, guard *authGuard, host string) *connAuth {
 	return &connAuth{mechanisms: mechanisms, store: store, guard: guard, host: host}
 }
 

@@ -2,7 +2,6 @@ package kafkaapi
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,22 +10,6 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/internal/scram"
 )
-
-// ScramAdmin is an optional Backend capability: managing the SCRAM
-// credentials with DescribeUserScramCredentials and
-// AlterUserScramCredentials. Without it both answer UNSUPPORTED_VERSION.
-type ScramAdmin interface {
-	// ScramUsers lists every stored credential, sorted by user then
-	// mechanism. It must not block for long.
-	ScramUsers() []ScramCredentialInfo
-	// AlterScramCredentials applies one AlterUserScramCredentials: each
-	// user's changes all or nothing, users independently, through the
-	// cluster's replicated metadata. It returns each named user's error
-	// (nil when applied), or an error for the whole request. Expected
-	// per-user errors: kerr.ResourceNotFound, kerr.UnsupportedSaslMechanism,
-	// kerr.UnacceptableCredential, kerr.DuplicateResource.
-	AlterScramCredentials(ctx context.Context, deletions []ScramDeletion, upsertions []ScramUpsertion) (map[string]error, error)
-}
 
 // ScramCredentialInfo describes a stored credential without its secrets.
 type ScramCredentialInfo struct {
@@ -51,11 +34,12 @@ type ScramUpsertion struct {
 	SaltedPassword []byte
 }
 
-func (s *Server) scramAdmin() (ScramAdmin, error) {
-	if a, ok := s.backend.(ScramAdmin); ok {
-		return a, nil
-	}
-	return nil, fmt.Errorf("%w: SCRAM credentials are not managed by this server", kerr.UnsupportedVersion)
+// scramServed is nil when the backend manages SCRAM credentials, else
+// what its ScramUsers answers (kerr.UnsupportedVersion), which both SCRAM
+// APIs answer.
+func (s *Server) scramServed() error {
+	_, err := s.backend.ScramUsers()
+	return err
 }
 
 // startDescribeUserScram answers DescribeUserScramCredentials as Kafka:
@@ -65,7 +49,7 @@ func (s *Server) scramAdmin() (ScramAdmin, error) {
 func (s *Server) startDescribeUserScram(req *kmsg.DescribeUserSCRAMCredentialsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-		admin, err := s.scramAdmin()
+		users, err := s.backend.ScramUsers()
 		if err == nil && !s.authorizeCluster(ctx, acl.OpDescribe) {
 			err = errClusterAuth
 		}
@@ -75,7 +59,7 @@ func (s *Server) startDescribeUserScram(req *kmsg.DescribeUserSCRAMCredentialsRe
 		}
 		byUser := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
 		var order []string
-		for _, c := range admin.ScramUsers() {
+		for _, c := range users {
 			if _, ok := byUser[c.User]; !ok {
 				order = append(order, c.User)
 			}
@@ -145,13 +129,13 @@ func (s *Server) startAlterUserScram(req *kmsg.AlterUserSCRAMCredentialsRequest,
 				Salt: u.Salt, SaltedPassword: u.SaltedPassword})
 		}
 		var errs map[string]error
-		admin, err := s.scramAdmin()
+		err := s.scramServed()
 		if err == nil && !s.authorizeCluster(ctx, acl.OpAlter) {
 			err = errClusterAuth
 		}
 		if err == nil {
 			ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-			errs, err = admin.AlterScramCredentials(ctx, dels, ups)
+			errs, err = s.backend.AlterScramCredentials(ctx, dels, ups)
 			cancel()
 		}
 		for _, u := range users {

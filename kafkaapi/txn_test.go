@@ -15,14 +15,9 @@ import (
 	"github.com/minikafka/minikafka-go/record"
 )
 
-// txnPartition adds the optional TxnReader and TxnMarkerWriter
-// capabilities, answered from the fake's producer table.
+// txnPartition keeps transaction state and takes markers, answered from
+// the fake's producer table.
 type txnPartition struct{ *fakePartition }
-
-var (
-	_ TxnReader       = txnPartition{}
-	_ TxnMarkerWriter = txnPartition{}
-)
 
 func (p txnPartition) LastStableOffset() int64 {
 	p.mu.Lock()

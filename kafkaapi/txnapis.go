@@ -2,7 +2,6 @@ package kafkaapi
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -12,11 +11,18 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// Transactions is the optional Backend capability that serves the
-// transaction coordinator's APIs (found by type assertion; without it
-// FindCoordinator for transactions and the APIs below answer
-// COORDINATOR_NOT_AVAILABLE). Errors are Kafka's, as for Groups.
+// Transactions is the Backend role that serves producer ids and the
+// transaction coordinator's APIs. Errors are Kafka's, as for Groups. A
+// node that runs no transaction coordinators answers
+// kerr.CoordinatorNotAvailable from TxnCoordinatorNode and
+// TxnCoordinator, and no coordinators from TxnCoordinators.
 type Transactions interface {
+	// InitProducerID allocates a producer id (idempotent producer) or,
+	// for a transactional id, returns that id's producer id with its
+	// epoch bumped, which fences the previous holder (docs/contract.md
+	// B5). Ids are never reused. ctx carries the server's request
+	// timeout.
+	InitProducerID(ctx context.Context, req InitProducerIDRequest) (ProducerIdentity, error)
 	// TxnCoordinatorNode returns the node that coordinates a
 	// transactional id now.
 	TxnCoordinatorNode(ctx context.Context, transactionalID string) (int32, error)
@@ -24,11 +30,18 @@ type Transactions interface {
 	// id: kerr.NotCoordinator if another node coordinates it,
 	// kerr.CoordinatorLoadInProgress while this node takes over.
 	TxnCoordinator(ctx context.Context, transactionalID string) (TxnCoordinator, error)
+	// TxnCoordinators returns every transaction coordinator this node
+	// runs, for ListTransactions, and kerr.CoordinatorLoadInProgress with
+	// them while one loads.
+	TxnCoordinators() ([]TxnCoordinator, error)
+	// TxnVerifier verifies transactional batches on Produce.
+	TxnVerifier
 }
 
 // TxnCoordinator serves the transactional ids of one coordinator (in the
-// broker, one partition of __transaction_state). Each method answers at
-// the request's version once what it changed is committed.
+// broker, one partition of __transaction_state). Each request-shaped
+// method answers at the request's version once what it changed is
+// committed.
 type TxnCoordinator interface {
 	AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse
 	// AddPartitionsToTxnTransaction answers one transaction of an
@@ -38,6 +51,12 @@ type TxnCoordinator interface {
 	AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction
 	AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse
 	EndTxnRequest(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse
+	// DescribeTransaction answers one id of a DescribeTransactions.
+	DescribeTransaction(id string) kmsg.DescribeTransactionsResponseTransactionState
+	// ListTransactions lists the coordinator's transactions, filtered by
+	// state names and producer ids when those are not empty and by
+	// running for at least minDurationMillis when it is not negative.
+	ListTransactions(states []string, pids []int64, minDurationMillis int64) []kmsg.ListTransactionsResponseTransactionState
 }
 
 // txnCoordinator returns this node's coordinator of a transactional id,
@@ -48,22 +67,9 @@ func (s *Server) txnCoordinator(ctx context.Context, id string, op acl.Operation
 	if op != 0 && !s.authorizeTxnID(ctx, op, id) {
 		return nil, kerr.TransactionalIDAuthorizationFailed
 	}
-	txns, ok := s.backend.(Transactions)
-	if !ok {
-		return nil, fmt.Errorf("%w: transactions are not served", kerr.CoordinatorNotAvailable)
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	return txns.TxnCoordinator(ctx, id)
-}
-
-// txnCoordinatorNode finds the node that coordinates a transactional id.
-func (s *Server) txnCoordinatorNode(ctx context.Context, id string) (int32, error) {
-	txns, ok := s.backend.(Transactions)
-	if !ok {
-		return -1, fmt.Errorf("%w: transactions are not served", kerr.CoordinatorNotAvailable)
-	}
-	return txns.TxnCoordinatorNode(ctx, id)
+	return s.backend.TxnCoordinator(ctx, id)
 }
 
 // startAddPartitionsToTxn answers AddPartitionsToTxn 0-3, and v4 with
@@ -166,13 +172,6 @@ func (s *Server) startEndTxn(req *kmsg.EndTxnRequest, _ time.Time) responder {
 	}
 }
 
-// TxnOffsetCommitter is the optional GroupCoordinator capability that
-// serves TxnOffsetCommit: offsets pending until the producer's transaction
-// ends. Without it TxnOffsetCommit is UNSUPPORTED_VERSION.
-type TxnOffsetCommitter interface {
-	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse
-}
-
 // startTxnOffsetCommit answers TxnOffsetCommit 0-3 from the group's
 // coordinator; a routing error is every partition's error, and so is a
 // missing WRITE on the transactional id or READ on the group.
@@ -184,10 +183,7 @@ func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.T
 			c, err = s.coordinator(ctx, req.Group, acl.OpRead)
 		}
 		if err == nil {
-			if tc, ok := c.(TxnOffsetCommitter); ok {
-				return s.txnOffsetCommit(ctx, tc, req), nil
-			}
-			err = fmt.Errorf("%w: transactional offset commits are not served", kerr.UnsupportedVersion)
+			return s.txnOffsetCommit(ctx, c, req), nil
 		}
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, t := range req.Topics {
@@ -206,7 +202,7 @@ func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.T
 
 // txnOffsetCommit commits the offsets of the topics the client may READ;
 // the others answer TOPIC_AUTHORIZATION_FAILED, as in Kafka.
-func (s *Server) txnOffsetCommit(ctx context.Context, tc TxnOffsetCommitter, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+func (s *Server) txnOffsetCommit(ctx context.Context, tc GroupCoordinator, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
 	if len(denied) == 0 {
 		return tc.TxnOffsetCommit(ctx, req)
@@ -227,21 +223,6 @@ func (s *Server) txnOffsetCommit(ctx context.Context, tc TxnOffsetCommitter, req
 	return resp
 }
 
-// TxnLister is the optional Transactions capability that serves
-// DescribeTransactions and ListTransactions; the coordinators it returns
-// are TxnDescribers.
-type TxnLister interface {
-	// TxnCoordinators returns every transaction coordinator this node
-	// runs, and kerr.CoordinatorLoadInProgress with them while one loads.
-	TxnCoordinators() ([]TxnDescriber, error)
-}
-
-// TxnDescriber describes and lists a coordinator's transactions.
-type TxnDescriber interface {
-	DescribeTransaction(id string) kmsg.DescribeTransactionsResponseTransactionState
-	ListTransactions(states []string, pids []int64, minDurationMillis int64) []kmsg.ListTransactionsResponseTransactionState
-}
-
 // startDescribeTransactions answers DescribeTransactions 0 for each id
 // from its coordinator on this node (NOT_COORDINATOR if none), leaving out
 // the partitions of topics the client may not DESCRIBE, as Kafka does.
@@ -250,17 +231,13 @@ func (s *Server) startDescribeTransactions(req *kmsg.DescribeTransactionsRequest
 		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 		for _, id := range req.TransactionalIDs {
 			c, err := s.txnCoordinator(ctx, id, acl.OpDescribe)
-			d, ok := c.(TxnDescriber)
-			if err == nil && !ok {
-				err = fmt.Errorf("%w: transactions are not described", kerr.CoordinatorNotAvailable)
-			}
 			if err != nil {
 				st := kmsg.NewDescribeTransactionsResponseTransactionState()
 				st.TransactionalID, st.ErrorCode, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, ErrorCode(err), -1, -1, -1
 				resp.TransactionStates = append(resp.TransactionStates, st)
 				continue
 			}
-			st := d.DescribeTransaction(id)
+			st := c.DescribeTransaction(id)
 			var topics []kmsg.DescribeTransactionsResponseTransactionStateTopic
 			for _, t := range st.Topics {
 				if s.authorizeTopic(ctx, acl.OpDescribe, t.Topic) {
@@ -288,11 +265,7 @@ func (s *Server) startListTransactions(req *kmsg.ListTransactionsRequest, _ time
 				resp.UnknownStateFilters = append(resp.UnknownStateFilters, st)
 			}
 		}
-		lister, ok := s.backend.(TxnLister)
-		if !ok {
-			return resp, nil
-		}
-		coords, err := lister.TxnCoordinators()
+		coords, err := s.backend.TxnCoordinators()
 		resp.ErrorCode = ErrorCode(err)
 		duration := int64(-1)
 		if req.Version >= 1 {

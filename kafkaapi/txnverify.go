@@ -9,12 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TxnVerifier is the optional Backend capability behind KIP-890's check on
-// Produce: a transactional batch is written only into a partition that
+// TxnVerifier is the part of the Transactions role behind KIP-890's check
+// on Produce: a transactional batch is written only into a partition that
 // its producer's ongoing transaction holds, as the transactional id's
-// coordinator knows it. Without it, or with
-// Config.DisableTxnPartitionVerification, transactional batches are
-// written unverified.
+// coordinator knows it. With Config.DisableTxnPartitionVerification the
+// server never asks, and transactional batches are written unverified.
 type TxnVerifier interface {
 	// VerifyTxnPartitions asks the coordinator of transactionalID whether
 	// each of parts is in the ongoing transaction of producer pid at
@@ -33,32 +32,6 @@ type TopicPartition struct {
 	Partition int32
 }
 
-// TxnGuard is what a TxnVerifiedPartition knew of a producer's
-// verification when asked; a batch produced under an outdated guard is
-// refused.
-type TxnGuard uint64
-
-// TxnVerifiedPartition is an optional Partition capability: the leader's
-// memory of the transactions verified to hold the partition, so that a
-// transaction is verified with its coordinator once per partition rather
-// than for every batch. Without it every transactional batch is verified.
-// Writing a marker for a producer (TxnMarkerWriter, or the node itself)
-// must forget that producer's verification.
-type TxnVerifiedPartition interface {
-	// TxnVerified reports whether producerID's ongoing transaction at
-	// epoch is known to hold the partition (verified since the producer's
-	// last marker, by this leader in its current epoch), and returns the
-	// guard to produce under either way.
-	TxnVerified(producerID int64, epoch int16) (bool, TxnGuard)
-	// ProduceVerified is Produce for a transactional batch of producerID
-	// at epoch whose transaction holds the partition, as checked under
-	// guard. It remembers the verification and proposes the batch, unless
-	// a marker for the producer or a new leader epoch came after guard was
-	// taken: then nothing is proposed and the wait answers
-	// kerr.InvalidTxnState.
-	ProduceVerified(batch []byte, producerID int64, epoch int16, guard TxnGuard) ProduceWait
-}
-
 // verifyTxnBatches checks the transactional batches of a Produce before
 // any batch is proposed, and returns the batches to propose; fail answers
 // the others. A batch its partition does not know as verified is verified
@@ -66,8 +39,7 @@ type TxnVerifiedPartition interface {
 // batches of the connection are still proposed in order; Kafka likewise
 // reads nothing more from a connection until its request is answered.
 func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest, batches []produceBatch, fail func(*kmsg.ProduceResponseTopicPartition, error)) []produceBatch {
-	verifier, ok := s.backend.(TxnVerifier)
-	if !ok || s.cfg.DisableTxnPartitionVerification {
+	if s.cfg.DisableTxnPartitionVerification {
 		return batches
 	}
 	var pid int64 = -1
@@ -91,20 +63,16 @@ func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest,
 			continue
 		}
 		b.verified = true // until the coordinator says otherwise
-		if tv, ok := b.p.(TxnVerifiedPartition); ok {
-			var known bool
-			known, b.guard = tv.TxnVerified(pid, epoch)
-			b.guarded = true
-			if known {
-				continue
-			}
+		var known bool
+		if known, b.guard = b.p.TxnVerified(pid, epoch); known {
+			continue
 		}
 		ask = append(ask, i)
 		parts = append(parts, TopicPartition{Topic: b.topic, Partition: b.resp.Partition})
 	}
 	if len(ask) > 0 {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		errs := verifier.VerifyTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
+		errs := s.backend.VerifyTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
 		cancel()
 		for j, i := range ask {
 			if errs[j] != nil {

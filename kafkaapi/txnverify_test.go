@@ -19,7 +19,7 @@ type verifyingBackend struct {
 	asked [][]TopicPartition
 }
 
-var _ TxnVerifier = (*verifyingBackend)(nil)
+var _ Backend = (*verifyingBackend)(nil)
 
 func (b *verifyingBackend) VerifyTxnPartitions(_ context.Context, id string, pid int64, epoch int16, parts []TopicPartition) []error {
 	b.mu.Lock()

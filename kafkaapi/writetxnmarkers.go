@@ -13,7 +13,7 @@ import (
 // startWriteTxnMarkers serves WriteTxnMarkers (versions 0-1), which a
 // transaction coordinator sends to a partition's leader to end a
 // producer's transaction there: each marker goes through the partition's
-// replicated log (TxnMarkerWriter) before it is answered. Like Produce, the
+// replicated log (Partition.WriteTxnMarker) before it is answered. Like Produce, the
 // markers are handed to their partitions in request order when the request
 // starts; the responder waits for them, bounded by Config.RequestTimeout.
 //
@@ -83,9 +83,5 @@ func (s *Server) writeMarker(topic string, partition int32, m TxnMarker) (Produc
 	if !p.IsLeader() {
 		return nil, kerr.NotLeaderForPartition
 	}
-	w, ok := p.(TxnMarkerWriter)
-	if !ok {
-		return nil, kerr.UnsupportedForMessageFormat
-	}
-	return w.WriteTxnMarker(m), nil
+	return p.WriteTxnMarker(m), nil
 }
