@@ -4,18 +4,56 @@
 //
 // A caller's duties, in order:
 //
-//  1. Implement Backend and Partition (see their contracts in backend.go).
-//     Errors a Backend returns should be, or wrap, a *kerr.Error from
+//  1. Implement Backend, every one of its roles below, and Partition
+//     (partition.go); every method is required, and one that a node
+//     switches off by configuration gives the "disabled" answer its
+//     contract documents. Errors should be, or wrap, a *kerr.Error from
 //     github.com/twmb/franz-go/pkg/kerr; that is the shared vocabulary for
 //     Kafka error codes. Anything else is answered UNKNOWN_SERVER_ERROR, or
 //     REQUEST_TIMED_OUT for an expired context (see ErrorCode).
 //  2. Build a Server with New, then call Serve with a listener, or
 //     ServeListener for a named listener with TLS or SASL (listener.go;
-//     SASL needs the Backend to be a CredentialStore). Each blocks until
-//     its context is done or Close is called.
+//     SASL checks passwords against Security.ScramCredential). Each blocks
+//     until its context is done or Close is called.
 //  3. Call Close (or cancel Serve's context) to stop: Close closes every
 //     listener and connection and returns only after every goroutine the
 //     server started has exited.
+//
+// The roles of a Backend (backend.go unless named), each safe for
+// concurrent use:
+//
+//   - Topics: Cluster (local state, topics in a stable order), topic and
+//     partition creation and deletion (ctx carries the request's deadline;
+//     kerr.TopicAlreadyExists, kerr.InvalidPartitions, kerr.NotController,
+//     ...), AutoCreateTopics, and Partition, the local replica
+//     (kerr.UnknownTopicOrPartition, kerr.NotLeaderForPartition).
+//   - Admin: the node's static Configs, topic and cluster-wide config
+//     overrides (validated by the server before Alter*), and partition
+//     reassignment; Reassignments answering kerr.UnsupportedVersion turns
+//     both reassignment APIs off.
+//   - Groups (groups.go): the coordinator node of a group and this node's
+//     GroupCoordinators, which answer the group APIs and TxnOffsetCommit at
+//     the request's version (kerr.CoordinatorNotAvailable,
+//     kerr.NotCoordinator, kerr.CoordinatorLoadInProgress).
+//   - Transactions (txnapis.go): InitProducerID, the coordinator node of a
+//     transactional id and this node's TxnCoordinators (the same errors as
+//     Groups; kerr.CoordinatorNotAvailable when none runs), and
+//     TxnVerifier (txnverify.go), which Config.DisableTxnPartitionVerification
+//     turns off.
+//   - Security: Authorize and AuthorizeAny (cheap, non-blocking; a node
+//     without authorization allows everything), stored ACLs (ACLs answering
+//     kerr.SecurityDisabled turns the ACL APIs off), and SCRAM credentials
+//     (ScramCredential for SASL; ScramUsers answering kerr.UnsupportedVersion
+//     turns the SCRAM APIs off).
+//
+// A Partition is the log (Produce in call order, Read, the offsets,
+// Changed, Fetched, DeleteRecords), its lookups (OffsetForTimestamp,
+// MaxTimestamp, EpochEndOffset), leadership (IsLeader, LeaderEpoch,
+// Settle) and the partition side of transactions (LastStableOffset and
+// AbortedTxns, WriteTxnMarker, TxnVerified and ProduceVerified). A
+// partition without transaction state answers a negative
+// LastStableOffset; one that does not track its largest timestamp answers
+// MaxTimestamp ok=false.
 //
 // Supported APIs and versions (anything else closes the connection, as
 // Kafka does, except an ApiVersions request above v3, which gets a v0
@@ -26,11 +64,11 @@
 //	OffsetForLeaderEpoch 0-4, WriteTxnMarkers 0-1, DescribeConfigs 0-4,
 //	AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeCluster 0-1,
 //	SaslHandshake 0-1 (v0 refused), SaslAuthenticate 0-2,
-//	DescribeUserScramCredentials 0, AlterUserScramCredentials 0 (with a
-//	ScramAdmin backend), DescribeAcls, CreateAcls and DeleteAcls 0-3 (with
-//	an ACLAdmin backend), and the group and transaction APIs
+//	DescribeUserScramCredentials 0, AlterUserScramCredentials 0,
+//	DescribeAcls, CreateAcls and DeleteAcls 0-3, and the group and
+//	transaction APIs
 //
-// Authorisation. A backend that is an Authorizer is asked, where Kafka's
+// Authorisation. The backend's Security.Authorize is asked, where Kafka's
 // KafkaApis asks its authorizer, whether the connection's principal (the
 // SASL user, a TLS client certificate's subject, else User:ANONYMOUS)
 // may do each operation; a denial gets Kafka's error code (authz.go).
@@ -72,7 +110,7 @@
 //     OffsetForLeaderEpoch answers as Kafka's leader epoch cache does, from
 //     the batches' epochs. A replica that just became leader applies its
 //     predecessors' entries only once its own first entry commits; a
-//     Partition that implements Settler is settled before
+//     Partition is settled (Partition.Settle) before
 //     OffsetForLeaderEpoch, ListOffsets or a Fetch past its high watermark
 //     is answered, so that none of them takes the short log for the truth.
 //   - DescribeConfigs describes topics (Kafka's topic configs, package
@@ -93,7 +131,8 @@
 //     most Config.FetchMaxBytes), and always returns at least one whole
 //     batch of the first non-empty partition even over MaxBytes or
 //     PartitionMaxBytes (KIP-74).
-//   - Transactions, the partition side (TxnReader, TxnMarkerWriter): a
+//   - Transactions, the partition side (Partition.LastStableOffset,
+//     AbortedTxns, WriteTxnMarker): a
 //     Fetch with isolation level read_committed returns data only below
 //     the last stable offset and lists the aborted transactions that
 //     overlap the returned offsets; every Fetch reports the last stable
@@ -102,17 +141,15 @@
 //     WriteTxnMarkers writes COMMIT and ABORT markers through the
 //     partitions' replicated logs; it is an inter-broker API that, as in a
 //     Kafka without an authorizer, any connection may call for now.
-//   - Transactions, the coordinator side (Transactions, TxnLister, and
-//     TxnOffsetCommitter on a GroupCoordinator): FindCoordinator for
+//   - Transactions, the coordinator side (Transactions, and
+//     TxnOffsetCommit on a GroupCoordinator): FindCoordinator for
 //     transactional ids, AddPartitionsToTxn 0-4 (v4 is the brokers' form,
 //     batching transactions, with VerifyOnly), AddOffsetsToTxn and
 //     EndTxn go to the id's coordinator; TxnOffsetCommit to the group's;
 //     DescribeTransactions and ListTransactions answer from this node's
-//     coordinators. Without the capabilities they answer
-//     COORDINATOR_NOT_AVAILABLE (or UNSUPPORTED_VERSION), and
-//     ListTransactions lists nothing.
-//   - Transactions, verification (TxnVerifier, TxnVerifiedPartition;
-//     KIP-890): a transactional batch goes into a partition only if its
+//     coordinators.
+//   - Transactions, verification (TxnVerifier, Partition.TxnVerified and
+//     ProduceVerified; KIP-890): a transactional batch goes into a partition only if its
 //     coordinator says the partition is in the producer's ongoing
 //     transaction (INVALID_TXN_STATE otherwise, and nothing is written);
 //     a partition remembers a verified transaction until its marker, so
