@@ -130,9 +130,8 @@ type Config struct {
 
 	// DisableTxnPartitionVerification turns off the check that a
 	// transactional batch's partition is in its producer's ongoing
-	// transaction (TxnVerifier; Kafka's
-	// transaction.partition.verification.enable=false). Default: checked
-	// when the Backend is a TxnVerifier.
+	// transaction (Backend's TxnVerifier; Kafka's
+	// transaction.partition.verification.enable=false). Default: checked.
 	DisableTxnPartitionVerification bool
 
 	// Logger receives per-connection problems at Debug. Default
