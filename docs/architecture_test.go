@@ -18,7 +18,7 @@ var packages = map[string]string{
 	"client": "client", "kafkaapi": "kafkaapi", "broker": "broker", "partition": "partition",
 	"multiraft": "multiraft", "fsm": "fsm", "producerstate": "producerstate", "record": "record",
 	"frame": "internal/frame", "metadata": "metadata", "membership": "membership",
-	"groupcoord": "groupcoord", "txncoord": "txncoord", "metrics": "metrics",
+	"groupcoord": "groupcoord", "txncoord": "txncoord", "metrics": "metrics", "vfs": "internal/vfs",
 }
 
 // A name is pkg.Func or pkg.Type.Method.
