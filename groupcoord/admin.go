@@ -18,7 +18,7 @@ const classicGroupType = "classic"
 // protocol and members, with their subscriptions and assignments only
 // while the group is stable (as Kafka). An unknown group is described as
 // Dead, without an error.
-func (c *Coordinator) DescribeGroup(ctx context.Context, group string) kmsg.DescribeGroupsResponseGroup {
+func (c *Coordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGroup {
 	out := kmsg.NewDescribeGroupsResponseGroup()
 	out.Group = group
 	c.mu.Lock()

@@ -162,7 +162,7 @@ func TestUnknownGroupAnswers(t *testing.T) {
 	if o, meta := h.fetch("nobody", "t1", 0); o != -1 || meta != "" {
 		t.Fatalf("fetch: %d %q", o, meta)
 	}
-	if r := h.c.FetchOffsets(context.Background(), "nobody", nil, false); r.ErrorCode != 0 || len(r.Topics) != 0 {
+	if r := h.c.FetchOffsets("nobody", nil, false); r.ErrorCode != 0 || len(r.Topics) != 0 {
 		t.Fatalf("fetch all: %+v", r)
 	}
 	if d := h.describe("nobody"); d.ErrorCode != 0 || d.State != "Dead" || len(d.Members) != 0 {

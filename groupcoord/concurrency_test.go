@@ -47,7 +47,7 @@ func TestCloseAnswersWaiters(t *testing.T) {
 	wantCode(t, "heartbeat", h.heartbeat(4, "g", b, nil, jb.Generation), kerr.NotCoordinator)
 	wantCode(t, "leave", h.leave(5, "g", leaving(b, nil)).ErrorCode, kerr.NotCoordinator)
 	wantCode(t, "commit", h.commit(commitReq(8, "g", b, jb.Generation, "t1", map[int32]int64{0: 1}, ""))[0], kerr.NotCoordinator)
-	wantCode(t, "fetch", h.c.FetchOffsets(ctx, "g", nil, false).ErrorCode, kerr.NotCoordinator)
+	wantCode(t, "fetch", h.c.FetchOffsets("g", nil, false).ErrorCode, kerr.NotCoordinator)
 	wantCode(t, "describe", h.describe("g").ErrorCode, kerr.NotCoordinator)
 	wantCode(t, "offset delete", h.c.OffsetDelete(ctx, offsetDeleteReq("g", "t2", 0)).ErrorCode, kerr.NotCoordinator)
 	wantCode(t, "delete", codeOf(h.c.DeleteGroup(ctx, "g")), kerr.NotCoordinator)
@@ -135,7 +135,7 @@ func TestManyMembers(t *testing.T) {
 		for ctx.Err() == nil {
 			h.describe(g)
 			h.c.ListGroups(nil, nil)
-			h.c.FetchOffsets(ctx, g, nil, false)
+			h.c.FetchOffsets(g, nil, false)
 			time.Sleep(time.Millisecond)
 		}
 	})

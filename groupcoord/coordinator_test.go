@@ -89,7 +89,7 @@ func TestGroupCycle(t *testing.T) {
 			if o, _ := h.fetch(g, "t1", 5); o != -1 {
 				t.Fatalf("fetch t1/5: %d, want -1", o)
 			}
-			all := h.c.FetchOffsets(context.Background(), g, nil, true)
+			all := h.c.FetchOffsets(g, nil, true)
 			if len(all.Topics) != 1 || len(all.Topics[0].Partitions) != 3 || all.Topics[0].Partitions[2].Offset != 12 {
 				t.Fatalf("fetch all: %+v", all)
 			}

@@ -211,7 +211,7 @@ func (h *harness) sync(req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 func (h *harness) heartbeat(v int16, group, member string, instance *string, gen int32) int16 {
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Version, req.Group, req.MemberID, req.InstanceID, req.Generation = v, group, member, instance, gen
-	return h.c.Heartbeat(context.Background(), req).ErrorCode
+	return h.c.Heartbeat(req).ErrorCode
 }
 
 // commitReq commits offsets of topic t's partitions (partition → offset).
@@ -252,7 +252,7 @@ func (h *harness) leave(v int16, group string, members ...kmsg.LeaveGroupRequest
 	} else {
 		req.Members = members
 	}
-	return h.c.LeaveGroup(context.Background(), req)
+	return h.c.LeaveGroup(req)
 }
 
 func leaving(id string, instance *string) kmsg.LeaveGroupRequestMember {
@@ -262,14 +262,14 @@ func leaving(id string, instance *string) kmsg.LeaveGroupRequestMember {
 }
 
 func (h *harness) describe(group string) kmsg.DescribeGroupsResponseGroup {
-	return h.c.DescribeGroup(context.Background(), group)
+	return h.c.DescribeGroup(group)
 }
 
 // fetch returns a group's committed offset of a partition (-1 if none).
 func (h *harness) fetch(group, topic string, p int32) (int64, string) {
 	t := kmsg.NewOffsetFetchRequestGroupTopic()
 	t.Topic, t.Partitions = topic, []int32{p}
-	r := h.c.FetchOffsets(context.Background(), group, []kmsg.OffsetFetchRequestGroupTopic{t}, false)
+	r := h.c.FetchOffsets(group, []kmsg.OffsetFetchRequestGroupTopic{t}, false)
 	if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
 		h.t.Fatalf("fetch %s %s/%d: %+v", group, topic, p, r)
 	}

@@ -195,7 +195,7 @@ func (c *Coordinator) validateCommitLocked(groupID string, generation int32, mem
 // no error: its partitions have no offsets. With requireStable, a
 // partition with a transactional commit pending is UNSTABLE_OFFSET_COMMIT,
 // which clients retry.
-func (c *Coordinator) FetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
+func (c *Coordinator) FetchOffsets(group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = group
 	c.mu.Lock()

@@ -124,7 +124,7 @@ func (c *Coordinator) storeAssignment(g *group, given []kmsg.SyncGroupRequestGro
 
 // Heartbeat serves Heartbeat v0-4: it renews a member's session and tells
 // it whether a rebalance is in progress.
-func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	if err := c.heartbeat(req); err != nil {
 		resp.ErrorCode = err.Code
@@ -172,7 +172,7 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 // several members, each answered on its own; a member given by instance
 // id alone (an administrator's removal of a static member) is whichever
 // member holds that id.
-func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	leaving := req.Members
 	if req.Version < 3 {

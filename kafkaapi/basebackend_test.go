@@ -177,13 +177,13 @@ func (baseGroupCoordinator) SyncGroup(_ context.Context, req *kmsg.SyncGroupRequ
 	return resp
 }
 
-func (baseGroupCoordinator) Heartbeat(_ context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+func (baseGroupCoordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	resp.ErrorCode = codeUnserved
 	return resp
 }
 
-func (baseGroupCoordinator) LeaveGroup(_ context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+func (baseGroupCoordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	resp.ErrorCode = codeUnserved
 	return resp
@@ -210,13 +210,13 @@ func (baseGroupCoordinator) OffsetDelete(_ context.Context, req *kmsg.OffsetDele
 	return resp
 }
 
-func (baseGroupCoordinator) FetchOffsets(_ context.Context, group string, _ []kmsg.OffsetFetchRequestGroupTopic, _ bool) kmsg.OffsetFetchResponseGroup {
+func (baseGroupCoordinator) FetchOffsets(group string, _ []kmsg.OffsetFetchRequestGroupTopic, _ bool) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group, g.ErrorCode = group, codeUnserved
 	return g
 }
 
-func (baseGroupCoordinator) DescribeGroup(_ context.Context, group string) kmsg.DescribeGroupsResponseGroup {
+func (baseGroupCoordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGroup {
 	g := kmsg.NewDescribeGroupsResponseGroup()
 	g.Group, g.ErrorCode = group, codeUnserved
 	return g

@@ -59,7 +59,7 @@ func (s *Server) startHeartbeat(req *kmsg.HeartbeatRequest) responder {
 			resp.ErrorCode = ErrorCode(err)
 			return resp, nil
 		}
-		return c.Heartbeat(ctx, req), nil
+		return c.Heartbeat(req), nil
 	}
 }
 
@@ -71,7 +71,7 @@ func (s *Server) startLeaveGroup(req *kmsg.LeaveGroupRequest) responder {
 			resp.ErrorCode = ErrorCode(err)
 			return resp, nil
 		}
-		return c.LeaveGroup(ctx, req), nil
+		return c.LeaveGroup(req), nil
 	}
 }
 
@@ -198,7 +198,7 @@ func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	c, err := s.coordinator(ctx, group, acl.OpDescribe)
 	if err == nil {
-		return s.hideTopics(ctx, c.FetchOffsets(ctx, group, topics, requireStable), topics == nil)
+		return s.hideTopics(ctx, c.FetchOffsets(group, topics, requireStable), topics == nil)
 	}
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group, g.ErrorCode = group, ErrorCode(err)
@@ -249,7 +249,7 @@ func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder 
 				g = kmsg.NewDescribeGroupsResponseGroup()
 				g.Group, g.ErrorCode = id, ErrorCode(err)
 			} else {
-				g = c.DescribeGroup(ctx, id)
+				g = c.DescribeGroup(id)
 			}
 			g.AuthorizedOperations = noAuthorizedOperations
 			if req.IncludeAuthorizedOperations && g.ErrorCode == 0 {

@@ -38,16 +38,16 @@ type Groups interface {
 type GroupCoordinator interface {
 	JoinGroup(ctx context.Context, clientID, clientHost string, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse
 	SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse
-	Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse
-	LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse
+	Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse
+	LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse
 	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse
 	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse
 
 	// FetchOffsets answers one group of an OffsetFetch; topics nil means
 	// every partition the group has committed.
-	FetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup
+	FetchOffsets(group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup
 	// DescribeGroup answers one group of a DescribeGroups.
-	DescribeGroup(ctx context.Context, group string) kmsg.DescribeGroupsResponseGroup
+	DescribeGroup(group string) kmsg.DescribeGroupsResponseGroup
 	// ListGroups lists the coordinator's groups, filtered by state and
 	// type names when those are not empty.
 	ListGroups(statesFilter, typesFilter []string) []kmsg.ListGroupsResponseGroup

@@ -68,13 +68,13 @@ func (f *fakeCoordinator) SyncGroup(_ context.Context, req *kmsg.SyncGroupReques
 	return resp
 }
 
-func (f *fakeCoordinator) Heartbeat(_ context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+func (f *fakeCoordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	resp.ErrorCode = kerr.RebalanceInProgress.Code
 	return resp
 }
 
-func (f *fakeCoordinator) LeaveGroup(_ context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+func (f *fakeCoordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	return req.ResponseKind().(*kmsg.LeaveGroupResponse)
 }
 
@@ -90,7 +90,7 @@ func (f *fakeCoordinator) OffsetDelete(_ context.Context, req *kmsg.OffsetDelete
 
 // FetchOffsets answers offset 10+partition for what it is asked, and one
 // partition of topic "all" when asked for everything.
-func (f *fakeCoordinator) FetchOffsets(_ context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, _ bool) kmsg.OffsetFetchResponseGroup {
+func (f *fakeCoordinator) FetchOffsets(group string, topics []kmsg.OffsetFetchRequestGroupTopic, _ bool) kmsg.OffsetFetchResponseGroup {
 	f.fetched = append(f.fetched, topics)
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = group
@@ -110,7 +110,7 @@ func (f *fakeCoordinator) FetchOffsets(_ context.Context, group string, topics [
 	return g
 }
 
-func (f *fakeCoordinator) DescribeGroup(_ context.Context, group string) kmsg.DescribeGroupsResponseGroup {
+func (f *fakeCoordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGroup {
 	g := kmsg.NewDescribeGroupsResponseGroup()
 	g.Group, g.State = group, "Stable"
 	return g
