@@ -364,16 +364,14 @@ func (p replicaPartition) TxnVerified(producerID int64, epoch int16) (bool, kafk
 }
 
 // ProduceVerified proposes a verified transactional batch unless a marker
-// for its producer, or a new leader epoch, came after guard: then it is
-// INVALID_TXN_STATE, as Kafka answers a batch whose VerificationGuard no
-// longer matches.
+// for its producer, or a new leader epoch, came after guard
+// (txnVerified.produce says which error).
 func (p replicaPartition) ProduceVerified(batch []byte, producerID int64, epoch int16, guard kafkaapi.TxnGuard) kafkaapi.ProduceWait {
 	var wait kafkaapi.ProduceWait
-	if p.txn.produce(p.r.LeaderEpoch(), producerID, epoch, guard, func() { wait = p.Produce(batch) }) {
-		return wait
+	if err := p.txn.produce(p.r.LeaderEpoch(), producerID, epoch, guard, func() { wait = p.Produce(batch) }); err != nil {
+		return func(context.Context) (kafkaapi.ProduceResult, error) { return kafkaapi.ProduceResult{}, err }
 	}
-	err := fmt.Errorf("%w: the transaction ended or the leader changed while the partition was being verified", kerr.InvalidTxnState)
-	return func(context.Context) (kafkaapi.ProduceResult, error) { return kafkaapi.ProduceResult{}, err }
+	return wait
 }
 
 // Settle waits until a new leader has applied its predecessors' entries

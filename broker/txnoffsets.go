@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
@@ -60,10 +58,10 @@ func (l offsetsTxnLog) AppendTxn(ctx context.Context, txn groupcoord.Txn, guard 
 		enqueue = max(time.Until(d), time.Millisecond)
 	}
 	var prop *partition.Proposal
-	if !l.lr.txnVerified.produce(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch, kafkaapi.TxnGuard(guard), func() {
+	if err := l.lr.txnVerified.produce(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch, kafkaapi.TxnGuard(guard), func() {
 		prop = l.rep.ProposeCoordinator(batch, enqueue)
-	}) {
-		return fmt.Errorf("%w: the transaction ended or the leader changed while it was being verified", kerr.InvalidTxnState)
+	}); err != nil {
+		return err
 	}
 	res, err := prop.Wait()
 	return proposalError(res, err)

@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
 )
@@ -25,8 +28,10 @@ type txnVerified struct {
 	mu sync.Mutex
 	// epoch is the leader epoch the entries were made in.
 	epoch int32
-	// next is the last guard handed out; guards are never reused.
-	next uint64
+	// next is the last guard handed out; guards are never reused, so
+	// those up to epochStart (next when epoch last changed) were handed
+	// out by an earlier leadership.
+	next, epochStart uint64
 	// producers holds an entry per producer id with a transaction seen
 	// since its last marker.
 	producers map[int64]*verifyEntry
@@ -51,7 +56,7 @@ type verifyEntry struct {
 // the map holds more than verifyPruneAt entries. Unverified entries are
 // what a client can make: past verifyMaxEntries they are all dropped,
 // whatever their age, so a flood of made-up producer ids costs bounded
-// memory (their verifications then fail their guard: a retriable refusal).
+// memory (their verifications then fail their guard: INVALID_TXN_STATE).
 const (
 	verifyAbandoned  = 2 * time.Minute
 	verifyPruneAt    = 1024
@@ -62,7 +67,7 @@ const (
 // leader may have written markers meanwhile. Call with mu held.
 func (v *txnVerified) sync(epoch int32) {
 	if v.producers == nil || v.epoch != epoch {
-		v.epoch = epoch
+		v.epoch, v.epochStart = epoch, v.next
 		v.producers = make(map[int64]*verifyEntry)
 	}
 }
@@ -104,21 +109,28 @@ func (v *txnVerified) prune(now time.Time) {
 }
 
 // produce marks producer pid's transaction at epoch verified and calls
-// propose, if guard is still the producer's; else it returns false and
-// proposes nothing.
-func (v *txnVerified) produce(leaderEpoch int32, pid int64, epoch int16, guard kafkaapi.TxnGuard, propose func()) bool {
+// propose, if guard is still the producer's; else it proposes nothing and
+// returns why. A guard of an earlier leadership is NOT_LEADER_OR_FOLLOWER,
+// which clients retry (verifying anew with the partition's leader), as
+// Kafka answers a batch whose leader moved; otherwise a marker for the
+// producer came after guard (its transaction ended), or the guard was
+// dropped with the abandoned entries: INVALID_TXN_STATE.
+func (v *txnVerified) produce(leaderEpoch int32, pid int64, epoch int16, guard kafkaapi.TxnGuard, propose func()) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.sync(leaderEpoch)
 	e := v.producers[pid]
-	if e == nil || e.guard != guard || e.epoch != epoch {
-		return false
+	switch {
+	case uint64(guard) <= v.epochStart:
+		return fmt.Errorf("%w: the leader changed while the partition was being verified", kerr.NotLeaderForPartition)
+	case e == nil || e.guard != guard || e.epoch != epoch:
+		return fmt.Errorf("%w: the transaction ended while the partition was being verified", kerr.InvalidTxnState)
 	}
 	e.verified = true
 	v.next++
 	e.written = v.next
 	propose()
-	return true
+	return nil
 }
 
 // marker forgets producer pid's verification and calls propose, which
