@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -169,26 +170,29 @@ func (p *Pipeline) step(ctx context.Context, sess *kgo.GroupTransactSession, txn
 		return false, fmt.Errorf("e2e: pipeline %s: begin: %w", p.cfg.Name, err)
 	}
 	i := p.h.Begin(label, p.cfg.Name, inputs, deliberate)
+	var failed atomic.Bool
 	for j, r := range recs {
 		out := &kgo.Record{Topic: p.cfg.Out, Partition: r.Partition, Key: r.Key,
 			Value: TransformValue(label, inputs[j], r.Value)}
 		sess.Produce(context.Background(), out, func(_ *kgo.Record, err error) {
 			if err != nil {
+				failed.Store(true)
 				p.noteErr("produce", err)
 			}
 		})
 	}
 	ectx, cancel := context.WithTimeout(context.Background(), txnEndTimeout)
 	defer cancel()
-	if deliberate {
-		// End(TryAbort) drops records still buffered: flush them first, so
-		// that the aborted records are in the log for readers to skip.
-		if err := sess.Client().Flush(ectx); err != nil {
-			p.h.End(i, TxnUnknown, err)
-			return true, fmt.Errorf("e2e: pipeline %s: flush: %w", p.cfg.Name, err)
-		}
+	// Flush before End: End(TryAbort) drops records still buffered (the
+	// aborted records of a deliberate abort belong in the log, for readers
+	// to skip), and a record that failed must abort the transaction. The
+	// Java producer refuses the commit itself; franz-go leaves it to the
+	// application, which would otherwise commit the inputs without it.
+	if err := sess.Client().Flush(ectx); err != nil {
+		p.h.End(i, TxnUnknown, err)
+		return true, fmt.Errorf("e2e: pipeline %s: flush: %w", p.cfg.Name, err)
 	}
-	committed, err := sess.End(ectx, kgo.TransactionEndTry(!deliberate))
+	committed, err := sess.End(ectx, kgo.TransactionEndTry(!deliberate && !failed.Load()))
 	switch {
 	case err != nil:
 		p.h.End(i, TxnUnknown, err)
