@@ -31,7 +31,7 @@ func (b *backend) Authorize(r acl.Request) bool {
 	if !b.n.cfg.AuthorizationEnabled {
 		return true
 	}
-	return b.authorizer().Authorize(b.n.meta.fsm.State().ACLs(), r)
+	return b.authorizer().Authorize(b.n.meta.State().ACLs(), r)
 }
 
 // AuthorizeAny is Authorize for "some resource of type rt".
@@ -39,19 +39,19 @@ func (b *backend) AuthorizeAny(principal, host string, op acl.Operation, rt acl.
 	if !b.n.cfg.AuthorizationEnabled {
 		return true
 	}
-	return b.authorizer().AuthorizeAny(b.n.meta.fsm.State().ACLs(), principal, host, op, rt)
+	return b.authorizer().AuthorizeAny(b.n.meta.State().ACLs(), principal, host, op, rt)
 }
 
 // ACLs reads the local metadata copy. The node always stores ACLs, even
 // with authorization off, so it never answers kerr.SecurityDisabled.
-func (b *backend) ACLs() (acl.Set, error) { return b.n.meta.fsm.State().ACLs(), nil }
+func (b *backend) ACLs() (acl.Set, error) { return b.n.meta.State().ACLs(), nil }
 
 // CreateACLs proposes the bindings to the metadata group.
 func (b *backend) CreateACLs(ctx context.Context, bindings []acl.Binding) ([]error, error) {
-	if !b.n.meta.fsm.State().Initialized() {
+	if !b.n.meta.State().Initialized() {
 		return nil, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
 	}
-	r, err := b.n.proposeMeta(ctx, metadata.CreateACLs{Bindings: bindings})
+	r, err := b.n.meta.Propose(ctx, metadata.CreateACLs{Bindings: bindings})
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +69,10 @@ func (b *backend) CreateACLs(ctx context.Context, bindings []acl.Binding) ([]err
 
 // DeleteACLs proposes the filters to the metadata group.
 func (b *backend) DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error, error) {
-	if !b.n.meta.fsm.State().Initialized() {
+	if !b.n.meta.State().Initialized() {
 		return nil, nil, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
 	}
-	r, err := b.n.proposeMeta(ctx, metadata.DeleteACLs{Filters: filters})
+	r, err := b.n.meta.Propose(ctx, metadata.DeleteACLs{Filters: filters})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -39,13 +39,13 @@ func (n *Node) Ready() error {
 	if n.meta == nil || n.reps == nil {
 		return errAdminUnavailable
 	}
-	s := n.meta.fsm.State()
-	if _, registered := s.Broker(n.cfg.NodeID); !s.Initialized() || !registered || n.controllerID() < 0 {
+	s := n.meta.State()
+	if _, registered := s.Broker(n.cfg.NodeID); !s.Initialized() || !registered || n.meta.LeaderID() < 0 {
 		return ErrNotJoined
 	}
 	// raft's applied index, not the FSM's: no-op and configuration
 	// entries never reach the FSM.
-	if r := n.meta.group.Replication(); r.AppliedIndex < r.CommitIndex {
+	if r := n.meta.Replication(); r.AppliedIndex < r.CommitIndex {
 		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, r.AppliedIndex, r.CommitIndex)
 	}
 	missing := 0

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/broker/controller"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/metrics"
@@ -37,9 +38,9 @@ func (b *backend) alive() map[int32]bool {
 
 func (b *backend) Cluster() kafkaapi.ClusterView {
 	n := b.n
-	state := n.meta.fsm.State()
+	state := n.meta.State()
 	alive := b.alive()
-	view := kafkaapi.ClusterView{ClusterID: state.ClusterID(), ControllerID: n.controllerID()}
+	view := kafkaapi.ClusterView{ClusterID: state.ClusterID(), ControllerID: n.meta.LeaderID()}
 	for _, br := range state.Brokers() {
 		// The controller is alive as far as Raft knows even when gossip
 		// has not caught up; Kafka never names a controller it does not
@@ -104,7 +105,7 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 	if metadata.IsInternal(spec.Name) {
 		return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: %s is internal; the cluster creates it when first needed", kerr.InvalidRequest, spec.Name)
 	}
-	state := n.meta.fsm.State()
+	state := n.meta.State()
 	cmd, err := b.placeTopic(state, spec.Name, parts, rf)
 	if err != nil {
 		return kafkaapi.CreatedTopic{}, err
@@ -113,15 +114,15 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 	if validateOnly {
 		next, _, err := state.Apply(state.AppliedIndex()+1, cmd)
 		if err != nil {
-			return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: %w", metaErrorCode(err), err)
+			return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: %w", controller.ErrorCode(err), err)
 		}
 		t, _ := next.Topic(spec.Name)
 		return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
 	}
-	if _, err := n.proposeMeta(ctx, cmd); err != nil {
+	if _, err := n.meta.Propose(ctx, cmd); err != nil {
 		return kafkaapi.CreatedTopic{}, err
 	}
-	t, _ := n.meta.fsm.State().Topic(spec.Name)
+	t, _ := n.meta.State().Topic(spec.Name)
 	b.waitLeaders(ctx, spec.Name)
 	return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
 }
@@ -131,7 +132,7 @@ func (b *backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 func (b *backend) waitLeaders(ctx context.Context, topic string) {
 	wctx, cancel := context.WithTimeout(ctx, b.n.cfg.Tuning.TopicLeaders)
 	defer cancel()
-	b.n.meta.fsm.WaitFor(wctx, func(s *metadata.Snapshot) bool {
+	b.n.meta.WaitFor(wctx, func(s *metadata.Snapshot) bool {
 		t, ok := s.Topic(topic)
 		if !ok {
 			return false
@@ -152,10 +153,10 @@ func (b *backend) DeleteTopic(ctx context.Context, topic string) error {
 	if metadata.IsInternal(topic) {
 		return fmt.Errorf("%w: %s is internal and cannot be deleted", kerr.InvalidTopicException, topic)
 	}
-	if _, ok := b.n.meta.fsm.State().Topic(topic); !ok {
+	if _, ok := b.n.meta.State().Topic(topic); !ok {
 		return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
 	}
-	_, err := b.n.proposeMeta(ctx, metadata.DeleteTopic{Name: topic})
+	_, err := b.n.meta.Propose(ctx, metadata.DeleteTopic{Name: topic})
 	return err
 }
 
@@ -170,7 +171,7 @@ func (b *backend) CreatePartitions(ctx context.Context, topic string, count int3
 	if metadata.IsInternal(topic) {
 		return fmt.Errorf("%w: the partitions of %s map groups to coordinators and cannot change", kerr.InvalidRequest, topic)
 	}
-	state := n.meta.fsm.State()
+	state := n.meta.State()
 	t, ok := state.Topic(topic)
 	if !ok {
 		return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
@@ -189,7 +190,7 @@ func (b *backend) CreatePartitions(ctx context.Context, topic string, count int3
 	}
 	assignment, err := metadata.Place(live, state.Load(), count-have, int16(rf))
 	if err != nil {
-		return fmt.Errorf("%w: %w", metaErrorCode(err), err)
+		return fmt.Errorf("%w: %w", controller.ErrorCode(err), err)
 	}
 	if err := state.CheckNodeReplicaLimit(topic, assignment, n.cfg.MaxNodeReplicas); err != nil {
 		return fmt.Errorf("%w: %w", kerr.PolicyViolation, err)
@@ -198,11 +199,11 @@ func (b *backend) CreatePartitions(ctx context.Context, topic string, count int3
 		MaxClusterPartitions: n.cfg.MaxPartitions, MaxNodeReplicas: n.cfg.MaxNodeReplicas}
 	if validateOnly {
 		if _, _, err := state.Apply(state.AppliedIndex()+1, cmd); err != nil {
-			return fmt.Errorf("%w: %w", metaErrorCode(err), err)
+			return fmt.Errorf("%w: %w", controller.ErrorCode(err), err)
 		}
 		return nil
 	}
-	if _, err := n.proposeMeta(ctx, cmd); err != nil {
+	if _, err := n.meta.Propose(ctx, cmd); err != nil {
 		return err
 	}
 	b.waitLeaders(ctx, topic)
@@ -228,7 +229,7 @@ func (b *backend) placeTopic(state *metadata.Snapshot, name string, parts int32,
 	}
 	assignment, err := metadata.Place(live, state.Load(), parts, rf)
 	if err != nil {
-		return metadata.CreateTopic{}, fmt.Errorf("%w: %w", metaErrorCode(err), err)
+		return metadata.CreateTopic{}, fmt.Errorf("%w: %w", controller.ErrorCode(err), err)
 	}
 	if err := state.CheckNodeReplicaLimit(name, assignment, b.n.cfg.MaxNodeReplicas); err != nil {
 		return metadata.CreateTopic{}, fmt.Errorf("%w: %w", kerr.PolicyViolation, err)
@@ -258,7 +259,7 @@ func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 		}
 		return rp, nil
 	}
-	if _, ok := b.n.meta.fsm.State().Partition(topic, p); ok {
+	if _, ok := b.n.meta.State().Partition(topic, p); ok {
 		return nil, fmt.Errorf("%w: node %d holds no replica of %s-%d", kerr.NotLeaderForPartition, b.n.cfg.NodeID, topic, p)
 	}
 	return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, p)

@@ -207,7 +207,7 @@ type Config struct {
 
 	// NodeUnavailableTimeout is how long a registered node may be gone
 	// from gossip before the metadata leader moves its replicas to live
-	// nodes (heal.go). 0 disables it.
+	// nodes (controller/heal.go). 0 disables it.
 	NodeUnavailableTimeout time.Duration
 	// ReplicaMoveThrottle bounds, in bytes per second, what a node sends
 	// to the new replicas of partitions it leads while they catch up in a

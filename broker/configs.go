@@ -6,12 +6,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/broker/controller"
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
 // TopicConfigs returns a topic's overrides from the local metadata view.
 func (b *backend) TopicConfigs(topic string) (map[string]string, error) {
-	t, ok := b.n.meta.fsm.State().Topic(topic)
+	t, ok := b.n.meta.State().Topic(topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
 	}
@@ -37,16 +38,16 @@ func (b *backend) AlterClusterConfigs(ctx context.Context, configs map[string]st
 // alterConfigs checks cmd against the current state (all validateOnly
 // does) and proposes it; the metadata leader may be another node.
 func (b *backend) alterConfigs(ctx context.Context, cmd metadata.AlterConfigs, validateOnly bool) error {
-	state := b.n.meta.fsm.State()
+	state := b.n.meta.State()
 	if !state.Initialized() {
 		return fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
 	}
 	if _, _, err := state.Apply(state.AppliedIndex()+1, cmd); err != nil {
-		return fmt.Errorf("%w: %w", metaErrorCode(err), err)
+		return fmt.Errorf("%w: %w", controller.ErrorCode(err), err)
 	}
 	if validateOnly {
 		return nil
 	}
-	_, err := b.n.proposeMeta(ctx, cmd)
+	_, err := b.n.meta.Propose(ctx, cmd)
 	return err
 }

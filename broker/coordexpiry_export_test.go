@@ -7,7 +7,7 @@ import "github.com/minikafka/minikafka-go/metadata"
 // offsets and whether the group is known at all; ok is false when the
 // node holds no such replica.
 func (n *Node) GroupInView(group string) (offsets int, known, ok bool) {
-	parts, exists := n.meta.fsm.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
+	parts, exists := n.meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	if !exists {
 		return 0, false, false
 	}
@@ -22,7 +22,7 @@ func (n *Node) GroupInView(group string) (offsets int, known, ok bool) {
 // __transaction_state partition holds id, and its producer id; ok is false
 // when the node holds no such replica.
 func (n *Node) TxnInView(id string) (producerID int64, known, ok bool) {
-	parts, exists := n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
+	parts, exists := n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !exists {
 		return 0, false, false
 	}

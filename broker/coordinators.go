@@ -81,7 +81,7 @@ func (cs *coordinators) config() groupcoord.Config {
 		// bounds a group's protocol metadata in Kafka too.
 		CommitTimeout: c.Tuning.ProduceEnqueue,
 		TopicExists: func(topic string, p int32) bool {
-			_, ok := cs.n.meta.fsm.State().Partition(topic, p)
+			_, ok := cs.n.meta.State().Partition(topic, p)
 			return ok
 		},
 		Logger: cs.n.logger.With("component", "groupcoord"),

@@ -61,7 +61,7 @@ func (n *Node) HasReplica(topic string, p int32) bool {
 }
 
 // ACLCount is the number of ACL bindings in this node's metadata copy.
-func (n *Node) ACLCount() int { return n.meta.fsm.State().ACLs().Len() }
+func (n *Node) ACLCount() int { return n.meta.State().ACLs().Len() }
 
 // MetadataState is this node's copy of the cluster metadata.
-func (n *Node) MetadataState() *metadata.Snapshot { return n.meta.fsm.State() }
+func (n *Node) MetadataState() *metadata.Snapshot { return n.meta.State() }

@@ -23,12 +23,12 @@ import (
 // clients retry, as Kafka does.
 func (b *backend) offsetsPartition(ctx context.Context, group string) (int32, error) {
 	n := b.n
-	parts, ok := n.meta.fsm.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
+	parts, ok := n.meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	if !ok {
 		if err := b.createInternalTopic(ctx, metadata.ConsumerOffsetsTopic, n.cfg.OffsetsTopicPartitions, n.cfg.OffsetsTopicReplicationFactor); err != nil {
 			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, err)
 		}
-		if parts, ok = n.meta.fsm.State().TopicPartitions(metadata.ConsumerOffsetsTopic); !ok {
+		if parts, ok = n.meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic); !ok {
 			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic)
 		}
 	}
@@ -55,7 +55,7 @@ func (b *backend) CoordinatorNode(ctx context.Context, group string) (int32, err
 // not exist yet: clients find the coordinator first, which creates it),
 // COORDINATOR_LOAD_IN_PROGRESS while this node takes over.
 func (b *backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.GroupCoordinator, error) {
-	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
+	parts, ok := b.n.meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ConsumerOffsetsTopic)
 	}

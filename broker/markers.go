@@ -42,7 +42,7 @@ func newMarkerWriter(n *Node) *markerWriter {
 // another: every local one is proposed before any is waited for, and each
 // remote leader gets its request from a goroutine of its own.
 func (w *markerWriter) WriteMarkers(ctx context.Context, m txncoord.Marker, parts []txncoord.TopicPartition) error {
-	state := w.n.meta.fsm.State()
+	state := w.n.meta.State()
 	remote := map[int32][]txncoord.TopicPartition{}
 	var errs []error
 	var waits []func() error
@@ -161,7 +161,7 @@ func staleConn(err error) bool {
 
 // client returns the Kafka client of a node, made on first use.
 func (w *markerWriter) client(node int32) (*kgo.Client, error) {
-	b, ok := w.n.meta.fsm.State().Broker(node)
+	b, ok := w.n.meta.State().Broker(node)
 	if !ok {
 		return nil, fmt.Errorf("node %d: %w", node, kerr.BrokerNotAvailable)
 	}

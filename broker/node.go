@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/minikafka/minikafka-go/broker/controller"
 	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/logging"
@@ -43,10 +44,9 @@ type Node struct {
 
 	host    *multiraft.Host
 	members *membership.Membership
-	meta    *metaGroup
-	addrs   addrBook // node id -> Raft address, for every group
+	meta    *controller.Controller // the node's member of the metadata group
+	addrs   addrBook               // node id -> Raft address, for every group
 	reps    *replicaSet
-	reports *leaderReports   // this node's new partition leaderships, on their way to the metadata
 	coords  *coordinators    // group coordinators of the __consumer_offsets partitions this node leads
 	txns    *txnCoordinators // transaction coordinators of the __transaction_state partitions it leads
 	kafka   *kafkaapi.Server
@@ -58,10 +58,9 @@ type Node struct {
 	// Start (see TopicConfig).
 	static map[string]string
 
-	// memberCh wakes the metadata duties loop on membership changes.
+	// memberCh wakes the controller's duties loop on membership changes
+	// (capacity 1; onMemberEvent never blocks on it).
 	memberCh chan struct{}
-	// healer is the metadata duties loop's memory of nodes gone (heal.go).
-	healer healer
 
 	// disk watches the data disk's free space (storage.go); logMemTable
 	// is the Raft log store's memtable, sized to that disk.
@@ -130,32 +129,23 @@ func (n *Node) start(ctx context.Context) error {
 		n.disk.Run(n.ctx)
 	}()
 	var err error
-	if n.meta, err = openMetaGroup(n, metaFSM); err != nil {
+	if n.meta, err = n.openController(metaFSM); err != nil {
 		return err
 	}
-	rpcLn, err := n.host.Listen(metaRPCService)
-	if err != nil {
-		return err
-	}
-	n.wg.Add(1)
-	go n.serveMetaRPC(rpcLn)
 
 	// Replicas already on disk start at once, before the metadata group
 	// is up: their Raft groups know their members.
 	n.coords = newCoordinators(n)
 	n.txns = newTxnCoordinators(n)
 	n.reps = newReplicaSet(n)
-	n.reports = newLeaderReports(n)
-	n.wg.Add(1)
-	go n.reports.loop()
 	if err := n.reps.openFromDisk(); err != nil {
 		return err
 	}
 	if err := n.serveKafka(); err != nil {
 		return err
 	}
-	n.wg.Add(3)
-	go n.metaDuties()
+	n.meta.StartDuties()
+	n.wg.Add(2)
 	go n.reps.reconcileLoop()
 	go n.reassignLoop()
 	n.housekeepingDone = make(chan struct{})
@@ -332,15 +322,15 @@ func (n *Node) RaftStats() multiraft.Stats { return n.host.Stats() }
 // a leader and this node is registered) or ctx ends.
 func (n *Node) WaitReady(ctx context.Context) error {
 	for {
-		s := n.meta.fsm.State()
+		s := n.meta.State()
 		_, registered := s.Broker(n.cfg.NodeID)
-		if s.Initialized() && s.HasProducerIDKey() && registered && n.controllerID() >= 0 {
+		if s.Initialized() && s.HasProducerIDKey() && registered && n.meta.LeaderID() >= 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-n.meta.fsm.Watch():
+		case <-n.meta.Watch():
 		case <-time.After(n.cfg.Tuning.ReadyPoll):
 		}
 	}
@@ -419,7 +409,7 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 			errs = append(errs, n.reps.closeAll())
 		}
 		if n.meta != nil {
-			errs = append(errs, n.meta.close())
+			errs = append(errs, n.meta.Close())
 		}
 		if n.members != nil {
 			if graceful {

@@ -36,7 +36,7 @@ import (
 
 // AlterReassignment proposes the move to the metadata group.
 func (b *backend) AlterReassignment(ctx context.Context, topic string, partition int32, target []int32) error {
-	_, err := b.n.proposeMeta(ctx, metadata.AlterReassignment{Topic: topic, Partition: partition, Target: target})
+	_, err := b.n.meta.Propose(ctx, metadata.AlterReassignment{Topic: topic, Partition: partition, Target: target})
 	return err
 }
 
@@ -44,7 +44,7 @@ func (b *backend) AlterReassignment(ctx context.Context, topic string, partition
 // always moves partitions.
 func (b *backend) Reassignments() ([]kafkaapi.Reassignment, error) {
 	var out []kafkaapi.Reassignment
-	for _, m := range b.n.meta.fsm.State().Reassignments() {
+	for _, m := range b.n.meta.State().Reassignments() {
 		out = append(out, kafkaapi.Reassignment{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas,
 			Adding: m.Adding(), Removing: m.Removing()})
 	}
@@ -59,8 +59,8 @@ func (n *Node) reassignLoop() {
 	tick := time.NewTicker(n.cfg.Tuning.ReassignInterval)
 	defer tick.Stop()
 	for {
-		watch := n.meta.fsm.Watch()
-		for _, m := range n.meta.fsm.State().Reassignments() {
+		watch := n.meta.Watch()
+		for _, m := range n.meta.State().Reassignments() {
 			if n.ctx.Err() != nil {
 				return
 			}
@@ -126,7 +126,7 @@ func (n *Node) moveStep(ctx context.Context, lr *localReplica, m metadata.Partit
 			return err
 		}
 	}
-	_, err = n.proposeMeta(ctx, metadata.CompleteReassignment{Topic: m.Topic, Partition: m.Partition, Target: m.Target})
+	_, err = n.meta.Propose(ctx, metadata.CompleteReassignment{Topic: m.Topic, Partition: m.Partition, Target: m.Target})
 	if errors.Is(err, kerr.InvalidRequest) {
 		return nil // the move changed meanwhile: the next step follows the new target
 	}
@@ -151,7 +151,7 @@ func (n *Node) caughtUp(g *multiraft.Group, node int32) bool {
 // with the metadata leader (a stale copy, just restarted, must not delete
 // a replica that a later move added). It reports whether it had caught up.
 func (s *replicaSet) followMoves(state *metadata.Snapshot) (caughtUp bool) {
-	caughtUp = s.n.metaCaughtUp()
+	caughtUp = s.n.meta.CaughtUp()
 	s.removeWhere("a reassignment moved the partition away", func(lr *localReplica) bool {
 		p, ok := s.partitionOf(state, lr)
 		_, moving := state.Reassignment(lr.info.Topic, lr.info.Partition)

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/minikafka/minikafka-go/broker/controller"
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/metadata"
@@ -75,6 +76,20 @@ type localReplica struct {
 
 	// traffic counts the records produced to and fetched from the replica.
 	traffic metrics.Traffic
+}
+
+// A localReplica's leaderships are reported by the controller.
+var _ controller.Leadership = (*localReplica)(nil)
+
+// TopicPartition names the replica's partition.
+func (lr *localReplica) TopicPartition() (string, int32) { return lr.info.Topic, lr.info.Partition }
+
+// Opened is closed once the replica is open (rep is set).
+func (lr *localReplica) Opened() <-chan struct{} { return lr.ready }
+
+// LeadsIn reports whether the replica leads in term; only once Opened.
+func (lr *localReplica) LeadsIn(term uint64) bool {
+	return lr.rep.IsLeader() && uint64(lr.rep.LeaderEpoch()) == term
 }
 
 // replicaSet owns this node's partition replicas.
@@ -248,8 +263,8 @@ func (s *replicaSet) reconcileLoop() {
 	defer s.n.wg.Done()
 	var done uint64 // the layout index the last complete pass saw; 0: none
 	for {
-		watch := s.n.meta.fsm.Watch() // before State, so no change is missed
-		if state := s.n.meta.fsm.State(); done == 0 || state.LayoutIndex() != done {
+		watch := s.n.meta.Watch() // before State, so no change is missed
+		if state := s.n.meta.State(); done == 0 || state.LayoutIndex() != done {
 			done = 0
 			if s.reconcile(state) {
 				done = state.LayoutIndex()
@@ -381,7 +396,7 @@ func (s *replicaSet) onLeader(lr *localReplica, leader bool, term uint64) {
 		return
 	}
 	s.n.logger.Debug("became partition leader", "topic", lr.info.Topic, "partition", lr.info.Partition, "epoch", term)
-	s.n.reports.add(lr, term)
+	s.n.meta.ReportLeader(lr, term)
 }
 
 // count returns how many elements of s equal v.

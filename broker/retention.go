@@ -25,11 +25,11 @@ const cleanupDelete = "delete"
 // producer expiry every ProducerExpirationCheckInterval; for the
 // coordinators it runs, offset expiry every OffsetsRetentionCheckInterval
 // and transactional id expiry every TxnRemoveExpiredInterval
-// (coordexpiry.go); and, every Tuning.MetaDutyInterval, the report of the
-// deleted topics whose replicas it has removed (deletedtopics.go). Owned
-// by the Node, which stops it (housekeepingDone, closed once every duty
-// has returned) before it closes the coordinators and replicas, so every
-// proposal it makes is answered by a running group.
+// (coordexpiry.go); and, every Tuning.MetaDutyInterval, the controller's
+// report of the deleted topics whose replicas it has removed
+// (deletedtopics.go). Owned by the Node, which stops it (housekeepingDone,
+// closed once every duty has returned) before it closes the coordinators
+// and replicas, so every proposal it makes is answered by a running group.
 func (n *Node) housekeeping() {
 	defer close(n.housekeepingDone)
 	duties := []struct {
@@ -49,7 +49,7 @@ func (n *Node) housekeeping() {
 		}},
 		{n.cfg.OffsetsRetentionCheckInterval, n.expireOffsets},
 		{n.cfg.TxnRemoveExpiredInterval, n.expireTransactionalIDs},
-		{n.cfg.Tuning.MetaDutyInterval, n.reportRemovedReplicas},
+		{n.cfg.Tuning.MetaDutyInterval, func() { n.meta.ReportRemovedReplicas(n.ctx, n.reps.heldTopicIDs) }},
 	}
 	var wg sync.WaitGroup
 	for _, d := range duties {

@@ -14,7 +14,7 @@ import (
 // ScramCredential reads a credential from the local metadata copy, so any
 // node authenticates any user.
 func (b *backend) ScramCredential(user string, m scram.Mechanism) (scram.Credential, bool) {
-	c, ok := b.n.meta.fsm.State().ScramCredential(user, metadata.ScramMechanism(m))
+	c, ok := b.n.meta.State().ScramCredential(user, metadata.ScramMechanism(m))
 	if !ok {
 		return scram.Credential{}, false
 	}
@@ -24,7 +24,7 @@ func (b *backend) ScramCredential(user string, m scram.Mechanism) (scram.Credent
 // ScramUsers lists the stored credentials without their secrets; the
 // node always manages credentials.
 func (b *backend) ScramUsers() ([]kafkaapi.ScramCredentialInfo, error) {
-	creds := b.n.meta.fsm.State().ScramCredentials()
+	creds := b.n.meta.State().ScramCredentials()
 	out := make([]kafkaapi.ScramCredentialInfo, len(creds))
 	for i, c := range creds {
 		out[i] = kafkaapi.ScramCredentialInfo{User: c.User, Mechanism: scram.Mechanism(c.Mechanism), Iterations: c.Iterations}
@@ -36,7 +36,7 @@ func (b *backend) ScramUsers() ([]kafkaapi.ScramCredentialInfo, error) {
 // password (which is then dropped) and proposes the change; the metadata
 // group checks it per user.
 func (b *backend) AlterScramCredentials(ctx context.Context, dels []kafkaapi.ScramDeletion, ups []kafkaapi.ScramUpsertion) (map[string]error, error) {
-	if !b.n.meta.fsm.State().Initialized() {
+	if !b.n.meta.State().Initialized() {
 		return nil, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
 	}
 	cmd := metadata.AlterScramCredentials{}
@@ -50,7 +50,7 @@ func (b *backend) AlterScramCredentials(ctx context.Context, dels []kafkaapi.Scr
 		}
 		cmd.Upsertions = append(cmd.Upsertions, c)
 	}
-	r, err := b.n.proposeMeta(ctx, cmd)
+	r, err := b.n.meta.Propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}

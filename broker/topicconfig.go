@@ -12,7 +12,7 @@ import (
 // local metadata view, so it is cheap and may be polled; an unknown topic
 // gets the defaults.
 func (n *Node) TopicConfig(topic string) topicconfig.Config {
-	return topicconfig.Resolve(n.meta.fsm.State().TopicConfigs(topic), n.clusterConfigs(), n.static)
+	return topicconfig.Resolve(n.meta.State().TopicConfigs(topic), n.clusterConfigs(), n.static)
 }
 
 // ProducerIDExpiration is producer.id.expiration.ms: how long a producer
@@ -22,7 +22,7 @@ func (n *Node) ProducerIDExpiration() time.Duration {
 }
 
 // clusterConfigs are the cluster-wide dynamic broker defaults.
-func (n *Node) clusterConfigs() map[string]string { return n.meta.fsm.State().ClusterConfigs() }
+func (n *Node) clusterConfigs() map[string]string { return n.meta.State().ClusterConfigs() }
 
 // staticConfigs are the node's static configs by their Kafka names, as
 // DescribeConfigs reports them (backend.Configs).

@@ -24,12 +24,12 @@ import (
 // COORDINATOR_NOT_AVAILABLE, which clients retry).
 func (b *backend) txnPartition(ctx context.Context, id string) (int32, error) {
 	n := b.n
-	parts, ok := n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
+	parts, ok := n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		if err := b.createInternalTopic(ctx, metadata.TransactionStateTopic, n.cfg.TxnTopicPartitions, n.cfg.TxnTopicReplicationFactor); err != nil {
 			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, err)
 		}
-		if parts, ok = n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic); !ok {
+		if parts, ok = n.meta.State().TopicPartitions(metadata.TransactionStateTopic); !ok {
 			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
 		}
 	}
@@ -41,7 +41,7 @@ func (b *backend) txnPartition(ctx context.Context, id string) (int32, error) {
 // creation by another request or node is success.
 func (b *backend) createInternalTopic(ctx context.Context, name string, parts int32, rf int16) error {
 	n := b.n
-	state := n.meta.fsm.State()
+	state := n.meta.State()
 	rf = min(rf, int16(len(b.liveBrokers(state))))
 	if rf < 1 {
 		return fmt.Errorf("%w: no live brokers", kerr.CoordinatorNotAvailable)
@@ -50,7 +50,7 @@ func (b *backend) createInternalTopic(ctx context.Context, name string, parts in
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.MetaProposal)
 		defer cancel()
-		_, err = n.proposeMeta(pctx, cmd)
+		_, err = n.meta.Propose(pctx, cmd)
 	}
 	if errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil
@@ -85,7 +85,7 @@ func (b *backend) TxnCoordinator(ctx context.Context, id string) (kafkaapi.TxnCo
 // NOT_COORDINATOR if __transaction_state does not exist or another node
 // leads the id's partition.
 func (b *backend) txnCoordinator(ctx context.Context, id string) (*txncoord.Coordinator, error) {
-	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
+	parts, ok := b.n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
 	}
@@ -97,7 +97,7 @@ func (b *backend) txnCoordinator(ctx context.Context, id string) (*txncoord.Coor
 // which must be this node (else NOT_COORDINATOR, as in Kafka).
 func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerIDRequest) (kafkaapi.ProducerIdentity, error) {
 	if req.TransactionalID == nil {
-		r, err := b.n.newProducerID(ctx)
+		r, err := b.n.meta.NewProducerID(ctx)
 		if err != nil {
 			return kafkaapi.ProducerIdentity{}, err
 		}

@@ -36,11 +36,11 @@ func (ts *txnCoordinators) config() txncoord.Config {
 		CommitTimeout: n.cfg.Tuning.ProduceEnqueue,
 		AbortInterval: n.cfg.TxnAbortInterval,
 		NewProducerID: func(ctx context.Context) (int64, error) {
-			r, err := n.newProducerID(ctx)
+			r, err := n.meta.NewProducerID(ctx)
 			return r.ProducerID, err
 		},
 		TopicExists: func(topic string, p int32) bool {
-			_, ok := n.meta.fsm.State().Partition(topic, p)
+			_, ok := n.meta.State().Partition(topic, p)
 			return ok
 		},
 		OffsetsPartition: func(ctx context.Context, group string) (txncoord.TopicPartition, bool) {

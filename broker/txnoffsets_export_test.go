@@ -15,7 +15,7 @@ import (
 // OffsetsPartition is the __consumer_offsets partition of group, from this
 // node's metadata; ok is false while the topic does not exist.
 func (n *Node) OffsetsPartition(group string) (p int32, ok bool) {
-	parts, ok := n.meta.fsm.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
+	parts, ok := n.meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	if !ok {
 		return -1, false
 	}

@@ -127,7 +127,7 @@ func (s *pendingSweeper) ended(ctx context.Context, p groupcoord.PendingTxn) (in
 		s.logger.Debug("pending transactional offset commits not checked", "producer_id", p.ProducerID, "err", err)
 		return 0, nil
 	}
-	parts, ok := s.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
+	parts, ok := s.n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return 0, nil
 	}

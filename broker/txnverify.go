@@ -86,7 +86,7 @@ func (b *backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnReque
 // __transaction_state: without it no transaction exists yet, and Kafka
 // answers COORDINATOR_NOT_AVAILABLE.
 func (b *backend) txnCoordinatorNodeNow(id string) (int32, error) {
-	parts, ok := b.n.meta.fsm.State().TopicPartitions(metadata.TransactionStateTopic)
+	parts, ok := b.n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s does not exist", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
 	}

@@ -1,4 +1,4 @@
-package broker
+package controller
 
 import (
 	"context"
@@ -13,30 +13,31 @@ import (
 // Self-healing: on the metadata leader, a registered node that gossip has
 // not seen for Config.NodeUnavailableTimeout is replaced. Each partition
 // that names it (and is not moving already) is moved to the live node
-// holding the fewest replicas (drain.Plan), a move like any other
-// (reassign.go); a metadata voter it was is replaced by a live non-voter.
-// The clock is the leader's own: a new leader starts counting afresh, so
-// it only ever waits longer. A node that returns later finds its
-// partitions gone from the metadata and removes its copies (followMoves).
+// holding the fewest replicas (drain.Plan), a move like any other (which
+// the partition's leader drives: the broker's reassign.go); a metadata
+// voter it was is replaced by a live non-voter. The clock is the leader's
+// own: a new leader starts counting afresh, so it only ever waits longer.
+// A node that returns later finds its partitions gone from the metadata
+// and removes its copies (the broker's followMoves).
 
-// healer is what the metadata duties loop remembers between steps; only
-// that goroutine touches it.
+// healer is what the duties loop remembers between steps; only that
+// goroutine touches it.
 type healer struct {
 	goneSince map[int32]time.Time // registered nodes gossip does not see, since when
 	warned    map[int32]bool      // nodes whose replacement could not be planned, logged once
 }
 
-// heal replaces the nodes gone too long; called by metaStep on the leader.
-func (n *Node) heal(ctx context.Context, state *metadata.Snapshot) error {
-	if n.cfg.NodeUnavailableTimeout <= 0 {
+// heal replaces the nodes gone too long; called by step on the leader.
+func (c *Controller) heal(ctx context.Context, state *metadata.Snapshot) error {
+	if c.cfg.NodeUnavailableTimeout <= 0 {
 		return nil
 	}
-	h := &n.healer
+	h := &c.healer
 	if h.goneSince == nil {
 		h.goneSince, h.warned = map[int32]time.Time{}, map[int32]bool{}
 	}
 	var live []int32
-	for _, m := range n.members.Members() {
+	for _, m := range c.deps.Members.Members() {
 		live = append(live, m.ID)
 	}
 	now := time.Now()
@@ -52,17 +53,17 @@ func (n *Node) heal(ctx context.Context, state *metadata.Snapshot) error {
 			h.goneSince[id] = now
 			continue
 		}
-		if now.Sub(since) < n.cfg.NodeUnavailableTimeout {
+		if now.Sub(since) < c.cfg.NodeUnavailableTimeout {
 			continue
 		}
-		errs = append(errs, n.replaceReplicas(ctx, state, id, live), n.replaceMetaVoter(ctx, id, live))
+		errs = append(errs, c.replaceReplicas(ctx, state, id, live), c.replaceMetaVoter(ctx, id, live))
 	}
 	return errors.Join(errs...)
 }
 
 // replaceReplicas starts moving the replicas of the partitions that name
 // gone, and are not moving already, to live nodes.
-func (n *Node) replaceReplicas(ctx context.Context, state *metadata.Snapshot, gone int32, live []int32) error {
+func (c *Controller) replaceReplicas(ctx context.Context, state *metadata.Snapshot, gone int32, live []int32) error {
 	var parts []drain.Partition
 	for _, t := range state.Topics() {
 		for i, p := range t.Partitions {
@@ -71,9 +72,9 @@ func (n *Node) replaceReplicas(ctx context.Context, state *metadata.Snapshot, go
 	}
 	plan, err := drain.Plan(parts, live, gone)
 	if err != nil {
-		if !n.healer.warned[gone] {
-			n.healer.warned[gone] = true
-			n.logger.Warn("a node is gone but its replicas have nowhere to go", "node", gone, "err", err)
+		if !c.healer.warned[gone] {
+			c.healer.warned[gone] = true
+			c.logger.Warn("a node is gone but its replicas have nowhere to go", "node", gone, "err", err)
 		}
 		return nil
 	}
@@ -81,8 +82,8 @@ func (n *Node) replaceReplicas(ctx context.Context, state *metadata.Snapshot, go
 		if _, moving := state.Reassignment(p.Topic, p.Partition); moving {
 			continue
 		}
-		n.logger.Info("replacing the replica of a node gone too long", "node", gone, "topic", p.Topic, "partition", p.Partition, "replicas", p.Replicas)
-		if _, err := n.proposeMeta(ctx, metadata.AlterReassignment{Topic: p.Topic, Partition: p.Partition, Target: p.Replicas}); err != nil {
+		c.logger.Info("replacing the replica of a node gone too long", "node", gone, "topic", p.Topic, "partition", p.Partition, "replicas", p.Replicas)
+		if _, err := c.Propose(ctx, metadata.AlterReassignment{Topic: p.Topic, Partition: p.Partition, Target: p.Replicas}); err != nil {
 			return err
 		}
 	}
@@ -92,8 +93,8 @@ func (n *Node) replaceReplicas(ctx context.Context, state *metadata.Snapshot, go
 // replaceMetaVoter takes gone out of the metadata group, promoting a live
 // non-voter in its place if gone was a voter. A voter is only removed once
 // its replacement votes, so the number of voters never drops.
-func (n *Node) replaceMetaVoter(ctx context.Context, gone int32, live []int32) error {
-	g := n.meta.group
+func (c *Controller) replaceMetaVoter(ctx context.Context, gone int32, live []int32) error {
+	g := c.group
 	voters, nonvoters, err := g.Configuration()
 	if err != nil {
 		return err
@@ -107,15 +108,15 @@ func (n *Node) replaceMetaVoter(ctx context.Context, gone int32, live []int32) e
 		if i < 0 {
 			return nil // nobody to promote: keep the voter, it may come back
 		}
-		addr, ok := n.addrs.resolve(nonvoters[i])
+		addr, ok := c.deps.Resolve(nonvoters[i])
 		if !ok {
 			return nil
 		}
-		n.logger.Info("promoting a metadata non-voter in place of a node gone too long", "node", gone, "voter", nonvoters[i])
+		c.logger.Info("promoting a metadata non-voter in place of a node gone too long", "node", gone, "voter", nonvoters[i])
 		if err := g.AddVoter(ctx, nonvoters[i], addr); err != nil {
 			return err
 		}
 	}
-	n.logger.Info("removing a node gone too long from the metadata group", "node", gone)
+	c.logger.Info("removing a node gone too long from the metadata group", "node", gone)
 	return g.RemoveServer(ctx, gone)
 }
