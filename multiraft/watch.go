@@ -54,9 +54,7 @@ func (h *Host) WatchPeer(node int32, addr string) {
 
 // UnwatchPeer stops watching addr (a node that left the cluster).
 func (h *Host) UnwatchPeer(addr string) {
-	h.mu.Lock()
-	p := h.peers[addr]
-	h.mu.Unlock()
+	p := h.peerAt(addr)
 	if p == nil {
 		return
 	}
@@ -71,9 +69,7 @@ func (h *Host) UnwatchPeer(addr string) {
 // PeerUp reports whether addr is watched and this Host holds an open
 // session to it now: the peer's process runs, as far as TCP can tell.
 func (h *Host) PeerUp(addr string) bool {
-	h.mu.Lock()
-	p := h.peers[addr]
-	h.mu.Unlock()
+	p := h.peerAt(addr)
 	if p == nil {
 		return false
 	}
@@ -116,10 +112,15 @@ func (h *Host) nodeDown(node int32) bool {
 	if !ok {
 		return false
 	}
-	h.mu.Lock()
-	p := h.peers[addr]
-	h.mu.Unlock()
+	p := h.peerAt(addr)
 	return p != nil && p.down()
+}
+
+// peerAt is the peer at addr, or nil if this Host never called it.
+func (h *Host) peerAt(addr string) *peer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.peers[addr]
 }
 
 // watchLoop keeps a session to the peer until ctx ends.
