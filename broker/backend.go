@@ -17,6 +17,7 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -424,7 +425,7 @@ func (p replicaPartition) Produce(batch []byte) kafkaapi.ProduceWait {
 
 func (p replicaPartition) Read(offset int64, maxBytes int) ([]byte, error) {
 	b, err := p.r.Read(offset, maxBytes)
-	if errors.Is(err, partition.ErrOffsetOutOfRange) {
+	if errors.Is(err, seglog.ErrOffsetOutOfRange) {
 		return nil, fmt.Errorf("%w: %w", kerr.OffsetOutOfRange, err)
 	}
 	return b, err

@@ -12,7 +12,7 @@ import (
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/multiraft"
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -414,7 +414,7 @@ func DefaultConfig() Config {
 		PartitionRaft:                 defaultPartitionRaft(),
 		MetaRaft:                      multiraft.DefaultTiming(),
 		PartitionLogStore:             multiraft.LogStorePebble,
-		SegmentBytes:                  partition.DefaultSegmentBytes,
+		SegmentBytes:                  seglog.DefaultSegmentBytes,
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,

@@ -23,6 +23,7 @@ import (
 	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/topicconfig"
 	"github.com/minikafka/minikafka-go/txncoord"
 )
@@ -227,7 +228,7 @@ func (s *replicaSet) open(info replicaInfo) (*localReplica, error) {
 			Hold:     true,
 			OnLeader: func(leader bool, term uint64) { s.onLeader(lr, leader, term) },
 		},
-		Log: partition.LogOptions{SegmentBytes: s.n.cfg.SegmentBytes, FS: s.n.cfg.PartitionFS, Files: s.files,
+		Log: seglog.Options{SegmentBytes: s.n.cfg.SegmentBytes, FS: s.n.cfg.PartitionFS, Files: s.files,
 			OnFsync: s.n.metrics.ObserveFsync},
 		ProducerWindow: s.n.cfg.ProducerWindow,
 		MaxProducers:   s.n.cfg.MaxProducers,

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/metadata"
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -123,7 +123,7 @@ func (n *Node) expireProducers(lr *localReplica, ttl time.Duration) {
 // to fit in retentionBytes (Kafka's rules; -1 turns each off). The active
 // segment counts too: the log rolls it before deleting it. -1 when nothing
 // is to go.
-func retentionPoint(segs []partition.SegmentInfo, nowMs, retentionMs, retentionBytes int64) int64 {
+func retentionPoint(segs []seglog.SegmentInfo, nowMs, retentionMs, retentionBytes int64) int64 {
 	target := int64(-1)
 	if retentionMs >= 0 {
 		for _, s := range segs {

@@ -3,26 +3,26 @@ package broker
 import (
 	"testing"
 
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 )
 
 func TestRetentionPoint(t *testing.T) {
-	segs := []partition.SegmentInfo{
+	segs := []seglog.SegmentInfo{
 		{Base: 0, Next: 10, Bytes: 100, MaxTimestamp: 1000},
 		{Base: 10, Next: 20, Bytes: 100, MaxTimestamp: 2000},
 		{Base: 20, Next: 25, Bytes: 50, MaxTimestamp: 3000, Active: true},
 	}
-	empty := append(segs[:2:2], partition.SegmentInfo{Base: 20, Next: 20, MaxTimestamp: -1, Active: true})
+	empty := append(segs[:2:2], seglog.SegmentInfo{Base: 20, Next: 20, MaxTimestamp: -1, Active: true})
 	tests := []struct {
 		name                string
-		segs                []partition.SegmentInfo
+		segs                []seglog.SegmentInfo
 		now, ms, bytes, out int64
 	}{
 		{"nothing expired", segs, 1500, 1000, -1, -1},
 		{"first expired", segs, 2001, 1000, -1, 10},
 		{"up to the active one", segs, 3500, 1000, -1, 20},
 		{"all, active too", segs, 4001, 1000, -1, 25},
-		{"newer segment stops the walk", []partition.SegmentInfo{segs[1], {Base: 20, Next: 30, Bytes: 5, MaxTimestamp: 100}}, 2500, 1000, -1, -1},
+		{"newer segment stops the walk", []seglog.SegmentInfo{segs[1], {Base: 20, Next: 30, Bytes: 5, MaxTimestamp: 100}}, 2500, 1000, -1, -1},
 		{"forever", segs, 1 << 40, -1, -1, -1},
 		{"size fits", segs, 0, -1, 250, -1},
 		{"size: one segment must go", segs, 0, -1, 150, 10},

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/minikafka/minikafka-go/fsm"
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -33,7 +33,7 @@ func benchBatch(b *testing.B, seq int32) []byte {
 // and the write. Compare with BenchmarkPlainFileWrite in the same run.
 func BenchmarkFSMApply(b *testing.B) {
 	dir := b.TempDir()
-	l, err := partition.OpenLog(filepath.Join(dir, "log"), partition.LogOptions{})
+	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

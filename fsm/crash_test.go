@@ -15,7 +15,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/internal/vfs"
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -36,7 +36,7 @@ import (
 //     transactions and aborted index) and last stable offset are the
 //     reference's at that index: a trim in a durable checkpoint is never
 //     lost, one that was not is replayed; reads below the start fail with
-//     partition.ErrOffsetOutOfRange;
+//     seglog.ErrOffsetOutOfRange;
 //   - replaying the rest (as raft would, from the last checkpoint) ends in
 //     the reference's start, log bytes from the start, producer table and
 //     last stable offset.
@@ -48,8 +48,8 @@ const (
 
 // crashLogOpts are the harness's log options; fileLimit > 0 bounds the
 // open files of the log and the FSM it is given to.
-func crashLogOpts(fsys vfs.FS, fileLimit int) partition.LogOptions {
-	return partition.LogOptions{FS: fsys, SegmentBytes: crashSegSz, IndexIntervalBytes: 256, FlushBytes: 700,
+func crashLogOpts(fsys vfs.FS, fileLimit int) seglog.Options {
+	return seglog.Options{FS: fsys, SegmentBytes: crashSegSz, IndexIntervalBytes: 256, FlushBytes: 700,
 		Files: vfs.NewFileCache(fileLimit)}
 }
 
@@ -84,7 +84,7 @@ func (c *crashClaims) applied(ref *crashRef, entries []*raft.Log, out []any) {
 // incarnation is one run of the log and FSM between a start and a crash.
 type incarnation struct {
 	m   *vfs.MemFS
-	log *partition.Log
+	log *seglog.Log
 	f   *fsm.FSM
 	// files is the cache of the log's and the FSM's open files.
 	files *vfs.FileCache
@@ -107,7 +107,7 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 		return false
 	}
 	lopts := crashLogOpts(m, ref.fileLimit)
-	l, err := partition.OpenLog(crashLogDir, lopts)
+	l, err := seglog.Open(crashLogDir, lopts)
 	if err != nil && crashed(err) {
 		return nil
 	}
@@ -148,7 +148,7 @@ func openIncarnation(t *testing.T, m *vfs.MemFS, ref *crashRef, c *crashClaims) 
 // checkLogPrefix checks that the log holds whole, CRC-intact batches equal
 // to the reference's from the log's first stored batch on, ending at or
 // past minEnd.
-func checkLogPrefix(t *testing.T, l *partition.Log, ref *crashRef, minEnd int64, when string) {
+func checkLogPrefix(t *testing.T, l *seglog.Log, ref *crashRef, minEnd int64, when string) {
 	t.Helper()
 	var buf bytes.Buffer
 	if _, err := l.CopyTo(&buf, l.EndOffset()); err != nil {
@@ -181,7 +181,7 @@ func checkLogPrefix(t *testing.T, l *partition.Log, ref *crashRef, minEnd int64,
 // checkRecovered checks the recovered log and FSM against the reference at
 // the FSM's applied index: log bytes, start offset, reads below the start,
 // producer table.
-func checkRecovered(t *testing.T, l *partition.Log, f *fsm.FSM, ref *crashRef) {
+func checkRecovered(t *testing.T, l *seglog.Log, f *fsm.FSM, ref *crashRef) {
 	t.Helper()
 	checkLogPrefix(t, l, ref, 0, "after FSM recovery")
 	applied := f.AppliedIndex()
@@ -189,7 +189,7 @@ func checkRecovered(t *testing.T, l *partition.Log, f *fsm.FSM, ref *crashRef) {
 		t.Fatalf("recovered at index %d with log start %d, want %d", applied, got, want)
 	}
 	if start := l.StartOffset(); start > 0 {
-		if _, err := l.Read(start-1, 1); !errors.Is(err, partition.ErrOffsetOutOfRange) {
+		if _, err := l.Read(start-1, 1); !errors.Is(err, seglog.ErrOffsetOutOfRange) {
 			t.Fatalf("Read(%d) below the start %d: %v, want ErrOffsetOutOfRange", start-1, start, err)
 		}
 	}
@@ -203,7 +203,7 @@ func checkRecovered(t *testing.T, l *partition.Log, f *fsm.FSM, ref *crashRef) {
 
 // checkTail checks that the log's start and its batches from the one that
 // holds the start equal the reference's final ones.
-func checkTail(t *testing.T, l *partition.Log, ref *crashRef) {
+func checkTail(t *testing.T, l *seglog.Log, ref *crashRef) {
 	t.Helper()
 	if got, want := l.StartOffset(), ref.startAt[ref.last()]; got != want {
 		t.Fatalf("after replay the log starts at %d, want %d", got, want)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/internal/vfs"
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -64,7 +64,7 @@ type crashWorkload struct {
 // next returns the entries to apply for e: e itself (perhaps as a
 // CmdProduceAt), then perhaps a trim or an expiry. Indexes are left to the
 // caller.
-func (w *crashWorkload) next(e *raft.Log, l *partition.Log) []*raft.Log {
+func (w *crashWorkload) next(e *raft.Log, l *seglog.Log) []*raft.Log {
 	w.clock += 1 + w.rng.Int64N(20)
 	c := *e
 	t, body, err := fsm.DecodeCommand(c.Data)
@@ -128,7 +128,7 @@ func (w *crashWorkload) marker() fsm.EndTxn {
 
 // trimTarget picks an offset inside a segment or at a segment's base,
 // rarely one past the end (refused).
-func (w *crashWorkload) trimTarget(l *partition.Log) int64 {
+func (w *crashWorkload) trimTarget(l *seglog.Log) int64 {
 	if w.rng.IntN(10) == 0 {
 		return l.EndOffset() + 1 + w.rng.Int64N(3)
 	}
@@ -150,7 +150,7 @@ func newCrashWorkload(seed uint64) *crashWorkload {
 // after every entry.
 func crashReference(t *testing.T, entries []*raft.Log, w *crashWorkload) *crashRef {
 	m := vfs.NewStrictMem()
-	l, err := partition.OpenLog(crashLogDir, crashLogOpts(m, 0))
+	l, err := seglog.Open(crashLogDir, crashLogOpts(m, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func crashReference(t *testing.T, entries []*raft.Log, w *crashWorkload) *crashR
 }
 
 // record notes the reference's state after its last entry.
-func (ref *crashRef) record(t *testing.T, l *partition.Log, f *fsm.FSM) {
+func (ref *crashRef) record(t *testing.T, l *seglog.Log, f *fsm.FSM) {
 	t.Helper()
 	prev := ref.endAt[len(ref.endAt)-1]
 	if end := l.EndOffset(); end > prev {

@@ -11,13 +11,13 @@ import (
 
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/internal/vfs"
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 )
 
 // faultReplica is a log and FSM on a FaultyFS over a MemFS.
 type faultReplica struct {
 	ff  *vfs.FaultyFS
-	log *partition.Log
+	log *seglog.Log
 	f   *fsm.FSM
 }
 
@@ -25,7 +25,7 @@ func openFaultReplica(t *testing.T, ff *vfs.FaultyFS) *faultReplica {
 	t.Helper()
 	opts := crashLogOpts(ff, 0)
 	opts.FlushBytes = -1
-	l, err := partition.OpenLog(crashLogDir, opts)
+	l, err := seglog.Open(crashLogDir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ import (
 )
 
 // Log is what the FSM needs of a partition's on-disk log
-// (partition.Log implements it). Exactly one goroutine writes; readers may
+// (seglog.Log implements it). Exactly one goroutine writes; readers may
 // run concurrently.
 type Log interface {
 	// Append stores one whole checked batch whose base offset equals
@@ -106,7 +106,7 @@ type Config struct {
 	// FS holds the checkpoint and the journal. Nil means vfs.OS.
 	FS vfs.FS
 	// Files keeps the journal open, under the node's limit of open files
-	// (the log's LogOptions.Files); nil gives the FSM a cache of its own.
+	// (the log's seglog.Options.Files); nil gives the FSM a cache of its own.
 	Files *vfs.FileCache
 	// Observer, if set, is told of every batch the FSM appends, in log
 	// order, and of every Restore (after which the log holds other

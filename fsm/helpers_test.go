@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/fsm"
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -44,13 +44,13 @@ func batch(pid int64, epoch int16, seq int32, key string, values ...string) []by
 type replica struct {
 	t   testing.TB
 	dir string
-	log *partition.Log
+	log *seglog.Log
 	f   *fsm.FSM
 }
 
 func openReplica(t testing.TB, dir string) *replica {
 	t.Helper()
-	l, err := partition.OpenLog(filepath.Join(dir, "log"), partition.LogOptions{SegmentBytes: 4096})
+	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
 	if err != nil {
 		t.Fatalf("OpenLog: %v", err)
 	}
@@ -162,6 +162,6 @@ func fileSize(t testing.TB, path string) int64 {
 
 var _ = record.HeaderSize
 
-func openLogOnly(dir string) (*partition.Log, error) {
-	return partition.OpenLog(filepath.Join(dir, "log"), partition.LogOptions{SegmentBytes: 4096})
+func openLogOnly(dir string) (*seglog.Log, error) {
+	return seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
 }

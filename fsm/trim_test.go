@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka-go/fsm"
-	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -175,7 +175,7 @@ func TestLogAppendTimeStampsTheLeaderTime(t *testing.T) {
 // producer gets POLICY_VIOLATION and nothing is appended.
 func TestProducerLimitRefusesNewProducers(t *testing.T) {
 	dir := t.TempDir()
-	l, err := partition.OpenLog(filepath.Join(dir, "log"), partition.LogOptions{})
+	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func (r *Registry) RequestDone(key int16, elapsed time.Duration) {
 // ObserveCommit observes one committed proposal (multiraft.Config.OnCommit).
 func (r *Registry) ObserveCommit(d time.Duration) { r.commits.Observe(d.Seconds()) }
 
-// ObserveFsync observes one partition log fsync (partition.LogOptions.OnFsync).
+// ObserveFsync observes one partition log fsync (seglog.Options.OnFsync).
 func (r *Registry) ObserveFsync(d time.Duration) { r.fsyncs.Observe(d.Seconds()) }
 
 // Source is what the collector and the pages read of a node.

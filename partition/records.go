@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -38,7 +39,7 @@ type TxnRecordSink interface {
 // from the log.
 type recordFeeder struct {
 	sink    RecordSink
-	log     *Log
+	log     *seglog.Log
 	logger  *slog.Logger
 	scratch []record.Record
 }

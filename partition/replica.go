@@ -17,6 +17,7 @@ import (
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/multiraft"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/producerstate"
 )
 
@@ -25,7 +26,7 @@ type ReplicaConfig struct {
 	// Group is the replica's Raft group. Its Dir also holds the replica's
 	// log/ and fsm/; OpenReplica supplies its FSM.
 	Group multiraft.GroupSpec
-	Log   LogOptions
+	Log   seglog.Options
 	// ProducerWindow is the number of batches remembered per producer.
 	ProducerWindow int
 	// MaxProducers bounds the producer table (fsm.Config.MaxProducers).
@@ -50,7 +51,7 @@ type ReplicaConfig struct {
 // its log. Produce goes through Raft on the leader; reads come from the log,
 // which holds only applied, hence committed, batches.
 type Replica struct {
-	log    *Log
+	log    *seglog.Log
 	fsm    *fsm.FSM
 	group  *multiraft.Group
 	admit  func(n int) error // ReplicaConfig.Admit, or nil
@@ -81,7 +82,7 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 		lopts.Logger = logger
 	}
 	dir := cfg.Group.Dir
-	l, err := OpenLog(filepath.Join(dir, "log"), lopts)
+	l, err := seglog.Open(filepath.Join(dir, "log"), lopts)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka-go/fsm"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 )
 
 // Trim moves the partition's log start offset up to offset on every
@@ -61,7 +62,7 @@ func proposeTimeout(ctx context.Context) time.Duration {
 }
 
 // Segments describes the log's segments (retention decisions).
-func (r *Replica) Segments() []SegmentInfo { return r.log.Segments() }
+func (r *Replica) Segments() []seglog.SegmentInfo { return r.log.Segments() }
 
 // SetSegmentLimits applies a topic's segment.bytes and segment.ms.
 func (r *Replica) SetSegmentLimits(bytes int64, age time.Duration) {

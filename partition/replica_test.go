@@ -16,6 +16,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/multiraft"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -98,7 +99,7 @@ func (g *group) start(id int32) {
 	r, err := OpenReplica(h, ReplicaConfig{
 		Group: multiraft.GroupSpec{Name: "p", Members: g.members, Dir: filepath.Join(g.base, fmt.Sprint(id)), Timing: g.timing,
 			LogStore: g.store},
-		Log:   LogOptions{SegmentBytes: 2048, FS: g.fs},
+		Log:   seglog.Options{SegmentBytes: 2048, FS: g.fs},
 		Admit: g.admit,
 		Records: func() RecordSink {
 			if g.sinks == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/logging"
+	"github.com/minikafka/minikafka-go/partition/seglog"
 )
 
 type bufSink struct{ bytes.Buffer }
@@ -45,9 +46,9 @@ func (*cutReader) Close() error { return nil }
 // from its newest snapshot without restoring it, restore that snapshot
 // itself before raft starts.
 func TestCrashDuringSnapshotInstall(t *testing.T) {
-	open := func(dir string) (*Log, *fsm.FSM) {
+	open := func(dir string) (*seglog.Log, *fsm.FSM) {
 		t.Helper()
-		l, err := OpenLog(filepath.Join(dir, "log"), LogOptions{SegmentBytes: 2048})
+		l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 2048})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,6 @@
-// Package partition holds a partition replica and its on-disk log.
+// Package seglog is a partition's on-disk log, the bottom of a record's
+// path (partition.Replica -> fsm -> seglog): the FSM appends to it, and
+// readers read from it.
 //
 // The log (Log) stores Kafka v2 RecordBatch bytes exactly as given, in
 // segment files named by their first offset ("%020d.log"), each with a
@@ -8,8 +10,8 @@
 //
 // A caller of the log has these duties, in order:
 //
-//  1. Open a directory with OpenLog, from one Log and one process at a
-//     time. OpenLog repairs crash damage: it checks every batch of the last
+//  1. Open a directory with Open, from one Log and one process at a
+//     time. Open repairs crash damage: it checks every batch of the last
 //     segment (header, length, CRC32C, offset continuity) and cuts the file
 //     after the last whole valid batch; earlier segments are trusted.
 //  2. Decide what to keep. Appends are not fsynced: after a crash only what
@@ -30,7 +32,7 @@
 //     from what is on disk) makes it usable again.
 //  5. Call Close at shutdown; it writes the active segment's index and syncs.
 //     TruncateTo, Reset and Close wait for running reads to finish.
-package partition
+package seglog
 
 import (
 	"errors"
@@ -45,8 +47,8 @@ import (
 	"github.com/minikafka/minikafka-go/record"
 )
 
-// LogOptions tunes a Log. The zero value gives the defaults.
-type LogOptions struct {
+// Options tunes a Log. The zero value gives the defaults.
+type Options struct {
 	// SegmentBytes rolls the active segment when an append would take it
 	// past this many bytes (a single larger batch gets a segment of its
 	// own). Default 128 MiB; at most math.MaxUint32.
@@ -76,7 +78,7 @@ type LogOptions struct {
 	OnFsync func(time.Duration)
 }
 
-// Defaults of LogOptions.
+// Defaults of Options.
 const (
 	DefaultSegmentBytes       = 128 << 20
 	DefaultIndexIntervalBytes = 4096
@@ -87,7 +89,7 @@ const (
 // calls; larger batches use a one-off buffer.
 const maxRetainedBuf = 1 << 20
 
-func (o LogOptions) resolve() (LogOptions, error) {
+func (o Options) resolve() (Options, error) {
 	switch {
 	case o.SegmentBytes == 0:
 		o.SegmentBytes = DefaultSegmentBytes
@@ -114,7 +116,7 @@ func (o LogOptions) resolve() (LogOptions, error) {
 }
 
 // fsyncFunc is how the log fsyncs a file: File.Sync, timed for OnFsync.
-func (o LogOptions) fsyncFunc() func(vfs.File) error {
+func (o Options) fsyncFunc() func(vfs.File) error {
 	observe := o.OnFsync
 	if observe == nil {
 		return vfs.File.Sync
@@ -133,9 +135,9 @@ func (o LogOptions) fsyncFunc() func(vfs.File) error {
 // Locks are taken in the order syncSem, wmu, truncMu, mu.
 type Log struct {
 	dir    string
-	opts   LogOptions
+	opts   Options
 	logger *slog.Logger
-	fsync  func(vfs.File) error // LogOptions.fsyncFunc
+	fsync  func(vfs.File) error // Options.fsyncFunc
 
 	// syncSem (capacity 1) serializes Sync's fsync phase and Close, so
 	// that a Sync returns only after every fsync started before it has
@@ -155,7 +157,7 @@ type Log struct {
 	serr     error  // sticky until reopen: an fsync failed (wraps ErrSyncFailed)
 	unsynced int64  // bytes appended since the flusher was last kicked
 	// activeSince is when the active segment was created (or the log
-	// opened), for LogOptions.SegmentAge: a local layout choice, not
+	// opened), for Options.SegmentAge: a local layout choice, not
 	// replicated state, so the wall clock is fine here.
 	activeSince time.Time
 
@@ -186,11 +188,11 @@ type Log struct {
 	closed bool
 }
 
-// OpenLog opens the log in dir, creating the directory and an empty log
+// Open opens the log in dir, creating the directory and an empty log
 // starting at offset 0 if needed, and repairs a torn tail (see the package
 // documentation). Files in dir that are not segments or indexes are left
 // alone.
-func OpenLog(dir string, opts LogOptions) (*Log, error) {
+func Open(dir string, opts Options) (*Log, error) {
 	opts, err := opts.resolve()
 	if err != nil {
 		return nil, err
@@ -349,9 +351,9 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 // one at base. The caller holds wmu.
 //
 // The sealed segment's data is fsynced before the new segment exists:
-// OpenLog checks only the last segment in full and trusts earlier ones, so
+// Open checks only the last segment in full and trusts earlier ones, so
 // a sealed segment must never be less durable than the file after it. Its
-// index need not be: OpenLog rebuilds an index that does not match.
+// index need not be: Open rebuilds an index that does not match.
 func (l *Log) roll(base int64) (*segment, error) {
 	old := l.segs[len(l.segs)-1]
 	if err := old.writeIndex(); err != nil {

@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 // EpochEndOffset answers Kafka's OffsetForLeaderEpoch from the leader
 // epochs stamped into the stored batches (for the FSM's batches, the Raft
@@ -8,7 +8,7 @@ package partition
 // decrease along a partition's log; -1 (no epoch) is ignored.
 //
 // It reads only the in-memory epoch marks of the segment indexes, which
-// OpenLog rebuilds from the index files (or the batch headers), so the
+// Open rebuilds from the index files (or the batch headers), so the
 // answer is a function of the stored batches alone: the same on every
 // replica and after a restart.
 func (l *Log) EpochEndOffset(epoch int32) (floor int32, end int64, err error) {

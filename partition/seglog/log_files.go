@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"github.com/minikafka/minikafka-go/internal/vfs"
 )
 
-// logFiles opens a log's segment files through LogOptions.Files, so that
+// logFiles opens a log's segment files through Options.Files, so that
 // the node's descriptors stay under its limit whatever the number of
 // partitions and segments; index files are opened only while read or
 // written.

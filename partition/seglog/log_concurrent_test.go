@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // contiguous batches equal to the ones written at those offsets.
 func TestConcurrentReadersDuringWrites(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, LogOptions{SegmentBytes: 4000, IndexIntervalBytes: 200})
+	l := openLog(t, dir, Options{SegmentBytes: 4000, IndexIntervalBytes: 200})
 	h := makeHistory(600, 0, 30)
 	want := h.concat(0, len(h.batches))
 	pos := make(map[int64]int) // base offset -> byte position in want

@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ func (l *Log) Segments() []SegmentInfo {
 	return out
 }
 
-// SetSegmentLimits changes LogOptions.SegmentBytes and SegmentAge for the
+// SetSegmentLimits changes Options.SegmentBytes and SegmentAge for the
 // appends that follow (a topic's segment.bytes and segment.ms changed).
 // bytes <= 0 keeps the current size limit.
 func (l *Log) SetSegmentLimits(bytes int64, age time.Duration) {
@@ -43,7 +43,7 @@ func (l *Log) SetSegmentLimits(bytes int64, age time.Duration) {
 }
 
 // segmentAged reports whether the active segment is older than
-// LogOptions.SegmentAge. The caller holds wmu.
+// Options.SegmentAge. The caller holds wmu.
 func (l *Log) segmentAged() bool {
 	return l.opts.SegmentAge > 0 && time.Since(l.activeSince) >= l.opts.SegmentAge
 }

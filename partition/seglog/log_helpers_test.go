@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"bytes"
@@ -99,17 +99,17 @@ func (h *history) indexOf(offset int64) int {
 }
 
 // smallOpts makes many segments and index entries.
-func smallOpts() LogOptions {
-	return LogOptions{SegmentBytes: 2000, IndexIntervalBytes: 300, Logger: logging.Discard()}
+func smallOpts() Options {
+	return Options{SegmentBytes: 2000, IndexIntervalBytes: 300, Logger: logging.Discard()}
 }
 
 // openLog opens dir and closes the log at the end of the test (a log the
 // test closed itself is fine).
-func openLog(t testing.TB, dir string, opts LogOptions) *Log {
+func openLog(t testing.TB, dir string, opts Options) *Log {
 	t.Helper()
-	l, err := OpenLog(dir, opts)
+	l, err := Open(dir, opts)
 	if err != nil {
-		t.Fatalf("OpenLog: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {

@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"errors"
@@ -23,17 +23,17 @@ var ErrClosed = errors.New("partition: log closed")
 
 // ErrCorrupt means bytes the log had accepted no longer parse as the
 // batches it wrote (a damaged disk or an outside writer). Crash damage at
-// the tail is repaired by OpenLog and never surfaces as this error.
+// the tail is repaired by Open and never surfaces as this error.
 var ErrCorrupt = errors.New("partition: log data corrupt")
 
 // ErrSyncFailed means an fsync of the log's files failed. It is sticky:
 // the kernel may have dropped the unwritten data while marking it clean,
 // so every later Sync, write and Close of that Log returns it, until the
-// log is reopened with OpenLog (which recovers from what the disk holds).
+// log is reopened with Open (which recovers from what the disk holds).
 // Kafka answers it with KAFKA_STORAGE_ERROR.
 var ErrSyncFailed = errors.New("partition: fsync failed; reopen the log")
 
-// ErrInvalidOptions means LogOptions holds a value OpenLog cannot use.
+// ErrInvalidOptions means Options holds a value Open cannot use.
 var ErrInvalidOptions = errors.New("partition: invalid log options")
 
 // OffsetRangeError is an offset outside [Start, End].

@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"bytes"
@@ -228,7 +228,7 @@ func TestStaleIndexOfSameSizeRejected(t *testing.T) {
 	// An index that matches the file's size but not its batches (the file
 	// was truncated and rewritten with other batch sizes) must not be used.
 	dir := t.TempDir()
-	l := openLog(t, dir, LogOptions{SegmentBytes: 1000, IndexIntervalBytes: 1})
+	l := openLog(t, dir, Options{SegmentBytes: 1000, IndexIntervalBytes: 1})
 	a := [][]byte{newBatch(0, 1, 100, 1), newBatch(1, 1, 100, 2), newBatch(2, 1, 100, 3), newBatch(3, 1, 100, 4)}
 	appendAll(t, l, a) // 4 batches, then a roll writes the first index
 	appendAll(t, l, [][]byte{newBatch(4, 1, 900, 5)})
@@ -261,7 +261,7 @@ func TestStaleIndexOfSameSizeRejected(t *testing.T) {
 	if err := os.WriteFile(strings.TrimSuffix(files[0], logSuffix)+indexSuffix, stale, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l = openLog(t, dir, LogOptions{SegmentBytes: 1000, IndexIntervalBytes: 1})
+	l = openLog(t, dir, Options{SegmentBytes: 1000, IndexIntervalBytes: 1})
 	for off := int64(0); off < 4; off++ {
 		got, err := l.Read(off, 1)
 		if err != nil {
@@ -320,7 +320,7 @@ func TestOrphanIndexRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	openLog(t, dir, LogOptions{})
+	openLog(t, dir, Options{})
 	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
 		t.Fatalf("orphan index kept: %v", err)
 	}

@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 )
 
 // TestMain checks that no test of the package leaks a goroutine. It is the
-// package's only TestMain: tests of other files in package partition are
+// package's only TestMain: tests of other files in package seglog are
 // covered too.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)

@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"bytes"
@@ -122,7 +122,7 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 	}
 }
 
-// OpenLog trusts every segment but the last, so a roll must make the sealed
+// Open trusts every segment but the last, so a roll must make the sealed
 // segment's data durable before the next segment file exists.
 func TestRollFsyncsSealedSegmentFirst(t *testing.T) {
 	opts := smallOpts()

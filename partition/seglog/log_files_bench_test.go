@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func BenchmarkAppendManyLogs(b *testing.B) {
 			next := make([]int64, logs)
 			for i := range ls {
 				var err error
-				if ls[i], err = OpenLog(filepath.Join(b.TempDir(), fmt.Sprint(i)), LogOptions{Files: files}); err != nil {
+				if ls[i], err = Open(filepath.Join(b.TempDir(), fmt.Sprint(i)), Options{Files: files}); err != nil {
 					b.Fatal(err)
 				}
 				defer ls[i].Close()

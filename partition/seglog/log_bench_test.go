@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func benchBatch(tb testing.TB) []byte {
 // BenchmarkPlainFileWrite.
 func BenchmarkLogAppend(b *testing.B) {
 	batch := benchBatch(b)
-	l, err := OpenLog(b.TempDir(), LogOptions{})
+	l, err := Open(b.TempDir(), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func BenchmarkLogAppend(b *testing.B) {
 // BenchmarkLogAppendChecked is Append, which also verifies the CRC32C.
 func BenchmarkLogAppendChecked(b *testing.B) {
 	batch := benchBatch(b)
-	l, err := OpenLog(b.TempDir(), LogOptions{})
+	l, err := Open(b.TempDir(), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func BenchmarkPlainFileWrite(b *testing.B) {
 // BenchmarkLogRead reads the log back 16 KiB at a time.
 func BenchmarkLogRead(b *testing.B) {
 	batch := benchBatch(b)
-	l, err := OpenLog(b.TempDir(), LogOptions{SegmentBytes: 8 << 20})
+	l, err := Open(b.TempDir(), Options{SegmentBytes: 8 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

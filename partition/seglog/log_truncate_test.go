@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func TestTruncateTo(t *testing.T) {
 	h := makeHistory(100, 0, 20)
 	src := t.TempDir()
 	// Several batches per index interval, so cuts fall inside intervals.
-	opts := LogOptions{SegmentBytes: 4000, IndexIntervalBytes: 900}
+	opts := Options{SegmentBytes: 4000, IndexIntervalBytes: 900}
 	l := openLog(t, src, opts)
 	appendAll(t, l, h.batches)
 	if err := l.Close(); err != nil {

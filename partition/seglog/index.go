@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"encoding/binary"
@@ -118,7 +118,7 @@ func (x *offsetIndex) cutBefore(pos uint32) (kept offsetIndex, redo indexEntry, 
 // Version 1 had no epoch marks; such a file is rejected like a damaged one,
 // so the segment is rescanned and its index rewritten once.
 //
-// The relative offset and position are uint32: OpenLog refuses
+// The relative offset and position are uint32: Open refuses
 // SegmentBytes above math.MaxUint32, and Append rolls the segment before a
 // base offset would be more than math.MaxUint32 past the segment's base.
 const (

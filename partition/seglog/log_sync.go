@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"errors"
@@ -71,7 +71,7 @@ func (l *Log) Sync() error {
 // failSync records a failed fsync and returns the sticky error. After a
 // failed fsync the kernel may have dropped the dirty pages and marked them
 // clean, so a later fsync can succeed without the data ever reaching the
-// disk; no dirty flag is set again and no retry is trusted. Only OpenLog,
+// disk; no dirty flag is set again and no retry is trusted. Only Open,
 // which reads back what the disk holds, gives a log to trust. The caller
 // holds wmu.
 func (l *Log) failSync(err error) error {

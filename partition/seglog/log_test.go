@@ -1,4 +1,4 @@
-package partition
+package seglog
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func TestAppendReadAcrossSegments(t *testing.T) {
 }
 
 func TestReadFromMiddleOfBatch(t *testing.T) {
-	l := openLog(t, t.TempDir(), LogOptions{})
+	l := openLog(t, t.TempDir(), Options{})
 	a, b := newBatch(0, 3, 10, 1), newBatch(3, 5, 10, 2)
 	appendAll(t, l, [][]byte{a, b})
 	for off := int64(3); off < 8; off++ {
@@ -114,7 +114,7 @@ func TestReadMaxBytes(t *testing.T) {
 }
 
 func TestReadOutOfRange(t *testing.T) {
-	l := openLog(t, t.TempDir(), LogOptions{})
+	l := openLog(t, t.TempDir(), Options{})
 	appendAll(t, l, [][]byte{newBatch(0, 2, 1, 1), newBatch(2, 2, 1, 1)})
 	if b, err := l.Read(4, 100); b != nil || err != nil {
 		t.Fatalf("Read(end) = %d bytes, %v; want nil, nil", len(b), err)
@@ -177,7 +177,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 }
 
 func TestAppendValidation(t *testing.T) {
-	l := openLog(t, t.TempDir(), LogOptions{})
+	l := openLog(t, t.TempDir(), Options{})
 	appendAll(t, l, [][]byte{newBatch(0, 2, 5, 1)})
 
 	err := l.Append(newBatch(5, 1, 5, 1))
@@ -290,13 +290,13 @@ func TestCopyTo(t *testing.T) {
 func TestBatches(t *testing.T) {
 	dir := t.TempDir()
 	// Big segments: more headers in one segment than one Batches chunk.
-	l := openLog(t, dir, LogOptions{SegmentBytes: 1 << 20, IndexIntervalBytes: 512})
+	l := openLog(t, dir, Options{SegmentBytes: 1 << 20, IndexIntervalBytes: 512})
 	h := makeHistory(700, 0, 5)
 	appendAll(t, l, h.batches[:400])
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l = openLog(t, dir, LogOptions{SegmentBytes: 40000, IndexIntervalBytes: 512})
+	l = openLog(t, dir, Options{SegmentBytes: 40000, IndexIntervalBytes: 512})
 	appendAll(t, l, h.batches[400:]) // and then several small segments
 	end := h.end(len(h.batches))
 	for _, from := range []int64{0, 1, h.bases[250], h.bases[399] + 1, h.bases[400], h.bases[699], end} {
@@ -384,7 +384,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 
 func TestClosedLog(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, LogOptions{})
+	l := openLog(t, dir, Options{})
 	appendAll(t, l, [][]byte{newBatch(0, 1, 1, 1)})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -419,13 +419,13 @@ func TestClosedLog(t *testing.T) {
 }
 
 func TestOpenLogOptions(t *testing.T) {
-	for _, o := range []LogOptions{{SegmentBytes: -1}, {SegmentBytes: 1 << 33}, {IndexIntervalBytes: -5}} {
-		if _, err := OpenLog(t.TempDir(), o); !errors.Is(err, ErrInvalidOptions) {
-			t.Errorf("OpenLog(%+v): %v", o, err)
+	for _, o := range []Options{{SegmentBytes: -1}, {SegmentBytes: 1 << 33}, {IndexIntervalBytes: -5}} {
+		if _, err := Open(t.TempDir(), o); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("Open(%+v): %v", o, err)
 		}
 	}
 	dir := filepath.Join(t.TempDir(), "a", "b")
-	l := openLog(t, dir, LogOptions{})
+	l := openLog(t, dir, Options{})
 	if l.StartOffset() != 0 || l.EndOffset() != 0 || l.Size() != 0 {
 		t.Fatalf("new log: start %d end %d size %d", l.StartOffset(), l.EndOffset(), l.Size())
 	}
@@ -436,7 +436,7 @@ func TestOpenLogOptions(t *testing.T) {
 
 func TestBigBatchGetsOwnSegment(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, LogOptions{SegmentBytes: 1000})
+	l := openLog(t, dir, Options{SegmentBytes: 1000})
 	small, big := newBatch(0, 1, 10, 1), newBatch(1, 1, 5000, 2)
 	appendAll(t, l, [][]byte{small, big, newBatch(2, 1, 10, 3)})
 	if n := len(segmentFiles(t, dir)); n != 3 {
