@@ -50,7 +50,7 @@ func (n *Node) Ready() error {
 	}
 	missing := 0
 	for _, p := range s.PartitionsOn(n.cfg.NodeID) {
-		if _, ok := n.reps.get(p.Topic, p.Partition); !ok {
+		if _, ok := n.reps.Get(p.Topic, p.Partition); !ok {
 			missing++
 		}
 	}
@@ -80,17 +80,17 @@ func (a adminSource) State() metrics.State {
 	for _, b := range view.Brokers {
 		s.Brokers = append(s.Brokers, metrics.Broker{ID: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))})
 	}
-	reps := n.reps.all()
+	reps := n.reps.All()
 	slices.SortFunc(reps, func(x, y *localReplica) int {
-		return cmp.Or(cmp.Compare(x.info.Topic, y.info.Topic), cmp.Compare(x.info.Partition, y.info.Partition))
+		return cmp.Or(cmp.Compare(x.Info().Topic, y.Info().Topic), cmp.Compare(x.Info().Partition, y.Info().Partition))
 	})
 	ends := map[tp]int64{}
 	for _, lr := range reps {
-		r := lr.rep
-		rm := metrics.Replica{Topic: lr.info.Topic, Partition: lr.info.Partition, Traffic: lr.traffic.Counts(),
+		r := lr.Partition()
+		rm := metrics.Replica{Topic: lr.Info().Topic, Partition: lr.Info().Partition, Traffic: lr.Traffic().Counts(),
 			LogSize: r.LogSize(), LogStart: r.LogStartOffset(), LogEnd: r.HighWatermark(),
 			Replication: r.Group().Replication()}
-		ends[tp{lr.info.Topic, lr.info.Partition}] = rm.LogEnd
+		ends[tp{lr.Info().Topic, lr.Info().Partition}] = rm.LogEnd
 		s.Replicas = append(s.Replicas, rm)
 	}
 	s.Topics = topicsView(view.Topics, s.Replicas, n.cfg.NodeID, n.cfg.Tuning.ReplicaLagMax)
@@ -118,11 +118,11 @@ func (a adminSource) State() metrics.State {
 func groupOffsets(reps []*localReplica, ends map[tp]int64) []metrics.GroupOffset {
 	var out []metrics.GroupOffset
 	for _, lr := range reps {
-		if lr.view == nil || !lr.rep.IsLeader() {
+		if lr.Extra().view == nil || !lr.Partition().IsLeader() {
 			continue
 		}
-		for _, g := range lr.view.Groups() {
-			for _, o := range lr.view.Offsets(g) {
+		for _, g := range lr.Extra().view.Groups() {
+			for _, o := range lr.Extra().view.Offsets(g) {
 				end, ok := ends[tp{o.Topic, o.Partition}]
 				if !ok {
 					end = -1

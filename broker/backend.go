@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/broker/replicas"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/metrics"
@@ -66,8 +67,8 @@ func (b *backend) Cluster() kafkaapi.ClusterView {
 				Replicas:    slices.Clone(p.Replicas),
 			}
 			// A local replica knows the leader first hand.
-			if lr, ok := n.reps.get(t.Name, int32(i)); ok {
-				if id, epoch, ok := lr.rep.LeaderAndEpoch(); ok {
+			if lr, ok := n.reps.Get(t.Name, int32(i)); ok {
+				if id, epoch, ok := lr.Partition().LeaderAndEpoch(); ok {
 					pv.Leader, pv.LeaderEpoch = id, epoch
 				} else {
 					pv.Leader = -1
@@ -148,7 +149,7 @@ func (b *backend) waitLeaders(ctx context.Context, topic string) {
 }
 
 // DeleteTopic deletes a topic through the metadata group; every node
-// then removes its replicas (replicaSet.removeDeleted), a node that is
+// then removes its replicas (replicas.Set.removeDeleted), a node that is
 // down when it returns.
 func (b *backend) DeleteTopic(ctx context.Context, topic string) error {
 	if metadata.IsInternal(topic) {
@@ -252,9 +253,9 @@ func (b *backend) liveBrokers(state *metadata.Snapshot) []int32 {
 }
 
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
-	if lr, ok := b.n.reps.get(topic, p); ok {
-		rp := replicaPartition{r: lr.rep, enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.config(b.n), txn: &lr.txnVerified,
-			traffic: &lr.traffic}
+	if lr, ok := b.n.reps.Get(topic, p); ok {
+		rp := replicaPartition{r: lr.Partition(), enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.Config(), txn: &lr.Extra().txnVerified,
+			traffic: lr.Traffic()}
 		if metadata.IsInternal(topic) {
 			return internalPartition{rp}, nil
 		}
@@ -469,7 +470,7 @@ func (p internalPartition) ProduceVerified([]byte, int64, int16, kafkaapi.TxnGua
 // DeleteRecords moves the log start offset up through Raft, unless the topic's cleanup.policy has no delete, as in
 // Kafka.
 func (p replicaPartition) DeleteRecords(ctx context.Context, offset int64) (int64, error) {
-	if !slices.Contains(p.cfg.CleanupPolicy, cleanupDelete) {
+	if !slices.Contains(p.cfg.CleanupPolicy, replicas.CleanupDelete) {
 		return 0, fmt.Errorf("%w: records cannot be deleted from a topic whose cleanup.policy is %v", kerr.PolicyViolation, p.cfg.CleanupPolicy)
 	}
 	return p.r.Trim(ctx, offset)

@@ -274,7 +274,7 @@ type Tuning struct {
 	// again.
 	ReconcileRetry time.Duration
 	// ReassignInterval is how often a partition leader looks at the moves
-	// of its partitions (reassign.go) when the metadata does not change;
+	// of its partitions (broker/replicas) when the metadata does not change;
 	// ReassignStep bounds one membership change of a move.
 	ReassignInterval, ReassignStep time.Duration
 	// OpenParallelism is how many replicas open at once.

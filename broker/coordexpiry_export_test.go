@@ -11,11 +11,11 @@ func (n *Node) GroupInView(group string) (offsets int, known, ok bool) {
 	if !exists {
 		return 0, false, false
 	}
-	lr, held := n.reps.get(metadata.ConsumerOffsetsTopic, metadata.GroupPartition(group, parts))
-	if !held || lr.view == nil {
+	lr, held := n.reps.Get(metadata.ConsumerOffsetsTopic, metadata.GroupPartition(group, parts))
+	if !held || lr.Extra().view == nil {
 		return 0, false, false
 	}
-	return len(lr.view.Offsets(group)), lr.view.HasGroup(group), true
+	return len(lr.Extra().view.Offsets(group)), lr.Extra().view.HasGroup(group), true
 }
 
 // TxnInView reports whether this node's replica of id's
@@ -26,10 +26,10 @@ func (n *Node) TxnInView(id string) (producerID int64, known, ok bool) {
 	if !exists {
 		return 0, false, false
 	}
-	lr, held := n.reps.get(metadata.TransactionStateTopic, metadata.TxnPartition(id, parts))
-	if !held || lr.txnView == nil {
+	lr, held := n.reps.Get(metadata.TransactionStateTopic, metadata.TxnPartition(id, parts))
+	if !held || lr.Extra().txnView == nil {
 		return 0, false, false
 	}
-	m, known := lr.txnView.Txn(id)
+	m, known := lr.Extra().txnView.Txn(id)
 	return m.ProducerID, known, true
 }

@@ -44,8 +44,8 @@ func (cs *coordinators) start(lr *localReplica, _ uint64) (*groupCoord, error) {
 	if n.cfg.TxnPartitionVerification {
 		verifier = &backend{n: n}
 	}
-	log := offsetsTxnLog{offsetsLog: offsetsLog{lr.rep, n.cfg.Tuning.ProduceEnqueue}, lr: lr, verifier: verifier}
-	c, err := groupcoord.New(cs.config(), log, lr.view)
+	log := offsetsTxnLog{offsetsLog: offsetsLog{lr.Partition(), n.cfg.Tuning.ProduceEnqueue}, lr: lr, verifier: verifier}
+	c, err := groupcoord.New(cs.config(), log, lr.Extra().view)
 	if err != nil {
 		return nil, err
 	}

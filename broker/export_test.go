@@ -14,13 +14,11 @@ import (
 // whether the group took it (never, on a store that always fsyncs); ok is
 // false when the node holds no such replica or has not set it yet.
 func (n *Node) WriteCaching(topic string, p int32) (flush time.Duration, cached, ok bool) {
-	lr, ok := n.reps.get(topic, p)
+	lr, ok := n.reps.Get(topic, p)
 	if !ok {
 		return 0, false, false
 	}
-	lr.wcMu.Lock()
-	defer lr.wcMu.Unlock()
-	return lr.wc.flush, lr.wc.cached, lr.wc.set
+	return lr.WriteCaching()
 }
 
 // VerifyTxn asks, as this node would for a transactional batch, the
@@ -33,13 +31,13 @@ func (n *Node) VerifyTxn(ctx context.Context, id string, pid int64, epoch int16,
 // watermark, as stored batches, and that high watermark; ok is false when
 // the node holds no such replica.
 func (n *Node) ReplicaLog(topic string, p int32) (log []byte, hw int64, ok bool) {
-	lr, ok := n.reps.get(topic, p)
+	lr, ok := n.reps.Get(topic, p)
 	if !ok {
 		return nil, 0, false
 	}
-	hw = lr.rep.HighWatermark()
+	hw = lr.Partition().HighWatermark()
 	for off := int64(0); off < hw; {
-		b, err := lr.rep.Read(off, 1<<20)
+		b, err := lr.Partition().Read(off, 1<<20)
 		if err != nil || len(b) == 0 {
 			return nil, 0, false
 		}
@@ -56,7 +54,7 @@ func (n *Node) ReplicaLog(topic string, p int32) (log []byte, hw int64, ok bool)
 
 // HasReplica reports whether this node runs a replica of topic/p.
 func (n *Node) HasReplica(topic string, p int32) bool {
-	_, ok := n.reps.get(topic, p)
+	_, ok := n.reps.Get(topic, p)
 	return ok
 }
 

@@ -52,10 +52,10 @@ func newLedCoords[C interface{ Close() }](n *Node, topic, what string, start fun
 }
 
 // leadership follows this node's leadership of one replica of the topic
-// (replicaSet.onLeader): a gain starts loading a coordinator, a loss
+// (Node.onReplicaLeader): a gain starts loading a coordinator, a loss
 // closes it.
 func (lc *ledCoords[C]) leadership(lr *localReplica, leader bool, term uint64) {
-	p := lr.info.Partition
+	p := lr.Info().Partition
 	lc.mu.Lock()
 	old := lc.slots[p]
 	delete(lc.slots, p)
@@ -87,21 +87,21 @@ func (lc *ledCoords[C]) load(lr *localReplica, term uint64) {
 	defer lc.n.wg.Done()
 	n := lc.n
 	select { // the leadership callback can come before OpenReplica returns
-	case <-lr.ready:
+	case <-lr.Opened():
 	case <-n.ctx.Done():
 		return
 	}
 	for {
-		if n.ctx.Err() != nil || !lc.current(lr.info.Partition, term) {
+		if n.ctx.Err() != nil || !lc.current(lr.Info().Partition, term) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Tuning.ProduceEnqueue)
-		err := lr.rep.Settle(ctx, n.cfg.Tuning.ProduceEnqueue)
+		err := lr.Partition().Settle(ctx, n.cfg.Tuning.ProduceEnqueue)
 		cancel()
 		if err == nil {
 			break
 		}
-		n.logger.Debug(lc.what+" waits for its partition to settle", "partition", lr.info.Partition, "err", err)
+		n.logger.Debug(lc.what+" waits for its partition to settle", "partition", lr.Info().Partition, "err", err)
 		select {
 		case <-n.ctx.Done():
 			return
@@ -110,14 +110,14 @@ func (lc *ledCoords[C]) load(lr *localReplica, term uint64) {
 	}
 	c, err := lc.start(lr, term)
 	if err != nil {
-		n.logger.Error(lc.what+" not started", "partition", lr.info.Partition, "err", err)
+		n.logger.Error(lc.what+" not started", "partition", lr.Info().Partition, "err", err)
 		return
 	}
-	if !lc.install(lr.info.Partition, term, c) {
+	if !lc.install(lr.Info().Partition, term, c) {
 		c.Close() // the leadership ended while loading
 		return
 	}
-	n.logger.Debug(lc.what+" started", "partition", lr.info.Partition, "epoch", term)
+	n.logger.Debug(lc.what+" started", "partition", lr.Info().Partition, "epoch", term)
 }
 
 // install makes c the running coordinator of p's slot of term; false if

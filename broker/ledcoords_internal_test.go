@@ -62,7 +62,7 @@ func TestCoordinatorLoadWaitEnds(t *testing.T) {
 	})
 	t.Run("leadership lost", func(t *testing.T) {
 		lc := loadingSlot(time.Hour)
-		getEndsNotCoordinator(t, lc, func() { lc.leadership(&localReplica{info: replicaInfo{Partition: 0}}, false, 1) })
+		getEndsNotCoordinator(t, lc, func() { lc.leadership(new(localReplica), false, 1) })
 	})
 	t.Run("closed", func(t *testing.T) {
 		lc := loadingSlot(time.Hour)

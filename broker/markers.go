@@ -79,18 +79,18 @@ func (w *markerWriter) proposeLocal(ctx context.Context, m txncoord.Marker, tp t
 	fail := func(err error) func() error {
 		return func() error { return fmt.Errorf("%s-%d: marker: %w", tp.Topic, tp.Partition, err) }
 	}
-	lr, ok := w.n.reps.get(tp.Topic, tp.Partition)
+	lr, ok := w.n.reps.Get(tp.Topic, tp.Partition)
 	if !ok {
 		return fail(kerr.NotLeaderForPartition)
 	}
 	select {
-	case <-lr.ready:
+	case <-lr.Opened():
 	case <-ctx.Done():
 		return fail(ctx.Err())
 	}
 	var prop *partition.Proposal
-	lr.txnVerified.marker(m.ProducerID, func() { // the producer's next transaction is verified anew
-		prop = lr.rep.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+	lr.Extra().txnVerified.marker(m.ProducerID, func() { // the producer's next transaction is verified anew
+		prop = lr.Partition().ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.n.cfg.Tuning.ProduceEnqueue)
 	})
 	return func() error {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/broker/replicas"
 	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/logging"
@@ -38,17 +39,17 @@ type Node struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the node starts
 	// housekeepingDone is closed when the housekeeping goroutine
-	// (retention.go) has returned; stop waits for it before closing the
+	// (housekeeping.go) has returned; stop waits for it before closing the
 	// replicas. Nil until start launches it.
 	housekeepingDone chan struct{}
 
 	host    *multiraft.Host
 	members *membership.Membership
-	meta    *controller.Controller // the node's member of the metadata group
-	addrs   addrBook               // node id -> Raft address, for every group
-	reps    *replicaSet
-	coords  *coordinators    // group coordinators of the __consumer_offsets partitions this node leads
-	txns    *txnCoordinators // transaction coordinators of the __transaction_state partitions it leads
+	meta    *controller.Controller      // the node's member of the metadata group
+	addrs   addrBook                    // node id -> Raft address, for every group
+	reps    *replicas.Set[replicaState] // this node's partition replicas
+	coords  *coordinators               // group coordinators of the __consumer_offsets partitions this node leads
+	txns    *txnCoordinators            // transaction coordinators of the __transaction_state partitions it leads
 	kafka   *kafkaapi.Server
 	metrics *metrics.Registry // fed by the components' hooks; read by AdminHandler
 	// kafkaLns are the bound Kafka listeners, one per cfg.Listeners entry.
@@ -137,17 +138,15 @@ func (n *Node) start(ctx context.Context) error {
 	// is up: their Raft groups know their members.
 	n.coords = newCoordinators(n)
 	n.txns = newTxnCoordinators(n)
-	n.reps = newReplicaSet(n)
-	if err := n.reps.openFromDisk(); err != nil {
+	n.reps = n.newReplicaSet()
+	if err := n.reps.OpenFromDisk(); err != nil {
 		return err
 	}
 	if err := n.serveKafka(); err != nil {
 		return err
 	}
 	n.meta.StartDuties()
-	n.wg.Add(2)
-	go n.reps.reconcileLoop()
-	go n.reassignLoop()
+	n.reps.Start()
 	n.housekeepingDone = make(chan struct{})
 	go n.housekeeping()
 	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,
@@ -375,8 +374,8 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 		if n.reps != nil {
 			// A produce waiting on a failing disk would hold up the Kafka
 			// server's close for as long as the disk fails.
-			for _, lr := range n.reps.all() {
-				lr.rep.StopStorageRetries()
+			for _, lr := range n.reps.All() {
+				lr.Partition().StopStorageRetries()
 			}
 		}
 		if !graceful && n.host != nil {
@@ -406,7 +405,7 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 			n.coords.close()
 		}
 		if n.reps != nil {
-			errs = append(errs, n.reps.closeAll())
+			errs = append(errs, n.reps.Close())
 		}
 		if n.meta != nil {
 			errs = append(errs, n.meta.Close())

@@ -160,7 +160,7 @@ func (n *Node) admitBatch(lr *localReplica) func(size int) error {
 		if full == nil || len(*full) == 0 {
 			return nil
 		}
-		for _, m := range lr.rep.Group().Members() {
+		for _, m := range lr.Partition().Group().Members() {
 			if slices.Contains(*full, m) {
 				return fmt.Errorf("%w: node %d", ErrPeerDiskFull, m)
 			}

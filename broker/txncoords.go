@@ -23,7 +23,7 @@ func newTxnCoordinators(n *Node) *txnCoordinators {
 	ts := &txnCoordinators{markers: newMarkerWriter(n)}
 	ts.ledCoords = newLedCoords(n, metadata.TransactionStateTopic, "transaction coordinator",
 		func(lr *localReplica, term uint64) (*txncoord.Coordinator, error) {
-			return txncoord.New(ts.config(), txnLog{lr.rep, n.cfg.Tuning.ProduceEnqueue}, lr.txnView, ts.markers, int32(term))
+			return txncoord.New(ts.config(), txnLog{lr.Partition(), n.cfg.Tuning.ProduceEnqueue}, lr.Extra().txnView, ts.markers, int32(term))
 		})
 	return ts
 }

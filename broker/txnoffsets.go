@@ -32,11 +32,11 @@ var _ groupcoord.TxnLog = offsetsTxnLog{}
 
 // VerifyTxn implements groupcoord.TxnLog.
 func (l offsetsTxnLog) VerifyTxn(ctx context.Context, txn groupcoord.Txn) (groupcoord.TxnGuard, error) {
-	known, guard := l.lr.txnVerified.check(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch)
+	known, guard := l.lr.Extra().txnVerified.check(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch)
 	if known || l.verifier == nil {
 		return groupcoord.TxnGuard(guard), nil
 	}
-	tp := kafkaapi.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: l.lr.info.Partition}
+	tp := kafkaapi.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: l.lr.Info().Partition}
 	if err := l.verifier.VerifyTxnPartitions(ctx, txn.TransactionalID, txn.ProducerID, txn.ProducerEpoch, []kafkaapi.TopicPartition{tp})[0]; err != nil {
 		return 0, fmt.Errorf("%w: %w", groupcoord.ErrTxnUnverified, err)
 	}
@@ -58,7 +58,7 @@ func (l offsetsTxnLog) AppendTxn(ctx context.Context, txn groupcoord.Txn, guard 
 		enqueue = max(time.Until(d), time.Millisecond)
 	}
 	var prop *partition.Proposal
-	if err := l.lr.txnVerified.produce(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch, kafkaapi.TxnGuard(guard), func() {
+	if err := l.lr.Extra().txnVerified.produce(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch, kafkaapi.TxnGuard(guard), func() {
 		prop = l.rep.ProposeCoordinator(batch, enqueue)
 	}); err != nil {
 		return err

@@ -32,8 +32,8 @@ func (n *Node) ProposeUnverifiedTxnOffset(ctx context.Context, group, topic stri
 	if !ok {
 		return fmt.Errorf("%w: no %s", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic)
 	}
-	lr, ok := n.reps.get(metadata.ConsumerOffsetsTopic, op)
-	if !ok || !lr.rep.IsLeader() {
+	lr, ok := n.reps.Get(metadata.ConsumerOffsetsTopic, op)
+	if !ok || !lr.Partition().IsLeader() {
 		return fmt.Errorf("%w: node %d does not lead %s-%d", kerr.NotLeaderForPartition, n.cfg.NodeID, metadata.ConsumerOffsetsTopic, op)
 	}
 	now := time.Now().UnixMilli()
@@ -43,7 +43,7 @@ func (n *Node) ProposeUnverifiedTxnOffset(ctx context.Context, group, topic stri
 	if err != nil {
 		return err
 	}
-	res, err := lr.rep.ProposeCoordinator(batch, time.Until(deadline(ctx))).Wait()
+	res, err := lr.Partition().ProposeCoordinator(batch, time.Until(deadline(ctx))).Wait()
 	return proposalError(res, err)
 }
 
@@ -55,11 +55,11 @@ func (n *Node) HasPendingTxnOffset(group, topic string, p int32) (pending, ok bo
 	if !ok {
 		return false, false
 	}
-	lr, ok := n.reps.get(metadata.ConsumerOffsetsTopic, op)
+	lr, ok := n.reps.Get(metadata.ConsumerOffsetsTopic, op)
 	if !ok {
 		return false, false
 	}
-	return lr.view.Pending(group, topic, p), true
+	return lr.Extra().view.Pending(group, topic, p), true
 }
 
 func deadline(ctx context.Context) time.Time {

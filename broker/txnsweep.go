@@ -62,7 +62,7 @@ func (s *pendingSweeper) sweep(ctx context.Context) {
 	cfg := s.n.cfg
 	unnamedAge := cfg.TxnMaxTimeout + cfg.TxnAbortInterval
 	now := time.Now().UnixMilli()
-	for _, p := range s.lr.view.PendingTxns() {
+	for _, p := range s.lr.Extra().view.PendingTxns() {
 		age := time.Duration(now-p.Since) * time.Millisecond
 		if ctx.Err() != nil {
 			return
@@ -79,16 +79,16 @@ func (s *pendingSweeper) sweep(ctx context.Context) {
 // verified here meanwhile (txnVerified.abortUnchanged): the producer
 // may have begun its next transaction since.
 func (s *pendingSweeper) check(ctx context.Context, p groupcoord.PendingTxn) {
-	leaderEpoch := s.lr.rep.LeaderEpoch()
-	st := s.lr.txnVerified.stamp(leaderEpoch, p.ProducerID)
+	leaderEpoch := s.lr.Partition().LeaderEpoch()
+	st := s.lr.Extra().txnVerified.stamp(leaderEpoch, p.ProducerID)
 	coordEpoch, why := s.ended(ctx, p)
 	if why == nil {
 		return
 	}
 	m := partition.TxnMarker{ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch, CoordinatorEpoch: coordEpoch}
 	var prop *partition.Proposal
-	if !s.lr.txnVerified.abortUnchanged(leaderEpoch, p.ProducerID, st, func() {
-		prop = s.lr.rep.ProposeEndTxn(m, s.n.cfg.Tuning.ProduceEnqueue)
+	if !s.lr.Extra().txnVerified.abortUnchanged(leaderEpoch, p.ProducerID, st, func() {
+		prop = s.lr.Partition().ProposeEndTxn(m, s.n.cfg.Tuning.ProduceEnqueue)
 	}) {
 		return
 	}
@@ -96,7 +96,7 @@ func (s *pendingSweeper) check(ctx context.Context, p groupcoord.PendingTxn) {
 	if err == nil {
 		err = res.Err
 	}
-	attrs := []any{"partition", s.lr.info.Partition, "producer_id", p.ProducerID, "producer_epoch", p.ProducerEpoch,
+	attrs := []any{"partition", s.lr.Info().Partition, "producer_id", p.ProducerID, "producer_epoch", p.ProducerEpoch,
 		"transactional_id", p.TransactionalID, "reason", why}
 	if err != nil {
 		s.logger.Warn("pending transactional offset commits not aborted", append(attrs, "err", err)...)
@@ -116,7 +116,7 @@ func (s *pendingSweeper) ended(ctx context.Context, p groupcoord.PendingTxn) (in
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.n.cfg.Tuning.MetaProposal)
 	defer cancel()
-	tp := kafkaapi.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: s.lr.info.Partition}
+	tp := kafkaapi.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: s.lr.Info().Partition}
 	err := s.verifier.VerifyTxnPartitions(ctx, p.TransactionalID, p.ProducerID, p.ProducerEpoch, []kafkaapi.TopicPartition{tp})[0]
 	switch {
 	case err == nil:

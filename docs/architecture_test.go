@@ -19,7 +19,7 @@ var packages = map[string]string{
 	"multiraft": "multiraft", "fsm": "fsm", "producerstate": "producerstate", "record": "record",
 	"frame": "internal/frame", "metadata": "metadata", "membership": "membership",
 	"groupcoord": "groupcoord", "txncoord": "txncoord", "metrics": "metrics", "vfs": "internal/vfs",
-	"controller": "broker/controller", "seglog": "partition/seglog",
+	"controller": "broker/controller", "seglog": "partition/seglog", "replicas": "broker/replicas",
 }
 
 // A name is pkg.Func or pkg.Type.Method.

@@ -1,4 +1,4 @@
-package broker
+package replicas
 
 import (
 	"os"
@@ -11,8 +11,8 @@ import (
 // a full disk writes nothing; a changed one is replaced.
 func TestWriteReplicaInfoSkipsAnUnchangedFile(t *testing.T) {
 	dir := t.TempDir()
-	info := replicaInfo{Topic: "t", TopicID: "id", Partition: 3, Replicas: []int32{1, 2, 3}}
-	if err := writeReplicaInfo(dir, info); err != nil {
+	info := Info{Topic: "t", TopicID: "id", Partition: 3, Replicas: []int32{1, 2, 3}}
+	if err := writeInfo(dir, info); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "replica.json")
@@ -23,7 +23,7 @@ func TestWriteReplicaInfoSkipsAnUnchangedFile(t *testing.T) {
 	if err := os.Chmod(dir, 0o500); err != nil { // no new files (for non-root runs)
 		t.Fatal(err)
 	}
-	err = writeReplicaInfo(dir, info)
+	err = writeInfo(dir, info)
 	_ = os.Chmod(dir, 0o700)
 	if err != nil {
 		t.Fatalf("rewriting the same replica.json: %v", err)
@@ -36,7 +36,7 @@ func TestWriteReplicaInfoSkipsAnUnchangedFile(t *testing.T) {
 		t.Fatal("replica.json was replaced although its content did not change")
 	}
 	info.Replicas = []int32{1, 2}
-	if err := writeReplicaInfo(dir, info); err != nil {
+	if err := writeInfo(dir, info); err != nil {
 		t.Fatal(err)
 	}
 	if changed, _ := os.Stat(path); os.SameFile(before, changed) {
