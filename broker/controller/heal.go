@@ -14,7 +14,7 @@ import (
 // not seen for Config.NodeUnavailableTimeout is replaced. Each partition
 // that names it (and is not moving already) is moved to the live node
 // holding the fewest replicas (drain.Plan), a move like any other (which
-// the partition's leader drives: the broker's reassign.go); a metadata
+// the partition's leader drives: broker/replicas' moves.go); a metadata
 // voter it was is replaced by a live non-voter. The clock is the leader's
 // own: a new leader starts counting afresh, so it only ever waits longer.
 // A node that returns later finds its partitions gone from the metadata
