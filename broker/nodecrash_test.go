@@ -59,9 +59,10 @@ var nodeCrashPoints = []nodeCrashPoint{
 // twice. Frequent snapshots make raft compact its log, so the partition
 // log's own syncs must hold what the Raft log no longer does.
 //
-// What is not on the FS stays on the real disk: the metadata group,
-// replica.json, the group's marker and raft's snapshot store. The last
-// three are copied as they were at the crash point.
+// What is not on the FS stays on the real disk: the metadata group, the
+// group's marker and raft's snapshot store. The last two are copied as
+// they were at the crash point. replica.json is on the FS: a restart that
+// lost it would not open the replica.
 func TestNodeStorageCrashKeepsAcknowledged(t *testing.T) {
 	for _, cp := range nodeCrashPoints {
 		t.Run(strings.ReplaceAll(cp.name, " ", "_"), func(t *testing.T) { testNodeStorageCrash(t, cp) })

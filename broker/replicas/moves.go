@@ -147,7 +147,7 @@ func (s *Set[E]) followMoves(state *metadata.Snapshot) (caughtUp bool) {
 		g.SetMembers(p.Replicas)
 		info := r.info
 		info.Replicas = slices.Clone(p.Replicas)
-		if err := writeInfo(s.dir(info.Topic, info.Partition), info); err != nil {
+		if err := writeInfo(s.fs(), s.dir(info.Topic, info.Partition), info); err != nil {
 			r.logger.Warn("could not record the partition's new replicas", "err", err)
 		}
 	}

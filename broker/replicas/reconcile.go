@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/topicconfig"
@@ -151,6 +152,10 @@ func (s *Set[E]) removeWhere(why string, gone func(*Replica[E]) bool) {
 			r.logger.Warn("closing a replica to remove", "why", why, "err", err)
 		}
 		dir := s.dir(r.info.Topic, r.info.Partition)
+		if err := removeInfo(s.fs(), dir); err != nil {
+			r.logger.Error("removing a replica", "why", why, "dir", dir, "err", err)
+			continue
+		}
 		if err := s.deps.Host.RemoveState(groupName(r.info), dir); err != nil {
 			r.logger.Error("removing a replica", "why", why, "dir", dir, "err", err)
 			continue
@@ -167,8 +172,8 @@ func (s *Set[E]) HeldTopicIDs() (map[metadata.TopicID]bool, error) {
 	for _, r := range s.All() {
 		held[r.id] = true
 	}
-	entries, err := os.ReadDir(s.cfg.Dir)
-	if errors.Is(err, os.ErrNotExist) {
+	entries, err := s.fs().ReadDir(s.cfg.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return held, nil
 	}
 	if err != nil {
@@ -178,8 +183,8 @@ func (s *Set[E]) HeldTopicIDs() (map[metadata.TopicID]bool, error) {
 		if !e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.cfg.Dir, e.Name(), "replica.json"))
-		if errors.Is(err, os.ErrNotExist) {
+		b, err := vfs.ReadFile(s.fs(), filepath.Join(s.cfg.Dir, e.Name(), "replica.json"))
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // never opened (OpenFromDisk skips it), or being removed
 		}
 		if err != nil {

@@ -3,9 +3,10 @@ package replicas
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -133,26 +134,60 @@ func DirName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, 
 // groupName is the name of a replica's Raft group.
 func groupName(info Info) string { return PartitionGroup(info.TopicID, info.Partition) }
 
+// removeInfo removes dir's replica.json durably, first, so that a removal
+// cut short leaves a directory no restart opens again (OpenFromDisk skips
+// one without replica.json).
+func removeInfo(fsys vfs.FS, dir string) error {
+	err := fsys.Remove(filepath.Join(dir, "replica.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = fsys.SyncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	return nil
+}
+
 // PartitionGroup is the name of the Raft group of partition p of the topic
 // whose id is topicID (metadata.TopicID's String form).
 func PartitionGroup(topicID string, p int32) string {
 	return "p/" + topicID + "/" + strconv.Itoa(int(p))
 }
 
-// writeInfo replaces dir's replica.json with info, atomically; a file that
-// holds info already is left alone, so that a node whose disk is full
-// restarts without writing.
-func writeInfo(dir string, info Info) error {
+// writeInfo replaces dir's replica.json with info, atomically and durably
+// (written to a temporary file, synced, renamed, the directory synced;
+// dir is created if missing); a file that holds info already is left
+// alone, so that a node whose disk is full restarts without writing.
+func writeInfo(fsys vfs.FS, dir string, info Info) error {
 	b, _ := json.Marshal(info)
-	if old, err := os.ReadFile(filepath.Join(dir, "replica.json")); err == nil && bytes.Equal(old, b) {
+	path := filepath.Join(dir, "replica.json")
+	if old, err := vfs.ReadFile(fsys, path); err == nil && bytes.Equal(old, b) {
 		return nil
 	}
-	tmp := filepath.Join(dir, "replica.json.tmp")
-	if err := os.WriteFile(tmp, b, vfs.FileMode); err != nil {
+	if err := vfs.MkdirAllSync(fsys, dir, vfs.DirMode); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, "replica.json")); err != nil {
+	tmp := path + ".tmp"
+	f, err := vfs.Create(fsys, tmp)
+	if err != nil {
 		return fmt.Errorf("broker: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = fsys.Rename(tmp, path)
+	}
+	if err == nil {
+		err = fsys.SyncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("broker: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -171,10 +172,13 @@ func (s *Set[E]) dir(topic string, p int32) string {
 	return filepath.Join(s.cfg.Dir, DirName(topic, p))
 }
 
+// fs is the file system of the replicas' logs and replica.json files.
+func (s *Set[E]) fs() vfs.FS { return vfs.Or(s.cfg.FS) }
+
 // OpenFromDisk starts every replica whose directory holds a replica.json.
 func (s *Set[E]) OpenFromDisk() error {
-	entries, err := os.ReadDir(s.cfg.Dir)
-	if errors.Is(err, os.ErrNotExist) {
+	entries, err := s.fs().ReadDir(s.cfg.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
@@ -184,7 +188,7 @@ func (s *Set[E]) OpenFromDisk() error {
 		if !e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.cfg.Dir, e.Name(), "replica.json"))
+		b, err := vfs.ReadFile(s.fs(), filepath.Join(s.cfg.Dir, e.Name(), "replica.json"))
 		if err != nil {
 			s.logger.Warn("skipping partition directory without replica.json", "dir", e.Name(), "err", err)
 			continue
@@ -209,11 +213,13 @@ func (s *Set[E]) open(info Info) (*Replica[E], error) {
 		return nil, nil
 	}
 	dir := s.dir(info.Topic, info.Partition)
+	if err := writeInfo(s.fs(), dir, info); err != nil {
+		return nil, err
+	}
+	// Raft's snapshots and marker are on the real disk (the same one
+	// unless a test gives the logs their own FS).
 	if err := os.MkdirAll(dir, vfs.DirMode); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
-	}
-	if err := writeInfo(dir, info); err != nil {
-		return nil, err
 	}
 	r := &Replica[E]{info: info, ready: make(chan struct{}), resolve: s.deps.TopicConfig,
 		logger: s.logger.With("partition", DirName(info.Topic, info.Partition))}
