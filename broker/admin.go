@@ -118,11 +118,11 @@ func (a adminSource) State() metrics.State {
 func groupOffsets(reps []*localReplica, ends map[tp]int64) []metrics.GroupOffset {
 	var out []metrics.GroupOffset
 	for _, lr := range reps {
-		if lr.Extra().view == nil || !lr.Partition().IsLeader() {
+		if lr.Extra().View() == nil || !lr.Partition().IsLeader() {
 			continue
 		}
-		for _, g := range lr.Extra().view.Groups() {
-			for _, o := range lr.Extra().view.Offsets(g) {
+		for _, g := range lr.Extra().View().Groups() {
+			for _, o := range lr.Extra().View().Offsets(g) {
 				end, ok := ends[tp{o.Topic, o.Partition}]
 				if !ok {
 					end = -1

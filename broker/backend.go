@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/broker/coordhost"
 	"github.com/minikafka/minikafka-go/broker/replicas"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
@@ -254,7 +255,7 @@ func (b *backend) liveBrokers(state *metadata.Snapshot) []int32 {
 
 func (b *backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 	if lr, ok := b.n.reps.Get(topic, p); ok {
-		rp := replicaPartition{r: lr.Partition(), enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.Config(), txn: &lr.Extra().txnVerified,
+		rp := replicaPartition{r: lr.Partition(), enqueue: b.n.cfg.Tuning.ProduceEnqueue, cfg: lr.Config(), txn: lr.Extra().Verified(),
 			traffic: lr.Traffic()}
 		if metadata.IsInternal(topic) {
 			return internalPartition{rp}, nil
@@ -313,9 +314,9 @@ func (b *backend) Configs() []kafkaapi.ConfigEntry {
 type replicaPartition struct {
 	r       *partition.Replica
 	enqueue time.Duration
-	cfg     topicconfig.Config // the topic's, when the partition was looked up
-	txn     *txnVerified       // the replica's, shared by every lookup
-	traffic *metrics.Traffic   // the replica's
+	cfg     topicconfig.Config  // the topic's, when the partition was looked up
+	txn     *coordhost.Verified // the replica's, shared by every lookup
+	traffic *metrics.Traffic    // the replica's
 }
 
 var (
@@ -344,7 +345,7 @@ func (p replicaPartition) AbortedTxns(from, to int64) []kafkaapi.AbortedTxn {
 // (__consumer_offsets holds transactional offset commits).
 func (p replicaPartition) WriteTxnMarker(m kafkaapi.TxnMarker) kafkaapi.ProduceWait {
 	var prop *partition.Proposal
-	p.txn.marker(m.ProducerID, func() {
+	p.txn.Marker(m.ProducerID, func() {
 		prop = p.r.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, p.enqueue)
 	})
@@ -361,17 +362,17 @@ func (p replicaPartition) WriteTxnMarker(m kafkaapi.TxnMarker) kafkaapi.ProduceW
 }
 
 // TxnVerified reports whether the producer's transaction is verified to
-// hold the partition in this leader's term (txnVerified.check).
+// hold the partition in this leader's term (coordhost.Verified.Check).
 func (p replicaPartition) TxnVerified(producerID int64, epoch int16) (bool, kafkaapi.TxnGuard) {
-	return p.txn.check(p.r.LeaderEpoch(), producerID, epoch)
+	return p.txn.Check(p.r.LeaderEpoch(), producerID, epoch)
 }
 
 // ProduceVerified proposes a verified transactional batch unless a marker
 // for its producer, or a new leader epoch, came after guard
-// (txnVerified.produce says which error).
+// (coordhost.Verified.Produce says which error).
 func (p replicaPartition) ProduceVerified(batch []byte, producerID int64, epoch int16, guard kafkaapi.TxnGuard) kafkaapi.ProduceWait {
 	var wait kafkaapi.ProduceWait
-	if err := p.txn.produce(p.r.LeaderEpoch(), producerID, epoch, guard, func() { wait = p.Produce(batch) }); err != nil {
+	if err := p.txn.Produce(p.r.LeaderEpoch(), producerID, epoch, guard, func() { wait = p.Produce(batch) }); err != nil {
 		return func(context.Context) (kafkaapi.ProduceResult, error) { return kafkaapi.ProduceResult{}, err }
 	}
 	return wait

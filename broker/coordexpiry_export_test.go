@@ -12,10 +12,10 @@ func (n *Node) GroupInView(group string) (offsets int, known, ok bool) {
 		return 0, false, false
 	}
 	lr, held := n.reps.Get(metadata.ConsumerOffsetsTopic, metadata.GroupPartition(group, parts))
-	if !held || lr.Extra().view == nil {
+	if !held || lr.Extra().View() == nil {
 		return 0, false, false
 	}
-	return len(lr.Extra().view.Offsets(group)), lr.Extra().view.HasGroup(group), true
+	return len(lr.Extra().View().Offsets(group)), lr.Extra().View().HasGroup(group), true
 }
 
 // TxnInView reports whether this node's replica of id's
@@ -27,9 +27,9 @@ func (n *Node) TxnInView(id string) (producerID int64, known, ok bool) {
 		return 0, false, false
 	}
 	lr, held := n.reps.Get(metadata.TransactionStateTopic, metadata.TxnPartition(id, parts))
-	if !held || lr.Extra().txnView == nil {
+	if !held || lr.Extra().TxnView() == nil {
 		return 0, false, false
 	}
-	m, known := lr.Extra().txnView.Txn(id)
+	m, known := lr.Extra().TxnView().Txn(id)
 	return m.ProducerID, known, true
 }

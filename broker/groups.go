@@ -59,7 +59,7 @@ func (b *backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ConsumerOffsetsTopic)
 	}
-	c, err := b.n.coords.get(ctx, metadata.GroupPartition(group, parts))
+	c, err := b.n.coords.Group(ctx, metadata.GroupPartition(group, parts))
 	if err != nil {
 		return nil, err
 	}
@@ -68,5 +68,5 @@ func (b *backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.
 
 // GroupCoordinators returns every coordinator this node runs.
 func (b *backend) GroupCoordinators() ([]kafkaapi.GroupCoordinator, error) {
-	return b.n.coords.all()
+	return b.n.coords.Groups()
 }

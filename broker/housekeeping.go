@@ -11,8 +11,8 @@ import (
 // producer expiry every ProducerExpirationCheckInterval (broker/replicas);
 // for the coordinators it runs, offset expiry every
 // OffsetsRetentionCheckInterval and transactional id expiry every
-// TxnRemoveExpiredInterval
-// (coordexpiry.go); and, every Tuning.MetaDutyInterval, the controller's
+// TxnRemoveExpiredInterval (broker/coordhost); and, every
+// Tuning.MetaDutyInterval, the controller's
 // report of the deleted topics whose replicas it has removed
 // (broker/replicas). Owned by the Node, which stops it (housekeepingDone,
 // closed once every duty has returned) before it closes the coordinators
@@ -25,8 +25,8 @@ func (n *Node) housekeeping() {
 	}{
 		{n.cfg.RetentionCheckInterval, func() { n.reps.Retain(time.Now()) }},
 		{n.cfg.ProducerExpirationCheckInterval, func() { n.reps.ExpireProducers(n.ProducerIDExpiration()) }},
-		{n.cfg.OffsetsRetentionCheckInterval, n.expireOffsets},
-		{n.cfg.TxnRemoveExpiredInterval, n.expireTransactionalIDs},
+		{n.cfg.OffsetsRetentionCheckInterval, n.coords.ExpireOffsets},
+		{n.cfg.TxnRemoveExpiredInterval, n.coords.ExpireTransactionalIDs},
 		{n.cfg.Tuning.MetaDutyInterval, func() { n.meta.ReportRemovedReplicas(n.ctx, n.reps.HeldTopicIDs) }},
 	}
 	var wg sync.WaitGroup

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/broker/coordhost"
 	"github.com/minikafka/minikafka-go/broker/replicas"
 	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/kafkaapi"
@@ -45,11 +46,10 @@ type Node struct {
 
 	host    *multiraft.Host
 	members *membership.Membership
-	meta    *controller.Controller      // the node's member of the metadata group
-	addrs   addrBook                    // node id -> Raft address, for every group
-	reps    *replicas.Set[replicaState] // this node's partition replicas
-	coords  *coordinators               // group coordinators of the __consumer_offsets partitions this node leads
-	txns    *txnCoordinators            // transaction coordinators of the __transaction_state partitions it leads
+	meta    *controller.Controller         // the node's member of the metadata group
+	addrs   addrBook                       // node id -> Raft address, for every group
+	reps    *replicas.Set[coordhost.State] // this node's partition replicas
+	coords  *coordhost.Host                // the coordinators of the internal topics' partitions this node leads
 	kafka   *kafkaapi.Server
 	metrics *metrics.Registry // fed by the components' hooks; read by AdminHandler
 	// kafkaLns are the bound Kafka listeners, one per cfg.Listeners entry.
@@ -136,8 +136,7 @@ func (n *Node) start(ctx context.Context) error {
 
 	// Replicas already on disk start at once, before the metadata group
 	// is up: their Raft groups know their members.
-	n.coords = newCoordinators(n)
-	n.txns = newTxnCoordinators(n)
+	n.coords = n.newCoordHost()
 	n.reps = n.newReplicaSet()
 	if err := n.reps.OpenFromDisk(); err != nil {
 		return err
@@ -395,14 +394,8 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 		if n.housekeepingDone != nil {
 			<-n.housekeepingDone // its proposals need running groups
 		}
-		if n.txns != nil {
-			n.txns.close() // before the replicas, as the group coordinators
-		}
 		if n.coords != nil {
-			// Before the replicas: a coordinator's pending writes are
-			// resolved by its running Raft group (committed, or failed
-			// when the leadership ends), which a closed group may not do.
-			n.coords.close()
+			n.coords.Close() // before the replicas, whose groups resolve the coordinators' writes
 		}
 		if n.reps != nil {
 			errs = append(errs, n.reps.Close())
@@ -424,6 +417,9 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 			errs = append(errs, n.host.Close())
 		}
 		n.wg.Wait()
+		if n.coords != nil {
+			n.coords.Wait()
+		}
 		n.shutdownErr = errors.Join(errs...)
 		n.logger.Info("node stopped")
 	})

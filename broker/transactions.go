@@ -89,7 +89,7 @@ func (b *backend) txnCoordinator(ctx context.Context, id string) (*txncoord.Coor
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
 	}
-	return b.n.txns.get(ctx, metadata.TxnPartition(id, parts))
+	return b.n.coords.Txn(ctx, metadata.TxnPartition(id, parts))
 }
 
 // InitProducerID allocates an idempotent producer's id from the metadata
@@ -117,5 +117,5 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 
 // TxnCoordinators returns every transaction coordinator this node runs.
 func (b *backend) TxnCoordinators() ([]kafkaapi.TxnCoordinator, error) {
-	return b.n.txns.all()
+	return b.n.coords.Txns()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka-go/broker/coordhost"
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/record"
@@ -44,7 +45,7 @@ func (n *Node) ProposeUnverifiedTxnOffset(ctx context.Context, group, topic stri
 		return err
 	}
 	res, err := lr.Partition().ProposeCoordinator(batch, time.Until(deadline(ctx))).Wait()
-	return proposalError(res, err)
+	return coordhost.ProposalError(res, err)
 }
 
 // HasPendingTxnOffset reports whether this node's replica of group's
@@ -59,7 +60,7 @@ func (n *Node) HasPendingTxnOffset(group, topic string, p int32) (pending, ok bo
 	if !ok {
 		return false, false
 	}
-	return lr.Extra().view.Pending(group, topic, p), true
+	return lr.Extra().View().Pending(group, topic, p), true
 }
 
 func deadline(ctx context.Context) time.Time {

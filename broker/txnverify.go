@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/broker/coordhost"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 )
@@ -58,14 +59,14 @@ func (b *backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnReque
 		}
 		return c.AddPartitionsToTxnTransaction(ctx, t), nil
 	}
-	cl, err := b.n.txns.markers.client(node)
+	cl, err := b.n.coords.NodeClient(node)
 	if err != nil {
 		return kmsg.AddPartitionsToTxnResponseTransaction{}, err
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	req.Transactions = append(req.Transactions, *t)
-	kresp, err := requestNode(ctx, cl, req)
+	kresp, err := coordhost.RequestNode(ctx, cl, req)
 	if err != nil {
 		return kmsg.AddPartitionsToTxnResponseTransaction{}, fmt.Errorf("AddPartitionsToTxn to node %d: %w", node, err)
 	}

@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 import (
 	"context"
@@ -13,15 +13,15 @@ import (
 
 // offsetsTxnLog is the groupcoord.TxnLog of a __consumer_offsets replica
 // this node leads. A TxnOffsetCommit's transaction is verified as a
-// Produce's (KIP-890, txnverify.go): the partition leader asks the
+// Produce's (KIP-890, Deps.Verifier): the partition leader asks the
 // transactional id's coordinator whether the producer's ongoing
 // transaction holds this partition (AddOffsetsToTxn adds the group's
 // partition), once per transaction, remembered in the replica's
-// txnVerified; Kafka's GroupCoordinator does the same through its
+// Verified; Kafka's GroupCoordinator does the same through its
 // ReplicaManager.
 type offsetsTxnLog struct {
 	offsetsLog
-	lr *localReplica
+	lr *Replica
 	// verifier asks coordinators; nil when transaction verification is
 	// off (transaction_partition_verification), as Kafka's
 	// transaction.partition.verification.enable turns off both checks.
@@ -32,7 +32,7 @@ var _ groupcoord.TxnLog = offsetsTxnLog{}
 
 // VerifyTxn implements groupcoord.TxnLog.
 func (l offsetsTxnLog) VerifyTxn(ctx context.Context, txn groupcoord.Txn) (groupcoord.TxnGuard, error) {
-	known, guard := l.lr.Extra().txnVerified.check(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch)
+	known, guard := l.lr.Extra().verified.Check(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch)
 	if known || l.verifier == nil {
 		return groupcoord.TxnGuard(guard), nil
 	}
@@ -58,11 +58,11 @@ func (l offsetsTxnLog) AppendTxn(ctx context.Context, txn groupcoord.Txn, guard 
 		enqueue = max(time.Until(d), time.Millisecond)
 	}
 	var prop *partition.Proposal
-	if err := l.lr.Extra().txnVerified.produce(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch, kafkaapi.TxnGuard(guard), func() {
+	if err := l.lr.Extra().verified.Produce(l.rep.LeaderEpoch(), txn.ProducerID, txn.ProducerEpoch, kafkaapi.TxnGuard(guard), func() {
 		prop = l.rep.ProposeCoordinator(batch, enqueue)
 	}); err != nil {
 		return err
 	}
 	res, err := prop.Wait()
-	return proposalError(res, err)
+	return ProposalError(res, err)
 }

@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 // then its view is behind, and requests are answered
 // COORDINATOR_LOAD_IN_PROGRESS), and closes when the leadership is lost.
 type ledCoords[C interface{ Close() }] struct {
-	n     *Node
-	topic string                                         // the internal topic
-	what  string                                         // names the coordinators in log lines
-	start func(lr *localReplica, term uint64) (C, error) // makes a settled partition's coordinator
+	h     *Host
+	topic string                                    // the internal topic
+	what  string                                    // names the coordinators in log lines
+	start func(lr *Replica, term uint64) (C, error) // makes a settled partition's coordinator
 
 	// mu guards slots and closed. Coordinators are created and closed
 	// outside it.
@@ -47,14 +47,14 @@ func (s *ledSlot[C]) settle() {
 	}
 }
 
-func newLedCoords[C interface{ Close() }](n *Node, topic, what string, start func(*localReplica, uint64) (C, error)) ledCoords[C] {
-	return ledCoords[C]{n: n, topic: topic, what: what, start: start, slots: make(map[int32]*ledSlot[C])}
+func newLedCoords[C interface{ Close() }](h *Host, topic, what string, start func(*Replica, uint64) (C, error)) ledCoords[C] {
+	return ledCoords[C]{h: h, topic: topic, what: what, start: start, slots: make(map[int32]*ledSlot[C])}
 }
 
 // leadership follows this node's leadership of one replica of the topic
-// (Node.onReplicaLeader): a gain starts loading a coordinator, a loss
+// (Host.OnLeader): a gain starts loading a coordinator, a loss
 // closes it.
-func (lc *ledCoords[C]) leadership(lr *localReplica, leader bool, term uint64) {
+func (lc *ledCoords[C]) leadership(lr *Replica, leader bool, term uint64) {
 	p := lr.Info().Partition
 	lc.mu.Lock()
 	old := lc.slots[p]
@@ -69,55 +69,55 @@ func (lc *ledCoords[C]) leadership(lr *localReplica, leader bool, term uint64) {
 	if old != nil && old.running {
 		// Not on this goroutine, which Raft may need to resolve the
 		// writes Close waits for.
-		lc.n.wg.Add(1)
-		go func() {
-			defer lc.n.wg.Done()
+		lc.h.wg.Add(1)
+		go func() { // owned by the Host: Wait
+			defer lc.h.wg.Done()
 			old.coord.Close()
 		}()
 	}
 	if leader {
-		lc.n.wg.Add(1)
-		go lc.load(lr, term)
+		lc.h.wg.Add(1)
+		go lc.load(lr, term) // owned by the Host: ends with its context or the term
 	}
 }
 
 // load starts the coordinator of a partition this node leads in term,
 // once the leader has settled; it gives up when the term ends.
-func (lc *ledCoords[C]) load(lr *localReplica, term uint64) {
-	defer lc.n.wg.Done()
-	n := lc.n
+func (lc *ledCoords[C]) load(lr *Replica, term uint64) {
+	defer lc.h.wg.Done()
+	h := lc.h
 	select { // the leadership callback can come before OpenReplica returns
 	case <-lr.Opened():
-	case <-n.ctx.Done():
+	case <-h.ctx.Done():
 		return
 	}
 	for {
-		if n.ctx.Err() != nil || !lc.current(lr.Info().Partition, term) {
+		if h.ctx.Err() != nil || !lc.current(lr.Info().Partition, term) {
 			return
 		}
-		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Tuning.ProduceEnqueue)
-		err := lr.Partition().Settle(ctx, n.cfg.Tuning.ProduceEnqueue)
+		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.Tuning.Proposal)
+		err := lr.Partition().Settle(ctx, h.cfg.Tuning.Proposal)
 		cancel()
 		if err == nil {
 			break
 		}
-		n.logger.Debug(lc.what+" waits for its partition to settle", "partition", lr.Info().Partition, "err", err)
+		h.logger.Debug(lc.what+" waits for its partition to settle", "partition", lr.Info().Partition, "err", err)
 		select {
-		case <-n.ctx.Done():
+		case <-h.ctx.Done():
 			return
-		case <-time.After(n.cfg.Tuning.LeaderReportRetry):
+		case <-time.After(h.cfg.Tuning.SettleRetry):
 		}
 	}
 	c, err := lc.start(lr, term)
 	if err != nil {
-		n.logger.Error(lc.what+" not started", "partition", lr.Info().Partition, "err", err)
+		h.logger.Error(lc.what+" not started", "partition", lr.Info().Partition, "err", err)
 		return
 	}
 	if !lc.install(lr.Info().Partition, term, c) {
 		c.Close() // the leadership ended while loading
 		return
 	}
-	n.logger.Debug(lc.what+" started", "partition", lr.Info().Partition, "epoch", term)
+	h.logger.Debug(lc.what+" started", "partition", lr.Info().Partition, "epoch", term)
 }
 
 // install makes c the running coordinator of p's slot of term; false if
@@ -144,12 +144,12 @@ func (lc *ledCoords[C]) current(p int32, term uint64) bool {
 
 // get returns the coordinator of partition p, or the error to answer. A
 // coordinator that is loading is waited for, up to
-// Tuning.CoordinatorLoadWait or ctx's end, and only then answered
+// Tuning.LoadWait or ctx's end, and only then answered
 // COORDINATOR_LOAD_IN_PROGRESS: a new leader's load is usually one Raft
 // round, and some clients do not retry that error on their first join
 // (kafkajs's consumer crashes and restarts).
 func (lc *ledCoords[C]) get(ctx context.Context, p int32) (C, error) {
-	wait := lc.n.cfg.Tuning.CoordinatorLoadWait
+	wait := lc.h.cfg.Tuning.LoadWait
 	c, loading, err := lc.lookup(p)
 	if loading == nil || wait <= 0 {
 		return c, err
@@ -174,7 +174,7 @@ func (lc *ledCoords[C]) lookup(p int32) (C, <-chan struct{}, error) {
 	s := lc.slots[p]
 	switch {
 	case s == nil:
-		return none, nil, fmt.Errorf("%w: node %d does not lead %s-%d", kerr.NotCoordinator, lc.n.cfg.NodeID, lc.topic, p)
+		return none, nil, fmt.Errorf("%w: node %d does not lead %s-%d", kerr.NotCoordinator, lc.h.cfg.NodeID, lc.topic, p)
 	case !s.running:
 		return none, s.loaded, fmt.Errorf("%w: %s-%d is loading", kerr.CoordinatorLoadInProgress, lc.topic, p)
 	}

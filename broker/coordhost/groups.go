@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 import (
 	"context"
@@ -11,22 +11,9 @@ import (
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/kafkaapi"
-	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/record"
 )
-
-// coordinators are the group coordinators this node runs: one for each
-// partition of __consumer_offsets it leads (ledCoords).
-type coordinators struct {
-	ledCoords[*groupCoord]
-}
-
-func newCoordinators(n *Node) *coordinators {
-	cs := &coordinators{}
-	cs.ledCoords = newLedCoords(n, metadata.ConsumerOffsetsTopic, "group coordinator", cs.start)
-	return cs
-}
 
 // groupCoord is a running group coordinator with the sweeper of its
 // partition's pending transactional commits (txnsweep.go).
@@ -36,22 +23,21 @@ type groupCoord struct {
 	done chan struct{}      // closed when the sweeper has returned
 }
 
-// start starts the coordinator of a settled partition this node leads,
-// and its sweeper.
-func (cs *coordinators) start(lr *localReplica, _ uint64) (*groupCoord, error) {
-	n := cs.n
+// startGroup starts the group coordinator of a settled partition this
+// node leads, and its sweeper.
+func (h *Host) startGroup(lr *Replica, _ uint64) (*groupCoord, error) {
 	var verifier kafkaapi.TxnVerifier
-	if n.cfg.TxnPartitionVerification {
-		verifier = &backend{n: n}
+	if h.cfg.TxnPartitionVerification {
+		verifier = h.deps.Verifier
 	}
-	log := offsetsTxnLog{offsetsLog: offsetsLog{lr.Partition(), n.cfg.Tuning.ProduceEnqueue}, lr: lr, verifier: verifier}
-	c, err := groupcoord.New(cs.config(), log, lr.Extra().view)
+	log := offsetsTxnLog{offsetsLog: offsetsLog{lr.Partition(), h.cfg.Tuning.Proposal}, lr: lr, verifier: verifier}
+	c, err := groupcoord.New(h.groupConfig(), log, lr.Extra().view)
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := context.WithCancel(n.ctx)
+	ctx, stop := context.WithCancel(h.ctx)
 	g := &groupCoord{Coordinator: c, stop: stop, done: make(chan struct{})}
-	s := &pendingSweeper{n: n, lr: lr, verifier: &backend{n: n}, logger: n.logger.With("component", "groupcoord")}
+	s := &pendingSweeper{h: h, lr: lr, verifier: h.deps.Verifier, logger: h.logger.With("component", "groupcoord")}
 	go func() { // owned by g: Close stops it
 		defer close(g.done)
 		s.run(ctx)
@@ -66,9 +52,9 @@ func (g *groupCoord) Close() {
 	g.Coordinator.Close()
 }
 
-// config is the coordinators' configuration from the node's.
-func (cs *coordinators) config() groupcoord.Config {
-	c := cs.n.cfg
+// groupConfig is the group coordinators' configuration.
+func (h *Host) groupConfig() groupcoord.Config {
+	c := h.cfg
 	delay := c.GroupInitialRebalanceDelay
 	if delay == 0 {
 		delay = -1 // groupcoord: negative is none, zero its default
@@ -79,28 +65,14 @@ func (cs *coordinators) config() groupcoord.Config {
 		InitialRebalanceDelay: delay,
 		// MaxRecordBytes keeps Kafka's message.max.bytes (1 MiB), which
 		// bounds a group's protocol metadata in Kafka too.
-		CommitTimeout: c.Tuning.ProduceEnqueue,
+		CommitTimeout: c.Tuning.Proposal,
 		TopicExists: func(topic string, p int32) bool {
-			_, ok := cs.n.meta.State().Partition(topic, p)
+			_, ok := h.deps.Meta.State().Partition(topic, p)
 			return ok
 		},
-		Logger: cs.n.logger.With("component", "groupcoord"),
+		Logger: h.logger.With("component", "groupcoord"),
 	}
 }
-
-// all returns every running coordinator, and COORDINATOR_LOAD_IN_PROGRESS
-// with them while one is loading.
-func (cs *coordinators) all() ([]kafkaapi.GroupCoordinator, error) {
-	running, err := cs.running()
-	out := make([]kafkaapi.GroupCoordinator, len(running))
-	for i, c := range running {
-		out[i] = c
-	}
-	return out, err
-}
-
-// close closes every coordinator; no new one starts after it.
-func (cs *coordinators) close() { cs.closeAll() }
 
 // offsetsLog is the groupcoord.Log of a __consumer_offsets replica: it
 // proposes the records as one batch and returns once it is applied, which
@@ -120,11 +92,14 @@ func (l offsetsLog) Append(ctx context.Context, recs []groupcoord.Record) error 
 		enqueue = max(time.Until(d), time.Millisecond)
 	}
 	res, err := l.rep.Propose(batch, enqueue).Wait()
-	return proposalError(res, err)
+	return ProposalError(res, err)
 }
 
-// proposalError is the error of a proposal's outcome for a coordinator.
-func proposalError(res *fsm.ProduceResult, err error) error {
+// ProposalError is the error a coordinator answers for a proposal's
+// outcome: REQUEST_TIMED_OUT if it may not have committed,
+// NOT_LEADER_OR_FOLLOWER if the replica shut down, else the proposal's
+// error or the batch's.
+func ProposalError(res *fsm.ProduceResult, err error) error {
 	switch {
 	case errors.Is(err, partition.ErrTimeout), errors.Is(err, partition.ErrMaybeCommitted):
 		return fmt.Errorf("%w: %w", kerr.RequestTimedOut, err)

@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 import (
 	"context"
@@ -37,15 +37,15 @@ import (
 // transactional commits. It runs while the partition's group coordinator
 // runs (groupCoord).
 type pendingSweeper struct {
-	n        *Node
-	lr       *localReplica
+	h        *Host
+	lr       *Replica
 	verifier kafkaapi.TxnVerifier
 	logger   *slog.Logger
 }
 
 // run checks every interval until ctx ends.
 func (s *pendingSweeper) run(ctx context.Context) {
-	t := time.NewTicker(s.n.cfg.TxnPendingOffsetsCheckInterval)
+	t := time.NewTicker(s.h.cfg.TxnPendingOffsetsCheckInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -59,7 +59,7 @@ func (s *pendingSweeper) run(ctx context.Context) {
 
 // sweep checks the transactions pending for longer than the interval.
 func (s *pendingSweeper) sweep(ctx context.Context) {
-	cfg := s.n.cfg
+	cfg := s.h.cfg
 	unnamedAge := cfg.TxnMaxTimeout + cfg.TxnAbortInterval
 	now := time.Now().UnixMilli()
 	for _, p := range s.lr.Extra().view.PendingTxns() {
@@ -76,19 +76,19 @@ func (s *pendingSweeper) sweep(ctx context.Context) {
 
 // check aborts p's pending commits if its coordinator says its
 // transaction is over, and nothing of the producer was written or
-// verified here meanwhile (txnVerified.abortUnchanged): the producer
+// verified here meanwhile (Verified.abortUnchanged): the producer
 // may have begun its next transaction since.
 func (s *pendingSweeper) check(ctx context.Context, p groupcoord.PendingTxn) {
 	leaderEpoch := s.lr.Partition().LeaderEpoch()
-	st := s.lr.Extra().txnVerified.stamp(leaderEpoch, p.ProducerID)
+	st := s.lr.Extra().verified.stamp(leaderEpoch, p.ProducerID)
 	coordEpoch, why := s.ended(ctx, p)
 	if why == nil {
 		return
 	}
 	m := partition.TxnMarker{ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch, CoordinatorEpoch: coordEpoch}
 	var prop *partition.Proposal
-	if !s.lr.Extra().txnVerified.abortUnchanged(leaderEpoch, p.ProducerID, st, func() {
-		prop = s.lr.Partition().ProposeEndTxn(m, s.n.cfg.Tuning.ProduceEnqueue)
+	if !s.lr.Extra().verified.abortUnchanged(leaderEpoch, p.ProducerID, st, func() {
+		prop = s.lr.Partition().ProposeEndTxn(m, s.h.cfg.Tuning.Proposal)
 	}) {
 		return
 	}
@@ -114,7 +114,7 @@ func (s *pendingSweeper) ended(ctx context.Context, p groupcoord.PendingTxn) (in
 	if p.TransactionalID == "" {
 		return 0, errors.New("commits with no transactional id, older than transaction_max_timeout")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.n.cfg.Tuning.MetaProposal)
+	ctx, cancel := context.WithTimeout(ctx, s.h.cfg.Tuning.Request)
 	defer cancel()
 	tp := kafkaapi.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: s.lr.Info().Partition}
 	err := s.verifier.VerifyTxnPartitions(ctx, p.TransactionalID, p.ProducerID, p.ProducerEpoch, []kafkaapi.TopicPartition{tp})[0]
@@ -127,11 +127,11 @@ func (s *pendingSweeper) ended(ctx context.Context, p groupcoord.PendingTxn) (in
 		s.logger.Debug("pending transactional offset commits not checked", "producer_id", p.ProducerID, "err", err)
 		return 0, nil
 	}
-	parts, ok := s.n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
+	parts, ok := s.h.deps.Meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return 0, nil
 	}
-	_, coordEpoch, ok := s.n.PartitionLeader(metadata.TransactionStateTopic, metadata.TxnPartition(p.TransactionalID, parts))
+	_, coordEpoch, ok := s.h.deps.PartitionLeader(metadata.TransactionStateTopic, metadata.TxnPartition(p.TransactionalID, parts))
 	if !ok {
 		return 0, nil
 	}

@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // leads, and with WriteTxnMarkers, over the Kafka API, to the leader of
 // any other.
 type markerWriter struct {
-	n *Node
+	h *Host
 
 	// mu guards clients and closed: one Kafka client per remote leader,
 	// keyed by its Kafka address, kept until the node stops.
@@ -33,8 +33,8 @@ type markerWriter struct {
 
 var _ txncoord.Markers = (*markerWriter)(nil)
 
-func newMarkerWriter(n *Node) *markerWriter {
-	return &markerWriter{n: n, clients: make(map[string]*kgo.Client)}
+func newMarkerWriter(h *Host) *markerWriter {
+	return &markerWriter{h: h, clients: make(map[string]*kgo.Client)}
 }
 
 // WriteMarkers implements txncoord.Markers. Partitions of deleted topics
@@ -42,7 +42,7 @@ func newMarkerWriter(n *Node) *markerWriter {
 // another: every local one is proposed before any is waited for, and each
 // remote leader gets its request from a goroutine of its own.
 func (w *markerWriter) WriteMarkers(ctx context.Context, m txncoord.Marker, parts []txncoord.TopicPartition) error {
-	state := w.n.meta.State()
+	state := w.h.deps.Meta.State()
 	remote := map[int32][]txncoord.TopicPartition{}
 	var errs []error
 	var waits []func() error
@@ -50,11 +50,11 @@ func (w *markerWriter) WriteMarkers(ctx context.Context, m txncoord.Marker, part
 		if _, ok := state.Partition(tp.Topic, tp.Partition); !ok {
 			continue
 		}
-		leader, _, ok := w.n.PartitionLeader(tp.Topic, tp.Partition)
+		leader, _, ok := w.h.deps.PartitionLeader(tp.Topic, tp.Partition)
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, kerr.LeaderNotAvailable))
-		case leader == w.n.cfg.NodeID:
+		case leader == w.h.cfg.NodeID:
 			waits = append(waits, w.proposeLocal(ctx, m, tp))
 		default:
 			remote[leader] = append(remote[leader], tp)
@@ -79,7 +79,7 @@ func (w *markerWriter) proposeLocal(ctx context.Context, m txncoord.Marker, tp t
 	fail := func(err error) func() error {
 		return func() error { return fmt.Errorf("%s-%d: marker: %w", tp.Topic, tp.Partition, err) }
 	}
-	lr, ok := w.n.reps.Get(tp.Topic, tp.Partition)
+	lr, ok := w.h.deps.Replica(tp.Topic, tp.Partition)
 	if !ok {
 		return fail(kerr.NotLeaderForPartition)
 	}
@@ -89,9 +89,9 @@ func (w *markerWriter) proposeLocal(ctx context.Context, m txncoord.Marker, tp t
 		return fail(ctx.Err())
 	}
 	var prop *partition.Proposal
-	lr.Extra().txnVerified.marker(m.ProducerID, func() { // the producer's next transaction is verified anew
+	lr.Extra().verified.Marker(m.ProducerID, func() { // the producer's next transaction is verified anew
 		prop = lr.Partition().ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.n.cfg.Tuning.ProduceEnqueue)
+			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.h.cfg.Tuning.Proposal)
 	})
 	return func() error {
 		res, err := prop.Wait()
@@ -120,9 +120,9 @@ func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord
 		mk.Topics = append(mk.Topics, t)
 	}
 	req.Markers = append(req.Markers, mk)
-	ctx, cancel := context.WithTimeout(ctx, w.n.cfg.Tuning.MetaProposal)
+	ctx, cancel := context.WithTimeout(ctx, w.h.cfg.Tuning.Request)
 	defer cancel()
-	resp, err := requestNode(ctx, cl, req)
+	resp, err := RequestNode(ctx, cl, req)
 	if err != nil {
 		return fmt.Errorf("WriteTxnMarkers to node %d: %w", leader, err)
 	}
@@ -139,12 +139,13 @@ func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord
 	return errors.Join(errs...)
 }
 
-// requestNode sends req to the node cl was made for, once more if the
-// first attempt fails on the connection rather than in the request: a
-// pooled connection to a node that restarted since its last use fails on
-// first write or read, and franz-go dials anew only for the next request.
-// A failed write of a marker or a verification is harmless to repeat.
-func requestNode(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+// RequestNode sends req to the node cl was made for (Host.NodeClient),
+// once more if the first attempt fails on the connection rather than in
+// the request: a pooled connection to a node that restarted since its
+// last use fails on first write or read, and franz-go dials anew only for
+// the next request. A failed write of a marker or a verification is
+// harmless to repeat.
+func RequestNode(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
 	if err != nil && ctx.Err() == nil && staleConn(err) {
 		resp, err = cl.SeedBrokers()[0].Request(ctx, req)
@@ -161,7 +162,7 @@ func staleConn(err error) bool {
 
 // client returns the Kafka client of a node, made on first use.
 func (w *markerWriter) client(node int32) (*kgo.Client, error) {
-	b, ok := w.n.meta.State().Broker(node)
+	b, ok := w.h.deps.Meta.State().Broker(node)
 	if !ok {
 		return nil, fmt.Errorf("node %d: %w", node, kerr.BrokerNotAvailable)
 	}
@@ -174,10 +175,10 @@ func (w *markerWriter) client(node int32) (*kgo.Client, error) {
 		return cl, nil
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(b.KafkaAddr), kgo.ClientID("minikafka-txn-coordinator")},
-		w.n.cfg.Security.interBrokerOpts()...)
+		w.h.deps.ClientOpts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("broker: client of node %d: %w", node, err)
+		return nil, fmt.Errorf("coordhost: client of node %d: %w", node, err)
 	}
 	w.clients[b.KafkaAddr] = cl
 	return cl, nil

@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 import (
 	"context"
@@ -16,9 +16,8 @@ func (*fakeCoord) Close() {}
 // loadingSlot returns coordinators of a topic whose partition 0 this node
 // leads in term 1 and is still loading; requests wait for it up to wait.
 func loadingSlot(wait time.Duration) *ledCoords[*fakeCoord] {
-	n := &Node{cfg: DefaultConfig()}
-	n.cfg.Tuning.CoordinatorLoadWait = wait
-	lc := newLedCoords[*fakeCoord](n, "__consumer_offsets", "group coordinator", nil)
+	h := &Host{cfg: Config{Tuning: Tuning{LoadWait: wait}}}
+	lc := newLedCoords[*fakeCoord](h, "__consumer_offsets", "group coordinator", nil)
 	lc.slots[0] = &ledSlot[*fakeCoord]{term: 1, loaded: make(chan struct{})}
 	return &lc
 }
@@ -47,7 +46,7 @@ func TestCoordinatorLoadWaitEnds(t *testing.T) {
 		if _, err := lc.get(context.Background(), 0); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
 			t.Fatalf("get after the bound: %v; want COORDINATOR_LOAD_IN_PROGRESS", err)
 		}
-		lc.n.cfg.Tuning.CoordinatorLoadWait = 0
+		lc.h.cfg.Tuning.LoadWait = 0
 		if _, err := lc.get(context.Background(), 0); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
 			t.Fatalf("get with no wait: %v; want COORDINATOR_LOAD_IN_PROGRESS", err)
 		}
@@ -62,7 +61,7 @@ func TestCoordinatorLoadWaitEnds(t *testing.T) {
 	})
 	t.Run("leadership lost", func(t *testing.T) {
 		lc := loadingSlot(time.Hour)
-		getEndsNotCoordinator(t, lc, func() { lc.leadership(new(localReplica), false, 1) })
+		getEndsNotCoordinator(t, lc, func() { lc.leadership(new(Replica), false, 1) })
 	})
 	t.Run("closed", func(t *testing.T) {
 		lc := loadingSlot(time.Hour)

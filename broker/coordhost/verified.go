@@ -1,4 +1,4 @@
-package broker
+package coordhost
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/minikafka/minikafka-go/kafkaapi"
 )
 
-// txnVerified is a partition leader's memory of the transactions whose
+// Verified is a partition leader's memory of the transactions whose
 // coordinator confirmed that they hold the partition (KIP-890), so that a
 // producer's transaction is verified once per partition rather than for
 // every batch; Kafka keeps the same per producer (VerificationGuard).
@@ -21,7 +21,7 @@ import (
 // epoch changes. A batch whose verification began before such an event is
 // refused, so no batch of an ended transaction opens a new one that its
 // coordinator does not know of.
-type txnVerified struct {
+type Verified struct {
 	// mu guards the fields below. It is held across the proposal of a
 	// verified batch and of a marker, so that a marker cannot slip between
 	// a batch's check and its proposal.
@@ -35,7 +35,7 @@ type txnVerified struct {
 	// producers holds an entry per producer id with a transaction seen
 	// since its last marker.
 	producers map[int64]*verifyEntry
-	// pruneAt is the size at which check prunes next: it doubles after a
+	// pruneAt is the size at which Check prunes next: it doubles after a
 	// prune that left the map large, so pruning costs amortised O(1).
 	pruneAt int
 }
@@ -65,16 +65,16 @@ const (
 
 // sync forgets every entry when the leader epoch has changed: another
 // leader may have written markers meanwhile. Call with mu held.
-func (v *txnVerified) sync(epoch int32) {
+func (v *Verified) sync(epoch int32) {
 	if v.producers == nil || v.epoch != epoch {
 		v.epoch, v.epochStart = epoch, v.next
 		v.producers = make(map[int64]*verifyEntry)
 	}
 }
 
-// check reports whether producer pid's transaction at epoch is verified
+// Check reports whether producer pid's transaction at epoch is verified
 // on the partition, and the guard under which to produce its batch.
-func (v *txnVerified) check(leaderEpoch int32, pid int64, epoch int16) (bool, kafkaapi.TxnGuard) {
+func (v *Verified) Check(leaderEpoch int32, pid int64, epoch int16) (bool, kafkaapi.TxnGuard) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.sync(leaderEpoch)
@@ -92,7 +92,7 @@ func (v *txnVerified) check(leaderEpoch int32, pid int64, epoch int16) (bool, ka
 
 // prune drops the entries that were never verified and are too old to be
 // waited on. Call with mu held.
-func (v *txnVerified) prune(now time.Time) {
+func (v *Verified) prune(now time.Time) {
 	for pid, e := range v.producers {
 		if !e.verified && now.Sub(e.made) > verifyAbandoned {
 			delete(v.producers, pid)
@@ -108,14 +108,14 @@ func (v *txnVerified) prune(now time.Time) {
 	}
 }
 
-// produce marks producer pid's transaction at epoch verified and calls
+// Produce marks producer pid's transaction at epoch verified and calls
 // propose, if guard is still the producer's; else it proposes nothing and
 // returns why. A guard of an earlier leadership is NOT_LEADER_OR_FOLLOWER,
 // which clients retry (verifying anew with the partition's leader), as
 // Kafka answers a batch whose leader moved; otherwise a marker for the
 // producer came after guard (its transaction ended), or the guard was
 // dropped with the abandoned entries: INVALID_TXN_STATE.
-func (v *txnVerified) produce(leaderEpoch int32, pid int64, epoch int16, guard kafkaapi.TxnGuard, propose func()) error {
+func (v *Verified) Produce(leaderEpoch int32, pid int64, epoch int16, guard kafkaapi.TxnGuard, propose func()) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.sync(leaderEpoch)
@@ -133,9 +133,9 @@ func (v *txnVerified) produce(leaderEpoch int32, pid int64, epoch int16, guard k
 	return nil
 }
 
-// marker forgets producer pid's verification and calls propose, which
+// Marker forgets producer pid's verification and calls propose, which
 // proposes its marker.
-func (v *txnVerified) marker(pid int64, propose func()) {
+func (v *Verified) Marker(pid int64, propose func()) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.producers, pid)
@@ -153,14 +153,14 @@ type txnStamp struct {
 }
 
 // stamp returns producer pid's stamp now.
-func (v *txnVerified) stamp(leaderEpoch int32, pid int64) txnStamp {
+func (v *Verified) stamp(leaderEpoch int32, pid int64) txnStamp {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.sync(leaderEpoch)
 	return v.stampLocked(pid)
 }
 
-func (v *txnVerified) stampLocked(pid int64) txnStamp {
+func (v *Verified) stampLocked(pid int64) txnStamp {
 	st := txnStamp{leaderEpoch: v.epoch}
 	if e := v.producers[pid]; e != nil {
 		st.guard, st.written = e.guard, e.written
@@ -173,7 +173,7 @@ func (v *txnVerified) stampLocked(pid int64) txnStamp {
 // still st; else it returns false and proposes nothing. Everything the
 // producer proposes after is ordered after the marker; anything it
 // proposed since st would have changed the stamp.
-func (v *txnVerified) abortUnchanged(leaderEpoch int32, pid int64, st txnStamp, propose func()) bool {
+func (v *Verified) abortUnchanged(leaderEpoch int32, pid int64, st txnStamp, propose func()) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.sync(leaderEpoch)

@@ -1,0 +1,46 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka-go/broker/coordhost"
+	"github.com/minikafka/minikafka-go/topicconfig"
+)
+
+// newCoordHost makes the node's coordinator host (coordhost.New) with the
+// narrow parts of the node it needs.
+func (n *Node) newCoordHost() *coordhost.Host {
+	c := n.cfg
+	return coordhost.New(n.ctx, coordhost.Config{
+		NodeID:                         c.NodeID,
+		GroupMinSessionTimeout:         c.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:         c.GroupMaxSessionTimeout,
+		GroupInitialRebalanceDelay:     c.GroupInitialRebalanceDelay,
+		TxnMaxTimeout:                  c.TxnMaxTimeout,
+		TxnAbortInterval:               c.TxnAbortInterval,
+		TxnPartitionVerification:       c.TxnPartitionVerification,
+		TxnPendingOffsetsCheckInterval: c.TxnPendingOffsetsCheckInterval,
+		OffsetsRetention:               c.OffsetsRetention,
+		Tuning: coordhost.Tuning{Proposal: c.Tuning.ProduceEnqueue, Request: c.Tuning.MetaProposal,
+			LoadWait: c.Tuning.CoordinatorLoadWait, SettleRetry: c.Tuning.LeaderReportRetry},
+	}, coordhost.Deps{
+		Meta:            n.meta,
+		PartitionLeader: n.PartitionLeader,
+		// The replica host is made after the coordinators, whose
+		// callbacks it takes; the coordinators reach it only once it runs.
+		Replica:                   func(topic string, p int32) (*localReplica, bool) { return n.reps.Get(topic, p) },
+		Verifier:                  &backend{n: n},
+		OffsetsPartition:          (&backend{n: n}).offsetsPartition,
+		TransactionalIDExpiration: n.TransactionalIDExpiration,
+		ClientOpts:                func() []kgo.Opt { return n.cfg.Security.interBrokerOpts() },
+		Logger:                    n.logger,
+	})
+}
+
+// TransactionalIDExpiration is transactional.id.expiration.ms: the cluster
+// -wide dynamic default, else the node's static value, else Kafka's.
+func (n *Node) TransactionalIDExpiration() time.Duration {
+	return time.Duration(topicconfig.TransactionalIDExpirationMs(n.clusterConfigs(), n.static)) * time.Millisecond
+}
