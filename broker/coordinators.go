@@ -42,7 +42,7 @@ func (cs *coordinators) start(lr *localReplica, _ uint64) (*groupCoord, error) {
 	n := cs.n
 	var verifier kafkaapi.TxnVerifier
 	if n.cfg.TxnPartitionVerification {
-		verifier = &backend{n: n}
+		verifier = n.backend
 	}
 	log := offsetsTxnLog{offsetsLog: offsetsLog{lr.Partition(), n.cfg.Tuning.ProduceEnqueue}, lr: lr, verifier: verifier}
 	c, err := groupcoord.New(cs.config(), log, lr.Extra().view)
@@ -51,7 +51,7 @@ func (cs *coordinators) start(lr *localReplica, _ uint64) (*groupCoord, error) {
 	}
 	ctx, stop := context.WithCancel(n.ctx)
 	g := &groupCoord{Coordinator: c, stop: stop, done: make(chan struct{})}
-	s := &pendingSweeper{n: n, lr: lr, verifier: &backend{n: n}, logger: n.logger.With("component", "groupcoord")}
+	s := &pendingSweeper{n: n, lr: lr, verifier: n.backend, logger: n.logger.With("component", "groupcoord")}
 	go func() { // owned by g: Close stops it
 		defer close(g.done)
 		s.run(ctx)

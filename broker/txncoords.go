@@ -46,7 +46,7 @@ func (ts *txnCoordinators) config() txncoord.Config {
 		OffsetsPartition: func(ctx context.Context, group string) (txncoord.TopicPartition, bool) {
 			ctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.MetaProposal)
 			defer cancel()
-			p, err := (&backend{n: n}).offsetsPartition(ctx, group)
+			p, err := n.backend.OffsetsPartition(ctx, group)
 			return txncoord.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: p}, err == nil
 		},
 		Logger: n.logger.With("component", "txncoord"),

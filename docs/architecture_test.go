@@ -20,6 +20,7 @@ var packages = map[string]string{
 	"frame": "internal/frame", "metadata": "metadata", "membership": "membership",
 	"groupcoord": "groupcoord", "txncoord": "txncoord", "metrics": "metrics", "vfs": "internal/vfs",
 	"controller": "broker/controller", "seglog": "partition/seglog", "replicas": "broker/replicas",
+	"kafkabackend": "broker/kafkabackend",
 }
 
 // A name is pkg.Func or pkg.Type.Method.

@@ -1,10 +1,15 @@
-package broker
+package kafkabackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
@@ -16,13 +21,13 @@ import (
 // the transactional id's coordinator whether the partition was added, with
 // AddPartitionsToTxn v4 VerifyOnly, as Kafka's AddPartitionsToTxnManager
 // does: in process when this node coordinates the id, else over the Kafka
-// API to the coordinator's node (the markers' clients).
+// API to the coordinator's node (Coordinators.NodeClient).
 
 // VerifyTxnPartitions asks the coordinator of transactionalID whether each
 // of parts is in the ongoing transaction of producer pid at epoch. The
 // errors are the coordinator's, or a routing or transport error for
 // every part.
-func (b *backend) VerifyTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []kafkaapi.TopicPartition) []error {
+func (b *Backend) VerifyTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []kafkaapi.TopicPartition) []error {
 	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = transactionalID, pid, epoch, true
 	for _, tp := range parts {
@@ -46,19 +51,19 @@ func (b *backend) VerifyTxnPartitions(ctx context.Context, transactionalID strin
 
 // verifyTxn sends one verify-only transaction to its coordinator and
 // returns the coordinator's answer for it.
-func (b *backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) (kmsg.AddPartitionsToTxnResponseTransaction, error) {
+func (b *Backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) (kmsg.AddPartitionsToTxnResponseTransaction, error) {
 	node, err := b.txnCoordinatorNodeNow(t.TransactionalID)
 	if err != nil {
 		return kmsg.AddPartitionsToTxnResponseTransaction{}, err
 	}
-	if node == b.n.cfg.NodeID {
+	if node == b.cfg.NodeID {
 		c, err := b.TxnCoordinator(ctx, t.TransactionalID)
 		if err != nil {
 			return kmsg.AddPartitionsToTxnResponseTransaction{}, err
 		}
 		return c.AddPartitionsToTxnTransaction(ctx, t), nil
 	}
-	cl, err := b.n.txns.markers.client(node)
+	cl, err := b.deps.Coordinators.NodeClient(node)
 	if err != nil {
 		return kmsg.AddPartitionsToTxnResponseTransaction{}, err
 	}
@@ -85,13 +90,13 @@ func (b *backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnReque
 // this node's view. Unlike FindCoordinator it never creates
 // __transaction_state: without it no transaction exists yet, and Kafka
 // answers COORDINATOR_NOT_AVAILABLE.
-func (b *backend) txnCoordinatorNodeNow(id string) (int32, error) {
-	parts, ok := b.n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
+func (b *Backend) txnCoordinatorNodeNow(id string) (int32, error) {
+	parts, ok := b.deps.Meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s does not exist", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
 	}
 	p := metadata.TxnPartition(id, parts)
-	leader, _, ok := b.n.PartitionLeader(metadata.TransactionStateTopic, p)
+	leader, _, ok := b.deps.PartitionLeader(metadata.TransactionStateTopic, p)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, p)
 	}
@@ -111,4 +116,25 @@ func partitionResult(res kmsg.AddPartitionsToTxnResponseTransaction, tp kafkaapi
 		}
 	}
 	return fmt.Errorf("%w: the coordinator did not answer for %s-%d", kerr.UnknownServerError, tp.Topic, tp.Partition)
+}
+
+// requestNode sends req to the node cl was made for, once more if the
+// first attempt fails on the connection rather than in the request: a
+// pooled connection to a node that restarted since its last use fails on
+// first write or read, and franz-go dials anew only for the next request.
+// A failed verification is harmless to repeat. (The marker writer has the
+// same rule for its markers.)
+func requestNode(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil && ctx.Err() == nil && staleConn(err) {
+		resp, err = cl.SeedBrokers()[0].Request(ctx, req)
+	}
+	return resp, err
+}
+
+// staleConn reports whether err is a connection that ended under a
+// request: EOF, reset or broken pipe.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
