@@ -8,16 +8,18 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/metrics"
+	"github.com/minikafka/minikafka-go/multiraft"
 )
 
 // AdminHandler serves the node's metrics, health endpoints and status
 // page (metrics.Handler); cmd/node serves it on admin_addr.
-func (n *Node) AdminHandler() http.Handler { return metrics.Handler(n.metrics, adminSource{n}) }
+func (n *Node) AdminHandler() http.Handler { return metrics.Handler(n.metrics, n.admin) }
 
 // Errors Ready reports; each says what the node still waits for.
 var (
@@ -60,27 +62,57 @@ func (n *Node) Ready() error {
 	return n.diskReady()
 }
 
-// adminSource is what the metrics registry and the admin pages read of a
-// Node.
-type adminSource struct{ n *Node }
+// adminSource is what the metrics registry and the admin pages read of
+// the node. The registry is made before the node's parts (the Raft port
+// reports its commits to it), so until started hands them over State
+// reports the node id alone.
+type adminSource struct {
+	nodeID int32
+	lagMax time.Duration
+	ready  func() error
+	parts  atomic.Pointer[adminParts] // nil until started
+}
 
-var _ metrics.Source = adminSource{}
+// adminParts are the node's running parts the admin pages read.
+type adminParts struct {
+	cluster interface {
+		Cluster() kafkaapi.ClusterView
+		Reassignments() ([]kafkaapi.Reassignment, error)
+	}
+	replicas func() []*localReplica
+	kafka    *kafkaapi.Server
+	host     *multiraft.Host
+	disk     func() metrics.Disk
+}
 
-func (a adminSource) Ready() error { return a.n.Ready() }
+var _ metrics.Source = (*adminSource)(nil)
+
+// newAdminSource makes the source of node n before its parts exist.
+func newAdminSource(n *Node) *adminSource {
+	return &adminSource{nodeID: n.cfg.NodeID, lagMax: n.cfg.Tuning.ReplicaLagMax, ready: n.Ready}
+}
+
+// started hands the source the node's parts, once its Kafka server exists.
+func (a *adminSource) started(n *Node) {
+	a.parts.Store(&adminParts{cluster: n.backend, replicas: n.reps.All, kafka: n.kafka, host: n.host, disk: n.diskMetrics})
+}
+
+// Ready is the node's Ready.
+func (a *adminSource) Ready() error { return a.ready() }
 
 // State reads the node's state for one scrape or page.
-func (a adminSource) State() metrics.State {
-	n := a.n
-	s := metrics.State{NodeID: n.cfg.NodeID, ControllerID: -1}
-	if n.meta == nil || n.reps == nil || n.kafka == nil {
+func (a *adminSource) State() metrics.State {
+	s := metrics.State{NodeID: a.nodeID, ControllerID: -1}
+	p := a.parts.Load()
+	if p == nil {
 		return s
 	}
-	view := (&backend{n: n}).Cluster()
+	view := p.cluster.Cluster()
 	s.ClusterID, s.ControllerID = view.ClusterID, view.ControllerID
 	for _, b := range view.Brokers {
 		s.Brokers = append(s.Brokers, metrics.Broker{ID: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))})
 	}
-	reps := n.reps.All()
+	reps := p.replicas()
 	slices.SortFunc(reps, func(x, y *localReplica) int {
 		return cmp.Or(cmp.Compare(x.Info().Topic, y.Info().Topic), cmp.Compare(x.Info().Partition, y.Info().Partition))
 	})
@@ -93,22 +125,22 @@ func (a adminSource) State() metrics.State {
 		ends[tp{lr.Info().Topic, lr.Info().Partition}] = rm.LogEnd
 		s.Replicas = append(s.Replicas, rm)
 	}
-	s.Topics = topicsView(view.Topics, s.Replicas, n.cfg.NodeID, n.cfg.Tuning.ReplicaLagMax)
+	s.Topics = topicsView(view.Topics, s.Replicas, a.nodeID, a.lagMax)
 	s.Groups = groupOffsets(reps, ends)
-	moves, _ := (&backend{n: n}).Reassignments() // never fails
+	moves, _ := p.cluster.Reassignments() // never fails
 	for _, m := range moves {
 		s.Moves = append(s.Moves, metrics.Move{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas,
 			Adding: m.Adding, Removing: m.Removing})
 	}
-	c := n.kafka.Connections()
+	c := p.kafka.Connections()
 	s.Conns = metrics.Conns{Open: c.Open, Accepted: c.Accepted, Refused: c.Refused}
-	r := n.kafka.Requests()
+	r := p.kafka.Requests()
 	s.Requests = metrics.Requests{Panics: r.Panics, QueuedBytes: r.QueuedBytes, QueuedBytesMax: r.QueuedBytesMax,
 		QueuedWaiting: r.QueuedWaiting}
-	s.LeaderChanges = n.host.Stats().LeaderChanges
-	s.WALFsync = n.host.WALFsyncLatency()
-	s.LogStalls = n.host.LogStoreStalls()
-	s.Disk = n.diskMetrics()
+	s.LeaderChanges = p.host.Stats().LeaderChanges
+	s.WALFsync = p.host.WALFsyncLatency()
+	s.LogStalls = p.host.LogStoreStalls()
+	s.Disk = p.disk()
 	return s
 }
 

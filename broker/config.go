@@ -7,6 +7,7 @@ import (
 
 	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/minikafka/minikafka-go/broker/kafkabackend"
 	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/internal/knob"
 	"github.com/minikafka/minikafka-go/internal/vfs"
@@ -31,7 +32,7 @@ type Config struct {
 	// SASLUsers are SCRAM users created when the cluster lacks them.
 	SASLUsers []SASLUser
 	// AuthorizationEnabled makes the node check every request against the
-	// cluster's ACLs (acls.go); off, everything is allowed.
+	// cluster's ACLs (kafkabackend/acls.go); off, everything is allowed.
 	AuthorizationEnabled bool
 	// SuperUsers are principals ("User:<name>") that pass every check.
 	SuperUsers []string
@@ -312,7 +313,7 @@ const DefaultMaxNodeReplicas = 12_000
 
 // NodeCapacityConfig is the broker config (DescribeConfigs of a broker)
 // that reports max_partition_replicas_per_node.
-const NodeCapacityConfig = "minikafka.max.partition.replicas.per.node"
+const NodeCapacityConfig = kafkabackend.NodeCapacityConfig
 
 // DefaultTuning returns the defaults (the table in validate), each
 // explained on Tuning.

@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
@@ -230,5 +232,15 @@ func checkHostPort(key, v string, allowZeroPort bool) error {
 		return bad(key, v, "port must be a number in 1..65535")
 	}
 	_ = host
+	return nil
+}
+
+// validateAuthz checks super_users: each "User:<name>".
+func (c *Config) validateAuthz() error {
+	for i, p := range c.SuperUsers {
+		if name, ok := strings.CutPrefix(p, acl.UserPrefix); !ok || name == "" || strings.Contains(p, ";") {
+			return bad(fmt.Sprintf("super_users[%d]", i), p, "must be User:<name>")
+		}
+	}
 	return nil
 }

@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka-go/broker/coordhost"
+	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -30,9 +32,11 @@ func (n *Node) newCoordHost() *coordhost.Host {
 		PartitionLeader: n.PartitionLeader,
 		// The replica host is made after the coordinators, whose
 		// callbacks it takes; the coordinators reach it only once it runs.
-		Replica:                   func(topic string, p int32) (*localReplica, bool) { return n.reps.Get(topic, p) },
-		Verifier:                  &backend{n: n},
-		OffsetsPartition:          (&backend{n: n}).offsetsPartition,
+		Replica: func(topic string, p int32) (*localReplica, bool) { return n.reps.Get(topic, p) },
+		// The backend is made right after the coordinators, whose
+		// coordinators it looks up; these run once a coordinator does.
+		Verifier:                  lateVerifier(func() kafkaapi.TxnVerifier { return n.backend }),
+		OffsetsPartition:          func(ctx context.Context, group string) (int32, error) { return n.backend.OffsetsPartition(ctx, group) },
 		TransactionalIDExpiration: n.TransactionalIDExpiration,
 		ClientOpts:                func() []kgo.Opt { return n.cfg.Security.interBrokerOpts() },
 		Logger:                    n.logger,
@@ -43,4 +47,12 @@ func (n *Node) newCoordHost() *coordhost.Host {
 // -wide dynamic default, else the node's static value, else Kafka's.
 func (n *Node) TransactionalIDExpiration() time.Duration {
 	return time.Duration(topicconfig.TransactionalIDExpirationMs(n.clusterConfigs(), n.static)) * time.Millisecond
+}
+
+// lateVerifier is a kafkaapi.TxnVerifier made before the one it calls: the
+// node's backend, which needs the coordinators first.
+type lateVerifier func() kafkaapi.TxnVerifier
+
+func (v lateVerifier) VerifyTxnPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []kafkaapi.TopicPartition) []error {
+	return v().VerifyTxnPartitions(ctx, id, pid, epoch, parts)
 }

@@ -24,7 +24,7 @@ func (n *Node) WriteCaching(topic string, p int32) (flush time.Duration, cached,
 // VerifyTxn asks, as this node would for a transactional batch, the
 // coordinator of id whether topic/p is in producer pid's transaction.
 func (n *Node) VerifyTxn(ctx context.Context, id string, pid int64, epoch int16, topic string, p int32) error {
-	return (&backend{n: n}).VerifyTxnPartitions(ctx, id, pid, epoch, []kafkaapi.TopicPartition{{Topic: topic, Partition: p}})[0]
+	return n.backend.VerifyTxnPartitions(ctx, id, pid, epoch, []kafkaapi.TopicPartition{{Topic: topic, Partition: p}})[0]
 }
 
 // ReplicaLog returns this node's copy of topic/p's log below its high

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 
 	"github.com/minikafka/minikafka-go/internal/scram"
 	"github.com/minikafka/minikafka-go/kafkaapi"
@@ -259,25 +258,4 @@ func advertisedListeners(ls []ListenerConfig) string {
 		out[i] = metadata.Listener{Name: l.Name, Addr: l.AdvertisedAddr}
 	}
 	return metadata.FormatListeners(out)
-}
-
-// endpoints turns a registered broker's listeners into Metadata endpoints;
-// a broker registered without listeners has its KafkaAddr as PLAINTEXT.
-func endpoints(b metadata.Broker) []kafkaapi.Endpoint {
-	ls := []metadata.Listener{{Name: ProtocolPlaintext, Addr: b.KafkaAddr}}
-	if b.Listeners != "" {
-		if parsed, err := metadata.ParseListeners(b.Listeners); err == nil {
-			ls = parsed
-		}
-	}
-	out := make([]kafkaapi.Endpoint, 0, len(ls))
-	for _, l := range ls {
-		host, port, err := net.SplitHostPort(l.Addr)
-		if err != nil {
-			continue
-		}
-		p, _ := strconv.Atoi(port)
-		out = append(out, kafkaapi.Endpoint{Listener: l.Name, Host: host, Port: int32(p)})
-	}
-	return out
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/broker/controller"
 	"github.com/minikafka/minikafka-go/broker/coordhost"
+	"github.com/minikafka/minikafka-go/broker/kafkabackend"
 	"github.com/minikafka/minikafka-go/broker/replicas"
 	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/kafkaapi"
@@ -50,7 +51,9 @@ type Node struct {
 	addrs   addrBook                       // node id -> Raft address, for every group
 	reps    *replicas.Set[coordhost.State] // this node's partition replicas
 	coords  *coordhost.Host                // the coordinators of the internal topics' partitions this node leads
+	backend *kafkabackend.Backend          // answers the Kafka front end
 	kafka   *kafkaapi.Server
+	admin   *adminSource      // what the metrics registry and the admin pages read
 	metrics *metrics.Registry // fed by the components' hooks; read by AdminHandler
 	// kafkaLns are the bound Kafka listeners, one per cfg.Listeners entry.
 	kafkaLns []net.Listener
@@ -58,6 +61,8 @@ type Node struct {
 	// static are the node's static configs under Kafka's names; fixed at
 	// Start (see TopicConfig).
 	static map[string]string
+	// configs resolves topics' configs from the metadata copy and static.
+	configs *kafkabackend.Resolver
 
 	// memberCh wakes the controller's duties loop on membership changes
 	// (capacity 1; onMemberEvent never blocks on it).
@@ -100,8 +105,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cancel:   cancel,
 		memberCh: make(chan struct{}, 1),
 	}
-	n.static = staticConfigs(&backend{n})
-	n.metrics = metrics.New(adminSource{n}, cfg.Tuning.ReplicaLagMax)
+	n.static = kafkabackend.StaticConfigs(n.backendConfig())
+	n.admin = newAdminSource(n)
+	n.metrics = metrics.New(n.admin, cfg.Tuning.ReplicaLagMax)
 	if err := n.openDiskGuard(); err != nil {
 		cancel()
 		return nil, err
@@ -135,8 +141,12 @@ func (n *Node) start(ctx context.Context) error {
 	}
 
 	// Replicas already on disk start at once, before the metadata group
-	// is up: their Raft groups know their members.
+	// is up: their Raft groups know their members. The coordinators and
+	// the backend exist before them: a replica's leadership starts a
+	// coordinator, which verifies transactions through the backend.
+	n.configs = kafkabackend.NewResolver(n.meta, n.static)
 	n.coords = n.newCoordHost()
+	n.backend = n.newBackend()
 	n.reps = n.newReplicaSet()
 	if err := n.reps.OpenFromDisk(); err != nil {
 		return err
@@ -144,6 +154,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.serveKafka(); err != nil {
 		return err
 	}
+	n.admin.started(n)
 	n.meta.StartDuties()
 	n.reps.Start()
 	n.housekeepingDone = make(chan struct{})
@@ -233,7 +244,7 @@ func (n *Node) startGossip() error {
 // serveKafka starts the Kafka front end on the bound listener.
 func (n *Node) serveKafka() error {
 	var err error
-	n.kafka, err = kafkaapi.New(&backend{n: n}, kafkaapi.Config{
+	n.kafka, err = kafkaapi.New(n.backend, kafkaapi.Config{
 		MaxRequestBytes:       n.cfg.MaxRequestBytes,
 		QueuedMaxRequestBytes: n.cfg.QueuedMaxRequestBytes,
 		MaxConnections:        n.cfg.MaxConnections,
@@ -350,7 +361,7 @@ func (n *Node) Halt() { n.stop(context.Background(), false) }
 // PartitionLeader reports the leader and leader epoch of a partition as
 // this node sees them (its own replica if it has one, else the metadata).
 func (n *Node) PartitionLeader(topic string, p int32) (leader, epoch int32, ok bool) {
-	view := (&backend{n: n}).Cluster()
+	view := n.backend.Cluster()
 	for _, t := range view.Topics {
 		if t.Name != topic {
 			continue

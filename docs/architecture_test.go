@@ -20,7 +20,7 @@ var packages = map[string]string{
 	"frame": "internal/frame", "metadata": "metadata", "membership": "membership",
 	"groupcoord": "groupcoord", "txncoord": "txncoord", "metrics": "metrics", "vfs": "internal/vfs",
 	"controller": "broker/controller", "seglog": "partition/seglog", "replicas": "broker/replicas",
-	"coordhost": "broker/coordhost",
+	"coordhost": "broker/coordhost", "kafkabackend": "broker/kafkabackend",
 }
 
 // A name is pkg.Func or pkg.Type.Method.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
 	"github.com/minikafka/minikafka-go/kafkaapi"
@@ -151,9 +152,16 @@ func (h *Host) Txns() ([]kafkaapi.TxnCoordinator, error) {
 	return out, err
 }
 
-// NodeClient returns the Kafka client of another node, made on first use
-// and kept until Close; send requests with RequestNode.
-func (h *Host) NodeClient(node int32) (*kgo.Client, error) { return h.markers.client(node) }
+// RequestNode sends req to another node over the Kafka client the marker
+// writer keeps for it (made on first use, kept until Close), once more if
+// the first attempt fails on a stale connection (requestNode).
+func (h *Host) RequestNode(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := h.markers.client(node)
+	if err != nil {
+		return nil, err
+	}
+	return requestNode(ctx, cl, req)
+}
 
 // OnLeader hands a change of this node's leadership of an internal
 // topic's replica to its coordinators; it runs on the replica's goroutine

@@ -122,7 +122,7 @@ func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord
 	req.Markers = append(req.Markers, mk)
 	ctx, cancel := context.WithTimeout(ctx, w.h.cfg.Tuning.Request)
 	defer cancel()
-	resp, err := RequestNode(ctx, cl, req)
+	resp, err := requestNode(ctx, cl, req)
 	if err != nil {
 		return fmt.Errorf("WriteTxnMarkers to node %d: %w", leader, err)
 	}
@@ -139,13 +139,13 @@ func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord
 	return errors.Join(errs...)
 }
 
-// RequestNode sends req to the node cl was made for (Host.NodeClient),
+// requestNode sends req to the node cl was made for (markerWriter.client),
 // once more if the first attempt fails on the connection rather than in
 // the request: a pooled connection to a node that restarted since its
 // last use fails on first write or read, and franz-go dials anew only for
 // the next request. A failed write of a marker or a verification is
 // harmless to repeat.
-func RequestNode(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+func requestNode(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
 	if err != nil && ctx.Err() == nil && staleConn(err) {
 		resp, err = cl.SeedBrokers()[0].Request(ctx, req)

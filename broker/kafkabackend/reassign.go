@@ -1,4 +1,4 @@
-package broker
+package kafkabackend
 
 import (
 	"context"
@@ -12,16 +12,16 @@ import (
 // the following of replica lists, is broker/replicas (moves.go).
 
 // AlterReassignment proposes the move to the metadata group.
-func (b *backend) AlterReassignment(ctx context.Context, topic string, partition int32, target []int32) error {
-	_, err := b.n.meta.Propose(ctx, metadata.AlterReassignment{Topic: topic, Partition: partition, Target: target})
+func (b *Backend) AlterReassignment(ctx context.Context, topic string, partition int32, target []int32) error {
+	_, err := b.deps.Meta.Propose(ctx, metadata.AlterReassignment{Topic: topic, Partition: partition, Target: target})
 	return err
 }
 
 // Reassignments lists the moves in the local metadata copy; the node
 // always moves partitions.
-func (b *backend) Reassignments() ([]kafkaapi.Reassignment, error) {
+func (b *Backend) Reassignments() ([]kafkaapi.Reassignment, error) {
 	var out []kafkaapi.Reassignment
-	for _, m := range b.n.meta.State().Reassignments() {
+	for _, m := range b.deps.Meta.State().Reassignments() {
 		out = append(out, kafkaapi.Reassignment{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas,
 			Adding: m.Adding(), Removing: m.Removing()})
 	}

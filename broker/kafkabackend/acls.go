@@ -1,9 +1,8 @@
-package broker
+package kafkabackend
 
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -11,47 +10,38 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
-// validateAuthz checks super_users: each "User:<name>".
-func (c *Config) validateAuthz() error {
-	for i, p := range c.SuperUsers {
-		if name, ok := strings.CutPrefix(p, acl.UserPrefix); !ok || name == "" || strings.Contains(p, ";") {
-			return bad(fmt.Sprintf("super_users[%d]", i), p, "must be User:<name>")
-		}
-	}
-	return nil
-}
-
-func (b *backend) authorizer() acl.Authorizer {
-	return acl.Authorizer{SuperUsers: b.n.cfg.SuperUsers, AllowIfNoACL: b.n.cfg.AllowEveryoneIfNoACLFound}
+// authorizer decides with the node's super users and no-ACL rule.
+func (b *Backend) authorizer() acl.Authorizer {
+	return acl.Authorizer{SuperUsers: b.cfg.SuperUsers, AllowIfNoACL: b.cfg.AllowEveryoneIfNoACLFound}
 }
 
 // Authorize decides against the local metadata copy's ACLs; everything is
 // allowed unless AuthorizationEnabled.
-func (b *backend) Authorize(r acl.Request) bool {
-	if !b.n.cfg.AuthorizationEnabled {
+func (b *Backend) Authorize(r acl.Request) bool {
+	if !b.cfg.AuthorizationEnabled {
 		return true
 	}
-	return b.authorizer().Authorize(b.n.meta.State().ACLs(), r)
+	return b.authorizer().Authorize(b.deps.Meta.State().ACLs(), r)
 }
 
 // AuthorizeAny is Authorize for "some resource of type rt".
-func (b *backend) AuthorizeAny(principal, host string, op acl.Operation, rt acl.ResourceType) bool {
-	if !b.n.cfg.AuthorizationEnabled {
+func (b *Backend) AuthorizeAny(principal, host string, op acl.Operation, rt acl.ResourceType) bool {
+	if !b.cfg.AuthorizationEnabled {
 		return true
 	}
-	return b.authorizer().AuthorizeAny(b.n.meta.State().ACLs(), principal, host, op, rt)
+	return b.authorizer().AuthorizeAny(b.deps.Meta.State().ACLs(), principal, host, op, rt)
 }
 
 // ACLs reads the local metadata copy. The node always stores ACLs, even
 // with authorization off, so it never answers kerr.SecurityDisabled.
-func (b *backend) ACLs() (acl.Set, error) { return b.n.meta.State().ACLs(), nil }
+func (b *Backend) ACLs() (acl.Set, error) { return b.deps.Meta.State().ACLs(), nil }
 
 // CreateACLs proposes the bindings to the metadata group.
-func (b *backend) CreateACLs(ctx context.Context, bindings []acl.Binding) ([]error, error) {
-	if !b.n.meta.State().Initialized() {
+func (b *Backend) CreateACLs(ctx context.Context, bindings []acl.Binding) ([]error, error) {
+	if !b.deps.Meta.State().Initialized() {
 		return nil, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
 	}
-	r, err := b.n.meta.Propose(ctx, metadata.CreateACLs{Bindings: bindings})
+	r, err := b.deps.Meta.Propose(ctx, metadata.CreateACLs{Bindings: bindings})
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +58,11 @@ func (b *backend) CreateACLs(ctx context.Context, bindings []acl.Binding) ([]err
 }
 
 // DeleteACLs proposes the filters to the metadata group.
-func (b *backend) DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error, error) {
-	if !b.n.meta.State().Initialized() {
+func (b *Backend) DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error, error) {
+	if !b.deps.Meta.State().Initialized() {
 		return nil, nil, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
 	}
-	r, err := b.n.meta.Propose(ctx, metadata.DeleteACLs{Filters: filters})
+	r, err := b.deps.Meta.Propose(ctx, metadata.DeleteACLs{Filters: filters})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package broker
+package kafkabackend
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 // ScramCredential reads a credential from the local metadata copy, so any
 // node authenticates any user.
-func (b *backend) ScramCredential(user string, m scram.Mechanism) (scram.Credential, bool) {
-	c, ok := b.n.meta.State().ScramCredential(user, metadata.ScramMechanism(m))
+func (b *Backend) ScramCredential(user string, m scram.Mechanism) (scram.Credential, bool) {
+	c, ok := b.deps.Meta.State().ScramCredential(user, metadata.ScramMechanism(m))
 	if !ok {
 		return scram.Credential{}, false
 	}
@@ -23,8 +23,8 @@ func (b *backend) ScramCredential(user string, m scram.Mechanism) (scram.Credent
 
 // ScramUsers lists the stored credentials without their secrets; the
 // node always manages credentials.
-func (b *backend) ScramUsers() ([]kafkaapi.ScramCredentialInfo, error) {
-	creds := b.n.meta.State().ScramCredentials()
+func (b *Backend) ScramUsers() ([]kafkaapi.ScramCredentialInfo, error) {
+	creds := b.deps.Meta.State().ScramCredentials()
 	out := make([]kafkaapi.ScramCredentialInfo, len(creds))
 	for i, c := range creds {
 		out[i] = kafkaapi.ScramCredentialInfo{User: c.User, Mechanism: scram.Mechanism(c.Mechanism), Iterations: c.Iterations}
@@ -35,8 +35,8 @@ func (b *backend) ScramUsers() ([]kafkaapi.ScramCredentialInfo, error) {
 // AlterScramCredentials derives StoredKey and ServerKey from each salted
 // password (which is then dropped) and proposes the change; the metadata
 // group checks it per user.
-func (b *backend) AlterScramCredentials(ctx context.Context, dels []kafkaapi.ScramDeletion, ups []kafkaapi.ScramUpsertion) (map[string]error, error) {
-	if !b.n.meta.State().Initialized() {
+func (b *Backend) AlterScramCredentials(ctx context.Context, dels []kafkaapi.ScramDeletion, ups []kafkaapi.ScramUpsertion) (map[string]error, error) {
+	if !b.deps.Meta.State().Initialized() {
 		return nil, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
 	}
 	cmd := metadata.AlterScramCredentials{}
@@ -50,7 +50,7 @@ func (b *backend) AlterScramCredentials(ctx context.Context, dels []kafkaapi.Scr
 		}
 		cmd.Upsertions = append(cmd.Upsertions, c)
 	}
-	r, err := b.n.meta.Propose(ctx, cmd)
+	r, err := b.deps.Meta.Propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}

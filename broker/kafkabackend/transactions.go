@@ -1,4 +1,4 @@
-package broker
+package kafkabackend
 
 import (
 	"context"
@@ -22,14 +22,13 @@ import (
 // txnPartition returns the partition of __transaction_state that holds a
 // transactional id, creating the topic on first need (until then
 // COORDINATOR_NOT_AVAILABLE, which clients retry).
-func (b *backend) txnPartition(ctx context.Context, id string) (int32, error) {
-	n := b.n
-	parts, ok := n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
+func (b *Backend) txnPartition(ctx context.Context, id string) (int32, error) {
+	parts, ok := b.deps.Meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
-		if err := b.createInternalTopic(ctx, metadata.TransactionStateTopic, n.cfg.TxnTopicPartitions, n.cfg.TxnTopicReplicationFactor); err != nil {
+		if err := b.createInternalTopic(ctx, metadata.TransactionStateTopic, b.cfg.TxnTopicPartitions, b.cfg.TxnTopicReplicationFactor); err != nil {
 			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, err)
 		}
-		if parts, ok = n.meta.State().TopicPartitions(metadata.TransactionStateTopic); !ok {
+		if parts, ok = b.deps.Meta.State().TopicPartitions(metadata.TransactionStateTopic); !ok {
 			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
 		}
 	}
@@ -39,18 +38,17 @@ func (b *backend) txnPartition(ctx context.Context, id string) (int32, error) {
 // createInternalTopic creates an internal topic with parts partitions and
 // replication factor rf capped by the brokers alive now. A concurrent
 // creation by another request or node is success.
-func (b *backend) createInternalTopic(ctx context.Context, name string, parts int32, rf int16) error {
-	n := b.n
-	state := n.meta.State()
+func (b *Backend) createInternalTopic(ctx context.Context, name string, parts int32, rf int16) error {
+	state := b.deps.Meta.State()
 	rf = min(rf, int16(len(b.liveBrokers(state))))
 	if rf < 1 {
 		return fmt.Errorf("%w: no live brokers", kerr.CoordinatorNotAvailable)
 	}
 	cmd, err := b.placeTopic(state, name, parts, rf)
 	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, n.cfg.Tuning.MetaProposal)
+		pctx, cancel := context.WithTimeout(ctx, b.cfg.MetaProposal)
 		defer cancel()
-		_, err = n.meta.Propose(pctx, cmd)
+		_, err = b.deps.Meta.Propose(pctx, cmd)
 	}
 	if errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil
@@ -60,12 +58,12 @@ func (b *backend) createInternalTopic(ctx context.Context, name string, parts in
 
 // TxnCoordinatorNode is the node that coordinates a transactional id now:
 // the leader of its __transaction_state partition.
-func (b *backend) TxnCoordinatorNode(ctx context.Context, id string) (int32, error) {
+func (b *Backend) TxnCoordinatorNode(ctx context.Context, id string) (int32, error) {
 	p, err := b.txnPartition(ctx, id)
 	if err != nil {
 		return -1, err
 	}
-	leader, _, ok := b.n.PartitionLeader(metadata.TransactionStateTopic, p)
+	leader, _, ok := b.deps.PartitionLeader(metadata.TransactionStateTopic, p)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, p)
 	}
@@ -73,7 +71,7 @@ func (b *backend) TxnCoordinatorNode(ctx context.Context, id string) (int32, err
 }
 
 // TxnCoordinator returns this node's coordinator of a transactional id.
-func (b *backend) TxnCoordinator(ctx context.Context, id string) (kafkaapi.TxnCoordinator, error) {
+func (b *Backend) TxnCoordinator(ctx context.Context, id string) (kafkaapi.TxnCoordinator, error) {
 	c, err := b.txnCoordinator(ctx, id)
 	if err != nil {
 		return nil, err
@@ -84,20 +82,20 @@ func (b *backend) TxnCoordinator(ctx context.Context, id string) (kafkaapi.TxnCo
 // txnCoordinator returns this node's coordinator of a transactional id:
 // NOT_COORDINATOR if __transaction_state does not exist or another node
 // leads the id's partition.
-func (b *backend) txnCoordinator(ctx context.Context, id string) (*txncoord.Coordinator, error) {
-	parts, ok := b.n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
+func (b *Backend) txnCoordinator(ctx context.Context, id string) (*txncoord.Coordinator, error) {
+	parts, ok := b.deps.Meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.TransactionStateTopic)
 	}
-	return b.n.coords.Txn(ctx, metadata.TxnPartition(id, parts))
+	return b.deps.Coordinators.Txn(ctx, metadata.TxnPartition(id, parts))
 }
 
 // InitProducerID allocates an idempotent producer's id from the metadata
 // group; a transactional id's InitProducerId goes to its coordinator,
 // which must be this node (else NOT_COORDINATOR, as in Kafka).
-func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerIDRequest) (kafkaapi.ProducerIdentity, error) {
+func (b *Backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerIDRequest) (kafkaapi.ProducerIdentity, error) {
 	if req.TransactionalID == nil {
-		r, err := b.n.meta.NewProducerID(ctx)
+		r, err := b.deps.Meta.NewProducerID(ctx)
 		if err != nil {
 			return kafkaapi.ProducerIdentity{}, err
 		}
@@ -116,6 +114,6 @@ func (b *backend) InitProducerID(ctx context.Context, req kafkaapi.InitProducerI
 }
 
 // TxnCoordinators returns every transaction coordinator this node runs.
-func (b *backend) TxnCoordinators() ([]kafkaapi.TxnCoordinator, error) {
-	return b.n.coords.Txns()
+func (b *Backend) TxnCoordinators() ([]kafkaapi.TxnCoordinator, error) {
+	return b.deps.Coordinators.Txns()
 }

@@ -1,4 +1,4 @@
-package broker
+package kafkabackend
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka-go/broker/coordhost"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 )
@@ -17,13 +16,13 @@ import (
 // the transactional id's coordinator whether the partition was added, with
 // AddPartitionsToTxn v4 VerifyOnly, as Kafka's AddPartitionsToTxnManager
 // does: in process when this node coordinates the id, else over the Kafka
-// API to the coordinator's node (the markers' clients).
+// API to the coordinator's node (Coordinators.RequestNode).
 
 // VerifyTxnPartitions asks the coordinator of transactionalID whether each
 // of parts is in the ongoing transaction of producer pid at epoch. The
 // errors are the coordinator's, or a routing or transport error for
 // every part.
-func (b *backend) VerifyTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []kafkaapi.TopicPartition) []error {
+func (b *Backend) VerifyTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []kafkaapi.TopicPartition) []error {
 	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = transactionalID, pid, epoch, true
 	for _, tp := range parts {
@@ -47,26 +46,22 @@ func (b *backend) VerifyTxnPartitions(ctx context.Context, transactionalID strin
 
 // verifyTxn sends one verify-only transaction to its coordinator and
 // returns the coordinator's answer for it.
-func (b *backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) (kmsg.AddPartitionsToTxnResponseTransaction, error) {
+func (b *Backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) (kmsg.AddPartitionsToTxnResponseTransaction, error) {
 	node, err := b.txnCoordinatorNodeNow(t.TransactionalID)
 	if err != nil {
 		return kmsg.AddPartitionsToTxnResponseTransaction{}, err
 	}
-	if node == b.n.cfg.NodeID {
+	if node == b.cfg.NodeID {
 		c, err := b.TxnCoordinator(ctx, t.TransactionalID)
 		if err != nil {
 			return kmsg.AddPartitionsToTxnResponseTransaction{}, err
 		}
 		return c.AddPartitionsToTxnTransaction(ctx, t), nil
 	}
-	cl, err := b.n.coords.NodeClient(node)
-	if err != nil {
-		return kmsg.AddPartitionsToTxnResponseTransaction{}, err
-	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	req.Transactions = append(req.Transactions, *t)
-	kresp, err := coordhost.RequestNode(ctx, cl, req)
+	kresp, err := b.deps.Coordinators.RequestNode(ctx, node, req)
 	if err != nil {
 		return kmsg.AddPartitionsToTxnResponseTransaction{}, fmt.Errorf("AddPartitionsToTxn to node %d: %w", node, err)
 	}
@@ -86,13 +81,13 @@ func (b *backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnReque
 // this node's view. Unlike FindCoordinator it never creates
 // __transaction_state: without it no transaction exists yet, and Kafka
 // answers COORDINATOR_NOT_AVAILABLE.
-func (b *backend) txnCoordinatorNodeNow(id string) (int32, error) {
-	parts, ok := b.n.meta.State().TopicPartitions(metadata.TransactionStateTopic)
+func (b *Backend) txnCoordinatorNodeNow(id string) (int32, error) {
+	parts, ok := b.deps.Meta.State().TopicPartitions(metadata.TransactionStateTopic)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s does not exist", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
 	}
 	p := metadata.TxnPartition(id, parts)
-	leader, _, ok := b.n.PartitionLeader(metadata.TransactionStateTopic, p)
+	leader, _, ok := b.deps.PartitionLeader(metadata.TransactionStateTopic, p)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, p)
 	}

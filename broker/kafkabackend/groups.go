@@ -1,4 +1,4 @@
-package broker
+package kafkabackend
 
 import (
 	"context"
@@ -17,18 +17,17 @@ import (
 // feed a materialised view of committed offsets and group metadata, so a
 // new leader coordinates at once.
 
-// offsetsPartition returns the partition of __consumer_offsets that holds
+// OffsetsPartition returns the partition of __consumer_offsets that holds
 // group, creating the topic on first need. Until the topic exists and the
 // partition has a leader it answers COORDINATOR_NOT_AVAILABLE, which
 // clients retry, as Kafka does.
-func (b *backend) offsetsPartition(ctx context.Context, group string) (int32, error) {
-	n := b.n
-	parts, ok := n.meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
+func (b *Backend) OffsetsPartition(ctx context.Context, group string) (int32, error) {
+	parts, ok := b.deps.Meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	if !ok {
-		if err := b.createInternalTopic(ctx, metadata.ConsumerOffsetsTopic, n.cfg.OffsetsTopicPartitions, n.cfg.OffsetsTopicReplicationFactor); err != nil {
+		if err := b.createInternalTopic(ctx, metadata.ConsumerOffsetsTopic, b.cfg.OffsetsTopicPartitions, b.cfg.OffsetsTopicReplicationFactor); err != nil {
 			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, err)
 		}
-		if parts, ok = n.meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic); !ok {
+		if parts, ok = b.deps.Meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic); !ok {
 			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic)
 		}
 	}
@@ -38,12 +37,12 @@ func (b *backend) offsetsPartition(ctx context.Context, group string) (int32, er
 // CoordinatorNode is the node that coordinates group now: the leader of
 // its __consumer_offsets partition, or COORDINATOR_NOT_AVAILABLE while that
 // partition has none.
-func (b *backend) CoordinatorNode(ctx context.Context, group string) (int32, error) {
-	p, err := b.offsetsPartition(ctx, group)
+func (b *Backend) CoordinatorNode(ctx context.Context, group string) (int32, error) {
+	p, err := b.OffsetsPartition(ctx, group)
 	if err != nil {
 		return -1, err
 	}
-	leader, _, ok := b.n.PartitionLeader(metadata.ConsumerOffsetsTopic, p)
+	leader, _, ok := b.deps.PartitionLeader(metadata.ConsumerOffsetsTopic, p)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, p)
 	}
@@ -54,12 +53,12 @@ func (b *backend) CoordinatorNode(ctx context.Context, group string) (int32, err
 // if another node leads the group's partition (or __consumer_offsets does
 // not exist yet: clients find the coordinator first, which creates it),
 // COORDINATOR_LOAD_IN_PROGRESS while this node takes over.
-func (b *backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.GroupCoordinator, error) {
-	parts, ok := b.n.meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
+func (b *Backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.GroupCoordinator, error) {
+	parts, ok := b.deps.Meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ConsumerOffsetsTopic)
 	}
-	c, err := b.n.coords.Group(ctx, metadata.GroupPartition(group, parts))
+	c, err := b.deps.Coordinators.Group(ctx, metadata.GroupPartition(group, parts))
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +66,6 @@ func (b *backend) GroupCoordinator(ctx context.Context, group string) (kafkaapi.
 }
 
 // GroupCoordinators returns every coordinator this node runs.
-func (b *backend) GroupCoordinators() ([]kafkaapi.GroupCoordinator, error) {
-	return b.n.coords.Groups()
+func (b *Backend) GroupCoordinators() ([]kafkaapi.GroupCoordinator, error) {
+	return b.deps.Coordinators.Groups()
 }

@@ -1,0 +1,277 @@
+package kafkabackend
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/membership"
+	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/metrics"
+	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/topicconfig"
+	"github.com/minikafka/minikafka-go/txncoord"
+)
+
+// Metadata is what the Backend needs of the node's member of the metadata
+// group (*controller.Controller).
+type Metadata interface {
+	State() *metadata.Snapshot
+	// LeaderID is the metadata leader's node id, -1 while there is none.
+	LeaderID() int32
+	Propose(ctx context.Context, cmd metadata.Command) (controller.Reply, error)
+	// WaitFor returns once cond holds of the local copy, or ctx ends.
+	WaitFor(ctx context.Context, cond func(*metadata.Snapshot) bool) (*metadata.Snapshot, error)
+	NewProducerID(ctx context.Context) (metadata.ProducerIdentity, error)
+}
+
+var _ Metadata = (*controller.Controller)(nil)
+
+// Coordinators are the group and transaction coordinators this node runs,
+// one per partition of __consumer_offsets or __transaction_state it leads,
+// and the Kafka clients of the other nodes.
+type Coordinators interface {
+	// Group is the coordinator of __consumer_offsets partition p.
+	Group(ctx context.Context, p int32) (kafkaapi.GroupCoordinator, error)
+	Groups() ([]kafkaapi.GroupCoordinator, error)
+	// Txn is the coordinator of __transaction_state partition p.
+	Txn(ctx context.Context, p int32) (*txncoord.Coordinator, error)
+	Txns() ([]kafkaapi.TxnCoordinator, error)
+	// RequestNode sends a request to another node's Kafka listener, once
+	// more if the first attempt meets a stale connection (the
+	// verification of a transactional batch's partition is harmless to
+	// repeat).
+	RequestNode(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error)
+}
+
+// Replica is one of this node's partition replicas.
+type Replica interface {
+	Partition() *partition.Replica
+	// Config is the topic's configs as the replica last took them.
+	Config() topicconfig.Config
+	Traffic() *metrics.Traffic
+	// Verified is the replica's memory of verified transactions, shared
+	// by every lookup.
+	Verified() Verified
+}
+
+// Verified remembers, while this node leads a partition, the transactions
+// verified to hold it (KIP-890), and orders their batches against markers.
+type Verified interface {
+	// Check reports whether producer pid's transaction at epoch is
+	// verified in this leader epoch, and the guard to produce under.
+	Check(leaderEpoch int32, pid int64, epoch int16) (bool, kafkaapi.TxnGuard)
+	// Produce calls propose unless a marker for pid, or a new leader
+	// epoch, came after guard (then it returns why).
+	Produce(leaderEpoch int32, pid int64, epoch int16, guard kafkaapi.TxnGuard, propose func()) error
+	// Marker calls propose for a marker of pid and forgets its
+	// verification.
+	Marker(pid int64, propose func())
+}
+
+// Config is what the Backend needs of the node's static configuration;
+// Configs reports most of it to clients under Kafka's names.
+type Config struct {
+	NodeID int32
+	// KafkaAddr, AdvertisedKafkaAddr, AdvertisedRaftAddr and
+	// AdvertisedGossip are the node's addresses, ports resolved.
+	KafkaAddr, AdvertisedKafkaAddr string
+	AdvertisedRaftAddr             string
+	AdvertisedGossip               string
+	DataDir                        string
+	BootstrapExpect                int
+
+	// Topic creation: the defaults of CreateTopics, and the cluster's and
+	// each node's bounds on partitions.
+	DefaultPartitions        int32
+	DefaultReplicationFactor int16
+	AutoCreateTopics         bool
+	MaxPartitions            int32
+	MaxNodeReplicas          int32
+	// The internal topics' shapes, used when they are first created.
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
+	TxnTopicPartitions            int32
+	TxnTopicReplicationFactor     int16
+
+	// Authorization (acls.go).
+	AuthorizationEnabled      bool
+	SuperUsers                []string
+	AllowEveryoneIfNoACLFound bool
+
+	// Reported only (Configs).
+	LeaderRebalanceInterval         time.Duration
+	SegmentBytes                    int64
+	LogRetentionMs                  int64
+	LogRetentionBytes               int64
+	RetentionCheckInterval          time.Duration
+	ProducerIDExpirationMs          int64
+	ProducerExpirationCheckInterval time.Duration
+	OffsetsRetention                time.Duration
+	OffsetsRetentionCheckInterval   time.Duration
+	TransactionalIDExpirationMs     int64
+	TxnRemoveExpiredInterval        time.Duration
+	MaxRequestBytes                 int32
+	MessageMaxBytes                 int32
+	TxnPartitionVerification        bool
+	WriteCachingDefault             bool
+	LogFlushIntervalMs              int64
+	ProducerWindow                  int
+
+	// TopicLeaders is how long CreateTopics waits for the new partitions'
+	// leaders; ProduceEnqueue bounds the wait for a slot in a partition's
+	// Raft apply queue; MetaProposal bounds a metadata change the backend
+	// makes on its own (creating an internal topic).
+	TopicLeaders   time.Duration
+	ProduceEnqueue time.Duration
+	MetaProposal   time.Duration
+}
+
+// Deps are the parts of the node the Backend uses.
+type Deps struct {
+	Meta Metadata
+	// Members lists the nodes gossip sees alive.
+	Members func() []membership.NodeMeta
+	// PartitionLeader is the leader and leader epoch of a partition as
+	// this node sees them; ok is false while it has none.
+	PartitionLeader func(topic string, p int32) (leader, epoch int32, ok bool)
+	Coordinators    Coordinators
+	// Replica looks up this node's replica of topic/p.
+	Replica func(topic string, p int32) (Replica, bool)
+	// Configs resolves the cluster-wide dynamic configs.
+	Configs *Resolver
+	// RefuseNewPartitions is why no topic or partition may be created now
+	// (a disk below its reserve), or nil.
+	RefuseNewPartitions func() error
+}
+
+// Backend answers the Kafka front end (kafkaapi.Server) from the node's
+// state.
+type Backend struct {
+	cfg  Config
+	deps Deps
+}
+
+var _ kafkaapi.Backend = (*Backend)(nil)
+
+// New makes the Backend; it starts nothing.
+func New(cfg Config, deps Deps) *Backend { return &Backend{cfg: cfg, deps: deps} }
+
+// AutoCreateTopics reports whether a Metadata request for an unknown
+// topic creates it (auto.create.topics.enable).
+func (b *Backend) AutoCreateTopics() bool { return b.cfg.AutoCreateTopics }
+
+// alive is the set of node ids gossip sees alive.
+func (b *Backend) alive() map[int32]bool {
+	out := map[int32]bool{}
+	for _, m := range b.deps.Members() {
+		out[m.ID] = true
+	}
+	return out
+}
+
+// Cluster is the cluster as this node sees it: the brokers gossip sees
+// alive (and the controller), and every topic's partitions with their
+// leaders, in-sync and offline replicas.
+func (b *Backend) Cluster() kafkaapi.ClusterView {
+	state := b.deps.Meta.State()
+	alive := b.alive()
+	view := kafkaapi.ClusterView{ClusterID: state.ClusterID(), ControllerID: b.deps.Meta.LeaderID()}
+	for _, br := range state.Brokers() {
+		// The controller is alive as far as Raft knows even when gossip
+		// has not caught up; Kafka never names a controller it does not
+		// list.
+		if !alive[br.ID] && br.ID != view.ControllerID {
+			continue
+		}
+		host, port, err := net.SplitHostPort(br.KafkaAddr)
+		if err != nil {
+			continue
+		}
+		p, _ := strconv.Atoi(port)
+		view.Brokers = append(view.Brokers, kafkaapi.Broker{NodeID: br.ID, Host: host, Port: int32(p), Endpoints: endpoints(br)})
+	}
+	for _, t := range state.Topics() {
+		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID, Internal: metadata.IsInternal(t.Name)}
+		for i, p := range t.Partitions {
+			pv := kafkaapi.PartitionView{
+				Partition:   int32(i),
+				Leader:      p.Leader,
+				LeaderEpoch: p.LeaderEpoch,
+				Replicas:    slices.Clone(p.Replicas),
+			}
+			// A local replica knows the leader first hand.
+			if lr, ok := b.deps.Replica(t.Name, int32(i)); ok {
+				if id, epoch, ok := lr.Partition().LeaderAndEpoch(); ok {
+					pv.Leader, pv.LeaderEpoch = id, epoch
+				} else {
+					pv.Leader = -1
+				}
+			}
+			if pv.Leader >= 0 && !alive[pv.Leader] {
+				pv.Leader = -1
+			}
+			move, _ := state.Reassignment(t.Name, int32(i))
+			for _, r := range p.Replicas {
+				if alive[r] && !slices.Contains(move.Adding(), r) { // a replica being added is not in sync yet
+					pv.ISR = append(pv.ISR, r)
+				} else {
+					pv.OfflineReplicas = append(pv.OfflineReplicas, r)
+				}
+			}
+			tv.Partitions = append(tv.Partitions, pv)
+		}
+		view.Topics = append(view.Topics, tv)
+	}
+	return view
+}
+
+// Partition is this node's replica of topic/p, NOT_LEADER_FOR_PARTITION
+// if the partition exists but this node holds no replica of it.
+func (b *Backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
+	if lr, ok := b.deps.Replica(topic, p); ok {
+		rp := replicaPartition{r: lr.Partition(), enqueue: b.cfg.ProduceEnqueue, cfg: lr.Config(), txn: lr.Verified(),
+			traffic: lr.Traffic()}
+		if metadata.IsInternal(topic) {
+			return internalPartition{rp}, nil
+		}
+		return rp, nil
+	}
+	if _, ok := b.deps.Meta.State().Partition(topic, p); ok {
+		return nil, fmt.Errorf("%w: node %d holds no replica of %s-%d", kerr.NotLeaderForPartition, b.cfg.NodeID, topic, p)
+	}
+	return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, p)
+}
+
+// protocolPlaintext is the listener name and security protocol of a
+// broker's kafka_addr when it registers no listeners.
+const protocolPlaintext = "PLAINTEXT"
+
+// endpoints turns a registered broker's listeners into Metadata endpoints;
+// a broker registered without listeners has its KafkaAddr as PLAINTEXT.
+func endpoints(b metadata.Broker) []kafkaapi.Endpoint {
+	ls := []metadata.Listener{{Name: protocolPlaintext, Addr: b.KafkaAddr}}
+	if b.Listeners != "" {
+		if parsed, err := metadata.ParseListeners(b.Listeners); err == nil {
+			ls = parsed
+		}
+	}
+	out := make([]kafkaapi.Endpoint, 0, len(ls))
+	for _, l := range ls {
+		host, port, err := net.SplitHostPort(l.Addr)
+		if err != nil {
+			continue
+		}
+		p, _ := strconv.Atoi(port)
+		out = append(out, kafkaapi.Endpoint{Listener: l.Name, Host: host, Port: int32(p)})
+	}
+	return out
+}

@@ -1,0 +1,31 @@
+package kafkabackend
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
+)
+
+func TestEndpoints(t *testing.T) {
+	plain := endpoints(metadata.Broker{KafkaAddr: "10.0.0.1:9092"})
+	if want := []kafkaapi.Endpoint{{Listener: "PLAINTEXT", Host: "10.0.0.1", Port: 9092}}; !slices.Equal(plain, want) {
+		t.Errorf("no listeners: %+v, want %+v", plain, want)
+	}
+	listed := endpoints(metadata.Broker{KafkaAddr: "10.0.0.1:9092", Listeners: "INTERNAL://h1:9093,SASL_SSL://h2:9094"})
+	want := []kafkaapi.Endpoint{{Listener: "INTERNAL", Host: "h1", Port: 9093}, {Listener: "SASL_SSL", Host: "h2", Port: 9094}}
+	if !slices.Equal(listed, want) {
+		t.Errorf("listeners: %+v, want %+v", listed, want)
+	}
+}
+
+func TestStaticConfigsReportTheNodesConfig(t *testing.T) {
+	m := StaticConfigs(Config{NodeID: 3, MaxNodeReplicas: 12, AutoCreateTopics: true})
+	for k, want := range map[string]string{"broker.id": "3", "node.id": "3", NodeCapacityConfig: "12",
+		"auto.create.topics.enable": "true", "auto.leader.rebalance.enable": "false"} {
+		if m[k] != want {
+			t.Errorf("%s = %q, want %q", k, m[k], want)
+		}
+	}
+}

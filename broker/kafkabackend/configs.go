@@ -1,0 +1,116 @@
+package kafkabackend
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/topicconfig"
+)
+
+// TopicConfigs returns a topic's overrides from the local metadata view.
+func (b *Backend) TopicConfigs(topic string) (map[string]string, error) {
+	t, ok := b.deps.Meta.State().Topic(topic)
+	if !ok {
+		return nil, fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
+	}
+	return t.Configs, nil
+}
+
+// ClusterConfigs returns the cluster-wide dynamic broker defaults from the
+// local metadata view.
+func (b *Backend) ClusterConfigs() map[string]string { return b.deps.Configs.Cluster() }
+
+// AlterTopicConfigs replaces a topic's overrides through the metadata
+// group, which validates them again at their log position.
+func (b *Backend) AlterTopicConfigs(ctx context.Context, topic string, configs map[string]string, validateOnly bool) error {
+	return b.alterConfigs(ctx, metadata.AlterConfigs{Resource: metadata.ConfigTopic, Topic: topic, Configs: configs}, validateOnly)
+}
+
+// AlterClusterConfigs replaces the cluster-wide dynamic broker defaults
+// through the metadata group.
+func (b *Backend) AlterClusterConfigs(ctx context.Context, configs map[string]string, validateOnly bool) error {
+	return b.alterConfigs(ctx, metadata.AlterConfigs{Resource: metadata.ConfigClusterDefaults, Configs: configs}, validateOnly)
+}
+
+// alterConfigs checks cmd against the current state (all validateOnly
+// does) and proposes it; the metadata leader may be another node.
+func (b *Backend) alterConfigs(ctx context.Context, cmd metadata.AlterConfigs, validateOnly bool) error {
+	state := b.deps.Meta.State()
+	if !state.Initialized() {
+		return fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
+	}
+	if _, _, err := state.Apply(state.AppliedIndex()+1, cmd); err != nil {
+		return fmt.Errorf("%w: %w", controller.ErrorCode(err), err)
+	}
+	if validateOnly {
+		return nil
+	}
+	_, err := b.deps.Meta.Propose(ctx, cmd)
+	return err
+}
+
+// Configs reports the node's config under Kafka's names, and ours under
+// minikafka.*.
+func (b *Backend) Configs() []kafkaapi.ConfigEntry { return configEntries(b.cfg) }
+
+// StaticConfigs are the node's static configs by their Kafka names, as
+// DescribeConfigs reports them (Backend.Configs); they are the last
+// fallback of a Resolver.
+func StaticConfigs(c Config) map[string]string {
+	m := make(map[string]string)
+	for _, e := range configEntries(c) {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+// NodeCapacityConfig is the broker config (DescribeConfigs of a broker)
+// that reports max_partition_replicas_per_node.
+const NodeCapacityConfig = "minikafka.max.partition.replicas.per.node"
+
+// configEntries are c under Kafka's names, and ours under minikafka.*.
+func configEntries(c Config) []kafkaapi.ConfigEntry {
+	str, num, boolean := kmsg.ConfigTypeString, kmsg.ConfigTypeInt, kmsg.ConfigTypeBoolean
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return []kafkaapi.ConfigEntry{
+		{Name: "broker.id", Value: itoa(int64(c.NodeID)), Type: num},
+		{Name: "node.id", Value: itoa(int64(c.NodeID)), Type: num},
+		{Name: "listeners", Value: "PLAINTEXT://" + c.KafkaAddr, Type: kmsg.ConfigTypeList},
+		{Name: "advertised.listeners", Value: "PLAINTEXT://" + c.AdvertisedKafkaAddr, Type: kmsg.ConfigTypeList},
+		{Name: "log.dirs", Value: c.DataDir, Type: str},
+		{Name: "num.partitions", Value: itoa(int64(c.DefaultPartitions)), Type: num},
+		{Name: "default.replication.factor", Value: itoa(int64(c.DefaultReplicationFactor)), Type: num},
+		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(c.AutoCreateTopics), Type: boolean},
+		{Name: "auto.leader.rebalance.enable", Value: strconv.FormatBool(c.LeaderRebalanceInterval > 0), Type: boolean},
+		{Name: "leader.imbalance.check.interval.seconds", Value: itoa(int64(c.LeaderRebalanceInterval.Seconds())), Type: kmsg.ConfigTypeLong},
+		{Name: "log.segment.bytes", Value: itoa(c.SegmentBytes), Type: num},
+		{Name: "log.retention.ms", Value: itoa(c.LogRetentionMs), Type: kmsg.ConfigTypeLong},
+		{Name: "log.retention.bytes", Value: itoa(c.LogRetentionBytes), Type: kmsg.ConfigTypeLong},
+		{Name: "log.retention.check.interval.ms", Value: itoa(c.RetentionCheckInterval.Milliseconds()), Type: kmsg.ConfigTypeLong},
+		{Name: "producer.id.expiration.ms", Value: itoa(c.ProducerIDExpirationMs), Type: num},
+		{Name: "producer.id.expiration.check.interval.ms", Value: itoa(c.ProducerExpirationCheckInterval.Milliseconds()), Type: num},
+		{Name: "offsets.retention.minutes", Value: itoa(int64(c.OffsetsRetention / time.Minute)), Type: num},
+		{Name: "offsets.retention.check.interval.ms", Value: itoa(c.OffsetsRetentionCheckInterval.Milliseconds()), Type: kmsg.ConfigTypeLong},
+		{Name: "transactional.id.expiration.ms", Value: itoa(c.TransactionalIDExpirationMs), Type: num},
+		{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Value: itoa(c.TxnRemoveExpiredInterval.Milliseconds()), Type: num},
+		{Name: "socket.request.max.bytes", Value: itoa(int64(c.MaxRequestBytes)), Type: num},
+		{Name: "message.max.bytes", Value: itoa(int64(c.MessageMaxBytes)), Type: num},
+		{Name: "transaction.partition.verification.enable", Value: strconv.FormatBool(c.TxnPartitionVerification), Type: boolean},
+		{Name: topicconfig.WriteCachingDefault, Value: strconv.FormatBool(c.WriteCachingDefault), Type: boolean},
+		{Name: "log.flush.interval.ms", Value: itoa(c.LogFlushIntervalMs), Type: kmsg.ConfigTypeLong},
+		{Name: "minikafka.raft.addr", Value: c.AdvertisedRaftAddr, Type: str},
+		{Name: "minikafka.gossip.addr", Value: c.AdvertisedGossip, Type: str},
+		{Name: "minikafka.bootstrap.expect", Value: itoa(int64(c.BootstrapExpect)), Type: num},
+		{Name: "minikafka.producer.window", Value: itoa(int64(c.ProducerWindow)), Type: num},
+		{Name: "minikafka.max.partitions", Value: itoa(int64(c.MaxPartitions)), Type: num},
+		{Name: NodeCapacityConfig, Value: itoa(int64(c.MaxNodeReplicas)), Type: num},
+	}
+}
