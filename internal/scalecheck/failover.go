@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,8 +44,9 @@ func killAndTime(ctx context.Context, o options, pids []int, names []string) err
 	}
 	t0 := time.Now()
 	nodeSide := make(chan time.Duration, 1)
-	go func() { nodeSide <- timeNewLeaders(ctx, seeds, names, led, leaders, victim, t0) }()
-	times, fails := produceToEach(ctx, pr, led, t0)
+	var acked atomic.Int64
+	go func() { nodeSide <- timeNewLeaders(ctx, seeds, names, led, leaders, victim, t0, &acked) }()
+	times, fails := produceToEach(ctx, pr, led, t0, &acked)
 
 	slices.Sort(times)
 	if len(times) > 0 {
@@ -84,12 +86,16 @@ func ledBy(leaders map[tp]leaderInfo, node int32) []tp {
 // timeNewLeaders polls a survivor's Metadata until it names a new leader
 // (another node, a higher epoch) for every partition in led, and returns
 // the time since t0; -1 if ctx ends first or no client could be made.
-func timeNewLeaders(ctx context.Context, seeds, names []string, led []tp, old map[tp]leaderInfo, victim int32, t0 time.Time) time.Duration {
+// For thousands of partitions it prints its progress every 2 s, with the
+// produces acknowledged so far, so that the tail shows whether the new
+// leaders are late to be elected or late to be named in Metadata.
+func timeNewLeaders(ctx context.Context, seeds, names []string, led []tp, old map[tp]leaderInfo, victim int32, t0 time.Time, acked *atomic.Int64) time.Duration {
 	md, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return -1
 	}
 	defer md.Close()
+	next := 2 * time.Second
 	for ctx.Err() == nil {
 		now, err := allLeaders(ctx, md, names)
 		if err == nil {
@@ -101,6 +107,11 @@ func timeNewLeaders(ctx context.Context, seeds, names []string, led []tp, old ma
 			}
 			if moved == len(led) {
 				return time.Since(t0)
+			}
+			if d := time.Since(t0); len(led) > 1000 && d >= next {
+				fmt.Printf("  after %v: %d/%d led anew in Metadata, %d produces acknowledged\n",
+					d.Round(100*time.Millisecond), moved, len(led), acked.Load())
+				next += 2 * time.Second
 			}
 		}
 		time.Sleep(pollEvery(len(led)))
@@ -121,7 +132,7 @@ func pollEvery(n int) time.Duration {
 
 // produceToEach produces one record to each partition in led and waits for
 // every result: the times since t0 of those acknowledged, and the errors.
-func produceToEach(ctx context.Context, pr *kgo.Client, led []tp, t0 time.Time) ([]time.Duration, []error) {
+func produceToEach(ctx context.Context, pr *kgo.Client, led []tp, t0 time.Time, acked *atomic.Int64) ([]time.Duration, []error) {
 	var (
 		mu    sync.Mutex
 		times []time.Duration
@@ -139,6 +150,7 @@ func produceToEach(ctx context.Context, pr *kgo.Client, led []tp, t0 time.Time) 
 				return
 			}
 			times = append(times, time.Since(t0))
+			acked.Add(1)
 		})
 	}
 	wg.Wait()
