@@ -27,7 +27,7 @@ test: fmt-check vet test-deps
 # hashicorp/raft as patched in third_party/raft (its MINIKAFKA.md): the
 # patches' own tests run in make test; make raft-test also runs raft's
 # whole suite, and make raft-diff prints the patches against the release.
-RAFT_PATCH_TESTS := Quiesce|CampaignGate|LeadershipTransferRacingShutdown
+RAFT_PATCH_TESTS := Quiesce|CampaignGate|LeadershipTransferRacingShutdown|LogCacheDeleteRange
 RAFT_VERSION     := v1.8.0
 .PHONY: raft-test raft-diff
 raft-test:

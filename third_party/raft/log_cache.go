@@ -86,9 +86,15 @@ func (c *LogCache) LastIndex() (uint64, error) {
 }
 
 func (c *LogCache) DeleteRange(min, max uint64) error {
-	// Invalidate the cache on deletes
+	// Invalidate the deleted entries only (MiniKafka patch): compaction
+	// deletes old entries, and dropping the recent ones too made every
+	// compaction cost the next reads of them and the heap they held.
 	c.l.Lock()
-	c.cache = make([]*Log, len(c.cache))
+	for i, l := range c.cache {
+		if l != nil && l.Index >= min && l.Index <= max {
+			c.cache[i] = nil
+		}
+	}
 	c.l.Unlock()
 
 	return c.store.DeleteRange(min, max)
