@@ -89,6 +89,7 @@ func keys() []key {
 		{"replica_move_throttle", d.ReplicaMoveThrottle, "bytes per second a node sends to new replicas catching up in a reassignment (0 = no bound; at least 65536)"},
 		{"log_level", "info", "debug, info, warn, error or off"},
 		{"memory_limit", int64(0), "bytes of memory the node's Go heap aims to stay under (the runtime's soft limit, as GOMEMLIMIT, which wins when set; 0 = 80% of the container's or machine's memory)"},
+		{"gc_min_heap", int64(defaultGCMinHeap), "bytes the Go heap may grow to before a collection however little is live (GOGC is raised while the live heap is small; at most a quarter of memory_limit; GOGC, when set, wins; 0 = off)"},
 		{"log_rate_limit", defaultLogRateLimit, "log lines of one kind (level, message and logger, whatever the partition) written per log_rate_interval; the rest are counted and reported in one line at the interval's end (0 = no limit)"},
 		{"log_rate_interval", logging.DefaultRateInterval, "the window of log_rate_limit"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
@@ -156,8 +157,10 @@ type options struct {
 	// MemoryLimit is memory_limit: the Go runtime's soft limit, 0 for a
 	// share of the machine's or container's memory (memory.go).
 	MemoryLimit int64
-	DebugAddr   string // host:port for net/http/pprof; "" = none
-	AdminAddr   string // host:port for metrics, health and status; "" = none
+	// GCMinHeap is gc_min_heap: the heap goal's floor (gcfloor.go).
+	GCMinHeap int64
+	DebugAddr string // host:port for net/http/pprof; "" = none
+	AdminAddr string // host:port for metrics, health and status; "" = none
 
 	// LogRateLimit lines of a kind per LogRateInterval (0: no limit); see
 	// logging.RateLimiter.
@@ -315,6 +318,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	o.AdminAddr = g.hostPort("admin_addr")
 	if o.MemoryLimit = g.int64("memory_limit"); o.MemoryLimit < 0 {
 		g.fail("memory_limit", o.MemoryLimit, errors.New("must not be negative (0: a share of the machine's memory)"))
+	}
+	if o.GCMinHeap = g.int64("gc_min_heap"); o.GCMinHeap < 0 {
+		g.fail("gc_min_heap", o.GCMinHeap, errors.New("must not be negative (0: off)"))
 	}
 	if g.err != nil {
 		return options{}, g.err

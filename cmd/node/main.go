@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -51,8 +52,15 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 	}
 	defer closeLog()
 	opts.Config.Logger = logger
-	if limit := applyMemoryLimit(memoryLimit(opts.MemoryLimit)); limit > 0 && limit < math.MaxInt64 {
+	limit := applyMemoryLimit(memoryLimit(opts.MemoryLimit))
+	if limit > 0 && limit < math.MaxInt64 {
 		logger.Info("memory limit", "bytes", limit)
+	}
+	if minHeap := gcMinHeapFor(opts.GCMinHeap, limit); minHeap > 0 {
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); runGCFloor(ctx, minHeap, debug.SetGCPercent) }()
+		defer func() { stop(); <-done }()
 	}
 
 	sigs := make(chan os.Signal, 2)
