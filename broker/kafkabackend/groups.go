@@ -22,16 +22,11 @@ import (
 // partition has a leader it answers COORDINATOR_NOT_AVAILABLE, which
 // clients retry, as Kafka does.
 func (b *Backend) OffsetsPartition(ctx context.Context, group string) (int32, error) {
-	parts, ok := b.deps.Meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic)
-	if !ok {
-		if err := b.createInternalTopic(ctx, metadata.ConsumerOffsetsTopic, b.cfg.OffsetsTopicPartitions, b.cfg.OffsetsTopicReplicationFactor); err != nil {
-			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic, err)
-		}
-		if parts, ok = b.deps.Meta.State().TopicPartitions(metadata.ConsumerOffsetsTopic); !ok {
-			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.ConsumerOffsetsTopic)
-		}
+	n, err := b.internalPartitions(ctx, metadata.ConsumerOffsetsTopic, b.cfg.OffsetsTopicPartitions, b.cfg.OffsetsTopicReplicationFactor)
+	if err != nil {
+		return -1, err
 	}
-	return metadata.GroupPartition(group, parts), nil
+	return metadata.GroupPartition(group, n), nil
 }
 
 // CoordinatorNode is the node that coordinates group now: the leader of

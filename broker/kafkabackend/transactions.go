@@ -23,16 +23,28 @@ import (
 // transactional id, creating the topic on first need (until then
 // COORDINATOR_NOT_AVAILABLE, which clients retry).
 func (b *Backend) txnPartition(ctx context.Context, id string) (int32, error) {
-	parts, ok := b.deps.Meta.State().TopicPartitions(metadata.TransactionStateTopic)
-	if !ok {
-		if err := b.createInternalTopic(ctx, metadata.TransactionStateTopic, b.cfg.TxnTopicPartitions, b.cfg.TxnTopicReplicationFactor); err != nil {
-			return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic, err)
-		}
-		if parts, ok = b.deps.Meta.State().TopicPartitions(metadata.TransactionStateTopic); !ok {
-			return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, metadata.TransactionStateTopic)
-		}
+	n, err := b.internalPartitions(ctx, metadata.TransactionStateTopic, b.cfg.TxnTopicPartitions, b.cfg.TxnTopicReplicationFactor)
+	if err != nil {
+		return -1, err
 	}
-	return metadata.TxnPartition(id, parts), nil
+	return metadata.TxnPartition(id, n), nil
+}
+
+// internalPartitions is the partition count of the internal topic name,
+// which it creates on first need with parts partitions and replication
+// factor rf; COORDINATOR_NOT_AVAILABLE until the topic exists.
+func (b *Backend) internalPartitions(ctx context.Context, name string, parts int32, rf int16) (int32, error) {
+	if n, ok := b.deps.Meta.State().TopicPartitions(name); ok {
+		return n, nil
+	}
+	if err := b.createInternalTopic(ctx, name, parts, rf); err != nil {
+		return -1, fmt.Errorf("%w: creating %s: %w", kerr.CoordinatorNotAvailable, name, err)
+	}
+	n, ok := b.deps.Meta.State().TopicPartitions(name)
+	if !ok {
+		return -1, fmt.Errorf("%w: %s is being created", kerr.CoordinatorNotAvailable, name)
+	}
+	return n, nil
 }
 
 // createInternalTopic creates an internal topic with parts partitions and
