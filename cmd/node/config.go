@@ -319,9 +319,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	if o.MemoryLimit = g.int64("memory_limit"); o.MemoryLimit < 0 {
 		g.fail("memory_limit", o.MemoryLimit, errors.New("must not be negative (0: a share of the machine's memory)"))
 	}
-	if o.GCMinHeap = g.int64("gc_min_heap"); o.GCMinHeap < 0 {
-		g.fail("gc_min_heap", o.GCMinHeap, errors.New("must not be negative (0: off)"))
-	}
+	o.GCMinHeap = int64(g.uint64("gc_min_heap"))
 	if g.err != nil {
 		return options{}, g.err
 	}
