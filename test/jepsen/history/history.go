@@ -9,10 +9,11 @@
 // acknowledgements and every read) and reports each anomaly with
 // examples. Values must be unique across the history: they identify writes.
 //
-// This first part checks what a single partition's order determines: lost
-// writes, duplicates, inconsistent offsets, aborted reads, polls that skip
-// or go back for assign consumers, and a producer's sends out of order.
-// Transactional dependency cycles (G0, G1c, G-single, G2) come later.
+// It checks what each partition's order determines (lost writes,
+// duplicates, inconsistent offsets, aborted reads, polls that skip or go
+// back for assign consumers, a producer's sends out of order) and the
+// dependency cycles between operations (cycles.go). Realtime variants of
+// the cycles are not checked yet.
 package history
 
 import (
@@ -90,6 +91,9 @@ type Result struct {
 	// Counts is each anomaly's count; Examples up to maxExamples of each.
 	Counts   map[string]int
 	Examples map[string][]string
+	// Permitted counts the cycles Kafka's transactions allow (G0,
+	// G-single, G2): reported, not anomalies.
+	Permitted map[string]int
 }
 
 func (r *Result) add(name, format string, args ...any) {
@@ -124,7 +128,7 @@ func (r *Result) Summary(faults int) string {
 
 // Check checks ops, in any order.
 func Check(ops []Op) *Result {
-	r := &Result{Ops: len(ops), Counts: map[string]int{}, Examples: map[string][]string{}}
+	r := &Result{Ops: len(ops), Counts: map[string]int{}, Examples: map[string][]string{}, Permitted: map[string]int{}}
 	for _, op := range ops {
 		switch op.Kind {
 		case Send:
@@ -140,5 +144,6 @@ func Check(ops []Op) *Result {
 	checkWrites(ops, parts, failed, r)
 	checkPolls(ops, parts, failed, r)
 	checkSendOrder(ops, r)
+	checkCycles(ops, parts, r)
 	return r
 }
