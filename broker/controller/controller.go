@@ -111,6 +111,8 @@ type Controller struct {
 	wg     sync.WaitGroup // every goroutine the Controller starts
 	// healer is the duties loop's memory of nodes gone (heal.go).
 	healer healer
+	// boot is its memory of the voters it would bootstrap (bootstrap.go).
+	boot bootstrapper
 }
 
 // New opens the metadata group's Raft without bootstrapping it (the duties

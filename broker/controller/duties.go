@@ -5,11 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/minikafka/minikafka-go/internal/scram"
-	"github.com/minikafka/minikafka-go/membership"
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
@@ -21,23 +19,36 @@ func (c *Controller) duties() {
 	tick := time.NewTicker(c.cfg.Tuning.DutyInterval)
 	defer tick.Stop()
 	for {
-		if err := c.step(); err != nil && c.ctx.Err() == nil {
+		var settle <-chan time.Time // the bootstrap's choice of voters settles
+		if wait, err := c.step(); err != nil && c.ctx.Err() == nil {
 			c.logger.Debug("metadata duties", "err", err)
+		} else if wait > 0 {
+			settle = time.After(wait)
 		}
 		select {
 		case <-c.ctx.Done(): // the node stops
 			return
 		case <-tick.C: // heal's clock, and retries of a failed step
 		case <-c.deps.MemberEvents: // a node came, went or changed its addresses
+		case <-settle:
 		}
 	}
 }
 
-func (c *Controller) step() error {
+// step does the duties once; before the group exists it returns how long
+// to wait before bootstrapping it.
+func (c *Controller) step() (time.Duration, error) {
 	g := c.group
 	if !g.Configured() {
 		return c.maybeBootstrap()
 	}
+	return 0, c.leaderDuties()
+}
+
+// leaderDuties keeps the group and the broker registry in line with the
+// live members, on the leader.
+func (c *Controller) leaderDuties() error {
+	g := c.group
 	if !g.IsLeader() {
 		return nil
 	}
@@ -132,22 +143,22 @@ func (c *Controller) seedSASLUsers(ctx context.Context, state *metadata.Snapshot
 
 // maybeBootstrap creates the metadata group once bootstrap_expect nodes are
 // seen, with the lowest bootstrap_expect node ids as voters, if this node
-// is one of them. Every voter computes the same list from the same members.
-func (c *Controller) maybeBootstrap() error {
-	members := c.deps.Members.Members()
-	if len(members) < c.cfg.BootstrapExpect {
-		return nil
-	}
-	slices.SortFunc(members, func(a, b membership.NodeMeta) int { return int(a.ID) - int(b.ID) })
-	voters := map[int32]string{}
-	for _, m := range members[:c.cfg.BootstrapExpect] {
-		voters[m.ID] = m.RaftAddr
+// is one of them and the choice has stood for bootstrapSettle (it returns
+// how long is left). Every voter computes the same list once all have seen
+// the same members.
+func (c *Controller) maybeBootstrap() (time.Duration, error) {
+	voters, wait, ok := c.boot.choose(c.deps.Members.Members(), c.cfg.BootstrapExpect, time.Now())
+	if !ok {
+		return 0, nil
 	}
 	if _, self := voters[c.cfg.NodeID]; !self {
-		return nil // a later node: the leader adds it as a non-voter
+		return 0, nil // a later node: the leader adds it as a non-voter
+	}
+	if wait > 0 {
+		return wait, nil
 	}
 	c.logger.Info("bootstrapping the metadata group", "voters", voters)
-	return c.group.Bootstrap(voters)
+	return 0, c.group.Bootstrap(voters)
 }
 
 func newClusterID() string {
