@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -80,5 +81,49 @@ func TestBootstrapNeedsExpectMembers(t *testing.T) {
 	}
 	if _, wait, _ := b.choose(metas(1, 2, 3), 3, now.Add(bootstrapSettle)); wait != 0 {
 		t.Fatalf("after the settle: wait %v, want 0", wait)
+	}
+}
+
+// Any order in which nodes started together (within 100 ms) see each other
+// join: every node that bootstraps chooses the same voters.
+func TestBootstrapVotersAgreeForAnyJoinOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 40 {
+		n, expect := 3+rng.IntN(5), 1+rng.IntN(3)
+		// seen[a][b]: when node a sees node b (itself at once).
+		seen := make([][]time.Duration, n+1)
+		for a := 1; a <= n; a++ {
+			seen[a] = make([]time.Duration, n+1)
+			for b := 1; b <= n; b++ {
+				if a != b {
+					seen[a][b] = time.Duration(2*rng.IntN(50)) * time.Millisecond
+				}
+			}
+		}
+		chosen := map[int32][]int32{}
+		for a := 1; a <= n; a++ {
+			var b bootstrapper
+			for now := time.Duration(0); now < bootstrapSettle+time.Second; now += 2 * time.Millisecond {
+				var ids []int32
+				for x := 1; x <= n; x++ {
+					if now >= seen[a][x] {
+						ids = append(ids, int32(x))
+					}
+				}
+				voters, wait, ok := b.choose(metas(ids...), expect, time.Unix(0, 0).Add(now))
+				if _, self := voters[int32(a)]; ok && self && wait == 0 {
+					chosen[int32(a)] = slices.Sorted(maps.Keys(voters))
+					break
+				}
+			}
+		}
+		var first []int32
+		for _, v := range chosen {
+			if first == nil {
+				first = v
+			} else if !slices.Equal(v, first) {
+				t.Fatalf("round %d (%d nodes, bootstrap_expect %d): choices %v", round, n, expect, chosen)
+			}
+		}
 	}
 }
