@@ -123,10 +123,6 @@ func checkWrites(ops []Op, parts map[string]*partition, failed map[int64]Kind, r
 // Skipping values of failed writes (aborted transactions, which
 // read_committed consumers do not see) is no skip.
 func checkPolls(ops []Op, parts map[string]*partition, failed map[int64]Kind, r *Result) {
-	type cursor struct {
-		proc int
-		part string
-	}
 	last := map[cursor]int{} // position in the version order of the last value read
 	for _, op := range byCompletion(ops) {
 		if !op.Assign || op.Outcome != OK {
@@ -169,10 +165,6 @@ func (p *partition) skipped(from, to int, failed map[int64]Kind) int {
 // got offsets that do not rise in the order it sent them (by completion,
 // and within an operation in order).
 func checkSendOrder(ops []Op, r *Result) {
-	type cursor struct {
-		proc int
-		part string
-	}
 	last := map[cursor]int64{}
 	for _, op := range byCompletion(ops) {
 		if op.Outcome != OK {
@@ -190,6 +182,12 @@ func checkSendOrder(ops []Op, r *Result) {
 			last[c] = w.Offset
 		}
 	}
+}
+
+// cursor is one process's position in one partition.
+type cursor struct {
+	proc int
+	part string
 }
 
 // byCompletion is ops ordered by completion time, ties by invocation.
