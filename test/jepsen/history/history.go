@@ -69,6 +69,13 @@ type Op struct {
 	Assign bool
 	// ReadCommitted is true for a poll at isolation level read_committed.
 	ReadCommitted bool
+	// Final is true for the reads after the run, which read every
+	// partition to its end (see Unseen).
+	Final bool
+	// Commit is, for a transaction, when its commit was asked for (the
+	// clock of Invoke); 0 when not recorded. No read_committed poll that
+	// completed before it may have seen its writes.
+	Commit int64
 }
 
 // Names of the anomalies, as Jepsen spells them.
@@ -80,6 +87,8 @@ const (
 	PollSkip           = "poll-skip"
 	NonMonotonicPoll   = "nonmonotonic-poll"
 	NonMonotonicSend   = "nonmonotonic-send"
+	Unseen             = "unseen"
+	PrecommittedRead   = "precommitted-read"
 )
 
 // maxExamples bounds the examples kept per anomaly.
@@ -145,5 +154,6 @@ func Check(ops []Op) *Result {
 	checkPolls(ops, parts, failed, r)
 	checkSendOrder(ops, r)
 	checkCycles(ops, parts, r)
+	checkRealtime(ops, parts, r)
 	return r
 }

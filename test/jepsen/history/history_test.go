@@ -30,6 +30,12 @@ func poll(proc int, t int64, first int64, values ...int64) Op {
 
 func readCommitted(op Op) Op { op.ReadCommitted = true; return op }
 
+func final(op Op) Op { op.Final = true; return op }
+
+// committing is a transaction that asked to commit at commit and
+// completed at done.
+func committing(op Op, commit, done int64) Op { op.Commit, op.Complete = commit, done; return op }
+
 // at returns op with its reads at the given offsets instead.
 func at(op Op, offsets ...int64) Op {
 	for i := range op.Reads {
@@ -78,6 +84,28 @@ func TestEachAnomalyAndItsCleanTwin(t *testing.T) {
 		name:  NonMonotonicSend,
 		bad:   []Op{send(1, 0, OK, 10, 1), send(1, 2, OK, 11, 0), poll(2, 4, 0, 11, 10)},
 		clean: []Op{send(1, 0, OK, 10, 0), send(1, 2, OK, 11, 1), poll(2, 4, 0, 10, 11)},
+	}, {
+		name: PollSkip + " (read_committed)",
+		bad: []Op{send(1, 0, OK, 10, 0), txn(1, 2, Info, 11, -1), send(1, 4, OK, 12, 2),
+			readCommitted(poll(2, 6, 0, 10)), readCommitted(at(poll(2, 8, 0, 12), 2)), readCommitted(poll(3, 10, 0, 10, 11, 12))},
+		clean: []Op{send(1, 0, OK, 10, 0), txn(1, 2, Info, 11, -1), send(1, 4, OK, 12, 2), // 11 may have been aborted
+			readCommitted(poll(2, 6, 0, 10)), readCommitted(at(poll(2, 8, 0, 12), 2)), poll(3, 10, 0, 10, 11, 12)},
+	}, {
+		name:  Unseen,
+		bad:   []Op{send(1, 0, OK, 10, 0), send(1, 2, OK, 11, 1), final(poll(2, 4, 0, 10))},
+		clean: []Op{send(1, 0, OK, 10, 0), send(1, 2, OK, 11, 1), final(poll(2, 4, 0, 10, 11))},
+	}, {
+		name:  PrecommittedRead,
+		bad:   []Op{committing(txn(1, 0, OK, 10, 0), 5, 6), readCommitted(poll(2, 1, 0, 10))},
+		clean: []Op{committing(txn(1, 0, OK, 10, 0), 5, 6), readCommitted(poll(2, 6, 0, 10))},
+	}, {
+		name:  G1cRealtime,
+		bad:   []Op{poll(2, 0, 0, 10), send(1, 2, OK, 10, 0)},
+		clean: []Op{send(1, 0, OK, 10, 0), poll(2, 2, 0, 10)},
+	}, {
+		name:  G0Realtime,
+		bad:   []Op{send(1, 0, OK, 10, 1), send(2, 2, OK, 11, 0), poll(3, 4, 0, 11, 10)},
+		clean: []Op{send(1, 0, OK, 10, 1), send(2, 0, OK, 11, 0), poll(3, 4, 0, 11, 10)}, // concurrent: either order
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			name, _, _ := strings.Cut(c.name, " ")

@@ -88,14 +88,17 @@ func failedValues(ops []Op) map[int64]Kind {
 }
 
 // checkWrites reports lost writes (acknowledged, never read, while a read
-// saw a later offset of its partition) and aborted reads (a value of a
-// failed send read by any poll, or of an aborted transaction read by a
-// read_committed poll).
+// saw a later offset of its partition), unseen writes (acknowledged, never
+// read, past every read of a partition the final reads read to its end)
+// and aborted reads (a value of a failed send read by any poll, or of an
+// aborted transaction read by a read_committed poll).
 func checkWrites(ops []Op, parts map[string]*partition, failed map[int64]Kind, r *Result) {
 	read := map[int64]bool{}
+	finished := map[string]bool{} // partitions the final reads read
 	for _, op := range ops {
 		for _, rd := range op.Reads {
 			read[rd.Value] = true
+			finished[rd.Partition] = finished[rd.Partition] || op.Final
 			if k := failed[rd.Value]; k == Send || k == Txn && op.ReadCommitted {
 				r.add(AbortedRead, "process %d read %s offset %d value %d, written only by failed operations",
 					op.Process, rd.Partition, rd.Offset, rd.Value)
@@ -107,8 +110,13 @@ func checkWrites(ops []Op, parts map[string]*partition, failed map[int64]Kind, r
 			if op.Outcome != OK || w.Offset < 0 || read[w.Value] {
 				continue
 			}
-			if p := parts[w.Partition]; p != nil && p.maxRead > w.Offset {
+			p := parts[w.Partition]
+			switch {
+			case p != nil && p.maxRead > w.Offset:
 				r.add(LostWrite, "%s value %d acknowledged at offset %d by process %d, never read; reads reached offset %d",
+					w.Partition, w.Value, w.Offset, op.Process, p.maxRead)
+			case finished[w.Partition]:
+				r.add(Unseen, "%s value %d acknowledged at offset %d by process %d, past the end the final reads found (offset %d)",
 					w.Partition, w.Value, w.Offset, op.Process, p.maxRead)
 			}
 		}
@@ -121,8 +129,12 @@ func checkWrites(ops []Op, parts map[string]*partition, failed map[int64]Kind, r
 // one goes back), and within one poll offsets must rise without skips.
 // Subscribe consumers may rewind after a rebalance, as Kafka allows.
 // Skipping values of failed writes (aborted transactions, which
-// read_committed consumers do not see) is no skip.
+// read_committed consumers do not see) is no skip; nor is a
+// read_committed consumer's skipping a value not known to be committed
+// (of a transaction whose outcome is unknown, that no read_committed
+// read saw).
 func checkPolls(ops []Op, parts map[string]*partition, failed map[int64]Kind, r *Result) {
+	committed := committedValues(ops)
 	last := map[cursor]int{} // position in the version order of the last value read
 	for _, op := range byCompletion(ops) {
 		if !op.Assign || op.Outcome != OK {
@@ -140,7 +152,7 @@ func checkPolls(ops []Op, parts map[string]*partition, failed map[int64]Kind, r 
 				r.add(NonMonotonicPoll, "process %d read %s offset %d after offset %d",
 					op.Process, rd.Partition, rd.Offset, p.sorted[prev])
 			case at > prev+1:
-				if n := p.skipped(prev, at, failed); n > 0 {
+				if n := p.skipped(prev, at, failed, committed, op.ReadCommitted); n > 0 {
 					r.add(PollSkip, "process %d read %s offset %d after offset %d, skipping %d known value(s)",
 						op.Process, rd.Partition, rd.Offset, p.sorted[prev], n)
 				}
@@ -150,15 +162,36 @@ func checkPolls(ops []Op, parts map[string]*partition, failed map[int64]Kind, r 
 }
 
 // skipped counts the values strictly between positions from and to of the
-// version order that a failed write did not put there.
-func (p *partition) skipped(from, to int, failed map[int64]Kind) int {
+// version order that a failed write did not put there and, for a
+// read_committed reader, that are known committed.
+func (p *partition) skipped(from, to int, failed map[int64]Kind, committed map[int64]bool, readCommitted bool) int {
 	n := 0
 	for _, o := range p.sorted[from+1 : to] {
-		if failed[p.byOffset[o]] == 0 {
+		v := p.byOffset[o]
+		if failed[v] == 0 && (!readCommitted || committed[v]) {
 			n++
 		}
 	}
 	return n
+}
+
+// committedValues are the values known committed: written by an
+// operation that succeeded, or read by a read_committed poll.
+func committedValues(ops []Op) map[int64]bool {
+	c := map[int64]bool{}
+	for _, op := range ops {
+		if op.Outcome == OK {
+			for _, w := range op.Writes {
+				c[w.Value] = true
+			}
+		}
+		if op.ReadCommitted {
+			for _, rd := range op.Reads {
+				c[rd.Value] = true
+			}
+		}
+	}
+	return c
 }
 
 // checkSendOrder reports a process whose acknowledged sends to a partition

@@ -1,0 +1,144 @@
+package jepsen
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/minikafka/minikafka-go/test/e2e"
+	"github.com/minikafka/minikafka-go/test/jepsen/history"
+)
+
+const (
+	topic      = "jepsen"
+	partitions = 6
+	workers    = 8
+)
+
+// runTime is JEPSEN_TIME (make jepsen), else the short run of make test.
+func runTime(t *testing.T) time.Duration {
+	s := os.Getenv("JEPSEN_TIME")
+	if s == "" {
+		return 45 * time.Second
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("JEPSEN_TIME=%q: %v", s, err)
+	}
+	return d
+}
+
+// targetEnv names the broker the workload runs against: unset for a
+// partitionable cluster of minikafka-node processes under the nemesis,
+// "kfake" for franz-go's in-process fake (no faults), a cross-check of
+// the harness.
+const targetEnv = "MINIKAFKA_JEPSEN_TARGET"
+
+// TestJepsen runs the workload for JEPSEN_TIME under the nemesis, heals,
+// reads everything back and checks the history: no anomaly may be found.
+func TestJepsen(t *testing.T) {
+	d := runTime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), d+10*time.Minute)
+	defer cancel()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("JEPSEN_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("JEPSEN_SEED=%d", seed)
+	cfg := Config{Topic: topic, Partitions: partitions, Workers: workers, Seed: seed}
+	var c *e2e.Cluster
+	if os.Getenv(targetEnv) == "kfake" {
+		kc, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(partitions, topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kc.Close()
+		cfg.Brokers = kc.ListenAddrs()
+	} else {
+		c = startCluster(ctx, t)
+		cfg.Brokers = c.Seeds()
+	}
+	rec := NewRecorder()
+	w, err := StartWorkload(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nem *Nemesis
+	if c != nil {
+		nem = StartNemesis(c, topic, partitions, coordinatorKeys(), seed)
+	}
+	time.Sleep(d)
+	w.Stop()
+	var faults []Fault
+	if nem != nil {
+		var err error
+		if faults, err = nem.Stop(); err != nil {
+			t.Errorf("nemesis: %v", err)
+		}
+		if err := c.StartAll(ctx, topic); err != nil {
+			t.Fatalf("heal: %v", err)
+		}
+	}
+	if err := FinalReads(ctx, cfg, rec); err != nil {
+		t.Fatal(err)
+	}
+	res := history.Check(rec.Ops())
+	report(t, faults, res)
+}
+
+// startCluster starts three partitionable nodes with the topic.
+func startCluster(ctx context.Context, t *testing.T) *e2e.Cluster {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	c, err := e2e.Start(sctx, t, e2e.Options{Binary: nodeBinary, Partitionable: true})
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	if err := c.CreateTopic(sctx, topic, partitions, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(sctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// coordinatorKeys are the groups and transactional ids of the workload.
+func coordinatorKeys() []string {
+	keys := []string{"group:" + subscribeGroup, "group:" + ctpGroup}
+	for i := range workers {
+		keys = append(keys, (&worker{id: i}).txnID())
+	}
+	return keys
+}
+
+// report logs the fault schedule, the anomalies' examples and the
+// summary, which it also prints as the output's last line; it fails the
+// test on any anomaly.
+func report(t *testing.T, faults []Fault, res *history.Result) {
+	kinds := map[string]int{}
+	var b strings.Builder
+	for _, f := range faults {
+		kinds[f.Kind]++
+		fmt.Fprintf(&b, "  %s\n", f)
+	}
+	t.Logf("fault schedule (%d faults, by kind %v):\n%s", len(faults), kinds, b.String())
+	names := make([]string, 0, len(res.Examples))
+	for n := range res.Examples {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.Errorf("%s: %d, e.g.\n  %s", n, res.Counts[n], strings.Join(res.Examples[n], "\n  "))
+	}
+	if len(res.Permitted) > 0 {
+		t.Logf("cycles Kafka's transactions permit: %v", res.Permitted)
+	}
+	fmt.Println(res.Summary(len(faults)))
+}
