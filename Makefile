@@ -86,6 +86,26 @@ clean:
 e2e:
 	MINIKAFKA_E2E_LONG=1 $(GO) test -count=1 -timeout 45m -v ./test/e2e/
 
+# Jepsen's Kafka workload (issue 29, test/jepsen): 8 franz-go client
+# processes (idempotent sends, transactions, consume-transform-produce,
+# assign and subscribe polls at both isolation levels) against a
+# partitionable 3-node cluster for JEPSEN_TIME, under a nemesis of kill -9,
+# SIGSTOP, graceful restarts, partitions (isolating, bridging, one-way),
+# leader and coordinator kills; then healed, read back to the end, and the
+# history checked for every anomaly Jepsen looks for. Prints the fault
+# schedule, examples of each anomaly and, last, the summary line
+# "history: N ops (...), F faults; anomalies: none". JEPSEN_SEED=<seed>
+# repeats a schedule; JEPSEN_TARGET=kfake runs the workload against
+# franz-go's kfake instead (no faults), a cross-check of the harness.
+# A failing run's history is saved as JSON (JEPSEN_OUT, default /tmp);
+# JEPSEN_HISTORY=<file> go test -run TestCheckSavedHistory ./test/jepsen/
+# checks it again. A 45-second run is part of make test.
+JEPSEN_TIME   ?= 10m
+JEPSEN_TARGET ?=
+.PHONY: jepsen
+jepsen:
+	JEPSEN_TIME=$(JEPSEN_TIME) MINIKAFKA_JEPSEN_TARGET=$(JEPSEN_TARGET) $(GO) test -count=1 -timeout 0 -v -run 'TestJepsen$$' ./test/jepsen/
+
 # Request fuzzer (issue 27 item 6): a 3-node cluster of node processes
 # gets requests of every API and version it advertises, built from kmsg
 # with hostile values and raw mutations, pipelined on 6 connections, for

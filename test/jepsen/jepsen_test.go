@@ -2,8 +2,10 @@ package jepsen
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -88,8 +90,31 @@ func TestJepsen(t *testing.T) {
 	if err := FinalReads(ctx, cfg, rec); err != nil {
 		t.Fatal(err)
 	}
-	res := history.Check(rec.Ops())
+	ops := rec.Ops()
+	res := history.Check(ops)
 	report(t, faults, res)
+	if !res.Valid() {
+		saveHistory(t, ops, seed)
+	}
+}
+
+// saveHistory writes the history as JSON to JEPSEN_OUT (default the
+// system's temp dir) for a look after the test's files are gone.
+func saveHistory(t *testing.T, ops []history.Op, seed uint64) {
+	dir := os.Getenv("JEPSEN_OUT")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("jepsen-history-%d.json", seed))
+	b, err := json.Marshal(ops)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		t.Logf("save the history: %v", err)
+		return
+	}
+	t.Logf("history saved to %s", path)
 }
 
 // startCluster starts three partitionable nodes with the topic.
@@ -141,4 +166,23 @@ func report(t *testing.T, faults []Fault, res *history.Result) {
 		t.Logf("cycles Kafka's transactions permit: %v", res.Permitted)
 	}
 	fmt.Println(res.Summary(len(faults)))
+}
+
+// TestCheckSavedHistory checks a history saveHistory wrote, named by
+// JEPSEN_HISTORY: a checker change can be tried on a failing run's
+// history without running it again.
+func TestCheckSavedHistory(t *testing.T) {
+	path := os.Getenv("JEPSEN_HISTORY")
+	if path == "" {
+		t.Skip("JEPSEN_HISTORY names no saved history")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []history.Op
+	if err := json.Unmarshal(b, &ops); err != nil {
+		t.Fatal(err)
+	}
+	report(t, nil, history.Check(ops))
 }

@@ -8,23 +8,36 @@ func op(proc int, t int64, kind Kind, ws []Write, rs []Read) Op {
 	return Op{Process: proc, Kind: kind, Outcome: OK, Invoke: t, Complete: t + 1, Writes: ws, Reads: rs}
 }
 
-// Circular information flow is an anomaly: each of two transactions read
-// what the other wrote.
+// Circular information flow is an anomaly: each of two read_committed
+// transactions read what the other wrote.
 func TestG1cIsAnAnomaly(t *testing.T) {
 	bad := []Op{
-		op(1, 0, Txn, []Write{{"a", 1, 0}}, []Read{{"b", 0, 2}}),
-		op(2, 0, Txn, []Write{{"b", 2, 0}}, []Read{{"a", 0, 1}}),
+		readCommitted(op(1, 0, Txn, []Write{{"a", 1, 0}}, []Read{{"b", 0, 2}})),
+		readCommitted(op(2, 0, Txn, []Write{{"b", 2, 0}}, []Read{{"a", 0, 1}})),
 	}
 	if r := Check(bad); r.Counts[G1c] != 1 {
 		t.Fatalf("G1c not found: %s %v", r.Summary(0), r.Examples)
 	}
 	clean := []Op{
 		op(1, 0, Txn, []Write{{"a", 1, 0}}, nil),
-		op(2, 2, Txn, []Write{{"b", 2, 0}}, []Read{{"a", 0, 1}}),
+		readCommitted(op(2, 2, Txn, []Write{{"b", 2, 0}}, []Read{{"a", 0, 1}})),
 		op(3, 4, Poll, nil, []Read{{"b", 0, 2}}),
 	}
 	if r := Check(clean); !r.Valid() || len(r.Permitted) != 0 {
 		t.Fatalf("a chain of reads reported: %s %v, permitted %v", r.Summary(0), r.Examples, r.Permitted)
+	}
+}
+
+// A cycle of reads and a transaction's write order is permitted: T1's
+// send to a was appended before T2's, but T1 need not have committed
+// first, so T1 may have read T2's b.
+func TestG1cThroughTxnWriteOrderIsPermitted(t *testing.T) {
+	ops := []Op{
+		readCommitted(op(1, 0, Txn, []Write{{"a", 1, 0}}, []Read{{"b", 0, 2}})),
+		op(2, 0, Txn, []Write{{"a", 3, 1}, {"b", 2, 0}}, nil),
+	}
+	if r := Check(ops); !r.Valid() || r.Permitted[G1cTxnSend] != 1 {
+		t.Fatalf("%s %v, permitted %v; want no anomaly and %s 1", r.Summary(0), r.Examples, r.Permitted, G1cTxnSend)
 	}
 }
 

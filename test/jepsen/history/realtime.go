@@ -19,12 +19,10 @@ import (
 // And a read_committed read that completed before the transaction whose
 // write it saw asked to commit is a precommitted read.
 const (
-	G0Realtime      = "G0-realtime"
-	G1cRealtime     = "G1c-realtime"
-	G2Realtime      = "G-single/G2-realtime" // permitted only
+	G0Realtime  = "G0-realtime"
+	G1cRealtime = "G1c-realtime"
+	G2Realtime  = "G-single/G2-realtime" // permitted only
 )
-
-const rt edgeKind = 1 << 3
 
 func checkRealtime(ops []Op, parts map[string]*partition, r *Result) {
 	wrote := map[int64]int{} // value → the operation that wrote it, failed or not
