@@ -83,6 +83,11 @@ func TestJepsen(t *testing.T) {
 		if faults, err = nem.Stop(); err != nil {
 			t.Errorf("nemesis: %v", err)
 		}
+		// A fault starts every 6-12 s (2-4 s of calm, 2-5 s held, the heal):
+		// far fewer means the nemesis stalled.
+		if want := int(d / (20 * time.Second)); len(faults) < want {
+			t.Errorf("the nemesis injected %d faults in %v, want at least %d", len(faults), d, want)
+		}
 		if err := c.StartAll(ctx, topic); err != nil {
 			t.Fatalf("heal: %v", err)
 		}

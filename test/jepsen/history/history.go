@@ -11,9 +11,9 @@
 //
 // It checks what each partition's order determines (lost writes,
 // duplicates, inconsistent offsets, aborted reads, polls that skip or go
-// back for assign consumers, a producer's sends out of order) and the
-// dependency cycles between operations (cycles.go). Realtime variants of
-// the cycles are not checked yet.
+// back for assign consumers, a producer's sends out of order, unseen
+// writes), the dependency cycles between operations (cycles.go) and
+// realtime order (realtime.go).
 package history
 
 import (
