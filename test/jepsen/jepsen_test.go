@@ -97,7 +97,7 @@ func TestJepsen(t *testing.T) {
 	}
 	ops := rec.Ops()
 	res := history.Check(ops)
-	report(t, faults, res)
+	report(t, faults, ops, res)
 	if !res.Valid() {
 		saveHistory(t, ops, seed)
 	}
@@ -148,10 +148,15 @@ func coordinatorKeys() []string {
 	return keys
 }
 
-// report logs the fault schedule, the anomalies' examples and the
-// summary, which it also prints as the output's last line; it fails the
-// test on any anomaly.
-func report(t *testing.T, faults []Fault, res *history.Result) {
+// report logs the fault schedule, the operations' outcomes, the
+// anomalies' examples and the summary, which it also prints as the
+// output's last line; it fails the test on any anomaly.
+func report(t *testing.T, faults []Fault, ops []history.Op, res *history.Result) {
+	outcomes := map[string]int{}
+	for _, op := range ops {
+		outcomes[fmt.Sprintf("%s %s", op.Kind, op.Outcome)]++
+	}
+	t.Logf("operations by outcome: %v", outcomes)
 	kinds := map[string]int{}
 	var b strings.Builder
 	for _, f := range faults {
@@ -189,5 +194,5 @@ func TestCheckSavedHistory(t *testing.T) {
 	if err := json.Unmarshal(b, &ops); err != nil {
 		t.Fatal(err)
 	}
-	report(t, nil, history.Check(ops))
+	report(t, nil, ops, history.Check(ops))
 }

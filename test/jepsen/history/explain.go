@@ -67,7 +67,7 @@ func (g *graph) explain(ops []Op, cycle []int) string {
 			b.WriteString("(realtime)")
 		} else {
 			op := ops[v]
-			fmt.Fprintf(&b, "[process %d %s %s %d..%d]", op.Process, kindName(op.Kind), outcomeName(op.Outcome), op.Invoke, op.Complete)
+			fmt.Fprintf(&b, "[process %d %s %s %d..%d]", op.Process, op.Kind, op.Outcome, op.Invoke, op.Complete)
 		}
 		if i+1 < len(cycle) {
 			k, w := g.out[v][cycle[i+1]], g.where[[2]int{v, cycle[i+1]}]
@@ -90,6 +90,16 @@ func edgeName(k edgeKind) string {
 	return strings.Join(names, "/")
 }
 
-func kindName(k Kind) string { return [...]string{"?", "send", "txn", "poll"}[min(int(k), 3)] }
+func (k Kind) String() string {
+	if int(k) >= 4 {
+		return "?"
+	}
+	return [...]string{"?", "send", "txn", "poll"}[k]
+}
 
-func outcomeName(o Outcome) string { return [...]string{"?", "ok", "fail", "info"}[min(int(o), 3)] }
+func (o Outcome) String() string {
+	if int(o) >= 4 {
+		return "?"
+	}
+	return [...]string{"?", "ok", "fail", "info"}[o]
+}
