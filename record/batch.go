@@ -173,9 +173,9 @@ func ParseHeader(b []byte) (Header, error) {
 	if h.Length < HeaderSize-LogOverhead {
 		return h, &LengthError{Length: h.Length, Have: len(b) - LogOverhead}
 	}
-	if h.LastOffsetDelta < 0 || h.NumRecords < 0 || h.NumRecords != h.LastOffsetDelta+1 {
-		// Kafka's producer always writes lastOffsetDelta = count-1, and a
-		// batch with zero records has no place in a log.
+	if h.LastOffsetDelta < 0 || h.NumRecords < 0 || h.NumRecords > h.LastOffsetDelta+1 {
+		// Fewer records than offsets is a batch the log cleaner rewrote
+		// (Filter); more is never valid.
 		return h, &CountError{NumRecords: h.NumRecords, LastOffsetDelta: h.LastOffsetDelta}
 	}
 	return h, nil
@@ -198,11 +198,16 @@ func Check(b []byte) (Header, error) {
 }
 
 // CheckProduce is Check plus the rules for a batch arriving from a
-// producer: control batches are written by the broker only.
+// producer: one record per offset (Kafka's producer always writes
+// lastOffsetDelta = count-1; only the cleaner leaves gaps), and no control
+// batch (the broker writes those).
 func CheckProduce(b []byte) (Header, error) {
 	h, err := Check(b)
 	if err != nil {
 		return h, err
+	}
+	if h.NumRecords != h.LastOffsetDelta+1 {
+		return h, &CountError{NumRecords: h.NumRecords, LastOffsetDelta: h.LastOffsetDelta}
 	}
 	if h.IsControl() {
 		return h, ErrControlBatch

@@ -190,7 +190,7 @@ func FuzzParseHeader(f *testing.F) {
 	f.Add(make([]byte, HeaderSize))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ParseHeader(b)
-		if err == nil && (h.Magic != 2 || h.NumRecords != h.LastOffsetDelta+1) {
+		if err == nil && (h.Magic != 2 || h.NumRecords < 0 || h.NumRecords > h.LastOffsetDelta+1) {
 			t.Fatalf("ParseHeader accepted %+v", h)
 		}
 		h, err = Check(b)

@@ -1,0 +1,91 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// filterInput is a batch of five records of an idempotent producer at
+// offset 100 with the given codec.
+func filterInput(t *testing.T, codec int) []byte {
+	t.Helper()
+	var recs []Record
+	for i := range 5 {
+		recs = append(recs, Record{Timestamp: 1000 + int64(i), Key: []byte{byte('a' + i)},
+			Value: []byte(fmt.Sprintf("v%d", i)), Headers: []RecordHeader{{Key: "h", Value: []byte{byte(i)}}}})
+	}
+	recs[3].Value = nil // a tombstone
+	b, err := AppendBatch(nil, BatchOptions{ProducerID: 7, ProducerEpoch: 2, BaseSequence: 40, Compression: codec}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetBaseOffset(b, 100)
+	SetLeaderEpoch(b, 3)
+	FinishBatch(b)
+	return b
+}
+
+// Filter keeps the chosen records with their offsets, timestamps, keys,
+// values and headers, and every header field but the count, length and
+// CRC, for every codec.
+func TestFilterKeepsOffsetsAndHeader(t *testing.T) {
+	for _, codec := range []int{CompressionNone, CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd} {
+		t.Run(CodecName(codec), func(t *testing.T) {
+			in := filterInput(t, codec)
+			want, err := AppendRecords(nil, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, kept, err := Filter(nil, in, func(r Record) bool { return r.Offset%2 == 0 })
+			if err != nil || kept != 3 {
+				t.Fatalf("Filter: kept %d, %v; want 3", kept, err)
+			}
+			h, err := Check(out)
+			if err != nil {
+				t.Fatalf("the rewritten batch fails Check: %v", err)
+			}
+			hin, _ := ParseHeader(in)
+			hin.Length, hin.CRC, hin.NumRecords = h.Length, h.CRC, 3
+			if h != hin {
+				t.Fatalf("header %+v, want %+v", h, hin)
+			}
+			got, err := AppendRecords(nil, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range got {
+				w := want[2*i]
+				if r.Offset != w.Offset || r.Timestamp != w.Timestamp || !bytes.Equal(r.Key, w.Key) ||
+					!bytes.Equal(r.Value, w.Value) || (r.Value == nil) != (w.Value == nil) || r.Headers[0].Value[0] != w.Headers[0].Value[0] {
+					t.Fatalf("record %d: %+v, want %+v", i, r, w)
+				}
+			}
+			if _, err := CheckProduce(out); !errors.As(err, new(*CountError)) {
+				t.Fatalf("CheckProduce of a batch with gaps: %v, want a CountError", err)
+			}
+		})
+	}
+}
+
+// Keeping every record of an uncompressed batch gives the same bytes;
+// keeping none gives a batch of no records that still spans its offsets.
+func TestFilterAllAndNone(t *testing.T) {
+	in := filterInput(t, CompressionNone)
+	out, kept, err := Filter(nil, in, func(Record) bool { return true })
+	if err != nil || kept != 5 || !bytes.Equal(out, in) {
+		t.Fatalf("keep all: kept %d, %v, same bytes %v", kept, err, bytes.Equal(out, in))
+	}
+	out, kept, err = Filter([]byte("x"), in, func(Record) bool { return false })
+	if err != nil || kept != 0 || out[0] != 'x' {
+		t.Fatalf("keep none: kept %d, %v", kept, err)
+	}
+	h, err := Check(out[1:])
+	if err != nil || h.NumRecords != 0 || h.NextOffset() != 105 || h.LastSequence() != 44 {
+		t.Fatalf("empty batch %+v, %v: want 0 records, next offset 105, last sequence 44", h, err)
+	}
+	if recs, err := AppendRecords(nil, out[1:]); err != nil || len(recs) != 0 {
+		t.Fatalf("records of the empty batch: %v, %v", recs, err)
+	}
+}
