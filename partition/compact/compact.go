@@ -1,0 +1,185 @@
+// Package compact is the log cleaner's rewrite of batches for
+// cleanup.policy=compact (issue 30), as a pure function of the bytes and
+// the parameters of one cleaning, so that every replica that cleans the
+// same log with the same Params writes the same bytes.
+//
+// Kafka's rules, applied to the batches below the cleaning's end:
+//   - of the records with one key, only the one at the highest offset is
+//     kept (Map, built over the same batches);
+//   - a tombstone (null value) is kept until the cleaning that first
+//     reached it is delete.retention.ms old: Params.TombstonesBefore,
+//     which the caller derives from the cleanings' history in Raft;
+//   - the data batches of aborted transactions go;
+//   - records without a key are kept (a compacted topic refuses them at
+//     produce; ones written before the policy changed are not lost);
+//   - transaction markers are kept;
+//   - a batch left with no record is dropped, unless it is its producer's
+//     last (Params.KeepEmpty): then it stays, empty, spanning its offsets,
+//     so that an idempotent producer's sequence survives (record.Filter).
+//
+// Offsets never change: a batch keeps its base offset and last offset
+// delta, so the log's start and end and every later offset stay put.
+package compact
+
+import (
+	"iter"
+	"sort"
+
+	"github.com/minikafka/minikafka-go/producerstate"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// Map is each key's latest offset over the batches a cleaning covers.
+type Map map[string]int64
+
+// Params are one cleaning's inputs besides the bytes.
+type Params struct {
+	// TombstonesBefore: tombstones at lower offsets are removed.
+	TombstonesBefore int64
+	// Aborted is the partition's aborted transactions index, in marker
+	// order (producerstate.Table.AbortedTxns).
+	Aborted []producerstate.AbortedTxn
+	// KeepEmpty reports whether a batch whose records all go must stay,
+	// empty: it is its producer's last. Nil keeps none.
+	KeepEmpty func(record.Header) bool
+}
+
+// aborted reports whether the transactional data batch h belongs to an
+// aborted transaction: one of its producer whose range holds it.
+func (p *Params) aborted(h record.Header) bool {
+	if !h.IsTransactional() || h.IsControl() {
+		return false
+	}
+	i := sort.Search(len(p.Aborted), func(i int) bool { return p.Aborted[i].LastOffset > h.BaseOffset })
+	for _, a := range p.Aborted[i:] {
+		if a.ProducerID == h.ProducerID && a.FirstOffset <= h.BaseOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// Stats count what a cleaning did.
+type Stats struct {
+	BatchesIn, BatchesOut int
+	RecordsIn, RecordsOut int
+	BytesIn, BytesOut     int64
+	TombstonesRemoved     int
+	AbortedRemoved        int // records of aborted transactions
+}
+
+func (s *Stats) add(o Stats) {
+	s.BatchesIn += o.BatchesIn
+	s.BatchesOut += o.BatchesOut
+	s.RecordsIn += o.RecordsIn
+	s.RecordsOut += o.RecordsOut
+	s.BytesIn += o.BytesIn
+	s.BytesOut += o.BytesOut
+	s.TombstonesRemoved += o.TombstonesRemoved
+	s.AbortedRemoved += o.AbortedRemoved
+}
+
+// Build maps each key to the offset of its latest record in batches,
+// leaving out control batches and aborted transactions' batches.
+func Build(batches iter.Seq2[[]byte, error], p Params) (Map, error) {
+	m := Map{}
+	var recs []record.Record
+	for b, err := range batches {
+		if err != nil {
+			return nil, err
+		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return nil, err
+		}
+		if h.IsControl() || p.aborted(h) {
+			continue
+		}
+		if recs, err = record.AppendRecords(recs[:0], b); err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.Key != nil {
+				m[string(r.Key)] = r.Offset
+			}
+		}
+	}
+	return m, nil
+}
+
+// Clean appends batch b as the cleaning leaves it to dst: unchanged, with
+// fewer records, empty, or not at all.
+func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		return dst, Stats{}, err
+	}
+	st := Stats{BatchesIn: 1, RecordsIn: int(h.NumRecords), BytesIn: int64(h.Size())}
+	if h.IsControl() {
+		st.BatchesOut, st.RecordsOut, st.BytesOut = 1, st.RecordsIn, st.BytesIn
+		return append(dst, b[:h.Size()]...), st, nil
+	}
+	abort := p.aborted(h)
+	keep := func(r record.Record) bool {
+		switch {
+		case abort:
+			st.AbortedRemoved++
+			return false
+		case r.Key == nil:
+			return true
+		case m[string(r.Key)] != r.Offset:
+			return false
+		case r.Value == nil && r.Offset < p.TombstonesBefore:
+			st.TombstonesRemoved++
+			return false
+		}
+		return true
+	}
+	start := len(dst)
+	out, kept, err := record.Filter(dst, b[:h.Size()], keep)
+	if err != nil {
+		return dst, Stats{}, err
+	}
+	switch {
+	case kept == 0 && (p.KeepEmpty == nil || !p.KeepEmpty(h)):
+		return out[:start], st, nil
+	case kept == int(h.NumRecords): // the very bytes: cleaning again changes nothing
+		out = append(out[:start], b[:h.Size()]...)
+	}
+	st.BatchesOut, st.RecordsOut, st.BytesOut = 1, kept, int64(len(out)-start)
+	return out, st, nil
+}
+
+// CleanAll cleans every batch of batches in order, building the Map over
+// them first (batches is walked twice), and appends the result to dst.
+func CleanAll(dst []byte, batches iter.Seq2[[]byte, error], p Params) ([]byte, Stats, error) {
+	m, err := Build(batches, p)
+	if err != nil {
+		return dst, Stats{}, err
+	}
+	var total Stats
+	for b, err := range batches {
+		if err != nil {
+			return dst, total, err
+		}
+		var st Stats
+		if dst, st, err = Clean(dst, b, m, p); err != nil {
+			return dst, total, err
+		}
+		total.add(st)
+	}
+	return dst, total, nil
+}
+
+// Batches walks the batches of log, a run of whole batches.
+func Batches(log []byte) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for rest := log; len(rest) > 0; {
+			b, next, _, err := record.Next(rest)
+			if !yield(b, err) || err != nil {
+				return
+			}
+			rest = next
+		}
+	}
+}
