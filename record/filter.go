@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // Filter rewrites the single batch b keeping only the records keep accepts,
@@ -58,4 +59,32 @@ func Filter(dst, b []byte, keep func(Record) bool) (out []byte, kept int, err er
 	}
 	FinishBatch(dst[start:])
 	return dst, kept, nil
+}
+
+// AppendGap appends batches of no records that together span the offsets
+// [base, next): what a log cleaner leaves where whole batches went, so
+// that a log stays one contiguous run of offsets and a reader asked for a
+// removed offset moves past it. Each is at most math.MaxInt32 offsets
+// long; leaderEpoch and ts (first and max timestamp) are those of the last
+// batch removed. No producer, no attributes.
+func AppendGap(dst []byte, base, next int64, leaderEpoch int32, ts int64) []byte {
+	for base < next {
+		n := min(next-base, math.MaxInt32)
+		start := len(dst)
+		dst = append(dst, make([]byte, HeaderSize)...)
+		h := dst[start:]
+		binary.BigEndian.PutUint64(h[offBaseOffset:], uint64(base))
+		binary.BigEndian.PutUint32(h[offLeaderEpoch:], uint32(leaderEpoch))
+		h[offMagic] = 2
+		binary.BigEndian.PutUint32(h[offLastDelta:], uint32(n-1))
+		binary.BigEndian.PutUint64(h[offFirstTS:], uint64(ts))
+		binary.BigEndian.PutUint64(h[offMaxTS:], uint64(ts))
+		pid, epoch, seq := int64(NoProducerID), int16(NoProducerEpoch), int32(NoSequence)
+		binary.BigEndian.PutUint64(h[offProducerID:], uint64(pid))
+		binary.BigEndian.PutUint16(h[offEpoch:], uint16(epoch))
+		binary.BigEndian.PutUint32(h[offBaseSeq:], uint32(seq))
+		FinishBatch(h)
+		base += n
+	}
+	return dst
 }

@@ -89,3 +89,26 @@ func TestFilterAllAndNone(t *testing.T) {
 		t.Fatalf("records of the empty batch: %v, %v", recs, err)
 	}
 }
+
+// AppendGap spans exactly its offsets with batches of no records, split
+// where a batch's int32 last offset delta ends.
+func TestAppendGap(t *testing.T) {
+	b := AppendGap(nil, 10, 15, 4, 777)
+	h, err := Check(b)
+	if err != nil || h.BaseOffset != 10 || h.NextOffset() != 15 || h.NumRecords != 0 || h.PartitionLeaderEpoch != 4 ||
+		h.MaxTimestamp != 777 || h.Idempotent() || h.IsTransactional() || h.IsControl() {
+		t.Fatalf("gap %+v, %v", h, err)
+	}
+	b = AppendGap(nil, 0, 1<<32, 0, 0)
+	next := int64(0)
+	for len(b) > 0 {
+		batch, rest, h, err := Next(b)
+		if _, cerr := Check(batch); err != nil || cerr != nil || h.BaseOffset != next {
+			t.Fatalf("gap batch %+v at %d: %v %v", h, next, err, cerr)
+		}
+		next, b = h.NextOffset(), rest
+	}
+	if next != 1<<32 {
+		t.Fatalf("gaps end at %d, want %d", next, int64(1)<<32)
+	}
+}

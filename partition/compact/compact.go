@@ -19,6 +19,11 @@
 //
 // Offsets never change: a batch keeps its base offset and last offset
 // delta, so the log's start and end and every later offset stay put.
+// CleanAll puts one batch of no records (record.AppendGap) where a run of
+// batches went, so that the log stays one contiguous run of offsets (the
+// segment log checks that) and a reader asked for a removed offset moves
+// on; a run of such gaps is merged into one, so a log cleaned again and
+// again holds at most one gap per kept batch.
 package compact
 
 import (
@@ -151,23 +156,59 @@ func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
 }
 
 // CleanAll cleans every batch of batches in order, building the Map over
-// them first (batches is walked twice), and appends the result to dst.
+// them first (batches is walked twice), and appends the result to dst,
+// with a gap for each run of batches that went.
 func CleanAll(dst []byte, batches iter.Seq2[[]byte, error], p Params) ([]byte, Stats, error) {
 	m, err := Build(batches, p)
 	if err != nil {
 		return dst, Stats{}, err
 	}
 	var total Stats
+	var gap struct {
+		open      bool
+		base      int64
+		next      int64
+		epoch     int32
+		timestamp int64
+	}
+	closeGap := func() {
+		if gap.open {
+			dst = record.AppendGap(dst, gap.base, gap.next, gap.epoch, gap.timestamp)
+			total.BatchesOut++
+			total.BytesOut += int64(record.HeaderSize) // one gap batch (or more past 2^31 offsets)
+			gap.open = false
+		}
+	}
 	for b, err := range batches {
 		if err != nil {
 			return dst, total, err
 		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return dst, total, err
+		}
+		before := len(dst)
 		var st Stats
 		if dst, st, err = Clean(dst, b, m, p); err != nil {
 			return dst, total, err
 		}
 		total.add(st)
+		if len(dst) == before { // the whole batch went
+			if !gap.open {
+				gap.open, gap.base = true, h.BaseOffset
+			}
+			gap.next, gap.epoch, gap.timestamp = h.NextOffset(), h.PartitionLeaderEpoch, h.MaxTimestamp
+			continue
+		}
+		// The kept batch goes after the gap before it.
+		if gap.open {
+			kept := append([]byte(nil), dst[before:]...)
+			dst = dst[:before]
+			closeGap()
+			dst = append(dst, kept...)
+		}
 	}
+	closeGap()
 	return dst, total, nil
 }
 

@@ -51,10 +51,12 @@ func (l *logBuilder) marker(pid int64, typ record.ControlType) int64 {
 	return l.next - 1
 }
 
-// read returns every record of log, checking each batch.
+// read returns every record of log, checking each batch and that the
+// batches span one contiguous run of offsets from 0.
 func read(t *testing.T, log []byte) []record.Record {
 	t.Helper()
 	var out []record.Record
+	next := int64(0)
 	for b, err := range Batches(log) {
 		if err == nil {
 			_, err = record.Check(b)
@@ -63,6 +65,10 @@ func read(t *testing.T, log []byte) []record.Record {
 			t.Fatal(err)
 		}
 		h, _ := record.ParseHeader(b)
+		if h.BaseOffset != next {
+			t.Fatalf("a batch at offset %d after one that ended at %d", h.BaseOffset, next)
+		}
+		next = h.NextOffset()
 		if h.IsControl() {
 			continue
 		}
@@ -151,8 +157,27 @@ func TestCleanIsDeterministicAndIdempotent(t *testing.T) {
 	}
 	b, _, _ := CleanAll(nil, Batches(l.log), p)
 	c, st, _ := CleanAll(nil, Batches(a), p)
+	read(t, a)
 	if !bytes.Equal(a, b) || !bytes.Equal(a, c) {
 		t.Fatalf("cleanings differ: %d, %d and %d bytes (again: %+v)", len(a), len(b), len(c), st)
+	}
+	gaps, kept := 0, 0
+	prevGap := false
+	for b := range Batches(a) {
+		h, _ := record.ParseHeader(b)
+		isGap := h.NumRecords == 0 && !h.Idempotent()
+		if isGap && prevGap {
+			t.Fatalf("two gaps in a row at %d", h.BaseOffset)
+		}
+		if isGap {
+			gaps++
+		} else {
+			kept++
+		}
+		prevGap = isGap
+	}
+	if gaps > kept+1 {
+		t.Fatalf("%d gaps around %d kept batches", gaps, kept)
 	}
 	if len(a) >= len(l.log)/10 {
 		t.Fatalf("cleaned %d bytes of %d: too little went", len(a), len(l.log))
@@ -195,7 +220,7 @@ func TestAbortedAndKeyless(t *testing.T) {
 }
 
 // A producer's last batch stays, empty, when every record in it went; any
-// other emptied batch is dropped.
+// other emptied batch becomes part of a gap.
 func TestProducersLastBatchStaysEmpty(t *testing.T) {
 	l := &logBuilder{t: t}
 	idem := record.BatchOptions{ProducerID: 3, ProducerEpoch: 1, BaseSequence: 0}
@@ -208,6 +233,7 @@ func TestProducersLastBatchStaysEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	read(t, out)
 	var bases []int64
 	for b := range Batches(out) {
 		h, _ := record.ParseHeader(b)
@@ -215,8 +241,11 @@ func TestProducersLastBatchStaysEmpty(t *testing.T) {
 		if h.BaseOffset == last && (h.NumRecords != 0 || h.LastSequence() != 2 || h.NextOffset() != last+2) {
 			t.Fatalf("the producer's last batch: %+v; want empty, last sequence 2, next offset %d", h, last+2)
 		}
+		if h.BaseOffset == first && (h.NumRecords != 0 || h.Idempotent() || h.NextOffset() != last) {
+			t.Fatalf("where the producer's first batch was: %+v; want a gap of no producer up to %d", h, last)
+		}
 	}
-	if fmt.Sprint(bases) != fmt.Sprint([]int64{last, last + 2}) {
-		t.Fatalf("batches at %v; want the producer's emptied last batch and the plain one (not %d)", bases, first)
+	if fmt.Sprint(bases) != fmt.Sprint([]int64{first, last, last + 2}) {
+		t.Fatalf("batches at %v; want a gap, the producer's emptied last batch and the plain one", bases)
 	}
 }
