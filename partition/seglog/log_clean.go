@@ -1,0 +1,238 @@
+package seglog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/minikafka/minikafka-go/internal/vfs"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// The log cleaner's swap (issue 30), as Kafka's: the cleaned bytes are
+// written to "<base>.cleaned" and fsynced; renamed to
+// "<base>-<next>.swap" (the swap is now decided); the old segments of
+// [base, next) are deleted; the swap file is renamed to "<base>.log".
+// Open finishes a swap a crash interrupted and deletes a cleaned file
+// that never became one.
+const (
+	cleanedSuffix = ".cleaned"
+	swapSuffix    = ".swap"
+)
+
+// ErrBadReplacement is ReplaceSegments refusing bytes that are not one
+// contiguous run of whole, intact batches over exactly the range replaced.
+var ErrBadReplacement = errors.New("partition: replacement is not the segments' offsets in whole batches")
+
+func swapName(base, next int64) string {
+	return fmt.Sprintf("%0*d-%0*d%s", baseDigits, base, baseDigits, next, swapSuffix)
+}
+
+// parseSwapName returns the range in a swap file's name.
+func parseSwapName(name string) (base, next int64, ok bool) {
+	digits, ok := strings.CutSuffix(name, swapSuffix)
+	a, b, found := strings.Cut(digits, "-")
+	if !ok || !found || len(a) != baseDigits || len(b) != baseDigits {
+		return 0, 0, false
+	}
+	base, err1 := strconv.ParseInt(a, 10, 64)
+	next, err2 := strconv.ParseInt(b, 10, 64)
+	return base, next, err1 == nil && err2 == nil && base >= 0 && base <= next
+}
+
+// SealedBytes returns the bytes of the sealed segment that starts at base
+// and the offset after it.
+func (l *Log) SealedBytes(base int64) ([]byte, int64, error) {
+	l.truncMu.RLock()
+	defer l.truncMu.RUnlock()
+	l.mu.RLock()
+	var s *segment
+	for i, t := range l.segs[:len(l.segs)-1] {
+		if t.base == base {
+			s = l.segs[i]
+		}
+	}
+	var size, next int64
+	if s != nil {
+		size, next = s.size, s.next
+	}
+	l.mu.RUnlock()
+	if s == nil {
+		return nil, 0, &BoundaryError{Offset: base}
+	}
+	b := make([]byte, size)
+	if _, err := s.f.ReadAt(b, 0); err != nil {
+		return nil, 0, fmt.Errorf("partition: read segment: %w", err)
+	}
+	return b, next, nil
+}
+
+// checkReplacement checks that data is whole, intact batches spanning
+// exactly [base, next).
+func checkReplacement(data []byte, base, next int64) error {
+	at := base
+	for rest := data; len(rest) > 0; {
+		b, r, h, err := record.Next(rest)
+		if err == nil {
+			_, err = record.Check(b)
+		}
+		if err != nil || h.BaseOffset != at {
+			return fmt.Errorf("%w: batch at %d (want %d): %v", ErrBadReplacement, h.BaseOffset, at, err)
+		}
+		at, rest = h.NextOffset(), r
+	}
+	if at != next || len(data) == 0 {
+		return fmt.Errorf("%w: ends at %d, want %d", ErrBadReplacement, at, next)
+	}
+	return nil
+}
+
+// ReplaceSegments swaps the sealed segments that together span exactly
+// [base, next) for one segment holding data, which must be whole, intact
+// batches spanning the same offsets (what compact.CleanAll makes of
+// them). Crash-safe: after a crash the log holds either the old segments
+// or the new one. It waits for running reads; appends wait for it.
+func (l *Log) ReplaceSegments(base, next int64, data []byte) error {
+	if err := checkReplacement(data, base, next); err != nil {
+		return err
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.serr != nil:
+		return l.serr
+	case l.werr != nil:
+		return l.werr
+	}
+	first, last := -1, -1
+	for i, s := range l.segs[:len(l.segs)-1] {
+		if s.base == base {
+			first = i
+		}
+		if first >= 0 && s.next == next {
+			last = i
+			break
+		}
+	}
+	if first < 0 || last < 0 {
+		return &BoundaryError{Offset: base}
+	}
+	fsys := l.opts.FS
+	cleaned := filepath.Join(l.dir, segmentName(base, cleanedSuffix))
+	swap := filepath.Join(l.dir, swapName(base, next))
+	if err := writeSynced(fsys, cleaned, data, l.fsync); err != nil {
+		return err
+	}
+	if err := fsys.Rename(cleaned, swap); err != nil {
+		return fmt.Errorf("partition: swap segments: %w", err)
+	}
+	if err := fsys.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("partition: swap segments: %w", err)
+	}
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	var removed int64
+	for _, s := range l.segs[first : last+1] {
+		if err := s.remove(); err != nil {
+			l.werr = err // the swap file finishes the swap at the next Open
+			return err
+		}
+		removed += s.size
+	}
+	s, err := l.finishSwap(swap, base)
+	if err != nil {
+		l.werr = err
+		return err
+	}
+	l.mu.Lock()
+	segs := append([]*segment(nil), l.segs[:first]...)
+	segs = append(segs, s)
+	l.segs = append(segs, l.segs[last+1:]...)
+	l.bytes += s.size - removed
+	l.mu.Unlock()
+	l.logger.Debug("segments replaced", "base", base, "next", next, "bytes_before", removed, "bytes_after", s.size)
+	return nil
+}
+
+// finishSwap renames the swap file to the segment of base and opens it,
+// building its index. The caller holds wmu and truncMu.
+func (l *Log) finishSwap(swap string, base int64) (*segment, error) {
+	if err := l.opts.FS.Rename(swap, filepath.Join(l.dir, segmentName(base, logSuffix))); err != nil {
+		return nil, fmt.Errorf("partition: swap segments: %w", err)
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return nil, fmt.Errorf("partition: swap segments: %w", err)
+	}
+	s, size, err := openSegment(l.files(), l.dir, base)
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := l.loadSealed(s, size); err != nil || !ok {
+		s.f.Close()
+		return nil, errors.Join(err, &CorruptError{Path: s.path, Err: errors.New("the swapped segment does not scan")})
+	}
+	return s, nil
+}
+
+// writeSynced writes data to a new file at path and fsyncs it.
+func writeSynced(fsys vfs.FS, path string, data []byte, fsync func(vfs.File) error) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, vfs.FileMode)
+	if err != nil {
+		return fmt.Errorf("partition: write cleaned segment: %w", err)
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = fsync(f)
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return fmt.Errorf("partition: write cleaned segment: %w", err)
+	}
+	return nil
+}
+
+// recoverSwaps, at Open, finishes every swap a crash interrupted (deletes
+// the segments of its range that are left, renames it into place) and
+// deletes cleaned files that never became swaps.
+func (l *Log) recoverSwaps() error {
+	ents, err := l.opts.FS.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("partition: open log: %w", err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if _, ok := parseSegmentName(name, cleanedSuffix); ok {
+			l.logger.Info("removing an unfinished cleaning", "file", name)
+			if err := removeIfExists(l.opts.FS, filepath.Join(l.dir, name)); err != nil {
+				return err
+			}
+			l.dirDirty = true
+			continue
+		}
+		base, next, ok := parseSwapName(name)
+		if !ok {
+			continue
+		}
+		l.logger.Info("finishing an interrupted segment swap", "file", name)
+		for _, o := range ents {
+			for _, suffix := range []string{logSuffix, indexSuffix} {
+				if b, ok := parseSegmentName(o.Name(), suffix); ok && b >= base && b < next {
+					if err := removeIfExists(l.opts.FS, filepath.Join(l.dir, o.Name())); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if err := l.opts.FS.Rename(filepath.Join(l.dir, name), filepath.Join(l.dir, segmentName(base, logSuffix))); err != nil {
+			return fmt.Errorf("partition: finish segment swap: %w", err)
+		}
+		if err := l.opts.FS.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("partition: finish segment swap: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package seglog
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// thinned keeps every other batch of a run of whole batches and puts a
+// gap where each dropped one was: what a cleaning of it may look like.
+func thinned(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var out []byte
+	i := 0
+	for rest := data; len(rest) > 0; i++ {
+		b, r, h, err := record.Next(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			out = append(out, b...)
+		} else {
+			out = record.AppendGap(out, h.BaseOffset, h.NextOffset(), h.PartitionLeaderEpoch, h.MaxTimestamp)
+		}
+		rest = r
+	}
+	return out
+}
+
+// cleanedLog is a log of small segments whose second and third segments
+// were replaced by a thinned copy; it returns the log, the bytes the whole
+// log must now read as, and the replaced range.
+func cleanedLog(t *testing.T, dir string) (*Log, []byte, int64, int64) {
+	t.Helper()
+	h := makeHistory(120, 0, 7)
+	l := openLog(t, dir, smallOpts())
+	appendAll(t, l, h.batches)
+	segs := l.Segments()
+	if len(segs) < 5 {
+		t.Fatalf("%d segments, want at least 5", len(segs))
+	}
+	base, next := segs[1].Base, segs[2].Next
+	var old []byte
+	for _, s := range segs[1:3] {
+		b, n, err := l.SealedBytes(s.Base)
+		if err != nil || n != s.Next {
+			t.Fatalf("SealedBytes(%d): next %d, %v", s.Base, n, err)
+		}
+		old = append(old, b...)
+	}
+	repl := thinned(t, old)
+	if err := l.ReplaceSegments(base, next, repl); err != nil {
+		t.Fatalf("ReplaceSegments: %v", err)
+	}
+	all := h.concat(0, len(h.batches))
+	want := bytes.Replace(all, old, repl, 1)
+	return l, want, base, next
+}
+
+// After a swap the log reads as the replacement in its range and as before
+// elsewhere, its end unchanged, and so again after a reopen.
+func TestReplaceSegmentsReadsBackAndSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	l, want, base, _ := cleanedLog(t, dir)
+	end := l.EndOffset()
+	if got := readAll(t, l, 0, 700); !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want %d", len(got), len(want))
+	}
+	if got := readAll(t, l, base+1, 700); len(got) == 0 {
+		t.Fatal("a read inside the replaced range returned nothing")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, smallOpts())
+	if got := readAll(t, l, 0, 700); !bytes.Equal(got, want) || l.EndOffset() != end {
+		t.Fatalf("after reopen: %d bytes (want %d), end %d (want %d)", len(got), len(want), l.EndOffset(), end)
+	}
+}
+
+// Bytes that do not span the range in whole batches, or a range that is
+// not whole sealed segments, are refused and change nothing.
+func TestReplaceSegmentsRefuses(t *testing.T) {
+	l := openLog(t, t.TempDir(), smallOpts())
+	h := makeHistory(60, 0, 3)
+	appendAll(t, l, h.batches)
+	segs := l.Segments()
+	b, next, err := l.SealedBytes(segs[0].Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ReplaceSegments(0, next+1, b); !errors.Is(err, ErrBadReplacement) {
+		t.Fatalf("a replacement ending short: %v, want ErrBadReplacement", err)
+	}
+	if err := l.ReplaceSegments(0, next, b[:len(b)-1]); !errors.Is(err, ErrBadReplacement) {
+		t.Fatalf("a torn replacement: %v, want ErrBadReplacement", err)
+	}
+	active := segs[len(segs)-1]
+	gap := record.AppendGap(nil, active.Base, l.EndOffset(), -1, 0)
+	if err := l.ReplaceSegments(active.Base, l.EndOffset(), gap); !errors.Is(err, ErrNotBoundary) {
+		t.Fatalf("replacing the active segment: %v, want ErrNotBoundary", err)
+	}
+	if got := readAll(t, l, 0, 1000); !bytes.Equal(got, h.concat(0, len(h.batches))) {
+		t.Fatal("a refused replacement changed the log")
+	}
+}
+
+// A crash after the swap was decided (the swap file renamed into place)
+// but before the old segments went: Open finishes it. A crash before:
+// the cleaned file is deleted and the old segments stay.
+func TestReplaceSegmentsCrash(t *testing.T) {
+	dir := t.TempDir()
+	h := makeHistory(120, 0, 7)
+	l := openLog(t, dir, smallOpts())
+	appendAll(t, l, h.batches)
+	segs := l.Segments()
+	old, next, err := l.SealedBytes(segs[1].Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	all := h.concat(0, len(h.batches))
+	repl := thinned(t, old)
+
+	before := copyDir(t, dir)
+	if err := os.WriteFile(filepath.Join(before, segmentName(segs[1].Base, cleanedSuffix)), repl[:len(repl)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, before, smallOpts())
+	if got := readAll(t, l, 0, 1000); !bytes.Equal(got, all) {
+		t.Fatal("an unfinished cleaning changed the log")
+	}
+	if _, err := os.Stat(filepath.Join(before, segmentName(segs[1].Base, cleanedSuffix))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the cleaned file is still there: %v", err)
+	}
+
+	decided := copyDir(t, dir)
+	if err := os.WriteFile(filepath.Join(decided, swapName(segs[1].Base, next)), repl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, decided, smallOpts())
+	if got := readAll(t, l, 0, 1000); !bytes.Equal(got, bytes.Replace(all, old, repl, 1)) {
+		t.Fatal("an interrupted swap was not finished")
+	}
+}
