@@ -59,6 +59,10 @@ const (
 	AttrTimestampType   = 0x08
 	AttrTransactional   = 0x10
 	AttrControl         = 0x20
+	// AttrDeleteHorizon (KIP-534): the log cleaner has set the batch's
+	// delete horizon, kept in its first timestamp field (the records'
+	// timestamp deltas are relative to it).
+	AttrDeleteHorizon = 0x40
 )
 
 // Compression codecs in the low three attribute bits.
@@ -113,6 +117,12 @@ func (h Header) Compression() int { return int(h.Attributes & AttrCompressionMas
 
 // IsControl reports whether this is a transaction marker batch.
 func (h Header) IsControl() bool { return h.Attributes&AttrControl != 0 }
+
+// DeleteHorizon is when the cleaner may remove the batch's tombstones
+// (ms since the epoch); ok is false when no cleaning has set it.
+func (h Header) DeleteHorizon() (ms int64, ok bool) {
+	return h.FirstTimestamp, h.Attributes&AttrDeleteHorizon != 0
+}
 
 // IsTransactional reports whether the batch belongs to a transaction.
 func (h Header) IsTransactional() bool { return h.Attributes&AttrTransactional != 0 }

@@ -6,18 +6,30 @@ import (
 	"math"
 )
 
-// Filter rewrites the single batch b keeping only the records keep accepts,
-// in order, and appends the result to dst, as Kafka's log cleaner rewrites
-// a batch: the kept records' bytes are copied unchanged (their offset and
-// timestamp deltas with them), the batch is compressed again with its
-// codec, and every header field but the length, CRC and record count stays
-// as it was: base offset, last offset delta (so the offsets after the batch
-// and an idempotent producer's last sequence do not move), leader epoch,
-// attributes, first and max timestamps, producer id, epoch and base
-// sequence. With no record kept the result is a batch of none, which a
-// cleaner keeps only where the producer's sequence needs it. b must be
-// whole and valid (Check).
-func Filter(dst, b []byte, keep func(Record) bool) (out []byte, kept int, err error) {
+// FilterOptions say what Filter keeps of a batch.
+type FilterOptions struct {
+	// Keep reports whether a record stays.
+	Keep func(Record) bool
+	// DeleteHorizon, when at least 0, is set as the batch's delete horizon
+	// (KIP-534) if the batch has none and keeps a tombstone (a record
+	// with a null value): the first timestamp field takes it, with the
+	// AttrDeleteHorizon bit, and the kept records' timestamp deltas are
+	// rewritten to stay relative to it, so every record keeps its time.
+	DeleteHorizon int64
+}
+
+// Filter rewrites the single batch b keeping only the records o.Keep
+// accepts, in order, and appends the result to dst, as Kafka's log cleaner
+// rewrites a batch: the kept records' bytes are copied unchanged (their
+// offset and timestamp deltas with them) unless a delete horizon is set,
+// the batch is compressed again with its codec, and every header field but
+// the length, CRC and record count stays as it was: base offset, last
+// offset delta (so the offsets after the batch and an idempotent
+// producer's last sequence do not move), leader epoch, attributes, first
+// and max timestamps, producer id, epoch and base sequence. With no record
+// kept the result is a batch of none, which a cleaner keeps only where the
+// producer's sequence needs it. b must be whole and valid (Check).
+func Filter(dst, b []byte, o FilterOptions) (out []byte, kept int, err error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return dst, 0, err
@@ -32,7 +44,9 @@ func Filter(dst, b []byte, keep func(Record) bool) (out []byte, kept int, err er
 			return dst, 0, err
 		}
 	}
-	var raw []byte
+	var keptRecs []Record
+	var raws [][]byte
+	tombstone := false
 	for i := 0; i < int(h.NumRecords); i++ {
 		r, n, err := decodeRecord(body, h)
 		if err != nil {
@@ -40,18 +54,33 @@ func Filter(dst, b []byte, keep func(Record) bool) (out []byte, kept int, err er
 			re.Index = i
 			return dst, 0, re
 		}
-		if keep(r) {
-			raw = append(raw, body[:n]...)
-			kept++
+		if o.Keep(r) {
+			keptRecs, raws = append(keptRecs, r), append(raws, body[:n])
+			tombstone = tombstone || r.Value == nil
 		}
 		body = body[n:]
 	}
 	if len(body) != 0 {
 		return dst, 0, &RecordError{Index: int(h.NumRecords), Reason: fmt.Sprintf("%d bytes after the last record", len(body))}
 	}
+	_, has := h.DeleteHorizon()
+	horizon := o.DeleteHorizon >= 0 && tombstone && !has
+	var raw []byte
+	for i, r := range raws {
+		if horizon {
+			raw = rebase(raw, r, keptRecs[i].Timestamp-o.DeleteHorizon)
+		} else {
+			raw = append(raw, r...)
+		}
+	}
+	kept = len(raws)
 	start := len(dst)
 	dst = append(dst, b[:HeaderSize]...)
 	binary.BigEndian.PutUint32(dst[start+offCount:], uint32(kept))
+	if horizon {
+		binary.BigEndian.PutUint16(dst[start+offAttributes:], uint16(h.Attributes|AttrDeleteHorizon))
+		binary.BigEndian.PutUint64(dst[start+offFirstTS:], uint64(o.DeleteHorizon))
+	}
 	if codec == CompressionNone || kept == 0 {
 		dst = append(dst, raw...)
 	} else if dst, err = Compress(dst, codec, raw); err != nil {
@@ -59,6 +88,19 @@ func Filter(dst, b []byte, keep func(Record) bool) (out []byte, kept int, err er
 	}
 	FinishBatch(dst[start:])
 	return dst, kept, nil
+}
+
+// rebase appends record raw (length, attributes, timestamp delta, the
+// rest) to dst with its timestamp delta replaced by delta. raw was
+// decoded once already, so its varints are well formed.
+func rebase(dst, raw []byte, delta int64) []byte {
+	_, n1 := binary.Varint(raw)
+	_, n2 := binary.Varint(raw[n1+1:])
+	rest := raw[n1+1+n2:]
+	body := binary.AppendVarint([]byte{raw[n1]}, delta)
+	body = append(body, rest...)
+	dst = binary.AppendVarint(dst, int64(len(body)))
+	return append(dst, body...)
 }
 
 // AppendGap appends batches of no records that together span the offsets

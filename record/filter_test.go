@@ -38,7 +38,7 @@ func TestFilterKeepsOffsetsAndHeader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, kept, err := Filter(nil, in, func(r Record) bool { return r.Offset%2 == 0 })
+			out, kept, err := Filter(nil, in, FilterOptions{Keep: func(r Record) bool { return r.Offset%2 == 0 }, DeleteHorizon: -1})
 			if err != nil || kept != 3 {
 				t.Fatalf("Filter: kept %d, %v; want 3", kept, err)
 			}
@@ -73,11 +73,11 @@ func TestFilterKeepsOffsetsAndHeader(t *testing.T) {
 // keeping none gives a batch of no records that still spans its offsets.
 func TestFilterAllAndNone(t *testing.T) {
 	in := filterInput(t, CompressionNone)
-	out, kept, err := Filter(nil, in, func(Record) bool { return true })
+	out, kept, err := Filter(nil, in, FilterOptions{Keep: func(Record) bool { return true }, DeleteHorizon: -1})
 	if err != nil || kept != 5 || !bytes.Equal(out, in) {
 		t.Fatalf("keep all: kept %d, %v, same bytes %v", kept, err, bytes.Equal(out, in))
 	}
-	out, kept, err = Filter([]byte("x"), in, func(Record) bool { return false })
+	out, kept, err = Filter([]byte("x"), in, FilterOptions{Keep: func(Record) bool { return false }, DeleteHorizon: 5000})
 	if err != nil || kept != 0 || out[0] != 'x' {
 		t.Fatalf("keep none: kept %d, %v", kept, err)
 	}
@@ -110,5 +110,41 @@ func TestAppendGap(t *testing.T) {
 	}
 	if next != 1<<32 {
 		t.Fatalf("gaps end at %d, want %d", next, int64(1)<<32)
+	}
+}
+
+// A batch that keeps a tombstone gets the delete horizon once: the flag,
+// the horizon in the first timestamp, every record's time unchanged; a
+// second cleaning leaves it as it is. Without a tombstone kept, none.
+func TestFilterSetsDeleteHorizonOnce(t *testing.T) {
+	for _, codec := range []int{CompressionNone, CompressionZstd} {
+		in := filterInput(t, codec)
+		want, _ := AppendRecords(nil, in)
+		all := func(Record) bool { return true }
+		once, _, err := Filter(nil, in, FilterOptions{Keep: all, DeleteHorizon: 5000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := Check(once)
+		if at, ok := h.DeleteHorizon(); err != nil || !ok || at != 5000 || h.MaxTimestamp != 1004 {
+			t.Fatalf("%s: header %+v, %v; want the delete horizon 5000, max timestamp 1004", CodecName(codec), h, err)
+		}
+		got, err := AppendRecords(nil, once)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i].Timestamp != want[i].Timestamp || got[i].Offset != want[i].Offset || !bytes.Equal(got[i].Value, want[i].Value) {
+				t.Fatalf("%s: record %d is %+v, want %+v", CodecName(codec), i, got[i], want[i])
+			}
+		}
+		twice, _, _ := Filter(nil, once, FilterOptions{Keep: all, DeleteHorizon: 9000})
+		if h2, _ := Check(twice); h2.FirstTimestamp != 5000 || (codec == CompressionNone && !bytes.Equal(twice, once)) {
+			t.Fatalf("%s: a second cleaning moved the horizon to %d", CodecName(codec), h2.FirstTimestamp)
+		}
+		live, _, _ := Filter(nil, in, FilterOptions{Keep: func(r Record) bool { return r.Value != nil }, DeleteHorizon: 5000})
+		if h3, _ := Check(live); h3.Attributes&AttrDeleteHorizon != 0 || h3.FirstTimestamp != 1000 {
+			t.Fatalf("%s: a batch without tombstones got a horizon: %+v", CodecName(codec), h3)
+		}
 	}
 }

@@ -7,8 +7,11 @@
 //   - of the records with one key, only the one at the highest offset is
 //     kept (Map, built over the same batches);
 //   - a tombstone (null value) is kept until the cleaning that first
-//     reached it is delete.retention.ms old: Params.TombstonesBefore,
-//     which the caller derives from the cleanings' history in Raft;
+//     reached it is delete.retention.ms old: that cleaning sets its
+//     batch's delete horizon (KIP-534, record.FilterOptions) to its
+//     Params.NowMs plus Params.DeleteRetentionMs, and a cleaning at or
+//     past the horizon removes it. NowMs is the leader's clock, proposed
+//     through Raft with the cleaning;
 //   - the data batches of aborted transactions go;
 //   - records without a key are kept (a compacted topic refuses them at
 //     produce; ones written before the policy changed are not lost);
@@ -39,8 +42,10 @@ type Map map[string]int64
 
 // Params are one cleaning's inputs besides the bytes.
 type Params struct {
-	// TombstonesBefore: tombstones at lower offsets are removed.
-	TombstonesBefore int64
+	// NowMs is the cleaning's time (the leader's clock, from Raft).
+	NowMs int64
+	// DeleteRetentionMs is the topic's delete.retention.ms.
+	DeleteRetentionMs int64
 	// Aborted is the partition's aborted transactions index, in marker
 	// order (producerstate.Table.AbortedTxns).
 	Aborted []producerstate.AbortedTxn
@@ -125,6 +130,9 @@ func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
 		return append(dst, b[:h.Size()]...), st, nil
 	}
 	abort := p.aborted(h)
+	horizon, hasHorizon := h.DeleteHorizon()
+	dropTombstones := hasHorizon && horizon <= p.NowMs
+	keptTombstone := false
 	keep := func(r record.Record) bool {
 		switch {
 		case abort:
@@ -134,21 +142,24 @@ func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
 			return true
 		case m[string(r.Key)] != r.Offset:
 			return false
-		case r.Value == nil && r.Offset < p.TombstonesBefore:
+		case r.Value == nil && dropTombstones:
 			st.TombstonesRemoved++
 			return false
 		}
+		keptTombstone = keptTombstone || r.Value == nil
 		return true
 	}
 	start := len(dst)
-	out, kept, err := record.Filter(dst, b[:h.Size()], keep)
+	out, kept, err := record.Filter(dst, b[:h.Size()], record.FilterOptions{Keep: keep, DeleteHorizon: p.NowMs + p.DeleteRetentionMs})
 	if err != nil {
 		return dst, Stats{}, err
 	}
 	switch {
 	case kept == 0 && (p.KeepEmpty == nil || !p.KeepEmpty(h)):
 		return out[:start], st, nil
-	case kept == int(h.NumRecords): // the very bytes: cleaning again changes nothing
+	case kept == int(h.NumRecords) && (hasHorizon || !keptTombstone):
+		// Nothing changed (no horizon set): the very bytes, so that
+		// cleaning again changes nothing.
 		out = append(out[:start], b[:h.Size()]...)
 	}
 	st.BatchesOut, st.RecordsOut, st.BytesOut = 1, kept, int64(len(out)-start)

@@ -82,7 +82,8 @@ func read(t *testing.T, log []byte) []record.Record {
 // The scenario at the batch level: 200 keys of 10 versions each
 // in batches of 7 of mixed codecs, then tombstones for 20 keys. Cleaning
 // keeps the latest version of each key at its offset, the tombstones until
-// TombstonesBefore passes them, and the offsets after the log unchanged.
+// delete.retention.ms after the cleaning that first reached them, and the
+// offsets after the log unchanged.
 func TestLatestVersionPerKey(t *testing.T) {
 	l := &logBuilder{t: t}
 	var pending []kv
@@ -105,11 +106,17 @@ func TestLatestVersionPerKey(t *testing.T) {
 	flush()
 	end := l.next
 
+	// A first cleaning at 1000 sets the horizon to 1500; one at 1499 keeps
+	// the tombstones, one at 1500 removes them.
+	first, _, err := CleanAll(nil, Batches(l.log), Params{NowMs: 1000, DeleteRetentionMs: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
-		before     int64
+		now        int64
 		tombstones int
-	}{{0, 20}, {end, 0}} {
-		out, st, err := CleanAll(nil, Batches(l.log), Params{TombstonesBefore: c.before})
+	}{{1499, 20}, {1500, 0}} {
+		out, st, err := CleanAll(nil, Batches(first), Params{NowMs: c.now, DeleteRetentionMs: 500})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +138,7 @@ func TestLatestVersionPerKey(t *testing.T) {
 			}
 		}
 		if live != 180 || dead != c.tombstones || st.TombstonesRemoved != 20-c.tombstones {
-			t.Fatalf("tombstones before %d: %d live, %d tombstones (removed %d); want 180, %d", c.before, live, dead, st.TombstonesRemoved, c.tombstones)
+			t.Fatalf("cleaning at %d: %d live, %d tombstones (removed %d); want 180, %d", c.now, live, dead, st.TombstonesRemoved, c.tombstones)
 		}
 		var lastBatch record.Header
 		for b := range Batches(out) {
@@ -150,7 +157,7 @@ func TestCleanIsDeterministicAndIdempotent(t *testing.T) {
 	for i := range 300 {
 		l.batch(record.PlainBatch(i%5), kv{fmt.Sprintf("k%d", i%17), fmt.Sprint(i)}, kv{fmt.Sprintf("k%d", i%5), ""})
 	}
-	p := Params{TombstonesBefore: 200}
+	p := Params{NowMs: 1000, DeleteRetentionMs: 100}
 	a, _, err := CleanAll(nil, Batches(l.log), p)
 	if err != nil {
 		t.Fatal(err)
