@@ -38,6 +38,10 @@ const (
 	// [coordinator epoch i32][commit u8: 0 abort, 1 commit][leader time ms
 	// i64]. The FSM builds the batch, stamped with the leader time.
 	CmdEndTxn
+	// CmdClean cleans the log below an offset (cleanup.policy=compact):
+	// [CmdClean][up to offset i64][leader time ms i64][delete.retention.ms
+	// i64]. See clean.go.
+	CmdClean
 )
 
 // Flags of a CmdProduceAt.
@@ -66,6 +70,8 @@ func (c CmdType) String() string {
 		return "expire-producers"
 	case CmdEndTxn:
 		return "end-txn"
+	case CmdClean:
+		return "clean"
 	}
 	return fmt.Sprintf("cmd(%d)", uint8(c))
 }
@@ -151,14 +157,16 @@ func decodeEndTxn(body []byte) EndTxn {
 	}
 }
 
-// bodySize is the fixed body length of CmdTrim, CmdExpireProducers and
-// CmdEndTxn.
+// bodySize is the fixed body length of CmdTrim, CmdExpireProducers,
+// CmdEndTxn and CmdClean.
 func bodySize(t CmdType) int {
 	switch t {
 	case CmdExpireProducers:
 		return 16
 	case CmdEndTxn:
 		return 8 + 2 + 4 + 1 + 8
+	case CmdClean:
+		return 24
 	}
 	return 8
 }
@@ -178,7 +186,7 @@ func DecodeCommand(data []byte) (CmdType, []byte, error) {
 			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
 		}
 		return t, data[1:], nil
-	case CmdTrim, CmdExpireProducers, CmdEndTxn:
+	case CmdTrim, CmdExpireProducers, CmdEndTxn, CmdClean:
 		if len(data) != 1+bodySize(t) || (t == CmdEndTxn && data[15] > 1) {
 			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
 		}

@@ -106,6 +106,9 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 // checkpoint file atomically. It never replaces a newer checkpoint with an
 // older one (a Persist may finish after a Restore wrote a newer one).
 func (f *FSM) checkpoint(c checkpoint) error {
+	if f.cleaner != nil {
+		f.cleaner.wait() // no checkpoint past a cleaning not yet done
+	}
 	f.cpMu.Lock()
 	defer f.cpMu.Unlock()
 	if c.index < f.cpIndex || f.restoring {

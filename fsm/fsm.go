@@ -218,6 +218,8 @@ type FSM struct {
 
 	// changed is fired when the high watermark moves.
 	changed changes.Signal
+
+	cleaner *cleaner // runs the cleanings CmdClean queues (clean.go)
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -248,6 +250,7 @@ func New(cfg Config, log Log) (*FSM, error) {
 	}
 	f.table.SetLimit(f.limit)
 	f.publish()
+	f.cleaner = newCleaner(logger)
 	return f, nil
 }
 
@@ -321,6 +324,8 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 		return f.applyExpire(int64(binary.BigEndian.Uint64(body)), int64(binary.BigEndian.Uint64(body[8:])), l.Index, l.Term)
 	case CmdEndTxn:
 		return f.applyEndTxn(decodeEndTxn(body), l.Term)
+	case CmdClean:
+		return f.applyClean(body)
 	}
 	panic("unreachable: DecodeCommand accepted " + t.String())
 }
@@ -389,6 +394,7 @@ func (f *FSM) Close() error {
 		return nil
 	}
 	f.closed = true
+	f.cleaner.wait()
 	err := f.checkpoint(checkpoint{
 		index: f.applied.Load(), term: f.appliedTerm,
 		start: f.log.StartOffset(), end: f.log.EndOffset(),
@@ -416,6 +422,8 @@ func (f *FSM) applyTrim(offset int64, index, term uint64) *TrimResult {
 	case offset <= res.StartOffset:
 		return res
 	}
+	// A cleaning queued before this trim is done first: both in Raft order.
+	f.cleaner.wait()
 	// The aborted transactions wholly below the new start go with it.
 	table := f.table.Clone()
 	table.TrimAborted(offset)

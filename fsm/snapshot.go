@@ -225,6 +225,7 @@ func (r *readCloser) Close() error { return r.c.Close() }
 // the snapshot's, then checkpoints.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.cleaner.wait() // the log is about to be rewritten
 	h, err := readSnapshotHeader(rc)
 	if err != nil {
 		return err

@@ -78,7 +78,8 @@ type Stats struct {
 	AbortedRemoved        int // records of aborted transactions
 }
 
-func (s *Stats) add(o Stats) {
+// Add adds o's counts to s.
+func (s *Stats) Add(o Stats) {
 	s.BatchesIn += o.BatchesIn
 	s.BatchesOut += o.BatchesOut
 	s.RecordsIn += o.RecordsIn
@@ -203,7 +204,7 @@ func CleanAll(dst []byte, batches iter.Seq2[[]byte, error], p Params) ([]byte, S
 		if dst, st, err = Clean(dst, b, m, p); err != nil {
 			return dst, total, err
 		}
-		total.add(st)
+		total.Add(st)
 		if len(dst) == before { // the whole batch went
 			if !gap.open {
 				gap.open, gap.base = true, h.BaseOffset

@@ -236,3 +236,22 @@ func (l *Log) recoverSwaps() error {
 	}
 	return nil
 }
+
+// RollBefore seals the active segment if it holds offsets below offset, so
+// that every offset below it lies in sealed segments (a cleaning up to it
+// must not touch the segment appends go to).
+func (l *Log) RollBefore(offset int64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.werr != nil:
+		return l.werr
+	}
+	if active := l.segs[len(l.segs)-1]; active.size > 0 && active.base < offset {
+		_, err := l.roll(l.end)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"log/slog"
+	"sync"
+
+	"github.com/minikafka/minikafka-go/partition/compact"
+	"github.com/minikafka/minikafka-go/partition/seglog"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// Cleaning (cleanup.policy=compact, issue 30). The leader proposes
+// CmdClean with the offset to clean up to, its clock and the topic's
+// delete.retention.ms; every replica seals what lies below that offset at
+// once (on the FSM goroutine) and cleans it later on its cleaner
+// goroutine, in command order, with the producer state of the command's
+// entry: the same bytes on every replica (package compact). A trim, a
+// checkpoint and a restore wait for the cleanings queued before them, so
+// that a trim and a cleaning apply in Raft order and no checkpoint claims
+// an entry whose cleaning has not been done.
+
+// EncodeClean returns the command that cleans the log below upTo at the
+// leader's time nowMs, keeping tombstones for deleteRetentionMs.
+func EncodeClean(upTo, nowMs, deleteRetentionMs int64) []byte {
+	b := []byte{byte(CmdClean)}
+	b = binary.BigEndian.AppendUint64(b, uint64(upTo))
+	b = binary.BigEndian.AppendUint64(b, uint64(nowMs))
+	return binary.BigEndian.AppendUint64(b, uint64(deleteRetentionMs))
+}
+
+// CleanResult is what applying a CmdClean returns: the cleaning is queued,
+// not done.
+type CleanResult struct {
+	Queued bool // false when there was nothing to clean or the log cannot be cleaned
+	Err    error
+}
+
+// cleanable is what a log needs for cleanings (seglog.Log has it); an FSM
+// over a log without it ignores CmdClean.
+type cleanable interface {
+	RollBefore(offset int64) error
+	Segments() []seglog.SegmentInfo
+	SealedBytes(base int64) ([]byte, int64, error)
+	ReplaceSegments(base, next int64, data []byte) error
+}
+
+func (f *FSM) applyClean(body []byte) *CleanResult {
+	upTo := int64(binary.BigEndian.Uint64(body))
+	now := int64(binary.BigEndian.Uint64(body[8:]))
+	retention := int64(binary.BigEndian.Uint64(body[16:]))
+	cl, ok := f.log.(cleanable)
+	if !ok || upTo <= f.log.StartOffset() {
+		return &CleanResult{}
+	}
+	upTo = min(upTo, f.log.EndOffset())
+	if err := f.retry("roll before cleaning", func() error { return cl.RollBefore(upTo) }); err != nil {
+		return &CleanResult{Err: err}
+	}
+	last := map[int64]int64{} // producer id → base offset of its last batch
+	for e := range f.table.All() {
+		if n := len(e.Batches); n > 0 {
+			last[e.ProducerID] = e.Batches[n-1].BaseOffset
+		}
+	}
+	p := compact.Params{NowMs: now, DeleteRetentionMs: retention, Aborted: f.table.AbortedTxns(),
+		KeepEmpty: func(h record.Header) bool { b, ok := last[h.ProducerID]; return ok && b == h.BaseOffset }}
+	f.cleaner.enqueue(cleanTask{log: cl, start: f.log.StartOffset(), upTo: upTo, params: p})
+	return &CleanResult{Queued: true}
+}
+
+// cleanTask is one queued cleaning.
+type cleanTask struct {
+	log         cleanable
+	start, upTo int64
+	params      compact.Params
+}
+
+// cleaner runs queued cleanings one at a time, in order, on a goroutine
+// that runs only while some are queued (so an idle FSM holds none). Its
+// owner is the FSM: Close waits for it.
+type cleaner struct {
+	logger *slog.Logger
+
+	mu      sync.Mutex // guards queue, running, stats and runs
+	idle    *sync.Cond // signalled when the queue is empty and nothing runs
+	queue   []cleanTask
+	running bool
+	stats   compact.Stats // of every cleaning so far
+	runs    int
+}
+
+func newCleaner(logger *slog.Logger) *cleaner {
+	c := &cleaner{logger: logger}
+	c.idle = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *cleaner) enqueue(t cleanTask) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(c.queue, t)
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+}
+
+// wait returns once every cleaning queued so far is done.
+func (c *cleaner) wait() {
+	c.mu.Lock()
+	for c.running {
+		c.idle.Wait()
+	}
+	c.mu.Unlock()
+}
+
+func (c *cleaner) run() {
+	c.mu.Lock()
+	for len(c.queue) > 0 {
+		t := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		st, err := t.clean()
+		if err != nil {
+			// The bytes stay as they were; the next cleaning of this range
+			// does it (cleaning is idempotent).
+			c.logger.Warn("cleaning failed", "up_to", t.upTo, "err", err)
+		}
+		c.mu.Lock()
+		c.stats.Add(st)
+		c.runs++
+	}
+	c.running = false
+	c.idle.Broadcast()
+	c.mu.Unlock()
+}
+
+// clean cleans the sealed segments holding offsets in [start, upTo): the
+// batches below the one holding start and from upTo on stay as they are,
+// the ones between are cleaned (compact.CleanAll), and the segments are
+// swapped for one holding the result.
+func (t cleanTask) clean() (compact.Stats, error) {
+	segs := t.log.Segments()
+	first, last := -1, -1
+	for i, s := range segs {
+		if s.Active || s.Base >= t.upTo {
+			break
+		}
+		if s.Next > t.start {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return compact.Stats{}, nil
+	}
+	var data []byte
+	for _, s := range segs[first : last+1] {
+		b, _, err := t.log.SealedBytes(s.Base)
+		if err != nil {
+			return compact.Stats{}, err
+		}
+		data = append(data, b...)
+	}
+	prefix, middle, suffix, err := split(data, t.start, t.upTo)
+	if err != nil {
+		return compact.Stats{}, err
+	}
+	out, st, err := compact.CleanAll(append([]byte(nil), prefix...), compact.Batches(middle), t.params)
+	if err != nil {
+		return st, err
+	}
+	out = append(out, suffix...)
+	if bytes.Equal(out, data) {
+		return st, nil
+	}
+	return st, t.log.ReplaceSegments(segs[first].Base, segs[last].Next, out)
+}
+
+// split cuts a run of batches into those wholly below start, those from
+// the one holding start up to upTo, and the rest.
+func split(data []byte, start, upTo int64) (prefix, middle, suffix []byte, err error) {
+	i, j := -1, len(data)
+	pos := 0
+	for rest := data; len(rest) > 0; {
+		b, r, h, err := record.Next(rest)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if i < 0 && h.NextOffset() > start {
+			i = pos
+		}
+		if h.BaseOffset >= upTo {
+			j = pos
+			break
+		}
+		pos += len(b)
+		rest = r
+	}
+	if i < 0 {
+		i = j
+	}
+	return data[:i], data[i:j], data[j:], nil
+}
+
+// Cleanings returns how many cleanings this FSM has run and what they
+// did, once those queued so far are done.
+func (f *FSM) Cleanings() (int, compact.Stats) {
+	f.cleaner.wait()
+	f.cleaner.mu.Lock()
+	defer f.cleaner.mu.Unlock()
+	return f.cleaner.runs, f.cleaner.stats
+}

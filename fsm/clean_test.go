@@ -1,0 +1,113 @@
+package fsm_test
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/fsm"
+	"github.com/minikafka/minikafka-go/partition/seglog"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// tombstone is a plain batch of one record of key with a null value.
+func tombstone(key string) []byte {
+	r := kmsg.Record{Key: []byte(key), Value: nil}
+	r.Length = int32(len(r.AppendTo(nil)) - 1)
+	b := kmsg.RecordBatch{Magic: 2, FirstTimestamp: 1000, MaxTimestamp: 1000, ProducerID: -1, ProducerEpoch: -1,
+		FirstSequence: -1, NumRecords: 1, Records: r.AppendTo(nil)}
+	out := b.AppendTo(nil)
+	record.FinishBatch(out)
+	return out
+}
+
+// openSized is a replica whose segments hold segmentBytes.
+func openSized(t *testing.T, segmentBytes int64) *replica {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: segmentBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm")}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{t: t, dir: dir, log: l, f: f}
+	t.Cleanup(func() { r.f.Close(); r.log.Close() })
+	return r
+}
+
+// records reads back every record of the replica's log.
+func (r *replica) records() []record.Record {
+	r.t.Helper()
+	var out []record.Record
+	for rest := r.logBytes(); len(rest) > 0; {
+		b, next, h, err := record.Next(rest)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if !h.IsControl() {
+			if out, err = record.AppendRecords(out, b); err != nil {
+				r.t.Fatal(err)
+			}
+		}
+		rest = next
+	}
+	return out
+}
+
+// Two replicas with different segment sizes apply the same produces and
+// cleanings: after each cleaning both hold the same bytes, the latest
+// version of each of 200 keys, the 20 tombstones until delete.retention.ms
+// after the cleaning that first reached them; the log end never moves.
+func TestCleanIsTheSameOnEveryReplica(t *testing.T) {
+	a, b := openSized(t, 4096), openSized(t, 1500)
+	var entries []*raft.Log
+	idx := uint64(0)
+	add := func(data []byte) { idx++; entries = append(entries, &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}) }
+	for v := range 10 {
+		for k := range 200 {
+			add(fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("k%03d", k), fmt.Sprintf("v%d", v))))
+		}
+	}
+	for k := range 20 {
+		add(fsm.EncodeProduce(tombstone(fmt.Sprintf("k%03d", k*10))))
+	}
+	end := int64(2020)
+	for _, c := range []struct {
+		now        int64
+		tombstones int
+	}{{1000, 20}, {1499, 20}, {1500, 0}} {
+		add(fsm.EncodeClean(end, c.now, 500))
+		for _, r := range []*replica{a, b} {
+			applyAll(r.f, entries, 7)
+			if runs, _ := r.f.Cleanings(); runs == 0 {
+				t.Fatalf("now %d: no cleaning ran", c.now)
+			}
+		}
+		entries = nil
+		if !bytes.Equal(a.logBytes(), b.logBytes()) {
+			t.Fatalf("now %d: the replicas differ after cleaning", c.now)
+		}
+		live, dead := 0, 0
+		for _, rec := range a.records() {
+			switch {
+			case rec.Value == nil:
+				dead++
+			case string(rec.Value) != "v9":
+				t.Fatalf("now %d: key %s kept %s", c.now, rec.Key, rec.Value)
+			default:
+				live++
+			}
+		}
+		if live != 180 || dead != c.tombstones || a.log.EndOffset() != end || a.log.StartOffset() != 0 {
+			t.Fatalf("now %d: %d live, %d tombstones, log [%d, %d); want 180, %d, [0, %d)",
+				c.now, live, dead, a.log.StartOffset(), a.log.EndOffset(), c.tombstones, end)
+		}
+	}
+}
