@@ -69,7 +69,10 @@ func TestCleanIsTheSameOnEveryReplica(t *testing.T) {
 	a, b := openSized(t, 4096), openSized(t, 1500)
 	var entries []*raft.Log
 	idx := uint64(0)
-	add := func(data []byte) { idx++; entries = append(entries, &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}) }
+	add := func(data []byte) {
+		idx++
+		entries = append(entries, &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data})
+	}
 	for v := range 10 {
 		for k := range 200 {
 			add(fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("k%03d", k), fmt.Sprintf("v%d", v))))
