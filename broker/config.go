@@ -200,7 +200,10 @@ type Config struct {
 	// it decides produce outcomes, so every node must use the same value.
 	RetentionCheckInterval          time.Duration
 	ProducerExpirationCheckInterval time.Duration
-	MaxProducers                    int
+	// CleanerBackoff is how often a partition leader looks for compacted
+	// topics' partitions to clean (Kafka's log.cleaner.backoff.ms).
+	CleanerBackoff time.Duration
+	MaxProducers   int
 
 	// LeaderRebalanceInterval is how often a node hands partitions it leads
 	// back to their preferred leader (the first replica). 0 disables it.
@@ -428,6 +431,7 @@ func DefaultConfig() Config {
 		// Kafka checks every 5 minutes; a Raft entry per led partition
 		// every 30 s is cheap, and small topics shrink when users expect.
 		RetentionCheckInterval:          30 * time.Second,
+		CleanerBackoff:                  15 * time.Second,
 		LogRetentionMs:                  7 * 24 * 3600 * 1000, // Kafka's defaults
 		LogRetentionBytes:               -1,
 		MessageMaxBytes:                 topicconfig.DefaultMaxMessageBytes,

@@ -7,7 +7,8 @@ import (
 
 // housekeeping runs the node's clock-driven duties, each on its own
 // goroutine so that a slow one does not hold up the others: for the
-// partitions this node leads, retention every RetentionCheckInterval and
+// partitions this node leads, retention every RetentionCheckInterval,
+// cleaning every CleanerBackoff and
 // producer expiry every ProducerExpirationCheckInterval (broker/replicas);
 // for the coordinators it runs, offset expiry every
 // OffsetsRetentionCheckInterval and transactional id expiry every
@@ -24,6 +25,7 @@ func (n *Node) housekeeping() {
 		run   func()
 	}{
 		{n.cfg.RetentionCheckInterval, func() { n.reps.Retain(time.Now()) }},
+		{n.cfg.CleanerBackoff, func() { n.reps.Compact(time.Now()) }},
 		{n.cfg.ProducerExpirationCheckInterval, func() { n.reps.ExpireProducers(n.ProducerIDExpiration()) }},
 		{n.cfg.OffsetsRetentionCheckInterval, n.coords.ExpireOffsets},
 		{n.cfg.TxnRemoveExpiredInterval, n.coords.ExpireTransactionalIDs},

@@ -44,6 +44,23 @@ func (r *Replica) ExpireProducers(ctx context.Context, now time.Time, ttl time.D
 	return res.Removed, res.Producers, nil
 }
 
+// Clean has every replica clean its log below upTo (cleanup.policy=
+// compact) as of this leader's clock now, keeping tombstones for
+// deleteRetention; the cleaning itself runs after the apply, off the
+// apply path. This replica must lead. It reports whether a cleaning was
+// queued.
+func (r *Replica) Clean(ctx context.Context, upTo int64, now time.Time, deleteRetention time.Duration) (bool, error) {
+	if err := r.storageRefusal(); err != nil {
+		return false, err
+	}
+	cmd := fsm.EncodeClean(upTo, now.UnixMilli(), deleteRetention.Milliseconds())
+	res, err := waitFor[*fsm.CleanResult](r.group.Propose(cmd, proposeTimeout(ctx)))
+	if err != nil {
+		return false, err
+	}
+	return res.Queued, res.Err
+}
+
 // storageRefusal is the *fsm.Error (KAFKA_STORAGE_ERROR) that commands are
 // refused with while the FSM waits out a storage failure, or nil.
 func (r *Replica) storageRefusal() error {

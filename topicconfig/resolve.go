@@ -178,7 +178,7 @@ func (s Spec) brokerNames() []string {
 
 // Config is a topic's resolved, typed configs that the broker acts on.
 type Config struct {
-	CleanupPolicy   []string // delete and/or compact; only delete is acted on
+	CleanupPolicy   []string // delete and/or compact
 	RetentionMs     int64    // -1 forever
 	RetentionBytes  int64    // -1 unlimited
 	SegmentBytes    int64
@@ -187,6 +187,11 @@ type Config struct {
 	LogAppendTime   bool // message.timestamp.type=LogAppendTime
 	WriteCaching    bool // write.caching
 	FlushMs         int64
+	// Compaction (cleanup.policy=compact): delete.retention.ms,
+	// min.compaction.lag.ms, min.cleanable.dirty.ratio.
+	DeleteRetentionMs      int64
+	MinCompactionLagMs     int64
+	MinCleanableDirtyRatio float64
 }
 
 // DefaultWriteCachingFlushMs bounds the fsync delay of a partition in
@@ -228,15 +233,18 @@ func Resolve(topic, clusterDefaults, static map[string]string) Config {
 		return n
 	}
 	return Config{
-		CleanupPolicy:   splitList(get("cleanup.policy")),
-		RetentionMs:     long("retention.ms"),
-		RetentionBytes:  long("retention.bytes"),
-		SegmentBytes:    long("segment.bytes"),
-		SegmentMs:       long("segment.ms"),
-		MaxMessageBytes: int32(long("max.message.bytes")),
-		LogAppendTime:   get("message.timestamp.type") == "LogAppendTime",
-		WriteCaching:    strings.EqualFold(strings.TrimSpace(get("write.caching")), "true"),
-		FlushMs:         long("flush.ms"),
+		CleanupPolicy:          splitList(get("cleanup.policy")),
+		RetentionMs:            long("retention.ms"),
+		RetentionBytes:         long("retention.bytes"),
+		SegmentBytes:           long("segment.bytes"),
+		SegmentMs:              long("segment.ms"),
+		MaxMessageBytes:        int32(long("max.message.bytes")),
+		LogAppendTime:          get("message.timestamp.type") == "LogAppendTime",
+		WriteCaching:           strings.EqualFold(strings.TrimSpace(get("write.caching")), "true"),
+		FlushMs:                long("flush.ms"),
+		DeleteRetentionMs:      long("delete.retention.ms"),
+		MinCompactionLagMs:     long("min.compaction.lag.ms"),
+		MinCleanableDirtyRatio: parseRatio(get("min.cleanable.dirty.ratio")),
 	}
 }
 
@@ -272,4 +280,14 @@ func brokerOnlyLong(name string, levels ...map[string]string) int64 {
 func IsUnknown(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Unknown
+}
+
+// parseRatio parses a validated double; 0.5 (Kafka's min.cleanable.dirty.ratio
+// default) if it does not parse, which Describe's validation prevents.
+func parseRatio(v string) float64 {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0.5
+	}
+	return f
 }

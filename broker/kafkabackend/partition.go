@@ -14,6 +14,7 @@ import (
 	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/partition/seglog"
+	"github.com/minikafka/minikafka-go/record"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -105,11 +106,17 @@ func (p replicaPartition) EpochEndOffset(epoch int32) (int32, int64, error) {
 // runs out, and the answer then is the true outcome rather than a guess.
 //
 // A batch over the topic's max.message.bytes is MESSAGE_TOO_LARGE, as in
-// Kafka; a LogAppendTime topic's batch carries this leader's clock.
+// Kafka; a record without a key in a compacted topic is INVALID_RECORD; a
+// LogAppendTime topic's batch carries this leader's clock.
 func (p replicaPartition) Produce(batch []byte) kafkaapi.ProduceWait {
 	if limit := p.cfg.MaxMessageBytes; limit > 0 && len(batch) > int(limit) {
 		err := fmt.Errorf("%w: the batch is %d bytes, over the topic's max.message.bytes %d", kerr.MessageTooLarge, len(batch), limit)
 		return func(context.Context) (kafkaapi.ProduceResult, error) { return kafkaapi.ProduceResult{}, err }
+	}
+	if slices.Contains(p.cfg.CleanupPolicy, replicas.CleanupCompact) {
+		if err := refuseKeyless(batch); err != nil {
+			return func(context.Context) (kafkaapi.ProduceResult, error) { return kafkaapi.ProduceResult{}, err }
+		}
 	}
 	var prop *partition.Proposal
 	if p.cfg.LogAppendTime {
@@ -189,4 +196,19 @@ func (p replicaPartition) DeleteRecords(ctx context.Context, offset int64) (int6
 // to delete.
 func (p internalPartition) DeleteRecords(context.Context, int64) (int64, error) {
 	return 0, fmt.Errorf("%w: records of an internal topic cannot be deleted", kerr.InvalidTopicException)
+}
+
+// refuseKeyless is INVALID_RECORD for a batch holding a record without a
+// key, which a compacted topic cannot keep (Kafka refuses it likewise).
+func refuseKeyless(batch []byte) error {
+	recs, err := record.AppendRecords(nil, batch)
+	if err != nil {
+		return fmt.Errorf("%w: %w", kerr.CorruptMessage, err)
+	}
+	for _, r := range recs {
+		if r.Key == nil {
+			return fmt.Errorf("%w: compacted topic cannot accept a record without a key (offset delta %d)", kerr.InvalidRecord, r.Offset)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,90 @@
+package replicas
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/partition/seglog"
+)
+
+// CleanupCompact is the cleanup.policy under which the log is cleaned:
+// only the latest record of each key is kept (partition/compact).
+const CleanupCompact = "compact"
+
+// Compact proposes a cleaning (partition.Replica.Clean) for every replica
+// this node leads whose topic's cleanup.policy has compact and whose log
+// is dirty enough, as of now. Like retention it is the leader's decision,
+// with its clock, through Raft.
+func (s *Set[E]) Compact(now time.Time) {
+	for _, r := range s.Led() {
+		s.compact(r, now)
+	}
+}
+
+func (s *Set[E]) compact(r *Replica[E], now time.Time) {
+	cfg := r.Config()
+	if metadata.IsInternal(r.info.Topic) || !slices.Contains(cfg.CleanupPolicy, CleanupCompact) {
+		return
+	}
+	upTo := cleanablePoint(r.rep.Segments(), r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
+	cleaned := r.cleaned.Load()
+	due := r.recleanAt.Load()
+	horizons := due > 0 && now.UnixMilli() >= due // tombstones' delete horizons have passed
+	if upTo <= r.rep.LogStartOffset() || !horizons &&
+		(upTo <= cleaned || dirtyRatio(r.rep.Segments(), cleaned, upTo) < cfg.MinCleanableDirtyRatio) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Tuning.Proposal)
+	defer cancel()
+	queued, err := r.rep.Clean(ctx, upTo, now, time.Duration(cfg.DeleteRetentionMs)*time.Millisecond)
+	if err != nil {
+		s.logger.Warn("compaction: clean failed", "topic", r.info.Topic, "partition", r.info.Partition, "up_to", upTo, "err", err)
+		return
+	}
+	r.cleaned.Store(upTo)
+	switch {
+	case upTo > cleaned: // new records: their tombstones' horizons pass after delete.retention.ms
+		r.recleanAt.Store(now.UnixMilli() + max(cfg.DeleteRetentionMs, 0) + 1)
+	case horizons:
+		r.recleanAt.Store(0)
+	}
+	s.logger.Debug("compaction: cleaning proposed", "topic", r.info.Topic, "partition", r.info.Partition, "up_to", upTo, "queued", queued)
+}
+
+// cleanablePoint is the offset a cleaning may reach: the last stable
+// offset (an open transaction's records may yet be aborted), and no
+// further than the first segment holding a record newer than
+// min.compaction.lag.ms (as the segments' max timestamps tell).
+func cleanablePoint(segs []seglog.SegmentInfo, lso, nowMs, minLagMs int64) int64 {
+	upTo := lso
+	if minLagMs > 0 {
+		for _, s := range segs {
+			if s.MaxTimestamp > nowMs-minLagMs {
+				upTo = min(upTo, s.Base)
+				break
+			}
+		}
+	}
+	return upTo
+}
+
+// dirtyRatio is the share of the bytes below upTo that lie at or above
+// cleaned (not cleaned since this node leads), by whole segments.
+func dirtyRatio(segs []seglog.SegmentInfo, cleaned, upTo int64) float64 {
+	var dirty, total int64
+	for _, s := range segs {
+		if s.Base >= upTo {
+			break
+		}
+		total += s.Bytes
+		if s.Next > cleaned {
+			dirty += s.Bytes
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(dirty) / float64(total)
+}

@@ -1,0 +1,130 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+// readCompacted reads partition 0 of topic from the start until a poll
+// of a second finds nothing more (the topic is quiet), and returns each
+// key's last value ("" for a tombstone), how many records it read and
+// whether their offsets rose.
+func readCompacted(t *testing.T, c *testcluster.Cluster, topic string) (map[string]string, int, bool) {
+	t.Helper()
+	cl := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	defer cl.Close()
+	latest, n, last, rising := map[string]string{}, 0, int64(-1), true
+	for empty := 0; empty < 2; {
+		ctx, cancel := context.WithTimeout(testContext(t), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		got := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			rising = rising && r.Offset > last
+			last = r.Offset
+			latest[string(r.Key)] = string(r.Value)
+			n++
+			got++
+		})
+		if got == 0 {
+			empty++
+		}
+	}
+	return latest, n, rising
+}
+
+// The acceptance case of issue 30 on a 3-node cluster: 200 keys of 10
+// versions each and tombstones for 20 keys in a compacted topic. Within a
+// minute a from-beginning read by franz-go returns exactly the latest
+// version of each live key, and no tombstone once delete.retention.ms has
+// passed; offsets rise, the log start and end stay; the idempotent
+// producer goes on producing across the cleanings; a record without a key
+// is refused with INVALID_RECORD. kcat (librdkafka) reads the same.
+func TestCompactedTopic(t *testing.T) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.CleanerBackoff = 300 * time.Millisecond })
+	adm := kadm.NewClient(c.Client(t))
+	cfgs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact"), "delete.retention.ms": kadm.StringPtr("2000")}
+	if resp, err := adm.CreateTopic(testContext(t), 1, 3, cfgs, "table"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	c.Leader("table", 0, timeout)
+	p := c.Client(t, kgo.DefaultProduceTopic("table"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceAll := func(recs []*kgo.Record) {
+		t.Helper()
+		if err := p.ProduceSync(testContext(t), recs...).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	for v := range 10 {
+		var recs []*kgo.Record
+		for k := range 200 {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprintf("k%03d", k)), Value: []byte(fmt.Sprintf("v%d", v))})
+		}
+		produceAll(recs)
+	}
+	var tombs []*kgo.Record
+	for k := range 20 {
+		tombs = append(tombs, &kgo.Record{Key: []byte(fmt.Sprintf("k%03d", k*10))})
+	}
+	produceAll(tombs)
+	const end = 2020
+	if ends, err := adm.ListEndOffsets(testContext(t), "table"); err != nil {
+		t.Fatal(err)
+	} else if e, _ := ends.Lookup("table", 0); e.Offset != end {
+		t.Fatalf("high watermark %d, want %d", e.Offset, end)
+	}
+	err := p.ProduceSync(testContext(t), &kgo.Record{Value: []byte("no key")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("a record without a key: %v, want INVALID_RECORD", err)
+	}
+
+	deadline := time.Now().Add(time.Minute)
+	for {
+		latest, n, rising := readCompacted(t, c, "table")
+		live, tombstones := 0, 0
+		for _, v := range latest {
+			if v == "" {
+				tombstones++
+			} else if v == "v9" {
+				live++
+			}
+		}
+		if !rising {
+			t.Fatal("offsets did not rise")
+		}
+		if n == 180 && live == 180 && tombstones == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: %d records read, %d live keys at v9, %d tombstones; want 180, 180, 0", n, live, tombstones)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// The idempotent producer that wrote before the cleanings goes on.
+	produceAll([]*kgo.Record{{Key: []byte("k199"), Value: []byte("v10")}})
+	starts, err := adm.ListStartOffsets(testContext(t), "table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := starts.Lookup("table", 0); s.Offset != 0 {
+		t.Fatalf("log start %d after cleaning, want 0", s.Offset)
+	}
+	if _, err := exec.LookPath("kcat"); err == nil {
+		out := kcat(t, c, "", "-C", "-e", "-q", "-t", "table", "-o", "beginning", "-c", "180", "-f", `%k=%s\n`)
+		if got := strings.Count(out, "=v9\n"); got != 180 {
+			t.Fatalf("kcat read %d records at v9 of the first 180, want 180:\n%s", got, out)
+		}
+	}
+}
