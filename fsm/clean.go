@@ -207,10 +207,8 @@ func split(data []byte, start, upTo int64) (prefix, middle, suffix []byte, err e
 	return data[:i], data[i:j], data[j:], nil
 }
 
-// Cleanings returns how many cleanings this FSM has run and what they
-// did, once those queued so far are done.
+// Cleanings returns how many cleanings this FSM has run and what they did.
 func (f *FSM) Cleanings() (int, compact.Stats) {
-	f.cleaner.wait()
 	f.cleaner.mu.Lock()
 	defer f.cleaner.mu.Unlock()
 	return f.cleaner.runs, f.cleaner.stats

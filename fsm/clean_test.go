@@ -89,6 +89,7 @@ func TestCleanIsTheSameOnEveryReplica(t *testing.T) {
 		add(fsm.EncodeClean(end, c.now, 500))
 		for _, r := range []*replica{a, b} {
 			applyAll(r.f, entries, 7)
+			r.f.WaitCleanings()
 			if runs, _ := r.f.Cleanings(); runs == 0 {
 				t.Fatalf("now %d: no cleaning ran", c.now)
 			}

@@ -64,3 +64,6 @@ func downgradeCheckpoint(dir string, format byte) error {
 	cp.table = binary.BigEndian.AppendUint32(v, crc32.Checksum(v, crcTable))
 	return os.WriteFile(path, cp.encode(), 0o644)
 }
+
+// WaitCleanings returns once the cleanings queued so far are done.
+func (f *FSM) WaitCleanings() { f.cleaner.wait() }
