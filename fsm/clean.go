@@ -19,7 +19,9 @@ import (
 // entry: the same bytes on every replica (package compact). A trim, a
 // checkpoint and a restore wait for the cleanings queued before them, so
 // that a trim and a cleaning apply in Raft order and no checkpoint claims
-// an entry whose cleaning has not been done.
+// an entry whose cleaning has not been done. Nor does the applied-index
+// journal: while a cleaning is pending it records the entry before the
+// command, so that a crash replays the command (cleaning is idempotent).
 
 // EncodeClean returns the command that cleans the log below upTo at the
 // leader's time nowMs, keeping tombstones for deleteRetentionMs.
@@ -46,7 +48,7 @@ type cleanable interface {
 	ReplaceSegments(base, next int64, data []byte) error
 }
 
-func (f *FSM) applyClean(body []byte) *CleanResult {
+func (f *FSM) applyClean(body []byte, index uint64) *CleanResult {
 	upTo := int64(binary.BigEndian.Uint64(body))
 	now := int64(binary.BigEndian.Uint64(body[8:]))
 	retention := int64(binary.BigEndian.Uint64(body[16:]))
@@ -66,7 +68,10 @@ func (f *FSM) applyClean(body []byte) *CleanResult {
 	}
 	p := compact.Params{NowMs: now, DeleteRetentionMs: retention, Aborted: f.table.AbortedTxns(),
 		KeepEmpty: func(h record.Header) bool { b, ok := last[h.ProducerID]; return ok && b == h.BaseOffset }}
-	f.cleaner.enqueue(cleanTask{log: cl, start: f.log.StartOffset(), upTo: upTo, params: p})
+	// The entry before this one (its term is still f.appliedTerm); a
+	// cleaning does not move the log end.
+	prev := journalRecord{index: index - 1, term: f.appliedTerm, end: f.log.EndOffset()}
+	f.cleaner.enqueue(cleanTask{log: cl, start: f.log.StartOffset(), upTo: upTo, params: p, before: prev})
 	return &CleanResult{Queued: true}
 }
 
@@ -75,6 +80,7 @@ type cleanTask struct {
 	log         cleanable
 	start, upTo int64
 	params      compact.Params
+	before      journalRecord // the applied point just before the command
 }
 
 // cleaner runs queued cleanings one at a time, in order, on a goroutine
@@ -85,7 +91,7 @@ type cleaner struct {
 
 	mu      sync.Mutex // guards queue, running, stats and runs
 	idle    *sync.Cond // signalled when the queue is empty and nothing runs
-	queue   []cleanTask
+	queue   []cleanTask // the first one runs; removed when done
 	running bool
 	stats   compact.Stats // of every cleaning so far
 	runs    int
@@ -116,11 +122,21 @@ func (c *cleaner) wait() {
 	c.mu.Unlock()
 }
 
+// pendingBefore is the applied point before the oldest cleaning not yet
+// done; ok is false when none is pending.
+func (c *cleaner) pendingBefore() (journalRecord, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return journalRecord{}, false
+	}
+	return c.queue[0].before, true
+}
+
 func (c *cleaner) run() {
 	c.mu.Lock()
 	for len(c.queue) > 0 {
 		t := c.queue[0]
-		c.queue = c.queue[1:]
 		c.mu.Unlock()
 		st, err := t.clean()
 		if err != nil {
@@ -129,6 +145,7 @@ func (c *cleaner) run() {
 			c.logger.Warn("cleaning failed", "up_to", t.upTo, "err", err)
 		}
 		c.mu.Lock()
+		c.queue = c.queue[1:]
 		c.stats.Add(st)
 		c.runs++
 	}

@@ -284,7 +284,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	f.applied.Store(applied)
 	if !f.closed {
-		if err := f.journal.append(applied, f.appliedTerm, f.log.EndOffset()); err != nil {
+		point := journalRecord{index: applied, term: f.appliedTerm, end: f.log.EndOffset()}
+		if p, ok := f.cleaner.pendingBefore(); ok {
+			point = p // a crash must replay the cleaning's command (clean.go)
+		}
+		if err := f.journal.append(point.index, point.term, point.end); err != nil {
 			// The journal only shortens replay: an older point is safe.
 			f.logger.Warn("applied-index journal append failed; a restart replays more", "err", err)
 		}
@@ -325,7 +329,7 @@ func (f *FSM) applyCommand(l *raft.Log) any {
 	case CmdEndTxn:
 		return f.applyEndTxn(decodeEndTxn(body), l.Term)
 	case CmdClean:
-		return f.applyClean(body)
+		return f.applyClean(body, l.Index)
 	}
 	panic("unreachable: DecodeCommand accepted " + t.String())
 }
