@@ -89,8 +89,8 @@ type cleanTask struct {
 type cleaner struct {
 	logger *slog.Logger
 
-	mu      sync.Mutex // guards queue, running, stats and runs
-	idle    *sync.Cond // signalled when the queue is empty and nothing runs
+	mu      sync.Mutex  // guards queue, running, stats and runs
+	idle    *sync.Cond  // signalled when the queue is empty and nothing runs
 	queue   []cleanTask // the first one runs; removed when done
 	running bool
 	stats   compact.Stats // of every cleaning so far
