@@ -15,6 +15,7 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/multiraft"
+	"github.com/minikafka/minikafka-go/partition"
 )
 
 // AdminHandler serves the node's metrics, health endpoints and status
@@ -121,7 +122,7 @@ func (a *adminSource) State() metrics.State {
 		r := lr.Partition()
 		rm := metrics.Replica{Topic: lr.Info().Topic, Partition: lr.Info().Partition, Traffic: lr.Traffic().Counts(),
 			LogSize: r.LogSize(), LogStart: r.LogStartOffset(), LogEnd: r.HighWatermark(),
-			Replication: r.Group().Replication()}
+			Replication: r.Group().Replication(), Cleaner: cleanerCounts(r)}
 		ends[tp{lr.Info().Topic, lr.Info().Partition}] = rm.LogEnd
 		s.Replicas = append(s.Replicas, rm)
 	}
@@ -197,4 +198,11 @@ func topicsView(topics []kafkaapi.TopicView, local []metrics.Replica, self int32
 		out = append(out, mt)
 	}
 	return out
+}
+
+// cleanerCounts are a replica's cleanings, for the metrics.
+func cleanerCounts(r *partition.Replica) metrics.CleanerCounts {
+	n, st := r.Cleanings()
+	return metrics.CleanerCounts{Cleanings: int64(n), BytesRead: st.BytesIn, BytesWritten: st.BytesOut,
+		TombstonesRemoved: int64(st.TombstonesRemoved)}
 }

@@ -72,6 +72,19 @@ func groupsGone(c *testcluster.Cluster, groups ...string) bool {
 	return true
 }
 
+// viewsLoaded reports whether every running node holds the view of the
+// __consumer_offsets partition of each of groups.
+func viewsLoaded(c *testcluster.Cluster, groups ...string) bool {
+	for _, nd := range c.Running() {
+		for _, g := range groups {
+			if _, _, ok := nd.GroupInView(g); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // commitSimple commits offset at for topic/0 as a consumer without a
 // group protocol (kadm: no member, generation -1).
 func commitSimple(t *testing.T, adm *kadm.Client, group, topic string, at int64) {
@@ -159,6 +172,11 @@ func TestOffsetsExpireOnEveryReplica(t *testing.T) {
 	restartAll(t, c, 3, nil)
 	eventually(t, 30*time.Second, "the replicas caught up after the restart", func() bool {
 		return appliedTo(c, metadata.ConsumerOffsetsTopic, before)
+	})
+	// A restarted replica's view may not be loaded yet: wait for it, then
+	// look (a view that is not there is not a group that came back).
+	eventually(t, 30*time.Second, "every replica's view loaded", func() bool {
+		return viewsLoaded(c, "solo", "grp", "solo2")
 	})
 	if !groupsGone(c, "solo", "grp", "solo2") {
 		t.Fatal("an expired group came back after a full restart")

@@ -21,6 +21,10 @@ var (
 	descFetchedBytes    = desc("partition_fetched_bytes_total", "Record batch bytes returned to consumers' Fetch requests from this node's replica.", tp...)
 	descLogSize         = desc("partition_log_size_bytes", "Size of this node's replica's log segments.", tp...)
 	descLogStart        = desc("partition_log_start_offset", "Log start offset of this node's replica.", tp...)
+	descCleanings       = desc("partition_cleanings_total", "Cleanings (cleanup.policy=compact) this node's replica has run.", tp...)
+	descCleanerRead     = desc("partition_cleaner_read_bytes_total", "Bytes of record batches this node's replica's cleanings read.", tp...)
+	descCleanerWritten  = desc("partition_cleaner_written_bytes_total", "Bytes of record batches this node's replica's cleanings kept (wrote back).", tp...)
+	descTombstonesGone  = desc("partition_cleaner_tombstones_removed_total", "Tombstones this node's replica's cleanings removed after delete.retention.ms.", tp...)
 	descLogEnd          = desc("partition_log_end_offset", "High watermark of this node's replica: the offset after its last committed record.", tp...)
 	descLeader          = desc("partition_leader", "1 if this node leads the partition, else 0.", tp...)
 	descURP             = desc("partition_under_replicated", "1 if this node leads the partition and a follower has not caught up with the commit index within the lag limit, else 0.", tp...)
@@ -59,7 +63,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descLogSize, descLogStart, descLogEnd, descLeader, descURP, descReplicaLag, descURPCount, descLeaderCount,
 		descLeaderChanges, descGroupCommitted, descGroupLag, descConns, descConnsAccepted, descConnsRefused,
 		descRequestPanics, descQueued, descQueuedMax, descQueuedWaiting, descLogStalls, descLogStallTime, descWALFsync, descReady,
-		descDiskTotal, descDiskFree, descDiskReserve, descDiskAlertAt, descDiskAlert} {
+		descDiskTotal, descDiskFree, descDiskReserve, descDiskAlertAt, descDiskAlert,
+		descCleanings, descCleanerRead, descCleanerWritten, descTombstonesGone} {
 		ch <- d
 	}
 }
@@ -83,6 +88,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descLogSize, float64(r.LogSize), r.Topic, p)
 		gauge(descLogStart, float64(r.LogStart), r.Topic, p)
 		gauge(descLogEnd, float64(r.LogEnd), r.Topic, p)
+		if cl := r.Cleaner; cl.Cleanings > 0 {
+			counter(descCleanings, float64(cl.Cleanings), r.Topic, p)
+			counter(descCleanerRead, float64(cl.BytesRead), r.Topic, p)
+			counter(descCleanerWritten, float64(cl.BytesWritten), r.Topic, p)
+			counter(descTombstonesGone, float64(cl.TombstonesRemoved), r.Topic, p)
+		}
 		rep := r.Replication
 		gauge(descLeader, b2f(rep.Leader), r.Topic, p)
 		urp := false

@@ -185,6 +185,14 @@ type Replica struct {
 	// watermark (the end of the committed, applied log).
 	LogStart, LogEnd int64
 	Replication      multiraft.Replication
+	// Cleaner counts this replica's cleanings (cleanup.policy=compact).
+	Cleaner CleanerCounts
+}
+
+// CleanerCounts are a replica's cleanings: how many ran, the bytes they
+// read and wrote, and the tombstones they removed.
+type CleanerCounts struct {
+	Cleanings, BytesRead, BytesWritten, TombstonesRemoved int64
 }
 
 // GroupOffset is a group's committed offset of one partition; End is the

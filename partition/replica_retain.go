@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka-go/fsm"
+	"github.com/minikafka/minikafka-go/partition/compact"
 	"github.com/minikafka/minikafka-go/partition/seglog"
 )
 
@@ -60,6 +61,10 @@ func (r *Replica) Clean(ctx context.Context, upTo int64, now time.Time, deleteRe
 	}
 	return res.Queued, res.Err
 }
+
+// Cleanings returns how many cleanings this replica has run and what they
+// did.
+func (r *Replica) Cleanings() (int, compact.Stats) { return r.fsm.Cleanings() }
 
 // storageRefusal is the *fsm.Error (KAFKA_STORAGE_ERROR) that commands are
 // refused with while the FSM waits out a storage failure, or nil.
