@@ -14,9 +14,11 @@ import (
 const CleanupCompact = "compact"
 
 // Compact proposes a cleaning (partition.Replica.Clean) for every replica
-// this node leads whose topic's cleanup.policy has compact and whose log
-// is dirty enough, as of now. Like retention it is the leader's decision,
-// with its clock, through Raft.
+// this node leads whose topic's cleanup.policy has compact, or that is of
+// an internal topic (compacted in Kafka: the coordinators' views keep the
+// latest record of each key), and whose log is dirty enough, as of now.
+// Like retention it is the leader's decision, with its clock, through
+// Raft.
 func (s *Set[E]) Compact(now time.Time) {
 	for _, r := range s.Led() {
 		s.compact(r, now)
@@ -25,7 +27,7 @@ func (s *Set[E]) Compact(now time.Time) {
 
 func (s *Set[E]) compact(r *Replica[E], now time.Time) {
 	cfg := r.Config()
-	if metadata.IsInternal(r.info.Topic) || !slices.Contains(cfg.CleanupPolicy, CleanupCompact) {
+	if !metadata.IsInternal(r.info.Topic) && !slices.Contains(cfg.CleanupPolicy, CleanupCompact) {
 		return
 	}
 	upTo := cleanablePoint(r.rep.Segments(), r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
