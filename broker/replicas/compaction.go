@@ -2,6 +2,7 @@ package replicas
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -30,12 +31,14 @@ func (s *Set[E]) compact(r *Replica[E], now time.Time) {
 	if !metadata.IsInternal(r.info.Topic) && !slices.Contains(cfg.CleanupPolicy, CleanupCompact) {
 		return
 	}
-	upTo := cleanablePoint(r.rep.Segments(), r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
+	segs := r.rep.Segments()
+	upTo := cleanablePoint(segs, r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
+	upTo = min(upTo, boundedPoint(segs, r.rep.LogStartOffset(), maxCleanBytes))
 	cleaned := r.cleaned.Load()
 	due := r.recleanAt.Load()
 	horizons := due > 0 && now.UnixMilli() >= due // tombstones' delete horizons have passed
 	if upTo <= r.rep.LogStartOffset() || !horizons &&
-		(upTo <= cleaned || dirtyRatio(r.rep.Segments(), cleaned, upTo) < cfg.MinCleanableDirtyRatio) {
+		(upTo <= cleaned || dirtyRatio(segs, cleaned, upTo) < cfg.MinCleanableDirtyRatio) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Tuning.Proposal)
@@ -70,6 +73,28 @@ func cleanablePoint(segs []seglog.SegmentInfo, lso, nowMs, minLagMs int64) int64
 		}
 	}
 	return upTo
+}
+
+// maxCleanBytes bounds what one cleaning covers: every replica holds the
+// cleaned range in memory while it cleans it (fsm/clean.go). A log whose
+// segments from the start pass it is cleaned only that far.
+const maxCleanBytes = 256 << 20
+
+// boundedPoint is the base of the first segment from the one holding
+// start on at which the bytes from there would pass limit (start itself,
+// cleaning nothing, if the first segment alone does); past the end if
+// none does.
+func boundedPoint(segs []seglog.SegmentInfo, start, limit int64) int64 {
+	var n int64
+	for _, s := range segs {
+		if s.Next <= start && !s.Active {
+			continue
+		}
+		if n += s.Bytes; n > limit {
+			return max(s.Base, start)
+		}
+	}
+	return math.MaxInt64
 }
 
 // dirtyRatio is the share of the bytes below upTo that lie at or above

@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"math"
 	"testing"
 
 	"github.com/minikafka/minikafka-go/partition/seglog"
@@ -35,5 +36,26 @@ func TestCleanablePoint(t *testing.T) {
 	}
 	if got := dirtyRatio(segs, 250, 250); got != 0 {
 		t.Errorf("all cleaned: dirty ratio %v, want 0", got)
+	}
+}
+
+// A cleaning covers at most limit bytes of segments from the log start: it
+// stops at the segment that would pass it, and cleans nothing when the
+// first one alone does.
+func TestBoundedPoint(t *testing.T) {
+	segs := []seglog.SegmentInfo{
+		{Base: 0, Next: 100, Bytes: 1000},
+		{Base: 100, Next: 200, Bytes: 1000},
+		{Base: 200, Next: 250, Bytes: 500, Active: true},
+	}
+	for _, c := range []struct{ start, limit, want int64 }{
+		{0, 5000, math.MaxInt64}, // all of it fits
+		{0, 1500, 100},           // the second segment would pass
+		{150, 1400, 200},         // from the segment holding the start
+		{0, 999, 0},              // the first alone passes: nothing
+	} {
+		if got := boundedPoint(segs, c.start, c.limit); got != c.want {
+			t.Errorf("start %d, limit %d: %d, want %d", c.start, c.limit, got, c.want)
+		}
 	}
 }
