@@ -18,7 +18,7 @@ import (
 // (every view rebuilt from the cleaned log) the group's offset is the last
 // one committed.
 func TestConsumerOffsetsCompacted(t *testing.T) {
-	fast := func(cfg *broker.Config) { cfg.CleanerBackoff = 200 * time.Millisecond }
+	fast := func(cfg *broker.Config) { cfg.CleanerBackoff, cfg.CleanInternalTopics = 200*time.Millisecond, true }
 	c := testcluster.Start(t, 3, fast)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

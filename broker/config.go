@@ -203,7 +203,12 @@ type Config struct {
 	// CleanerBackoff is how often a partition leader looks for compacted
 	// topics' partitions to clean (Kafka's log.cleaner.backoff.ms).
 	CleanerBackoff time.Duration
-	MaxProducers   int
+	// CleanInternalTopics has leaders clean __consumer_offsets and
+	// __transaction_state too, as Kafka does. Off by default while a node
+	// start that hung restoring a snapshot of a cleaned internal partition
+	// is not understood (docs/design.md, "Log compaction").
+	CleanInternalTopics bool
+	MaxProducers        int
 
 	// LeaderRebalanceInterval is how often a node hands partitions it leads
 	// back to their preferred leader (the first replica). 0 disables it.

@@ -19,16 +19,17 @@ const CleanupCompact = "compact"
 // an internal topic (compacted in Kafka: the coordinators' views keep the
 // latest record of each key), and whose log is dirty enough, as of now.
 // Like retention it is the leader's decision, with its clock, through
-// Raft.
-func (s *Set[E]) Compact(now time.Time) {
+// Raft. internal says whether the internal topics are cleaned.
+func (s *Set[E]) Compact(now time.Time, internal bool) {
 	for _, r := range s.Led() {
-		s.compact(r, now)
+		s.compact(r, now, internal)
 	}
 }
 
-func (s *Set[E]) compact(r *Replica[E], now time.Time) {
+func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
 	cfg := r.Config()
-	if !metadata.IsInternal(r.info.Topic) && !slices.Contains(cfg.CleanupPolicy, CleanupCompact) {
+	if metadata.IsInternal(r.info.Topic) && !internal ||
+		!metadata.IsInternal(r.info.Topic) && !slices.Contains(cfg.CleanupPolicy, CleanupCompact) {
 		return
 	}
 	segs := r.rep.Segments()
