@@ -296,17 +296,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.LeaderRebalanceInterval = g.duration("leader_rebalance_interval")
 	c.NodeUnavailableTimeout = g.duration("node_unavailable_timeout")
 	c.ReplicaMoveThrottle = g.int("replica_move_throttle")
-	c.RetentionCheckInterval = g.duration("log_retention_check_interval")
-	c.CleanerBackoff = g.duration("log_cleaner_backoff")
-	c.CleanInternalTopics = g.bool("log_cleaner_internal_topics")
-	c.LogRetentionMs = g.int64("log_retention_ms")
-	c.LogRetentionBytes = g.int64("log_retention_bytes")
-	c.MessageMaxBytes = int32(g.int("message_max_bytes"))
-	c.WriteCachingDefault = g.bool("write_caching_default")
-	c.LogFlushIntervalMs = g.int64("log_flush_interval_ms")
-	c.ProducerIDExpirationMs = g.int64("producer_id_expiration_ms")
-	c.ProducerExpirationCheckInterval = g.duration("producer_id_expiration_check_interval")
-	c.MaxProducers = g.int("max_producers_per_partition")
+	logKeys(g, c)
 	c.PartitionRaft = g.timing("raft")
 	c.Storage = g.storage()
 	c.MetaRaft = g.timing("meta_raft")
@@ -331,6 +321,22 @@ func fromViper(v *viper.Viper) (options, error) {
 		return options{}, err
 	}
 	return o, nil
+}
+
+// logKeys reads the partition logs' retention, cleaning, flush and
+// producer-state settings.
+func logKeys(g *getter, c *broker.Config) {
+	c.RetentionCheckInterval = g.duration("log_retention_check_interval")
+	c.CleanerBackoff = g.duration("log_cleaner_backoff")
+	c.CleanInternalTopics = g.bool("log_cleaner_internal_topics")
+	c.LogRetentionMs = g.int64("log_retention_ms")
+	c.LogRetentionBytes = g.int64("log_retention_bytes")
+	c.MessageMaxBytes = int32(g.int("message_max_bytes"))
+	c.WriteCachingDefault = g.bool("write_caching_default")
+	c.LogFlushIntervalMs = g.int64("log_flush_interval_ms")
+	c.ProducerIDExpirationMs = g.int64("producer_id_expiration_ms")
+	c.ProducerExpirationCheckInterval = g.duration("producer_id_expiration_check_interval")
+	c.MaxProducers = g.int("max_producers_per_partition")
 }
 
 // networkKeys reads the addresses, listeners and security of the node.

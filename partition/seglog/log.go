@@ -293,13 +293,10 @@ func (l *Log) AppendAt(batch []byte, baseOffset int64, leaderEpoch int32) error 
 // appendLocked writes b, whose header is h, at the end of the log with one
 // write call and then publishes it. The caller holds wmu.
 func (l *Log) appendLocked(b []byte, h record.Header) error {
+	if err := l.writerErr(); err != nil {
+		return err
+	}
 	switch {
-	case l.closed:
-		return ErrClosed
-	case l.serr != nil:
-		return l.serr
-	case l.werr != nil:
-		return l.werr
 	case h.BaseOffset != l.end:
 		return &OffsetMismatchError{Got: h.BaseOffset, Want: l.end}
 	}
@@ -345,6 +342,19 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 	l.bytes += n
 	l.mu.Unlock()
 	return nil
+}
+
+// writerErr is why the writer's methods must refuse now: the log is
+// closed, an fsync failed, or a write could not be undone. The caller
+// holds wmu.
+func (l *Log) writerErr() error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.serr != nil:
+		return l.serr
+	}
+	return l.werr
 }
 
 // roll seals the active segment (writing its index file) and starts a new

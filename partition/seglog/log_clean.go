@@ -101,13 +101,8 @@ func (l *Log) ReplaceSegments(base, next int64, data []byte) error {
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	switch {
-	case l.closed:
-		return ErrClosed
-	case l.serr != nil:
-		return l.serr
-	case l.werr != nil:
-		return l.werr
+	if err := l.writerErr(); err != nil {
+		return err
 	}
 	first, last := -1, -1
 	for i, s := range l.segs[:len(l.segs)-1] {
@@ -243,11 +238,8 @@ func (l *Log) recoverSwaps() error {
 func (l *Log) RollBefore(offset int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	switch {
-	case l.closed:
-		return ErrClosed
-	case l.werr != nil:
-		return l.werr
+	if err := l.writerErr(); err != nil {
+		return err
 	}
 	if active := l.segs[len(l.segs)-1]; active.size > 0 && active.base < offset {
 		_, err := l.roll(l.end)

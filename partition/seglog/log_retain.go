@@ -62,13 +62,10 @@ func (l *Log) segmentAged() bool {
 func (l *Log) AdvanceStart(offset int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	if err := l.writerErr(); err != nil {
+		return err
+	}
 	switch {
-	case l.closed:
-		return ErrClosed
-	case l.serr != nil:
-		return l.serr
-	case l.werr != nil:
-		return l.werr
 	case offset > l.end:
 		return &OffsetRangeError{Offset: offset, Start: l.start, End: l.end}
 	case offset <= l.start:
