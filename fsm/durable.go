@@ -56,6 +56,10 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // recovery cannot repair, such as a log shorter than its checkpoint.
 var ErrCorruptState = errors.New("fsm: corrupt durable state")
 
+// errRestoring is a checkpoint refused while a Restore that failed part
+// way has left the log neither the old state nor the new one.
+var errRestoring = errors.New("fsm: a restore is unfinished; no checkpoint until one completes")
+
 // checkpoint is the applied state at one Raft index.
 type checkpoint struct {
 	index, term uint64
@@ -111,8 +115,13 @@ func (f *FSM) checkpoint(c checkpoint) error {
 	}
 	f.cpMu.Lock()
 	defer f.cpMu.Unlock()
-	if c.index < f.cpIndex || f.restoring {
-		return nil // an older state, or a Persist racing a Restore
+	if f.restoring {
+		// The log is half rewritten: no snapshot may claim it, so a
+		// Persist must fail rather than store one without a checkpoint.
+		return errRestoring
+	}
+	if c.index < f.cpIndex {
+		return nil // an older state (a Persist finishing after a Restore)
 	}
 	if err := f.log.Sync(); err != nil {
 		return fmt.Errorf("fsm: sync log: %w", err)
@@ -339,10 +348,3 @@ func (f *FSM) restored() {
 	f.restoring, f.cpIndex = false, 0
 	f.cpMu.Unlock()
 }
-
-// NeedsRestore reports whether raft's newest snapshot, at index, is ahead
-// of what the FSM holds durably. With NoSnapshotRestoreOnStart raft would
-// skip that snapshot and replay only the entries after it, so the replica
-// must Restore it before starting raft. It happens after a crash in the
-// middle of installing a snapshot sent by the leader.
-func (f *FSM) NeedsRestore(index uint64) bool { return index > f.applied.Load() }

@@ -201,3 +201,74 @@ func TestSeedLab(t *testing.T) {
 		t.Fatalf("retry after reopen: %+v with log end %d, want 3 and 4", got, r.log.EndOffset())
 	}
 }
+
+// A Restore that fails part way leaves a log that is neither state: no
+// snapshot may be stored of it until a Restore completes, or a restart
+// would trust raft's snapshot over a state that has no checkpoint.
+func TestSnapshotRefusedAfterAFailedRestore(t *testing.T) {
+	src := openReplica(t, t.TempDir())
+	defer src.close()
+	applyAll(src.f, history(3, 120), 8)
+	full := snapshotFull(t, src.f)
+
+	dst := openReplica(t, t.TempDir())
+	defer dst.close()
+	if err := dst.f.Restore(io.NopCloser(bytes.NewReader(full[:len(full)/2]))); err == nil {
+		t.Fatal("Restore of half a snapshot succeeded")
+	}
+	snap, err := dst.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := snap.Persist(&sink); err == nil || !sink.cancelled {
+		t.Fatalf("Persist after a failed Restore = %v (cancelled %v), want a refusal", err, sink.cancelled)
+	}
+	if err := dst.f.Restore(io.NopCloser(bytes.NewReader(full))); err != nil {
+		t.Fatalf("second Restore: %v", err)
+	}
+	if !bytes.Equal(snapshotFull(t, dst.f), full) {
+		t.Fatal("after a completed Restore the snapshot differs from the source's")
+	}
+}
+
+// RestoreIfBehind goes by the snapshot's own index: a full snapshot ahead
+// is restored, one not ahead is left, and the node's own reference
+// snapshot ahead of its state is an error, never a stream of the log into
+// itself.
+func TestRestoreIfBehind(t *testing.T) {
+	src := openReplica(t, t.TempDir())
+	defer src.close()
+	entries := history(5, 200)
+	applyAll(src.f, entries[:100], 10)
+	early := snapshotFull(t, src.f)
+	snap, err := src.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref memSink
+	if err := snap.Persist(&ref); err != nil {
+		t.Fatal(err)
+	}
+	applyAll(src.f, entries[100:], 10)
+	late := snapshotFull(t, src.f)
+
+	dst := openReplica(t, t.TempDir())
+	defer dst.close()
+	if ok, err := dst.f.RestoreIfBehind(io.NopCloser(bytes.NewReader(late))); !ok || err != nil {
+		t.Fatalf("RestoreIfBehind(newer full) = %v, %v; want a restore", ok, err)
+	}
+	if dst.f.AppliedIndex() != src.f.AppliedIndex() {
+		t.Fatalf("restored to index %d, want %d", dst.f.AppliedIndex(), src.f.AppliedIndex())
+	}
+	if ok, err := dst.f.RestoreIfBehind(io.NopCloser(bytes.NewReader(early))); ok || err != nil {
+		t.Fatalf("RestoreIfBehind(older full) = %v, %v; want nothing done", ok, err)
+	}
+
+	behind := openReplica(t, t.TempDir())
+	defer behind.close()
+	applyAll(behind.f, entries[:50], 10)
+	if _, err := behind.f.RestoreIfBehind(io.NopCloser(bytes.NewReader(ref.Bytes()))); !errors.Is(err, fsm.ErrCorruptState) {
+		t.Fatalf("RestoreIfBehind(reference ahead) = %v, want ErrCorruptState", err)
+	}
+}

@@ -116,6 +116,11 @@ func TestStopDuringDiskFullReplaysAtNextStart(t *testing.T) {
 	if stuck >= uint64(len(entries)) || r.log.EndOffset() != ref.endAt[stuck] {
 		t.Fatalf("stopped at index %d with log end %d, want an unapplied entry and end %d", stuck, r.log.EndOffset(), ref.endAt[stuck])
 	}
+	// Raft counts the refused entries as handled: a snapshot now would be
+	// labelled past them and let raft drop them.
+	if _, err := r.f.Snapshot(); !errors.Is(err, fsm.ErrClosed) {
+		t.Fatalf("Snapshot after a stopped retry = %v, want ErrClosed", err)
+	}
 	r.f.Close() // may fail: the checkpoint needs space
 	r.log.Close()
 	r.ff.Heal()

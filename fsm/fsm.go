@@ -404,6 +404,9 @@ func (f *FSM) Close() error {
 		start: f.log.StartOffset(), end: f.log.EndOffset(),
 		table: f.table.AppendEncode(nil),
 	})
+	if errors.Is(err, errRestoring) {
+		err = nil // the next start restores raft's snapshot again
+	}
 	if jerr := f.journal.close(); err == nil {
 		err = jerr
 	}

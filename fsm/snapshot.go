@@ -118,6 +118,11 @@ type fsmSnapshot struct {
 // Snapshot implements raft.FSM. It captures the applied index, the log's
 // extent and the producer table; the log's bytes are referenced, not copied.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if f.stopped {
+		// Raft counts the entries the FSM refused since Stop as handled:
+		// a snapshot labelled past them would let raft drop them.
+		return nil, ErrClosed
+	}
 	return &fsmSnapshot{
 		f: f,
 		cp: checkpoint{
@@ -225,11 +230,42 @@ func (r *readCloser) Close() error { return r.c.Close() }
 // the snapshot's, then checkpoints.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	f.cleaner.wait() // the log is about to be rewritten
 	h, err := readSnapshotHeader(rc)
 	if err != nil {
 		return err
 	}
+	return f.restore(h, rc)
+}
+
+// RestoreIfBehind restores a snapshot as raft stored it when it holds a
+// newer state than the FSM's durable one, and reports whether it did (the
+// case after a crash during the install of a leader's snapshot). The
+// snapshot's own header decides, not raft's label: raft labels a snapshot
+// with the last entry its FSM goroutine handled, which counts entries the
+// FSM never sees (a new leader's no-op, a barrier). A reference snapshot
+// is this node's own, stored after a checkpoint at its index, so it is
+// never ahead; one that is means that checkpoint was lost, which no stream
+// of the log into itself could repair.
+func (f *FSM) RestoreIfBehind(stored io.ReadCloser) (bool, error) {
+	defer stored.Close()
+	h, err := readSnapshotHeader(stored)
+	if err != nil {
+		return false, err
+	}
+	if h.cp.index <= f.applied.Load() {
+		return false, nil
+	}
+	if h.form == formReference {
+		return false, fmt.Errorf("%w: the node's own snapshot at index %d is ahead of its applied index %d",
+			ErrCorruptState, h.cp.index, f.applied.Load())
+	}
+	return true, f.restore(h, stored)
+}
+
+// restore replaces the state by that of the snapshot whose header h has
+// been read from r.
+func (f *FSM) restore(h snapshotHeader, r io.Reader) error {
+	f.cleaner.wait() // the log is about to be rewritten
 	table, err := producerstate.Decode(h.cp.table)
 	if err != nil {
 		return fmt.Errorf("%w: producer table: %w", ErrSnapshotCorrupt, err)
@@ -238,7 +274,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// old state nor the new one. Forget the old applied point first, so
 	// that a crash in between recovers an empty state at index 0, which the
 	// replica then restores again from raft's snapshot (see
-	// NeedsRestore), instead of an old checkpoint that points past a
+	// RestoreIfBehind), instead of an old checkpoint that points past a
 	// half-rewritten log.
 	if err := f.forget(); err != nil {
 		return err
@@ -254,7 +290,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		h.cp.start = max(h.cp.start, f.log.StartOffset())
 	case formFull:
-		if err := f.restoreFull(h, rc); err != nil {
+		if err := f.restoreFull(h, r); err != nil {
 			return err
 		}
 	}

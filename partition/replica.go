@@ -432,22 +432,28 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 // (NoSnapshotRestoreOnStart), would otherwise replay only the entries after
 // that snapshot onto an FSM that lacks the ones before it. This is the case
 // after a crash in the middle of installing a snapshot from the leader.
+// The snapshot is read as stored: expanding the node's own reference
+// snapshot would stream the log into itself.
 func restoreIfBehind(snaps raft.SnapshotStore, f *fsm.FSM, logger *slog.Logger) error {
+	if w, ok := snaps.(*snapshotStore); ok {
+		snaps = w.SnapshotStore
+	}
 	metas, err := snaps.List()
-	if err != nil {
-		return fmt.Errorf("partition: list snapshots: %w", err)
+	if err != nil || len(metas) == 0 {
+		return err
 	}
-	if len(metas) == 0 || !f.NeedsRestore(metas[0].Index) {
-		return nil
-	}
-	logger.Warn("replica state is behind its newest snapshot (crash during a snapshot install?); restoring it",
-		"applied", f.AppliedIndex(), "snapshot", metas[0].Index)
 	_, rc, err := snaps.Open(metas[0].ID)
 	if err != nil {
 		return fmt.Errorf("partition: open snapshot %s: %w", metas[0].ID, err)
 	}
-	if err := f.Restore(rc); err != nil {
+	applied := f.AppliedIndex()
+	restored, err := f.RestoreIfBehind(rc)
+	if err != nil {
 		return fmt.Errorf("partition: restore snapshot %s: %w", metas[0].ID, err)
+	}
+	if restored {
+		logger.Warn("replica state was behind its newest snapshot (crash during a snapshot install?); restored it",
+			"applied", applied, "snapshot", f.AppliedIndex())
 	}
 	return nil
 }
