@@ -204,9 +204,7 @@ type Config struct {
 	// topics' partitions to clean (Kafka's log.cleaner.backoff.ms).
 	CleanerBackoff time.Duration
 	// CleanInternalTopics has leaders clean __consumer_offsets and
-	// __transaction_state too, as Kafka does. Off by default while a node
-	// start that hung restoring a snapshot of a cleaned internal partition
-	// is not understood (docs/design.md, "Log compaction").
+	// __transaction_state too, as Kafka does (on by default).
 	CleanInternalTopics bool
 	MaxProducers        int
 
@@ -437,6 +435,7 @@ func DefaultConfig() Config {
 		// every 30 s is cheap, and small topics shrink when users expect.
 		RetentionCheckInterval:          30 * time.Second,
 		CleanerBackoff:                  15 * time.Second,
+		CleanInternalTopics:             true,
 		LogRetentionMs:                  7 * 24 * 3600 * 1000, // Kafka's defaults
 		LogRetentionBytes:               -1,
 		MessageMaxBytes:                 topicconfig.DefaultMaxMessageBytes,

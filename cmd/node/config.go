@@ -83,7 +83,7 @@ func keys() []key {
 		{"producer_id_expiration_ms", d.ProducerIDExpirationMs, "how long an idle idempotent producer is remembered (producer.id.expiration.ms)"},
 		{"log_retention_check_interval", d.RetentionCheckInterval, "how often partition leaders apply retention.ms and retention.bytes"},
 		{"log_cleaner_backoff", d.CleanerBackoff, "how often partition leaders clean the partitions of topics with cleanup.policy=compact (log.cleaner.backoff.ms)"},
-		{"log_cleaner_internal_topics", d.CleanInternalTopics, "also clean __consumer_offsets and __transaction_state, as Kafka does (off by default for now: see docs/design.md, Log compaction)"},
+		{"log_cleaner_internal_topics", d.CleanInternalTopics, "also clean __consumer_offsets and __transaction_state, as Kafka does; false keeps every record of them"},
 		{"producer_id_expiration_check_interval", d.ProducerExpirationCheckInterval, "how often partition leaders forget producers idle past producer.id.expiration.ms"},
 		{"max_producers_per_partition", d.MaxProducers, "most idempotent producers one partition tracks (the same on every node)"},
 		{"leader_rebalance_interval", d.LeaderRebalanceInterval, "how often leadership returns to preferred replicas (0 = never)"},
