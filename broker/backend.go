@@ -19,6 +19,7 @@ func (n *Node) backendConfig() kafkabackend.Config {
 		AutoCreateTopics: c.AutoCreateTopics, MaxPartitions: c.MaxPartitions, MaxNodeReplicas: c.MaxNodeReplicas,
 		OffsetsTopicPartitions: c.OffsetsTopicPartitions, OffsetsTopicReplicationFactor: c.OffsetsTopicReplicationFactor,
 		TxnTopicPartitions: c.TxnTopicPartitions, TxnTopicReplicationFactor: c.TxnTopicReplicationFactor,
+		CleanInternalTopics: c.CleanInternalTopics,
 
 		AuthorizationEnabled: c.AuthorizationEnabled, SuperUsers: c.SuperUsers,
 		AllowEveryoneIfNoACLFound: c.AllowEveryoneIfNoACLFound,

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // (every view rebuilt from the cleaned log) the group's offset is the last
 // one committed.
 func TestConsumerOffsetsCompacted(t *testing.T) {
-	fast := func(cfg *broker.Config) { cfg.CleanerBackoff, cfg.CleanInternalTopics = 200*time.Millisecond, true }
+	fast := func(cfg *broker.Config) { cfg.CleanerBackoff = 200 * time.Millisecond }
 	c := testcluster.Start(t, 3, fast)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -26,30 +27,32 @@ func TestConsumerOffsetsCompacted(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "oc"); err != nil {
 		t.Fatal(err)
 	}
+	described, err := adm.DescribeTopicConfigs(ctx, metadata.ConsumerOffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := described.On(metadata.ConsumerOffsetsTopic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := ""
+	for _, c := range rc.Configs {
+		if c.Key == "cleanup.policy" {
+			policy = c.MaybeValue()
+		}
+	}
+	if policy != "compact" {
+		t.Fatalf("%s's cleanup.policy is described as %q, want compact", metadata.ConsumerOffsetsTopic, policy)
+	}
 	const commits = 300
 	for i := range int64(commits) {
 		commitSimple(t, adm, "compacted-group", "oc", i+1)
 	}
 	parts, _ := c.Running()[0].MetadataState().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	p := metadata.GroupPartition("compacted-group", parts)
-	count := func() int {
-		cl := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-			metadata.ConsumerOffsetsTopic: {p: kgo.NewOffset().AtStart()}}))
-		defer cl.Close()
-		n := 0
-		for empty := 0; empty < 2; {
-			pctx, pcancel := context.WithTimeout(ctx, time.Second)
-			fs := cl.PollFetches(pctx)
-			pcancel()
-			got := 0
-			fs.EachRecord(func(*kgo.Record) { got++ })
-			if n += got; got == 0 {
-				empty++
-			}
-		}
-		return n
-	}
-	eventually(t, time.Minute, "the group's commits cleaned away", func() bool { return count() <= 3 })
+	eventually(t, time.Minute, "the group's commits cleaned away", func() bool {
+		return countRecords(ctx, t, c, metadata.ConsumerOffsetsTopic, p) <= 3
+	})
 
 	restartAll(t, c, 3, fast)
 	eventually(t, 30*time.Second, "the offset served after the restart", func() bool {
@@ -63,4 +66,65 @@ func TestConsumerOffsetsCompacted(t *testing.T) {
 		}
 		return ok
 	})
+}
+
+// countRecords reads partition p of topic from the start until a poll of
+// a second finds nothing more, and returns how many records it read.
+func countRecords(ctx context.Context, t *testing.T, c *testcluster.Cluster, topic string, p int32) int {
+	t.Helper()
+	cl := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))
+	defer cl.Close()
+	n := 0
+	for empty := 0; empty < 2; {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		pcancel()
+		got := 0
+		fs.EachRecord(func(*kgo.Record) { got++ })
+		if n += got; got == 0 {
+			empty++
+		}
+	}
+	return n
+}
+
+// A log cleaned once and then only a little dirtier stays below
+// min.cleanable.dirty.ratio and is not cleaned again, until
+// max.compaction.lag.ms makes its oldest dirty record overdue.
+func TestMaxCompactionLag(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.CleanerBackoff = 100 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.Client(t))
+	cfgs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact"), "min.cleanable.dirty.ratio": kadm.StringPtr("0.9")}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, cfgs, "lag"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	p := c.Client(t, kgo.DefaultProduceTopic("lag"))
+	produce := func(keys ...string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for _, k := range keys {
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("v")})
+		}
+		if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keys []string
+	for k := range 200 {
+		keys = append(keys, fmt.Sprintf("k%03d", k), "k000")
+	}
+	produce(keys...)
+	eventually(t, 30*time.Second, "the first cleaning", func() bool { return countRecords(ctx, t, c, "lag", 0) == 200 })
+	produce("k001", "k001", "k001")
+	time.Sleep(time.Second) // ten passes of the cleaner
+	if n := countRecords(ctx, t, c, "lag", 0); n != 203 {
+		t.Fatalf("a log 1.5%% dirty under min.cleanable.dirty.ratio=0.9 holds %d records, want 203 (not cleaned)", n)
+	}
+	alter := []kadm.AlterConfig{{Name: "max.compaction.lag.ms", Value: kadm.StringPtr("500")}}
+	if resps, err := adm.AlterTopicConfigs(ctx, alter, "lag"); err != nil || resps[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, resps)
+	}
+	eventually(t, 30*time.Second, "the overdue records cleaned", func() bool { return countRecords(ctx, t, c, "lag", 0) == 200 })
 }

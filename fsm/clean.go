@@ -57,6 +57,12 @@ func (f *FSM) applyClean(body []byte, index uint64) *CleanResult {
 		return &CleanResult{}
 	}
 	upTo = min(upTo, f.log.EndOffset())
+	// The entry before this one (its term is still f.appliedTerm); a
+	// cleaning does not move the log end.
+	prev := journalRecord{index: index - 1, term: f.appliedTerm, end: f.log.EndOffset()}
+	if err := f.checkpointBefore(upTo, prev); err != nil {
+		return &CleanResult{Err: err}
+	}
 	if err := f.retry("roll before cleaning", func() error { return cl.RollBefore(upTo) }); err != nil {
 		return &CleanResult{Err: err}
 	}
@@ -68,11 +74,25 @@ func (f *FSM) applyClean(body []byte, index uint64) *CleanResult {
 	}
 	p := compact.Params{NowMs: now, DeleteRetentionMs: retention, Aborted: f.table.AbortedTxns(),
 		KeepEmpty: func(h record.Header) bool { b, ok := last[h.ProducerID]; return ok && b == h.BaseOffset }}
-	// The entry before this one (its term is still f.appliedTerm); a
-	// cleaning does not move the log end.
-	prev := journalRecord{index: index - 1, term: f.appliedTerm, end: f.log.EndOffset()}
 	f.cleaner.enqueue(cleanTask{log: cl, start: f.log.StartOffset(), upTo: upTo, params: p, before: prev})
 	return &CleanResult{Queued: true}
+}
+
+// checkpointBefore makes the state at prev durable unless the newest
+// checkpoint already covers the log below upTo. A cleaning may remove
+// transaction markers below upTo (partition/compact), which recovery,
+// rebuilding the producer state from the stored batch headers after its
+// checkpoint, must then not need.
+func (f *FSM) checkpointBefore(upTo int64, prev journalRecord) error {
+	f.cpMu.Lock()
+	covered := f.cpEnd >= upTo
+	f.cpMu.Unlock()
+	if covered {
+		return nil
+	}
+	cp := checkpoint{index: prev.index, term: prev.term, start: f.log.StartOffset(), end: prev.end,
+		table: f.table.AppendEncode(nil)}
+	return f.retry("checkpoint before cleaning", func() error { return f.checkpoint(cp) })
 }
 
 // cleanTask is one queued cleaning.

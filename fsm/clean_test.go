@@ -172,3 +172,46 @@ func openReplicaSized(t *testing.T, dir string, segmentBytes int64) *replica {
 	}
 	return &replica{t: t, dir: dir, log: l, f: f}
 }
+
+// A marker removed by a cleaning is one that recovery must not need: a
+// replica whose newest checkpoint predates the marker (its transaction
+// open then) and that crashes after the cleaning rebuilds its producer
+// state from that checkpoint and the stored batch headers after it. So a
+// cleaning first checkpoints the state it starts from, or the rebuilt
+// state would hold the transaction open and the last stable offset stuck.
+func TestMarkerRemovalSurvivesACrash(t *testing.T) {
+	dir := t.TempDir()
+	r := openReplicaSized(t, dir, 4096)
+	var idx uint64
+	next := func() uint64 { idx++; return idx }
+	r.f.ApplyBatch([]*raft.Log{produce(next(), 1, txnBatch(7, 0, 0, "open"))})
+	snap, err := r.f.Snapshot() // the checkpoint sees the transaction open
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(&memSink{}); err != nil {
+		t.Fatal(err)
+	}
+	r.f.ApplyBatch([]*raft.Log{
+		endTxn(next(), 7, 0, true, 1),
+		produce(next(), 1, batch(-1, -1, -1, "k", "newer")), // supersedes the transaction's record
+	})
+	end := r.log.EndOffset()
+	for _, now := range []int64{1000, 2000} { // the second is past the marker's horizon
+		r.f.ApplyBatch([]*raft.Log{command(next(), fsm.EncodeClean(end, now, 500))})
+		r.f.WaitCleanings()
+	}
+	if _, st := r.f.Cleanings(); st.MarkersRemoved != 1 {
+		t.Fatalf("%d markers removed, want 1", st.MarkersRemoved)
+	}
+	if r.f.LastStableOffset() != end {
+		t.Fatalf("last stable offset %d before the crash, want %d", r.f.LastStableOffset(), end)
+	}
+	r.crash()
+	r = openReplicaSized(t, dir, 4096)
+	defer r.close()
+	if r.f.LastStableOffset() != end || r.f.HighWatermark() != end {
+		t.Fatalf("after the crash: last stable offset %d, high watermark %d; want both %d (no transaction open)",
+			r.f.LastStableOffset(), r.f.HighWatermark(), end)
+	}
+}

@@ -129,7 +129,7 @@ func (f *FSM) checkpoint(c checkpoint) error {
 	if err := writeFileAtomic(f.fs, filepath.Join(f.dir, checkpointFile), c.encode()); err != nil {
 		return fmt.Errorf("fsm: write checkpoint: %w", err)
 	}
-	f.cpIndex = c.index
+	f.cpIndex, f.cpEnd = c.index, c.end
 	return nil
 }
 
@@ -271,7 +271,7 @@ func (f *FSM) recover(window int) error {
 		}
 		table = t
 	}
-	f.cpIndex = cp.index
+	f.cpIndex, f.cpEnd = cp.index, cp.end
 	// A trim records its start in a checkpoint before deleting segments;
 	// finish a deletion that a crash cut short.
 	if cp.start > f.log.StartOffset() {
@@ -345,6 +345,6 @@ func (f *FSM) forget() error {
 // its index.
 func (f *FSM) restored() {
 	f.cpMu.Lock()
-	f.restoring, f.cpIndex = false, 0
+	f.restoring, f.cpIndex, f.cpEnd = false, 0, 0
 	f.cpMu.Unlock()
 }

@@ -16,6 +16,10 @@ type FilterOptions struct {
 	// AttrDeleteHorizon bit, and the kept records' timestamp deltas are
 	// rewritten to stay relative to it, so every record keeps its time.
 	DeleteHorizon int64
+	// HorizonAlways sets the delete horizon even without a tombstone kept:
+	// the marker of a transaction that has no record left goes once its
+	// horizon passes, as a tombstone does.
+	HorizonAlways bool
 }
 
 // Filter rewrites the single batch b keeping only the records o.Keep
@@ -64,7 +68,7 @@ func Filter(dst, b []byte, o FilterOptions) (out []byte, kept int, err error) {
 		return dst, 0, &RecordError{Index: int(h.NumRecords), Reason: fmt.Sprintf("%d bytes after the last record", len(body))}
 	}
 	_, has := h.DeleteHorizon()
-	horizon := o.DeleteHorizon >= 0 && tombstone && !has
+	horizon := o.DeleteHorizon >= 0 && (tombstone || o.HorizonAlways) && !has
 	var raw []byte
 	for i, r := range raws {
 		if horizon {

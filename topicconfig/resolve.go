@@ -188,9 +188,11 @@ type Config struct {
 	WriteCaching    bool // write.caching
 	FlushMs         int64
 	// Compaction (cleanup.policy=compact): delete.retention.ms,
-	// min.compaction.lag.ms, min.cleanable.dirty.ratio.
+	// min.compaction.lag.ms, max.compaction.lag.ms,
+	// min.cleanable.dirty.ratio.
 	DeleteRetentionMs      int64
 	MinCompactionLagMs     int64
+	MaxCompactionLagMs     int64
 	MinCleanableDirtyRatio float64
 }
 
@@ -244,6 +246,7 @@ func Resolve(topic, clusterDefaults, static map[string]string) Config {
 		FlushMs:                long("flush.ms"),
 		DeleteRetentionMs:      long("delete.retention.ms"),
 		MinCompactionLagMs:     long("min.compaction.lag.ms"),
+		MaxCompactionLagMs:     long("max.compaction.lag.ms"),
 		MinCleanableDirtyRatio: parseRatio(get("min.cleanable.dirty.ratio")),
 	}
 }

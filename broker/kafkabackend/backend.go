@@ -101,6 +101,9 @@ type Config struct {
 	OffsetsTopicReplicationFactor int16
 	TxnTopicPartitions            int32
 	TxnTopicReplicationFactor     int16
+	// CleanInternalTopics: the internal topics are compacted, and
+	// described so.
+	CleanInternalTopics bool
 
 	// Authorization (acls.go).
 	AuthorizationEnabled      bool

@@ -3,6 +3,7 @@ package kafkabackend
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -10,16 +11,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/broker/replicas"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // TopicConfigs returns a topic's overrides from the local metadata view.
+// The internal topics are compacted (as Kafka creates them, with
+// cleanup.policy=compact) unless the node is told not to clean them.
 func (b *Backend) TopicConfigs(topic string) (map[string]string, error) {
 	t, ok := b.deps.Meta.State().Topic(topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
+	}
+	if metadata.IsInternal(topic) && b.cfg.CleanInternalTopics {
+		out := maps.Clone(t.Configs)
+		if out == nil {
+			out = map[string]string{}
+		}
+		out["cleanup.policy"] = replicas.CleanupCompact
+		return out, nil
 	}
 	return t.Configs, nil
 }

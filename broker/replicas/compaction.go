@@ -8,6 +8,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition/seglog"
+	"github.com/minikafka/minikafka-go/record"
 )
 
 // CleanupCompact is the cleanup.policy under which the log is cleaned:
@@ -39,7 +40,8 @@ func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
 	due := r.recleanAt.Load()
 	horizons := due > 0 && now.UnixMilli() >= due // tombstones' delete horizons have passed
 	if upTo <= r.rep.LogStartOffset() || !horizons &&
-		(upTo <= cleaned || dirtyRatio(segs, cleaned, upTo) < cfg.MinCleanableDirtyRatio) {
+		(upTo <= cleaned || dirtyRatio(segs, cleaned, upTo) < cfg.MinCleanableDirtyRatio &&
+			!overdue(segs, max(cleaned, r.rep.LogStartOffset()), upTo, now.UnixMilli(), cfg.MaxCompactionLagMs, r.firstTimestamp)) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Tuning.Proposal)
@@ -74,6 +76,39 @@ func cleanablePoint(segs []seglog.SegmentInfo, lso, nowMs, minLagMs int64) int64
 		}
 	}
 	return upTo
+}
+
+// overdue reports whether the first dirty record below upTo (from dirty
+// on) is older than max.compaction.lag.ms: such a log is cleaned whatever
+// its dirty ratio, as Kafka does. Its age is the first batch timestamp of
+// the first dirty segment, as in Kafka; firstTimestamp reads it.
+func overdue(segs []seglog.SegmentInfo, dirty, upTo, nowMs, maxLagMs int64, firstTimestamp func(offset int64) (int64, bool)) bool {
+	if maxLagMs < 0 || maxLagMs == math.MaxInt64 {
+		return false
+	}
+	for _, s := range segs {
+		if s.Next <= dirty {
+			continue
+		}
+		if s.Base >= upTo {
+			return false
+		}
+		ts, ok := firstTimestamp(max(s.Base, dirty))
+		return ok && ts <= nowMs-maxLagMs
+	}
+	return false
+}
+
+// firstTimestamp is the first timestamp of the batch holding offset; ok
+// is false when it cannot be read (trimmed or cleaned meanwhile: the next
+// pass looks again).
+func (r *Replica[E]) firstTimestamp(offset int64) (int64, bool) {
+	b, err := r.rep.Read(offset, 1)
+	if err != nil || len(b) == 0 {
+		return 0, false
+	}
+	h, err := record.ParseHeader(b)
+	return h.FirstTimestamp, err == nil
 }
 
 // maxCleanBytes bounds what one cleaning covers: every replica holds the

@@ -59,3 +59,42 @@ func TestBoundedPoint(t *testing.T) {
 		}
 	}
 }
+
+// A log whose first dirty record is older than max.compaction.lag.ms is
+// overdue: its age is the first timestamp of the batch where the dirty
+// part begins, in the first segment holding any of it below upTo.
+func TestOverdue(t *testing.T) {
+	segs := []seglog.SegmentInfo{
+		{Base: 0, Next: 100, Bytes: 1000},
+		{Base: 100, Next: 200, Bytes: 1000},
+		{Base: 200, Next: 250, Bytes: 500, Active: true},
+	}
+	first := map[int64]int64{0: 1000, 100: 4000, 150: 6000, 200: 8000} // batch start → first timestamp
+	var asked []int64
+	ts := func(off int64) (int64, bool) {
+		asked = append(asked, off)
+		v, ok := first[off]
+		return v, ok
+	}
+	for _, c := range []struct {
+		dirty, upTo, now, maxLag int64
+		want                     bool
+		read                     int64 // the offset whose batch is read; -1: none
+	}{
+		{0, 250, 10000, 5000, true, 0},            // 1000 is older than 5 s
+		{100, 250, 10000, 5000, true, 100},        // 4000 too
+		{150, 250, 10000, 5000, false, 150},       // 6000 is not
+		{150, 250, 12000, 5000, true, 150},        // but is 2 s later
+		{200, 200, 100000, 5000, false, -1},       // nothing dirty below upTo
+		{0, 250, 10000, math.MaxInt64, false, -1}, // Kafka's default: never
+		{0, 250, 10000, -1, false, -1},            // off
+		{250, 250, 100000, 1, false, -1},          // all clean
+	} {
+		asked = nil
+		got := overdue(segs, c.dirty, c.upTo, c.now, c.maxLag, ts)
+		if got != c.want || (c.read < 0) != (len(asked) == 0) || (c.read >= 0 && (len(asked) != 1 || asked[0] != c.read)) {
+			t.Errorf("dirty %d, upTo %d, now %d, max lag %d: %v reading %v, want %v reading %d",
+				c.dirty, c.upTo, c.now, c.maxLag, got, asked, c.want, c.read)
+		}
+	}
+}

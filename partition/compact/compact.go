@@ -15,7 +15,11 @@
 //   - the data batches of aborted transactions go;
 //   - records without a key are kept (a compacted topic refuses them at
 //     produce; ones written before the policy changed are not lost);
-//   - transaction markers are kept;
+//   - a transaction marker stays while any record of its transaction
+//     does (the producer's records since its previous marker); once none
+//     does it is given a delete horizon as a tombstone is, and removed by a
+//     cleaning past it (Kafka's rule: a consumer that read the
+//     transaction's records has met the marker by then);
 //   - a batch left with no record is dropped, unless it is its producer's
 //     last (Params.KeepEmpty): then it stays, empty, spanning its offsets,
 //     so that an idempotent producer's sequence survives (record.Filter).
@@ -76,6 +80,7 @@ type Stats struct {
 	BytesIn, BytesOut     int64
 	TombstonesRemoved     int
 	AbortedRemoved        int // records of aborted transactions
+	MarkersRemoved        int // markers of transactions with no record left
 }
 
 // Add adds o's counts to s.
@@ -88,6 +93,7 @@ func (s *Stats) Add(o Stats) {
 	s.BytesOut += o.BytesOut
 	s.TombstonesRemoved += o.TombstonesRemoved
 	s.AbortedRemoved += o.AbortedRemoved
+	s.MarkersRemoved += o.MarkersRemoved
 }
 
 // Build maps each key to the offset of its latest record in batches,
@@ -128,7 +134,7 @@ func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
 	st := Stats{BatchesIn: 1, RecordsIn: int(h.NumRecords), BytesIn: int64(h.Size())}
 	if h.IsControl() {
 		st.BatchesOut, st.RecordsOut, st.BytesOut = 1, st.RecordsIn, st.BytesIn
-		return append(dst, b[:h.Size()]...), st, nil
+		return append(dst, b[:h.Size()]...), st, nil // CleanAll decides on markers
 	}
 	abort := p.aborted(h)
 	horizon, hasHorizon := h.DeleteHorizon()
@@ -167,6 +173,30 @@ func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
 	return out, st, nil
 }
 
+// cleanMarker appends the marker batch b (header h) as the cleaning
+// leaves it: unchanged while its transaction keeps a record (live), else
+// with a delete horizon, or not at all once that horizon has passed.
+func cleanMarker(dst, b []byte, h record.Header, live bool, p Params) ([]byte, Stats, error) {
+	st := Stats{BatchesIn: 1, RecordsIn: int(h.NumRecords), BytesIn: int64(h.Size())}
+	horizon, has := h.DeleteHorizon()
+	switch {
+	case !live && has && horizon <= p.NowMs:
+		st.MarkersRemoved = 1
+		return dst, st, nil
+	case !live && !has:
+		start := len(dst)
+		out, kept, err := record.Filter(dst, b[:h.Size()], record.FilterOptions{Keep: func(record.Record) bool { return true },
+			DeleteHorizon: p.NowMs + p.DeleteRetentionMs, HorizonAlways: true})
+		if err != nil {
+			return dst, Stats{}, err
+		}
+		st.BatchesOut, st.RecordsOut, st.BytesOut = 1, kept, int64(len(out)-start)
+		return out, st, nil
+	}
+	st.BatchesOut, st.RecordsOut, st.BytesOut = 1, st.RecordsIn, st.BytesIn
+	return append(dst, b[:h.Size()]...), st, nil
+}
+
 // CleanAll cleans every batch of batches in order, building the Map over
 // them first (batches is walked twice), and appends the result to dst,
 // with a gap for each run of batches that went.
@@ -175,6 +205,7 @@ func CleanAll(dst []byte, batches iter.Seq2[[]byte, error], p Params) ([]byte, S
 	if err != nil {
 		return dst, Stats{}, err
 	}
+	live := map[int64]bool{} // producer id → a record of its transaction since its last marker is kept
 	var total Stats
 	var gap struct {
 		open      bool
@@ -201,7 +232,16 @@ func CleanAll(dst []byte, batches iter.Seq2[[]byte, error], p Params) ([]byte, S
 		}
 		before := len(dst)
 		var st Stats
-		if dst, st, err = Clean(dst, b, m, p); err != nil {
+		if h.IsControl() {
+			dst, st, err = cleanMarker(dst, b, h, live[h.ProducerID], p)
+			delete(live, h.ProducerID)
+		} else {
+			dst, st, err = Clean(dst, b, m, p)
+			if h.IsTransactional() && st.RecordsOut > 0 {
+				live[h.ProducerID] = true
+			}
+		}
+		if err != nil {
 			return dst, total, err
 		}
 		total.Add(st)

@@ -256,3 +256,59 @@ func TestProducersLastBatchStaysEmpty(t *testing.T) {
 		t.Fatalf("batches at %v; want a gap, the producer's emptied last batch and the plain one", bases)
 	}
 }
+
+// A marker stays while its transaction keeps a record. Once none is left
+// (superseded, or aborted) the first cleaning gives the marker a delete
+// horizon, and a cleaning past it removes it; the offsets stay one run.
+func TestMarkersGoAfterTheirHorizon(t *testing.T) {
+	l := &logBuilder{t: t}
+	txn := func(pid int64) record.BatchOptions {
+		return record.BatchOptions{ProducerID: pid, BaseSequence: 0, Transactional: true}
+	}
+	l.batch(txn(7), kv{"a", "1"})
+	superseded := l.marker(7, record.ControlCommit)
+	l.batch(txn(8), kv{"unique", "1"})
+	kept := l.marker(8, record.ControlCommit)
+	first := l.batch(txn(9), kv{"b", "aborted"})
+	abortMarker := l.marker(9, record.ControlAbort)
+	l.batch(record.PlainBatch(0), kv{"a", "2"})
+	aborted := []producerstate.AbortedTxn{{ProducerID: 9, FirstOffset: first, LastOffset: abortMarker}}
+	markersAt := func(log []byte) (bases []int64, horizons int) {
+		for b := range Batches(log) {
+			h, _ := record.ParseHeader(b)
+			if h.IsControl() {
+				if _, err := record.ParseEndTxnMarker(b); err != nil {
+					t.Fatalf("the marker at %d: %v", h.BaseOffset, err)
+				}
+				bases = append(bases, h.BaseOffset)
+				if _, ok := h.DeleteHorizon(); ok {
+					horizons++
+				}
+			}
+		}
+		return bases, horizons
+	}
+	log := l.log
+	for _, c := range []struct {
+		now      int64
+		markers  []int64
+		horizons int
+		removed  int
+	}{
+		{1000, []int64{superseded, kept, abortMarker}, 2, 0}, // horizons set at 1500
+		{1499, []int64{superseded, kept, abortMarker}, 2, 0},
+		{1500, []int64{kept}, 0, 2},
+	} {
+		out, st, err := CleanAll(nil, Batches(log), Params{NowMs: c.now, DeleteRetentionMs: 500, Aborted: aborted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read(t, out)
+		bases, horizons := markersAt(out)
+		if fmt.Sprint(bases) != fmt.Sprint(c.markers) || horizons != c.horizons || st.MarkersRemoved != c.removed {
+			t.Fatalf("now %d: markers at %v (%d with a horizon), %d removed; want %v, %d, %d",
+				c.now, bases, horizons, st.MarkersRemoved, c.markers, c.horizons, c.removed)
+		}
+		log = out
+	}
+}
