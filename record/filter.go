@@ -81,10 +81,15 @@ func Filter(dst, b []byte, o FilterOptions) (out []byte, kept int, err error) {
 	start := len(dst)
 	dst = append(dst, b[:HeaderSize]...)
 	binary.BigEndian.PutUint32(dst[start+offCount:], uint32(kept))
+	attrs := h.Attributes
 	if horizon {
-		binary.BigEndian.PutUint16(dst[start+offAttributes:], uint16(h.Attributes|AttrDeleteHorizon))
+		attrs |= AttrDeleteHorizon
 		binary.BigEndian.PutUint64(dst[start+offFirstTS:], uint64(o.DeleteHorizon))
 	}
+	if kept == 0 {
+		attrs &^= AttrCompressionMask // nothing to decompress: Kafka writes an empty batch uncompressed
+	}
+	binary.BigEndian.PutUint16(dst[start+offAttributes:], uint16(attrs))
 	if codec == CompressionNone || kept == 0 {
 		dst = append(dst, raw...)
 	} else if dst, err = Compress(dst, codec, raw); err != nil {

@@ -88,6 +88,17 @@ func TestFilterAllAndNone(t *testing.T) {
 	if recs, err := AppendRecords(nil, out[1:]); err != nil || len(recs) != 0 {
 		t.Fatalf("records of the empty batch: %v, %v", recs, err)
 	}
+	// A compressed batch emptied has no codec left, as Kafka writes one:
+	// a client would fail to decompress an empty body (franz-go did).
+	for _, codec := range []int{CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd} {
+		out, _, err := Filter(nil, filterInput(t, codec), FilterOptions{Keep: func(Record) bool { return false }, DeleteHorizon: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := Check(out); err != nil || h.Compression() != CompressionNone || h.NumRecords != 0 {
+			t.Fatalf("%s batch emptied: %+v, %v; want no codec and no records", CodecName(codec), h, err)
+		}
+	}
 }
 
 // AppendGap spans exactly its offsets with batches of no records, split

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -51,8 +53,11 @@ func (l *logBuilder) marker(pid int64, typ record.ControlType) int64 {
 	return l.next - 1
 }
 
+var clientDecompressor = kgo.DefaultDecompressor()
+
 // read returns every record of log, checking each batch and that the
-// batches span one contiguous run of offsets from 0.
+// batches span one contiguous run of offsets from 0. A compressed batch's
+// body must also decompress with a client's decompressor (franz-go's).
 func read(t *testing.T, log []byte) []record.Record {
 	t.Helper()
 	var out []record.Record
@@ -65,6 +70,11 @@ func read(t *testing.T, log []byte) []record.Record {
 			t.Fatal(err)
 		}
 		h, _ := record.ParseHeader(b)
+		if c := h.Compression(); c != record.CompressionNone {
+			if _, err := clientDecompressor.Decompress(b[record.HeaderSize:h.Size()], kgo.CompressionCodecType(c)); err != nil {
+				t.Fatalf("franz-go cannot decompress the %s batch at %d (%d records): %v", record.CodecName(c), h.BaseOffset, h.NumRecords, err)
+			}
+		}
 		if h.BaseOffset != next {
 			t.Fatalf("a batch at offset %d after one that ended at %d", h.BaseOffset, next)
 		}
@@ -230,7 +240,7 @@ func TestAbortedAndKeyless(t *testing.T) {
 // other emptied batch becomes part of a gap.
 func TestProducersLastBatchStaysEmpty(t *testing.T) {
 	l := &logBuilder{t: t}
-	idem := record.BatchOptions{ProducerID: 3, ProducerEpoch: 1, BaseSequence: 0}
+	idem := record.BatchOptions{ProducerID: 3, ProducerEpoch: 1, BaseSequence: 0, Compression: record.CompressionSnappy}
 	first := l.batch(idem, kv{"k", "1"})
 	idem.BaseSequence = 1
 	last := l.batch(idem, kv{"k", "2"}, kv{"j", "1"})

@@ -61,7 +61,9 @@ func TestCompactedTopic(t *testing.T) {
 		t.Fatalf("create topic: %v %v", err, resp.Err)
 	}
 	c.Leader("table", 0, timeout)
-	p := c.Client(t, kgo.DefaultProduceTopic("table"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// gzip: the one codec every client reads without a plugin (kafkajs).
+	p := c.Client(t, kgo.DefaultProduceTopic("table"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.GzipCompression()))
 	produceAll := func(recs []*kgo.Record) {
 		t.Helper()
 		if err := p.ProduceSync(testContext(t), recs...).FirstErr(); err != nil {
