@@ -27,11 +27,18 @@ func TestConsumerOffsetsCompacted(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "oc"); err != nil {
 		t.Fatal(err)
 	}
+	const commits = 300
+	for i := range int64(commits) {
+		commitSimple(t, adm, "compacted-group", "oc", i+1)
+	}
 	described, err := adm.DescribeTopicConfigs(ctx, metadata.ConsumerOffsetsTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc, err := described.On(metadata.ConsumerOffsetsTopic, nil)
+	if err == nil {
+		err = rc.Err
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +50,6 @@ func TestConsumerOffsetsCompacted(t *testing.T) {
 	}
 	if policy != "compact" {
 		t.Fatalf("%s's cleanup.policy is described as %q, want compact", metadata.ConsumerOffsetsTopic, policy)
-	}
-	const commits = 300
-	for i := range int64(commits) {
-		commitSimple(t, adm, "compacted-group", "oc", i+1)
 	}
 	parts, _ := c.Running()[0].MetadataState().TopicPartitions(metadata.ConsumerOffsetsTopic)
 	p := metadata.GroupPartition("compacted-group", parts)
