@@ -110,6 +110,9 @@ type Report struct {
 	NotSent        int
 	Stored         int // records read from the partitions
 	Reads          int // records a consumer read during the run (CheckReads)
+	// Superseded counts acknowledged records a compacted log no longer
+	// holds because a later record of their key is stored (CheckCompacted).
+	Superseded int
 }
 
 // Count returns the number of problems of kind k.
@@ -202,11 +205,27 @@ type loc struct {
 // partition that logs do not cover is only checked not to be anywhere
 // else. Check is pure: the same input gives the same report.
 func Check(attempts []Attempt, logs []PartitionLog) *Report {
+	return check(attempts, logs, false)
+}
+
+// CheckCompacted is Check for the logs of a compacted topic
+// (cleanup.policy=compact): offsets may have gaps, and an acknowledged
+// record may be gone, but only behind a later record of its key in its
+// partition. So for every key the latest acknowledged value is read
+// (unless a later record replaced it), never an older value after a
+// newer one, nothing twice, nothing never sent.
+func CheckCompacted(attempts []Attempt, logs []PartitionLog) *Report {
+	return check(attempts, logs, true)
+}
+
+func check(attempts []Attempt, logs []PartitionLog, compacted bool) *Report {
 	c := &checker{
-		r:       &Report{},
-		covered: map[tpKey]bool{},
-		found:   map[ID][]loc{},
-		seen:    map[ID]bool{},
+		r:         &Report{},
+		covered:   map[tpKey]bool{},
+		found:     map[ID][]loc{},
+		seen:      map[ID]bool{},
+		compacted: compacted,
+		lastOfKey: map[keyIn]int64{},
 	}
 	c.scanLogs(logs)
 	for _, a := range attempts {
@@ -229,12 +248,20 @@ type tpKey struct {
 	partition int32
 }
 
+// keyIn names a key in a partition.
+type keyIn struct {
+	tp  tpKey
+	key string
+}
+
 // checker is the state of one Check.
 type checker struct {
-	r       *Report
-	covered map[tpKey]bool // partitions the logs cover
-	found   map[ID][]loc   // where each workload record is stored
-	seen    map[ID]bool    // IDs of the attempts matched so far
+	r         *Report
+	covered   map[tpKey]bool  // partitions the logs cover
+	found     map[ID][]loc    // where each workload record is stored
+	seen      map[ID]bool     // IDs of the attempts matched so far
+	compacted bool            // CheckCompacted
+	lastOfKey map[keyIn]int64 // the highest offset a key is stored at
 }
 
 func (c *checker) add(p Problem) { c.r.Problems = append(c.r.Problems, p) }
@@ -247,7 +274,8 @@ func (c *checker) scanLogs(logs []PartitionLog) {
 		next := pl.Start
 		for _, s := range pl.Records {
 			c.r.Stored++
-			if s.Offset != next {
+			c.lastOfKey[keyIn{tpKey{pl.Topic, pl.Partition}, string(s.Key)}] = s.Offset
+			if s.Offset < next || s.Offset != next && !c.compacted {
 				c.add(Problem{Kind: Gap, Topic: pl.Topic, Partition: pl.Partition, Offset: next,
 					Detail: fmt.Sprintf("expected offset %d, found %d", next, s.Offset)})
 			}
@@ -260,7 +288,7 @@ func (c *checker) scanLogs(logs []PartitionLog) {
 			}
 			c.found[id] = append(c.found[id], loc{pl.Topic, pl.Partition, s.Offset})
 		}
-		if next != pl.End {
+		if next != pl.End && !c.compacted {
 			c.add(Problem{Kind: Gap, Topic: pl.Topic, Partition: pl.Partition, Offset: next,
 				Detail: fmt.Sprintf("records end at %d, high watermark %d", next, pl.End)})
 		}
@@ -298,6 +326,8 @@ func (c *checker) matchAttempt(a Attempt) {
 			c.r.AckedNoOffset++
 		}
 		switch {
+		case len(locs) == 0 && read && c.superseded(a):
+			c.r.Superseded++
 		case len(locs) == 0 && read:
 			c.add(Problem{Kind: Lost, ID: a.ID, Topic: a.Topic, Partition: a.Partition, Offset: a.Offset,
 				Detail: "acknowledged, not present"})
@@ -317,6 +347,13 @@ func (c *checker) matchAttempt(a Attempt) {
 				Detail: fmt.Sprintf("Produce refused it: %v", a.Err)})
 		}
 	}
+}
+
+// superseded reports whether a compacted log holds a record of a's key
+// after a's acknowledged offset, which its cleaning may have removed a for.
+func (c *checker) superseded(a Attempt) bool {
+	last, ok := c.lastOfKey[keyIn{tpKey{a.Topic, a.Partition}, a.ID.Key}]
+	return c.compacted && a.Offset >= 0 && ok && last > a.Offset
 }
 
 // neverSent reports the stored workload records that no attempt names.

@@ -326,3 +326,38 @@ func TestCheckKeyOrderIsPerPartition(t *testing.T) {
 		t.Fatalf("out of order across partitions: %+v", r.Problems)
 	}
 }
+
+// CheckCompacted accepts an acknowledged record gone only behind a later
+// record of its key in its partition; it reports the latest acknowledged
+// value of a key gone, an older value after a newer one, and offsets that
+// do not rise; the gaps a cleaning leaves are no problem.
+func TestCheckCompacted(t *testing.T) {
+	ids := []ID{{0, "a", 0}, {0, "a", 1}, {1, "a", 0}, {0, "b", 0}, {0, "c", 0}, {0, "c", 1}, {0, "d", 0}, {0, "d", 1}}
+	var atts []Attempt
+	for i, id := range ids {
+		atts = append(atts, acked(id, int64(i)))
+	}
+	// a: only its latest (another producer's) is left; b: gone with nothing
+	// after it; c: the older of two left; d: both, in the wrong order.
+	pl := PartitionLog{Topic: "t", Partition: 0, Start: 0, End: 9,
+		Records: []Stored{rec(2, ids[2]), rec(4, ids[4]), rec(6, ids[7]), rec(7, ids[6])}}
+	// (d's records are stored at offsets 6 and 7 swapped: seq 1 then seq 0.)
+	r := CheckCompacted(atts, []PartitionLog{pl})
+	var got []string
+	for _, p := range r.Problems {
+		got = append(got, p.Kind.String()+" "+p.ID.String())
+	}
+	want := []string{"lost p0/b/0", "lost p0/c/1", "misplaced p0/d/1", "misplaced p0/d/0", "out-of-order p0/d/0"}
+	if !reflect.DeepEqual(got, want) || r.Superseded != 2 {
+		t.Fatalf("problems %q, superseded %d; want %q, 2", got, r.Superseded, want)
+	}
+	// The same logs are full of gaps and losses for Check.
+	if r := Check(atts, []PartitionLog{pl}); r.Count(Gap) == 0 || r.Count(Lost) != 4 {
+		t.Fatalf("Check of a compacted log: %d gaps, %d lost; want gaps and 4 lost", r.Count(Gap), r.Count(Lost))
+	}
+	// Offsets that fall back are reported even in a compacted log.
+	back := PartitionLog{Topic: "t", Partition: 0, Start: 0, End: 9, Records: []Stored{rec(5, ids[5]), rec(2, ids[2])}}
+	if r := CheckCompacted(atts[:3], []PartitionLog{back}); r.Count(Gap) != 1 {
+		t.Fatalf("offsets 5 then 2: %v", r.Problems)
+	}
+}

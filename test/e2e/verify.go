@@ -236,6 +236,17 @@ func (c *Cluster) Verify(ctx context.Context, attempts []Attempt, topics ...stri
 // VerifyReads is Verify that also checks what consumers read during the
 // run against the final logs (CheckReads).
 func (c *Cluster) VerifyReads(ctx context.Context, attempts []Attempt, reads []Read, topics ...string) (*Verification, error) {
+	return c.verify(ctx, attempts, reads, Check, topics)
+}
+
+// VerifyCompacted is Verify for compacted topics: the logs are checked
+// with CheckCompacted, the replicas compared the same way.
+func (c *Cluster) VerifyCompacted(ctx context.Context, attempts []Attempt, topics ...string) (*Verification, error) {
+	return c.verify(ctx, attempts, nil, CheckCompacted, topics)
+}
+
+func (c *Cluster) verify(ctx context.Context, attempts []Attempt, reads []Read,
+	check func([]Attempt, []PartitionLog) *Report, topics []string) (*Verification, error) {
 	var logs []PartitionLog
 	for _, t := range topics {
 		pls, err := c.ReadPartitions(ctx, t)
@@ -244,7 +255,7 @@ func (c *Cluster) VerifyReads(ctx context.Context, attempts []Attempt, reads []R
 		}
 		logs = append(logs, pls...)
 	}
-	v := &Verification{Report: Check(attempts, logs), Partitions: len(logs)}
+	v := &Verification{Report: check(attempts, logs), Partitions: len(logs)}
 	v.Report.Reads = len(reads)
 	v.Report.Problems = append(v.Report.Problems, CheckReads(reads, logs)...)
 	errs := []error{v.Report.Err()}
