@@ -180,3 +180,65 @@ func readRecords(t *testing.T, seeds []string, topic string, last int64) []recor
 	}
 	return out
 }
+
+// A transactional producer on a compacted topic (issue 30): after the
+// cleanings, a read_uncommitted read no longer holds the aborted
+// transaction's records (the cleaner removed them), the committed ones
+// stay, and the producer goes on committing across the cleanings.
+func TestCompactedTransactions(t *testing.T) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.CleanerBackoff = 300 * time.Millisecond })
+	adm := kadm.NewClient(c.Client(t))
+	cfgs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact"), "delete.retention.ms": kadm.StringPtr("1000")}
+	if resp, err := adm.CreateTopic(testContext(t), 1, 3, cfgs, "txtable"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	p := c.Client(t, kgo.TransactionalID("compacted-tx"), kgo.DefaultProduceTopic("txtable"))
+	txn := func(commit bool, value string, keys ...string) {
+		t.Helper()
+		ctx := testContext(t)
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			p.Produce(ctx, &kgo.Record{Key: []byte(k), Value: []byte(value)}, nil)
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction (commit %v): %v", commit, err)
+		}
+	}
+	keys := func(prefix string) []string {
+		var out []string
+		for i := range 10 {
+			out = append(out, fmt.Sprintf("%s%d", prefix, i))
+		}
+		return out
+	}
+	for round := range 3 {
+		txn(true, fmt.Sprintf("committed-%d", round), keys("c")...)
+		txn(false, "aborted", keys("a")...)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		latest, n, _ := readCompacted(t, c, "txtable")
+		aborted := 0
+		for k, v := range latest {
+			if v == "aborted" || strings.HasPrefix(k, "a") {
+				aborted++
+			}
+		}
+		if n == 10 && aborted == 0 && latest["c0"] == "committed-2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute read_uncommitted reads %d records, %d of aborted keys; want the 10 committed-2 records only", n, aborted)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	txn(true, "committed-3", "c0") // the producer goes on after the cleanings
+	if latest, _, _ := readCompacted(t, c, "txtable"); latest["c0"] != "committed-3" {
+		t.Fatalf("after a commit across cleanings c0 = %q, want committed-3", latest["c0"])
+	}
+}
