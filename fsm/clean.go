@@ -3,8 +3,10 @@ package fsm
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/minikafka/minikafka-go/partition/compact"
 	"github.com/minikafka/minikafka-go/partition/seglog"
@@ -105,20 +107,30 @@ type cleanTask struct {
 
 // cleaner runs queued cleanings one at a time, in order, on a goroutine
 // that runs only while some are queued (so an idle FSM holds none). Its
-// owner is the FSM: Close waits for it.
+// owner is the FSM: Close waits for it. A cleaning that fails on storage
+// is retried until it succeeds or the FSM stops, as an apply is: skipped,
+// it would leave this replica's bytes unlike the others'. One given up at
+// Stop is abandoned: no checkpoint may claim it, and the journal stays
+// before it, so the next start replays its command.
 type cleaner struct {
 	logger *slog.Logger
+	stop   <-chan struct{} // the FSM's: closed by Stop
 
-	mu      sync.Mutex  // guards queue, running, stats and runs
-	idle    *sync.Cond  // signalled when the queue is empty and nothing runs
-	queue   []cleanTask // the first one runs; removed when done
-	running bool
-	stats   compact.Stats // of every cleaning so far
-	runs    int
+	mu        sync.Mutex  // guards queue, running, abandoned, stats and runs
+	idle      *sync.Cond  // signalled when the queue is empty and nothing runs
+	queue     []cleanTask // the first one runs; removed when done
+	running   bool
+	abandoned *journalRecord // the point before the first cleaning given up, if any
+	stats     compact.Stats  // of every cleaning so far
+	runs      int
 }
 
-func newCleaner(logger *slog.Logger) *cleaner {
-	c := &cleaner{logger: logger}
+// errCleaningAbandoned is a checkpoint refused after a cleaning was given
+// up at Stop: it would claim an entry whose cleaning is not done.
+var errCleaningAbandoned = errors.New("fsm: a cleaning was given up; no checkpoint until the next start replays it")
+
+func newCleaner(logger *slog.Logger, stop <-chan struct{}) *cleaner {
+	c := &cleaner{logger: logger, stop: stop}
 	c.idle = sync.NewCond(&c.mu)
 	return c
 }
@@ -133,13 +145,18 @@ func (c *cleaner) enqueue(t cleanTask) {
 	}
 }
 
-// wait returns once every cleaning queued so far is done.
-func (c *cleaner) wait() {
+// wait returns once every cleaning queued so far is done or given up; it
+// returns errCleaningAbandoned if one was given up.
+func (c *cleaner) wait() error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for c.running {
 		c.idle.Wait()
 	}
-	c.mu.Unlock()
+	if c.abandoned != nil {
+		return errCleaningAbandoned
+	}
+	return nil
 }
 
 // pendingBefore is the applied point before the oldest cleaning not yet
@@ -147,7 +164,10 @@ func (c *cleaner) wait() {
 func (c *cleaner) pendingBefore() (journalRecord, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.queue) == 0 {
+	switch {
+	case c.abandoned != nil:
+		return *c.abandoned, true
+	case len(c.queue) == 0:
 		return journalRecord{}, false
 	}
 	return c.queue[0].before, true
@@ -158,13 +178,11 @@ func (c *cleaner) run() {
 	for len(c.queue) > 0 {
 		t := c.queue[0]
 		c.mu.Unlock()
-		st, err := t.clean()
-		if err != nil {
-			// The bytes stay as they were; the next cleaning of this range
-			// does it (cleaning is idempotent).
-			c.logger.Warn("cleaning failed", "up_to", t.upTo, "err", err)
-		}
+		st, err := c.cleanRetrying(t)
 		c.mu.Lock()
+		if errors.Is(err, ErrClosed) && c.abandoned == nil {
+			c.abandoned = &t.before
+		}
 		c.queue = c.queue[1:]
 		c.stats.Add(st)
 		c.runs++
@@ -173,6 +191,39 @@ func (c *cleaner) run() {
 	c.idle.Broadcast()
 	c.mu.Unlock()
 }
+
+// cleanRetrying runs t until it succeeds, fails on its data (the same on
+// every replica, so the bytes stay as they were on all of them), or the
+// FSM stops while storage fails or the log is closed (ErrClosed).
+func (c *cleaner) cleanRetrying(t cleanTask) (compact.Stats, error) {
+	for wait := retryMin; ; wait = min(2*wait, retryMax) {
+		st, err := t.clean()
+		var se *cleanStorageError
+		if errors.Is(err, seglog.ErrClosed) {
+			return compact.Stats{}, ErrClosed // the log closed under it: a shutdown, or a crash in tests
+		}
+		if !errors.As(err, &se) {
+			if err != nil {
+				c.logger.Warn("cleaning failed on the log's data; the bytes stay as they are", "up_to", t.upTo, "err", err)
+			}
+			return st, err
+		}
+		c.logger.Error("cleaning failed on storage; retrying", "up_to", t.upTo, "err", err)
+		tm := time.NewTimer(wait)
+		select {
+		case <-c.stop:
+			tm.Stop()
+			return compact.Stats{}, ErrClosed
+		case <-tm.C:
+		}
+	}
+}
+
+// cleanStorageError is a cleaning's failure to read or write the log.
+type cleanStorageError struct{ err error }
+
+func (e *cleanStorageError) Error() string { return "fsm: cleaning: " + e.err.Error() }
+func (e *cleanStorageError) Unwrap() error { return e.err }
 
 // clean cleans the sealed segments holding offsets in [start, upTo): the
 // batches below the one holding start and from upTo on stay as they are,
@@ -198,8 +249,12 @@ func (t cleanTask) clean() (compact.Stats, error) {
 	var data []byte
 	for _, s := range segs[first : last+1] {
 		b, _, err := t.log.SealedBytes(s.Base)
+		var be *seglog.BoundaryError
+		if errors.As(err, &be) {
+			return compact.Stats{}, err // the segments moved under it: not storage
+		}
 		if err != nil {
-			return compact.Stats{}, err
+			return compact.Stats{}, &cleanStorageError{err}
 		}
 		data = append(data, b...)
 	}
@@ -215,7 +270,10 @@ func (t cleanTask) clean() (compact.Stats, error) {
 	if bytes.Equal(out, data) {
 		return st, nil
 	}
-	return st, t.log.ReplaceSegments(segs[first].Base, segs[last].Next, out)
+	if err := t.log.ReplaceSegments(segs[first].Base, segs[last].Next, out); err != nil {
+		return st, &cleanStorageError{err}
+	}
+	return st, nil
 }
 
 // split cuts a run of batches into those wholly below start, those from

@@ -111,7 +111,9 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 // older one (a Persist may finish after a Restore wrote a newer one).
 func (f *FSM) checkpoint(c checkpoint) error {
 	if f.cleaner != nil {
-		f.cleaner.wait() // no checkpoint past a cleaning not yet done
+		if err := f.cleaner.wait(); err != nil { // no checkpoint past a cleaning not yet done
+			return err
+		}
 	}
 	f.cpMu.Lock()
 	defer f.cpMu.Unlock()

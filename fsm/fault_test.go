@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -146,5 +147,119 @@ func checkSameAsReference(t *testing.T, r *faultReplica, ref *crashRef) {
 	}
 	if r.f.AppliedIndex() != uint64(len(ref.entries)) {
 		t.Fatalf("applied index %d, want %d", r.f.AppliedIndex(), len(ref.entries))
+	}
+}
+
+// cleaningEntries are produces of 5 keys in 40 batches and a cleaning up
+// to the active segment's base (no roll, so the cleaning's own writes are
+// the swap's), then more produces; the FSM's checkpoint already covers
+// the range (a Persist just before), so applying the command writes
+// nothing either.
+func cleaningEntries(r *faultReplica) (before, after []*raft.Log) {
+	var idx uint64
+	add := func(out []*raft.Log, data []byte) []*raft.Log {
+		idx++
+		return append(out, &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data})
+	}
+	for i := range 40 {
+		before = add(before, fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("k%d", i%5), fmt.Sprint(i))))
+	}
+	r.f.ApplyBatch(before)
+	segs := r.log.Segments()
+	after = add(after, fsm.EncodeClean(segs[len(segs)-1].Base, 1000, 500))
+	for i := range 5 {
+		after = add(after, fsm.EncodeProduce(batch(-1, -1, -1, "late", fmt.Sprint(i))))
+	}
+	return before, after
+}
+
+// A cleaning whose swap fails for want of space is retried, not skipped
+// (skipped, this replica's bytes would differ from the others'), and ends
+// with the bytes of a replica whose disk never filled.
+func TestCleaningRetriesUntilSpaceReturns(t *testing.T) {
+	ref := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
+	before, after := cleaningEntries(ref)
+	ref.f.ApplyBatch(after)
+	ref.f.WaitCleanings()
+	want := logBytes(t, ref.log)
+
+	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
+	r.f.ApplyBatch(before)
+	persist(t, r.f)
+	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
+	r.f.ApplyBatch(after[:1])
+	time.Sleep(30 * time.Millisecond) // a few retries
+	if runs, _ := r.f.Cleanings(); runs != 0 {
+		t.Fatalf("%d cleanings done on a full disk", runs)
+	}
+	r.ff.Heal()
+	r.f.WaitCleanings()
+	r.f.ApplyBatch(after[1:])
+	if got := logBytes(t, r.log); !bytes.Equal(got, want) {
+		t.Fatalf("after the disk came back the log (%d bytes) differs from the reference (%d)", len(got), len(want))
+	}
+	for _, x := range []*faultReplica{ref, r} {
+		if err := errors.Join(x.f.Close(), x.log.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A cleaning given up at Stop (the disk still full) is abandoned: Close
+// writes no checkpoint past it and the journal stays before it, so the
+// next start replays its command and ends with the reference's bytes.
+func TestCleaningGivenUpAtStopIsReplayed(t *testing.T) {
+	ref := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
+	before, after := cleaningEntries(ref)
+	ref.f.ApplyBatch(after)
+	ref.f.WaitCleanings()
+	want := logBytes(t, ref.log)
+
+	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
+	r.f.ApplyBatch(before)
+	persist(t, r.f)
+	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
+	r.f.ApplyBatch(after[:1])
+	r.f.Stop()
+	r.f.WaitCleanings()
+	if err := r.f.Close(); err != nil {
+		t.Fatalf("Close after a cleaning was given up: %v", err)
+	}
+	r.log.Close()
+	r.ff.Heal()
+	r = openFaultReplica(t, r.ff)
+	if applied := r.f.AppliedIndex(); applied >= after[0].Index {
+		t.Fatalf("reopened at index %d, past the cleaning given up at %d", applied, after[0].Index)
+	}
+	r.f.ApplyBatch(append(append([]*raft.Log(nil), before...), after...))
+	r.f.WaitCleanings()
+	if got := logBytes(t, r.log); !bytes.Equal(got, want) {
+		t.Fatalf("after the replay the log (%d bytes) differs from the reference (%d)", len(got), len(want))
+	}
+	for _, x := range []*faultReplica{ref, r} {
+		if err := errors.Join(x.f.Close(), x.log.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func logBytes(t *testing.T, l *seglog.Log) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := l.CopyTo(&buf, l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// persist writes a checkpoint of f's state, as a snapshot does.
+func persist(t *testing.T, f *fsm.FSM) {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(&memSink{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -251,7 +251,7 @@ func New(cfg Config, log Log) (*FSM, error) {
 	}
 	f.table.SetLimit(f.limit)
 	f.publish()
-	f.cleaner = newCleaner(logger)
+	f.cleaner = newCleaner(logger, f.stop)
 	return f, nil
 }
 
@@ -399,14 +399,14 @@ func (f *FSM) Close() error {
 		return nil
 	}
 	f.closed = true
-	f.cleaner.wait()
+	f.Stop() // a cleaning retrying a failed write gives up
 	err := f.checkpoint(checkpoint{
 		index: f.applied.Load(), term: f.appliedTerm,
 		start: f.log.StartOffset(), end: f.log.EndOffset(),
 		table: f.table.AppendEncode(nil),
 	})
-	if errors.Is(err, errRestoring) {
-		err = nil // the next start restores raft's snapshot again
+	if errors.Is(err, errRestoring) || errors.Is(err, errCleaningAbandoned) {
+		err = nil // the next start restores raft's snapshot, or replays the cleaning, again
 	}
 	if jerr := f.journal.close(); err == nil {
 		err = jerr
@@ -431,7 +431,7 @@ func (f *FSM) applyTrim(offset int64, index, term uint64) *TrimResult {
 		return res
 	}
 	// A cleaning queued before this trim is done first: both in Raft order.
-	f.cleaner.wait()
+	_ = f.cleaner.wait() // one given up (at Stop) makes the checkpoint below refuse
 	// The aborted transactions wholly below the new start go with it.
 	table := f.table.Clone()
 	table.TrimAborted(offset)

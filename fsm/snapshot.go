@@ -265,7 +265,7 @@ func (f *FSM) RestoreIfBehind(stored io.ReadCloser) (bool, error) {
 // restore replaces the state by that of the snapshot whose header h has
 // been read from r.
 func (f *FSM) restore(h snapshotHeader, r io.Reader) error {
-	f.cleaner.wait() // the log is about to be rewritten
+	_ = f.cleaner.wait() // the log is about to be rewritten; the snapshot's checkpoint decides
 	table, err := producerstate.Decode(h.cp.table)
 	if err != nil {
 		return fmt.Errorf("%w: producer table: %w", ErrSnapshotCorrupt, err)

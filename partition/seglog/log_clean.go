@@ -49,6 +49,10 @@ func (l *Log) SealedBytes(base int64) ([]byte, int64, error) {
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
 	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return nil, 0, ErrClosed
+	}
 	var s *segment
 	for i, t := range l.segs[:len(l.segs)-1] {
 		if t.base == base {
