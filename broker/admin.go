@@ -70,8 +70,11 @@ func (n *Node) Ready() error {
 type adminSource struct {
 	nodeID int32
 	lagMax time.Duration
-	ready  func() error
-	parts  atomic.Pointer[adminParts] // nil until started
+	// cleanInternal: the internal topics are compacted (their dirt is
+	// reported).
+	cleanInternal bool
+	ready         func() error
+	parts         atomic.Pointer[adminParts] // nil until started
 }
 
 // adminParts are the node's running parts the admin pages read.
@@ -90,7 +93,8 @@ var _ metrics.Source = (*adminSource)(nil)
 
 // newAdminSource makes the source of node n before its parts exist.
 func newAdminSource(n *Node) *adminSource {
-	return &adminSource{nodeID: n.cfg.NodeID, lagMax: n.cfg.Tuning.ReplicaLagMax, ready: n.Ready}
+	return &adminSource{nodeID: n.cfg.NodeID, lagMax: n.cfg.Tuning.ReplicaLagMax, cleanInternal: n.cfg.CleanInternalTopics,
+		ready: n.Ready}
 }
 
 // started hands the source the node's parts, once its Kafka server exists.
@@ -118,11 +122,12 @@ func (a *adminSource) State() metrics.State {
 		return cmp.Or(cmp.Compare(x.Info().Topic, y.Info().Topic), cmp.Compare(x.Info().Partition, y.Info().Partition))
 	})
 	ends := map[tp]int64{}
+	now := time.Now()
 	for _, lr := range reps {
 		r := lr.Partition()
 		rm := metrics.Replica{Topic: lr.Info().Topic, Partition: lr.Info().Partition, Traffic: lr.Traffic().Counts(),
 			LogSize: r.LogSize(), LogStart: r.LogStartOffset(), LogEnd: r.HighWatermark(),
-			Replication: r.Group().Replication(), Cleaner: cleanerCounts(r)}
+			Replication: r.Group().Replication(), Cleaner: cleanerCounts(r), Dirt: dirt(lr, now, a.cleanInternal)}
 		ends[tp{lr.Info().Topic, lr.Info().Partition}] = rm.LogEnd
 		s.Replicas = append(s.Replicas, rm)
 	}
@@ -198,6 +203,17 @@ func topicsView(topics []kafkaapi.TopicView, local []metrics.Replica, self int32
 		out = append(out, mt)
 	}
 	return out
+}
+
+// dirt is how far the cleaner is behind on a replica, where this node
+// leads a partition of a compacted topic, else nil.
+func dirt(lr *localReplica, now time.Time, internal bool) *metrics.Dirt {
+	ratio, ok := lr.DirtyRatio(now, internal)
+	if !ok {
+		return nil
+	}
+	lag, _ := lr.CleanerLag(now, internal)
+	return &metrics.Dirt{Ratio: ratio, Lag: lag}
 }
 
 // cleanerCounts are a replica's cleanings, for the metrics.

@@ -50,7 +50,22 @@ func (n *Node) newBackend() *kafkabackend.Backend {
 		Replica:             n.backendReplica,
 		Configs:             n.configs,
 		RefuseNewPartitions: n.refuseNewPartitions,
+		DirtyRatios:         n.dirtyRatios,
 	})
+}
+
+// dirtyRatios are the dirty ratios of the partitions of compacted topics
+// this node leads.
+func (n *Node) dirtyRatios() []kafkabackend.DirtyRatio {
+	now := time.Now()
+	var out []kafkabackend.DirtyRatio
+	for _, r := range n.reps.Led() {
+		if ratio, ok := r.DirtyRatio(now, n.cfg.CleanInternalTopics); ok {
+			topic, p := r.TopicPartition()
+			out = append(out, kafkabackend.DirtyRatio{Topic: topic, Partition: p, Ratio: ratio})
+		}
+	}
+	return out
 }
 
 // TopicConfig is a topic's resolved configs as the node should act on

@@ -126,6 +126,16 @@ type Admin interface {
 	AlterReassignment(ctx context.Context, topic string, partition int32, target []int32) error
 }
 
+// NodeStatus is an optional capability of a Backend, found by type
+// assertion: read-only figures of the node's state as it runs, such as
+// the dirty ratios of the compacted partitions it leads, which
+// DescribeConfigs of this broker lists after Configs. Their names start
+// with "minikafka."; they never stand for a topic config.
+type NodeStatus interface {
+	// StatusConfigs returns the figures now; it must not block.
+	StatusConfigs() []ConfigEntry
+}
+
 // Security is the Backend role that decides and administers access: the
 // authorizer, the ACLs it decides by, and the SCRAM credentials SASL
 // listeners authenticate against.

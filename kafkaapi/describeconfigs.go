@@ -125,8 +125,9 @@ func (s *Server) staticConfigs() map[string]string {
 // brokerConfigs describes, for the empty name, the cluster-wide dynamic
 // defaults that are set; for this node's id, its settings with the
 // cluster-wide defaults over them (read-only unless a cluster default may
-// be set for them). Another broker's id is INVALID_REQUEST, as in Kafka,
-// since each broker describes itself.
+// be set for them), then its NodeStatus figures if it has any. Another
+// broker's id is INVALID_REQUEST, as in Kafka, since each broker
+// describes itself.
 func (s *Server) brokerConfigs(name string) ([]describedConfig, error) {
 	cluster := s.backend.ClusterConfigs()
 	if name == "" {
@@ -143,6 +144,9 @@ func (s *Server) brokerConfigs(name string) ([]describedConfig, error) {
 	configs := s.backend.Configs()
 	if mine := brokerID(configs); id != mine {
 		return nil, fmt.Errorf("%w: unexpected broker id, expected %d or an empty name, but received %d", kerr.InvalidRequest, mine, id)
+	}
+	if ns, ok := s.backend.(NodeStatus); ok {
+		configs = slices.Concat(configs, ns.StatusConfigs())
 	}
 	out := make([]describedConfig, 0, len(configs)+len(cluster))
 	listed := make(map[string]bool, len(configs))

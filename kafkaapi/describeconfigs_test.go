@@ -105,6 +105,50 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 	}
 }
 
+// statusBackend has figures of its state to report (NodeStatus).
+type statusBackend struct {
+	*fakeBackend
+	ratios string // guarded by fakeBackend.mu
+}
+
+func (b *statusBackend) StatusConfigs() []ConfigEntry {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return []ConfigEntry{{Name: "minikafka.log.cleaner.dirty.ratios", Value: b.ratios, Type: kmsg.ConfigTypeList}}
+}
+
+// A backend's NodeStatus figures follow its configs in DescribeConfigs of
+// the broker, read-only and read at each request; a topic's configs leave
+// them out.
+func TestDescribeBrokerStatus(t *testing.T) {
+	sb := &statusBackend{ratios: "kv:0=0.250"}
+	h := startServerWith(t, Config{}, func(fb *fakeBackend) Backend { sb.fakeBackend = fb; return sb })
+	h.fb.addTopic("kv", 1)
+	c := h.dial()
+	describe := func() kmsg.DescribeConfigsResponseResource {
+		return c.roundTrip(describeConfigsRequest(4, false, false,
+			configResource(kmsg.ConfigResourceTypeBroker, "1"))).(*kmsg.DescribeConfigsResponse).Resources[0]
+	}
+	self := describe()
+	if got := findConfig(t, self, "minikafka.log.cleaner.dirty.ratios"); *got.Value != "kv:0=0.250" || !got.ReadOnly ||
+		self.Configs[len(self.Configs)-1].Name != got.Name {
+		t.Fatalf("status figure %+v, want kv:0=0.250, read-only, last of %d", got, len(self.Configs))
+	}
+	sb.mu.Lock()
+	sb.ratios = "kv:0=0.000"
+	sb.mu.Unlock()
+	if got := findConfig(t, describe(), "minikafka.log.cleaner.dirty.ratios"); *got.Value != "kv:0=0.000" {
+		t.Fatalf("status figure %q after it changed, want kv:0=0.000", *got.Value)
+	}
+	topic := c.roundTrip(describeConfigsRequest(4, false, false,
+		configResource(kmsg.ConfigResourceTypeTopic, "kv"))).(*kmsg.DescribeConfigsResponse).Resources[0]
+	for _, cfg := range topic.Configs {
+		if cfg.Name == "minikafka.log.cleaner.dirty.ratios" {
+			t.Fatal("a topic's configs list the node's status figure")
+		}
+	}
+}
+
 func TestDescribeConfigsErrors(t *testing.T) {
 	h := startServer(t, Config{})
 	h.fb.addTopic("t", 1)

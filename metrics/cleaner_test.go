@@ -45,3 +45,78 @@ func TestCleanerMetrics(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// The leader of a compacted partition reports its dirty ratio and the age
+// of its first dirty record: none left after a cleaning; some, and the
+// age growing, once new duplicates stay below min.cleanable.dirty.ratio;
+// none again once a lower ratio lets the cleaner take them. A topic that
+// is not compacted reports neither.
+func TestDirtMetrics(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.CleanerBackoff = 100 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(c.Client(t))
+	compacted := map[string]*string{"cleanup.policy": kadm.StringPtr("compact"), "min.cleanable.dirty.ratio": kadm.StringPtr("0.9")}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, compacted, "dirt"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "plain"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	// Lingering, each produce is one batch: a cleaning never falls
+	// between its records.
+	cl := c.Client(t, kgo.ProducerLinger(100*time.Millisecond))
+	produce := func(topic string, keys ...string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for _, k := range keys {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte("v")})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keys []string
+	for k := range 200 {
+		keys = append(keys, fmt.Sprintf("k%03d", k), "k000")
+	}
+	produce("dirt", keys...)
+	produce("plain", keys...)
+
+	url := adminServers(t, c)[0]
+	type dirt struct{ ratio, lag, cleanings float64 }
+	await := func(what string, ok func(dirt) bool) dirt {
+		t.Helper()
+		for {
+			s := getScrape(t, url)
+			ratio, hasRatio := s.samples[partitionSeries("partition_dirty_ratio", "dirt", 0)]
+			lag, hasLag := s.samples[partitionSeries("partition_cleaner_lag_seconds", "dirt", 0)]
+			d := dirt{ratio, lag, s.samples[partitionSeries("partition_cleanings_total", "dirt", 0)]}
+			if _, ok := s.samples[partitionSeries("partition_dirty_ratio", "plain", 0)]; ok {
+				t.Fatal("a topic with cleanup.policy=delete reports a dirty ratio")
+			}
+			if hasRatio && hasLag && ok(d) {
+				return d
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: never seen in /metrics; last %+v (ratio reported %v, lag %v)", what, d, hasRatio, hasLag)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	first := await("the first cleaning", func(d dirt) bool { return d.cleanings >= 1 && d.ratio == 0 && d.lag == 0 })
+
+	produce("dirt", "k001", "k001", "k001")
+	dirty := await("new duplicates below the ratio", func(d dirt) bool { return d.ratio > 0 && d.lag > 0 })
+	if dirty.ratio >= 0.9 || dirty.cleanings != first.cleanings {
+		t.Fatalf("3 new records of 403: dirty ratio %v after %v cleanings, want under 0.9 and no new cleaning (%v before)",
+			dirty.ratio, dirty.cleanings, first.cleanings)
+	}
+	await("the lag growing", func(d dirt) bool { return d.lag >= dirty.lag+0.2 && d.ratio == dirty.ratio })
+
+	alter := []kadm.AlterConfig{{Name: "min.cleanable.dirty.ratio", Value: kadm.StringPtr("0.01")}}
+	if resps, err := adm.AlterTopicConfigs(ctx, alter, "dirt"); err != nil || resps[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, resps)
+	}
+	await("the cleaning of the new duplicates", func(d dirt) bool { return d.cleanings > first.cleanings && d.ratio == 0 && d.lag == 0 })
+}

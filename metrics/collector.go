@@ -25,6 +25,8 @@ var (
 	descCleanerRead     = desc("partition_cleaner_read_bytes_total", "Bytes of record batches this node's replica's cleanings read.", tp...)
 	descCleanerWritten  = desc("partition_cleaner_written_bytes_total", "Bytes of record batches this node's replica's cleanings kept (wrote back).", tp...)
 	descTombstonesGone  = desc("partition_cleaner_tombstones_removed_total", "Tombstones this node's replica's cleanings removed after delete.retention.ms.", tp...)
+	descDirtyRatio      = desc("partition_dirty_ratio", "On the leader of a compacted partition: bytes of the log not cleaned since this node leads over all its bytes, below the point a cleaning may reach (weighed against min.cleanable.dirty.ratio).", tp...)
+	descCleanerLag      = desc("partition_cleaner_lag_seconds", "On the leader of a compacted partition: age of the first dirty record below the point a cleaning may reach (bounded by max.compaction.lag.ms), 0 when none is dirty.", tp...)
 	descLogEnd          = desc("partition_log_end_offset", "High watermark of this node's replica: the offset after its last committed record.", tp...)
 	descLeader          = desc("partition_leader", "1 if this node leads the partition, else 0.", tp...)
 	descURP             = desc("partition_under_replicated", "1 if this node leads the partition and a follower has not caught up with the commit index within the lag limit, else 0.", tp...)
@@ -64,7 +66,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descLeaderChanges, descGroupCommitted, descGroupLag, descConns, descConnsAccepted, descConnsRefused,
 		descRequestPanics, descQueued, descQueuedMax, descQueuedWaiting, descLogStalls, descLogStallTime, descWALFsync, descReady,
 		descDiskTotal, descDiskFree, descDiskReserve, descDiskAlertAt, descDiskAlert,
-		descCleanings, descCleanerRead, descCleanerWritten, descTombstonesGone} {
+		descCleanings, descCleanerRead, descCleanerWritten, descTombstonesGone, descDirtyRatio, descCleanerLag} {
 		ch <- d
 	}
 }
@@ -88,12 +90,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descLogSize, float64(r.LogSize), r.Topic, p)
 		gauge(descLogStart, float64(r.LogStart), r.Topic, p)
 		gauge(descLogEnd, float64(r.LogEnd), r.Topic, p)
-		if cl := r.Cleaner; cl.Cleanings > 0 {
-			counter(descCleanings, float64(cl.Cleanings), r.Topic, p)
-			counter(descCleanerRead, float64(cl.BytesRead), r.Topic, p)
-			counter(descCleanerWritten, float64(cl.BytesWritten), r.Topic, p)
-			counter(descTombstonesGone, float64(cl.TombstonesRemoved), r.Topic, p)
-		}
+		cleanerSeries(ch, r, p)
 		rep := r.Replication
 		gauge(descLeader, b2f(rep.Leader), r.Topic, p)
 		urp := false
@@ -143,6 +140,24 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descDiskAlert, float64(d.Alert()))
 	}
 	gauge(descReady, b2f(c.src.Ready() == nil))
+}
+
+// cleanerSeries reports a replica's cleanings once it ran one, and how
+// far the cleaner is behind where this node leads a compacted partition.
+func cleanerSeries(ch chan<- prometheus.Metric, r Replica, p string) {
+	metric := func(d *prometheus.Desc, t prometheus.ValueType, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, r.Topic, p)
+	}
+	if cl := r.Cleaner; cl.Cleanings > 0 {
+		metric(descCleanings, prometheus.CounterValue, float64(cl.Cleanings))
+		metric(descCleanerRead, prometheus.CounterValue, float64(cl.BytesRead))
+		metric(descCleanerWritten, prometheus.CounterValue, float64(cl.BytesWritten))
+		metric(descTombstonesGone, prometheus.CounterValue, float64(cl.TombstonesRemoved))
+	}
+	if d := r.Dirt; d != nil {
+		metric(descDirtyRatio, prometheus.GaugeValue, d.Ratio)
+		metric(descCleanerLag, prometheus.GaugeValue, d.Lag.Seconds())
+	}
 }
 
 func b2f(b bool) float64 {

@@ -187,6 +187,19 @@ type Replica struct {
 	Replication      multiraft.Replication
 	// Cleaner counts this replica's cleanings (cleanup.policy=compact).
 	Cleaner CleanerCounts
+	// Dirt is how far the cleaner is behind, where this node leads a
+	// partition of a compacted topic; nil elsewhere.
+	Dirt *Dirt
+}
+
+// Dirt is how far the cleaner is behind on a partition this node leads,
+// below the point a cleaning may reach now: the dirty ratio it weighs
+// against min.cleanable.dirty.ratio (bytes not cleaned since this node
+// leads over all the bytes), and the age of the first dirty record, which
+// max.compaction.lag.ms bounds (0 when none is dirty).
+type Dirt struct {
+	Ratio float64
+	Lag   time.Duration
 }
 
 // CleanerCounts are a replica's cleanings: how many ran, the bytes they

@@ -154,6 +154,9 @@ type Deps struct {
 	// RefuseNewPartitions is why no topic or partition may be created now
 	// (a disk below its reserve), or nil.
 	RefuseNewPartitions func() error
+	// DirtyRatios are the dirty ratios of the partitions of compacted
+	// topics this node leads, in no order (StatusConfigs).
+	DirtyRatios func() []DirtyRatio
 }
 
 // Backend answers the Kafka front end (kafkaapi.Server) from the node's

@@ -29,3 +29,18 @@ func TestStaticConfigsReportTheNodesConfig(t *testing.T) {
 		}
 	}
 }
+
+// The dirty ratios the node reports are sorted by topic then partition,
+// to three decimals, in the form the CLI parses; none led, none listed.
+func TestStatusConfigsDirtyRatios(t *testing.T) {
+	ratios := []DirtyRatio{{"kv", 10, 0.5}, {"a-b", 0, 1}, {"kv", 2, 0.01234}}
+	b := New(Config{}, Deps{DirtyRatios: func() []DirtyRatio { return slices.Clone(ratios) }})
+	got := b.StatusConfigs()
+	if want := "a-b:0=1.000,kv:2=0.012,kv:10=0.500"; len(got) != 1 || got[0].Name != DirtyRatiosConfig || got[0].Value != want {
+		t.Fatalf("status configs %+v, want %s=%s", got, DirtyRatiosConfig, want)
+	}
+	ratios = nil
+	if got := b.StatusConfigs(); got[0].Value != "" {
+		t.Fatalf("no compacted partition led: %q, want empty", got[0].Value)
+	}
+}

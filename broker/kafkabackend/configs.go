@@ -1,10 +1,13 @@
 package kafkabackend
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -87,6 +90,40 @@ func StaticConfigs(c Config) map[string]string {
 // NodeCapacityConfig is the broker config (DescribeConfigs of a broker)
 // that reports max_partition_replicas_per_node.
 const NodeCapacityConfig = "minikafka.max.partition.replicas.per.node"
+
+// DirtyRatiosConfig is the read-only broker config (DescribeConfigs of a
+// broker) that reports the dirty ratio of each partition of a compacted
+// topic the node leads, as topic:partition=ratio, comma-separated.
+const DirtyRatiosConfig = "minikafka.log.cleaner.dirty.ratios"
+
+// DirtyRatio is the dirty ratio of a partition the node leads
+// (replicas.Replica.DirtyRatio).
+type DirtyRatio struct {
+	Topic     string
+	Partition int32
+	Ratio     float64
+}
+
+var _ kafkaapi.NodeStatus = (*Backend)(nil)
+
+// StatusConfigs reports the node's figures that change as it runs:
+// DirtyRatiosConfig, sorted by topic then partition, ratios to three
+// decimals (topic names hold neither ':' nor ',' nor '=').
+func (b *Backend) StatusConfigs() []kafkaapi.ConfigEntry {
+	var ratios []DirtyRatio
+	if b.deps.DirtyRatios != nil {
+		ratios = b.deps.DirtyRatios()
+	}
+	slices.SortFunc(ratios, func(x, y DirtyRatio) int {
+		return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
+	})
+	parts := make([]string, len(ratios))
+	for i, r := range ratios {
+		parts[i] = fmt.Sprintf("%s:%d=%.3f", r.Topic, r.Partition, r.Ratio)
+	}
+	return []kafkaapi.ConfigEntry{{Name: DirtyRatiosConfig, Value: strings.Join(parts, ","), Type: kmsg.ConfigTypeList,
+		Doc: "Dirty ratio of each partition of a compacted topic this node leads, as its cleaner weighs it now (topic:partition=ratio)."}}
+}
 
 // configEntries are c under Kafka's names, and ours under minikafka.*.
 func configEntries(c Config) []kafkaapi.ConfigEntry {

@@ -9,6 +9,7 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
+	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // CleanupCompact is the cleanup.policy under which the log is cleaned:
@@ -28,14 +29,12 @@ func (s *Set[E]) Compact(now time.Time, internal bool) {
 }
 
 func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
-	cfg := r.Config()
-	if metadata.IsInternal(r.info.Topic) && !internal ||
-		!metadata.IsInternal(r.info.Topic) && !slices.Contains(cfg.CleanupPolicy, CleanupCompact) {
+	if !r.compacted(internal) {
 		return
 	}
+	cfg := r.Config()
 	segs := r.rep.Segments()
-	upTo := cleanablePoint(segs, r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
-	upTo = min(upTo, boundedPoint(segs, r.rep.LogStartOffset(), maxCleanBytes))
+	upTo := r.cleanableTo(segs, cfg, now)
 	cleaned := r.cleaned.Load()
 	due := r.recleanAt.Load()
 	horizons := due > 0 && now.UnixMilli() >= due // tombstones' delete horizons have passed
@@ -61,6 +60,67 @@ func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
 	s.logger.Debug("compaction: cleaning proposed", "topic", r.info.Topic, "partition", r.info.Partition, "up_to", upTo, "queued", queued)
 }
 
+// compacted reports whether the replica's log is cleaned: its topic's
+// cleanup.policy has compact, or it is of an internal topic and internal
+// says those are cleaned.
+func (r *Replica[E]) compacted(internal bool) bool {
+	if metadata.IsInternal(r.info.Topic) {
+		return internal
+	}
+	return slices.Contains(r.Config().CleanupPolicy, CleanupCompact)
+}
+
+// cleanableTo is the offset a cleaning proposed now would reach: the
+// cleanable point, bounded by maxCleanBytes from the log start.
+func (r *Replica[E]) cleanableTo(segs []seglog.SegmentInfo, cfg topicconfig.Config, now time.Time) int64 {
+	upTo := cleanablePoint(segs, r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
+	return min(upTo, boundedPoint(segs, r.rep.LogStartOffset(), maxCleanBytes))
+}
+
+// dirtyPart is, for a replica of a compacted topic this node leads, its
+// log's segments and the part a cleaning proposed now would find dirty:
+// from dirty (the offset cleaned to since this node leads, or the log
+// start) to upTo. ok is false for any other replica.
+func (r *Replica[E]) dirtyPart(now time.Time, internal bool) (segs []seglog.SegmentInfo, dirty, upTo int64, ok bool) {
+	if !r.rep.IsLeader() || !r.compacted(internal) {
+		return nil, 0, 0, false
+	}
+	segs = r.rep.Segments()
+	upTo = r.cleanableTo(segs, r.Config(), now)
+	return segs, max(r.cleaned.Load(), r.rep.LogStartOffset()), upTo, true
+}
+
+// DirtyRatio is, for a replica of a compacted topic this node leads (the
+// internal topics when internal says they are cleaned), the dirty ratio
+// the cleaner weighs against min.cleanable.dirty.ratio now: the bytes not
+// cleaned since this node leads over all the bytes below the point a
+// cleaning would reach (dirtyRatio), 0 when nothing there is dirty. ok
+// is false for any other replica.
+func (r *Replica[E]) DirtyRatio(now time.Time, internal bool) (ratio float64, ok bool) {
+	segs, dirty, upTo, ok := r.dirtyPart(now, internal)
+	if !ok || upTo <= dirty {
+		return 0, ok
+	}
+	return dirtyRatio(segs, dirty, upTo), true
+}
+
+// CleanerLag is, for the replicas DirtyRatio reports, the age of the
+// first dirty record below the point a cleaning would reach now, as
+// max.compaction.lag.ms measures it (firstDirtyTimestamp): how long the
+// cleaner has left it. 0 when nothing there is dirty (or its batch could
+// not be read), and never negative (a timestamp from the future).
+func (r *Replica[E]) CleanerLag(now time.Time, internal bool) (lag time.Duration, ok bool) {
+	segs, dirty, upTo, ok := r.dirtyPart(now, internal)
+	if !ok {
+		return 0, false
+	}
+	ts, found := firstDirtyTimestamp(segs, dirty, upTo, r.firstTimestamp)
+	if !found {
+		return 0, true
+	}
+	return max(time.Duration(now.UnixMilli()-ts)*time.Millisecond, 0), true
+}
+
 // cleanablePoint is the offset a cleaning may reach: the last stable
 // offset (an open transaction's records may yet be aborted), and no
 // further than the first segment holding a record newer than
@@ -80,23 +140,33 @@ func cleanablePoint(segs []seglog.SegmentInfo, lso, nowMs, minLagMs int64) int64
 
 // overdue reports whether the first dirty record below upTo (from dirty
 // on) is older than max.compaction.lag.ms: such a log is cleaned whatever
-// its dirty ratio, as Kafka does. Its age is the first batch timestamp of
-// the first dirty segment, as in Kafka; firstTimestamp reads it.
+// its dirty ratio, as Kafka does.
 func overdue(segs []seglog.SegmentInfo, dirty, upTo, nowMs, maxLagMs int64, firstTimestamp func(offset int64) (int64, bool)) bool {
 	if maxLagMs < 0 || maxLagMs == math.MaxInt64 {
 		return false
+	}
+	ts, ok := firstDirtyTimestamp(segs, dirty, upTo, firstTimestamp)
+	return ok && ts <= nowMs-maxLagMs
+}
+
+// firstDirtyTimestamp dates the first dirty record below upTo (from dirty
+// on), as Kafka does: the first timestamp of the batch where the dirty
+// part begins, in the first segment holding any of it; firstTimestamp
+// reads it. ok is false when nothing below upTo is dirty.
+func firstDirtyTimestamp(segs []seglog.SegmentInfo, dirty, upTo int64, firstTimestamp func(offset int64) (int64, bool)) (ts int64, ok bool) {
+	if dirty >= upTo {
+		return 0, false
 	}
 	for _, s := range segs {
 		if s.Next <= dirty {
 			continue
 		}
 		if s.Base >= upTo {
-			return false
+			return 0, false
 		}
-		ts, ok := firstTimestamp(max(s.Base, dirty))
-		return ok && ts <= nowMs-maxLagMs
+		return firstTimestamp(max(s.Base, dirty))
 	}
-	return false
+	return 0, false
 }
 
 // firstTimestamp is the first timestamp of the batch holding offset; ok

@@ -98,3 +98,36 @@ func TestOverdue(t *testing.T) {
 		}
 	}
 }
+
+// The cleaner's lag is dated by the first dirty record below the point a
+// cleaning may reach: nothing is read when the dirty part starts at or
+// past it (records above an open transaction's start, say), even inside a
+// segment that begins below it.
+func TestFirstDirtyTimestamp(t *testing.T) {
+	segs := []seglog.SegmentInfo{
+		{Base: 0, Next: 100, Bytes: 1000},
+		{Base: 100, Next: 250, Bytes: 1500, Active: true},
+	}
+	first := map[int64]int64{0: 1000, 100: 4000, 120: 5000, 220: 9000}
+	for _, c := range []struct {
+		dirty, upTo int64
+		want        int64 // -1: none
+	}{
+		{0, 250, 1000},
+		{120, 250, 5000},
+		{100, 150, 4000},
+		{220, 200, -1}, // dirty from 220, cleanable to 200: nothing to date
+		{200, 200, -1},
+		{250, 250, -1},
+	} {
+		var read []int64
+		ts, ok := firstDirtyTimestamp(segs, c.dirty, c.upTo, func(off int64) (int64, bool) {
+			read = append(read, off)
+			v, ok := first[off]
+			return v, ok
+		})
+		if c.want < 0 && (ok || len(read) > 0) || c.want >= 0 && (!ok || ts != c.want) {
+			t.Errorf("dirty %d, upTo %d: %d %v reading %v, want %d", c.dirty, c.upTo, ts, ok, read, c.want)
+		}
+	}
+}

@@ -173,7 +173,7 @@ func (a *app) topicListCommand() *cobra.Command {
 func (a *app) topicDescribeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe [NAME...]",
-		Short: "Show each partition's leader, leader epoch, replicas and ISR (every topic if none named)",
+		Short: "Show each partition's leader, leader epoch, replicas and ISR, the cleanup policy with compacted partitions' dirty ratios, and configs that are not defaults (every topic if none named)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := a.start(cmd.Context(), true, true)
 			defer cancel()
@@ -218,7 +218,9 @@ func (a *app) topicDescribeCommand() *cobra.Command {
 	}
 }
 
-// describeConfigs prints the topics' configs that are not defaults.
+// describeConfigs prints each topic's cleanup.policy, with the dirty
+// ratio of each partition of a compacted topic, then the topics' configs
+// that are not defaults.
 func (a *app) describeConfigs(ctx context.Context, adm *client.Admin, topics []client.TopicDetail) error {
 	configs := make(map[string][]client.TopicConfig, len(topics))
 	var order []string
@@ -236,6 +238,7 @@ func (a *app) describeConfigs(ctx context.Context, adm *client.Admin, topics []c
 		configs[t.Name] = cs
 		order = append(order, t.Name)
 	}
+	writeCleanup(a.stdout, topics, configs, dirtyRatios(ctx, adm, topics, configs))
 	writeConfigs(a.stdout, configs, order)
 	return nil
 }
