@@ -15,6 +15,9 @@ import (
 
 // A compacted topic's cleanings show in /metrics: how many ran, bytes read
 // and kept (fewer: 100 records of 10 keys collapse to 10), on the node.
+// How many cleanings run while the records arrive one by one depends on
+// timing, and each reads the part cleaned before again, so only "fewer"
+// is certain, not how many fewer.
 func TestCleanerMetrics(t *testing.T) {
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.CleanerBackoff = 200 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -36,7 +39,7 @@ func TestCleanerMetrics(t *testing.T) {
 		s := getScrape(t, url)
 		read := s.samples[partitionSeries("partition_cleaner_read_bytes_total", topic, 0)]
 		written := s.samples[partitionSeries("partition_cleaner_written_bytes_total", topic, 0)]
-		if s.samples[partitionSeries("partition_cleanings_total", topic, 0)] >= 1 && read > 0 && written > 0 && written < read/2 {
+		if s.samples[partitionSeries("partition_cleanings_total", topic, 0)] >= 1 && read > 0 && written > 0 && written < read {
 			return
 		}
 		if ctx.Err() != nil {
