@@ -13,7 +13,8 @@ import (
 // TestCompactionSoak (make soak-compaction, MINIKAFKA_SOAK_TIME=30m): a
 // key-churn workload (two idempotent producers over 100 keys, 400
 // records/s each) on a compacted topic for the soak time, with the disk
-// each node uses for the topic's replicas sampled every 30 s. The disk
+// the topic's replicas use, and the nodes' whole data directories (Raft
+// logs, internal topics), sampled every 30 s. The disk
 // must stay flat: after the first tenth of the run (at least its first two
 // samples, while segments, Raft logs and snapshots fill up), no sample may
 // exceed twice the largest of that first tenth. Then the usual
@@ -30,24 +31,16 @@ func TestCompactionSoak(t *testing.T) {
 	l := &load{c: c, topic: topic, sum: scenarioSummary(t)}
 	l.w = startWorkload(t, c, &l.h, WorkloadConfig{Topic: topic, Keys: 100, Rate: 400, Pad: 200})
 	start := time.Now()
-	var samples []int64
+	var topicSamples, nodeSamples []int64
 	for tick := time.NewTicker(30 * time.Second); time.Since(start) < d; {
 		<-tick.C
-		n := topicBytes(t, c, topic)
-		samples = append(samples, n)
-		t.Logf("%6.0fs  %8d bytes on disk for %s (all nodes)", time.Since(start).Seconds(), n, topic)
+		tb, nb := dataBytes(t, c, topic+"-"), dataBytes(t, c, "")
+		topicSamples, nodeSamples = append(topicSamples, tb), append(nodeSamples, nb)
+		t.Logf("%6.0fs  %10d bytes on disk for %s, %10d for the nodes' whole data (all nodes)", time.Since(start).Seconds(), tb, topic, nb)
 	}
 	stopWorkload(ctx, t, l.w)
-	warm := max(2, len(samples)/10)
-	var first int64
-	for _, s := range samples[:warm] {
-		first = max(first, s)
-	}
-	for i, s := range samples[warm:] {
-		if s > 2*first {
-			t.Errorf("sample %d: %d bytes, over twice the %d of the first tenth: the disk grows", warm+i, s, first)
-		}
-	}
+	first := requireFlat(t, topic, topicSamples)
+	requireFlat(t, "the nodes' data", nodeSamples)
 	v, err := c.VerifyCompacted(ctx, l.h.Attempts(), topic)
 	l.sum.Verified(v)
 	if v != nil {
@@ -56,22 +49,45 @@ func TestCompactionSoak(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	t.Logf("soak: %v, %d samples, first tenth's peak %d bytes, last %d bytes, %d records acknowledged",
-		d, len(samples), first, samples[len(samples)-1], v.Report.Acked)
+	t.Logf("soak: %v, %d samples, first tenth's peak %d bytes for %s, last %d bytes, %d records acknowledged",
+		d, len(topicSamples), first, topic, topicSamples[len(topicSamples)-1], v.Report.Acked)
 }
 
-// topicBytes is the size of the files of topic's replicas on every node.
-func topicBytes(t *testing.T, c *Cluster, topic string) int64 {
+// requireFlat fails the test if a sample after the first tenth (at least
+// two samples) passes twice the peak of that first tenth, and returns
+// that peak.
+func requireFlat(t *testing.T, what string, samples []int64) int64 {
+	t.Helper()
+	warm := min(len(samples), max(2, len(samples)/10))
+	var first int64
+	for _, s := range samples[:warm] {
+		first = max(first, s)
+	}
+	for i, s := range samples[warm:] {
+		if s > 2*first {
+			t.Errorf("%s, sample %d: %d bytes, over twice the %d of the first tenth: the disk grows", what, warm+i, s, first)
+		}
+	}
+	return first
+}
+
+// dataBytes is the size of the files on every node's data directory
+// whose path below it starts with prefix ("" for all, "<topic>-" for a
+// topic's replicas, under partitions/).
+func dataBytes(t *testing.T, c *Cluster, prefix string) int64 {
 	t.Helper()
 	var n int64
 	for id := 1; id <= NodeCount; id++ {
-		root := filepath.Join(c.Node(id).DataDir, "partitions")
+		root := c.Node(id).DataDir
+		if prefix != "" {
+			root = filepath.Join(root, "partitions")
+		}
 		err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
 			if err != nil {
 				return nil // a file removed while walking
 			}
 			rel, _ := filepath.Rel(root, path)
-			if e.Type().IsRegular() && strings.HasPrefix(rel, topic+"-") {
+			if e.Type().IsRegular() && strings.HasPrefix(rel, prefix) {
 				if info, err := e.Info(); err == nil {
 					n += info.Size()
 				}
