@@ -206,7 +206,10 @@ type Config struct {
 	// CleanInternalTopics has leaders clean __consumer_offsets and
 	// __transaction_state too, as Kafka does (on by default).
 	CleanInternalTopics bool
-	MaxProducers        int
+	// CleanerThreads bounds the cleanings running at once on this node
+	// (Kafka's log.cleaner.threads): each holds up to 256 MiB in memory.
+	CleanerThreads int
+	MaxProducers   int
 
 	// LeaderRebalanceInterval is how often a node hands partitions it leads
 	// back to their preferred leader (the first replica). 0 disables it.
@@ -436,6 +439,7 @@ func DefaultConfig() Config {
 		RetentionCheckInterval:          30 * time.Second,
 		CleanerBackoff:                  15 * time.Second,
 		CleanInternalTopics:             true,
+		CleanerThreads:                  1,
 		LogRetentionMs:                  7 * 24 * 3600 * 1000, // Kafka's defaults
 		LogRetentionBytes:               -1,
 		MessageMaxBytes:                 topicconfig.DefaultMaxMessageBytes,

@@ -189,6 +189,10 @@ func (c *Config) validateLimits() error {
 		return bad("max_producers_per_partition", c.MaxProducers, "must be at least 1")
 	case c.PartitionMaxOpenFiles != 0 && c.PartitionMaxOpenFiles < 16:
 		return bad("partition_max_open_files", c.PartitionMaxOpenFiles, "must be 0 (no bound) or at least 16")
+	case c.CleanerThreads < 1 || c.CleanerThreads > 64:
+		return bad("log_cleaner_threads", c.CleanerThreads, "must be in 1..64")
+	case c.CleanerBackoff < time.Millisecond:
+		return bad("log_cleaner_backoff", c.CleanerBackoff, "must be at least 1ms")
 	}
 	return nil
 }

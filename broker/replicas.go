@@ -25,7 +25,7 @@ func (n *Node) newReplicaSet() *replicas.Set[coordhost.State] {
 	return replicas.New(n.ctx, replicas.Config{
 		NodeID: c.NodeID, Dir: n.partitionsDir(), Raft: c.PartitionRaft, LogStore: c.PartitionLogStore,
 		SegmentBytes: c.SegmentBytes, FS: c.PartitionFS, MaxOpenFiles: c.PartitionMaxOpenFiles,
-		ProducerWindow: c.ProducerWindow, MaxProducers: c.MaxProducers,
+		ProducerWindow: c.ProducerWindow, MaxProducers: c.MaxProducers, CleanerThreads: c.CleanerThreads,
 		Tuning: replicas.Tuning{ReconcileRetry: c.Tuning.ReconcileRetry, OpenParallelism: c.Tuning.OpenParallelism,
 			ReassignInterval: c.Tuning.ReassignInterval, ReassignStep: c.Tuning.ReassignStep,
 			Proposal: c.Tuning.ProduceEnqueue},

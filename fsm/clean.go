@@ -115,6 +115,7 @@ type cleanTask struct {
 type cleaner struct {
 	logger *slog.Logger
 	stop   <-chan struct{} // the FSM's: closed by Stop
+	slots  chan struct{}   // Config.CleanSlots; nil: no bound
 
 	mu        sync.Mutex  // guards queue, running, abandoned, stats and runs
 	idle      *sync.Cond  // signalled when the queue is empty and nothing runs
@@ -129,8 +130,8 @@ type cleaner struct {
 // up at Stop: it would claim an entry whose cleaning is not done.
 var errCleaningAbandoned = errors.New("fsm: a cleaning was given up; no checkpoint until the next start replays it")
 
-func newCleaner(logger *slog.Logger, stop <-chan struct{}) *cleaner {
-	c := &cleaner{logger: logger, stop: stop}
+func newCleaner(logger *slog.Logger, stop <-chan struct{}, slots chan struct{}) *cleaner {
+	c := &cleaner{logger: logger, stop: stop, slots: slots}
 	c.idle = sync.NewCond(&c.mu)
 	return c
 }
@@ -178,7 +179,7 @@ func (c *cleaner) run() {
 	for len(c.queue) > 0 {
 		t := c.queue[0]
 		c.mu.Unlock()
-		st, err := c.cleanRetrying(t)
+		st, err := c.cleanInSlot(t)
 		c.mu.Lock()
 		if errors.Is(err, ErrClosed) && c.abandoned == nil {
 			c.abandoned = &t.before
@@ -190,6 +191,20 @@ func (c *cleaner) run() {
 	c.running = false
 	c.idle.Broadcast()
 	c.mu.Unlock()
+}
+
+// cleanInSlot runs t (cleanRetrying) once a slot is free; ErrClosed if
+// the FSM stops first.
+func (c *cleaner) cleanInSlot(t cleanTask) (compact.Stats, error) {
+	if c.slots != nil {
+		select {
+		case c.slots <- struct{}{}:
+			defer func() { <-c.slots }()
+		case <-c.stop:
+			return compact.Stats{}, ErrClosed
+		}
+	}
+	return c.cleanRetrying(t)
 }
 
 // cleanRetrying runs t until it succeeds, fails on its data (the same on

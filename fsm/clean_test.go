@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -213,5 +214,39 @@ func TestMarkerRemovalSurvivesACrash(t *testing.T) {
 	if r.f.LastStableOffset() != end || r.f.HighWatermark() != end {
 		t.Fatalf("after the crash: last stable offset %d, high watermark %d; want both %d (no transaction open)",
 			r.f.LastStableOffset(), r.f.HighWatermark(), end)
+	}
+}
+
+// A cleaning waits for a slot of Config.CleanSlots (the node's bound on
+// cleanings at once, each holding its range in memory), runs once one is
+// free, and gives the slot back.
+func TestCleaningWaitsForASlot(t *testing.T) {
+	slots := make(chan struct{}, 1)
+	dir := t.TempDir()
+	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), CleanSlots: slots}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{t: t, dir: dir, log: l, f: f}
+	defer r.close()
+	var entries []*raft.Log
+	for i := range 300 {
+		entries = append(entries, produce(uint64(i+1), 1, batch(-1, -1, -1, fmt.Sprintf("k%d", i%10), "v")))
+	}
+	r.f.ApplyBatch(entries)
+	slots <- struct{}{} // another replica's cleaning holds the only slot
+	r.f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(r.log.EndOffset(), 1000, 500))})
+	time.Sleep(50 * time.Millisecond)
+	if runs, _ := r.f.Cleanings(); runs != 0 {
+		t.Fatalf("%d cleanings ran while the only slot was taken", runs)
+	}
+	<-slots
+	r.f.WaitCleanings()
+	if runs, _ := r.f.Cleanings(); runs != 1 || len(slots) != 0 {
+		t.Fatalf("after the slot was freed: %d cleanings, %d slots held; want 1, 0", runs, len(slots))
 	}
 }

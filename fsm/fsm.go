@@ -108,6 +108,10 @@ type Config struct {
 	// Files keeps the journal open, under the node's limit of open files
 	// (the log's seglog.Options.Files); nil gives the FSM a cache of its own.
 	Files *vfs.FileCache
+	// CleanSlots, if set, bounds the cleanings that run at once across the
+	// FSMs sharing it (a node's log_cleaner_threads): a cleaning holds a
+	// slot while it runs, and each holds its range in memory.
+	CleanSlots chan struct{}
 	// Observer, if set, is told of every batch the FSM appends, in log
 	// order, and of every Restore (after which the log holds other
 	// batches). It runs on the FSM goroutine and must be deterministic, as
@@ -251,7 +255,7 @@ func New(cfg Config, log Log) (*FSM, error) {
 	}
 	f.table.SetLimit(f.limit)
 	f.publish()
-	f.cleaner = newCleaner(logger, f.stop)
+	f.cleaner = newCleaner(logger, f.stop, cfg.CleanSlots)
 	return f, nil
 }
 

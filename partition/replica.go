@@ -44,7 +44,9 @@ type ReplicaConfig struct {
 	// log); an error fails the snapshot. It is how a follower keeps its
 	// disk's reserve: the leader tries again later.
 	SnapshotRoom func(n int) error
-	Logger       *slog.Logger
+	// CleanSlots bounds the node's cleanings at once (fsm.Config.CleanSlots).
+	CleanSlots chan struct{}
+	Logger     *slog.Logger
 }
 
 // Replica is this node's copy of one partition: its Raft group, its FSM and
@@ -88,7 +90,7 @@ func OpenReplica(h *multiraft.Host, cfg ReplicaConfig) (*Replica, error) {
 	}
 	kick := make(chan struct{}, 1)
 	fcfg := fsm.Config{Dir: filepath.Join(dir, "fsm"), Window: cfg.ProducerWindow, Logger: logger,
-		FS: lopts.FS, Files: lopts.Files, MaxProducers: cfg.MaxProducers, Trimmed: func() {
+		FS: lopts.FS, Files: lopts.Files, MaxProducers: cfg.MaxProducers, CleanSlots: cfg.CleanSlots, Trimmed: func() {
 			select {
 			case kick <- struct{}{}:
 			default: // a snapshot is pending already

@@ -41,6 +41,9 @@ type Config struct {
 	// MaxProducers bounds each partition's producer table.
 	ProducerWindow int
 	MaxProducers   int
+	// CleanerThreads bounds the cleanings (cleanup.policy=compact) running
+	// at once across the node's replicas (Kafka's log.cleaner.threads).
+	CleanerThreads int
 	Tuning         Tuning
 }
 
@@ -119,12 +122,14 @@ type Set[E any] struct {
 	// files holds the replicas' segment and journal files open, at most
 	// Config.MaxOpenFiles of them.
 	files *vfs.FileCache
+	// cleanSlots bounds the replicas' cleanings at once (CleanerThreads).
+	cleanSlots chan struct{}
 }
 
 // New makes the Set; it starts nothing (OpenFromDisk, Start).
 func New[E any](ctx context.Context, cfg Config, deps Deps[E]) *Set[E] {
 	s := &Set[E]{cfg: cfg, deps: deps, logger: deps.Logger, reps: map[tp]*Replica[E]{},
-		files: vfs.NewFileCache(cfg.MaxOpenFiles)}
+		files: vfs.NewFileCache(cfg.MaxOpenFiles), cleanSlots: make(chan struct{}, max(cfg.CleanerThreads, 1))}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	return s
 }
@@ -244,6 +249,7 @@ func (s *Set[E]) open(info Info) (*Replica[E], error) {
 		Records:        sink,
 		Admit:          s.deps.Admit(r),
 		SnapshotRoom:   s.deps.SnapshotRoom,
+		CleanSlots:     s.cleanSlots,
 		Logger:         r.logger,
 	})
 	if err != nil {
