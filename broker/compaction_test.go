@@ -19,6 +19,7 @@ import (
 // (every view rebuilt from the cleaned log) the group's offset is the last
 // one committed.
 func TestConsumerOffsetsCompacted(t *testing.T) {
+	t.Parallel()
 	fast := func(cfg *broker.Config) { cfg.CleanerBackoff = 200 * time.Millisecond }
 	c := testcluster.Start(t, 3, fast)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -95,6 +96,7 @@ func countRecords(ctx context.Context, t *testing.T, c *testcluster.Cluster, top
 // min.cleanable.dirty.ratio and is not cleaned again, until
 // max.compaction.lag.ms makes its oldest dirty record overdue.
 func TestMaxCompactionLag(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.CleanerBackoff = 100 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

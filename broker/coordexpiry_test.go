@@ -112,6 +112,7 @@ func shortOffsetsRetention(cfg *broker.Config) {
 // leader is killed (its successor decides), and after another full
 // restart nothing comes back.
 func TestOffsetsExpireOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "oe", 1, 3)
@@ -195,6 +196,7 @@ func TestOffsetsExpireOnEveryReplica(t *testing.T) {
 // stays gone after a full restart; its next InitProducerId gets a new
 // producer id.
 func TestTransactionalIDsExpireOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "te", 1, 3)

@@ -17,6 +17,8 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
+// The slowest tests, which mostly wait on timers (expiries, timeouts,
+// cleanings), call t.Parallel so that they wait side by side.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, testcluster.GoleakOptions()...)
 }

@@ -22,6 +22,7 @@ import (
 // the live nodes, no record is lost, and when the node comes back with
 // its old data it removes its stale replicas.
 func TestGoneNodeIsReplaced(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 4, func(cfg *broker.Config) {
 		cfg.DefaultReplicationFactor = 3
 		cfg.NodeUnavailableTimeout = 2 * time.Second

@@ -98,6 +98,7 @@ func fetchError(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, topic stri
 // everywhere, ListOffsets earliest returns it, a Fetch below it is
 // OFFSET_OUT_OF_RANGE, and it survives a leader kill and a full restart.
 func TestRetentionMsOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, quickRetention)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)

@@ -335,6 +335,7 @@ func TestHungTransactionIsAborted(t *testing.T) {
 // PrepareCommit in its view, writes the marker and completes the commit:
 // read_committed readers see the record.
 func TestNewCoordinatorCompletesPreparedCommit(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "prep", 1, 1)

@@ -271,6 +271,7 @@ func abortedInLog(t *testing.T, n *broker.Node, p int32, pid int64) {
 // group's committed offset is unchanged, and every replica, the old
 // leader after its restart too, holds nothing pending.
 func TestUnverifiedPendingTxnOffsetIsAborted(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
 		cfg.TxnPendingOffsetsCheckInterval = 500 * time.Millisecond
 		cfg.TxnMaxTimeout = 3 * time.Second
@@ -311,6 +312,7 @@ func TestUnverifiedPendingTxnOffsetIsAborted(t *testing.T) {
 // the leader restarts, and the producer's next transaction commits its
 // offsets as before (the abort fenced nothing).
 func TestPendingTxnOffsetOfEndedTransactionIsAborted(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
 		cfg.TxnPendingOffsetsCheckInterval = 500 * time.Millisecond
 		cfg.TxnPartitionVerification = false
