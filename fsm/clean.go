@@ -178,10 +178,17 @@ func (c *cleaner) run() {
 	c.mu.Lock()
 	for len(c.queue) > 0 {
 		t := c.queue[0]
+		if c.abandoned != nil {
+			// After one given up none may run: the next start replays
+			// them all in order, and one run out of order would set other
+			// delete horizons than the other replicas' did.
+			c.queue = c.queue[1:]
+			continue
+		}
 		c.mu.Unlock()
 		st, err := c.cleanInSlot(t)
 		c.mu.Lock()
-		if errors.Is(err, ErrClosed) && c.abandoned == nil {
+		if errors.Is(err, ErrClosed) {
 			c.abandoned = &t.before
 		}
 		c.queue = c.queue[1:]
