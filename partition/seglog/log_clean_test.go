@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -148,4 +149,71 @@ func TestReplaceSegmentsCrash(t *testing.T) {
 	if got := readAll(t, l, 0, 1000); !bytes.Equal(got, bytes.Replace(all, old, repl, 1)) {
 		t.Fatal("an interrupted swap was not finished")
 	}
+}
+
+// On a file system that loses what was not synced, a crash at each file
+// operation of a ReplaceSegments (and after its last, with a seeded
+// prefix of the unsynced changes kept) leaves, once the log is opened
+// again, either the old bytes or the cleaned bytes, whole: never a mix,
+// never a segment lost.
+func TestReplaceSegmentsCrashAtEveryStep(t *testing.T) {
+	h := makeHistory(120, 0, 11)
+	all := h.concat(0, len(h.batches))
+	const dir = "/log"
+	setup := func(m *vfs.MemFS) (l *Log, base, next int64, old, repl []byte) {
+		t.Helper()
+		opts := smallOpts()
+		opts.FS = m
+		l = openLog(t, dir, opts)
+		appendAll(t, l, h.batches)
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		segs := l.Segments()
+		old, next, err := l.SealedBytes(segs[1].Base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, segs[1].Base, next, old, thinned(t, old)
+	}
+	m := vfs.NewStrictMem()
+	l, base, next, old, repl := setup(m)
+	cleaned := bytes.Replace(all, old, repl, 1)
+	ops := m.Ops()
+	if err := l.ReplaceSegments(base, next, repl); err != nil {
+		t.Fatal(err)
+	}
+	steps := m.Ops() - ops
+	l.Close()
+	became := int64(0) // crash points whose recovery holds the cleaned bytes
+	for k := int64(1); k <= steps+1; k++ {
+		m := vfs.NewStrictMemSeeded(uint64(k))
+		l, base, next, _, repl := setup(m)
+		if k <= steps {
+			m.CrashAt(m.Ops() + k)
+		}
+		err := l.ReplaceSegments(base, next, repl)
+		if k <= steps && err == nil {
+			t.Fatalf("step %d of %d: the armed crash did not fail the swap", k, steps)
+		}
+		m.Crash()
+		l.Close()
+		m.Restart()
+		opts := smallOpts()
+		opts.FS = m
+		got := readAll(t, openLog(t, dir, opts), 0, 1<<20)
+		switch {
+		case bytes.Equal(got, cleaned):
+			became++
+		case k > steps:
+			t.Fatalf("a crash after a completed swap lost it: %d bytes, want the cleaned %d", len(got), len(cleaned))
+		case !bytes.Equal(got, all):
+			t.Fatalf("crash at step %d of %d: the log holds %d bytes, neither the old %d nor the cleaned %d",
+				k, steps, len(got), len(all), len(cleaned))
+		}
+	}
+	if became == 0 || became > steps {
+		t.Fatalf("%d of %d crash points ended cleaned: want some old, some cleaned", became, steps+1)
+	}
+	t.Logf("%d crash points in a swap, each recovered whole; %d of them already cleaned", steps+1, became)
 }
