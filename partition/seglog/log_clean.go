@@ -171,7 +171,7 @@ func (l *Log) finishSwap(swap string, base int64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ok, err := l.loadSealed(s, size); err != nil || !ok {
+	if ok, err := l.loadSealed(s, size, true); err != nil || !ok {
 		s.f.Close()
 		return nil, errors.Join(err, &CorruptError{Path: s.path, Err: errors.New("the swapped segment does not scan")})
 	}

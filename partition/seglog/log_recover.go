@@ -50,7 +50,7 @@ func (l *Log) loadSegments() error {
 		l.segs = append(l.segs, s)
 		last := i == len(bases)-1
 		if !last {
-			ok, err := l.loadSealed(s, fileSize)
+			ok, err := l.loadSealed(s, fileSize, false)
 			if err != nil {
 				return err
 			}
@@ -104,8 +104,10 @@ func (l *Log) listSegments() ([]int64, error) {
 // loadSealed fills in a sealed segment's size, next and index, from its
 // index file if that is valid, else by scanning its headers (and writing
 // the rebuilt index). It reports false when the headers show damage; the
-// segment is then left empty for recoverLast to check in full.
-func (l *Log) loadSealed(s *segment, fileSize int64) (bool, error) {
+// segment is then left empty for recoverLast to check in full. swapped
+// says the segment was just swapped in by a cleaning, which writes no
+// index: building it is routine then, not worth an Info line.
+func (l *Log) loadSealed(s *segment, fileSize int64, swapped bool) (bool, error) {
 	data, err := vfs.ReadFile(l.opts.FS, s.indexPath())
 	if err == nil {
 		f, derr := decodeIndex(data)
@@ -119,7 +121,7 @@ func (l *Log) loadSealed(s *segment, fileSize int64) (bool, error) {
 		l.logger.Info("rebuilding segment index", "segment", s.path, "reason", derr)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("partition: read index: %w", err)
-	} else {
+	} else if !swapped {
 		l.logger.Info("rebuilding missing segment index", "segment", s.path)
 	}
 	sc := newHeaderScanner(s, indexEntry{}, fileSize)
