@@ -361,3 +361,26 @@ func TestCheckCompacted(t *testing.T) {
 		t.Fatalf("offsets 5 then 2: %v", r.Problems)
 	}
 }
+
+// A compacted log stored after the read may be thinner (a cleaning ran in
+// between) but holds nothing that was not read there.
+func TestStoredWithin(t *testing.T) {
+	ids := []ID{{0, "a", 0}, {0, "b", 0}, {0, "a", 1}, {0, "b", 1}}
+	read := PartitionLog{Topic: "t", End: 4}
+	for i, id := range ids {
+		read.Records = append(read.Records, rec(int64(i), id))
+	}
+	thinner := PartitionLog{Topic: "t", End: 4, Records: []Stored{rec(2, ids[2]), rec(3, ids[3])}}
+	if err := storedWithin(read, thinner); err != nil {
+		t.Fatalf("a thinner stored log: %v", err)
+	}
+	for name, bad := range map[string]PartitionLog{
+		"other value": {Topic: "t", End: 4, Records: []Stored{rec(2, ids[3])}},
+		"not read":    {Topic: "t", End: 5, Records: []Stored{rec(4, ID{0, "a", 2})}},
+		"other end":   {Topic: "t", End: 3, Records: []Stored{rec(2, ids[2])}},
+	} {
+		if err := storedWithin(read, bad); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
