@@ -173,20 +173,34 @@ func cleaningEntries(r *faultReplica) (before, after []*raft.Log) {
 	return before, after
 }
 
-// A cleaning whose swap fails for want of space is retried, not skipped
-// (skipped, this replica's bytes would differ from the others'), and ends
-// with the bytes of a replica whose disk never filled.
-func TestCleaningRetriesUntilSpaceReturns(t *testing.T) {
-	ref := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
-	before, after := cleaningEntries(ref)
+// cleaningReference applies cleaningEntries to a replica whose disk never
+// fills and returns it, the entries and its log's bytes after them.
+func cleaningReference(t *testing.T) (ref *faultReplica, before, after []*raft.Log, want []byte) {
+	t.Helper()
+	ref = openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
+	before, after = cleaningEntries(ref)
 	ref.f.ApplyBatch(after)
 	ref.f.WaitCleanings()
-	want := logBytes(t, ref.log)
+	return ref, before, after, logBytes(t, ref.log)
+}
 
+// fullDiskReplica applies before to a new replica, checkpoints it, and
+// fills its disk.
+func fullDiskReplica(t *testing.T, before []*raft.Log) *faultReplica {
+	t.Helper()
 	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
 	r.f.ApplyBatch(before)
 	persist(t, r.f)
 	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
+	return r
+}
+
+// A cleaning whose swap fails for want of space is retried, not skipped
+// (skipped, this replica's bytes would differ from the others'), and ends
+// with the bytes of a replica whose disk never filled.
+func TestCleaningRetriesUntilSpaceReturns(t *testing.T) {
+	ref, before, after, want := cleaningReference(t)
+	r := fullDiskReplica(t, before)
 	r.f.ApplyBatch(after[:1])
 	time.Sleep(30 * time.Millisecond) // a few retries
 	if runs, _ := r.f.Cleanings(); runs != 0 {
@@ -209,16 +223,8 @@ func TestCleaningRetriesUntilSpaceReturns(t *testing.T) {
 // writes no checkpoint past it and the journal stays before it, so the
 // next start replays its command and ends with the reference's bytes.
 func TestCleaningGivenUpAtStopIsReplayed(t *testing.T) {
-	ref := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
-	before, after := cleaningEntries(ref)
-	ref.f.ApplyBatch(after)
-	ref.f.WaitCleanings()
-	want := logBytes(t, ref.log)
-
-	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
-	r.f.ApplyBatch(before)
-	persist(t, r.f)
-	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
+	ref, before, after, want := cleaningReference(t)
+	r := fullDiskReplica(t, before)
 	r.f.ApplyBatch(after[:1])
 	r.f.Stop()
 	r.f.WaitCleanings()

@@ -39,14 +39,7 @@ func TestCompactionSoak(t *testing.T) {
 	stopWorkload(ctx, t, l.w)
 	first := requireFlat(t, topic, topicSamples)
 	requireFlat(t, "the nodes' data", nodeSamples)
-	v, err := c.VerifyCompacted(ctx, l.h.Attempts(), topic)
-	l.sum.Verified(v)
-	if v != nil {
-		t.Logf("verified: %v; %d acknowledged records superseded and cleaned away", v, v.Report.Superseded)
-	}
-	if err != nil {
-		t.Fatalf("verify: %v", err)
-	}
+	v := l.verifyCompacted(ctx, t)
 	t.Logf("soak: %v, %d samples, first half's peak %d bytes for %s, last %d bytes, %d records acknowledged",
 		d, len(topicSamples), first, topic, topicSamples[len(topicSamples)-1], v.Report.Acked)
 }
