@@ -78,6 +78,10 @@ type Node struct {
 	fullNodes atomic.Pointer[[]int32]
 	diskFull  map[int32]bool
 
+	// started is set once start has succeeded, before Start returns; stop
+	// says "node stopped" only then (a failed start is reported by Start).
+	started bool
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -161,6 +165,7 @@ func (n *Node) start(ctx context.Context) error {
 	go n.housekeeping()
 	n.logger.Info("node started", "kafka", n.cfg.AdvertisedKafkaAddr, "raft", n.cfg.AdvertisedRaftAddr,
 		"gossip", n.members.LocalAddr(), "data_dir", n.cfg.DataDir)
+	n.started = true
 	return nil
 }
 
@@ -432,7 +437,11 @@ func (n *Node) stop(ctx context.Context, graceful bool) error {
 			n.coords.Wait()
 		}
 		n.shutdownErr = errors.Join(errs...)
-		n.logger.Info("node stopped")
+		if n.started {
+			n.logger.Info("node stopped")
+		} else {
+			n.logger.Debug("failed start cleaned up", "err", n.shutdownErr)
+		}
 	})
 	return n.shutdownErr
 }
