@@ -51,6 +51,12 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 		return 2
 	}
 	defer closeLog()
+	unlock, err := lockDataDir(opts.DataDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "minikafka-node: %v\n", err)
+		return 1
+	}
+	defer unlock()
 	opts.Config.Logger = logger
 	limit := applyMemoryLimit(memoryLimit(opts.MemoryLimit))
 	if limit > 0 && limit < math.MaxInt64 {
