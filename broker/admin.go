@@ -19,8 +19,9 @@ import (
 )
 
 // AdminHandler serves the node's metrics, health endpoints and status
-// page (metrics.Handler); cmd/node serves it on admin_addr.
-func (n *Node) AdminHandler() http.Handler { return metrics.Handler(n.metrics, n.admin) }
+// page (metrics.Handler), and the web console under /console/; cmd/node
+// serves it on admin_addr.
+func (n *Node) AdminHandler() http.Handler { return n.withConsole(metrics.Handler(n.metrics, n.admin)) }
 
 // Errors Ready reports; each says what the node still waits for.
 var (

@@ -54,6 +54,7 @@ type Node struct {
 	backend *kafkabackend.Backend          // answers the Kafka front end
 	kafka   *kafkaapi.Server
 	admin   *adminSource      // what the metrics registry and the admin pages read
+	console *webConsole       // the web console (console.go); nil when it could not be made
 	metrics *metrics.Registry // fed by the components' hooks; read by AdminHandler
 	// kafkaLns are the bound Kafka listeners, one per cfg.Listeners entry.
 	kafkaLns []net.Listener
@@ -159,6 +160,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.admin.started(n)
+	n.startConsole()
 	n.meta.StartDuties()
 	n.reps.Start()
 	n.housekeepingDone = make(chan struct{})
