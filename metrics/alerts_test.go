@@ -7,8 +7,11 @@ import (
 )
 
 // The alerting rules of configs/prometheus pass promtool's checks and its
-// unit tests (alerts_test.yml: a node that fills up raises the low-space
-// warning, then the produce-refused alert).
+// unit tests: alerts_test.yml makes each alert (broker down, offline and
+// under-replicated partitions, leader imbalance, growing consumer lag,
+// disk low or full, storage error, log write stalls, node not ready,
+// request panics) fire on a synthetic series and stay quiet on a healthy
+// one and on a near miss.
 func TestAlertRules(t *testing.T) {
 	promtool := needTool(t, "promtool", "prometheus")
 	dir := filepath.Join("..", "configs", "prometheus")
