@@ -142,9 +142,14 @@ CLUSTER_NODES   := 1 2 3
 CLUSTER_BROKERS := 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 CLUSTER_ADMIN   := 127.0.0.1:9644,127.0.0.1:9645,127.0.0.1:9646
 
-# is_node PIDFILE: the pid file names a running minikafka-node.
+# is_node PIDFILE: the pid file names a running minikafka-node. A zombie
+# (killed, not yet reaped: ps state Z) is not running.
 define is_node
-{ [ -f $(1) ] && ps -p "$$(cat $(1))" -o args= 2>/dev/null | grep -q minikafka-node; }
+{ [ -f $(1) ] && ps -p "$$(cat $(1))" -o stat= -o args= 2>/dev/null | grep -v '^ *Z' | grep -q minikafka-node; }
+endef
+# alive PID: the process runs and is not a zombie (kill -0 answers for both).
+define alive
+ps -p $(1) -o stat= 2>/dev/null | grep -qv '^ *Z'
 endef
 # answers N: something answers Kafka requests at node N's address.
 define answers
@@ -235,8 +240,8 @@ cluster-stop:
 	done; \
 	status=0; for np in $$pids; do \
 	  n=$${np%%:*}; pid=$${np#*:}; i=0; \
-	  while kill -0 $$pid 2>/dev/null && [ $$i -lt 300 ]; do sleep 0.1; i=$$((i+1)); done; \
-	  if kill -0 $$pid 2>/dev/null; then \
+	  while $(call alive,$$pid) && [ $$i -lt 300 ]; do sleep 0.1; i=$$((i+1)); done; \
+	  if $(call alive,$$pid); then \
 	    echo "node $$n (pid $$pid) still running after 30s; see $(DATA)/node$$n.log"; status=1; \
 	  else \
 	    echo "node $$n stopped"; rm -f $(DATA)/node$$n.pid; \
