@@ -62,7 +62,7 @@ next member of the group continues exactly after it.
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&fromBeginning, "from-beginning", false, "start at the earliest offset instead of the end")
+	fl.BoolVar(&fromBeginning, "from-beginning", false, "start at the earliest offset instead of the end (with --group: where the group has no committed offset)")
 	fl.Int32Var(&partition, "partition", -1, "read only this partition (-1: every partition)")
 	fl.IntVarP(&maxRecords, "max-messages", "n", 0, "stop after this many records (0: no limit)")
 	fl.StringVar(&format, "format", "%v", "how to print each record (syntax above)")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/minikafka/minikafka-go/client"
 )
@@ -17,8 +19,12 @@ import (
 func (a *app) consumeGroup(parent context.Context, topic, group string, spec consumeSpec) error {
 	ctx, cancel := a.start(parent, true, true)
 	defer cancel()
-	if _, err := a.partitionCount(ctx, topic, -1); err != nil {
+	n, err := a.partitionCount(ctx, topic, -1)
+	if err != nil {
 		return err
+	}
+	if note := a.startNote(ctx, group, topic, n, spec.fromBeginning); note != "" {
+		fmt.Fprintln(a.stderr, note)
 	}
 	reset := client.AtEnd()
 	if spec.fromBeginning {
@@ -45,6 +51,46 @@ func (a *app) consumeGroup(parent context.Context, topic, group string, spec con
 	}
 	fmt.Fprintf(a.stderr, "consumed %d %s\n", count, plural(count, "record"))
 	return nil
+}
+
+// startNote says where a group consumer of topic (n partitions) starts:
+// from the group's committed offsets where it has some, elsewhere at the
+// end, or the start with --from-beginning. Empty when the group's offsets
+// cannot be read: consuming then says what is wrong.
+func (a *app) startNote(ctx context.Context, group, topic string, n int32, fromBeginning bool) string {
+	adm, err := a.admin()
+	if err != nil {
+		return ""
+	}
+	defer adm.Close()
+	offs, err := adm.GroupOffsets(ctx, group)
+	if err != nil && !errors.Is(err, client.ErrGroupIDNotFound) {
+		return ""
+	}
+	var committed []string
+	for _, o := range offs {
+		if o.Topic == topic && o.Committed >= 0 {
+			committed = append(committed, strconv.Itoa(int(o.Partition)))
+		}
+	}
+	where := "the end of each partition (only new records; --from-beginning reads from the start)"
+	others := "the end (only new records)"
+	if fromBeginning {
+		where, others = "the start of each partition (--from-beginning)", "the start (--from-beginning)"
+	}
+	switch {
+	case len(committed) == 0:
+		return fmt.Sprintf("group %q has no committed offsets on %q: starting at %s", group, topic, where)
+	case len(committed) < int(n):
+		return fmt.Sprintf("group %q continues from its committed offsets on %q (%s %s); the others start at %s",
+			group, topic, plural(len(committed), "partition"), strings.Join(committed, ", "), others)
+	}
+	note := fmt.Sprintf("group %q continues from its committed offsets on %q (%s %s)",
+		group, topic, plural(len(committed), "partition"), strings.Join(committed, ", "))
+	if fromBeginning {
+		note += "; --from-beginning applies only where there is none (group reset-offsets --to-earliest rereads)"
+	}
+	return note
 }
 
 // afterCtx is a context for the work after an interrupt (the last commit,

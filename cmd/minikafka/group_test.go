@@ -86,8 +86,18 @@ func cliConsumeTwice(t *testing.T, cmd func(...string) []string) {
 	// --from-beginning again: a partition the first run printed nothing of
 	// has no committed offset.
 	second := mustRun(t, "", cmd(append([]string{"consume", "events", "--group", "g", "--from-beginning", "-n", "2", "--idle-timeout", "10s"}, format...)...)...)
-	if first.stderr != "consumed 3 records\n" || second.stderr != "consumed 2 records\n" {
-		t.Fatalf("stderr of the two runs: %q, %q; %q %q", first.stderr, second.stderr, first.stdout, second.stdout)
+	// Each run says where it starts: the first, a new group, at the start;
+	// the second from the first one's commits, where it made any.
+	if want := "group \"g\" has no committed offsets on \"events\": starting at the start of each partition (--from-beginning)\nconsumed 3 records\n"; first.stderr != want {
+		t.Fatalf("stderr of the first run: %q, want %q", first.stderr, want)
+	}
+	if !regexp.MustCompile(`^group "g" continues from its committed offsets on "events" \(partitions? [01](, 1)?\).*\nconsumed 2 records\n$`).MatchString(second.stderr) {
+		t.Fatalf("stderr of the second run: %q", second.stderr)
+	}
+	// A new group without --from-beginning starts at the end, and says so.
+	r := mustRun(t, "", cmd("consume", "events", "--group", "fresh", "--idle-timeout", "300ms")...)
+	if want := "group \"fresh\" has no committed offsets on \"events\": starting at the end of each partition (only new records; --from-beginning reads from the start)\nconsumed 0 records\n"; r.stderr != want || r.stdout != "" {
+		t.Fatalf("consume with a new group: stdout %q, stderr %q; want stderr %q", r.stdout, r.stderr, want)
 	}
 	got := strings.Split(strings.TrimSpace(first.stdout+second.stdout), "\n")
 	slices.Sort(got)
