@@ -70,7 +70,6 @@ func (n *Node) Ready() error {
 // reports the node id alone.
 type adminSource struct {
 	nodeID int32
-	lagMax time.Duration
 	// cleanInternal: the internal topics are compacted (their dirt is
 	// reported).
 	cleanInternal bool
@@ -94,7 +93,7 @@ var _ metrics.Source = (*adminSource)(nil)
 
 // newAdminSource makes the source of node n before its parts exist.
 func newAdminSource(n *Node) *adminSource {
-	return &adminSource{nodeID: n.cfg.NodeID, lagMax: n.cfg.Tuning.ReplicaLagMax, cleanInternal: n.cfg.CleanInternalTopics,
+	return &adminSource{nodeID: n.cfg.NodeID, cleanInternal: n.cfg.CleanInternalTopics,
 		ready: n.Ready}
 }
 
@@ -116,8 +115,12 @@ func (a *adminSource) State() metrics.State {
 	view := p.cluster.Cluster()
 	s.ClusterID, s.ControllerID = view.ClusterID, view.ControllerID
 	for _, b := range view.Brokers {
-		s.Brokers = append(s.Brokers, metrics.Broker{ID: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))})
+		s.Brokers = append(s.Brokers, metrics.Broker{ID: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), Up: true})
 	}
+	for _, d := range view.Down {
+		s.Brokers = append(s.Brokers, metrics.Broker{ID: d.NodeID, DownSince: d.Since})
+	}
+	slices.SortFunc(s.Brokers, func(x, y metrics.Broker) int { return cmp.Compare(x.ID, y.ID) })
 	reps := p.replicas()
 	slices.SortFunc(reps, func(x, y *localReplica) int {
 		return cmp.Or(cmp.Compare(x.Info().Topic, y.Info().Topic), cmp.Compare(x.Info().Partition, y.Info().Partition))
@@ -132,7 +135,8 @@ func (a *adminSource) State() metrics.State {
 		ends[tp{lr.Info().Topic, lr.Info().Partition}] = rm.LogEnd
 		s.Replicas = append(s.Replicas, rm)
 	}
-	s.Topics = topicsView(view.Topics, s.Replicas, a.nodeID, a.lagMax)
+	s.Topics = topicsView(view.Topics)
+	markUnderReplicated(s.Replicas, view.Topics)
 	s.Groups = groupOffsets(reps, ends)
 	moves, _ := p.cluster.Reassignments() // never fails
 	for _, m := range moves {
@@ -174,36 +178,34 @@ func groupOffsets(reps []*localReplica, ends map[tp]int64) []metrics.GroupOffset
 	return out
 }
 
-// topicsView is the cluster view's topics, with the in-sync replicas of
-// the partitions this node leads taken from Raft's follower progress
-// rather than from gossip.
-func topicsView(topics []kafkaapi.TopicView, local []metrics.Replica, self int32, lagMax time.Duration) []metrics.Topic {
-	led := map[tp]metrics.Replica{}
-	for _, r := range local {
-		if r.Replication.Leader {
-			led[tp{r.Topic, r.Partition}] = r
-		}
-	}
-	now := time.Now()
+// topicsView is the cluster view's topics; their ISRs are the backend's
+// (kafkabackend.Backend.Cluster), which Metadata answers too.
+func topicsView(topics []kafkaapi.TopicView) []metrics.Topic {
 	out := make([]metrics.Topic, 0, len(topics))
 	for _, t := range topics {
 		mt := metrics.Topic{Name: t.Name, Internal: t.Internal || metadata.IsInternal(t.Name)}
 		for _, p := range t.Partitions {
-			pv := metrics.PartitionView{Partition: p.Partition, Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR}
-			if r, ok := led[tp{t.Name, p.Partition}]; ok {
-				isr := []int32{self}
-				for _, f := range r.Replication.Followers {
-					if r.Replication.InSync(f, now, lagMax) {
-						isr = append(isr, f.Node)
-					}
-				}
-				pv.ISR = isr
-			}
-			mt.Partitions = append(mt.Partitions, pv)
+			mt.Partitions = append(mt.Partitions, metrics.PartitionView{Partition: p.Partition, Leader: p.Leader,
+				Replicas: p.Replicas, ISR: p.ISR})
 		}
 		out = append(out, mt)
 	}
 	return out
+}
+
+// markUnderReplicated marks the replicas this node leads whose partition's
+// ISR in the cluster view lacks a replica.
+func markUnderReplicated(reps []metrics.Replica, topics []kafkaapi.TopicView) {
+	short := map[tp]bool{}
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			short[tp{t.Name, p.Partition}] = len(p.ISR) < len(p.Replicas)
+		}
+	}
+	for i := range reps {
+		r := &reps[i]
+		r.UnderReplicated = r.Replication.Leader && short[tp{r.Topic, r.Partition}]
+	}
 }
 
 // dirt is how far the cleaner is behind on a replica, where this node

@@ -35,6 +35,7 @@ func (n *Node) backendConfig() kafkabackend.Config {
 		LogFlushIntervalMs: c.LogFlushIntervalMs, ProducerWindow: c.ProducerWindow,
 
 		TopicLeaders: c.Tuning.TopicLeaders, ProduceEnqueue: c.Tuning.ProduceEnqueue, MetaProposal: c.Tuning.MetaProposal,
+		ReplicaLagMax: c.Tuning.ReplicaLagMax,
 	}
 }
 
@@ -45,6 +46,7 @@ func (n *Node) newBackend() *kafkabackend.Backend {
 	return kafkabackend.New(n.backendConfig(), kafkabackend.Deps{
 		Meta:                n.meta,
 		Members:             n.members.Members,
+		DownSince:           n.down.of,
 		PartitionLeader:     n.PartitionLeader,
 		Coordinators:        n.coords,
 		Replica:             n.backendReplica,

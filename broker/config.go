@@ -296,9 +296,12 @@ type Tuning struct {
 	ReadyPoll time.Duration
 	// GossipLeave bounds announcing a graceful departure to gossip.
 	GossipLeave time.Duration
-	// ReplicaLagMax is how long a follower may stay behind a partition's
-	// commit index before the partition counts as under-replicated in the
-	// metrics and the status page (Kafka's replica.lag.time.max.ms).
+	// ReplicaLagMax is how long a follower may go without answering its
+	// partition leader, or stay behind its commit index, before it leaves
+	// the ISR (Kafka's replica.lag.time.max.ms). 10 s, not Kafka's 30 s:
+	// Raft followers answer every heartbeat (or the node's liveness pings
+	// while quiesced), so silence is not a slow fetch, and gossip reports a
+	// dead node within about 5 s; the views then agree soon after.
 	ReplicaLagMax time.Duration
 	// DiskCheckInterval is how often the node looks at its data disk's
 	// free space (a refused produce also looks, at most every 50 ms).
@@ -353,7 +356,7 @@ func (t *Tuning) validate() error {
 		{Name: "produce_enqueue", V: &t.ProduceEnqueue, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "ready_poll", V: &t.ReadyPoll, Def: 50 * time.Millisecond, Min: time.Millisecond},
 		{Name: "gossip_leave", V: &t.GossipLeave, Def: 2 * time.Second},
-		{Name: "replica_lag_max", V: &t.ReplicaLagMax, Def: 30 * time.Second, Min: time.Millisecond},
+		{Name: "replica_lag_max", V: &t.ReplicaLagMax, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "disk_check_interval", V: &t.DiskCheckInterval, Def: time.Second, Min: time.Millisecond},
 	}, []knob.Int{
 		{Name: "max_meta_frame", V: &t.MaxMetaFrame, Def: 4 << 20, Min: 64 << 10, Max: 1 << 30},

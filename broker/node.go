@@ -68,6 +68,8 @@ type Node struct {
 	// memberCh wakes the controller's duties loop on membership changes
 	// (capacity 1; onMemberEvent never blocks on it).
 	memberCh chan struct{}
+	// down is since when each other node has been seen down.
+	down *downSince
 
 	// disk watches the data disk's free space (storage.go); logMemTable
 	// is the Raft log store's memtable, sized to that disk.
@@ -109,10 +111,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		ctx:      nctx,
 		cancel:   cancel,
 		memberCh: make(chan struct{}, 1),
+		down:     newDownSince(time.Now()),
 	}
 	n.static = kafkabackend.StaticConfigs(n.backendConfig())
 	n.admin = newAdminSource(n)
-	n.metrics = metrics.New(n.admin, cfg.Tuning.ReplicaLagMax)
+	n.metrics = metrics.New(n.admin)
 	if err := n.openDiskGuard(); err != nil {
 		cancel()
 		return nil, err
@@ -300,6 +303,7 @@ func (n *Node) onMemberEvent(ev membership.Event) {
 		}
 	}
 	n.noteDiskFull(ev)
+	n.down.note(ev, time.Now())
 	select {
 	case n.memberCh <- struct{}{}:
 	default:

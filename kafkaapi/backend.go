@@ -195,6 +195,16 @@ type ClusterView struct {
 	ControllerID int32  // -1 if unknown
 	Brokers      []Broker
 	Topics       []TopicView
+	// Down are the registered brokers this node sees down (not answered
+	// in Metadata, as Kafka lists live brokers only).
+	Down []DownBroker
+}
+
+// DownBroker is a registered broker that gossip does not see alive, and
+// since when this node has seen it so.
+type DownBroker struct {
+	NodeID int32
+	Since  time.Time
 }
 
 // Broker is one live node's Kafka listener.

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"math"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -29,9 +28,12 @@ var (
 	descCleanerLag      = desc("partition_cleaner_lag_seconds", "On the leader of a compacted partition: age of the first dirty record below the point a cleaning may reach (bounded by max.compaction.lag.ms), 0 when none is dirty.", tp...)
 	descLogEnd          = desc("partition_log_end_offset", "High watermark of this node's replica: the offset after its last committed record.", tp...)
 	descLeader          = desc("partition_leader", "1 if this node leads the partition, else 0.", tp...)
-	descURP             = desc("partition_under_replicated", "1 if this node leads the partition and a follower has not caught up with the commit index within the lag limit, else 0.", tp...)
+	descURP             = desc("partition_under_replicated", "1 if this node leads the partition and its ISR lacks a replica (down, silent or behind for longer than replica_lag_time_max), else 0.", tp...)
 	descReplicaLag      = desc("partition_replica_lag_entries", "Raft entries a follower's matched log is behind the leader's commit index (reported by the leader).", "topic", "partition", "replica")
 	descURPCount        = desc("under_replicated_partitions", "Partitions this node leads that are under-replicated.")
+	descBrokerUp        = desc("broker_up", "1 if this node sees the registered broker alive (gossip), 0 if it sees it down.", "broker")
+	descBrokerDownSince = desc("broker_down_since_timestamp_seconds", "Unix time since which this node has seen the registered broker down (only while down).", "broker")
+	descOffline         = desc("offline_partitions", "Partitions with no leader, as this node sees the cluster.")
 	descLeaderCount     = desc("leader_partitions", "Partitions this node leads.")
 	descLeaderChanges   = desc("raft_leader_changes_total", "Times a Raft group on this node gained or lost the leadership.")
 	descGroupCommitted  = desc("group_committed_offset", "Committed offset of a consumer group, reported by its coordinator.", "group", "topic", "partition")
@@ -56,8 +58,7 @@ var (
 
 // collector reads a Source at each scrape.
 type collector struct {
-	src    Source
-	lagMax time.Duration
+	src Source
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -66,14 +67,14 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descLeaderChanges, descGroupCommitted, descGroupLag, descConns, descConnsAccepted, descConnsRefused,
 		descRequestPanics, descQueued, descQueuedMax, descQueuedWaiting, descLogStalls, descLogStallTime, descWALFsync, descReady,
 		descDiskTotal, descDiskFree, descDiskReserve, descDiskAlertAt, descDiskAlert,
-		descCleanings, descCleanerRead, descCleanerWritten, descTombstonesGone, descDirtyRatio, descCleanerLag} {
+		descCleanings, descCleanerRead, descCleanerWritten, descTombstonesGone, descDirtyRatio, descCleanerLag,
+		descBrokerUp, descBrokerDownSince, descOffline} {
 		ch <- d
 	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.src.State()
-	now := time.Now()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -93,15 +94,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cleanerSeries(ch, r, p)
 		rep := r.Replication
 		gauge(descLeader, b2f(rep.Leader), r.Topic, p)
-		urp := false
 		for _, f := range rep.Followers {
 			lag := uint64(0)
 			if rep.CommitIndex > f.Match {
 				lag = rep.CommitIndex - f.Match
 			}
 			gauge(descReplicaLag, float64(lag), r.Topic, p, itoa(f.Node))
-			urp = urp || !rep.InSync(f, now, c.lagMax)
 		}
+		urp := r.UnderReplicated
 		gauge(descURP, b2f(urp), r.Topic, p)
 		if rep.Leader {
 			leads++
@@ -111,6 +111,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(descURPCount, float64(urps))
+	brokerSeries(gauge, s)
 	gauge(descLeaderCount, float64(leads))
 	counter(descLeaderChanges, float64(s.LeaderChanges))
 	for _, g := range s.Groups {
@@ -140,6 +141,26 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descDiskAlert, float64(d.Alert()))
 	}
 	gauge(descReady, b2f(c.src.Ready() == nil))
+}
+
+// brokerSeries reports each registered broker up or down, since when it
+// is down, and the partitions without a leader, all as this node sees them.
+func brokerSeries(gauge func(*prometheus.Desc, float64, ...string), s State) {
+	for _, b := range s.Brokers {
+		gauge(descBrokerUp, b2f(b.Up), itoa(b.ID))
+		if !b.Up && !b.DownSince.IsZero() {
+			gauge(descBrokerDownSince, float64(b.DownSince.UnixMilli())/1e3, itoa(b.ID))
+		}
+	}
+	offline := 0
+	for _, t := range s.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				offline++
+			}
+		}
+	}
+	gauge(descOffline, float64(offline))
 }
 
 // cleanerSeries reports a replica's cleanings once it ran one, and how

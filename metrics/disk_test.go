@@ -27,7 +27,7 @@ func TestDiskSpaceOnMetricsAndStatusPage(t *testing.T) {
 		{Disk{Total: 128 << 20, Free: 5 << 20, Reserve: 6 << 20, AlertAt: 12 << 20, Low: true, Refusing: true}, "2", "produce and new partitions are refused"},
 	} {
 		src := diskSource{c.disk}
-		srv := httptest.NewServer(Handler(New(src, 0), src))
+		srv := httptest.NewServer(Handler(New(src), src))
 		metricsText := fetch(t, srv.URL+"/metrics")
 		for _, want := range []string{
 			"minikafka_storage_disk_total_bytes 1.34217728e+08",

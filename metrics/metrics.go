@@ -14,11 +14,6 @@ import (
 
 const namespace = "minikafka"
 
-// DefaultReplicaLagMax is how long a follower may stay behind the leader's
-// commit index before its partition counts as under-replicated (Kafka's
-// replica.lag.time.max.ms).
-const DefaultReplicaLagMax = 30 * time.Second
-
 // Registry holds one node's metrics: the histograms its components feed
 // through the hooks, and a collector that reads a Source at scrape time.
 type Registry struct {
@@ -32,12 +27,8 @@ type Registry struct {
 }
 
 // New returns a node's Registry, with the Go runtime and process
-// collectors. src is read at every scrape; lagMax is DefaultReplicaLagMax
-// when zero.
-func New(src Source, lagMax time.Duration) *Registry {
-	if lagMax <= 0 {
-		lagMax = DefaultReplicaLagMax
-	}
+// collectors. src is read at every scrape.
+func New(src Source) *Registry {
 	r := &Registry{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -59,7 +50,7 @@ func New(src Source, lagMax time.Duration) *Registry {
 	r.reg.MustRegister(r.requests, r.commits, r.fsyncs,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&collector{src: src, lagMax: lagMax})
+		&collector{src: src})
 	return r
 }
 
@@ -154,10 +145,13 @@ type Move struct {
 	Replicas, Adding, Removing []int32
 }
 
-// Broker is a live broker.
+// Broker is a registered broker: a live one with its address, or one
+// this node sees down, with since when.
 type Broker struct {
-	ID   int32
-	Addr string
+	ID        int32
+	Addr      string
+	Up        bool
+	DownSince time.Time
 }
 
 // Topic is a topic of the cluster view.
@@ -185,6 +179,9 @@ type Replica struct {
 	// watermark (the end of the committed, applied log).
 	LogStart, LogEnd int64
 	Replication      multiraft.Replication
+	// UnderReplicated: this node leads the partition and its ISR lacks a
+	// replica (the cluster view's, which Metadata answers too).
+	UnderReplicated bool
 	// Cleaner counts this replica's cleanings (cleanup.policy=compact).
 	Cleaner CleanerCounts
 	// Dirt is how far the cleaner is behind, where this node leads a

@@ -38,7 +38,7 @@ func gathered(t *testing.T, r *Registry) map[string]float64 {
 
 // The Kafka listener's request counts are exported.
 func TestRequestCountsExported(t *testing.T) {
-	r := New(stateSource{State{Requests: Requests{Panics: 3, QueuedBytes: 1000, QueuedBytesMax: 4096, QueuedWaiting: 2}}}, 0)
+	r := New(stateSource{State{Requests: Requests{Panics: 3, QueuedBytes: 1000, QueuedBytesMax: 4096, QueuedWaiting: 2}}})
 	got := gathered(t, r)
 	for name, want := range map[string]float64{
 		"minikafka_kafka_request_panics_total":     3,

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // statusPage is the status page: plain HTML, no scripts.
@@ -26,9 +27,10 @@ Readiness: {{if .Ready}}ready{{else}}<span class="bad">{{.NotReady}}</span>{{end
 {{if .State}}<span class="bad">{{.State}}</span>{{else}}Enough free space.{{end}}</p>
 {{end}}
 <h2>Brokers</h2>
-<table id="brokers"><tr><th>Id</th><th>Kafka address</th><th>Role</th></tr>
-{{range .Brokers}}<tr><td>{{.ID}}</td><td>{{.Addr}}</td><td>{{.Role}}</td></tr>
+<table id="brokers"><tr><th>Id</th><th>Kafka address</th><th>Role</th><th>State</th></tr>
+{{range .Brokers}}<tr><td>{{.ID}}</td><td>{{.Addr}}</td><td>{{.Role}}</td>{{if .Down}}<td class="bad">{{.Down}}</td>{{else}}<td>up</td>{{end}}</tr>
 {{end}}</table>
+<p id="health">Partitions: {{.Total}}, under-replicated {{if .URP}}<span class="bad">{{.URP}}</span>{{else}}0{{end}}, offline (no leader) {{if .Offline}}<span class="bad">{{.Offline}}</span>{{else}}0{{end}}.</p>
 <h2>Partitions</h2>
 <table id="partitions"><tr><th>Topic</th><th>Partition</th><th>Leader</th><th>Replicas</th><th>In sync</th><th>High watermark</th><th>Log size</th><th>Follower lag (Raft entries)</th></tr>
 {{range .Partitions}}<tr><td>{{.Topic}}</td><td class="num">{{.Partition}}</td><td>{{.Leader}}</td><td>{{.Replicas}}</td><td{{if .UnderReplicated}} class="bad"{{end}}>{{.ISR}}</td><td class="num">{{.End}}</td><td class="num">{{.Size}}</td><td>{{.Lag}}</td></tr>
@@ -57,9 +59,11 @@ type statusData struct {
 	Brokers              []statusBroker
 	Partitions           []statusPartition
 	Internal             int
-	Groups               []statusGroup
-	Moves                []statusMove
-	Disk                 *statusDisk // nil when unknown
+	// Total, URP and Offline count every partition, internal ones too.
+	Total, URP, Offline int
+	Groups              []statusGroup
+	Moves               []statusMove
+	Disk                *statusDisk // nil when unknown
 }
 
 // statusDisk is the data disk's line, sizes in MiB.
@@ -94,6 +98,7 @@ type statusMove struct {
 type statusBroker struct {
 	ID         int32
 	Addr, Role string
+	Down       string // "" while up
 }
 
 type statusPartition struct {
@@ -119,21 +124,17 @@ func serveStatus(w http.ResponseWriter, src Source) {
 	if err := src.Ready(); err != nil {
 		d.Ready, d.NotReady = false, "not ready: "+err.Error()
 	}
-	for _, b := range s.Brokers {
-		role := "broker"
-		if b.ID == s.ControllerID {
-			role = "broker, controller"
-		}
-		if b.ID == s.NodeID {
-			role += " (this node)"
-		}
-		d.Brokers = append(d.Brokers, statusBroker{ID: b.ID, Addr: b.Addr, Role: role})
-	}
+	d.Brokers = statusBrokers(s, time.Now())
 	local := map[string]Replica{}
 	for _, r := range s.Replicas {
 		local[r.Topic+"\x00"+itoa(r.Partition)] = r
 	}
 	for _, t := range s.Topics {
+		for _, p := range t.Partitions {
+			d.Total++
+			d.URP += b2i(len(p.ISR) < len(p.Replicas))
+			d.Offline += b2i(p.Leader < 0)
+		}
 		if t.Internal {
 			d.Internal += len(t.Partitions)
 			continue
@@ -172,6 +173,35 @@ func serveStatus(w http.ResponseWriter, src Source) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
+}
+
+// statusBrokers are the brokers' rows: role, and since when a down one is.
+func statusBrokers(s State, now time.Time) []statusBroker {
+	var out []statusBroker
+	for _, b := range s.Brokers {
+		role := "broker"
+		if b.ID == s.ControllerID {
+			role = "broker, controller"
+		}
+		if b.ID == s.NodeID {
+			role += " (this node)"
+		}
+		sb := statusBroker{ID: b.ID, Addr: b.Addr, Role: role}
+		if !b.Up {
+			sb.Addr = "–"
+			sb.Down = "down since " + b.DownSince.UTC().Format(time.RFC3339) +
+				" (" + now.Sub(b.DownSince).Round(time.Second).String() + ")"
+		}
+		out = append(out, sb)
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func ids(s []int32) string {

@@ -21,6 +21,10 @@ type FollowerProgress struct {
 	// (Kafka's lastCaughtUpTime); the start of the leadership if it never
 	// did in this term.
 	CaughtUp time.Time
+	// Contact is the last time the follower answered the leader in this
+	// group (an append or a heartbeat), or now while it waits quiesced and
+	// the Host vouches for its node; the start of the leadership if neither.
+	Contact time.Time
 }
 
 // Replication is a group's replication as this member sees it.
@@ -36,10 +40,24 @@ type Replication struct {
 	Followers []FollowerProgress
 }
 
-// InSync reports whether f keeps up: it matches the commit index now, or
-// it caught up with the leader's commit within maxLag.
+// InSync reports whether f keeps up: it answered within maxLag, and it
+// matches the commit index now or caught up with it within maxLag (Kafka's
+// replica.lag.time.max.ms rule). An idle group's dead follower still
+// matches the commit index; the answers it no longer gives take it out.
 func (r Replication) InSync(f FollowerProgress, now time.Time, maxLag time.Duration) bool {
-	return f.Match >= r.CommitIndex || now.Sub(f.CaughtUp) <= maxLag
+	return now.Sub(f.Contact) <= maxLag && (f.Match >= r.CommitIndex || now.Sub(f.CaughtUp) <= maxLag)
+}
+
+// ISR is the leader's in-sync replicas: self first, then the followers
+// that are InSync and, where up is not nil, up.
+func (r Replication) ISR(self int32, now time.Time, maxLag time.Duration, up func(int32) bool) []int32 {
+	isr := []int32{self}
+	for _, f := range r.Followers {
+		if r.InSync(f, now, maxLag) && (up == nil || up(f.Node)) {
+			isr = append(isr, f.Node)
+		}
+	}
+	return isr
 }
 
 // progress tracks the followers of a group this member leads.
@@ -47,7 +65,14 @@ type progress struct {
 	mu    sync.Mutex // guards every field below
 	term  uint64     // the term the entries are of; a new term starts afresh
 	since time.Time  // when this member last gained the leadership
-	peers map[raft.ServerID]*FollowerProgress
+	peers map[raft.ServerID]*follower
+}
+
+// follower is a follower's progress and whether its last answer was to a
+// Quiesce heartbeat that quiesced it (no answers come while it stays so).
+type follower struct {
+	FollowerProgress
+	quiet bool
 }
 
 // leading starts a new leadership.
@@ -58,30 +83,32 @@ func (p *progress) leading(now time.Time) {
 	p.peers = nil
 }
 
-// record notes the answer to an AppendEntries sent to id. Heartbeats carry
-// no log position and are ignored.
+// record notes the answer to an AppendEntries sent to id: any success is
+// contact; one carrying a log position also moves Match and CaughtUp.
 func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, now time.Time) {
-	if !resp.Success || (len(req.Entries) == 0 && req.PrevLogEntry == 0) {
-		return
-	}
-	match := req.PrevLogEntry + uint64(len(req.Entries))
-	if n := len(req.Entries); n > 0 {
-		match = req.Entries[n-1].Index
-	}
 	node, ok := nodeOf(id)
-	if !ok {
+	if !resp.Success || !ok {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if req.Term != p.term || p.peers == nil {
 		p.term = req.Term
-		p.peers = map[raft.ServerID]*FollowerProgress{}
+		p.peers = map[raft.ServerID]*follower{}
 	}
 	f := p.peers[id]
 	if f == nil {
-		f = &FollowerProgress{Node: node, CaughtUp: p.since}
+		f = &follower{FollowerProgress: FollowerProgress{Node: node, CaughtUp: p.since, Contact: p.since}}
 		p.peers[id] = f
+	}
+	f.Contact = now
+	f.quiet = req.Quiesce && resp.Quiesced
+	if len(req.Entries) == 0 && req.PrevLogEntry == 0 {
+		return // a heartbeat: no log position
+	}
+	match := req.PrevLogEntry + uint64(len(req.Entries))
+	if n := len(req.Entries); n > 0 {
+		match = req.Entries[n-1].Index
 	}
 	f.Match = max(f.Match, match)
 	if match >= req.LeaderCommitIndex {
@@ -98,6 +125,7 @@ func (g *Group) Replication() Replication {
 		return r
 	}
 	members := g.Members()
+	now := time.Now()
 	p := &g.trans.progress
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -105,12 +133,22 @@ func (g *Group) Replication() Replication {
 		if m == g.h.id {
 			continue
 		}
-		f := FollowerProgress{Node: m, CaughtUp: p.since}
+		f := FollowerProgress{Node: m, CaughtUp: p.since, Contact: p.since}
 		if got := p.peers[ServerID(m)]; got != nil {
-			f = *got
+			f = got.FollowerProgress
+			if got.quiet && g.vouched(m) {
+				f.Contact = now
+			}
 		}
 		r.Followers = append(r.Followers, f)
 	}
 	slices.SortFunc(r.Followers, func(a, b FollowerProgress) int { return int(a.Node) - int(b.Node) })
 	return r
+}
+
+// vouched reports whether the Host vouches for node's liveness (a quiesced
+// follower's stand-in for answers, as for raft's leader lease).
+func (g *Group) vouched(node int32) bool {
+	alive, _ := g.trans.Vouch(ServerID(node), "")
+	return alive
 }

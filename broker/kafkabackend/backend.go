@@ -136,6 +136,10 @@ type Config struct {
 	TopicLeaders   time.Duration
 	ProduceEnqueue time.Duration
 	MetaProposal   time.Duration
+	// ReplicaLagMax is how long a follower of a partition this node leads
+	// may go without answering or catching up before it leaves the ISR
+	// (replica.lag.time.max.ms).
+	ReplicaLagMax time.Duration
 }
 
 // Deps are the parts of the node the Backend uses.
@@ -143,6 +147,9 @@ type Deps struct {
 	Meta Metadata
 	// Members lists the nodes gossip sees alive.
 	Members func() []membership.NodeMeta
+	// DownSince is since when this node has seen a registered broker that
+	// gossip does not list alive (nil: unknown).
+	DownSince func(id int32) time.Time
 	// PartitionLeader is the leader and leader epoch of a partition as
 	// this node sees them; ok is false while it has none.
 	PartitionLeader func(topic string, p int32) (leader, epoch int32, ok bool)
@@ -185,8 +192,9 @@ func (b *Backend) alive() map[int32]bool {
 }
 
 // Cluster is the cluster as this node sees it: the brokers gossip sees
-// alive (and the controller), and every topic's partitions with their
-// leaders, in-sync and offline replicas.
+// alive (and the controller), the registered brokers it does not (Down),
+// and every topic's partitions with their leaders, in-sync and offline
+// replicas.
 func (b *Backend) Cluster() kafkaapi.ClusterView {
 	state := b.deps.Meta.State()
 	alive := b.alive()
@@ -205,39 +213,69 @@ func (b *Backend) Cluster() kafkaapi.ClusterView {
 		p, _ := strconv.Atoi(port)
 		view.Brokers = append(view.Brokers, kafkaapi.Broker{NodeID: br.ID, Host: host, Port: int32(p), Endpoints: endpoints(br)})
 	}
+	view.Down = b.downBrokers(state, alive)
+	now := time.Now()
 	for _, t := range state.Topics() {
 		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID, Internal: metadata.IsInternal(t.Name)}
 		for i, p := range t.Partitions {
-			pv := kafkaapi.PartitionView{
-				Partition:   int32(i),
-				Leader:      p.Leader,
-				LeaderEpoch: p.LeaderEpoch,
-				Replicas:    slices.Clone(p.Replicas),
-			}
-			// A local replica knows the leader first hand.
-			if lr, ok := b.deps.Replica(t.Name, int32(i)); ok {
-				if id, epoch, ok := lr.Partition().LeaderAndEpoch(); ok {
-					pv.Leader, pv.LeaderEpoch = id, epoch
-				} else {
-					pv.Leader = -1
-				}
-			}
-			if pv.Leader >= 0 && !alive[pv.Leader] {
-				pv.Leader = -1
-			}
 			move, _ := state.Reassignment(t.Name, int32(i))
-			for _, r := range p.Replicas {
-				if alive[r] && !slices.Contains(move.Adding(), r) { // a replica being added is not in sync yet
-					pv.ISR = append(pv.ISR, r)
-				} else {
-					pv.OfflineReplicas = append(pv.OfflineReplicas, r)
-				}
-			}
-			tv.Partitions = append(tv.Partitions, pv)
+			tv.Partitions = append(tv.Partitions, b.partitionView(t.Name, int32(i), p, move, alive, now))
 		}
 		view.Topics = append(view.Topics, tv)
 	}
 	return view
+}
+
+// partitionView is one partition as this node sees it. A replica is in
+// sync while gossip sees its node alive and, where this node leads the
+// partition, while Raft's progress says it keeps up (Replication.ISR); a
+// replica being added is not in sync yet.
+func (b *Backend) partitionView(topic string, i int32, p metadata.Partition, move metadata.Reassignment,
+	alive map[int32]bool, now time.Time) kafkaapi.PartitionView {
+	pv := kafkaapi.PartitionView{Partition: i, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas)}
+	inSync := func(r int32) bool { return alive[r] && !slices.Contains(move.Adding(), r) }
+	// A local replica knows the leader first hand.
+	if lr, ok := b.deps.Replica(topic, i); ok {
+		if id, epoch, ok := lr.Partition().LeaderAndEpoch(); ok {
+			pv.Leader, pv.LeaderEpoch = id, epoch
+		} else {
+			pv.Leader = -1
+		}
+		if rep := lr.Partition().Group().Replication(); rep.Leader {
+			led := rep.ISR(b.cfg.NodeID, now, b.cfg.ReplicaLagMax, inSync)
+			inSync = func(r int32) bool { return slices.Contains(led, r) }
+		}
+	}
+	if pv.Leader >= 0 && !alive[pv.Leader] {
+		pv.Leader = -1
+	}
+	for _, r := range p.Replicas {
+		if inSync(r) {
+			pv.ISR = append(pv.ISR, r)
+		} else {
+			pv.OfflineReplicas = append(pv.OfflineReplicas, r)
+		}
+	}
+	return pv
+}
+
+// downBrokers are the registered brokers that gossip does not see alive,
+// but for the metadata leader (alive as far as Raft knows), with since
+// when this node has seen them down.
+func (b *Backend) downBrokers(state *metadata.Snapshot, alive map[int32]bool) []kafkaapi.DownBroker {
+	var down []kafkaapi.DownBroker
+	controller := b.deps.Meta.LeaderID()
+	for _, br := range state.Brokers() {
+		if alive[br.ID] || br.ID == controller {
+			continue
+		}
+		d := kafkaapi.DownBroker{NodeID: br.ID}
+		if b.deps.DownSince != nil {
+			d.Since = b.deps.DownSince(br.ID)
+		}
+		down = append(down, d)
+	}
+	return down
 }
 
 // Partition is this node's replica of topic/p, NOT_LEADER_FOR_PARTITION

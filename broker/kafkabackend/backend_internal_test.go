@@ -36,8 +36,11 @@ func TestStatusConfigsDirtyRatios(t *testing.T) {
 	ratios := []DirtyRatio{{"kv", 10, 0.5}, {"a-b", 0, 1}, {"kv", 2, 0.01234}}
 	b := New(Config{}, Deps{DirtyRatios: func() []DirtyRatio { return slices.Clone(ratios) }})
 	got := b.StatusConfigs()
-	if want := "a-b:0=1.000,kv:2=0.012,kv:10=0.500"; len(got) != 1 || got[0].Name != DirtyRatiosConfig || got[0].Value != want {
+	if want := "a-b:0=1.000,kv:2=0.012,kv:10=0.500"; len(got) != 2 || got[0].Name != DirtyRatiosConfig || got[0].Value != want {
 		t.Fatalf("status configs %+v, want %s=%s", got, DirtyRatiosConfig, want)
+	}
+	if got[1].Name != BrokersDownConfig || got[1].Value != "" {
+		t.Fatalf("no broker registered: %+v, want %s empty", got[1], BrokersDownConfig)
 	}
 	ratios = nil
 	if got := b.StatusConfigs(); got[0].Value != "" {

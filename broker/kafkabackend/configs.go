@@ -96,6 +96,11 @@ const NodeCapacityConfig = "minikafka.max.partition.replicas.per.node"
 // topic the node leads, as topic:partition=ratio, comma-separated.
 const DirtyRatiosConfig = "minikafka.log.cleaner.dirty.ratios"
 
+// BrokersDownConfig is the read-only broker config that lists the
+// registered brokers the node sees down, as id=since (RFC 3339, UTC),
+// comma-separated, by id.
+const BrokersDownConfig = "minikafka.brokers.down"
+
 // DirtyRatio is the dirty ratio of a partition the node leads
 // (replicas.Replica.DirtyRatio).
 type DirtyRatio struct {
@@ -108,8 +113,29 @@ var _ kafkaapi.NodeStatus = (*Backend)(nil)
 
 // StatusConfigs reports the node's figures that change as it runs:
 // DirtyRatiosConfig, sorted by topic then partition, ratios to three
-// decimals (topic names hold neither ':' nor ',' nor '=').
+// decimals (topic names hold neither ':' nor ',' nor '='), and
+// BrokersDownConfig.
 func (b *Backend) StatusConfigs() []kafkaapi.ConfigEntry {
+	return []kafkaapi.ConfigEntry{b.dirtyRatios(), b.brokersDown()}
+}
+
+// brokersDown is the BrokersDownConfig entry.
+func (b *Backend) brokersDown() kafkaapi.ConfigEntry {
+	var down []kafkaapi.DownBroker
+	if b.deps.Meta != nil { // without a metadata copy, no broker is registered
+		down = b.downBrokers(b.deps.Meta.State(), b.alive())
+	}
+	slices.SortFunc(down, func(x, y kafkaapi.DownBroker) int { return cmp.Compare(x.NodeID, y.NodeID) })
+	parts := make([]string, len(down))
+	for i, d := range down {
+		parts[i] = fmt.Sprintf("%d=%s", d.NodeID, d.Since.UTC().Format(time.RFC3339))
+	}
+	return kafkaapi.ConfigEntry{Name: BrokersDownConfig, Value: strings.Join(parts, ","), Type: kmsg.ConfigTypeList,
+		Doc: "Registered brokers this node sees down (gossip), with since when (id=RFC 3339 time)."}
+}
+
+// dirtyRatios is the DirtyRatiosConfig entry.
+func (b *Backend) dirtyRatios() kafkaapi.ConfigEntry {
 	var ratios []DirtyRatio
 	if b.deps.DirtyRatios != nil {
 		ratios = b.deps.DirtyRatios()
@@ -121,8 +147,8 @@ func (b *Backend) StatusConfigs() []kafkaapi.ConfigEntry {
 	for i, r := range ratios {
 		parts[i] = fmt.Sprintf("%s:%d=%.3f", r.Topic, r.Partition, r.Ratio)
 	}
-	return []kafkaapi.ConfigEntry{{Name: DirtyRatiosConfig, Value: strings.Join(parts, ","), Type: kmsg.ConfigTypeList,
-		Doc: "Dirty ratio of each partition of a compacted topic this node leads, as its cleaner weighs it now (topic:partition=ratio)."}}
+	return kafkaapi.ConfigEntry{Name: DirtyRatiosConfig, Value: strings.Join(parts, ","), Type: kmsg.ConfigTypeList,
+		Doc: "Dirty ratio of each partition of a compacted topic this node leads, as its cleaner weighs it now (topic:partition=ratio)."}
 }
 
 // configEntries are c under Kafka's names, and ours under minikafka.*.

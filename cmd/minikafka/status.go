@@ -68,34 +68,91 @@ func (a *app) status(parent context.Context) error {
 	if err != nil {
 		return a.explain(ctx, err)
 	}
-	writeCluster(a.stdout, cd, capacities(ctx, adm, cd))
-	return nil
+	capacity, down := brokerStatus(ctx, adm, cd)
+	writeCluster(a.stdout, cd, capacity, down)
+	return degraded(cd, down)
+}
+
+// errDegraded is cluster status's failure when a broker is down or a
+// partition has no leader: the table is printed, the exit status is 1.
+var errDegraded = errors.New("cluster degraded")
+
+// degraded is errDegraded with what is wrong, or nil.
+func degraded(cd *client.ClusterDetail, down []downBroker) error {
+	var why []string
+	for _, d := range down {
+		why = append(why, fmt.Sprintf("broker %d down since %s", d.id, d.since))
+	}
+	offline := 0
+	for _, t := range cd.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				offline++
+			}
+		}
+	}
+	if offline > 0 {
+		why = append(why, fmt.Sprintf("%d partitions offline (no leader)", offline))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errDegraded, strings.Join(why, "; "))
 }
 
 // capacityConfig is the broker config that reports a node's capacity in
 // partition replicas (broker.NodeCapacityConfig).
 const capacityConfig = "minikafka.max.partition.replicas.per.node"
 
-// capacities asks each broker for its capacity in partition replicas; a
-// broker that does not answer is left out (shown as ?).
-func capacities(ctx context.Context, adm *client.Admin, cd *client.ClusterDetail) map[int32]string {
-	out := map[int32]string{}
+// brokersDownConfig is the broker config that lists the registered
+// brokers a node sees down (kafkabackend.BrokersDownConfig).
+const brokersDownConfig = "minikafka.brokers.down"
+
+// downBroker is a registered broker that the live ones see down.
+type downBroker struct {
+	id    int32
+	since string // RFC 3339
+}
+
+// brokerStatus asks each live broker for its capacity in partition
+// replicas (one that does not answer is shown as ?) and for the brokers it
+// sees down; a broker is down when any live one sees it so (the earliest
+// "since" is kept).
+func brokerStatus(ctx context.Context, adm *client.Admin, cd *client.ClusterDetail) (map[int32]string, []downBroker) {
+	capacity, since := map[int32]string{}, map[int32]string{}
 	for _, b := range cd.Brokers {
-		if cfg, err := adm.DescribeBrokerConfigs(ctx, b.NodeID); err == nil {
-			if v, ok := cfg[capacityConfig]; ok {
-				if v == "0" {
-					v = "unbounded"
-				}
-				out[b.NodeID] = v
+		cfg, err := adm.DescribeBrokerConfigs(ctx, b.NodeID)
+		if err != nil {
+			continue
+		}
+		if v, ok := cfg[capacityConfig]; ok {
+			if v == "0" {
+				v = "unbounded"
+			}
+			capacity[b.NodeID] = v
+		}
+		for _, e := range strings.Split(cfg[brokersDownConfig], ",") {
+			id, at, ok := strings.Cut(e, "=")
+			n, err := strconv.ParseInt(id, 10, 32)
+			if !ok || err != nil || slices.ContainsFunc(cd.Brokers, func(b client.BrokerDetail) bool { return b.NodeID == int32(n) }) {
+				continue
+			}
+			if old, seen := since[int32(n)]; !seen || at < old {
+				since[int32(n)] = at
 			}
 		}
 	}
-	return out
+	var down []downBroker
+	for id, at := range since {
+		down = append(down, downBroker{id: id, since: at})
+	}
+	slices.SortFunc(down, func(x, y downBroker) int { return int(x.id - y.id) })
+	return capacity, down
 }
 
 // writeCluster prints the cluster id and controller, the brokers with the
 // partition replicas each holds and its capacity, and the partition table.
-func writeCluster(w io.Writer, cd *client.ClusterDetail, capacity map[int32]string) {
+func writeCluster(w io.Writer, cd *client.ClusterDetail, capacity map[int32]string, down []downBroker) {
 	controller := strconv.Itoa(int(cd.Controller))
 	if cd.Controller < 0 {
 		controller = "unknown"
@@ -121,6 +178,9 @@ func writeCluster(w io.Writer, cd *client.ClusterDetail, capacity map[int32]stri
 			c = "?"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), mark, held[b.NodeID], c)
+	}
+	for _, d := range down {
+		fmt.Fprintf(tw, "%d\tDOWN since %s\t\t%d\t\n", d.id, d.since, held[d.id])
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

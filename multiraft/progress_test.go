@@ -1,0 +1,58 @@
+package multiraft
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A follower that matched the commit index of an idle group stays in sync
+// only while it keeps answering: heartbeats count as contact, and its
+// silence for maxLag takes it out although its log still matches.
+func TestInSyncNeedsContact(t *testing.T) {
+	var p progress
+	t0 := time.Unix(1000, 0)
+	const lag = 10 * time.Second
+	p.leading(t0)
+	id := ServerID(2)
+	ok := &raft.AppendEntriesResponse{Success: true}
+	p.record(id, &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 5, Entries: []*raft.Log{{Index: 6}}, LeaderCommitIndex: 6}, ok, t0)
+	rep := Replication{Leader: true, CommitIndex: 6}
+	at := func(now time.Time) bool {
+		return rep.InSync(p.peers[id].FollowerProgress, now, lag)
+	}
+	if !at(t0.Add(lag)) {
+		t.Fatal("a follower that matched the commit index lag ago is not in sync")
+	}
+	if at(t0.Add(lag + time.Millisecond)) {
+		t.Fatal("a follower silent for longer than the lag limit is still in sync")
+	}
+	p.record(id, &raft.AppendEntriesRequest{Term: 3}, ok, t0.Add(8*time.Second)) // a heartbeat
+	if !at(t0.Add(lag + time.Second)) {
+		t.Fatal("a heartbeat answered within the lag limit does not keep the follower in sync")
+	}
+	p.record(id, &raft.AppendEntriesRequest{Term: 3}, &raft.AppendEntriesResponse{}, t0.Add(15*time.Second))
+	if at(t0.Add(19 * time.Second)) {
+		t.Fatal("a refused heartbeat counted as contact")
+	}
+	rep.CommitIndex = 9 // the follower no longer matches: CaughtUp decides too
+	p.record(id, &raft.AppendEntriesRequest{Term: 3}, ok, t0.Add(20*time.Second))
+	if at(t0.Add(21 * time.Second)) {
+		t.Fatal("a follower behind the commit index for longer than the lag limit is in sync because it answers heartbeats")
+	}
+}
+
+// ISR lists the leader, then the followers in sync that up accepts.
+func TestISR(t *testing.T) {
+	now := time.Unix(1000, 0)
+	rep := Replication{Leader: true, CommitIndex: 4, Followers: []FollowerProgress{
+		{Node: 2, Match: 4, Contact: now},
+		{Node: 3, Match: 4, Contact: now.Add(-time.Minute)},
+		{Node: 4, Match: 4, Contact: now},
+	}}
+	got := rep.ISR(1, now, time.Second, func(n int32) bool { return n != 4 })
+	if len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("ISR = %v, want [1 2]", got)
+	}
+}
