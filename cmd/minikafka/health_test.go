@@ -87,7 +87,7 @@ type nodeView struct {
 	isr             map[int32][]int32 // partition -> ISR, from its Metadata answer
 	leader          map[int32]int32   // partition -> leader, from its Metadata answer
 	self            int32
-	brokers         []int32           // the brokers its Metadata answer lists
+	brokers         []int32 // the brokers its Metadata answer lists
 }
 
 func healthy(v nodeView) string {
