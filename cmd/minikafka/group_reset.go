@@ -44,8 +44,11 @@ refused: they would overwrite the offsets.`,
 					}
 				}
 				rs, err := adm.ResetGroupOffsets(ctx, args[0], to, topics...)
-				if errors.Is(err, client.ErrNoOffsetsToReset) {
+				switch {
+				case errors.Is(err, client.ErrNoOffsetsToReset):
 					return fmt.Errorf("group %q has no committed offsets: name the topics to reset with --topic", args[0])
+				case errors.Is(err, client.ErrGroupIDNotFound) && len(topics) == 0:
+					return fmt.Errorf("%w: name the topics to reset with --topic (the group need not exist yet)", notFound(args[0], err))
 				}
 				if err != nil {
 					return notFound(args[0], err)

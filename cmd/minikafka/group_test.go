@@ -171,7 +171,7 @@ func cliWithMember(t *testing.T, brokers []string, cmd func(...string) []string)
 		{cmd("group", "delete", "g"), `minikafka: group "g" has active members: stop its consumers first`},
 		{cmd("group", "describe", "nope"), `minikafka: group "nope" does not exist`},
 		{cmd("group", "delete", "nope"), `minikafka: group "nope" does not exist`},
-		{cmd("group", "reset-offsets", "nope", "--to-latest"), `minikafka: group "nope" does not exist`},
+		{cmd("group", "reset-offsets", "nope", "--to-latest"), `minikafka: group "nope" does not exist: name the topics to reset with --topic (the group need not exist yet)`},
 		{cmd("group", "reset-offsets", "new", "--to-latest", "--topic", "nope"), `minikafka: topic "nope" does not exist`},
 		{cmd("consume", "nope", "--group", "g"), `minikafka: topic "nope" does not exist`},
 	} {
