@@ -157,7 +157,8 @@ func checkLeaders(t *testing.T, c *testcluster.Cluster, args, topics []string, p
 		ok := true
 		for k, v := range want {
 			topic, p, _ := strings.Cut(k, "/")
-			row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s +%s +%d +%d +[0-9,]+ +[0-9,]+$`, regexp.QuoteMeta(topic), p, v.leader, v.epoch))
+			// topic describe adds start and end offsets.
+			row := regexp.MustCompile(fmt.Sprintf(`(?m)^%s +%s +%d +%d +[0-9,]+ +[0-9,]+( +[0-9]+ +[0-9]+)?$`, regexp.QuoteMeta(topic), p, v.leader, v.epoch))
 			if !row.MatchString(r.stdout) {
 				ok = false
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,6 +21,12 @@ func TestCLIDeleteRecords(t *testing.T) {
 	r := mustRun(t, "", cmd("topic", "delete-records", "recs", "--partition", "0", "--offset", "2")...)
 	if want := "partition 0 of \"recs\" now starts at offset 2\n"; r.stdout != want {
 		t.Fatalf("delete-records printed %q, want %q", r.stdout, want)
+	}
+	// topic describe shows where each partition starts and ends.
+	r = mustRun(t, "", cmd("topic", "describe", "recs")...)
+	if !regexp.MustCompile(`(?m)^TOPIC +PARTITION +LEADER +EPOCH +REPLICAS +ISR +START +END$`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`(?m)^recs +0 +[0-9]+ +[0-9]+ +[0-9,]+ +[0-9,]+ +2 +4$`).MatchString(r.stdout) {
+		t.Fatalf("topic describe shows no start 2 and end 4 for partition 0:\n%s", r.stdout)
 	}
 	r = mustRun(t, "", cmd("consume", "recs", "--from-beginning", "-n", "2")...)
 	if r.stdout != "c\nd\n" {

@@ -173,7 +173,7 @@ func (a *app) topicListCommand() *cobra.Command {
 func (a *app) topicDescribeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe [NAME...]",
-		Short: "Show each partition's leader, leader epoch, replicas and ISR, the cleanup policy with compacted partitions' dirty ratios, and configs that are not defaults (every topic if none named)",
+		Short: "Show each partition's leader, leader epoch, replicas, ISR and start and end offsets, the cleanup policy with compacted partitions' dirty ratios, and configs that are not defaults (every topic if none named)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := a.start(cmd.Context(), true, true)
 			defer cancel()
@@ -202,7 +202,7 @@ func (a *app) topicDescribeCommand() *cobra.Command {
 				known = append(known, d)
 			}
 			if len(known) > 0 || len(args) == 0 {
-				writePartitions(a.stdout, known)
+				writePartitionTable(a.stdout, known, a.logRanges(ctx, adm, known))
 				if err := a.describeConfigs(ctx, adm, known); err != nil {
 					return err
 				}
@@ -253,17 +253,51 @@ func quoteAll(ss []string) string {
 	return strings.Join(q, ", ")
 }
 
+// logRangesWait bounds how long topic describe waits for partitions' start
+// and end offsets: a partition without a leader shows "-" rather than
+// holding the command for the whole --timeout.
+const logRangesWait = 3 * time.Second
+
+// logRanges returns where each partition of the topics starts and ends, as
+// far as their leaders answer within logRangesWait.
+func (a *app) logRanges(ctx context.Context, adm *client.Admin, topics []client.TopicDetail) map[partitionKey]client.LogRange {
+	parts := map[string][]int32{}
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			parts[t.Name] = append(parts[t.Name], p.Partition)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(a.timeout, logRangesWait))
+	defer cancel()
+	rs, _ := adm.LogRanges(ctx, parts) // what did not answer shows as "-"
+	out := make(map[partitionKey]client.LogRange, len(rs))
+	for _, r := range rs {
+		out[partitionKey{r.Topic, r.Partition}] = r
+	}
+	return out
+}
+
 // writePartitions prints one row per partition of the topics.
 func writePartitions(w io.Writer, topics []client.TopicDetail) {
+	writePartitionTable(w, topics, nil)
+}
+
+// writePartitionTable prints one row per partition of the topics; with
+// ranges (not nil), also where each partition's log starts and ends.
+func writePartitionTable(w io.Writer, topics []client.TopicDetail, ranges map[partitionKey]client.LogRange) {
 	if len(topics) == 0 {
 		fmt.Fprintln(w, "no topics")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR")
+	head, none := "TOPIC\tPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR", "\t-\t-\t-\t-\t-"
+	if ranges != nil {
+		head, none = head+"\tSTART\tEND", none+"\t-\t-"
+	}
+	fmt.Fprintln(tw, head)
 	for _, t := range topics {
 		if t.Err != nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%v\n", t.Name, t.Err)
+			fmt.Fprintf(tw, "%s%s\t%v\n", t.Name, none, t.Err)
 			continue
 		}
 		for _, p := range t.Partitions {
@@ -271,12 +305,20 @@ func writePartitions(w io.Writer, topics []client.TopicDetail) {
 			if p.Leader < 0 {
 				leader = "none"
 			}
+			offsets := ""
+			if ranges != nil {
+				r, ok := ranges[partitionKey{t.Name, p.Partition}]
+				if !ok {
+					r = client.LogRange{Start: -1, End: -1}
+				}
+				offsets = "\t" + num(r.Start) + "\t" + num(r.End)
+			}
 			note := ""
 			if p.Err != nil {
 				note = "\t" + p.Err.Error()
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s%s\n", t.Name, p.Partition, leader, p.LeaderEpoch,
-				joinIDs(p.Replicas), joinIDs(p.ISR), note)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s%s%s\n", t.Name, p.Partition, leader, p.LeaderEpoch,
+				joinIDs(p.Replicas), joinIDs(p.ISR), offsets, note)
 		}
 	}
 	tw.Flush()
