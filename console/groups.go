@@ -56,7 +56,7 @@ func (c *Console) groups(ctx context.Context, a *access, _ *http.Request) (any, 
 			if err := l.Error(); err != nil {
 				row.Error = err.Error()
 			} else {
-				row.Lag = l.Lag.Total()
+				_, row.Lag = offsetRows(l.Lag)
 			}
 		}
 		out.Groups = append(out.Groups, row)
@@ -118,16 +118,7 @@ func (c *Console) group(ctx context.Context, a *access, r *http.Request) (any, e
 	for _, m := range l.Members {
 		out.Members = append(out.Members, member(m))
 	}
-	for _, ml := range l.Lag.Sorted() {
-		row := offsetRow{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag}
-		if ml.Member != nil {
-			row.Member = ml.Member.MemberID
-		}
-		if ml.Err != nil {
-			row.Error = ml.Err.Error()
-		}
-		out.Offsets = append(out.Offsets, row)
-	}
+	out.Offsets, _ = offsetRows(l.Lag)
 	visible, _, err := visibleTopics(ctx, a)
 	if err != nil {
 		return nil, err
@@ -137,6 +128,30 @@ func (c *Console) group(ctx context.Context, a *access, r *http.Request) (any, e
 		out.History = []lagPoint{}
 	}
 	return out, nil
+}
+
+// offsetRows are a group's partitions that it committed or that are
+// assigned to a member (kadm also lists the other partitions of a
+// committed topic, which the group never read), and their total lag.
+func offsetRows(lag kadm.GroupLag) (rows []offsetRow, total int64) {
+	rows = []offsetRow{}
+	for _, ml := range lag.Sorted() {
+		if ml.Commit.At < 0 && ml.Member == nil {
+			continue
+		}
+		row := offsetRow{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag}
+		if ml.Member != nil {
+			row.Member = ml.Member.MemberID
+		}
+		if ml.Err != nil {
+			row.Error = ml.Err.Error()
+		}
+		if row.Lag > 0 {
+			total += row.Lag
+		}
+		rows = append(rows, row)
+	}
+	return rows, total
 }
 
 func member(m kadm.DescribedGroupMember) memberRow {

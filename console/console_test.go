@@ -1,0 +1,230 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+// getJSON fetches url (with the cookies of cl's jar) and decodes a JSON
+// answer into v; it returns the status.
+func getJSON(t *testing.T, cl *http.Client, url string, v any) int {
+	t.Helper()
+	resp, err := cl.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != nil && resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatalf("%s: %v: %s", url, err, body)
+		}
+	}
+	return resp.StatusCode
+}
+
+// eventually polls cond every 100 ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// knownState makes the cluster state the console test looks for: topic
+// orders (3 partitions), three records of known timestamps on partition
+// 0 (JSON, text with a header, binary), and group billing committed at
+// offset 1 of orders-0 (lag 2 there). It returns the first record's
+// timestamp.
+func knownState(t *testing.T, c *testcluster.Cluster) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(c.Client(t))
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	recs := []*kgo.Record{
+		{Key: []byte("k0"), Value: []byte(`{"id":1,"item":"book"}`)},
+		{Value: []byte("plain text order"), Headers: []kgo.RecordHeader{{Key: "source", Value: []byte("web")}}},
+		{Key: []byte("k2"), Value: []byte{0x00, 0x01, 0xff}},
+	}
+	for i, r := range recs {
+		r.Topic, r.Partition, r.Timestamp = "orders", 0, t0.Add(time.Duration(i)*time.Second)
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := int32(1); p < 3; p++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: p, Value: []byte("other")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(ctx, "billing", offsets); err != nil {
+		t.Fatal(err)
+	}
+	return t0
+}
+
+type overviewJSON struct {
+	Brokers []struct {
+		ID int32 `json:"id"`
+		Up bool  `json:"up"`
+	} `json:"brokers"`
+}
+
+// TestConsolePagesInChromium opens every page of the console of node 1 of
+// a 3-node cluster whose node 3 was killed, in headless Chromium: each
+// loads without console errors, and its DOM holds the known state (the
+// dead broker, the topic's partitions and configs, the records browsed by
+// offset and by time, the group with lag and its lag chart, the throughput
+// charts). Screenshots of each page go to shotsDir.
+func TestConsolePagesInChromium(t *testing.T) {
+	b := newBrowser(t)
+	c := testcluster.Start(t, 3)
+	t0 := knownState(t, c)
+	srv := httptest.NewServer(c.Node(1).AdminHandler())
+	t.Cleanup(srv.Close)
+	c.HaltNode(3)
+	// Wait for the node's view: node 3 down, and the group's lag sampled.
+	eventually(t, 30*time.Second, "broker 3 listed down", func() bool {
+		var o overviewJSON
+		getJSON(t, http.DefaultClient, srv.URL+"/console/api/overview", &o)
+		return slices.ContainsFunc(o.Brokers, func(b struct {
+			ID int32 `json:"id"`
+			Up bool  `json:"up"`
+		}) bool {
+			return b.ID == 3 && !b.Up
+		})
+	})
+	base := srv.URL + "/console/#/"
+
+	b.open(base, "overview")
+	if got := b.cells("brokers", 2); !slices.Equal(got, []string{"up", "up", "down"}) {
+		t.Errorf("broker states %v, want up, up, down", got)
+	}
+	if got := b.texts(`[...document.querySelectorAll("#brokers tr.down")].map(r => r.dataset.broker)`); !slices.Equal(got, []string{"3"}) {
+		t.Errorf("brokers marked down: %v, want [3]", got)
+	}
+	b.shot("overview")
+	b.noErrors("overview")
+
+	b.open(base+"topics", "topics")
+	if got := b.cells("topics", 0); !slices.Contains(got, "orders") {
+		t.Errorf("topics %v lack orders", got)
+	}
+	b.shot("topics")
+	b.noErrors("topics")
+
+	b.open(base+"topic/orders", "topic")
+	if got := b.cells("partitions", 0); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Errorf("partitions of orders: %v", got)
+	}
+	if got := b.cells("partitions", 6); !slices.Equal(got, []string{"3", "1", "1"}) {
+		t.Errorf("end offsets of orders: %v, want 3 1 1", got)
+	}
+	if got := b.cells("configs", 0); !slices.Contains(got, "cleanup.policy") {
+		t.Errorf("configs of orders lack cleanup.policy: %v", got)
+	}
+	b.shot("topic")
+	b.noErrors("topic")
+
+	b.open(base+"messages?topic=orders&partition=0&offset=0", "messages")
+	if got := b.cells("records", 0); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Fatalf("records browsed from offset 0: offsets %v", got)
+	}
+	kinds := b.texts(`[...document.querySelectorAll("#records tbody tr")].map(r => r.cells[3].className)`)
+	values := b.cells("records", 3)
+	if !slices.Equal(kinds, []string{"kind-json", "kind-text", "kind-hex"}) {
+		t.Errorf("value kinds %v, want json, text, hex", kinds)
+	}
+	if want := "{\n  \"id\": 1,\n  \"item\": \"book\"\n}"; len(values) != 3 || values[0] != want || values[1] != "plain text order" || values[2] != "0001ff" {
+		t.Errorf("values shown %q", values)
+	}
+	if got := b.cells("records", 4); len(got) != 3 || got[1] != "source: web" {
+		t.Errorf("headers shown %q", got)
+	}
+	b.shot("messages")
+	b.noErrors("messages")
+
+	b.open(fmt.Sprintf("%smessages?topic=orders&partition=0&time=%d", base, t0.Add(time.Second).UnixMilli()), "messages")
+	if got := b.cells("records", 0); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("records browsed from the second record's time: offsets %v, want 1 2", got)
+	}
+	b.noErrors("messages by time")
+
+	b.open(base+"groups", "groups")
+	names, lags := b.cells("groups", 0), b.cells("groups", 5)
+	if i := slices.Index(names, "billing"); i < 0 || lags[i] != "2" {
+		t.Errorf("groups %v with lags %v: want billing with lag 2", names, lags)
+	}
+	b.shot("groups")
+	b.noErrors("groups")
+
+	groupLagCharted(t, b, base)
+
+	throughputCharted(t, b, base)
+
+	b.open(base+"reassignments", "reassignments")
+	if got := b.texts(`[...document.querySelectorAll("#reassignments tbody tr.empty")].map(r => r.innerText)`); len(got) != 1 {
+		t.Errorf("reassignments table: %v, want the one 'none in progress' row", got)
+	}
+	b.shot("reassignments")
+	b.noErrors("reassignments")
+	t.Logf("screenshots in %s", b.shots)
+}
+
+// groupLagCharted opens billing's page until the lag chart has a sample
+// (the node samples every few seconds).
+func groupLagCharted(t *testing.T, b *browser, base string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "a lag sample of billing", func() bool {
+		b.open(base+"group/billing", "group")
+		return len(b.texts(`[...document.querySelectorAll("#lag-chart polyline")].map(p => p.getAttribute("points"))`)) == 1
+	})
+	tps, lags := b.cells("offsets", 0), b.cells("offsets", 4)
+	if len(tps) != 1 || tps[0] != "orders" || lags[0] != "2" {
+		t.Errorf("billing's offsets: topics %v lags %v, want orders with lag 2", tps, lags)
+	}
+	b.shot("group")
+	b.noErrors("group")
+}
+
+// throughputCharted produces through node 1 and opens the throughput page
+// until both charts show in and out traffic.
+func throughputCharted(t *testing.T, b *browser, base string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "throughput samples", func() bool {
+		b.open(base+"throughput", "throughput")
+		lines := b.texts(`[...document.querySelectorAll("svg.chart polyline")].map(p => p.dataset.series)`)
+		return len(lines) == 4
+	})
+	if got := b.texts(`[...document.querySelectorAll("svg.chart")].map(s => s.id)`); !slices.Equal(got, []string{"records-chart", "bytes-chart"}) {
+		t.Errorf("charts %v", got)
+	}
+	b.shot("throughput")
+	b.noErrors("throughput")
+}
