@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -114,12 +115,33 @@ func ErrorCode(err error) int16 {
 }
 
 // errorMessage is the optional error text of responses that carry one,
-// at most maxErrorMessage bytes (boundedMessage).
+// at most maxErrorMessage bytes (boundedMessage), without the code's own
+// text (withoutCode).
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
-	return boundedMessage(err.Error())
+	return boundedMessage(withoutCode(err))
+}
+
+// withoutCode is err's text without that of the Kafka error it wraps
+// ("NAME: description"): the response carries the code and clients print
+// its name, so the message says only what the code does not. A bare code
+// gives its description.
+func withoutCode(err error) string {
+	msg := err.Error()
+	ke, ok := errors.AsType[*kerr.Error](err)
+	if !ok || ke == nil {
+		return msg
+	}
+	full := ke.Error()
+	switch {
+	case msg == full:
+		return ke.Description
+	case strings.Contains(msg, full+": "):
+		return strings.Replace(msg, full+": ", "", 1)
+	}
+	return strings.Replace(msg, ": "+full, "", 1)
 }
 
 // maxErrorMessage bounds an error message: a message quotes what the

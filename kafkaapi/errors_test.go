@@ -68,3 +68,22 @@ func TestErrorMessagesAreBounded(t *testing.T) {
 		t.Fatalf("a short message became %q", *short)
 	}
 }
+
+// A message does not repeat the code's name and description, which the
+// response's code already says: only what the broker adds.
+func TestErrorMessagesOmitTheCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: topic \"t\" has 2 partitions", kerr.InvalidPartitions), `topic "t" has 2 partitions`},
+		{fmt.Errorf("partition 3: %w", kerr.NotLeaderForPartition), "partition 3"},
+		{fmt.Errorf("%w: %w", kerr.InvalidRequest, errors.New("bad")), "bad"},
+		{kerr.InvalidRequest, kerr.InvalidRequest.Description},
+		{errors.New("plain"), "plain"},
+	} {
+		if got := *errorMessage(tc.err); got != tc.want {
+			t.Errorf("errorMessage(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

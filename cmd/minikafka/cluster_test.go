@@ -119,6 +119,11 @@ func TestCLIAgainstCluster(t *testing.T) {
 			{cmd("topic", "create", "events"), "", `minikafka: topic "events" already exists`},
 			{cmd("produce", "events", "--partition", "7"), "x\n", `minikafka: topic "events" has no partition 7 (it has 2)`},
 			{cmd("consume", "events", "--partition", "2"), "", `minikafka: topic "events" has no partition 2 (it has 2)`},
+			// The code appears once: the broker's message adds only what the code does not say.
+			{cmd("topic", "add-partitions", "events", "--partitions", "1"), "",
+				`minikafka: add partitions to "events": kafka: INVALID_PARTITIONS (37): topic "events" has 2 partitions; the new count must be larger`},
+			{cmd("topic", "create", "big", "--replication-factor", "5"), "",
+				`minikafka: create topic "big": kafka: INVALID_REPLICATION_FACTOR (38): replication factor 5 is larger than the 3 live brokers`},
 		} {
 			r := runCLI(t, tc.stdin, tc.args...)
 			if r.code != exitFailure || r.stderr != tc.want+"\n" || r.stdout != "" {
