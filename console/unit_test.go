@@ -25,7 +25,7 @@ func TestShow(t *testing.T) {
 		{[]byte(`{"a":[1,2]}`), "json", "{\n  \"a\": [\n    1,\n    2\n  ]\n}", false},
 		{[]byte(` [true] `), "json", "[\n  true\n]", false},
 		{[]byte(`{"a":`), "text", `{"a":`, false}, // not valid JSON: text
-		{[]byte("42"), "text", "42", false},      // a JSON scalar stays text
+		{[]byte("42"), "text", "42", false},       // a JSON scalar stays text
 		{[]byte("héllo\tworld\n"), "text", "héllo\tworld\n", false},
 		{[]byte("bell\x07"), "hex", "62656c6c07", false},
 		{[]byte{0xff, 0xfe}, "hex", "fffe", false},
