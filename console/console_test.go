@@ -129,6 +129,9 @@ func TestConsolePagesInChromium(t *testing.T) {
 	if got := b.texts(`[...document.querySelectorAll("#brokers tr.down")].map(r => r.dataset.broker)`); !slices.Equal(got, []string{"3"}) {
 		t.Errorf("brokers marked down: %v, want [3]", got)
 	}
+	if got := b.cells("brokers", 3); len(got) != 3 || got[2] == "–" || got[0] != "–" {
+		t.Errorf("down-since column %q: want a time for broker 3 alone", got)
+	}
 	b.shot("overview")
 	b.noErrors("overview")
 

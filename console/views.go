@@ -22,6 +22,9 @@ type brokerRow struct {
 	Up         bool      `json:"up"`
 	Controller bool      `json:"controller"`
 	Self       bool      `json:"self"` // the node serving this console
+	// DownSince is when this node saw the broker go down (Unix
+	// milliseconds); 0 when up or unknown.
+	DownSince int64 `json:"downSince,omitempty"`
 	Disk       *diskInfo `json:"disk,omitempty"`
 }
 
@@ -52,8 +55,12 @@ func (c *Console) overview(ctx context.Context, a *access, _ *http.Request) (any
 	st := c.cfg.Source.State()
 	out := overviewResp{ClusterID: md.Cluster, NodeID: st.NodeID, Controller: md.Controller, Topics: len(md.Topics)}
 	known := map[int32]string{}
+	downSince := map[int32]int64{}
 	for _, b := range st.Brokers {
 		known[b.ID] = b.Addr
+		if !b.Up && !b.DownSince.IsZero() {
+			downSince[b.ID] = b.DownSince.UnixMilli()
+		}
 	}
 	for _, t := range md.Topics {
 		for _, p := range t.Partitions {
@@ -78,6 +85,9 @@ func (c *Console) overview(ctx context.Context, a *access, _ *http.Request) (any
 	}
 	for id, addr := range known {
 		row := brokerRow{ID: id, Addr: addr, Up: live[id], Controller: id == md.Controller, Self: id == st.NodeID}
+		if !row.Up {
+			row.DownSince = downSince[id]
+		}
 		if row.Self && st.Disk.Total > 0 {
 			row.Disk = &diskInfo{Total: st.Disk.Total, Free: st.Disk.Free, Alert: st.Disk.Alert()}
 		}

@@ -139,7 +139,7 @@ async function overviewView() {
   const o = await api("overview");
   const rows = o.brokers.map(b => ({
     attrs: {class: b.up ? "up" : "down", "data-broker": b.id},
-    cells: [b.id, b.addr || "–", b.up ? "up" : "down",
+    cells: [b.id, b.addr || "–", b.up ? "up" : "down", b.downSince ? time(b.downSince) : "–",
       [b.controller ? "controller" : "", b.self ? "this node" : ""].filter(Boolean).join(", ") || "–",
       b.disk ? `${bytes(b.disk.total - b.disk.free)} used of ${bytes(b.disk.total)}` + (b.disk.alert ? (b.disk.alert === 2 ? " (refusing writes)" : " (low)") : "") : "–"],
   }));
@@ -154,7 +154,7 @@ async function overviewView() {
       card("under-replicated", o.underReplicated, o.underReplicated ? "warn" : "ok"),
       card("offline", o.offline, o.offline ? "bad" : "ok")),
     el("h2", {}, "Brokers"),
-    table("brokers", ["Id", "Kafka address", "State", "Role", "Data disk"], rows),
+    table("brokers", ["Id", "Kafka address", "State", "Down since", "Role", "Data disk"], rows),
     el("p", {class: "muted"}, `Disk use is known for the node serving this console (node ${o.nodeId}); open another node's console for its disk.`));
 }
 
