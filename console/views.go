@@ -17,15 +17,15 @@ import (
 // cluster knows it (a partition names it as a replica, or the node's
 // metadata lists it) but the Kafka metadata does not list it as live.
 type brokerRow struct {
-	ID         int32     `json:"id"`
-	Addr       string    `json:"addr"`
-	Up         bool      `json:"up"`
-	Controller bool      `json:"controller"`
-	Self       bool      `json:"self"` // the node serving this console
+	ID         int32  `json:"id"`
+	Addr       string `json:"addr"`
+	Up         bool   `json:"up"`
+	Controller bool   `json:"controller"`
+	Self       bool   `json:"self"` // the node serving this console
 	// DownSince is when this node saw the broker go down (Unix
 	// milliseconds); 0 when up or unknown.
-	DownSince int64 `json:"downSince,omitempty"`
-	Disk       *diskInfo `json:"disk,omitempty"`
+	DownSince int64     `json:"downSince,omitempty"`
+	Disk      *diskInfo `json:"disk,omitempty"`
 }
 
 // diskInfo is a node's data disk, in bytes.
