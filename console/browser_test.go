@@ -137,6 +137,20 @@ func (b *browser) openIn(url, page, state string) {
 	}
 }
 
+// openUntil opens url until cond holds of the page shown, for up to 30
+// s; the caller then checks what it needs, with the last page shown.
+func (b *browser) openUntil(url, page string, cond func() bool) {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b.open(url, page)
+		if cond() || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // do runs steps within 30 s.
 func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()

@@ -119,7 +119,7 @@ function chart(id, series, unit) {
     if (s.points.length === 0) return;
     const pts = s.points.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
     mk("polyline", {points: pts, class: "s" + i, "data-series": s.name});
-    for (const p of s.points.slice(-60)) mk("circle", {cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 2.5, class: "d" + i});
+    for (const p of s.points.slice(-60)) mk("circle", {cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 2.5, class: "d" + i, "data-v": p[1]});
   });
   return svg;
 }
