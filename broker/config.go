@@ -49,6 +49,10 @@ type Config struct {
 	ConnectionFailedAuthenticationDelay time.Duration
 	MaxFailedAuthenticationsPerIP       int
 	FailedAuthenticationsWindow         time.Duration
+	// ConsoleAdminKey turns on the web console's write actions for
+	// visitors who present it (console.Config.AdminKey); empty: the
+	// console is read-only.
+	ConsoleAdminKey string
 
 	RaftAddr           string // host:port for every Raft group and internal RPC
 	AdvertisedRaftAddr string

@@ -28,7 +28,7 @@ func (n *Node) startConsole() {
 	k, err := n.consoleKafka()
 	if err == nil {
 		n.console, err = console.New(console.Config{Source: n.admin, GroupOffsets: n.localGroupOffsets, Kafka: k,
-			Logger: n.logger.With("part", "console")})
+			AdminKey: n.cfg.ConsoleAdminKey, Logger: n.logger.With("part", "console")})
 	}
 	if err != nil {
 		n.logger.Warn("web console disabled", "err", err)

@@ -95,8 +95,14 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, ErrNotLoggedIn), errors.Is(err, ErrBadCredentials):
 		return http.StatusUnauthorized
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, ErrBadRequest), errors.Is(err, kerr.InvalidTopicException), errors.Is(err, kerr.InvalidPartitions),
+		errors.Is(err, kerr.InvalidReplicationFactor), errors.Is(err, kerr.InvalidConfig), errors.Is(err, kerr.InvalidRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrReadOnly), errors.Is(err, ErrAdminKey):
+		return http.StatusForbidden
+	case errors.Is(err, ErrGroupActive), errors.Is(err, kerr.TopicAlreadyExists), errors.Is(err, kerr.NonEmptyGroup),
+		errors.Is(err, kerr.UnknownMemberID):
+		return http.StatusConflict
 	case errors.Is(err, ErrNotFound), errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.GroupIDNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),

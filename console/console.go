@@ -49,6 +49,10 @@ type Config struct {
 	MaxRecords     int           // 200 records per browse
 	MaxBrowseBytes int           // 1 MiB of record bytes per browse
 	MaxBrowses     int           // 4 browses at once
+	// AdminKey, when set, turns on the write actions (create and delete
+	// topics, reset a group's offsets) for requests that present it;
+	// empty: the console is read-only.
+	AdminKey string
 }
 
 func (c *Config) defaults() {
@@ -155,6 +159,10 @@ func (c *Console) routes() *http.ServeMux {
 	mux.Handle("GET /console/api/groups/{group}", c.api(c.group))
 	mux.Handle("GET /console/api/throughput", c.api(c.throughput))
 	mux.Handle("GET /console/api/reassignments", c.api(c.reassignments))
+	mux.Handle("POST /console/api/unlock", c.write(c.unlock))
+	mux.Handle("POST /console/api/topics", c.write(c.createTopic))
+	mux.Handle("POST /console/api/topics/{topic}/delete", c.write(c.deleteTopic))
+	mux.Handle("POST /console/api/groups/{group}/reset", c.write(c.resetGroup))
 	return mux
 }
 

@@ -132,6 +132,13 @@ func TestConsolePagesInChromium(t *testing.T) {
 	if got := b.cells("brokers", 3); len(got) != 3 || got[2] == "–" || got[0] != "–" {
 		t.Errorf("down-since column %q: want a time for broker 3 alone", got)
 	}
+	// No console_admin_key: read-only, and the writes are refused.
+	if got := b.texts(`[document.getElementById("mode").innerText, String(document.querySelectorAll("#unlock").length)]`); got[0] != "Read-only." || got[1] != "0" {
+		t.Errorf("footer %q and %s unlock forms, want Read-only. and none", got[0], got[1])
+	}
+	if code := post(t, srv.URL+"/console/api/topics", "anything-at-all-here", "application/json", `{"name":"x"}`); code != http.StatusForbidden {
+		t.Errorf("a write on a read-only console: %d, want 403", code)
+	}
 	b.shot("overview")
 	b.noErrors("overview")
 

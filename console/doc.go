@@ -6,7 +6,9 @@
 // offset or a time, consumer groups (members, assignment, lag per
 // partition and over time), this node's traffic over time, and the
 // reassignments in progress. Every asset is embedded; nothing is fetched
-// from elsewhere. The console is read-only.
+// from elsewhere. The console is read-only unless Config.AdminKey is set:
+// then a visitor who presents that key may create and delete topics and
+// reset a group's offsets (writes.go).
 //
 // The console reads the cluster as a Kafka client of its own node's
 // listener. When the listener authenticates (SASL), each visitor logs in

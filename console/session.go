@@ -117,11 +117,11 @@ type sessionInfo struct {
 	Secure     bool     `json:"secure"` // the listener authenticates: log in first
 	User       string   `json:"user"`   // "" when not logged in
 	Mechanisms []string `json:"mechanisms,omitempty"`
-	ReadOnly   bool     `json:"readOnly"`
+	ReadOnly   bool     `json:"readOnly"` // no admin key: nothing can be changed here
 }
 
 func (c *Console) serveSession(w http.ResponseWriter, r *http.Request) {
-	info := sessionInfo{Secure: c.cfg.Kafka.SASL, Mechanisms: c.mechanisms(), ReadOnly: true}
+	info := sessionInfo{Secure: c.cfg.Kafka.SASL, Mechanisms: c.mechanisms(), ReadOnly: c.cfg.AdminKey == ""}
 	if s := c.sessions.fromRequest(r, time.Now()); s != nil && info.Secure {
 		info.User = s.acc.user
 	}
@@ -178,7 +178,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	s := c.sessions.add(acc, time.Now())
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.id, Path: "/console/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	writeJSON(w, http.StatusOK, sessionInfo{Secure: true, User: cr.User, ReadOnly: true})
+	writeJSON(w, http.StatusOK, sessionInfo{Secure: true, User: cr.User, ReadOnly: c.cfg.AdminKey == ""})
 }
 
 func (c *Console) checkLogin(r *http.Request, acc *access) error {
@@ -191,5 +191,5 @@ func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 	c.sessions.remove(r)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode})
-	writeJSON(w, http.StatusOK, sessionInfo{Secure: c.cfg.Kafka.SASL, ReadOnly: true})
+	writeJSON(w, http.StatusOK, sessionInfo{Secure: c.cfg.Kafka.SASL, Mechanisms: c.mechanisms(), ReadOnly: c.cfg.AdminKey == ""})
 }

@@ -97,7 +97,8 @@ func keys() []key {
 		{"log_rate_limit", defaultLogRateLimit, "log lines of one kind (level, message and logger, whatever the partition) written per log_rate_interval; the rest are counted and reported in one line at the interval's end (0 = no limit)"},
 		{"log_rate_interval", logging.DefaultRateInterval, "the window of log_rate_limit"},
 		{"debug_addr", "", "host:port serving Go's /debug/pprof profiles over HTTP (empty = off; bind it to loopback)"},
-		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz and the status page / over HTTP (empty = off; no authentication, so loopback unless the network is trusted)"},
+		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz, the status page / and the web console /console/ over HTTP (empty = off; no authentication but the console's SASL login, so loopback unless the network is trusted)"},
+		{"console_admin_key", "", "a secret of at least 16 characters that turns on the web console's write actions (create and delete topics, reset a group's offsets) for visitors who enter it; their ACLs still apply (empty = the console is read-only)"},
 	}
 	ks = append(ks, securityKeys()...)
 	ks = append(ks, storageKeys(d.Storage)...)
@@ -312,6 +313,9 @@ func fromViper(v *viper.Viper) (options, error) {
 	}
 	o.DebugAddr = g.hostPort("debug_addr")
 	o.AdminAddr = g.hostPort("admin_addr")
+	if c.ConsoleAdminKey = g.string("console_admin_key"); c.ConsoleAdminKey != "" && len(c.ConsoleAdminKey) < 16 {
+		g.fail("console_admin_key", "(hidden)", errors.New("must be at least 16 characters"))
+	}
 	if o.MemoryLimit = g.int64("memory_limit"); o.MemoryLimit < 0 {
 		g.fail("memory_limit", o.MemoryLimit, errors.New("must not be negative (0: a share of the machine's memory)"))
 	}

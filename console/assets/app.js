@@ -6,6 +6,7 @@
 const API = "/console/api/";
 let session = null; // {secure, user, mechanisms, readOnly}
 let timer = null;   // the refresh of the page shown, if it has one
+let adminKey = "";  // the admin key, once unlocked: kept in this page's memory only
 
 // el makes an element: attrs are attributes (class, id, href, data-*),
 // children are nodes or strings (added as text).
@@ -45,6 +46,28 @@ async function api(path, opts) {
   try { body = await r.json(); } catch (e) { body = null; }
   if (!r.ok) throw new HTTPError(r.status, (body && body.error) || r.statusText);
   return body;
+}
+
+// write runs a write action with the admin key.
+function write(path, body) {
+  return api(path, {method: "POST", headers: {"Content-Type": "application/json", "X-Console-Admin-Key": adminKey},
+    body: JSON.stringify(body || {})});
+}
+
+// writeForm makes a form whose submit runs action(formData) and then
+// done(result); a failure is shown in the form.
+function writeForm(id, fields, button, action, done) {
+  const form = el("form", {id, class: "write"}, fields, el("button", {type: "submit"}, button));
+  form.addEventListener("submit", async ev => {
+    ev.preventDefault();
+    form.querySelector(".error")?.remove();
+    try {
+      done(await action(new FormData(form)));
+    } catch (err) {
+      form.append(el("p", {class: "error write-error"}, err.message));
+    }
+  });
+  return form;
 }
 
 function bytes(n) {
@@ -167,7 +190,13 @@ async function topicsView() {
       el("td", {class: "num " + (t.offline ? "bad" : "")}, String(t.offline)), t.records,
       t.sizedPartitions ? `${bytes(t.size)} (${t.sizedPartitions} of ${t.partitions})` : "–"],
   }));
-  show("topics", el("h1", {}, "Topics"),
+  const create = adminKey ? writeForm("create-topic", [
+    el("label", {}, "New topic", el("input", {name: "name", required: true})),
+    el("label", {}, "Partitions", el("input", {name: "partitions", type: "number", min: 1, placeholder: "default"})),
+    el("label", {}, "Replication", el("input", {name: "replication", type: "number", min: 1, placeholder: "default"})),
+  ], "Create topic", f => write("topics", {name: f.get("name"), partitions: Number(f.get("partitions")) || 0,
+    replicationFactor: Number(f.get("replication")) || 0}), () => route()) : "";
+  show("topics", el("h1", {}, "Topics"), create,
     table("topics", ["Topic", "Partitions", "Replication", "Under-replicated", "Offline", "Records", "Size on this node"], rows, "no topics"));
 }
 
@@ -185,7 +214,10 @@ async function topicView(name) {
     el("h2", {}, "Partitions"),
     table("partitions", ["Partition", "Leader", "Replicas", "In sync", "Offline", "Start offset", "End offset", "Size on this node", ""], rows),
     el("h2", {}, "Configs"),
-    t.configsError ? el("p", {class: "error"}, t.configsError) : table("configs", ["Name", "Value", "Source"], cfgs));
+    t.configsError ? el("p", {class: "error"}, t.configsError) : table("configs", ["Name", "Value", "Source"], cfgs),
+    adminKey ? writeForm("delete-topic", [el("label", {}, "Delete this topic and all its records",
+      el("span", {}, el("input", {name: "confirm", type: "checkbox", required: true, id: "delete-confirm"}), " I mean it"))],
+    "Delete topic", () => write("topics/" + encodeURIComponent(name) + "/delete"), () => { location.hash = "#/topics"; }) : "");
 }
 
 function fieldCell(f) {
@@ -258,7 +290,11 @@ async function groupView(name) {
     el("h2", {}, "Members"), table("members", ["Member", "Client id", "Host", "Assigned"], members, "no members"),
     el("h2", {}, "Offsets and lag"), table("offsets", ["Topic", "Partition", "Committed", "End", "Lag", "Member"], offsets, "no committed offsets"),
     el("h2", {}, "Lag over time"), chart("lag-chart", [{name: "lag", points: g.history.map(p => [p.at, p.lag])}], "rec"),
-    el("p", {class: "muted"}, "Sampled by this node from its copies of the groups' offsets."));
+    el("p", {class: "muted"}, "Sampled by this node from its copies of the groups' offsets."),
+    adminKey ? writeForm("reset-group", [
+      el("label", {}, "Reset offsets of topic", el("select", {name: "topic"}, [...new Set(g.offsets.map(o => o.topic))].map(t => el("option", {value: t}, t)))),
+      el("label", {}, "To", el("select", {name: "to"}, el("option", {value: "earliest"}, "earliest"), el("option", {value: "latest"}, "latest"))),
+    ], "Reset offsets", f => write("groups/" + encodeURIComponent(name) + "/reset", {topic: f.get("topic"), to: f.get("to")}), () => route()) : "");
 }
 
 async function throughputView() {
@@ -304,10 +340,29 @@ function loginView(message) {
 function renderWho() {
   const who = document.getElementById("who");
   who.replaceChildren();
+  document.getElementById("mode").textContent = session.readOnly ? "Read-only." : adminKey ? "Writes unlocked." : "Writes need the admin key.";
+  if (!session.readOnly && !adminKey && !(session.secure && !session.user)) {
+    const form = el("form", {id: "unlock", class: "unlock"}, el("input", {id: "admin-key", type: "password", placeholder: "admin key", autocomplete: "off"}),
+      el("button", {type: "submit"}, "Unlock writes"));
+    form.addEventListener("submit", async ev => {
+      ev.preventDefault();
+      const key = form.querySelector("#admin-key").value;
+      try {
+        await api("unlock", {method: "POST", headers: {"Content-Type": "application/json", "X-Console-Admin-Key": key}, body: "{}"});
+        adminKey = key;
+        renderWho();
+        route();
+      } catch (err) {
+        form.append(el("span", {class: "bad", id: "unlock-error"}, " " + err.message));
+      }
+    });
+    who.append(form);
+  }
   if (session && session.secure && session.user) {
     const out = el("button", {type: "button", id: "logout"}, "Log out");
     out.addEventListener("click", async () => {
       session = await api("logout", {method: "POST"});
+      adminKey = "";
       renderWho();
       loginView();
     });
