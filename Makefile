@@ -39,7 +39,9 @@ raft-diff:
 # What the interop tests need besides Go: librdkafka as Debian's kcat and
 # python3-confluent-kafka, and the Node.js clients pinned by
 # test/interop/package-lock.json (kafkajs), installed with npm ci. The
-# metrics tests need promtool (Debian's prometheus) and chromium.
+# metrics tests need promtool (Debian's prometheus) and chromium; the
+# network-namespace test ip (iproute2), the systemd unit's test
+# systemd-analyze.
 # Installed quietly, only what is missing or stale: when everything is
 # there this only looks. Where an install fails, kcat's tests skip and the
 # group suite's test of that client fails, saying what is missing.
@@ -48,6 +50,8 @@ test-deps:
 	@missing=; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	{ command -v ip || [ -x /usr/sbin/ip ]; } >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 \
 	  || python3 -c 'import confluent_kafka' >/dev/null 2>&1 \
@@ -64,6 +68,16 @@ test-deps:
 	    && cd test/interop && npm ci --no-audit --no-fund --loglevel=error >/dev/null; } \
 	    || echo "could not install test/interop's Node.js clients: the kafkajs group test will fail"; \
 	fi
+
+# Nodes on separate hosts (issue 31, test/netns; about 35 s, also part of
+# make test): three nodes each in its own network namespace and address,
+# bound to all interfaces and advertising their own, clients in a fourth;
+# produce, consume in a group, kill -9 a leader, produce and consume
+# again, restart the killed node at a new address, read everything back.
+# Needs root (CAP_NET_ADMIN); MINIKAFKA_NETNS_KEEP=1 keeps the nodes' logs.
+.PHONY: netns
+netns:
+	$(GO) test -count=1 -v -run 'TestThreeHosts' ./test/netns/
 
 # A single embedded node in the foreground, Kafka on 127.0.0.1:9092.
 run: build
