@@ -122,6 +122,27 @@ func TestConsolePagesInChromium(t *testing.T) {
 	})
 	base := srv.URL + "/console/#/"
 
+	overviewShown(t, b, base, srv.URL)
+	topicsShown(t, b, base)
+	recordsBrowsed(t, b, base, t0)
+	groupsListed(t, b, base)
+	groupLagCharted(t, b, base)
+
+	throughputCharted(t, b, base)
+
+	b.open(base+"reassignments", "reassignments")
+	if got := b.texts(`[...document.querySelectorAll("#reassignments tbody tr.empty")].map(r => r.innerText)`); len(got) != 1 {
+		t.Errorf("reassignments table: %v, want the one 'none in progress' row", got)
+	}
+	b.shot("reassignments")
+	b.noErrors("reassignments")
+	t.Logf("screenshots in %s", b.shots)
+}
+
+// overviewShown checks the overview: brokers 1 and 2 up, 3 down with
+// since when, and the console read-only (no console_admin_key).
+func overviewShown(t *testing.T, b *browser, base, url string) {
+	t.Helper()
 	b.open(base, "overview")
 	if got := b.cells("brokers", 2); !slices.Equal(got, []string{"up", "up", "down"}) {
 		t.Errorf("broker states %v, want up, up, down", got)
@@ -136,12 +157,16 @@ func TestConsolePagesInChromium(t *testing.T) {
 	if got := b.texts(`[document.getElementById("mode").innerText, String(document.querySelectorAll("#unlock").length)]`); got[0] != "Read-only." || got[1] != "0" {
 		t.Errorf("footer %q and %s unlock forms, want Read-only. and none", got[0], got[1])
 	}
-	if code := post(t, srv.URL+"/console/api/topics", "anything-at-all-here", "application/json", `{"name":"x"}`); code != http.StatusForbidden {
+	if code := post(t, url+"/console/api/topics", "anything-at-all-here", "application/json", `{"name":"x"}`); code != http.StatusForbidden {
 		t.Errorf("a write on a read-only console: %d, want 403", code)
 	}
 	b.shot("overview")
 	b.noErrors("overview")
+}
 
+// topicsShown checks the topic list and orders' page.
+func topicsShown(t *testing.T, b *browser, base string) {
+	t.Helper()
 	b.open(base+"topics", "topics")
 	if got := b.cells("topics", 0); !slices.Contains(got, "orders") {
 		t.Errorf("topics %v lack orders", got)
@@ -165,7 +190,12 @@ func TestConsolePagesInChromium(t *testing.T) {
 	}
 	b.shot("topic")
 	b.noErrors("topic")
+}
 
+// recordsBrowsed browses orders-0 from offset 0 and from the second
+// record's time.
+func recordsBrowsed(t *testing.T, b *browser, base string, t0 time.Time) {
+	t.Helper()
 	b.open(base+"messages?topic=orders&partition=0&offset=0", "messages")
 	if got := b.cells("records", 0); !slices.Equal(got, []string{"0", "1", "2"}) {
 		t.Fatalf("records browsed from offset 0: offsets %v", got)
@@ -189,7 +219,11 @@ func TestConsolePagesInChromium(t *testing.T) {
 		t.Errorf("records browsed from the second record's time: offsets %v, want 1 2", got)
 	}
 	b.noErrors("messages by time")
+}
 
+// groupsListed checks billing's lag in the group list.
+func groupsListed(t *testing.T, b *browser, base string) {
+	t.Helper()
 	var names, lags []string
 	b.openUntil(base+"groups", "groups", func() bool {
 		names, lags = b.cells("groups", 0), b.cells("groups", 5)
@@ -201,18 +235,6 @@ func TestConsolePagesInChromium(t *testing.T) {
 	}
 	b.shot("groups")
 	b.noErrors("groups")
-
-	groupLagCharted(t, b, base)
-
-	throughputCharted(t, b, base)
-
-	b.open(base+"reassignments", "reassignments")
-	if got := b.texts(`[...document.querySelectorAll("#reassignments tbody tr.empty")].map(r => r.innerText)`); len(got) != 1 {
-		t.Errorf("reassignments table: %v, want the one 'none in progress' row", got)
-	}
-	b.shot("reassignments")
-	b.noErrors("reassignments")
-	t.Logf("screenshots in %s", b.shots)
 }
 
 // groupLagCharted opens billing's page until the lag chart has a sample

@@ -51,29 +51,9 @@ func TestConsoleWritesWithAdminKey(t *testing.T) {
 	api := srv.URL + "/console/api/"
 	adm := kadm.NewClient(c.Client(t))
 
-	for _, tc := range []struct {
-		key, ctype string
-		want       int
-	}{
-		{"", "application/json", http.StatusForbidden},
-		{"wrong-key-0123456789", "application/json", http.StatusForbidden},
-		{adminKey, "text/plain", http.StatusBadRequest},
-	} {
-		if code := post(t, api+"topics", tc.key, tc.ctype, `{"name":"refused"}`); code != tc.want {
-			t.Errorf("create with key %q, %s: %d, want %d", tc.key, tc.ctype, code, tc.want)
-		}
-	}
-	if code := post(t, api+"topics", adminKey, "application/json", `{"name":"made","partitions":2,"replicationFactor":1}`); code != http.StatusOK {
-		t.Fatalf("create with the key: %d", code)
-	}
-	if code := post(t, api+"topics", adminKey, "application/json", `{"name":"made"}`); code != http.StatusConflict {
-		t.Errorf("create again: %d, want 409", code)
-	}
+	writesThroughAPI(t, api, adm)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if md, err := adm.Metadata(ctx, "made", "refused"); err != nil || len(md.Topics["made"].Partitions) != 2 || md.Topics["refused"].Err == nil {
-		t.Fatalf("after the creates: %v %+v", err, md.Topics)
-	}
 
 	// A group 3 records behind on topic made, reset to the end through
 	// the page.
@@ -130,4 +110,33 @@ func TestConsoleWritesWithAdminKey(t *testing.T) {
 	}
 	b.shot("topics-created")
 	b.noErrors("create topic")
+}
+
+// writesThroughAPI checks that a write needs the key and a JSON body, and
+// creates topic made (2 partitions) with the key.
+func writesThroughAPI(t *testing.T, api string, adm *kadm.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		key, ctype string
+		want       int
+	}{
+		{"", "application/json", http.StatusForbidden},
+		{"wrong-key-0123456789", "application/json", http.StatusForbidden},
+		{adminKey, "text/plain", http.StatusBadRequest},
+	} {
+		if code := post(t, api+"topics", tc.key, tc.ctype, `{"name":"refused"}`); code != tc.want {
+			t.Errorf("create with key %q, %s: %d, want %d", tc.key, tc.ctype, code, tc.want)
+		}
+	}
+	if code := post(t, api+"topics", adminKey, "application/json", `{"name":"made","partitions":2,"replicationFactor":1}`); code != http.StatusOK {
+		t.Fatalf("create with the key: %d", code)
+	}
+	if code := post(t, api+"topics", adminKey, "application/json", `{"name":"made"}`); code != http.StatusConflict {
+		t.Errorf("create again: %d, want 409", code)
+	}
+	if md, err := adm.Metadata(ctx, "made", "refused"); err != nil || len(md.Topics["made"].Partitions) != 2 || md.Topics["refused"].Err == nil {
+		t.Fatalf("after the creates: %v %+v", err, md.Topics)
+	}
 }
