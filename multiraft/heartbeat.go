@@ -23,7 +23,8 @@ import (
 // its heartbeat answered statusSlow, so that one stuck group never holds up
 // the others. And raft's handler is quick except when it must first persist
 // a newer term (a bbolt commit and fsync): when the heartbeat's term is
-// newer than the member's, or the member is not a follower. When hundreds
+// newer than the member's, or the same and the member is not a follower
+// (an older term is refused at once). When hundreds
 // of groups elect at once, hundreds of such heartbeats queue in the same
 // frames and add up to seconds, every other heartbeat in them comes too
 // late, and more elections follow. Such a heartbeat therefore runs in a
@@ -438,10 +439,16 @@ func (h *Host) handleHeartbeat(e *hbEntry) hbResult {
 }
 
 // writesTerm reports whether raft will persist a term before answering the
-// heartbeat (the heartbeat guard).
+// heartbeat (the heartbeat guard): a newer term, or the current one to a
+// member that is not a follower. An older term is refused at once, with
+// the member's term, which the leader must see to step down.
 func (t *transport) writesTerm(req *raft.AppendEntriesRequest) bool {
 	v := t.view.Load()
-	return v != nil && (req.Term > (*v).CurrentTerm() || (*v).State() != raft.Follower)
+	if v == nil {
+		return false
+	}
+	term := (*v).CurrentTerm()
+	return req.Term > term || (req.Term == term && (*v).State() != raft.Follower)
 }
 
 // track counts a heartbeat being handled in bg, so that Close waits for

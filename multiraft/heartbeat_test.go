@@ -150,6 +150,30 @@ func TestHeartbeatGuard(t *testing.T) {
 	}
 }
 
+// A heartbeat of an older term than a candidate's (or any member's) is
+// refused without persisting anything, so it is answered inline: the
+// leader must see the higher term and step down. Answered in the
+// background, the refusal was dropped, and a candidate whose pre-votes the
+// others refuse (they hear from the leader) stayed one for ever.
+func TestHeartbeatOfAnOlderTermIsAnswered(t *testing.T) {
+	n := newTestNet(t, nil)
+	h := n.start(1)
+	tr := bareTransport(t, h, "g")
+	tr.SetHeartbeatHandler(func(rpc raft.RPC) {
+		rpc.Respond(&raft.AppendEntriesResponse{Term: 5}, nil) // raft: a.Term < currentTerm
+	})
+	for _, st := range []raft.RaftState{raft.Candidate, raft.Follower, raft.Leader} {
+		setView(tr, fakeView{term: 5, state: st})
+		r := h.handleHeartbeat(entry("g", 4))
+		if r.status != statusOK || r.resp.Term != 5 {
+			t.Fatalf("%v at term 5, heartbeat of term 4: status %d, term %d; want the refusal with term 5 inline", st, r.status, r.resp.Term)
+		}
+	}
+	if r := h.handleHeartbeat(entry("nope", 1)); r.status != statusUnknownGroup {
+		t.Fatalf("unknown group: status %d", r.status)
+	}
+}
+
 // Close waits for a background heartbeat and refuses new ones; run under
 // -race, it orders every background start before the wait.
 func TestHeartbeatGuardCloseRacesHeartbeats(t *testing.T) {
