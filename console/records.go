@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -132,20 +133,47 @@ func (c *Console) records(ctx context.Context, a *access, r *http.Request) (any,
 		return nil, fmt.Errorf("console: browse client: %w", err)
 	}
 	defer cl.Close()
+	if err := c.poll(ctx, cl, &out, b.Limit); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// How long a browse waits for more records before it takes the rest of
+// the partition to hold none it can show (transaction markers up to the
+// end): longer for the first, which may need new connections.
+const (
+	browseFirstIdle = 5 * time.Second
+	browseIdle      = 2 * time.Second
+)
+
+// poll reads records into out until the partition's end, the limit or
+// the byte cap; out.Capped tells whether a cap stopped it.
+func (c *Console) poll(ctx context.Context, cl *kgo.Client, out *recordsResp, limit int) error {
 	size := 0
-	for out.Next < out.End && len(out.Records) < b.Limit && size < c.cfg.MaxBrowseBytes {
-		fs := cl.PollRecords(ctx, b.Limit-len(out.Records))
+	capped := func() bool { return len(out.Records) >= limit || size >= c.cfg.MaxBrowseBytes }
+	for out.Next < out.End && !capped() {
+		idle := browseIdle
+		if len(out.Records) == 0 {
+			idle = browseFirstIdle
+		}
+		pctx, cancel := context.WithTimeout(ctx, idle)
+		fs := cl.PollRecords(pctx, limit-len(out.Records))
+		cancel()
 		if err := ctx.Err(); err != nil {
 			if len(out.Records) > 0 {
 				break // show what arrived in time
 			}
-			return nil, err
+			return err
 		}
-		for _, e := range fs.Errors() {
-			return nil, e.Err
+		if errs := fs.Errors(); len(errs) > 0 {
+			if errors.Is(errs[0].Err, context.DeadlineExceeded) {
+				break // nothing more to show before the end
+			}
+			return errs[0].Err
 		}
 		for _, rec := range fs.Records() {
-			if len(out.Records) >= b.Limit || size >= c.cfg.MaxBrowseBytes {
+			if capped() {
 				break
 			}
 			size += len(rec.Key) + len(rec.Value)
@@ -153,8 +181,8 @@ func (c *Console) records(ctx context.Context, a *access, r *http.Request) (any,
 			out.Next = rec.Offset + 1
 		}
 	}
-	out.Capped = out.Next < out.End
-	return out, nil
+	out.Capped = out.Next < out.End && capped()
+	return nil
 }
 
 // bounds are a partition's start and end offsets.
