@@ -110,6 +110,27 @@ func TestConsoleWritesWithAdminKey(t *testing.T) {
 	}
 	b.shot("topics-created")
 	b.noErrors("create topic")
+	resetRefusedWhileMembers(t, c, api)
+}
+
+// resetRefusedWhileMembers: a group with a member is not reset (409); its
+// member would overwrite the offsets.
+func resetRefusedWhileMembers(t *testing.T, c *testcluster.Cluster, api string) {
+	t.Helper()
+	member := c.Client(t, kgo.ConsumerGroup("busy"), kgo.ConsumeTopics("from-page"))
+	adm := kadm.NewClient(c.Client(t))
+	eventually(t, 20*time.Second, "busy has a member", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		member.PollFetches(ctx)
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d, err := adm.DescribeGroups(ctx, "busy")
+		return err == nil && len(d["busy"].Members) == 1
+	})
+	if code := post(t, api+"groups/busy/reset", adminKey, "application/json", `{"topic":"from-page","to":"earliest"}`); code != http.StatusConflict {
+		t.Errorf("reset of a group with a member: %d, want 409", code)
+	}
 }
 
 // writesThroughAPI checks that a write needs the key and a JSON body, and
