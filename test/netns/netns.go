@@ -9,7 +9,8 @@
 //
 //  1. Setup a Net of hosts (needs root or CAP_NET_ADMIN; it registers
 //     cleanup that deletes the namespaces and the bridge, even when the
-//     test fails).
+//     test fails, and first removes those of earlier runs whose process
+//     was killed before its cleanup).
 //  2. Build the binaries (Build) and Start nodes with NodeConfig's YAML;
 //     Start registers cleanup that kills them.
 //  3. Run clients with Net.Command in a namespace of their own.
@@ -24,6 +25,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,6 +68,7 @@ func Setup(ctx context.Context, t testing.TB, hosts int) (*Net, error) {
 		subnet: fmt.Sprintf("10.77.%d", pid%250+1),
 		hosts:  hosts, addr: map[int]string{},
 	}
+	sweep(ctx)
 	if err := ip(ctx, "netns", "add", n.NS(1)); err != nil {
 		if msg := err.Error(); strings.Contains(msg, "not permitted") || strings.Contains(msg, "denied") {
 			return nil, fmt.Errorf("%w: %w", ErrNoPrivilege, err)
@@ -133,6 +137,44 @@ func (n *Net) remove() {
 		_ = ip(ctx, "netns", "del", n.NS(i)) // absent after a failed Setup
 	}
 	_ = ip(ctx, "link", "del", n.bridge)
+}
+
+// leftover matches the names Setup gives namespaces and bridges; the
+// first group is the pid of the process that made them.
+var leftover = regexp.MustCompile(`^mk-?(\d+)(?:-\d+|br)$`)
+
+// sweep removes the namespaces and bridges of earlier runs whose process
+// is gone (a test binary killed before its cleanup ran).
+func sweep(ctx context.Context) {
+	var names []string
+	for _, args := range [][]string{{"netns", "list"}, {"-o", "link", "show", "type", "bridge"}} {
+		out, err := exec.CommandContext(ctx, ipTool, args...).Output()
+		if err != nil {
+			continue // no privilege: Setup says so next
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && args[0] == "-o" {
+				names = append(names, strings.TrimSuffix(f[1], ":"))
+			} else if len(f) > 0 && args[0] == "netns" {
+				names = append(names, f[0])
+			}
+		}
+	}
+	for _, name := range names {
+		m := leftover.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue // ours, or its process still runs
+		}
+		if strings.HasSuffix(name, "br") {
+			_ = ip(ctx, "link", "del", name)
+		} else {
+			_ = ip(ctx, "netns", "del", name)
+		}
+	}
 }
 
 func ip(ctx context.Context, args ...string) error {
