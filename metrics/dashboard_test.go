@@ -73,7 +73,10 @@ func readFile(t *testing.T, path string) string {
 type dashboard struct {
 	Title, UID string
 	Templating struct {
-		List []struct{ Name string }
+		List []struct {
+			Name  string
+			Query json.RawMessage // a string or, in newer Grafanas, an object
+		}
 	}
 	Panels []panel
 }
@@ -110,7 +113,8 @@ func loadDashboard(t *testing.T) dashboard {
 
 // TestDashboardUsesOnlyExposedMetrics: the Grafana dashboard parses, its
 // panels are well formed (unique ids, on the 24-column grid, a query
-// each), and every metric its queries use is one the node exposes, so a
+// each), and every metric its queries (and its variables') use is one the
+// node exposes, so a
 // renamed metric breaks this test instead of a panel. It also shows every
 // metric the alerting rules use.
 func TestDashboardUsesOnlyExposedMetrics(t *testing.T) {
@@ -142,6 +146,9 @@ func TestDashboardUsesOnlyExposedMetrics(t *testing.T) {
 			}
 			used = append(used, names...)
 		}
+	}
+	for _, v := range d.Templating.List {
+		used = append(used, metricName.FindAllString(string(v.Query), -1)...)
 	}
 	if bad := unknownMetrics(used, known); len(bad) > 0 {
 		t.Errorf("%s uses metrics the node does not expose (not in docs/metrics.md or collector.go): %v", dashboardFile, bad)
