@@ -192,6 +192,18 @@ func (b *browser) shot(name string) {
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
+	// MINIKAFKA_UPDATE_DOCS=1 refreshes the pictures docs/console.md shows.
+	if doc := docShots[b.t.Name()+"/"+name]; doc != "" && os.Getenv("MINIKAFKA_UPDATE_DOCS") != "" {
+		if err := os.WriteFile(filepath.Join("..", "docs", doc), png, 0o644); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+// docShots are the screenshots docs/console.md shows, by test and name.
+var docShots = map[string]string{
+	"TestConsolePagesInChromium/overview": "console-overview.png",
+	"TestConsolePagesInChromium/messages": "console-messages.png",
 }
 
 // noErrors fails the test if the pages caused console errors since the
