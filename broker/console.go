@@ -59,6 +59,9 @@ func (n *Node) withConsole(h http.Handler) http.Handler {
 // Listeners that require client certificates are not used.
 func (n *Node) consoleKafka() (console.Kafka, error) {
 	ls := n.Listeners()
+	if len(ls) == 0 {
+		return console.Kafka{}, errNoConsoleListener
+	}
 	rank := func(l ListenerConfig) int {
 		switch {
 		case l.ClientAuth == ClientAuthRequired:

@@ -17,6 +17,7 @@ import (
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/testcert"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
@@ -26,16 +27,24 @@ import (
 // returns the console's base URL.
 func secureNode(t *testing.T) string {
 	t.Helper()
+	return secureNodeOn(t, broker.ListenerConfig{Name: "SASL_PLAINTEXT", Addr: "127.0.0.1:0"})
+}
+
+// secureNodeOn is secureNode with listener l; opts are what a client
+// needs on it besides SASL (TLS).
+func secureNodeOn(t *testing.T, l broker.ListenerConfig, opts ...kgo.Opt) string {
+	t.Helper()
+	clientOpts := opts
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
-		cfg.Listeners = []broker.ListenerConfig{{Name: "SASL_PLAINTEXT", Addr: "127.0.0.1:0"}}
+		cfg.Listeners = []broker.ListenerConfig{l}
 		cfg.SASLUsers = []broker.SASLUser{{Name: "admin", Password: "admin-secret"}, {Name: "alice", Password: "alice-secret"}}
 		cfg.AuthorizationEnabled = true
 		cfg.SuperUsers = []string{"User:admin"}
 		cfg.Security.RaftAllowUnauthenticated = true // one node: no peers to authenticate
 	})
 	admin := func(opts ...kgo.Opt) *kgo.Client {
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...),
-			kgo.SASL(kscram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism())}, opts...)...)
+		cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...),
+			kgo.SASL(kscram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism())}, clientOpts...), opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,5 +184,35 @@ func TestConsoleSessionCookie(t *testing.T) {
 	jar.SetCookies(resp.Request.URL, ck) // replay the old cookie
 	if code := getJSON(t, cl, url+"/console/api/topics", nil); code != http.StatusUnauthorized {
 		t.Errorf("after logout: %d, want 401", code)
+	}
+}
+
+// Over a SASL_SSL listener with no CA file, the console trusts the
+// listener's own certificate chain: a login and a topic list work.
+func TestConsoleOverSASLSSL(t *testing.T) {
+	files, err := testcert.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliTLS, err := files.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := secureNodeOn(t, broker.ListenerConfig{Name: "SASL_SSL", Addr: "127.0.0.1:0", TLSCertFile: files.Cert, TLSKeyFile: files.Key},
+		kgo.DialTLSConfig(cliTLS))
+	jar, _ := cookiejar.New(nil)
+	cl := &http.Client{Jar: jar}
+	resp, err := cl.Post(url+"/console/api/login", "application/json",
+		strings.NewReader(`{"User":"alice","Password":"alice-secret","Mechanism":"SCRAM-SHA-512"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("login over SASL_SSL: %d", resp.StatusCode)
+	}
+	var topics []struct{ Name string }
+	if code := getJSON(t, cl, url+"/console/api/topics", &topics); code != http.StatusOK || len(topics) != 1 || topics[0].Name != "public" {
+		t.Errorf("alice's topics over SASL_SSL: %d %v", code, topics)
 	}
 }
