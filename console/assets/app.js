@@ -388,7 +388,8 @@ async function route() {
   };
   document.body.dataset.state = "loading";
   await run();
-  if (refreshing.has(name)) timer = setInterval(run, 10000);
+  // The refresh skips a turn while the visitor is filling in a form.
+  if (refreshing.has(name)) timer = setInterval(() => { if (!document.activeElement?.closest("#view form")) run(); }, 10000);
 }
 
 async function start() {
