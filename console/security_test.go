@@ -23,7 +23,8 @@ import (
 
 // secureNode starts one node whose only listener is SASL_PLAINTEXT, with
 // ACLs on, admin a super user and alice allowed to read and describe
-// topic public only; topics public and secret hold a record each. It
+// topic public and group g-public only; topics public and secret hold a
+// record each, and groups g-public and g-secret committed offsets. It
 // returns the console's base URL.
 func secureNode(t *testing.T) string {
 	t.Helper()
@@ -70,10 +71,17 @@ func secureNodeOn(t *testing.T, l broker.ListenerConfig, opts ...kgo.Opt) string
 			t.Fatal(err)
 		}
 	}
-	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("public").
+	for _, g := range []string{"g-public", "g-secret"} {
+		offsets := kadm.Offsets{}
+		offsets.Add(kadm.Offset{Topic: "public", Partition: 0, At: 0, LeaderEpoch: -1})
+		if err := adm.CommitAllOffsets(ctx, g, offsets); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("public").Groups("g-public").
 		Operations(kadm.OpRead, kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("create ACL: %v %v", err, res)
+	if err != nil || len(res) != 4 || slices.ContainsFunc(res, func(r kadm.CreateACLsResult) bool { return r.Err != nil }) {
+		t.Fatalf("create ACLs: %v %v", err, res)
 	}
 	srv := httptest.NewServer(c.Node(1).AdminHandler())
 	t.Cleanup(srv.Close)
@@ -82,8 +90,8 @@ func secureNodeOn(t *testing.T, l broker.ListenerConfig, opts ...kgo.Opt) string
 
 // With SASL on, an anonymous visitor gets the login form and no data (the
 // API answers 401); alice, logged in through the form in headless
-// Chromium, sees topic public and not secret, and is refused secret's
-// page; admin, a super user, sees both.
+// Chromium, sees topic public and group g-public, not secret nor
+// g-secret, and is refused secret's page; admin, a super user, sees all.
 func TestConsoleSecurityInChromium(t *testing.T) {
 	b := newBrowser(t)
 	url := secureNode(t)
@@ -113,6 +121,16 @@ func TestConsoleSecurityInChromium(t *testing.T) {
 	b.shot("topics-alice")
 	b.noErrors("topics as alice")
 
+	b.open(base+"groups", "groups")
+	if got := b.cells("groups", 0); !slices.Equal(got, []string{"g-public"}) {
+		t.Errorf("alice sees groups %v, want only g-public", got)
+	}
+	b.open(base, "overview")
+	if got := b.texts(`[...document.querySelectorAll("#summary .card")].map(c => c.innerText.replace("\n", " "))`); !slices.Contains(got, "1 topics") {
+		t.Errorf("alice's overview cards %q: want 1 topics", got)
+	}
+	b.noErrors("groups and overview as alice")
+
 	b.open(base+"messages?topic=public&partition=0&offset=0", "messages")
 	if got := b.cells("records", 3); !slices.Equal(got, []string{"public record"}) {
 		t.Errorf("alice browsing public: %v", got)
@@ -133,7 +151,11 @@ func TestConsoleSecurityInChromium(t *testing.T) {
 	if got := b.cells("topics", 0); !slices.Contains(got, "public") || !slices.Contains(got, "secret") {
 		t.Errorf("admin sees topics %v, want public and secret", got)
 	}
-	b.noErrors("topics as admin")
+	b.open(base+"groups", "groups")
+	if got := b.cells("groups", 0); !slices.Equal(got, []string{"g-public", "g-secret"}) {
+		t.Errorf("admin sees groups %v, want g-public and g-secret", got)
+	}
+	b.noErrors("topics and groups as admin")
 	t.Logf("screenshots in %s", b.shots)
 }
 
