@@ -31,8 +31,9 @@ type sessions struct {
 	max  int
 	idle time.Duration
 
-	mu   sync.Mutex // guards byID and every session's last
-	byID map[string]*session
+	mu     sync.Mutex // guards byID, closed and every session's last
+	byID   map[string]*session
+	closed bool // closeAll ran: no session starts any more
 }
 
 func newSessions(max int, idle time.Duration) *sessions {
@@ -40,13 +41,17 @@ func newSessions(max int, idle time.Duration) *sessions {
 }
 
 // add starts a session for acc, ending the least recently used one when
-// there are max already.
+// there are max already; nil after closeAll.
 func (ss *sessions) add(acc *access, now time.Time) *session {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	s := &session{id: base64.RawURLEncoding.EncodeToString(b[:]), acc: acc, last: now}
 	var evicted *session
 	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return nil
+	}
 	if len(ss.byID) >= ss.max {
 		for _, o := range ss.byID {
 			if evicted == nil || o.last.Before(evicted.last) {
@@ -110,7 +115,13 @@ func (ss *sessions) expire(now time.Time) {
 	}
 }
 
-func (ss *sessions) closeAll() { ss.expire(time.Now().Add(ss.idle + time.Hour)) }
+// closeAll ends every session, and refuses new ones.
+func (ss *sessions) closeAll() {
+	ss.mu.Lock()
+	ss.closed = true
+	ss.mu.Unlock()
+	ss.expire(time.Now().Add(ss.idle + time.Hour))
+}
 
 // sessionInfo tells the pages whether to ask for a login.
 type sessionInfo struct {
@@ -176,6 +187,11 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := c.sessions.add(acc, time.Now())
+	if s == nil {
+		acc.close()
+		writeError(w, ErrClosed)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.id, Path: "/console/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	writeJSON(w, http.StatusOK, sessionInfo{Secure: true, User: cr.User, ReadOnly: c.cfg.AdminKey == ""})

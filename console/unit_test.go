@@ -136,6 +136,12 @@ func TestSessions(t *testing.T) {
 	if a.id == c.id || len(a.id) < 40 {
 		t.Errorf("session ids %q %q: want distinct and long", a.id, c.id)
 	}
+	ss.closeAll()
+	late := acc()
+	defer late.close() // the caller's to close when refused
+	if ss.add(late, later) != nil {
+		t.Error("a session started after closeAll")
+	}
 }
 
 // Browse parameters are checked and the count capped.
