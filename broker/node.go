@@ -243,12 +243,43 @@ func (n *Node) startGossip() error {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
-			if _, err := n.members.Join(n.ctx, cfg.Join); err != nil && n.ctx.Err() == nil {
-				n.logger.Warn("could not join the cluster through the join seeds", "seeds", cfg.Join, "err", err)
-			}
+			n.join(cfg.Join)
 		}()
 	}
 	return nil
+}
+
+// joinRetry is how long join waits before asking again while the cluster
+// refuses this node's id as alive at another address.
+const joinRetry = time.Second
+
+// join joins the cluster through seeds. While the others still hold this
+// node's id alive at another address (its previous run, on a host whose
+// address changed, until gossip declares that address down: seconds) it
+// asks again, as a Kafka broker retries its registration; a real second
+// node with the same id keeps it out, and the log says so every 30 s.
+func (n *Node) join(seeds []string) {
+	var warned time.Time
+	for {
+		_, err := n.members.Join(n.ctx, seeds)
+		if err == nil || n.ctx.Err() != nil {
+			return
+		}
+		if !errors.Is(err, membership.ErrDuplicateID) {
+			n.logger.Warn("could not join the cluster through the join seeds", "seeds", seeds, "err", err)
+			return
+		}
+		if time.Since(warned) >= 30*time.Second {
+			warned = time.Now()
+			n.logger.Warn("the cluster holds this node id alive at another address; retrying until it is declared down (another node with the same id keeps this one out)",
+				"seeds", seeds, "err", err)
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(joinRetry):
+		}
+	}
 }
 
 // serveKafka starts the Kafka front end on the bound listener.

@@ -144,6 +144,9 @@ func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range peers {
+		if p.State == memberlist.StateDead && p.Name == m.name && p.Address() != m.localAddr && m.joining > 0 {
+			m.reclaim = true
+		}
 		if p.State != memberlist.StateAlive && p.State != memberlist.StateSuspect {
 			continue
 		}

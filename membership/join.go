@@ -46,6 +46,7 @@ func (m *Membership) Join(ctx context.Context, seeds []string) (int, error) {
 		n, err := m.joinRound(ctx, targets)
 		if n > 0 {
 			m.log.Info("joined cluster", "seeds", seeds, "answered", n, "attempts", attempt)
+			m.rejoinIfReclaimed(ctx, targets)
 			return n, nil
 		}
 		if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrClosed) {
@@ -66,6 +67,32 @@ func (m *Membership) Join(ctx context.Context, seeds []string) (int, error) {
 			return 0, &JoinError{Seeds: seeds, Attempts: attempt, Last: last, Cause: ctx.Err()}
 		}
 		backoff = min(2*backoff, m.cfg.JoinMaxBackoff)
+	}
+}
+
+// rejoinIfReclaimed joins targets once more, DeadNodeReclaimTime after a
+// round found this node's id failed at another address: until then the
+// others refuse to take its new address, and would learn it only at the
+// next push-pull (30 s).
+func (m *Membership) rejoinIfReclaimed(ctx context.Context, targets []string) {
+	m.mu.Lock()
+	reclaim := m.reclaim
+	m.reclaim = false
+	m.mu.Unlock()
+	if !reclaim {
+		return
+	}
+	wait := m.cfg.DeadNodeReclaimTime + m.cfg.ProbeInterval
+	m.log.Info("the cluster holds this node's id as failed at another address; joining again once it may move", "after", wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return
+	}
+	if _, err := m.joinRound(ctx, targets); err != nil {
+		m.log.Warn("joining again at the new address failed; the next push-pull retries", "err", err)
 	}
 }
 

@@ -52,6 +52,10 @@ type Membership struct {
 	closed   bool             // Shutdown was called
 	joining  int              // Join rounds in flight
 	conflict error            // first DuplicateIDError seen while joining > 0
+	// reclaim: a Join round merged state that holds this node's id as
+	// failed at another address (its previous run's), which the others
+	// refuse to move before Config.DeadNodeReclaimTime.
+	reclaim bool
 }
 
 // New validates cfg, binds the gossip port (TCP and UDP) and starts
