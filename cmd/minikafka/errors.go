@@ -58,6 +58,32 @@ func (e *UnreachableError) Error() string {
 // works.
 func (e *UnreachableError) Unwrap() []error { return e.Reasons }
 
+// ListenerMismatchError is a broker listener that expects what the command
+// does not use, TLS or SASL authentication, or that does not speak the TLS
+// the command uses. Without it the client only sees connections closed.
+type ListenerMismatchError struct {
+	Addr      string
+	NeedsTLS  bool // the listener speaks TLS and --tls-ca is not given
+	NoTLS     bool // --tls-ca is given and the listener does not speak TLS
+	NeedsSASL bool // the listener wants SASL and --sasl-mechanism is not given
+}
+
+func (e *ListenerMismatchError) Error() string {
+	const useTLS, useSASL = "--tls-ca with the CA file of its certificate", "--sasl-mechanism, --sasl-user and --sasl-password"
+	at := "the broker at " + e.Addr
+	switch {
+	case e.NeedsTLS && e.NeedsSASL:
+		return at + " expects TLS and SASL authentication: use " + useTLS + ", and " + useSASL
+	case e.NeedsTLS:
+		return at + " expects TLS: use " + useTLS
+	case e.NoTLS && e.NeedsSASL:
+		return at + " does not speak TLS and expects SASL authentication: leave out --tls-ca and use " + useSASL
+	case e.NoTLS:
+		return at + " does not speak TLS: leave out --tls-ca"
+	}
+	return at + " expects SASL authentication: use " + useSASL
+}
+
 // TimeoutError is a command that ran out of --timeout; Err says what it
 // was waiting for.
 type TimeoutError struct {
@@ -90,7 +116,8 @@ func dialReason(err error) string {
 }
 
 // explain turns the error of a client call made with ctx into what the
-// user sees: no broker ever reached becomes an UnreachableError, and
+// user sees: no broker ever reached becomes an UnreachableError, a
+// listener that expects other security a ListenerMismatchError, and
 // running out of --timeout a TimeoutError. Other errors (a Kafka error
 // code, a topic that does not exist) are clear as they are.
 func (a *app) explain(ctx context.Context, err error) error {
@@ -100,6 +127,13 @@ func (a *app) explain(ctx context.Context, err error) error {
 	var ue *UnreachableError
 	if errors.As(context.Cause(ctx), &ue) {
 		return ue
+	}
+	var me *ListenerMismatchError
+	if errors.As(context.Cause(ctx), &me) {
+		return me
+	}
+	if me := a.reach.mismatched(); me != nil {
+		return me
 	}
 	if u := a.reach.unreachable(); u != nil {
 		return u

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // refusalsToGiveUp is how many refused connections each seed must give,
@@ -17,19 +19,111 @@ const refusalsToGiveUp = 2
 // reach dials for the client (client.Dialer) and watches the outcome, to
 // tell "nothing listens at --brokers" from a slow cluster. When giveUp is
 // set, it is called with an *UnreachableError as soon as every seed has
-// refused refusalsToGiveUp connections and no dial ever succeeded.
+// refused refusalsToGiveUp connections and no dial ever succeeded. After
+// watchListeners, a connection the broker closes has its address probed
+// (once) for the security it expects (probeListener).
 type reach struct {
 	seeds  []string
 	giveUp context.CancelCauseFunc // nil: never give up early
 
-	mu      sync.Mutex // guards the fields below
-	reached bool       // some dial succeeded
-	refused map[string]int
-	last    map[string]error // last dial error per address
+	// Set by watchListeners before the first dial, then read-only.
+	probeCtx   context.Context // ends the probes
+	usesTLS    bool
+	usesSASL   bool
+	onMismatch context.CancelCauseFunc // nil: no probes
+	probes     sync.WaitGroup          // the probe goroutines
+
+	mu       sync.Mutex // guards the fields below
+	reached  bool       // some dial succeeded
+	refused  map[string]int
+	last     map[string]error // last dial error per address
+	probed   map[string]bool  // addresses probed or being probed
+	stopped  bool             // wait was called: no more probes
+	mismatch *ListenerMismatchError
 }
 
 func newReach(seeds []string, giveUp context.CancelCauseFunc) *reach {
-	return &reach{seeds: seeds, giveUp: giveUp, refused: map[string]int{}, last: map[string]error{}}
+	return &reach{seeds: seeds, giveUp: giveUp, refused: map[string]int{}, last: map[string]error{}, probed: map[string]bool{}}
+}
+
+// watchListeners makes the connections dial returns report a close by the
+// broker: its address is then probed, within ctx, and a mismatch is given
+// to onMismatch. Called before the first dial; wait stops the probes.
+func (r *reach) watchListeners(ctx context.Context, usesTLS, usesSASL bool, onMismatch context.CancelCauseFunc) {
+	r.probeCtx, r.usesTLS, r.usesSASL, r.onMismatch = ctx, usesTLS, usesSASL, onMismatch
+}
+
+// wait starts no more probes and waits for those running to end; their
+// context must be done or ending.
+func (r *reach) wait() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	r.probes.Wait()
+}
+
+// closedByBroker probes addr, once, in the background.
+func (r *reach) closedByBroker(addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.probed[addr] || r.stopped || r.probeCtx.Err() != nil {
+		return
+	}
+	r.probed[addr] = true
+	r.probes.Add(1)
+	go func() {
+		defer r.probes.Done()
+		var me *ListenerMismatchError
+		if errors.As(probeListener(r.probeCtx, addr, r.usesTLS, r.usesSASL), &me) {
+			r.mu.Lock()
+			r.mismatch = me
+			r.mu.Unlock()
+			r.onMismatch(me)
+		}
+	}()
+}
+
+// mismatched returns what a probe found, or nil.
+func (r *reach) mismatched() *ListenerMismatchError {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mismatch
+}
+
+// watchedConn tells its reach when the broker closes the connection.
+type watchedConn struct {
+	net.Conn
+	r    *reach
+	addr string
+}
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if closedByPeer(err) {
+		c.r.closedByBroker(c.addr)
+	}
+	return n, err
+}
+
+// Close also reports a connection the broker had closed first: under TLS
+// the client reads the broker's close at the TLS layer, never this EOF.
+// Waiting a millisecond tells that from a close of the client's own.
+func (c *watchedConn) Close() error {
+	if c.r.usesTLS {
+		c.Conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+		var b [1]byte
+		if _, err := c.Conn.Read(b[:]); closedByPeer(err) {
+			c.r.closedByBroker(c.addr)
+		}
+	}
+	return c.Conn.Close()
+}
+
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // dial is a client.DialFunc.
@@ -40,6 +134,9 @@ func (r *reach) dial(ctx context.Context, network, addr string) (net.Conn, error
 	defer r.mu.Unlock()
 	if err == nil {
 		r.reached = true
+		if r.onMismatch != nil {
+			return &watchedConn{Conn: c, r: r, addr: addr}, nil
+		}
 		return c, nil
 	}
 	if ctx.Err() != nil {

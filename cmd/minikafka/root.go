@@ -135,7 +135,8 @@ func (a *app) checkSecurity() error {
 
 // start begins a command's work with the cluster: it returns a context
 // bounded by --timeout (bound=false: not bounded, for consuming) that also
-// ends early if no seed broker can be reached (failFast), and installs the
+// ends early if no seed broker can be reached (failFast) or a broker's
+// listener expects other security than the flags give, and installs the
 // dial watcher that clientOpts uses. The caller must call the returned
 // cancel.
 func (a *app) start(parent context.Context, bound, failFast bool) (context.Context, context.CancelFunc) {
@@ -146,7 +147,9 @@ func (a *app) start(parent context.Context, bound, failFast bool) (context.Conte
 		giveUp = cancelCause
 	}
 	a.reach = newReach(a.brokers, giveUp)
-	cancel := func() { cancelCause(context.Canceled) }
+	a.reach.watchListeners(ctx, a.tlsCA != "", a.saslMechanism != "", cancelCause)
+	r := a.reach
+	cancel := func() { cancelCause(context.Canceled); r.wait() }
 	if !bound {
 		return ctx, cancel
 	}
