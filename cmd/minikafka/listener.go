@@ -37,7 +37,7 @@ func probeListener(ctx context.Context, addr string, usesTLS, usesSASL bool) err
 // speaksTLS reports whether a TLS handshake with addr succeeds; the
 // certificate is not checked: this only asks which protocol answers.
 func speaksTLS(ctx context.Context, addr string) bool {
-	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} // #nosec G402 -- a probe, no data is sent
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} // #nosec G402 -- a probe: it sends no credentials
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return false
@@ -53,7 +53,7 @@ func wantsSASL(ctx context.Context, addr string, overTLS bool) (sasl, known bool
 	var c net.Conn
 	var err error
 	if overTLS {
-		d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} // #nosec G402 -- a probe, no data is sent
+		d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} // #nosec G402 -- a probe: it sends no credentials
 		c, err = d.DialContext(ctx, "tcp", addr)
 	} else {
 		var d net.Dialer
