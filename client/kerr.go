@@ -67,6 +67,7 @@ var (
 	ErrTopicAuthorizationFailed  = &KafkaError{Code: 29}
 	ErrGroupAuthorizationFailed  = &KafkaError{Code: 30}
 	ErrClusterAuthorization      = &KafkaError{Code: 31}
+	ErrIllegalSaslState          = &KafkaError{Code: 34}
 	ErrUnsupportedVersion        = &KafkaError{Code: 35}
 	ErrTopicAlreadyExists        = &KafkaError{Code: 36}
 	ErrInvalidPartitions         = &KafkaError{Code: 37}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/minikafka/minikafka-go/client"
 )
 
 // errInterrupted ends a command stopped by Ctrl-C or SIGTERM (exit 130).
@@ -60,12 +62,14 @@ func (e *UnreachableError) Unwrap() []error { return e.Reasons }
 
 // ListenerMismatchError is a broker listener that expects what the command
 // does not use, TLS or SASL authentication, or that does not speak the TLS
-// the command uses. Without it the client only sees connections closed.
+// or SASL the command uses. Without it the client only sees connections
+// closed, or a bare ILLEGAL_SASL_STATE.
 type ListenerMismatchError struct {
 	Addr      string
 	NeedsTLS  bool // the listener speaks TLS and --tls-ca is not given
 	NoTLS     bool // --tls-ca is given and the listener does not speak TLS
 	NeedsSASL bool // the listener wants SASL and --sasl-mechanism is not given
+	NoSASL    bool // --sasl-mechanism is given and the listener has no SASL
 }
 
 func (e *ListenerMismatchError) Error() string {
@@ -80,6 +84,8 @@ func (e *ListenerMismatchError) Error() string {
 		return at + " does not speak TLS and expects SASL authentication: leave out --tls-ca and use " + useSASL
 	case e.NoTLS:
 		return at + " does not speak TLS: leave out --tls-ca"
+	case e.NoSASL:
+		return at + " does not expect SASL authentication: leave out --sasl-mechanism, --sasl-user and --sasl-password"
 	}
 	return at + " expects SASL authentication: use " + useSASL
 }
@@ -134,6 +140,11 @@ func (a *app) explain(ctx context.Context, err error) error {
 	}
 	if me := a.reach.mismatched(); me != nil {
 		return me
+	}
+	// A listener without SASL refuses SaslHandshake as out of place.
+	var ce *client.ConnError
+	if a.saslMechanism != "" && errors.Is(err, client.ErrIllegalSaslState) && errors.As(err, &ce) {
+		return &ListenerMismatchError{Addr: ce.Addr, NoSASL: true}
 	}
 	if u := a.reach.unreachable(); u != nil {
 		return u

@@ -40,6 +40,9 @@ func TestCLISaysWhatTheListenerExpects(t *testing.T) {
 	noTLS := func(l string) string {
 		return "minikafka: the broker at " + addr[l] + " does not speak TLS: leave out --tls-ca"
 	}
+	noSASL := func(l string) string {
+		return "minikafka: the broker at " + addr[l] + " does not expect SASL authentication: leave out --sasl-mechanism, --sasl-user and --sasl-password"
+	}
 	for _, tc := range []struct {
 		listener string
 		flags    []string
@@ -52,6 +55,8 @@ func TestCLISaysWhatTheListenerExpects(t *testing.T) {
 		{"SASL_SSL", tlsFlags, expectsSASL("SASL_SSL")},
 		{"SASL_PLAINTEXT", nil, expectsSASL("SASL_PLAINTEXT")},
 		{"PLAINTEXT", tlsFlags, noTLS("PLAINTEXT")},
+		{"PLAINTEXT", saslFlags, noSASL("PLAINTEXT")},
+		{"SSL", append(append([]string(nil), tlsFlags...), saslFlags...), noSASL("SSL")},
 	} {
 		for _, args := range [][]string{{"topic", "list"}, {"cluster", "status"}} {
 			args = append(append(args, "--brokers", addr[tc.listener], "--timeout", "8s"), tc.flags...)
