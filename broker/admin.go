@@ -137,7 +137,7 @@ func (a *adminSource) State() metrics.State {
 	}
 	s.Topics = topicsView(view.Topics)
 	markUnderReplicated(s.Replicas, view.Topics)
-	s.Groups = groupOffsets(reps, ends)
+	s.Groups = groupOffsets(reps, ends, false)
 	moves, _ := p.cluster.Reassignments() // never fails
 	for _, m := range moves {
 		s.Moves = append(s.Moves, metrics.Move{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas,
@@ -156,12 +156,13 @@ func (a *adminSource) State() metrics.State {
 }
 
 // groupOffsets lists the committed offsets of the groups whose
-// __consumer_offsets partition this node leads, with the end offsets of
-// the partitions it holds.
-func groupOffsets(reps []*localReplica, ends map[tp]int64) []metrics.GroupOffset {
+// __consumer_offsets partition this node leads (every replica it holds,
+// with all), with the end offsets of the partitions it holds (-1
+// elsewhere).
+func groupOffsets(reps []*localReplica, ends map[tp]int64, all bool) []metrics.GroupOffset {
 	var out []metrics.GroupOffset
 	for _, lr := range reps {
-		if lr.Extra().View() == nil || !lr.Partition().IsLeader() {
+		if lr.Extra().View() == nil || (!all && !lr.Partition().IsLeader()) {
 			continue
 		}
 		for _, g := range lr.Extra().View().Groups() {

@@ -134,22 +134,5 @@ func (n *Node) localGroupOffsets() []metrics.GroupOffset {
 	for _, lr := range reps {
 		ends[tp{lr.Info().Topic, lr.Info().Partition}] = lr.Partition().HighWatermark()
 	}
-	var out []metrics.GroupOffset
-	for _, lr := range reps {
-		view := lr.Extra().View()
-		if view == nil {
-			continue
-		}
-		for _, g := range view.Groups() {
-			for _, o := range view.Offsets(g) {
-				end, ok := ends[tp{o.Topic, o.Partition}]
-				if !ok {
-					end = -1
-				}
-				out = append(out, metrics.GroupOffset{Group: g, Topic: o.Topic, Partition: o.Partition,
-					Committed: o.Offset.Offset, End: end})
-			}
-		}
-	}
-	return out
+	return groupOffsets(reps, ends, true)
 }
