@@ -66,7 +66,7 @@ next member of the group continues exactly after it.
 	fl.Int32Var(&partition, "partition", -1, "read only this partition (-1: every partition)")
 	fl.IntVarP(&maxRecords, "max-messages", "n", 0, "stop after this many records (0: no limit)")
 	fl.StringVar(&format, "format", "%v", "how to print each record (syntax above)")
-	fl.DurationVar(&idle, "idle-timeout", 0, "stop when no record arrives for this long (0: wait forever)")
+	fl.DurationVar(&idle, "idle-timeout", 0, "stop when no record arrives for this long (0: wait forever; with --group, counted once the member has joined)")
 	fl.StringVar(&group, "group", "", "consume as a member of this consumer group, committing what is printed")
 	return cmd
 }

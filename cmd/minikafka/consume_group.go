@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/minikafka/minikafka-go/client"
 )
@@ -36,7 +37,18 @@ func (a *app) consumeGroup(parent context.Context, topic, group string, spec con
 		return err
 	}
 	c := &printCommitter{a: a, g: g, parent: parent, pending: map[string]map[int32]int64{}}
-	count, err := a.printRecords(parent, g, spec, c.printed)
+	count := 0
+	if spec.idle > 0 {
+		err = awaitJoin(ctx, g)
+		if parent.Err() != nil {
+			err = nil // interrupted while joining: a normal end, as in printRecords
+		} else if err != nil {
+			err = a.explain(ctx, fmt.Errorf("joining group %q: %w", group, err))
+		}
+	}
+	if err == nil && parent.Err() == nil {
+		count, err = a.printRecords(parent, g, spec, c.printed)
+	}
 	if err == nil {
 		err = c.commit()
 	}
@@ -51,6 +63,27 @@ func (a *app) consumeGroup(parent context.Context, topic, group string, spec con
 	}
 	fmt.Fprintf(a.stderr, "consumed %d %s\n", count, plural(count, "record"))
 	return nil
+}
+
+// joinPoll is how often awaitJoin looks whether the member has joined.
+const joinPoll = 20 * time.Millisecond
+
+// awaitJoin waits until g has joined its group (it has a generation), so
+// that --idle-timeout does not count the join: a new group's first one
+// waits for group_initial_rebalance_delay, 3 s by default.
+func awaitJoin(ctx context.Context, g *client.GroupConsumer) error {
+	t := time.NewTicker(joinPoll)
+	defer t.Stop()
+	for {
+		if _, gen := g.Member(); gen >= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // startNote says where a group consumer of topic (n partitions) starts:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/client"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
@@ -227,5 +228,20 @@ func TestUnsupportedGroupsMessage(t *testing.T) {
 	}
 	if other := errors.New("x"); unsupportedGroups(other) != other {
 		t.Fatal("other errors must pass unchanged")
+	}
+}
+
+// --idle-timeout counts from when the member has joined its group: a
+// group's first join waits for group_initial_rebalance_delay (3 s by
+// default), longer than a short idle timeout.
+func TestCLIGroupIdleTimeoutCountsFromJoin(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.GroupInitialRebalanceDelay = 2 * time.Second })
+	g := []string{"--brokers", strings.Join(c.Seeds(), ","), "--timeout", "20s"}
+	cmd := func(args ...string) []string { return append(args, g...) }
+	mustRun(t, "", cmd("topic", "create", "late", "--partitions", "1", "--replication-factor", "1")...)
+	mustRun(t, "a\nb\nc\n", cmd("produce", "late")...)
+	r := mustRun(t, "", cmd("consume", "late", "--group", "slow", "--from-beginning", "--idle-timeout", "500ms")...)
+	if r.stdout != "a\nb\nc\n" || !strings.HasSuffix(r.stderr, "consumed 3 records\n") {
+		t.Fatalf("consume --group --idle-timeout 500ms on a new group: stdout %q, stderr %q; want a, b, c", r.stdout, r.stderr)
 	}
 }
