@@ -21,13 +21,18 @@ const listenerProbeTimeout = 3 * time.Second
 // whether it wants SASL authentication, and returns a
 // *ListenerMismatchError if that is not what the command uses (usesTLS:
 // --tls-ca, usesSASL: --sasl-mechanism); nil if it matches or cannot tell.
+// A listener is taken for plaintext only once it has answered a plaintext
+// request: a broker that is down or restarting tells nothing.
 func probeListener(ctx context.Context, addr string, usesTLS, usesSASL bool) error {
 	ctx, cancel := context.WithTimeout(ctx, listenerProbeTimeout)
 	defer cancel()
 	speaksTLS := speaksTLS(ctx, addr)
 	sasl, known := wantsSASL(ctx, addr, speaksTLS)
+	if !known {
+		return nil
+	}
 	e := &ListenerMismatchError{Addr: addr, NeedsTLS: speaksTLS && !usesTLS, NoTLS: !speaksTLS && usesTLS,
-		NeedsSASL: known && sasl && !usesSASL}
+		NeedsSASL: sasl && !usesSASL}
 	if !e.NeedsTLS && !e.NoTLS && !e.NeedsSASL {
 		return nil
 	}
@@ -48,7 +53,8 @@ func speaksTLS(ctx context.Context, addr string) bool {
 
 // wantsSASL sends ApiVersions and then Metadata, which a SASL listener
 // answers only after authentication: it closes the connection instead.
-// known is false when the answers say neither.
+// known is false when ApiVersions gets no answer (not Kafka over this
+// protocol, or not now) or the answers say neither.
 func wantsSASL(ctx context.Context, addr string, overTLS bool) (sasl, known bool) {
 	var c net.Conn
 	var err error

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,5 +75,35 @@ func TestCLISaysWhatTheListenerExpects(t *testing.T) {
 	// With the right flags, each answers.
 	for l, flags := range map[string][]string{"SSL": tlsFlags, "SASL_PLAINTEXT": saslFlags, "SASL_SSL": append(tlsFlags, saslFlags...)} {
 		mustRun(t, "", append([]string{"topic", "list", "--brokers", addr[l], "--timeout", "20s"}, flags...)...)
+	}
+}
+
+// A broker that accepts connections and closes them (as one shutting down
+// does) is not taken for a plaintext listener: the probe must have had a
+// plaintext answer to say "does not speak TLS".
+func TestCLIClosingBrokerIsNoMismatch(t *testing.T) {
+	files, err := testcert.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	defer func() { l.Close(); <-done }()
+	r := runCLI(t, "", "topic", "list", "--brokers", l.Addr().String(), "--timeout", "1s", "--tls-ca", files.CA)
+	if r.code != exitFailure || strings.Contains(r.stderr, "does not speak TLS") || !strings.Contains(r.stderr, "timed out after 1s") {
+		t.Fatalf("exit %d, stderr %q; want a timeout, not a listener mismatch", r.code, r.stderr)
 	}
 }
