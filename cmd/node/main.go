@@ -58,16 +58,7 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 	}
 	defer unlock()
 	opts.Config.Logger = logger
-	limit := applyMemoryLimit(memoryLimit(opts.MemoryLimit))
-	if limit > 0 && limit < math.MaxInt64 {
-		logger.Info("memory limit", "bytes", limit)
-	}
-	if minHeap := gcMinHeapFor(opts.GCMinHeap, limit); minHeap > 0 {
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); runGCFloor(ctx, minHeap, debug.SetGCPercent) }()
-		defer func() { stop(); <-done }()
-	}
+	defer applyMemory(opts, logger)()
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -120,6 +111,23 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 		logger.Warn("second signal: exiting at once", "signal", sig.String())
 		return 1
 	}
+}
+
+// applyMemory sets the Go memory limit from memory_limit and, with a GC
+// floor (gc_min_heap), runs it until the returned func stops it.
+func applyMemory(opts options, logger *slog.Logger) (stop func()) {
+	limit := applyMemoryLimit(memoryLimit(opts.MemoryLimit))
+	if limit > 0 && limit < math.MaxInt64 {
+		logger.Info("memory limit", "bytes", limit)
+	}
+	minHeap := gcMinHeapFor(opts.GCMinHeap, limit)
+	if minHeap <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); runGCFloor(ctx, minHeap, debug.SetGCPercent) }()
+	return func() { cancel(); <-done }
 }
 
 // newLogger is the node's logger: text lines on w at log_level, repeated
