@@ -45,15 +45,21 @@ func ModuleRoot() (string, error) {
 // built without the race detector, whatever the test binary uses, to keep
 // the nodes fast.
 func BuildNode(ctx context.Context, dir string) (string, error) {
+	return Build(ctx, dir, "./cmd/node", "minikafka-node")
+}
+
+// Build builds the module's package pkg into dir/name and returns the
+// binary's path.
+func Build(ctx context.Context, dir, pkg, name string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "minikafka-node")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/node")
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("e2e: go build ./cmd/node: %w\n%s", err, out)
+		return "", fmt.Errorf("e2e: go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
@@ -110,6 +116,7 @@ type Node struct {
 	KafkaAddr  string
 	RaftAddr   string
 	GossipAddr string
+	AdminAddr  string // /metrics, the status page, /readyz (127.0.0.1)
 	DataDir    string
 	LogFile    string // the process's stdout and stderr, appended across restarts
 	config     string // its configs/node<ID>.yaml
@@ -193,6 +200,7 @@ func Start(ctx context.Context, t testing.TB, opts Options) (*Cluster, error) {
 			KafkaAddr:  addr(ports[0]),
 			RaftAddr:   addr(ports[1]),
 			GossipAddr: addr(ports[2]),
+			AdminAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3])),
 			DataDir:    filepath.Join(base, fmt.Sprintf("node%d", id)),
 			LogFile:    filepath.Join(base, fmt.Sprintf("node%d.log", id)),
 			config:     filepath.Join(opts.ConfigDir, fmt.Sprintf("node%d.yaml", min(id, NodeCount))),
@@ -332,7 +340,7 @@ func (c *Cluster) args(n *Node) []string {
 		"--raft-addr", n.RaftAddr,
 		"--gossip-addr", n.GossipAddr,
 		"--join", strings.Join(join, ","),
-		"--admin-addr", "127.0.0.1:0", // the configs' fixed ports may be taken
+		"--admin-addr", n.AdminAddr, // the configs' fixed ports may be taken
 	}
 	if c.net != nil {
 		ip := NodeIP(n.ID).String()
@@ -409,11 +417,16 @@ func (c *Cluster) LogTail(id, n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// freePortsOn returns a node's three free ports on ip: Kafka, Raft, gossip.
-func freePortsOn(ip string) ([3]int, error) {
-	var ports [3]int
+// freePortsOn returns a node's free ports: Kafka, Raft and gossip on ip,
+// admin on 127.0.0.1.
+func freePortsOn(ip string) ([4]int, error) {
+	var ports [4]int
 	for i := range ports {
-		p, err := freePortOn(ip)
+		on := ip
+		if i == 3 {
+			on = "127.0.0.1"
+		}
+		p, err := freePortOn(on)
 		if err != nil {
 			return ports, err
 		}
