@@ -53,6 +53,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
 	{ApiKey: 65, MinVersion: 0, MaxVersion: 0}, // DescribeTransactions
 	{ApiKey: 66, MinVersion: 0, MaxVersion: 1}, // ListTransactions
+	{ApiKey: 75, MinVersion: 0, MaxVersion: 0}, // DescribeTopicPartitions
 }
 
 func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {

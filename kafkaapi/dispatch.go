@@ -85,6 +85,7 @@ var apis = []api{
 	{kmsg.DescribeCluster, 0, 1},
 	{kmsg.DescribeTransactions, 0, 0},
 	{kmsg.ListTransactions, 0, 1},
+	{kmsg.DescribeTopicPartitions, 0, 0},
 }
 
 // requestInfo is what the server knows of a request besides its body.
@@ -176,6 +177,9 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r
 	}
+	if r := s.startToolAPI(req, received); r != nil {
+		return r
+	}
 	// Unreachable while apis and this switch agree (a test checks it);
 	// close the connection rather than crash the node.
 	unsupported := &UnsupportedRequestError{Key: req.Key(), Version: req.GetVersion()}
@@ -260,6 +264,16 @@ func (s *Server) startGroupAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startListGroups(req)
 	case *kmsg.DeleteGroupsRequest:
 		return s.startDeleteGroups(req)
+	}
+	return nil
+}
+
+// startToolAPI starts a request of the APIs admin tools describe and
+// steer the cluster with, or returns nil if req is of another API.
+func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
+	switch req := req.(type) {
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return s.startDescribeTopicPartitions(req, received)
 	}
 	return nil
 }

@@ -1,0 +1,123 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+// describePages pages through DescribeTopicPartitions, limit partitions
+// at a time, and returns every partition answered, as "topic-p", with
+// its answer, and the pages it took.
+func describePages(t *testing.T, cl *kgo.Client, topics []string, limit int32) (map[string]kmsg.DescribeTopicPartitionsResponseTopicPartition, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out := map[string]kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+	var cursor *kmsg.DescribeTopicPartitionsRequestCursor
+	for pages := 1; ; pages++ {
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		for _, name := range topics {
+			rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+			rt.Topic = name
+			req.Topics = append(req.Topics, rt)
+		}
+		req.ResponsePartitionLimit, req.Cursor = limit, cursor
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("DescribeTopicPartitions: %v", err)
+		}
+		n := 0
+		for _, rt := range resp.Topics {
+			if rt.ErrorCode != 0 {
+				t.Fatalf("topic %s: %v", *rt.Topic, kerr.ErrorForCode(rt.ErrorCode))
+			}
+			for _, p := range rt.Partitions {
+				out[fmt.Sprintf("%s-%d", *rt.Topic, p.Partition)] = p
+				n++
+			}
+		}
+		if n > int(limit) {
+			t.Fatalf("page %d holds %d partitions, over the limit %d", pages, n, limit)
+		}
+		if resp.NextCursor == nil {
+			return out, pages
+		}
+		cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
+	}
+}
+
+// DescribeTopicPartitions (KIP-966) pages through every partition with a
+// cursor, two at a time, and answers each as Metadata does (leader,
+// epoch, replicas, ISR); a named unknown topic and a cursor outside the
+// named topics are refused as Kafka refuses them.
+func TestDescribeTopicPartitionsPages(t *testing.T) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
+	cl := c.Client(t)
+	createTopic(t, cl, "dtp-a", 3, 3)
+	createTopic(t, cl, "dtp-b", 2, 2)
+	createTopic(t, cl, "dtp-c", 1, 1)
+	want := map[string]partitionInfo{}
+	for _, topic := range []string{"dtp-a", "dtp-b", "dtp-c"} {
+		eventually(t, 20*time.Second, "leaders of "+topic, func() bool {
+			md := metadataOf(t, cl, topic)
+			for p, info := range md {
+				want[fmt.Sprintf("%s-%d", topic, p)] = info
+			}
+			return len(md) > 0 && !slices.ContainsFunc(slices.Collect(maps.Values(md)), func(i partitionInfo) bool { return i.leader < 0 })
+		})
+	}
+
+	got, pages := describePages(t, cl, []string{"dtp-c", "dtp-a", "dtp-b", "dtp-a"}, 2)
+	if len(got) != 6 || pages != 3 {
+		t.Fatalf("%d partitions in %d pages, want 6 in 3: %v", len(got), pages, got)
+	}
+	for key, w := range want {
+		p, ok := got[key]
+		if !ok {
+			t.Fatalf("%s not answered", key)
+		}
+		if p.LeaderID != w.leader || p.LeaderEpoch != w.epoch || !slices.Equal(p.Replicas, w.replicas) {
+			t.Fatalf("%s: leader %d epoch %d replicas %v, Metadata says %+v", key, p.LeaderID, p.LeaderEpoch, p.Replicas, w)
+		}
+		if len(p.ISR) != len(p.Replicas) || len(p.OfflineReplicas) != 0 {
+			t.Fatalf("%s: ISR %v offline %v of replicas %v", key, p.ISR, p.OfflineReplicas, p.Replicas)
+		}
+	}
+	// Every topic, the internal ones included, one partition a page.
+	all, _ := describePages(t, cl, nil, 1)
+	for key := range want {
+		if _, ok := all[key]; !ok {
+			t.Fatalf("all topics: %s missing", key)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	for _, name := range []string{"dtp-a", "nosuch"} {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = name
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 2 || resp.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code ||
+		resp.Topics[0].TopicID == ([16]byte{}) || resp.Topics[0].AuthorizedOperations <= 0 {
+		t.Fatalf("a known and an unknown topic: %+v, %v", resp, err)
+	}
+	req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "dtp-b"}
+	resp, err = req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 2 || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("a cursor outside the named topics: %+v, %v, want INVALID_REQUEST", resp, err)
+	}
+}
