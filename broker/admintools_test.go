@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -119,5 +121,76 @@ func TestDescribeTopicPartitionsPages(t *testing.T) {
 	resp, err = req.RequestWith(ctx, cl)
 	if err != nil || len(resp.Topics) != 2 || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("a cursor outside the named topics: %+v, %v, want INVALID_REQUEST", resp, err)
+	}
+}
+
+// DescribeLogDirs, through kadm, reports each node's data_dir with its
+// replicas' log sizes (the same on every replica once written) and, to a
+// raw v4 request, the disk's total and usable bytes; a named partition
+// narrows the answer to it.
+func TestDescribeLogDirs(t *testing.T) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	createTopic(t, cl, "dirs", 2, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs := values(40, "dirs")
+	for i, r := range recs {
+		r.Topic, r.Partition = "dirs", int32(i%2)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var all kadm.DescribedAllLogDirs
+	eventually(t, 20*time.Second, "equal log sizes on every replica", func() bool {
+		var err error
+		all, err = adm.DescribeAllLogDirs(ctx, nil)
+		if err != nil || len(all) != 3 {
+			return false
+		}
+		for p := int32(0); p < 2; p++ {
+			var sizes []int64
+			for _, d := range all.Sorted() {
+				if dp, ok := d.Topics["dirs"][p]; ok {
+					sizes = append(sizes, dp.Size)
+				}
+			}
+			if len(sizes) != 3 || sizes[0] == 0 || len(slices.Compact(sizes)) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, d := range all.Sorted() {
+		want, _ := filepath.Abs(c.DataDir(int(d.Broker)))
+		if d.Dir != want || d.Err != nil {
+			t.Fatalf("node %d: dir %q (%v), want %q", d.Broker, d.Dir, d.Err, want)
+		}
+		if dp := d.Topics["dirs"][0]; dp.OffsetLag != 0 || dp.IsFuture {
+			t.Fatalf("node %d: %+v, want lag 0, not future", d.Broker, dp)
+		}
+	}
+	one, err := adm.DescribeBrokerLogDirs(ctx, 2, kadm.TopicsSet{"dirs": {1: {}}})
+	if err != nil || len(one) != 1 {
+		t.Fatalf("DescribeBrokerLogDirs: %v, %v", one, err)
+	}
+	for _, d := range one {
+		if len(d.Topics) != 1 || len(d.Topics["dirs"]) != 1 || d.Topics["dirs"][1].Size == 0 {
+			t.Fatalf("asked for dirs-1 only: %+v", d.Topics)
+		}
+	}
+
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	kresp, err := cl.Broker(1).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kresp.(*kmsg.DescribeLogDirsResponse)
+	if resp.Version != 4 || resp.ErrorCode != 0 || len(resp.Dirs) != 1 {
+		t.Fatalf("DescribeLogDirs v4: %+v, %v", resp, err)
+	}
+	if d := resp.Dirs[0]; d.TotalBytes <= 0 || d.UsableBytes <= 0 || d.UsableBytes > d.TotalBytes {
+		t.Fatalf("disk: total %d usable %d", d.TotalBytes, d.UsableBytes)
 	}
 }

@@ -53,6 +53,7 @@ func (n *Node) newBackend() *kafkabackend.Backend {
 		Configs:             n.configs,
 		RefuseNewPartitions: n.refuseNewPartitions,
 		DirtyRatios:         n.dirtyRatios,
+		LogDirs:             n.logDirs,
 	})
 }
 

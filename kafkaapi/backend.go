@@ -279,3 +279,33 @@ type ProducerIdentity struct {
 	ID    int64
 	Epoch int16
 }
+
+// LogDirs is an optional capability of a Backend, found by type
+// assertion: the node's log directories, for DescribeLogDirs. A backend
+// without it answers no directories.
+type LogDirs interface {
+	// LogDirs returns each log directory of this node with its local
+	// replicas. It reads local state and must not block for long.
+	LogDirs() []LogDir
+}
+
+// LogDir is one log directory of a node and the replicas it holds.
+type LogDir struct {
+	Path string // absolute
+	// Err is why the directory cannot be used (its disk failed), answered
+	// KAFKA_STORAGE_ERROR; nil when it works.
+	Err                     error
+	TotalBytes, UsableBytes int64 // the filesystem's; -1 when unknown
+	// Replicas are sorted by topic, then partition.
+	Replicas []ReplicaSize
+}
+
+// ReplicaSize is one local replica in a LogDir.
+type ReplicaSize struct {
+	Topic     string
+	Partition int32
+	Size      int64 // bytes of the partition's log
+	// OffsetLag is how far the replica's log end is behind its high
+	// watermark: 0 where the log holds only what is applied.
+	OffsetLag int64
+}

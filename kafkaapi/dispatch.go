@@ -73,6 +73,7 @@ var apis = []api{
 	{kmsg.DeleteACLs, 0, 3},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
+	{kmsg.DescribeLogDirs, 1, 4},
 	{kmsg.SASLAuthenticate, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
 	{kmsg.DeleteGroups, 0, 2},
@@ -274,6 +275,8 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 	switch req := req.(type) {
 	case *kmsg.DescribeTopicPartitionsRequest:
 		return s.startDescribeTopicPartitions(req, received)
+	case *kmsg.DescribeLogDirsRequest:
+		return s.startDescribeLogDirs(req, received)
 	}
 	return nil
 }

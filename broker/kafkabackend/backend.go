@@ -164,6 +164,9 @@ type Deps struct {
 	// DirtyRatios are the dirty ratios of the partitions of compacted
 	// topics this node leads, in no order (StatusConfigs).
 	DirtyRatios func() []DirtyRatio
+	// LogDirs are the node's log directories with its replicas (nil:
+	// none are reported).
+	LogDirs func() []kafkaapi.LogDir
 }
 
 // Backend answers the Kafka front end (kafkaapi.Server) from the node's
