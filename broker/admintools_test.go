@@ -194,3 +194,73 @@ func TestDescribeLogDirs(t *testing.T) {
 		t.Fatalf("disk: total %d usable %d", d.TotalBytes, d.UsableBytes)
 	}
 }
+
+// ElectLeaders, through kadm: with the preferred replica's node restarted
+// (so another replica leads), a preferred election hands the leadership
+// back to it, wherever the request lands; asked again, or for an unclean
+// election of a partition with a leader, it is not needed; an unknown
+// partition is refused.
+func TestElectLeaders(t *testing.T) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
+		cfg.DefaultReplicationFactor = 3
+		cfg.LeaderRebalanceInterval = 0 // only ElectLeaders moves leaders back
+	})
+	cl := c.Client(t)
+	adm := kadm.NewClient(cl)
+	createTopic(t, cl, "elect", 1, 3)
+	var pref int32
+	eventually(t, 20*time.Second, "a leader", func() bool {
+		md := metadataOf(t, cl, "elect")
+		if p, ok := md[0]; ok && p.leader >= 0 {
+			pref = p.replicas[0]
+			return true
+		}
+		return false
+	})
+	c.StopNode(int(pref))
+	if l, _ := c.Leader("elect", 0, 20*time.Second); l < 0 || l == pref {
+		t.Fatalf("leader %d after stopping %d", l, pref)
+	}
+	c.StartNode(int(pref))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	one := kadm.TopicsSet{"elect": {0: {}}}
+	// Sent to the preferred replica's node, which does not lead: it asks
+	// the leader's node, which hands the leadership over.
+	eventually(t, 30*time.Second, "the preferred replica back in sync and elected", func() bool {
+		req := kmsg.NewPtrElectLeadersRequest()
+		rt := kmsg.NewElectLeadersRequestTopic()
+		rt.Topic, rt.Partitions = "elect", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		kresp, err := cl.Broker(int(pref)).Request(ctx, req)
+		if err != nil { // a connection from before the restart
+			t.Logf("ElectLeaders: %v", err)
+			return false
+		}
+		resp := kresp.(*kmsg.ElectLeadersResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("ElectLeaders: %+v", resp)
+		}
+		r := resp.Topics[0].Partitions[0]
+		t.Logf("preferred election: %v", kerr.ErrorForCode(r.ErrorCode))
+		return r.ErrorCode == 0
+	})
+	if l, _ := c.Leader("elect", 0, 10*time.Second); l != pref {
+		t.Fatalf("leader %d after the election, want %d", l, pref)
+	}
+	for _, how := range []kadm.ElectLeadersHow{kadm.ElectPreferredReplica, kadm.ElectLiveReplica} {
+		res, err := adm.ElectLeaders(ctx, how, one)
+		if err != nil || res["elect"][0].Err != kerr.ElectionNotNeeded {
+			t.Fatalf("election %d again: %+v, %v, want ELECTION_NOT_NEEDED", how, res, err)
+		}
+	}
+	res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"elect": {5: {}}, "nosuch": {0: {}}})
+	if err != nil || res["elect"][5].Err != kerr.UnknownTopicOrPartition || res["nosuch"][0].Err != kerr.UnknownTopicOrPartition {
+		t.Fatalf("unknown partitions: %+v, %v", res, err)
+	}
+	// Every partition: those that need no election are left out.
+	all, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
+	if err != nil || len(all["elect"]) != 0 {
+		t.Fatalf("all partitions: %+v, %v", all, err)
+	}
+}

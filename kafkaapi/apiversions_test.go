@@ -45,6 +45,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 36, MinVersion: 0, MaxVersion: 2}, // SaslAuthenticate
 	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 	{ApiKey: 42, MinVersion: 0, MaxVersion: 2}, // DeleteGroups
+	{ApiKey: 43, MinVersion: 0, MaxVersion: 2}, // ElectLeaders
 	{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
 	{ApiKey: 45, MinVersion: 0, MaxVersion: 0}, // AlterPartitionReassignments
 	{ApiKey: 46, MinVersion: 0, MaxVersion: 0}, // ListPartitionReassignments

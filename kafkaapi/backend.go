@@ -309,3 +309,17 @@ type ReplicaSize struct {
 	// watermark: 0 where the log holds only what is applied.
 	OffsetLag int64
 }
+
+// LeaderElection is an optional capability of a Backend, found by type
+// assertion: moving a partition's leadership for ElectLeaders. A backend
+// without it answers every preferred election PREFERRED_LEADER_NOT_AVAILABLE.
+type LeaderElection interface {
+	// ElectPreferred hands a partition's leadership to its preferred
+	// replica (the first of its replicas), where the partition's leader
+	// is, and returns once the leader stepped down for it, or ctx ends.
+	// Expected errors: kerr.UnknownTopicOrPartition,
+	// kerr.ElectionNotNeeded (the preferred replica leads),
+	// kerr.PreferredLeaderNotAvailable (it is not in sync, or the
+	// partition has no leader to hand over), kerr.RequestTimedOut.
+	ElectPreferred(ctx context.Context, topic string, partition int32) error
+}

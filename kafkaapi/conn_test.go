@@ -66,9 +66,9 @@ func TestUnknownAPIKeyClosesConnection(t *testing.T) {
 }
 
 func TestUnadvertisedAPIClosesConnection(t *testing.T) {
-	// ElectLeaders is a real Kafka API that we do not advertise.
-	req := kmsg.NewPtrElectLeadersRequest()
-	req.Version = 2
+	// AlterClientQuotas is a real Kafka API that we do not advertise.
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	req.Version = 1
 	badInput(t, kmsg.NewRequestFormatter().AppendRequest(nil, req, 1))
 }
 
@@ -290,8 +290,8 @@ func TestBadRequestClosesAfterEarlierResponses(t *testing.T) {
 	p.set(func(p *fakePartition) { p.hold = true })
 	c := h.dial()
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipeline"))
-	bad := kmsg.NewPtrElectLeadersRequest() // not advertised
-	bad.Version = 2
+	bad := kmsg.NewPtrAlterClientQuotasRequest() // not advertised
+	bad.Version = 1
 	// One write: the server reads all three at once. (kmsg's AppendRequest
 	// puts the size at the start of dst, so each frame gets its own.)
 	var raw []byte

@@ -77,6 +77,7 @@ var apis = []api{
 	{kmsg.SASLAuthenticate, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
 	{kmsg.DeleteGroups, 0, 2},
+	{kmsg.ElectLeaders, 0, 2},
 	{kmsg.IncrementalAlterConfigs, 0, 1},
 	{kmsg.AlterPartitionAssignments, 0, 0},
 	{kmsg.ListPartitionReassignments, 0, 0},
@@ -277,6 +278,8 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 		return s.startDescribeTopicPartitions(req, received)
 	case *kmsg.DescribeLogDirsRequest:
 		return s.startDescribeLogDirs(req, received)
+	case *kmsg.ElectLeadersRequest:
+		return s.startElectLeaders(req, received)
 	}
 	return nil
 }
