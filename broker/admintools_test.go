@@ -264,3 +264,67 @@ func TestElectLeaders(t *testing.T) {
 		t.Fatalf("all partitions: %+v, %v", all, err)
 	}
 }
+
+// DescribeProducers, through kadm, lists an idempotent producer (its
+// last sequence, no transaction) and a transactional one with its open
+// transaction's first offset; a follower answers the same, as Kafka's
+// do; an unknown topic is refused.
+func TestDescribeProducers(t *testing.T) {
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	createTopic(t, cl, "prods", 1, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "prods", Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := c.Client(t, kgo.TransactionalID("prods-tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.EndTransaction(ctx, kgo.TryAbort)
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: "prods", Value: []byte("t")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"prods": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := d["prods"].Partitions[0]
+	if p.Err != nil || len(p.ActiveProducers) != 2 {
+		t.Fatalf("prods-0: %+v", p)
+	}
+	ps := p.ActiveProducers.Sorted()
+	idem, txn := ps[0], ps[1]
+	if idem.LastSequence != 2 || idem.CurrentTxnStartOffset != -1 || idem.LastTimestamp <= 0 || idem.ProducerEpoch != 0 {
+		t.Fatalf("idempotent producer %+v, want last sequence 2, no transaction", idem)
+	}
+	if txn.LastSequence != 0 || txn.CurrentTxnStartOffset != 3 {
+		t.Fatalf("transactional producer %+v, want last sequence 0, transaction from offset 3", txn)
+	}
+
+	leader, _ := c.Leader("prods", 0, 10*time.Second)
+	follower := leader%3 + 1
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = "prods", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	rt.Topic = "nosuch"
+	req.Topics = append(req.Topics, rt)
+	eventually(t, 10*time.Second, "the follower's producers", func() bool {
+		kresp, err := cl.Broker(int(follower)).Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kresp.(*kmsg.DescribeProducersResponse)
+		if len(resp.Topics) != 2 || resp.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("follower %d: %+v", follower, resp)
+		}
+		fp := resp.Topics[0].Partitions[0]
+		return fp.ErrorCode == 0 && len(fp.ActiveProducers) == 2 && fp.ActiveProducers[1].CurrentTxnStartOffset == 3
+	})
+}

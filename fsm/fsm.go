@@ -190,7 +190,10 @@ type FSM struct {
 	limit   int      // producer table bound (Config.MaxProducers resolved)
 
 	// Owned by the FSM goroutine (ApplyBatch, Apply, Snapshot, Restore) and
-	// by New and Close, which raft never runs concurrently with it.
+	// by New and Close, which raft never runs concurrently with it. The
+	// goroutine changes table only under tableMu, so that ActiveProducers
+	// may read it from others.
+	tableMu     sync.RWMutex
 	table       *producerstate.Table
 	appliedTerm uint64
 	journal     *journal
@@ -269,6 +272,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	before := f.log.EndOffset()
 	applied := f.applied.Load()
 	advanced := false
+	f.tableMu.Lock()
 	for i, l := range logs {
 		if l.Index <= applied {
 			continue
@@ -284,6 +288,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		applied, f.appliedTerm, advanced = l.Index, l.Term, true
 	}
+	f.tableMu.Unlock()
 	if !advanced {
 		return out
 	}

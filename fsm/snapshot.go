@@ -301,7 +301,9 @@ func (f *FSM) restore(h snapshotHeader, r io.Reader) error {
 		}
 	}
 	table.SetLimit(f.limit)
+	f.tableMu.Lock()
 	f.table = table
+	f.tableMu.Unlock()
 	f.applied.Store(h.cp.index)
 	f.appliedTerm = h.cp.term
 	f.restored()

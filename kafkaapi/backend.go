@@ -323,3 +323,24 @@ type LeaderElection interface {
 	// partition has no leader to hand over), kerr.RequestTimedOut.
 	ElectPreferred(ctx context.Context, topic string, partition int32) error
 }
+
+// ProducerStates is an optional capability of a Partition, found by type
+// assertion: the replica's producer state, for DescribeProducers. A
+// replica without it is answered NOT_LEADER_OR_FOLLOWER.
+type ProducerStates interface {
+	// ActiveProducers returns every producer the replica's state holds,
+	// as it has applied it. It must not block for long.
+	ActiveProducers() []ActiveProducer
+}
+
+// ActiveProducer is one producer's state on a partition.
+type ActiveProducer struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	LastSequence  int32 // of its last batch; -1 when none is retained
+	LastTimestamp int64 // of its last batch or marker; -1 when unknown
+	// CoordinatorEpoch is of its last transaction marker, -1 before any;
+	// TxnStartOffset the first offset of its open transaction, -1 if none.
+	CoordinatorEpoch int32
+	TxnStartOffset   int64
+}

@@ -85,6 +85,7 @@ var apis = []api{
 	{kmsg.DescribeUserSCRAMCredentials, 0, 0},
 	{kmsg.AlterUserSCRAMCredentials, 0, 0},
 	{kmsg.DescribeCluster, 0, 1},
+	{kmsg.DescribeProducers, 0, 0},
 	{kmsg.DescribeTransactions, 0, 0},
 	{kmsg.ListTransactions, 0, 1},
 	{kmsg.DescribeTopicPartitions, 0, 0},
@@ -280,6 +281,8 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 		return s.startDescribeLogDirs(req, received)
 	case *kmsg.ElectLeadersRequest:
 		return s.startElectLeaders(req, received)
+	case *kmsg.DescribeProducersRequest:
+		return s.startDescribeProducers(req, received)
 	}
 	return nil
 }

@@ -1,0 +1,7 @@
+package partition
+
+import "github.com/minikafka/minikafka-go/producerstate"
+
+// ActiveProducers is the replica's producer state as it has applied it,
+// in ascending producer id order (fsm.FSM.ActiveProducers).
+func (r *Replica) ActiveProducers() []producerstate.Entry { return r.fsm.ActiveProducers() }
