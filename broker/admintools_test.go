@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -327,4 +328,60 @@ func TestDescribeProducers(t *testing.T) {
 		fp := resp.Topics[0].Partitions[0]
 		return fp.ErrorCode == 0 && len(fp.ActiveProducers) == 2 && fp.ActiveProducers[1].CurrentTxnStartOffset == 3
 	})
+}
+
+// The admin tools' APIs check Kafka's ACLs: a user with no ACLs sees no
+// topic in DescribeTopicPartitions (a named one is refused), and is
+// refused DescribeLogDirs and ElectLeaders (CLUSTER) and
+// DescribeProducers (READ on the topic); the super user is not.
+func TestAdminToolAPIsACLs(t *testing.T) {
+	c, tlsCfg := aclCluster(t, 1)
+	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
+	createTopic(t, admin, "acl-a", 1, 1)
+	alice := userClient(t, c, tlsCfg, "alice", "alice-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if got, _ := describePages(t, admin, []string{"acl-a"}, 10); len(got) != 1 {
+		t.Fatalf("admin: DescribeTopicPartitions %v", got)
+	}
+	if got, _ := describePages(t, alice, nil, 10); len(got) != 0 {
+		t.Fatalf("alice sees partitions %v", got)
+	}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "acl-a"}}
+	resp, err := req.RequestWith(ctx, alice)
+	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code ||
+		len(resp.Topics[0].Partitions) != 0 || resp.Topics[0].TopicID != ([16]byte{}) {
+		t.Fatalf("alice, named topic: %+v, %v", resp, err)
+	}
+
+	one := kadm.TopicsSet{"acl-a": {0: {}}}
+	if _, err := kadm.NewClient(alice).DescribeAllLogDirs(ctx, nil); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice: DescribeLogDirs %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if _, err := kadm.NewClient(alice).ElectLeaders(ctx, kadm.ElectPreferredReplica, one); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice: ElectLeaders %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	pr := kmsg.NewPtrDescribeProducersRequest()
+	pr.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "acl-a", Partitions: []int32{0}}}
+	// To the node itself: kgo finds no leader for a topic alice may not see.
+	kresp, err := alice.Broker(1).Request(ctx, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if presp := kresp.(*kmsg.DescribeProducersResponse); presp.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice: DescribeProducers %+v", presp)
+	}
+
+	adm := kadm.NewClient(admin)
+	if dirs, err := adm.DescribeAllLogDirs(ctx, one); err != nil || len(dirs) != 1 {
+		t.Fatalf("admin: DescribeLogDirs %v, %v", dirs, err)
+	}
+	if res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, one); err != nil || res["acl-a"][0].Err != kerr.ElectionNotNeeded {
+		t.Fatalf("admin: ElectLeaders %+v, %v", res, err)
+	}
+	if d, err := adm.DescribeProducers(ctx, one); err != nil || d["acl-a"].Partitions[0].Err != nil {
+		t.Fatalf("admin: DescribeProducers %+v, %v", d, err)
+	}
 }
