@@ -31,6 +31,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/minikafka/minikafka-go/test/e2e"
 )
 
 // ipTool is iproute2's ip, which makes namespaces, veth pairs and the
@@ -189,38 +191,15 @@ func ip(ctx context.Context, args ...string) error {
 // "./cmd/node") into dir, one binary each named after its last element,
 // without the race detector, and returns their paths.
 func Build(ctx context.Context, dir string, pkgs ...string) ([]string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
-	}
 	var bins []string
 	for _, p := range pkgs {
-		bin := filepath.Join(dir, filepath.Base(p))
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, p)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build %s: %w\n%s", p, err, out)
+		bin, err := e2e.Build(ctx, dir, p, filepath.Base(p))
+		if err != nil {
+			return nil, err
 		}
 		bins = append(bins, bin)
 	}
 	return bins, nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("netns: go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // Ports are the nodes' ports, the same on every host: the defaults of
