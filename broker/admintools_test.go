@@ -332,7 +332,7 @@ func TestDescribeProducers(t *testing.T) {
 
 // The admin tools' APIs check Kafka's ACLs: a user with no ACLs sees no
 // topic in DescribeTopicPartitions (a named one is refused), and is
-// refused DescribeLogDirs and ElectLeaders (CLUSTER) and
+// refused DescribeLogDirs, ElectLeaders and DescribeQuorum (CLUSTER) and
 // DescribeProducers (READ on the topic); the super user is not.
 func TestAdminToolAPIsACLs(t *testing.T) {
 	c, tlsCfg := aclCluster(t, 1)
@@ -374,6 +374,12 @@ func TestAdminToolAPIsACLs(t *testing.T) {
 		t.Fatalf("alice: DescribeProducers %+v", presp)
 	}
 
+	qr := kmsg.NewPtrDescribeQuorumRequest()
+	qr.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{}}}}
+	if qresp, err := qr.RequestWith(ctx, alice); err != nil || qresp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice: DescribeQuorum %+v, %v", qresp, err)
+	}
+
 	adm := kadm.NewClient(admin)
 	if dirs, err := adm.DescribeAllLogDirs(ctx, one); err != nil || len(dirs) != 1 {
 		t.Fatalf("admin: DescribeLogDirs %v, %v", dirs, err)
@@ -384,4 +390,64 @@ func TestAdminToolAPIsACLs(t *testing.T) {
 	if d, err := adm.DescribeProducers(ctx, one); err != nil || d["acl-a"].Partitions[0].Err != nil {
 		t.Fatalf("admin: DescribeProducers %+v, %v", d, err)
 	}
+}
+
+// DescribeQuorum describes the metadata Raft group from its leader, the
+// same on every node (the others ask the leader's node): three voters
+// that match the leader's log, the controller as leader; another topic
+// is unknown.
+func TestDescribeQuorum(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	quorum := func(node int32, topic string) *kmsg.DescribeQuorumResponse {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = append(req.Topics, rt)
+		kresp, err := cl.Broker(int(node)).Request(ctx, req)
+		if err != nil {
+			t.Fatalf("node %d: %v", node, err)
+		}
+		return kresp.(*kmsg.DescribeQuorumResponse)
+	}
+	for node := int32(1); node <= 3; node++ {
+		eventually(t, 20*time.Second, fmt.Sprintf("node %d's answer", node), func() bool {
+			resp := quorum(node, "__cluster_metadata")
+			if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("node %d: %+v", node, resp)
+			}
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || len(p.CurrentVoters) != 3 || p.HighWatermark <= 0 || p.LeaderEpoch <= 0 ||
+				p.LeaderID != controllerID(t, cl) || len(resp.Nodes) != 3 {
+				t.Logf("node %d: %+v", node, resp)
+				return false
+			}
+			for _, v := range p.CurrentVoters {
+				if v.LogEndOffset < p.HighWatermark || v.LastFetchTimestamp <= 0 || v.LastCaughtUpTimestamp <= 0 {
+					t.Logf("node %d: voter %+v behind the high watermark %d", node, v, p.HighWatermark)
+					return false
+				}
+			}
+			return true
+		})
+	}
+	resp := quorum(1, "other")
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("another topic: %+v", resp)
+	}
+}
+
+// controllerID is the controller Metadata names.
+func controllerID(t *testing.T, cl *kgo.Client) int32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.ControllerID
 }

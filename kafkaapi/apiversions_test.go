@@ -52,6 +52,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 47, MinVersion: 0, MaxVersion: 0}, // OffsetDelete
 	{ApiKey: 50, MinVersion: 0, MaxVersion: 0}, // DescribeUserScramCredentials
 	{ApiKey: 51, MinVersion: 0, MaxVersion: 0}, // AlterUserScramCredentials
+	{ApiKey: 55, MinVersion: 0, MaxVersion: 2}, // DescribeQuorum
 	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
 	{ApiKey: 61, MinVersion: 0, MaxVersion: 0}, // DescribeProducers
 	{ApiKey: 65, MinVersion: 0, MaxVersion: 0}, // DescribeTransactions

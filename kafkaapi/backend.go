@@ -344,3 +344,35 @@ type ActiveProducer struct {
 	CoordinatorEpoch int32
 	TxnStartOffset   int64
 }
+
+// MetadataQuorum is an optional capability of a Backend, found by type
+// assertion: the cluster's metadata Raft group, for DescribeQuorum. A
+// backend without it answers NOT_LEADER_OR_FOLLOWER.
+type MetadataQuorum interface {
+	// Quorum describes the metadata group as its leader sees it, asking
+	// the leader's node when this node does not lead it. Expected
+	// errors: kerr.NotLeaderForPartition (no leader now),
+	// kerr.RequestTimedOut.
+	Quorum(ctx context.Context) (QuorumView, error)
+}
+
+// QuorumView is the metadata group as its leader sees it. Offsets are
+// Raft log indexes.
+type QuorumView struct {
+	LeaderID      int32
+	LeaderEpoch   int32 // the group's term
+	HighWatermark int64 // the commit index
+	// Voters and Observers (non-voters) with their progress; the leader
+	// is among the voters.
+	Voters, Observers []QuorumReplica
+}
+
+// QuorumReplica is one member of the metadata group.
+type QuorumReplica struct {
+	NodeID       int32
+	LogEndOffset int64 // the last index known to match the leader's; -1 if unknown
+	// LastFetch is when the member last answered the leader, and
+	// LastCaughtUp when it last matched the leader's commit index; -1
+	// when unknown (milliseconds since the epoch).
+	LastFetch, LastCaughtUp int64
+}

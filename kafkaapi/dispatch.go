@@ -84,6 +84,7 @@ var apis = []api{
 	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeUserSCRAMCredentials, 0, 0},
 	{kmsg.AlterUserSCRAMCredentials, 0, 0},
+	{kmsg.DescribeQuorum, 0, 2},
 	{kmsg.DescribeCluster, 0, 1},
 	{kmsg.DescribeProducers, 0, 0},
 	{kmsg.DescribeTransactions, 0, 0},
@@ -283,6 +284,8 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 		return s.startElectLeaders(req, received)
 	case *kmsg.DescribeProducersRequest:
 		return s.startDescribeProducers(req, received)
+	case *kmsg.DescribeQuorumRequest:
+		return s.startDescribeQuorum(req, received)
 	}
 	return nil
 }
