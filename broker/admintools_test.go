@@ -390,6 +390,18 @@ func TestAdminToolAPIsACLs(t *testing.T) {
 	if d, err := adm.DescribeProducers(ctx, one); err != nil || d["acl-a"].Partitions[0].Err != nil {
 		t.Fatalf("admin: DescribeProducers %+v, %v", d, err)
 	}
+
+	// CLUSTER_ACTION, which a node forwarding them holds, is enough for
+	// ElectLeaders and DescribeQuorum.
+	mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").Clusters().Operations(kadm.OpClusterAction).
+		ResourcePatternType(kadm.ACLPatternLiteral))
+	eventually(t, 10*time.Second, "alice's CLUSTER_ACTION", func() bool {
+		res, err := kadm.NewClient(alice).ElectLeaders(ctx, kadm.ElectPreferredReplica, one)
+		return err == nil && res["acl-a"][0].Err == kerr.ElectionNotNeeded
+	})
+	if qresp, err := qr.RequestWith(ctx, alice); err != nil || qresp.ErrorCode != 0 || qresp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("alice with CLUSTER_ACTION: DescribeQuorum %+v, %v", qresp, err)
+	}
 }
 
 // DescribeQuorum describes the metadata Raft group from its leader, the

@@ -16,7 +16,7 @@ const metadataTopic = "__cluster_metadata"
 
 // startDescribeQuorum answers DescribeQuorum 0-2 for the metadata group
 // (MetadataQuorum), as Kafka's KafkaRaftClient does: DESCRIBE on the
-// cluster; a request for anything but __cluster_metadata-0 answers
+// cluster (or CLUSTER_ACTION, which nodes asking the leader's node hold); a request for anything but __cluster_metadata-0 answers
 // UNKNOWN_TOPIC_OR_PARTITION for each partition it names; no leader
 // answers NOT_LEADER_OR_FOLLOWER. Offsets are Raft log indexes, the
 // epoch is the group's term; v2's nodes carry each member's Kafka
@@ -24,7 +24,7 @@ const metadataTopic = "__cluster_metadata"
 func (s *Server) startDescribeQuorum(req *kmsg.DescribeQuorumRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
-		if !s.authorizeCluster(ctx, acl.OpDescribe) {
+		if !s.authorizeCluster(ctx, acl.OpDescribe) && !s.authorizeCluster(ctx, acl.OpClusterAction) {
 			resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, errorMessage(errClusterAuth)
 			return resp, nil
 		}

@@ -24,7 +24,9 @@ const electionsInFlight = 8
 
 // startElectLeaders answers ElectLeaders 0-2 as Kafka's controller does
 // (ReplicationControlManager.electLeaders): it needs ALTER on the
-// cluster; each partition named (every partition when the list is null,
+// cluster, or CLUSTER_ACTION, which the nodes forwarding it to the
+// partition's leader hold (Kafka forwards it in an Envelope, with the
+// client's principal); each partition named (every partition when the list is null,
 // leaving out those answered ELECTION_NOT_NEEDED) is elected within the
 // request's timeout. A preferred election hands the leadership to the
 // first replica (LeaderElection). An unclean one is not needed while the
@@ -35,7 +37,7 @@ func (s *Server) startElectLeaders(req *kmsg.ElectLeadersRequest, _ time.Time) r
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 		var err error
-		if !s.authorizeCluster(ctx, acl.OpAlter) {
+		if !s.authorizeCluster(ctx, acl.OpAlter) && !s.authorizeCluster(ctx, acl.OpClusterAction) {
 			err = errClusterAuth
 		} else if req.Version > 0 && req.ElectionType != electPreferred && req.ElectionType != electUnclean {
 			err = fmt.Errorf("%w: unknown election type %d", kerr.InvalidRequest, req.ElectionType)
