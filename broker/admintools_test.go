@@ -336,7 +336,8 @@ func TestDescribeProducers(t *testing.T) {
 
 // The admin tools' APIs check Kafka's ACLs: a user with no ACLs sees no
 // topic in DescribeTopicPartitions (a named one is refused), and is
-// refused DescribeLogDirs, ElectLeaders and DescribeQuorum (CLUSTER) and
+// refused DescribeLogDirs, ElectLeaders, DescribeQuorum and
+// DescribeClientQuotas (CLUSTER) and
 // DescribeProducers (READ on the topic); the super user is not.
 func TestAdminToolAPIsACLs(t *testing.T) {
 	c, tlsCfg := aclCluster(t, 1)
@@ -382,6 +383,10 @@ func TestAdminToolAPIsACLs(t *testing.T) {
 	qr.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{}}}}
 	if qresp, err := qr.RequestWith(ctx, alice); err != nil || qresp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("alice: DescribeQuorum %+v, %v", qresp, err)
+	}
+
+	if _, err := kadm.NewClient(alice).DescribeClientQuotas(ctx, false, nil); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice: DescribeClientQuotas %v, want CLUSTER_AUTHORIZATION_FAILED", err)
 	}
 
 	adm := kadm.NewClient(admin)
@@ -466,4 +471,27 @@ func controllerID(t *testing.T, cl *kgo.Client) int32 {
 		t.Fatal(err)
 	}
 	return resp.ControllerID
+}
+
+// DescribeClientQuotas, through kadm: no quota is set on any entity (the
+// node enforces none); a filter Kafka refuses is refused the same way.
+func TestDescribeClientQuotas(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	adm := kadm.NewClient(c.Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: kmsg.QuotasMatchTypeAny}})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("users: %+v, %v", got, err)
+	}
+	if _, err := adm.DescribeClientQuotas(ctx, true, nil); err != nil {
+		t.Fatalf("every entity: %v", err)
+	}
+	bad := []kadm.DescribeClientQuotaComponent{{Type: "ip", MatchType: kmsg.QuotasMatchTypeAny}, {Type: "user", MatchType: kmsg.QuotasMatchTypeAny}}
+	if _, err := adm.DescribeClientQuotas(ctx, false, bad); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("ip beside user: %v, want INVALID_REQUEST", err)
+	}
+	if _, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "group", MatchType: kmsg.QuotasMatchTypeAny}}); !errors.Is(err, kerr.UnsupportedVersion) {
+		t.Fatalf("entity type group: %v, want UNSUPPORTED_VERSION", err)
+	}
 }

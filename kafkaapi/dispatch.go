@@ -82,6 +82,7 @@ var apis = []api{
 	{kmsg.AlterPartitionAssignments, 0, 0},
 	{kmsg.ListPartitionReassignments, 0, 0},
 	{kmsg.OffsetDelete, 0, 0},
+	{kmsg.DescribeClientQuotas, 0, 1},
 	{kmsg.DescribeUserSCRAMCredentials, 0, 0},
 	{kmsg.AlterUserSCRAMCredentials, 0, 0},
 	{kmsg.DescribeQuorum, 0, 2},
@@ -286,6 +287,8 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 		return s.startDescribeProducers(req, received)
 	case *kmsg.DescribeQuorumRequest:
 		return s.startDescribeQuorum(req, received)
+	case *kmsg.DescribeClientQuotasRequest:
+		return s.startDescribeClientQuotas(req, received)
 	}
 	return nil
 }
