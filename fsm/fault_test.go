@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"syscall"
@@ -317,5 +318,31 @@ func TestCleaningsAfterOneGivenUpAreReplayedInOrder(t *testing.T) {
 		if err := errors.Join(x.f.Close(), x.log.Close()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// ActiveProducers (DescribeProducers) gives up when its context ends while
+// an apply holds the producer table, as one does while it retries a write
+// on a full disk; it answers once the apply is done.
+func TestActiveProducersDuringDiskFull(t *testing.T) {
+	entries := history(6, 200)
+	r := openFaultReplica(t, vfs.Faulty(vfs.NewStrictMem()))
+	r.f.ApplyBatch(entries[:60])
+	r.ff.Fail(vfs.OpWrite|vfs.OpCreate, syscall.ENOSPC)
+	done := applyInBackground(r.f, entries[60:])
+	waitStorageErr(t, r.f)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := r.f.ActiveProducers(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ActiveProducers while an apply retries on a full disk = %v, want the context's deadline", err)
+	}
+	r.ff.Heal()
+	<-done
+	got, err := r.f.ActiveProducers(context.Background())
+	if err != nil || len(got) == 0 {
+		t.Fatalf("ActiveProducers after the disk came back: %d producers, %v", len(got), err)
+	}
+	if err := errors.Join(r.f.Close(), r.log.Close()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -329,8 +329,9 @@ type LeaderElection interface {
 // replica without it is answered NOT_LEADER_OR_FOLLOWER.
 type ProducerStates interface {
 	// ActiveProducers returns every producer the replica's state holds,
-	// as it has applied it. It must not block for long.
-	ActiveProducers() []ActiveProducer
+	// as it has applied it, or ctx's error if it cannot read that state
+	// before ctx ends (an apply holds it).
+	ActiveProducers(ctx context.Context) ([]ActiveProducer, error)
 }
 
 // ActiveProducer is one producer's state on a partition.

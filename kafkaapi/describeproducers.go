@@ -16,6 +16,12 @@ import (
 // otherwise make the node copy its producer table as often.
 const describedProducersLimit = 1 << 20
 
+// producerStateWait bounds how long one DescribeProducers waits for
+// partitions whose producer state an apply holds (one retrying a write on
+// a full disk holds it until space returns); those left answer
+// REQUEST_TIMED_OUT.
+const producerStateWait = 5 * time.Second
+
 // errProducersFull answers the partitions past describedProducersLimit.
 var errProducersFull = fmt.Errorf("%w: the answer already holds %d producers: ask for fewer partitions",
 	kerr.InvalidRequest, describedProducersLimit)
@@ -28,6 +34,8 @@ var errProducersFull = fmt.Errorf("%w: the answer already holds %d producers: as
 // NOT_LEADER_OR_FOLLOWER where this node holds no replica.
 func (s *Server) startDescribeProducers(req *kmsg.DescribeProducersRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
+		ctx, cancel := context.WithTimeout(ctx, producerStateWait)
+		defer cancel()
 		resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 		known := indexTopics(s.backend.Cluster().Topics)
 		budget := describedProducersLimit
@@ -48,7 +56,7 @@ func (s *Server) startDescribeProducers(req *kmsg.DescribeProducersRequest, _ ti
 				rp.Partition = p
 				err := topicErr
 				if err == nil {
-					rp.ActiveProducers, err = s.activeProducers(t.Topic, p, &budget)
+					rp.ActiveProducers, err = s.activeProducers(ctx, t.Topic, p, &budget)
 				}
 				if err != nil {
 					rp.ErrorCode, rp.ErrorMessage = ErrorCode(err), errorMessage(err)
@@ -62,7 +70,7 @@ func (s *Server) startDescribeProducers(req *kmsg.DescribeProducersRequest, _ ti
 }
 
 // activeProducers is one partition's answer, charged to budget.
-func (s *Server) activeProducers(topic string, partition int32, budget *int) ([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, error) {
+func (s *Server) activeProducers(ctx context.Context, topic string, partition int32, budget *int) ([]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, error) {
 	p, err := s.backend.Partition(topic, partition)
 	if err != nil {
 		return nil, err
@@ -71,7 +79,10 @@ func (s *Server) activeProducers(topic string, partition int32, budget *int) ([]
 	if !ok {
 		return nil, kerr.NotLeaderForPartition
 	}
-	producers := ps.ActiveProducers()
+	producers, err := ps.ActiveProducers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the partition's producer state is busy (%w)", kerr.RequestTimedOut, err)
+	}
 	if len(producers) > *budget {
 		return nil, errProducersFull
 	}
