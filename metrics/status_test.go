@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
@@ -112,33 +110,9 @@ func TestStatusPageInChromium(t *testing.T) {
 // A partition move that cannot finish (its new replica's node is down) is
 // listed on the status page with the replicas added and removed.
 func TestStatusPageListsReassignments(t *testing.T) {
-	c := testcluster.Start(t, 4, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
+	c, replicas, spare := testcluster.StuckMove(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(c.Client(t))
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "moving"); err != nil {
-		t.Fatal(err)
-	}
-	var replicas []int32
-	for len(replicas) != 3 && ctx.Err() == nil {
-		if md, err := adm.Metadata(ctx, "moving"); err == nil {
-			if p, ok := md.Topics["moving"].Partitions[0]; ok {
-				replicas = p.Replicas
-			}
-		}
-	}
-	var spare int32
-	for id := int32(1); id <= 4; id++ {
-		if !slices.Contains(replicas, id) {
-			spare = id
-		}
-	}
-	c.StopNode(int(spare))
-	req := kadm.AlterPartitionAssignmentsReq{}
-	req.Assign("moving", 0, []int32{spare, replicas[1], replicas[2]})
-	if res, err := adm.AlterPartitionAssignments(ctx, req); err != nil || res["moving"][0].Err != nil {
-		t.Fatalf("AlterPartitionAssignments: %v %v", err, res)
-	}
 	want := fmt.Sprintf("<td>moving</td><td class=\"num\">0</td><td>%d, %d, %d, %d</td><td>%d</td><td>%d</td>",
 		spare, replicas[1], replicas[2], replicas[0], spare, replicas[0])
 	url := adminServers(t, c)[0] + "/"
