@@ -213,11 +213,7 @@ func TestCleaningRetriesUntilSpaceReturns(t *testing.T) {
 	if got := logBytes(t, r.log); !bytes.Equal(got, want) {
 		t.Fatalf("after the disk came back the log (%d bytes) differs from the reference (%d)", len(got), len(want))
 	}
-	for _, x := range []*faultReplica{ref, r} {
-		if err := errors.Join(x.f.Close(), x.log.Close()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	closeReplicas(t, ref, r)
 }
 
 // A cleaning given up at Stop (the disk still full) is abandoned: Close
@@ -243,11 +239,7 @@ func TestCleaningGivenUpAtStopIsReplayed(t *testing.T) {
 	if got := logBytes(t, r.log); !bytes.Equal(got, want) {
 		t.Fatalf("after the replay the log (%d bytes) differs from the reference (%d)", len(got), len(want))
 	}
-	for _, x := range []*faultReplica{ref, r} {
-		if err := errors.Join(x.f.Close(), x.log.Close()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	closeReplicas(t, ref, r)
 }
 
 func logBytes(t *testing.T, l *seglog.Log) []byte {
@@ -314,11 +306,7 @@ func TestCleaningsAfterOneGivenUpAreReplayedInOrder(t *testing.T) {
 	if got := logBytes(t, r.log); !bytes.Equal(got, want) {
 		t.Fatalf("after the replay the log (%d bytes) differs from the reference (%d)", len(got), len(want))
 	}
-	for _, x := range []*faultReplica{ref, r} {
-		if err := errors.Join(x.f.Close(), x.log.Close()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	closeReplicas(t, ref, r)
 }
 
 // ActiveProducers (DescribeProducers) gives up when its context ends while
@@ -344,5 +332,15 @@ func TestActiveProducersDuringDiskFull(t *testing.T) {
 	}
 	if err := errors.Join(r.f.Close(), r.log.Close()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// closeReplicas closes each replica's FSM and log.
+func closeReplicas(t *testing.T, rs ...*faultReplica) {
+	t.Helper()
+	for _, x := range rs {
+		if err := errors.Join(x.f.Close(), x.log.Close()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
