@@ -42,7 +42,7 @@ const apiVersionsMax = 3
 // this order). startAPI must handle each.
 var apis = []api{
 	{kmsg.Produce, 3, 9},
-	{kmsg.Fetch, 4, 12},
+	{kmsg.Fetch, 4, 18},
 	{kmsg.ListOffsets, 0, 7},
 	{kmsg.Metadata, 0, 12},
 	{kmsg.OffsetCommit, 0, 8},

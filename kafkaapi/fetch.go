@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka-go/acl"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -17,8 +16,16 @@ import (
 // request arrived have passed, it waits for any of the partitions to change
 // and reads again. A partition named more than once is read once (see
 // collapse).
+//
+// From v13 topics are named by id (an id no topic has answers
+// UNKNOWN_TOPIC_ID), and from v16 a partition whose leader moved carries
+// the leader's id, epoch and endpoint (addCurrentLeaders).
 func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responder {
-	req.Topics = collapse(req.Topics, fetchTopics)
+	if req.Version >= 13 {
+		req.Topics = collapse(req.Topics, fetchTopicsByID)
+	} else {
+		req.Topics = collapse(req.Topics, fetchTopics)
+	}
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.SessionID = 0 // sessions are not supported; see the package doc
@@ -40,6 +47,9 @@ func (s *Server) startFetch(req *kmsg.FetchRequest, received time.Time) responde
 			resp.Topics = r.topics
 			if r.bytes >= int(req.MinBytes) || r.errored || len(r.watches) == 0 ||
 				ctx.Err() != nil || !time.Now().Before(deadline) {
+				if req.Version >= 16 {
+					s.addCurrentLeaders(ctx, resp, r.names)
+				}
 				return resp, nil
 			}
 			if timer == nil {
@@ -91,9 +101,10 @@ func waitChanges(ctx context.Context, timer <-chan time.Time, watches []watch) {
 // fetchRead is one pass over a Fetch request's partitions.
 type fetchRead struct {
 	topics  []kmsg.FetchResponseTopic
-	bytes   int     // record bytes returned
-	errored bool    // some partition has an error to report now
-	watches []watch // one per readable partition
+	names   []string // of topics, resolved ("" for an unknown id)
+	bytes   int      // record bytes returned
+	errored bool     // some partition has an error to report now
+	watches []watch  // one per readable partition
 }
 
 // noRecords is the record set of a partition with nothing to return. Kafka
@@ -102,46 +113,44 @@ type fetchRead struct {
 var noRecords = []byte{}
 
 // readFetch reads every partition of req once (of topics the client may
-// READ; the others answer TOPIC_AUTHORIZATION_FAILED), within the request's byte
+// READ, or, for a follower, of every topic if it may CLUSTER_ACTION; the
+// others answer TOPIC_AUTHORIZATION_FAILED), within the request's byte
 // limits: each partition gets at most PartitionMaxBytes and the whole
 // response at most MaxBytes, itself at most Config.FetchMaxBytes, except
 // that the first batch of the first partition with data is returned whole
 // even when larger (KIP-74).
 func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRead {
-	var r fetchRead
+	r := fetchRead{names: s.fetchTopicNames(req)}
+	follower := fetchReplicaID(req) >= 0
 	remaining := min(int(req.MaxBytes), s.cfg.FetchMaxBytes)
 	r.topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := &r.topics[ti]
 		*st = kmsg.NewFetchResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = r.names[ti], rt.TopicID
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-		readable := s.authorizeTopic(ctx, acl.OpRead, rt.Topic)
+		topicErr := s.topicReadError(ctx, req, r.names[ti], follower)
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if !readable {
-				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-				sp.RecordBatches = noRecords
+			if topicErr != nil {
+				failPartition(sp, topicErr)
 				r.errored = true
 				continue
 			}
 			limit := min(int(rp.PartitionMaxBytes), remaining)
-			w, err := s.readPartition(ctx, rt.Topic, rp, sp, partitionRead{limit: limit, firstData: r.bytes == 0,
-				committed: req.IsolationLevel == readCommitted})
-			if sp.RecordBatches == nil {
-				sp.RecordBatches = noRecords
-			}
+			w, err := s.readPartition(ctx, r.names[ti], rp, sp, partitionRead{limit: limit, firstData: r.bytes == 0,
+				committed: req.IsolationLevel == readCommitted, follower: follower})
 			if err != nil {
-				sp.ErrorCode = ErrorCode(err)
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-				sp.RecordBatches = noRecords
+				failPartition(sp, err)
 				r.errored = true
 				continue
+			}
+			if sp.RecordBatches == nil {
+				sp.RecordBatches = noRecords
 			}
 			r.watches = append(r.watches, w)
 			r.bytes += len(sp.RecordBatches)
@@ -149,6 +158,13 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest) fetchRea
 		}
 	}
 	return r
+}
+
+// failPartition answers a partition with err and no offsets or records.
+func failPartition(sp *kmsg.FetchResponseTopicPartition, err error) {
+	sp.ErrorCode = ErrorCode(err)
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+	sp.RecordBatches = noRecords
 }
 
 // Isolation levels of Fetch and ListOffsets.
@@ -162,6 +178,7 @@ type partitionRead struct {
 	limit     int  // bytes
 	firstData bool // no partition before it returned data: KIP-74 applies
 	committed bool // read_committed: up to the last stable offset
+	follower  bool // from a broker (replica id >= 0): see notReplicaError
 }
 
 // offsets is a partition's offsets as one read sees them.
@@ -187,6 +204,9 @@ func (s *Server) readPartition(ctx context.Context, topic string, rp *kmsg.Fetch
 	p, _, err := s.leader(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if err != nil {
 		return watch{}, err
+	}
+	if pr.follower {
+		return watch{}, notReplicaError(rp)
 	}
 	changed := p.Changed() // before reading the state it guards
 	o := readOffsets(p)

@@ -123,6 +123,13 @@ func (s *Snapshot) TopicConfigs(name string) map[string]string {
 	return maps.Clone(t.Configs)
 }
 
+// TopicName returns the name of the topic with that id, without copying
+// the topic (Fetch v13+ names its topics by id on every request).
+func (s *Snapshot) TopicName(id TopicID) (string, bool) {
+	name, ok := s.topicIDs[id]
+	return name, ok
+}
+
 // TopicByID returns a copy of the topic with that id.
 func (s *Snapshot) TopicByID(id TopicID) (Topic, bool) {
 	name, ok := s.topicIDs[id]

@@ -173,3 +173,11 @@ func (b *Backend) liveBrokers(state *metadata.Snapshot) []int32 {
 	}
 	return live
 }
+
+var _ kafkaapi.TopicIDs = (*Backend)(nil)
+
+// TopicName is the name of the topic whose id is id, from the local
+// metadata state (Fetch v13+).
+func (b *Backend) TopicName(id [16]byte) (string, bool) {
+	return b.deps.Meta.State().TopicName(metadata.TopicID(id))
+}
