@@ -64,9 +64,8 @@ func tryFetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) ([]byt
 	t.Helper()
 	var out []byte
 	for offset := int64(0); ; {
-		req := fetchRequest(topic, offset, 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
+		resp, err := fetchFromBroker(ctx, cl.Broker(int(node)), topic, offset, 0)
 		cancel()
 		if err != nil {
 			t.Fatalf("fetch from node %d: %v", node, err)
@@ -92,18 +91,22 @@ func tryFetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) ([]byt
 	}
 }
 
-// fetchRequest is a Fetch (v11) of partition 0 of topic from offset,
-// waiting at most maxWait ms, for up to 1 MiB.
-func fetchRequest(topic string, offset int64, maxWait int32) *kmsg.FetchRequest {
+// fetchFromBroker sends b a Fetch of partition 0 of topic from offset,
+// waiting at most maxWait ms, for up to 1 MiB, at the highest version both
+// sides speak (the topic named by id from v13).
+func fetchFromBroker(ctx context.Context, b *kgo.Broker, topic string, offset int64, maxWait int32) (*kmsg.FetchResponse, error) {
 	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = 11, -1, maxWait, 1<<20
+	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, maxWait, 1<<20
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, offset, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	return req
+	if err := testcluster.NameTopicsByID(ctx, b, req); err != nil {
+		return nil, err
+	}
+	return req.RequestWith(ctx, b)
 }
 
 // valuesOf returns the record values of raw batches, in order.

@@ -125,6 +125,9 @@ func batchesIn(t *testing.T, ctx context.Context, leader *kgo.Broker, topic stri
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 0, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	if err := testcluster.NameTopicsByID(ctx, leader, req); err != nil {
+		t.Fatal(err)
+	}
 	kresp, err := leader.Request(ctx, req)
 	if err != nil {
 		t.Fatal(err)

@@ -83,10 +83,9 @@ func segmentFiles(c *testcluster.Cluster, node int, topic string) int {
 func fetchError(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, topic string, offset int64) error {
 	t.Helper()
 	leader, _ := c.Leader(topic, 0, 10*time.Second)
-	req := fetchRequest(topic, offset, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+	resp, err := fetchFromBroker(ctx, cl.Broker(int(leader)), topic, offset, 10)
 	if err != nil {
 		t.Fatalf("Fetch: %v", err)
 	}

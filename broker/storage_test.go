@@ -105,8 +105,7 @@ func TestNodeRefusesProduceBelowReserve(t *testing.T) {
 	eventually(t, 10*time.Second, "produce resumes once space is back", func() bool {
 		return produceTo(t, cl, 1, "reserve", 1, 3, "a3", 5*time.Second) == nil
 	})
-	req := fetchRequest("reserve", 2, 0)
-	resp, err := req.RequestWith(context.Background(), cl.Broker(1))
+	resp, err := fetchFromBroker(context.Background(), cl.Broker(1), "reserve", 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,6 +127,9 @@ func reportBatching(b *testing.B, c *testcluster.Cluster, topic string, parts in
 			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = part, off, 16<<20, -1
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
+			if err := testcluster.NameTopicsByID(ctx, cl.Broker(int(leader)), req); err != nil {
+				b.Fatal(err)
+			}
 			resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 			if err != nil {
 				b.Fatal(err)

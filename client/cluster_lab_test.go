@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/client"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -75,6 +76,9 @@ func TestClusterSeedLab(t *testing.T) {
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 0, 1<<20, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	if err := testcluster.NameTopicsByID(ctx, cl.Broker(int(leader)), req); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 	if err != nil {
 		t.Fatal(err)

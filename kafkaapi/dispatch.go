@@ -43,7 +43,7 @@ const apiVersionsMax = 3
 var apis = []api{
 	{kmsg.Produce, 3, 9},
 	{kmsg.Fetch, 4, 18},
-	{kmsg.ListOffsets, 0, 7},
+	{kmsg.ListOffsets, 0, 11},
 	{kmsg.Metadata, 0, 12},
 	{kmsg.OffsetCommit, 0, 8},
 	{kmsg.OffsetFetch, 0, 8},

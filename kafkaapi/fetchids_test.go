@@ -88,7 +88,6 @@ func TestFetchByTopicIDCollapses(t *testing.T) {
 	}
 }
 
-
 // leaderElsewhere is the fake backend on a node (1) whose replicas follow
 // node 2, which leads every partition in epoch 7.
 type leaderElsewhere struct{ *fakeBackend }

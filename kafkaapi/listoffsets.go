@@ -11,19 +11,78 @@ import (
 	"github.com/minikafka/minikafka-go/record"
 )
 
-// Special ListOffsets timestamps.
+// Special ListOffsets timestamps. The tiered-storage ones are answered as
+// Kafka answers them for a topic without remote storage, which every
+// topic here is: the local log is the whole log.
 const (
 	latestTimestamp   = -1 // the high watermark, or the last stable offset for read_committed
 	earliestTimestamp = -2 // the log start offset
 	maxTimestamp      = -3 // the record with the largest timestamp (KIP-734)
+	// earliestLocalTimestamp (KIP-405) is the local log's start: the log
+	// start offset.
+	earliestLocalTimestamp = -4
+	// latestTieredTimestamp (KIP-1005) and earliestPendingUploadTimestamp
+	// (KIP-1023) find nothing tiered: offset -1, epoch -1, no error.
+	latestTieredTimestamp          = -5
+	earliestPendingUploadTimestamp = -6
 )
+
+// specialTimestampVersion is the request version each special timestamp
+// needs (ReplicaManager.timestampMinSupportedVersion); any other negative
+// timestamp, or one asked at a lower version, answers UNSUPPORTED_VERSION.
+var specialTimestampVersion = map[int64]int16{
+	latestTimestamp:                1,
+	earliestTimestamp:              1,
+	maxTimestamp:                   7,
+	earliestLocalTimestamp:         8,
+	latestTieredTimestamp:          9,
+	earliestPendingUploadTimestamp: 11,
+}
+
+// listOffsetsRequestError is the error Kafka answers a v1+ partition with
+// before looking at it (ReplicaManager.fetchOffset): INVALID_REQUEST when
+// the request names it twice, UNSUPPORTED_VERSION for a special timestamp
+// this version does not have.
+func listOffsetsRequestError(version int16, rp *kmsg.ListOffsetsRequestTopicPartition, duplicated bool) error {
+	if duplicated {
+		return kerr.InvalidRequest
+	}
+	if rp.Timestamp < 0 {
+		if v, ok := specialTimestampVersion[rp.Timestamp]; !ok || version < v {
+			return kerr.UnsupportedVersion
+		}
+	}
+	return nil
+}
+
+// duplicatedPartitions are the partitions a ListOffsets names more than
+// once (nil when none is).
+func duplicatedPartitions(topics []kmsg.ListOffsetsRequestTopic) map[topicPartition]bool {
+	seen := make(map[topicPartition]bool)
+	var dup map[topicPartition]bool
+	for _, rt := range topics {
+		for _, rp := range rt.Partitions {
+			k := topicPartition{rt.Topic, rp.Partition}
+			if seen[k] {
+				if dup == nil {
+					dup = make(map[topicPartition]bool)
+				}
+				dup[k] = true
+			}
+			seen[k] = true
+		}
+	}
+	return dup
+}
 
 // startListOffsets answers when its turn comes, from the partitions'
 // current state; a topic the client may not DESCRIBE answers
-// TOPIC_AUTHORIZATION_FAILED.
+// TOPIC_AUTHORIZATION_FAILED. v10's TimeoutMillis bounds Kafka's wait for
+// remote storage; with none, every answer is immediate.
 func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		dup := duplicatedPartitions(req.Topics)
 		resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 		for ti := range req.Topics {
 			rt := &req.Topics[ti]
@@ -47,6 +106,10 @@ func (s *Server) startListOffsets(req *kmsg.ListOffsetsRequest, _ time.Time) res
 				if req.Version == 0 {
 					offsets, err := s.listOffsetV0(ctx, rt.Topic, rp)
 					sp.OldStyleOffsets, sp.ErrorCode = offsets, ErrorCode(err)
+					continue
+				}
+				if err := listOffsetsRequestError(req.Version, rp, dup[topicPartition{rt.Topic, rp.Partition}]); err != nil {
+					sp.ErrorCode = ErrorCode(err)
 					continue
 				}
 				found, err := s.listOffset(ctx, rt.Topic, rp, req.IsolationLevel == readCommitted)
@@ -111,7 +174,9 @@ func (s *Server) listOffset(ctx context.Context, topic string, rp *kmsg.ListOffs
 			return TimestampOffset{Offset: o.lso, Timestamp: -1, LeaderEpoch: epoch}, nil
 		}
 		return TimestampOffset{Offset: o.hw, Timestamp: -1, LeaderEpoch: epoch}, nil
-	case earliestTimestamp:
+	case latestTieredTimestamp, earliestPendingUploadTimestamp:
+		return none, nil
+	case earliestTimestamp, earliestLocalTimestamp:
 		// Kafka answers the epoch of its first leader epoch entry: the
 		// first batch's, or the current one for an empty log.
 		start := p.LogStartOffset()

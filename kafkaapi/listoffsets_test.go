@@ -25,7 +25,7 @@ func listOffsetsRequest(version int16, topic string, epoch int32, timestamps ...
 }
 
 func TestListOffsets(t *testing.T) {
-	for _, version := range []int16{1, 4, 7} {
+	for _, version := range []int16{1, 4, 7, 8, 11} {
 		h := startServer(t, Config{})
 		h.fb.set(func(b *fakeBackend) { b.maxTS = true })
 		p := h.fb.addTopic("t", 1)[0]
@@ -35,23 +35,34 @@ func TestListOffsets(t *testing.T) {
 		p.set(func(p *fakePartition) { p.start = 1 })
 
 		p.set(func(p *fakePartition) { p.epoch = 6 })
-		resp := h.dial().roundTrip(listOffsetsRequest(version, "t", 6, -2, -1, 100, 101, 150, 999, -3)).(*kmsg.ListOffsetsResponse)
 		want := []struct {
-			offset, ts int64
-			epoch      int32
+			ts, offset, found int64
+			epoch             int32
+			minVersion        int16 // below it, UNSUPPORTED_VERSION
 		}{
-			{1, -1, 5},   // earliest: the log start offset, with the first batch's epoch
-			{4, -1, 6},   // latest: the high watermark, with the current epoch
-			{1, 101, 5},  // the first record at or after 100 and the log start
-			{1, 101, 5},  // the first record at or after 101, inside its batch
-			{2, 300, 5},  // first record at or after 150
-			{-1, -1, -1}, // none
-			{2, 300, 5},  // max timestamp
+			{-2, 1, -1, 5, 1},    // earliest: the log start offset, with the first batch's epoch
+			{-1, 4, -1, 6, 1},    // latest: the high watermark, with the current epoch
+			{100, 1, 101, 5, 1},  // the first record at or after 100 and the log start
+			{101, 1, 101, 5, 1},  // the first record at or after 101, inside its batch
+			{150, 2, 300, 5, 1},  // first record at or after 150
+			{999, -1, -1, -1, 1}, // none
+			{-3, 2, 300, 5, 7},   // max timestamp
+			{-4, 1, -1, 5, 8},    // earliest local: the log start, as earliest
+			{-5, -1, -1, -1, 9},  // latest tiered: nothing is tiered
+			{-6, -1, -1, -1, 11}, // earliest pending upload: nothing is
+			{-7, -1, -1, -1, 99}, // no such special timestamp
 		}
+		c := h.dial()
 		for i, w := range want {
-			got := resp.Topics[0].Partitions[i]
-			if got.ErrorCode != 0 || got.Offset != w.offset || got.Timestamp != w.ts {
-				t.Errorf("v%d answer %d: error %d offset %d ts %d, want offset %d ts %d", version, i, got.ErrorCode, got.Offset, got.Timestamp, w.offset, w.ts)
+			got := c.roundTrip(listOffsetsRequest(version, "t", 6, w.ts)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			if version < w.minVersion {
+				if got.ErrorCode != kerr.UnsupportedVersion.Code || got.Offset != -1 {
+					t.Errorf("v%d timestamp %d: %+v, want UNSUPPORTED_VERSION", version, w.ts, got)
+				}
+				continue
+			}
+			if got.ErrorCode != 0 || got.Offset != w.offset || got.Timestamp != w.found {
+				t.Errorf("v%d answer %d: error %d offset %d ts %d, want offset %d ts %d", version, i, got.ErrorCode, got.Offset, got.Timestamp, w.offset, w.found)
 			}
 			wantEpoch := w.epoch
 			if version < 4 {
@@ -124,5 +135,24 @@ func TestListOffsetsV0(t *testing.T) {
 	bad := c.roundTrip(listOffsetsRequest(0, "nope", -1, -1)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 	if bad.ErrorCode != kerr.UnknownTopicOrPartition.Code || len(bad.OldStyleOffsets) != 0 {
 		t.Errorf("unknown topic: %+v", bad)
+	}
+}
+
+// A v1+ ListOffsets that names a partition twice answers INVALID_REQUEST
+// for every entry of it, as Kafka does; the other partitions are answered.
+func TestListOffsetsDuplicatePartition(t *testing.T) {
+	h := startServer(t, Config{})
+	h.fb.addTopic("t", 2)[1].append(makeBatch(100, "a"))
+	req := listOffsetsRequest(11, "t", -1, -1, -2)
+	other := kmsg.NewListOffsetsRequestTopicPartition()
+	other.Partition, other.Timestamp = 1, -1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, other)
+	resp := h.dial().roundTrip(req).(*kmsg.ListOffsetsResponse)
+	ps := resp.Topics[0].Partitions
+	if len(ps) != 3 || ps[0].ErrorCode != kerr.InvalidRequest.Code || ps[1].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("%+v", ps)
+	}
+	if ps[2].ErrorCode != 0 || ps[2].Offset != 1 {
+		t.Fatalf("partition 1: %+v", ps[2])
 	}
 }

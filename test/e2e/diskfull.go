@@ -273,12 +273,16 @@ func (f *Filler) read(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	topicID, err := f.topicID(ctx, leader.Node)
+	if err != nil {
+		return nil, err
+	}
 	var ids []string
 	for ctx.Err() == nil {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.ReplicaID, req.MaxBytes = 11, -1, 4<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = f.topic
+		rt.Topic, rt.TopicID = f.topic, topicID // kgo sends v13+, which names topics by id
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.FetchOffset, rp.PartitionMaxBytes = offset, 4<<20
 		rt.Partitions = append(rt.Partitions, rp)
@@ -315,6 +319,24 @@ func (f *Filler) read(ctx context.Context) ([]string, error) {
 		}
 	}
 	return nil, ctx.Err()
+}
+
+// topicID asks node for the topic's id.
+func (f *Filler) topicID(ctx context.Context, node int) ([16]byte, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(f.topic)
+	req.Topics = append(req.Topics, rt)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(rctx, f.cl.Broker(node))
+	if err != nil {
+		return [16]byte{}, err
+	}
+	if len(resp.Topics) != 1 {
+		return [16]byte{}, fmt.Errorf("e2e: metadata of %s: %d topics", f.topic, len(resp.Topics))
+	}
+	return resp.Topics[0].TopicID, kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 }
 
 // listOffset asks node for the partition's offset at ts (-1: the high
