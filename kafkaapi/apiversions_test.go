@@ -12,8 +12,8 @@ import (
 // wantAPIs is the advertised table, written out independently of apis.
 var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 0, MinVersion: 3, MaxVersion: 9},  // Produce
-	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
-	{ApiKey: 2, MinVersion: 0, MaxVersion: 7},  // ListOffsets
+	{ApiKey: 1, MinVersion: 4, MaxVersion: 18}, // Fetch
+	{ApiKey: 2, MinVersion: 0, MaxVersion: 11}, // ListOffsets
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
 	{ApiKey: 8, MinVersion: 0, MaxVersion: 8},  // OffsetCommit
 	{ApiKey: 9, MinVersion: 0, MaxVersion: 8},  // OffsetFetch

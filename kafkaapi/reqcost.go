@@ -200,9 +200,12 @@ func (w *wireScan) produce(int16) {
 	w.tags()
 }
 
-// fetch scans a FetchRequest v4 to v12.
+// fetch scans a FetchRequest v4 to v18.
 func (w *wireScan) fetch(version int16) {
-	w.b.Span(4 + 4 + 4 + 4 + 1) // replica, max wait, min bytes, max bytes, isolation
+	if version <= 14 {
+		w.b.Int32() // replica (from v15 in a tag)
+	}
+	w.b.Span(4 + 4 + 4 + 1) // max wait, min bytes, max bytes, isolation
 	if version >= 7 {
 		w.b.Span(4 + 4) // session id and epoch
 	}
@@ -217,7 +220,7 @@ func (w *wireScan) fetch(version int16) {
 		part += 4 // last fetched epoch
 	}
 	for range w.array(fetchTopicCost) {
-		w.str()
+		w.topic(version >= 13)
 		for range w.array(fetchPartitionCost) {
 			w.b.Span(part)
 			w.tags()
@@ -226,7 +229,7 @@ func (w *wireScan) fetch(version int16) {
 	}
 	if version >= 7 {
 		for range w.array(forgottenTopicCost) {
-			w.str()
+			w.topic(version >= 13)
 			w.b.Span(4 * w.array(4))
 			w.tags()
 		}
@@ -235,6 +238,15 @@ func (w *wireScan) fetch(version int16) {
 		w.str() // rack
 	}
 	w.tags()
+}
+
+// topic skips a topic's name, or with byID its id.
+func (w *wireScan) topic(byID bool) {
+	if byID {
+		w.b.Span(16)
+		return
+	}
+	w.str()
 }
 
 // offsetCommit scans an OffsetCommitRequest v0 to v8.
@@ -269,7 +281,7 @@ func (w *wireScan) offsetCommit(version int16) {
 	w.tags()
 }
 
-// listOffsets scans a ListOffsetsRequest v0 to v7.
+// listOffsets scans a ListOffsetsRequest v0 to v11.
 func (w *wireScan) listOffsets(version int16) {
 	w.b.Int32() // replica
 	if version >= 2 {
@@ -289,6 +301,9 @@ func (w *wireScan) listOffsets(version int16) {
 			w.tags()
 		}
 		w.tags()
+	}
+	if version >= 10 {
+		w.b.Int32() // timeout
 	}
 	w.tags()
 }
