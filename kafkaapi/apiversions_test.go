@@ -14,7 +14,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 0, MinVersion: 3, MaxVersion: 9},  // Produce
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 18}, // Fetch
 	{ApiKey: 2, MinVersion: 0, MaxVersion: 11}, // ListOffsets
-	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
+	{ApiKey: 3, MinVersion: 0, MaxVersion: 13}, // Metadata
 	{ApiKey: 8, MinVersion: 0, MaxVersion: 8},  // OffsetCommit
 	{ApiKey: 9, MinVersion: 0, MaxVersion: 8},  // OffsetFetch
 	{ApiKey: 10, MinVersion: 0, MaxVersion: 4}, // FindCoordinator

@@ -44,7 +44,7 @@ var apis = []api{
 	{kmsg.Produce, 3, 9},
 	{kmsg.Fetch, 4, 18},
 	{kmsg.ListOffsets, 0, 11},
-	{kmsg.Metadata, 0, 12},
+	{kmsg.Metadata, 0, 13},
 	{kmsg.OffsetCommit, 0, 8},
 	{kmsg.OffsetFetch, 0, 8},
 	{kmsg.FindCoordinator, 0, 4},

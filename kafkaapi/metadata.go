@@ -16,7 +16,8 @@ import (
 // missing topics first if the backend and the request allow it. As in
 // Kafka, a client sees only the topics it may DESCRIBE (a named one it may
 // not answers TOPIC_AUTHORIZATION_FAILED), and auto-creation needs CREATE
-// on the cluster or the topic.
+// on the cluster or the topic. v13's top-level ErrorCode (KIP-1102) stays
+// 0, as Kafka's brokers leave it: it would ask the client to rebootstrap.
 func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		view := s.cluster(ctx)

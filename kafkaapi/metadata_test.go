@@ -30,7 +30,7 @@ func metadata(t *testing.T, c *client, req *kmsg.MetadataRequest) *kmsg.Metadata
 
 func TestMetadataAllTopics(t *testing.T) {
 	// v0 has no null list: an empty one asks for every topic.
-	for _, version := range []int16{0, 1, 4, 7, 9, 12} {
+	for _, version := range []int16{0, 1, 4, 7, 9, 12, 13} {
 		h := startServer(t, Config{})
 		h.fb.addTopic("b", 1)
 		ps := h.fb.addTopic("a", 2)
@@ -64,6 +64,11 @@ func TestMetadataAllTopics(t *testing.T) {
 		if version >= 10 && a.TopicID == ([16]byte{}) {
 			t.Fatalf("v%d: no topic id", version)
 		}
+		// v13's top-level error (KIP-1102) is for a broker that wants the
+		// client to rebootstrap, which a Kafka 4.x broker never asks.
+		if resp.ErrorCode != 0 {
+			t.Fatalf("v%d: top-level error %d", version, resp.ErrorCode)
+		}
 	}
 }
 
@@ -72,7 +77,7 @@ func TestMetadataNamedTopics(t *testing.T) {
 	h.fb.addTopic("known", 1)
 	h.fb.addTopic("other", 1)
 	c := h.dial()
-	resp := metadata(t, c, metadataRequest(12, false, "missing", "known", "bad/name", "known"))
+	resp := metadata(t, c, metadataRequest(13, false, "missing", "known", "bad/name", "known"))
 	if len(resp.Topics) != 3 {
 		t.Fatalf("%d topics, want 3 (each name once, in request order)", len(resp.Topics))
 	}

@@ -308,7 +308,7 @@ func (w *wireScan) listOffsets(version int16) {
 	w.tags()
 }
 
-// metadata scans a MetadataRequest v0 to v12.
+// metadata scans a MetadataRequest v0 to v13.
 func (w *wireScan) metadata(version int16) {
 	for range w.array(metadataTopicCost) {
 		if version >= 10 {
