@@ -54,7 +54,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 50, MinVersion: 0, MaxVersion: 0}, // DescribeUserScramCredentials
 	{ApiKey: 51, MinVersion: 0, MaxVersion: 0}, // AlterUserScramCredentials
 	{ApiKey: 55, MinVersion: 0, MaxVersion: 2}, // DescribeQuorum
-	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
+	{ApiKey: 60, MinVersion: 0, MaxVersion: 2}, // DescribeCluster
 	{ApiKey: 61, MinVersion: 0, MaxVersion: 0}, // DescribeProducers
 	{ApiKey: 65, MinVersion: 0, MaxVersion: 0}, // DescribeTransactions
 	{ApiKey: 66, MinVersion: 0, MaxVersion: 1}, // ListTransactions

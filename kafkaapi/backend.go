@@ -201,10 +201,15 @@ type ClusterView struct {
 }
 
 // DownBroker is a registered broker that gossip does not see alive, and
-// since when this node has seen it so.
+// since when this node has seen it so. It is what KRaft calls a fenced
+// broker: registered, but not heartbeating, so it leads nothing.
 type DownBroker struct {
 	NodeID int32
 	Since  time.Time
+	// Registered is the broker's registered listeners, as Brokers lists a
+	// live one's (DescribeCluster v2 lists it with IncludeFencedBrokers);
+	// a zero Port when unknown.
+	Registered Broker
 }
 
 // Broker is one live node's Kafka listener.

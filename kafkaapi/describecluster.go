@@ -1,6 +1,7 @@
 package kafkaapi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -42,7 +43,10 @@ func operationBits(ops ...kmsg.ACLOperation) int32 {
 // as a Kafka broker does (KafkaApis.handleDescribeCluster): the live
 // brokers, the cluster id and the controller, which is -1 unless it is
 // among the brokers listed. Nodes are brokers only, so a request for the
-// controller endpoints is refused.
+// controller endpoints is refused. v2 with IncludeFencedBrokers (KIP-1073)
+// adds the fenced brokers, IsFenced: the registered brokers gossip sees
+// down (ClusterView.Down), which is what KRaft fences, a registered broker
+// whose heartbeats stopped.
 func (s *Server) startDescribeCluster(req *kmsg.DescribeClusterRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
@@ -61,12 +65,10 @@ func (s *Server) startDescribeCluster(req *kmsg.DescribeClusterRequest, _ time.T
 		resp.ClusterID = view.ClusterID
 		resp.EndpointType = endpointBrokers
 		for _, b := range view.Brokers {
-			rb := kmsg.NewDescribeClusterResponseBroker()
-			rb.NodeID, rb.Host, rb.Port = b.NodeID, b.Host, b.Port
-			if b.Rack != "" {
-				rb.Rack = kmsg.StringPtr(b.Rack)
-			}
-			resp.Brokers = append(resp.Brokers, rb)
+			resp.Brokers = append(resp.Brokers, describedBroker(b, false))
+		}
+		if req.IncludeFencedBrokers {
+			resp.Brokers = appendFenced(resp.Brokers, view.Down)
 		}
 		if slices.ContainsFunc(view.Brokers, func(b Broker) bool { return b.NodeID == view.ControllerID }) {
 			resp.ControllerID = view.ControllerID
@@ -76,4 +78,32 @@ func (s *Server) startDescribeCluster(req *kmsg.DescribeClusterRequest, _ time.T
 		}
 		return resp, nil
 	}
+}
+
+// describedBroker is b as DescribeCluster lists it.
+func describedBroker(b Broker, fenced bool) kmsg.DescribeClusterResponseBroker {
+	rb := kmsg.NewDescribeClusterResponseBroker()
+	rb.NodeID, rb.Host, rb.Port, rb.IsFenced = b.NodeID, b.Host, b.Port, fenced
+	if b.Rack != "" {
+		rb.Rack = kmsg.StringPtr(b.Rack)
+	}
+	return rb
+}
+
+// appendFenced adds the down brokers with an endpoint on the connection's
+// listener (as Kafka lists only brokers with one), then sorts the list by
+// broker id, as Kafka's metadata image orders it.
+func appendFenced(brokers []kmsg.DescribeClusterResponseBroker, down []DownBroker) []kmsg.DescribeClusterResponseBroker {
+	added := false
+	for _, d := range down {
+		if d.Registered.Port == 0 && d.Registered.Host == "" {
+			continue
+		}
+		brokers = append(brokers, describedBroker(d.Registered, true))
+		added = true
+	}
+	if added {
+		slices.SortStableFunc(brokers, func(a, b kmsg.DescribeClusterResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	}
+	return brokers
 }

@@ -86,7 +86,7 @@ var apis = []api{
 	{kmsg.DescribeUserSCRAMCredentials, 0, 0},
 	{kmsg.AlterUserSCRAMCredentials, 0, 0},
 	{kmsg.DescribeQuorum, 0, 2},
-	{kmsg.DescribeCluster, 0, 1},
+	{kmsg.DescribeCluster, 0, 2},
 	{kmsg.DescribeProducers, 0, 0},
 	{kmsg.DescribeTransactions, 0, 0},
 	{kmsg.ListTransactions, 0, 1},

@@ -79,13 +79,27 @@ func (s *Server) cluster(ctx context.Context) ClusterView {
 	}
 	brokers := make([]Broker, 0, len(view.Brokers))
 	for _, b := range view.Brokers {
-		i := slices.IndexFunc(b.Endpoints, func(e Endpoint) bool { return e.Listener == name })
-		if i < 0 {
-			continue
+		if b, ok := onListener(b, name); ok {
+			brokers = append(brokers, b)
 		}
-		b.Host, b.Port = b.Endpoints[i].Host, b.Endpoints[i].Port
-		brokers = append(brokers, b)
 	}
 	view.Brokers = brokers
+	down := make([]DownBroker, len(view.Down))
+	for i, d := range view.Down {
+		down[i] = d
+		down[i].Registered, _ = onListener(d.Registered, name)
+	}
+	view.Down = down
 	return view
+}
+
+// onListener is b with the endpoint of the named listener as its Host and
+// Port; ok is false (and b zero) if b has no such listener.
+func onListener(b Broker, name string) (Broker, bool) {
+	i := slices.IndexFunc(b.Endpoints, func(e Endpoint) bool { return e.Listener == name })
+	if i < 0 {
+		return Broker{}, false
+	}
+	b.Host, b.Port = b.Endpoints[i].Host, b.Endpoints[i].Port
+	return b, true
 }

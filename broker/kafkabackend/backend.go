@@ -209,12 +209,9 @@ func (b *Backend) Cluster() kafkaapi.ClusterView {
 		if !alive[br.ID] && br.ID != view.ControllerID {
 			continue
 		}
-		host, port, err := net.SplitHostPort(br.KafkaAddr)
-		if err != nil {
-			continue
+		if bv, ok := brokerView(br); ok {
+			view.Brokers = append(view.Brokers, bv)
 		}
-		p, _ := strconv.Atoi(port)
-		view.Brokers = append(view.Brokers, kafkaapi.Broker{NodeID: br.ID, Host: host, Port: int32(p), Endpoints: endpoints(br)})
 	}
 	view.Down = b.downBrokers(state, alive)
 	now := time.Now()
@@ -273,6 +270,7 @@ func (b *Backend) downBrokers(state *metadata.Snapshot, alive map[int32]bool) []
 			continue
 		}
 		d := kafkaapi.DownBroker{NodeID: br.ID}
+		d.Registered, _ = brokerView(br)
 		if b.deps.DownSince != nil {
 			d.Since = b.deps.DownSince(br.ID)
 		}
@@ -296,6 +294,17 @@ func (b *Backend) Partition(topic string, p int32) (kafkaapi.Partition, error) {
 		return nil, fmt.Errorf("%w: node %d holds no replica of %s-%d", kerr.NotLeaderForPartition, b.cfg.NodeID, topic, p)
 	}
 	return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, p)
+}
+
+// brokerView is a registered broker's Kafka listeners; ok is false when
+// its kafka_addr does not parse.
+func brokerView(br metadata.Broker) (kafkaapi.Broker, bool) {
+	host, port, err := net.SplitHostPort(br.KafkaAddr)
+	if err != nil {
+		return kafkaapi.Broker{}, false
+	}
+	p, _ := strconv.Atoi(port)
+	return kafkaapi.Broker{NodeID: br.ID, Host: host, Port: int32(p), Endpoints: endpoints(br)}, true
 }
 
 // protocolPlaintext is the listener name and security protocol of a
