@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
@@ -129,6 +130,22 @@ func TestReassignErrorsAndCancel(t *testing.T) {
 			t.Errorf("%v cancel=%v: %v, want %v", tc.brokers, tc.cancel, got, tc.want)
 		}
 	}
+	// v1 without AllowReplicationFactorChange (KIP-860): a target of
+	// another length is INVALID_REPLICATION_FACTOR, once the target's own
+	// checks pass.
+	for _, tc := range []struct {
+		brokers []int32
+		want    error
+	}{
+		{[]int32{1, 2}, kerr.InvalidReplicationFactor},
+		{[]int32{1, 2, 3, 4}, kerr.InvalidReplicationFactor},
+		{[]int32{1, 2, 9, 4}, kerr.InvalidReplicaAssignment},
+		{[]int32{1, 1}, kerr.InvalidReplicaAssignment},
+	} {
+		if err := assignKeepingFactor(t, cl, "t", 0, tc.brokers); !errors.Is(err, tc.want) {
+			t.Errorf("%v keeping the factor: %v, want %v", tc.brokers, err, tc.want)
+		}
+	}
 	// The node added is stopped, so the move cannot finish; it is listed,
 	// then cancelled, and the partition keeps working on its old replicas.
 	c.StopNode(int(to[0]))
@@ -136,6 +153,11 @@ func TestReassignErrorsAndCancel(t *testing.T) {
 	req.Assign("t", 0, to)
 	if res, err := adm.AlterPartitionAssignments(ctx, req); err != nil || res["t"][0].Err != nil {
 		t.Fatalf("start: %v %v", err, res)
+	}
+	// While it moves, the factor is the target's (3), not the 4 replicas
+	// the partition has during the move.
+	if err := assignKeepingFactor(t, cl, "t", 0, append(slices.Clone(to), from[0])); !errors.Is(err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("4 replicas while moving to 3, keeping the factor: %v", err)
 	}
 	l, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"t": {0: {}}})
 	if err != nil {
@@ -251,4 +273,29 @@ func checkExactlyOnce(t *testing.T, recs []*kgo.Record, acked []string) {
 		}
 		last = i
 	}
+}
+
+// assignKeepingFactor asks for a move with AlterPartitionAssignments v1
+// and AllowReplicationFactorChange false, and returns the partition's
+// error.
+func assignKeepingFactor(t *testing.T, cl *kgo.Client, topic string, p int32, replicas []int32) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	req.AllowReplicationFactorChange = false
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = p, replicas
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Version != 1 || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("AlterPartitionAssignments: %+v", resp)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 }

@@ -47,7 +47,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 42, MinVersion: 0, MaxVersion: 2}, // DeleteGroups
 	{ApiKey: 43, MinVersion: 0, MaxVersion: 2}, // ElectLeaders
 	{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
-	{ApiKey: 45, MinVersion: 0, MaxVersion: 0}, // AlterPartitionReassignments
+	{ApiKey: 45, MinVersion: 0, MaxVersion: 1}, // AlterPartitionReassignments
 	{ApiKey: 46, MinVersion: 0, MaxVersion: 0}, // ListPartitionReassignments
 	{ApiKey: 47, MinVersion: 0, MaxVersion: 0}, // OffsetDelete
 	{ApiKey: 48, MinVersion: 0, MaxVersion: 1}, // DescribeClientQuotas

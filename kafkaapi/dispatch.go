@@ -79,7 +79,7 @@ var apis = []api{
 	{kmsg.DeleteGroups, 0, 2},
 	{kmsg.ElectLeaders, 0, 2},
 	{kmsg.IncrementalAlterConfigs, 0, 1},
-	{kmsg.AlterPartitionAssignments, 0, 0},
+	{kmsg.AlterPartitionAssignments, 0, 1},
 	{kmsg.ListPartitionReassignments, 0, 0},
 	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeClientQuotas, 0, 1},

@@ -61,6 +61,10 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 				seen[topicPart{t.Topic, p.Partition}]++
 			}
 		}
+		var keep *keptFactors // v1 without AllowReplicationFactorChange
+		if !req.AllowReplicationFactorChange {
+			keep = s.keptFactors()
+		}
 		for _, t := range req.Topics {
 			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 			rt.Topic = t.Topic
@@ -71,14 +75,7 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 				if seen[topicPart{t.Topic, p.Partition}] > 1 {
 					err = fmt.Errorf("%w: partition %d named twice", kerr.InvalidRequest, p.Partition)
 				} else {
-					var target []int32
-					if p.Replicas != nil {
-						target = slices.Clone(p.Replicas)
-						if target == nil {
-							target = []int32{}
-						}
-					}
-					err = s.backend.AlterReassignment(ctx, t.Topic, p.Partition, target)
+					err = s.alterReassignment(ctx, t.Topic, p, keep)
 				}
 				rp.ErrorCode, rp.ErrorMessage = ErrorCode(err), errorMessage(err)
 				rt.Partitions = append(rt.Partitions, rp)
@@ -87,6 +84,76 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 		}
 		return resp, nil
 	}
+}
+
+// alterReassignment starts, changes or cancels one partition's move; with
+// keep set, a target of another replication factor is refused first.
+func (s *Server) alterReassignment(ctx context.Context, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, keep *keptFactors) error {
+	var target []int32
+	if p.Replicas != nil {
+		target = slices.Clone(p.Replicas)
+		if target == nil {
+			target = []int32{}
+		}
+		if err := keep.check(topic, p.Partition, target); err != nil {
+			return err
+		}
+	}
+	return s.backend.AlterReassignment(ctx, topic, p.Partition, target)
+}
+
+// keptFactors checks AllowReplicationFactorChange=false (v1, KIP-860) as
+// Kafka's controller does (validatePartitionReplicationFactorUnchanged),
+// after the target's own checks: a target that names a broker twice or an
+// unregistered one is left to the backend (INVALID_REPLICA_ASSIGNMENT),
+// and one as long as the replica set the partition is headed for (its
+// move's target, else its replicas) passes. It reads this node's view;
+// the metadata group refuses any change of replication factor anyway, as
+// moves here keep it, so a stale view only changes which error answers.
+type keptFactors struct {
+	topics     topicIndex
+	registered map[int32]bool
+	heading    map[topicPart]int // the target length of moves in progress
+}
+
+func (s *Server) keptFactors() *keptFactors {
+	view := s.backend.Cluster()
+	k := &keptFactors{topics: indexTopics(view.Topics), registered: map[int32]bool{}, heading: map[topicPart]int{}}
+	for _, b := range view.Brokers {
+		k.registered[b.NodeID] = true
+	}
+	for _, d := range view.Down {
+		k.registered[d.NodeID] = true
+	}
+	moves, _ := s.backend.Reassignments()
+	for _, m := range moves {
+		k.heading[topicPart{m.Topic, m.Partition}] = len(m.Replicas) - len(m.Removing)
+	}
+	return k
+}
+
+// check is nil when k is nil (changes allowed) or the target passes.
+func (k *keptFactors) check(topic string, partition int32, target []int32) error {
+	if k == nil {
+		return nil
+	}
+	t := k.topics[topic]
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil
+	}
+	for i, b := range target {
+		if !k.registered[b] || slices.Contains(target[:i], b) {
+			return nil
+		}
+	}
+	current, moving := k.heading[topicPart{topic, partition}]
+	if !moving {
+		current = len(t.Partitions[partition].Replicas)
+	}
+	if current != len(target) {
+		return fmt.Errorf("%w: The replication factor is changed from %d to %d", kerr.InvalidReplicationFactor, current, len(target))
+	}
+	return nil
 }
 
 // startListReassignments answers ListPartitionReassignments: every move
