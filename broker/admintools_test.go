@@ -188,11 +188,11 @@ func TestDescribeLogDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp := kresp.(*kmsg.DescribeLogDirsResponse)
-	if resp.Version != 4 || resp.ErrorCode != 0 || len(resp.Dirs) != 1 {
-		t.Fatalf("DescribeLogDirs v4: %+v, %v", resp, err)
+	if resp.Version != 5 || resp.ErrorCode != 0 || len(resp.Dirs) != 1 {
+		t.Fatalf("DescribeLogDirs v5: %+v, %v", resp, err)
 	}
-	if d := resp.Dirs[0]; d.TotalBytes <= 0 || d.UsableBytes <= 0 || d.UsableBytes > d.TotalBytes {
-		t.Fatalf("disk: total %d usable %d", d.TotalBytes, d.UsableBytes)
+	if d := resp.Dirs[0]; d.TotalBytes <= 0 || d.UsableBytes <= 0 || d.UsableBytes > d.TotalBytes || d.IsCordoned {
+		t.Fatalf("disk: total %d usable %d, cordoned %v", d.TotalBytes, d.UsableBytes, d.IsCordoned)
 	}
 }
 

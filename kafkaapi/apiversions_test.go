@@ -41,7 +41,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 31, MinVersion: 0, MaxVersion: 3}, // DeleteAcls
 	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
 	{ApiKey: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
-	{ApiKey: 35, MinVersion: 1, MaxVersion: 4}, // DescribeLogDirs
+	{ApiKey: 35, MinVersion: 1, MaxVersion: 5}, // DescribeLogDirs
 	{ApiKey: 36, MinVersion: 0, MaxVersion: 2}, // SaslAuthenticate
 	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 	{ApiKey: 42, MinVersion: 0, MaxVersion: 2}, // DeleteGroups

@@ -10,9 +10,10 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// startDescribeLogDirs answers DescribeLogDirs 1-4 from the backend's
+// startDescribeLogDirs answers DescribeLogDirs 1-5 from the backend's
 // LogDirs, as Kafka's ReplicaManager.describeLogDirs does: each of this
-// node's log directories with its disk's total and usable bytes, and the
+// node's log directories with its disk's total and usable bytes, never
+// cordoned (v5: a node has no cordoned.log.dirs setting), and the
 // local replicas the request names (all of them when it names none, a
 // null topic list), each with its size, offset lag and IsFuture false (a
 // node moves no replica between its directories). It needs DESCRIBE on

@@ -73,7 +73,7 @@ var apis = []api{
 	{kmsg.DeleteACLs, 0, 3},
 	{kmsg.DescribeConfigs, 0, 4},
 	{kmsg.AlterConfigs, 0, 2},
-	{kmsg.DescribeLogDirs, 1, 4},
+	{kmsg.DescribeLogDirs, 1, 5},
 	{kmsg.SASLAuthenticate, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
 	{kmsg.DeleteGroups, 0, 2},
