@@ -58,6 +58,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 61, MinVersion: 0, MaxVersion: 0}, // DescribeProducers
 	{ApiKey: 65, MinVersion: 0, MaxVersion: 0}, // DescribeTransactions
 	{ApiKey: 66, MinVersion: 0, MaxVersion: 1}, // ListTransactions
+	{ApiKey: 74, MinVersion: 0, MaxVersion: 1}, // ListConfigResources
 	{ApiKey: 75, MinVersion: 0, MaxVersion: 0}, // DescribeTopicPartitions
 }
 

@@ -90,6 +90,7 @@ var apis = []api{
 	{kmsg.DescribeProducers, 0, 0},
 	{kmsg.DescribeTransactions, 0, 0},
 	{kmsg.ListTransactions, 0, 1},
+	{kmsg.ListConfigResources, 0, 1},
 	{kmsg.DescribeTopicPartitions, 0, 0},
 }
 
@@ -289,6 +290,8 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 		return s.startDescribeQuorum(req, received)
 	case *kmsg.DescribeClientQuotasRequest:
 		return s.startDescribeClientQuotas(req, received)
+	case *kmsg.ListConfigResourcesRequest:
+		return s.startListConfigResources(req, received)
 	}
 	return nil
 }
