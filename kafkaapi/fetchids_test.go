@@ -2,9 +2,13 @@ package kafkaapi
 
 import (
 	"bytes"
+	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/acl"
@@ -207,5 +211,52 @@ func TestFetchFromFollower(t *testing.T) {
 	// A consumer (-1) with READ but no CLUSTER_ACTION reads as before.
 	if rp := fetch(t, h.dial(), fetchByID(15, idOfTopic(t, h, "t"), 0)).Topics[0].Partitions[0]; rp.ErrorCode != 0 {
 		t.Fatalf("consumer: %+v", rp)
+	}
+}
+
+// countingIDs is the fake backend with the TopicIDs capability, counting
+// the lookups.
+type countingIDs struct {
+	*fakeBackend
+	lookups atomic.Int64
+}
+
+func (b *countingIDs) TopicName(id [16]byte) (string, bool) {
+	b.lookups.Add(1)
+	if t := findTopicID(b.fakeBackend.Cluster().Topics, id); t != nil {
+		return t.Name, true
+	}
+	return "", false
+}
+
+// franz-go picks Fetch v18 by itself, naming its topics by id, and
+// consumes what is in the log through it.
+func TestKgoFetchesByTopicID(t *testing.T) {
+	var ids *countingIDs
+	h := startServerWith(t, Config{}, func(fb *fakeBackend) Backend {
+		ids = &countingIDs{fakeBackend: fb}
+		return ids
+	})
+	p := h.fb.addTopic("t", 1)[0]
+	p.append(makeBatch(1, "a", "b"))
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.addr), kgo.ConsumeTopics("t"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	for len(got) < 2 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %v: %v", got, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("%s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if !slices.Equal(got, []string{"a", "b"}) || ids.lookups.Load() == 0 {
+		t.Fatalf("consumed %v with %d topic id lookups", got, ids.lookups.Load())
 	}
 }
