@@ -68,15 +68,16 @@ func (s *Server) fetchTopicNames(req *kmsg.FetchRequest) []string {
 }
 
 // topicReadError is the error every partition of a Fetch topic answers
-// before its partitions are read, or nil: Kafka checks the topic id first,
-// then (for a follower, CLUSTER_ACTION on the cluster; for a consumer,
-// READ on the topic) authorization.
+// before its partitions are read, or nil, in KafkaApis.handleFetchRequest's
+// order: a follower without CLUSTER_ACTION on the cluster is refused every
+// partition; then an unknown topic id; then a consumer without READ on
+// the topic.
 func (s *Server) topicReadError(ctx context.Context, req *kmsg.FetchRequest, name string, follower bool) error {
 	switch {
-	case req.Version >= 13 && name == "":
-		return kerr.UnknownTopicID
 	case follower && !s.authorizeCluster(ctx, acl.OpClusterAction):
 		return kerr.TopicAuthorizationFailed
+	case req.Version >= 13 && name == "":
+		return kerr.UnknownTopicID
 	case !follower && !s.authorizeTopic(ctx, acl.OpRead, name):
 		return kerr.TopicAuthorizationFailed
 	}

@@ -197,6 +197,12 @@ func TestFetchFromFollower(t *testing.T) {
 			t.Fatalf("v%d without CLUSTER_ACTION: %+v", v, rp)
 		}
 	}
+	// Kafka refuses an unauthorized follower before it looks at the ids.
+	unknown := fetchByID(15, [16]byte{0xEE}, 0)
+	unknown.ReplicaState.ID = 2
+	if rp := fetch(t, c, unknown).Topics[0].Partitions[0]; rp.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("unknown id without CLUSTER_ACTION: %+v", rp)
+	}
 	h2, _ := startAuthzServer(t, func(r acl.Request) bool { return r.Operation == acl.OpClusterAction })
 	c2 := h2.dial()
 	req := fetchByID(15, idOfTopic(t, h2, "t"), 0)
