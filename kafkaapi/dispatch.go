@@ -278,6 +278,8 @@ func (s *Server) startGroupAPI(req kmsg.Request, rc requestInfo) responder {
 // steer the cluster with, or returns nil if req is of another API.
 func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 	switch req := req.(type) {
+	case *kmsg.ListConfigResourcesRequest:
+		return s.startListConfigResources(req, received)
 	case *kmsg.DescribeTopicPartitionsRequest:
 		return s.startDescribeTopicPartitions(req, received)
 	case *kmsg.DescribeLogDirsRequest:
@@ -290,8 +292,6 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 		return s.startDescribeQuorum(req, received)
 	case *kmsg.DescribeClientQuotasRequest:
 		return s.startDescribeClientQuotas(req, received)
-	case *kmsg.ListConfigResourcesRequest:
-		return s.startListConfigResources(req, received)
 	}
 	return nil
 }

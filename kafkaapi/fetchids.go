@@ -15,9 +15,9 @@ import (
 // topics by id (Fetch v13+). A backend without it is searched through
 // Cluster, which costs a whole view a request.
 type TopicIDs interface {
-	// TopicName returns the name of the topic whose id is id; ok is false
-	// if no topic has it. It reads local state and must not block.
-	TopicName(id [16]byte) (name string, ok bool)
+	// TopicNameByID returns the name of the topic whose id is id; ok is
+	// false if no topic has it. It reads local state and must not block.
+	TopicNameByID(id [16]byte) (name string, ok bool)
 }
 
 // topicName resolves a topic id; the zero id names no topic.
@@ -26,7 +26,7 @@ func (s *Server) topicName(id [16]byte) (string, bool) {
 		return "", false
 	}
 	if ids, ok := s.backend.(TopicIDs); ok {
-		return ids.TopicName(id)
+		return ids.TopicNameByID(id)
 	}
 	if t := findTopicID(s.backend.Cluster().Topics, id); t != nil {
 		return t.Name, true

@@ -227,7 +227,7 @@ type countingIDs struct {
 	lookups atomic.Int64
 }
 
-func (b *countingIDs) TopicName(id [16]byte) (string, bool) {
+func (b *countingIDs) TopicNameByID(id [16]byte) (string, bool) {
 	b.lookups.Add(1)
 	if t := findTopicID(b.fakeBackend.Cluster().Topics, id); t != nil {
 		return t.Name, true

@@ -123,9 +123,8 @@ func (s *Snapshot) TopicConfigs(name string) map[string]string {
 	return maps.Clone(t.Configs)
 }
 
-// TopicName returns the name of the topic with that id, without copying
-// the topic (Fetch v13+ names its topics by id on every request).
-func (s *Snapshot) TopicName(id TopicID) (string, bool) {
+// TopicNameByID returns the name of the topic with that id.
+func (s *Snapshot) TopicNameByID(id TopicID) (string, bool) {
 	name, ok := s.topicIDs[id]
 	return name, ok
 }

@@ -176,8 +176,8 @@ func (b *Backend) liveBrokers(state *metadata.Snapshot) []int32 {
 
 var _ kafkaapi.TopicIDs = (*Backend)(nil)
 
-// TopicName is the name of the topic whose id is id, from the local
+// TopicNameByID is the name of the topic whose id is id, from the local
 // metadata state (Fetch v13+).
-func (b *Backend) TopicName(id [16]byte) (string, bool) {
-	return b.deps.Meta.State().TopicName(metadata.TopicID(id))
+func (b *Backend) TopicNameByID(id [16]byte) (string, bool) {
+	return b.deps.Meta.State().TopicNameByID(metadata.TopicID(id))
 }
