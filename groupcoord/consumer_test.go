@@ -90,7 +90,7 @@ func hb(g, member string, epoch int32, topics []string, owned Assignment) *kmsg.
 
 func (h *harness) cgHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	h.t.Helper()
-	return h.c.ConsumerGroupHeartbeat(context.Background(), "client", "/127.0.0.1", req)
+	return h.c.ConsumerGroupHeartbeat(context.Background(), "client", "/127.0.0.1", nil, req)
 }
 
 // assigned is a heartbeat answer's assignment; nil if it carried none.
@@ -241,5 +241,64 @@ func TestConsumerStaticMemberReplaced(t *testing.T) {
 	g, _ := h.view.ConsumerGroup("g")
 	if _, ok := g.Members["a"]; ok || g.Epoch != 1 {
 		t.Fatalf("group after the replacement: %v members, epoch %d; want only b, epoch 1", slices.Sorted(maps.Keys(g.Members)), g.Epoch)
+	}
+}
+
+// A regex subscription gets the matching topics its member may DESCRIBE
+// (Kafka resolves a regex with the requesting member's permissions); on a
+// new coordinator, before the member heartbeats again, it keeps what its
+// target holds, so another member's heartbeat moves nothing.
+func TestConsumerRegexSubscription(t *testing.T) {
+	h, rl := newConsumerHarness(t, 0)
+	req := hb("g", "a", 0, nil, nil)
+	req.SubscribedTopicRegex = kmsg.StringPtr("t|u")
+	onlyT := func(topic string) bool { return topic == "t" }
+	a := h.c.ConsumerGroupHeartbeat(context.Background(), "client", "/h", onlyT, req)
+	if got := assigned(a); count(got) != 4 || len(got[tID]) != 4 {
+		t.Fatalf("a's regex gave %v, want t's 4 partitions only (u is not describable)", got)
+	}
+	h.c.Close()
+	c2, err := New(h.cfg, rl, h.view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c2.Close)
+	h.c = c2
+	b := h.cgHeartbeat(hb("g", "b", 0, []string{"u"}, nil))
+	wantCode(t, "b joins", b.ErrorCode, nil)
+	g, _ := h.view.ConsumerGroup("g")
+	if tgt := g.Members["a"].Target; len(tgt[tID]) != 4 || len(tgt[uID]) != 0 {
+		t.Fatalf("a's target after the failover: %v, want t only", tgt)
+	}
+	if count(assigned(b)) != 3 {
+		t.Fatalf("b got %v, want u's 3 partitions", assigned(b))
+	}
+}
+
+// Offset expiry treats a consumer group like a classic one: offsets of
+// topics no member subscribes to expire, and an empty group left without
+// offsets is deleted.
+func TestConsumerGroupOffsetExpiry(t *testing.T) {
+	h, _ := newConsumerHarness(t, 0)
+	h.cgHeartbeat(hb("g", "a", 0, []string{"t"}, nil))
+	wantCode(t, "commit t", h.commit(commitReq(9, "g", "a", 1, "t", map[int32]int64{0: 1}, ""))[0], nil)
+	wantCode(t, "commit u", h.commit(commitReq(9, "g", "a", 1, "u", map[int32]int64{0: 1}, ""))[0], nil)
+	later := time.Now().Add(time.Hour)
+	if _, err := h.c.ExpireOffsets(context.Background(), later, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.view.Offset("g", "u", 0); ok {
+		t.Fatal("u's offset outlived retention though no member subscribes to u")
+	}
+	if _, ok := h.view.Offset("g", "t", 0); !ok {
+		t.Fatal("t's offset expired while a member subscribes to t")
+	}
+	h.cgHeartbeat(hb("g", "a", -1, nil, nil))
+	out, err := h.c.ExpireOffsets(context.Background(), later, time.Minute)
+	if err != nil || out.Groups != 1 {
+		t.Fatalf("expiry of the empty group: %+v %v", out, err)
+	}
+	if h.view.HasGroup("g") {
+		t.Fatal("the empty consumer group without offsets is still there")
 	}
 }
