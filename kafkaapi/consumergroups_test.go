@@ -89,3 +89,50 @@ func TestConsumerGroupAPIsACLs(t *testing.T) {
 	coord.withHidden = true
 	check("describe, assignment not describable", describe("g"), kerr.TopicAuthorizationFailed)
 }
+
+// OffsetCommit and OffsetFetch v10 name topics by id: known ids reach the
+// coordinator by name and come back by id; unknown ids are
+// UNKNOWN_TOPIC_ID.
+func TestOffsetsByTopicID(t *testing.T) {
+	coord := &fakeCoordinator{}
+	h, c := withGroups(t, fakeGroups{coord: coord})
+	h.fb.addTopic("t", 2)
+	var id [16]byte
+	for _, tv := range h.fb.Cluster().Topics {
+		if tv.Name == "t" {
+			id = tv.ID
+		}
+	}
+	if id == ([16]byte{}) {
+		t.Fatal("topic t has no id")
+	}
+	unknown := [16]byte{9, 9}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 10, "g", -1
+	for _, tid := range [][16]byte{id, unknown} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 1, 5
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+		commit.Topics = append(commit.Topics, rt)
+	}
+	cr := c.roundTrip(commit).(*kmsg.OffsetCommitResponse)
+	if len(cr.Topics) != 1 || cr.Topics[0].TopicID != unknown || cr.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("commit v10 answered %+v; want the unknown id's UNKNOWN_TOPIC_ID (the fake coordinator answers nothing)", cr.Topics)
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version = 10
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = "g"
+	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{TopicID: id, Partitions: []int32{1}}, {TopicID: unknown, Partitions: []int32{0}}}
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{g}
+	fr := c.roundTrip(fetch).(*kmsg.OffsetFetchResponse).Groups[0]
+	if len(fr.Topics) != 2 || fr.Topics[0].TopicID != id || fr.Topics[0].Partitions[0].Offset != 11 ||
+		fr.Topics[1].TopicID != unknown || fr.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("fetch v10 answered %+v", fr.Topics)
+	}
+	if got := coord.fetched[len(coord.fetched)-1]; len(got) != 1 || got[0].Topic != "t" {
+		t.Fatalf("the coordinator was asked for %+v, want t by name", got)
+	}
+}
