@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -113,6 +114,18 @@ func TestConsumerGroup848SplitsFailsOverAndResumes(t *testing.T) {
 	a.cl.Close()
 	b.cl.Close()
 	checkCommitted(t, adm, "k", "k4", 4, 30)
+	eventually(t, 30*time.Second, "the live replicas' views of the group are byte-identical", func() bool {
+		var first []byte
+		nodes := c.Running()
+		for i, nd := range nodes {
+			snap, ok := nd.GroupViewSnapshot("k")
+			if !ok || (i > 0 && !bytes.Equal(snap, first)) {
+				return false
+			}
+			first = snap
+		}
+		return len(nodes) == 2
+	})
 
 	produceSpread(t, cl, "k4", 4, 5, "second")
 	n := joinGroup(t, c, "k", "k4", serverSide...)
