@@ -1,6 +1,7 @@
 package groupcoord
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -118,4 +119,47 @@ func (c *Coordinator) writeConsumerExpiry(id string, recs []Record, offsets int,
 		return nil
 	}
 	return c.append(c.ctx, recs)
+}
+
+// relaxStaleCommit applies KIP-1251 to an OffsetCommit v9+ of a consumer
+// group member in an epoch older than its current one: the partitions it
+// was given at or before that epoch, and still holds, may commit (it
+// returns the member's current epoch to validate the commit with); the
+// others get STALE_MEMBER_EPOCH in errs. Any other commit is left as it
+// is, with generation.
+func (c *Coordinator) relaxStaleCommit(req *kmsg.OffsetCommitRequest, generation int32, errs [][]*kerr.Error) int32 {
+	if req.Version < 9 || req.MemberID == "" || generation < 0 {
+		return generation
+	}
+	m, ok := c.view.consumerMemberCopy(req.Group, req.MemberID)
+	if !ok || generation >= m.Epoch {
+		return generation
+	}
+	ids := make(map[string]TopicID)
+	for _, t := range c.cfg.Topics() {
+		ids[t.Name] = t.ID
+	}
+	for i, t := range req.Topics {
+		id, known := ids[t.Topic]
+		for j, p := range t.Partitions {
+			if errs[i][j] != nil {
+				continue
+			}
+			if !known || !slices.Contains(m.Assigned[id], p.Partition) || m.assignedEpoch(id, p.Partition) > generation {
+				errs[i][j] = kerr.StaleMemberEpoch
+			}
+		}
+	}
+	return m.Epoch
+}
+
+// consumerMemberCopy returns a copy of a consumer group member.
+func (v *View) consumerMemberCopy(group, member string) (*ConsumerMember, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	vg := v.groups[group]
+	if vg == nil || vg.cg == nil || vg.cg.Members[member] == nil {
+		return nil, false
+	}
+	return vg.cg.Members[member].clone(), true
 }

@@ -86,6 +86,7 @@ func nextAssignment(g *ConsumerGroup, m *ConsumerMember, epoch int32, owned Assi
 	}
 	next := m.clone()
 	next.Revoking = nil
+	next.AssignedEpochs = keptEpochs(m, assigned)
 	switch {
 	case len(revoking) > 0 && ownsAny(owned, revoking):
 		next.State, next.Epoch = memberUnrevokedPartitions, epoch
@@ -94,6 +95,9 @@ func nextAssignment(g *ConsumerGroup, m *ConsumerMember, epoch int32, owned Assi
 		for id, ps := range pending {
 			assigned[id] = append(assigned[id], ps...)
 			slices.Sort(assigned[id])
+			for _, p := range ps {
+				setEpoch(next.AssignedEpochs, id, p, g.TargetEpoch)
+			}
 		}
 		next.State = memberStable
 		if unreleased {
@@ -105,6 +109,24 @@ func nextAssignment(g *ConsumerGroup, m *ConsumerMember, epoch int32, owned Assi
 		next.PrevEpoch = m.Epoch
 	}
 	return next
+}
+
+// keptEpochs are the assignment epochs of the partitions m keeps.
+func keptEpochs(m *ConsumerMember, kept Assignment) map[TopicID]map[int32]int32 {
+	out := make(map[TopicID]map[int32]int32, len(kept))
+	for id, ps := range kept {
+		for _, p := range ps {
+			setEpoch(out, id, p, m.assignedEpoch(id, p))
+		}
+	}
+	return out
+}
+
+func setEpoch(e map[TopicID]map[int32]int32, id TopicID, p, epoch int32) {
+	if e[id] == nil {
+		e[id] = make(map[int32]int32)
+	}
+	e[id][p] = epoch
 }
 
 // ownsAny reports whether a member that says it owns owned (nil: did not

@@ -53,6 +53,12 @@ type ConsumerMember struct {
 	Epoch, PrevEpoch   int32
 	State              int8
 	Assigned, Revoking Assignment
+	// AssignedEpochs holds the member epoch at which each assigned
+	// partition was given to the member (KIP-1251: a commit in an older
+	// epoch is valid for the partitions it held since then); a partition
+	// missing here counts as given at max(Epoch, 0), as Kafka reads
+	// records without them.
+	AssignedEpochs map[TopicID]map[int32]int32
 
 	Target Assignment
 
@@ -73,7 +79,27 @@ func (m *ConsumerMember) clone() *ConsumerMember {
 	out := *m
 	out.Topics = slices.Clone(m.Topics)
 	out.Assigned, out.Revoking, out.Target = m.Assigned.clone(), m.Revoking.clone(), m.Target.clone()
+	out.AssignedEpochs = cloneEpochs(m.AssignedEpochs)
 	return &out
+}
+
+func cloneEpochs(e map[TopicID]map[int32]int32) map[TopicID]map[int32]int32 {
+	if e == nil {
+		return nil
+	}
+	out := make(map[TopicID]map[int32]int32, len(e))
+	for id, ps := range e {
+		out[id] = maps.Clone(ps)
+	}
+	return out
+}
+
+// assignedEpoch is the epoch at which m was given a partition.
+func (m *ConsumerMember) assignedEpoch(id TopicID, p int32) int32 {
+	if e, ok := m.AssignedEpochs[id][p]; ok {
+		return e
+	}
+	return max(m.Epoch, 0)
 }
 
 func (a Assignment) clone() Assignment {
@@ -155,7 +181,7 @@ func TargetEpochRecord(group string, epoch int32) Record {
 func TargetMemberRecord(group, member string, a Assignment) Record {
 	var w cgWriter
 	w.i16(0)
-	appendTopicPartitions(&w, a)
+	appendTopicPartitions(&w, a, nil)
 	w.noTags()
 	return Record{Key: cgKey(cgTargetMemberKeyVersion, group, &member), Value: w.b}
 }
@@ -167,8 +193,8 @@ func CurrentAssignmentRecord(group string, m *ConsumerMember) Record {
 	w.i32(m.Epoch)
 	w.i32(m.PrevEpoch)
 	w.i8(m.State)
-	appendTopicPartitions(&w, m.Assigned)
-	appendTopicPartitions(&w, m.Revoking)
+	appendTopicPartitions(&w, m.Assigned, m.assignedEpoch)
+	appendTopicPartitions(&w, m.Revoking, nil)
 	w.noTags()
 	return Record{Key: cgKey(cgCurrentAssignmentVersion, group, &m.ID), Value: w.b}
 }
@@ -189,8 +215,9 @@ func consumerGroupTombstones(group string) []Record {
 }
 
 // appendTopicPartitions writes an assignment sorted by topic id; its
-// partitions are sorted already.
-func appendTopicPartitions(w *cgWriter, a Assignment) {
+// partitions are sorted already. With epochs, each topic carries its
+// partitions' assignment epochs (tag 0, AssignmentEpochs).
+func appendTopicPartitions(w *cgWriter, a Assignment, epochs func(TopicID, int32) int32) {
 	ids := a.sortedIDs()
 	w.arr(len(ids))
 	for _, id := range ids {
@@ -199,16 +226,31 @@ func appendTopicPartitions(w *cgWriter, a Assignment) {
 		for _, p := range a[id] {
 			w.i32(p)
 		}
-		w.noTags()
+		if epochs == nil {
+			w.noTags()
+			continue
+		}
+		var tag cgWriter
+		tag.arr(len(a[id]))
+		for _, p := range a[id] {
+			tag.i32(epochs(id, p))
+		}
+		w.uv(1)
+		w.uv(0)
+		w.uv(uint64(len(tag.b)))
+		w.b = append(w.b, tag.b...)
 	}
 }
 
-func readTopicPartitions(r *cgReader) Assignment {
+// readTopicPartitions reads an assignment and, where the record has them,
+// its partitions' assignment epochs (nil if none).
+func readTopicPartitions(r *cgReader) (Assignment, map[TopicID]map[int32]int32) {
 	n := r.arr(18)
 	if n <= 0 {
-		return nil
+		return nil, nil
 	}
 	a := make(Assignment, n)
+	var epochs map[TopicID]map[int32]int32
 	for range n {
 		id := r.uuid()
 		np := r.arr(4)
@@ -216,10 +258,21 @@ func readTopicPartitions(r *cgReader) Assignment {
 		for range np {
 			ps = append(ps, r.i32())
 		}
-		r.tags(nil)
+		r.tags(func(tag uint64, b []byte) {
+			tr := cgReader{b: b}
+			if ne := tr.arr(4); tag == 0 && ne == len(ps) {
+				if epochs == nil {
+					epochs = make(map[TopicID]map[int32]int32)
+				}
+				epochs[id] = make(map[int32]int32, ne)
+				for _, p := range ps {
+					epochs[id][p] = tr.i32()
+				}
+			}
+		})
 		ps = append(a[id], ps...)
 		slices.Sort(ps)
 		a[id] = slices.Compact(ps)
 	}
-	return a
+	return a, epochs
 }

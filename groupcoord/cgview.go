@@ -38,7 +38,7 @@ func (v *View) applyConsumer(version int16, key, value []byte) error {
 	case cgMemberKeyVersion:
 		apply = readMemberMetadata(&r, member)
 	case cgTargetMemberKeyVersion:
-		a := readTopicPartitions(&r)
+		a, _ := readTopicPartitions(&r)
 		r.tags(nil)
 		apply = func(g *ConsumerGroup) {
 			m := g.member(member)
@@ -94,13 +94,13 @@ func readMemberMetadata(r *cgReader, id string) func(g *ConsumerGroup) {
 
 func readCurrentAssignment(r *cgReader, id string) func(g *ConsumerGroup) {
 	epoch, prev, state := r.i32(), r.i32(), r.i8()
-	assigned := readTopicPartitions(r)
-	revoking := readTopicPartitions(r)
+	assigned, epochs := readTopicPartitions(r)
+	revoking, _ := readTopicPartitions(r)
 	r.tags(nil)
 	return func(g *ConsumerGroup) {
 		m := g.member(id)
 		m.Epoch, m.PrevEpoch, m.State = epoch, prev, state
-		m.Assigned, m.Revoking, m.hasCurrent = assigned, revoking, true
+		m.Assigned, m.Revoking, m.AssignedEpochs, m.hasCurrent = assigned, revoking, epochs, true
 	}
 }
 
@@ -140,7 +140,7 @@ func (v *View) applyConsumerTombstone(version int16, group, member string) {
 	case cgTargetMemberKeyVersion:
 		m.hasTarget, m.Target = false, nil
 	case cgCurrentAssignmentVersion:
-		m.hasCurrent, m.Assigned, m.Revoking = false, nil, nil
+		m.hasCurrent, m.Assigned, m.Revoking, m.AssignedEpochs = false, nil, nil, nil
 		m.Epoch, m.PrevEpoch, m.State = 0, 0, 0
 	}
 	if !m.hasMeta && !m.hasTarget && !m.hasCurrent {

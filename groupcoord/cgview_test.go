@@ -2,6 +2,7 @@ package groupcoord
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -198,5 +199,47 @@ func TestConsumerGroupListDescribeAndMigration(t *testing.T) {
 	h.join(joinReq(5, "c", "", nil, time.Minute)) // MEMBER_ID_REQUIRED, then a classic group
 	if h.view.isConsumerGroup("c") {
 		t.Fatal("the empty consumer group did not become classic")
+	}
+}
+
+// KIP-1251: a member may commit in an older epoch the partitions it held
+// since then (a commit sent before its epoch moved), not those it was
+// given later nor those it gave up; the assignment epochs survive a
+// snapshot.
+func TestConsumerCommitAssignmentEpochs(t *testing.T) {
+	h, _ := newConsumerHarness(t, 0)
+	h.cgHeartbeat(hb("g", "a", 0, []string{"t"}, nil))
+	h.cgHeartbeat(hb("g", "b", 0, []string{"t"}, nil))
+	kept := assigned(h.cgHeartbeat(hb("g", "a", 1, nil, Assignment{tID: {0, 1, 2, 3}})))[tID]
+	if a := h.cgHeartbeat(hb("g", "a", 1, nil, Assignment{tID: kept})); a.MemberEpoch != 2 {
+		t.Fatalf("a at epoch %d, want 2", a.MemberEpoch)
+	}
+	var gone int32
+	for p := range int32(4) {
+		if !slices.Contains(kept, p) {
+			gone = p
+		}
+	}
+	commit := func(member string, epoch, p int32) int16 {
+		return h.commit(commitReq(9, "g", member, epoch, "t", map[int32]int64{p: 3}, ""))[0]
+	}
+	wantCode(t, "a, epoch 1, a partition it held since epoch 1", commit("a", 1, kept[0]), nil)
+	wantCode(t, "a, epoch 1, a partition it gave up", commit("a", 1, gone), kerr.StaleMemberEpoch)
+	wantCode(t, "a, epoch 3 (ahead of it)", commit("a", 3, kept[0]), kerr.StaleMemberEpoch)
+	b := h.cgHeartbeat(hb("g", "b", 2, nil, Assignment{}))
+	got := assigned(b)[tID]
+	wantCode(t, "b, epoch 1 (before it had any)", commit("b", 1, got[0]), kerr.StaleMemberEpoch)
+	wantCode(t, "b, its epoch", commit("b", 2, got[0]), nil)
+
+	restored := NewView()
+	if err := restored.Restore(h.view.AppendSnapshot(nil)); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := restored.ConsumerGroup("g")
+	if e := g.Members["a"].assignedEpoch(tID, kept[0]); e != 1 {
+		t.Fatalf("a's partition %d has assignment epoch %d after a restore, want 1", kept[0], e)
+	}
+	if e := g.Members["b"].assignedEpoch(tID, got[0]); e != 2 {
+		t.Fatalf("b's partition %d has assignment epoch %d after a restore, want 2", got[0], e)
 	}
 }

@@ -44,7 +44,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	}
 	if err := c.consumerCommitVersion(req); err != nil {
 		setAll(err)
-	} else if err := c.admitCommit(ctx, req.Group, generation, memberID, req.InstanceID); err != nil {
+	} else if err := c.admitCommit(ctx, req.Group, c.relaxStaleCommit(req, generation, errs), memberID, req.InstanceID); err != nil {
 		setAll(err)
 	} else {
 		recs := c.commitRecords(req, errs)
