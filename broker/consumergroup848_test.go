@@ -228,3 +228,46 @@ func (m *groupMember) pollRetry(t *testing.T) (int, map[int32]bool) {
 	}
 	return len(recs), parts
 }
+
+// A kgo member subscribing by regex through the broker (KIP-848
+// SubscribedTopicRegex) is assigned every partition of the matching
+// topics, and of a matching topic created later, and none of the others.
+func TestConsumerGroup848Regex(t *testing.T) {
+	c := testcluster.Start(t, 3, fastConsumerGroups)
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "rx-a", 2, 3)
+	createTopic(t, cl, "other", 2, 3)
+	m, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...), kgo.ConsumerGroup("rx"),
+		kgo.ConsumeRegex(), kgo.ConsumeTopics("^rx-.*"), kgo.MetadataMinAge(100 * time.Millisecond)},
+		serverSide...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	adm := kadm.NewClient(cl)
+	want := func(what string, topics map[string]int) {
+		t.Helper()
+		eventually(t, 60*time.Second, what, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			m.PollFetches(ctx) // kgo runs its callbacks between polls
+			d := describe848(t, adm, "rx")
+			if d.Err != nil || len(d.Members) != 1 {
+				return false
+			}
+			got := d.Members[0].Assignment
+			if len(got) != len(topics) {
+				return false
+			}
+			for topic, n := range topics {
+				if len(got[topic]) != n {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	want("the member holds rx-a's 2 partitions, not other's", map[string]int{"rx-a": 2})
+	createTopic(t, cl, "rx-b", 3, 3)
+	want("the member holds rx-b's 3 partitions too once it exists", map[string]int{"rx-a": 2, "rx-b": 3})
+}
