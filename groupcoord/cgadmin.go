@@ -64,6 +64,9 @@ func (c *Coordinator) DescribeConsumerGroup(group string) kmsg.ConsumerGroupDesc
 		dm.Assignment = describeAssignment(m.Assigned, names)
 		dm.TargetAssignment = describeAssignment(m.Target, names)
 		dm.MemberType = 1 // a consumer protocol member
+		if m.Classic != nil {
+			dm.MemberType = 0
+		}
 		out.Members = append(out.Members, dm)
 	}
 	return out
@@ -185,33 +188,5 @@ func (c *Coordinator) ValidateOffsetFetch(group string, memberID *string, member
 	case cur != memberEpoch:
 		return kerr.StaleMemberEpoch
 	}
-	return nil
-}
-
-// downgradeForJoin lets a classic JoinGroup in a consumer group: an empty
-// consumer group is deleted (its offsets kept) so that a classic group
-// takes its place, as Kafka's offline migration does; one with members is
-// GROUP_ID_NOT_FOUND (classic members inside consumer groups, Kafka's
-// online migration, are not served).
-func (c *Coordinator) downgradeForJoin(ctx context.Context, group string) *kerr.Error {
-	if !c.view.isConsumerGroup(group) {
-		return nil
-	}
-	l, err := c.acquire(ctx, group)
-	if err != nil {
-		return err
-	}
-	defer l.release()
-	g, ok := c.view.ConsumerGroup(group)
-	switch {
-	case !ok:
-		return nil
-	case len(g.Members) > 0:
-		return kerr.GroupIDNotFound
-	}
-	if err := c.append(ctx, consumerGroupTombstones(group)); err != nil {
-		return err
-	}
-	c.logger.Info("groupcoord: empty consumer group converted to a classic group", "group", group)
 	return nil
 }

@@ -10,14 +10,15 @@ import (
 
 // Offsets of KIP-848 consumer groups: commits, deletions and expiry.
 
-// consumerCommitVersion refuses an OffsetCommit below v9 from a member of
-// a consumer group, which must commit with its member epoch (Kafka's
-// UNSUPPORTED_VERSION).
+// consumerCommitVersion refuses an OffsetCommit below v9 from a KIP-848
+// member of a consumer group, which must commit with its member epoch
+// (Kafka's UNSUPPORTED_VERSION); classic members commit with theirs as the
+// generation.
 func (c *Coordinator) consumerCommitVersion(req *kmsg.OffsetCommitRequest) *kerr.Error {
 	if req.Version >= 9 {
 		return nil
 	}
-	if _, _, known, isCG := c.view.consumerMember(req.Group, req.MemberID); isCG && known {
+	if m, ok := c.view.consumerMemberCopy(req.Group, req.MemberID); ok && m.Classic == nil {
 		return kerr.UnsupportedVersion
 	}
 	return nil

@@ -22,7 +22,14 @@ type consumerOp struct {
 	// gone are members removed (left, fenced, replaced): their timers stop.
 	gone []string
 	// staticLeft is a static member that left with epoch -2.
-	staticLeft     string
+	staticLeft string
+	// upgradeFrom is the classic group this op upgrades, at generation
+	// upgradeGen; downgradeTo is the classic generation a downgrade
+	// writes (cgmigrate.go).
+	upgradeFrom *group
+	upgradeGen  int32
+	downgradeTo *GroupMetadata
+
 	sendAssignment bool
 	topics         map[string]TopicInfo
 	// resolved maps the group's regexes to the topics they subscribe
@@ -44,10 +51,17 @@ func (c *Coordinator) newConsumerOp(id string) (*consumerOp, *kerr.Error) {
 	c.mu.Lock()
 	cg := c.groups[id]
 	busy := cg != nil && (len(cg.members) > 0 || len(cg.pending) > 0 || cg.state == stateDead)
-	c.mu.Unlock()
-	if busy { // online migration of a classic group with members is not served
-		return nil, kerr.GroupIDNotFound
+	if busy {
+		defer c.mu.Unlock()
+		g, recs, err := c.upgrade(cg)
+		if err != nil {
+			return nil, err
+		}
+		op := c.opOn(id, g)
+		op.pre, op.upgradeFrom, op.upgradeGen, op.converted = recs, cg, cg.generation, true
+		return op, nil
 	}
+	c.mu.Unlock()
 	_, hasMeta := c.view.Group(id)
 	var pre []Record
 	if hasMeta {
@@ -87,7 +101,12 @@ func (op *consumerOp) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, memberI
 		if err := op.leave(req, memberID); err != nil {
 			return nil, err, ""
 		}
-		op.finish()
+		if len(op.gone) > 0 {
+			op.downgradeTo = op.maybeDowngrade()
+		}
+		if op.downgradeTo == nil {
+			op.finish()
+		}
 		return nil, nil, ""
 	case 0:
 		m, err = op.join(req, memberID)

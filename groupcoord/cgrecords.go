@@ -62,7 +62,25 @@ type ConsumerMember struct {
 
 	Target Assignment
 
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup) inside the consumer group (Kafka's online
+	// migration); nil for a KIP-848 member.
+	Classic *ClassicMember
+
 	hasMeta, hasTarget, hasCurrent bool
+}
+
+// ClassicMember is what a classic member of a consumer group joined with
+// (ClassicMemberMetadata, tag 0 of the member record).
+type ClassicMember struct {
+	SessionTimeout int32 // milliseconds
+	Protocols      []ClassicProtocol
+}
+
+// ClassicProtocol is one protocol a classic member supports.
+type ClassicProtocol struct {
+	Name     string
+	Metadata []byte
 }
 
 // clone copies a group deeply.
@@ -80,6 +98,11 @@ func (m *ConsumerMember) clone() *ConsumerMember {
 	out.Topics = slices.Clone(m.Topics)
 	out.Assigned, out.Revoking, out.Target = m.Assigned.clone(), m.Revoking.clone(), m.Target.clone()
 	out.AssignedEpochs = cloneEpochs(m.AssignedEpochs)
+	if m.Classic != nil {
+		cm := *m.Classic
+		cm.Protocols = slices.Clone(cm.Protocols)
+		out.Classic = &cm
+	}
 	return &out
 }
 
@@ -164,7 +187,24 @@ func ConsumerMemberRecord(group string, m *ConsumerMember) Record {
 	w.cnstr(m.Regex)
 	w.i32(m.RebalanceTimeout)
 	w.cnstr(m.Assignor)
-	w.noTags()
+	if m.Classic == nil {
+		w.noTags()
+	} else { // tag 0: ClassicMemberMetadata
+		var cw cgWriter
+		cw.i32(m.Classic.SessionTimeout)
+		cw.arr(len(m.Classic.Protocols))
+		for _, p := range m.Classic.Protocols {
+			cw.cstr(p.Name)
+			cw.uv(uint64(len(p.Metadata)) + 1)
+			cw.b = append(cw.b, p.Metadata...)
+			cw.noTags()
+		}
+		cw.noTags()
+		w.uv(1)
+		w.uv(0)
+		w.uv(uint64(len(cw.b)))
+		w.b = append(w.b, cw.b...)
+	}
 	return Record{Key: cgKey(cgMemberKeyVersion, group, &m.ID), Value: w.b}
 }
 

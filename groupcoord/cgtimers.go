@@ -39,6 +39,16 @@ func (c *Coordinator) afterHeartbeat(group string, l *cgLive, op *consumerOp, m 
 	if m != nil {
 		c.armMember(group, l, m, true)
 	}
+	if op.upgradeFrom != nil { // the classic members' sessions, from now
+		for _, um := range op.g.Members {
+			if um.Classic != nil {
+				c.armMember(group, l, um, true)
+			}
+		}
+	}
+	if op.downgradeTo != nil {
+		c.loadDowngraded(group, op.downgradeTo)
+	}
 }
 
 // armMember renews (or, on load, starts) a member's session and starts or
@@ -50,9 +60,13 @@ func (c *Coordinator) armMember(group string, l *cgLive, m *ConsumerMember, rene
 		l.members[m.ID] = lm
 	}
 	id := m.ID
+	session := c.cfg.Consumer.SessionTimeout
+	if m.Classic != nil {
+		session = time.Duration(m.Classic.SessionTimeout) * time.Millisecond
+	}
 	if renew || lm.session == nil {
-		lm.sessionEnd = time.Now().Add(c.cfg.Consumer.SessionTimeout)
-		c.startTimer(&lm.session, c.cfg.Consumer.SessionTimeout, func() { c.startFence(group, id, false) })
+		lm.sessionEnd = time.Now().Add(session)
+		c.startTimer(&lm.session, session, func() { c.startFence(group, id, false) })
 	}
 	if m.State != memberUnrevokedPartitions {
 		c.stopTimer(&lm.revoke)
@@ -126,22 +140,33 @@ func (c *Coordinator) fence(group, member string, revocation bool) {
 	}
 	op := c.opOn(group, g)
 	op.remove(member)
-	op.finish()
+	if m.Classic == nil {
+		op.downgradeTo = op.maybeDowngrade()
+	}
+	if op.downgradeTo == nil {
+		op.finish()
+	}
 	err := c.append(c.ctx, op.records())
-	c.fenced(group, l, member, revocation, err)
+	c.fenced(group, l, op, revocation, err)
 }
 
 // fenced ends a fencing: the member's timers stop, or, if the write
 // failed, the fencing is tried again soon.
-func (c *Coordinator) fenced(group string, l *cgLive, member string, revocation bool, err *kerr.Error) {
+func (c *Coordinator) fenced(group string, l *cgLive, op *consumerOp, revocation bool, err *kerr.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return
 	}
+	member := op.gone[0]
 	if err == nil {
 		c.logger.Info("groupcoord: consumer group member fenced", "group", group, "member", member, "revocation_timeout", revocation)
-		c.dropLiveMember(l, member)
+		for _, id := range op.gone {
+			c.dropLiveMember(l, id)
+		}
+		if op.downgradeTo != nil {
+			c.loadDowngraded(group, op.downgradeTo)
+		}
 		return
 	}
 	lm := l.members[member]

@@ -83,9 +83,14 @@ func readMemberMetadata(r *cgReader, id string) func(g *ConsumerGroup) {
 	m.Regex = r.cnstr()
 	m.RebalanceTimeout = r.i32()
 	m.Assignor = r.cnstr()
-	r.tags(nil) // ClassicMemberMetadata: this coordinator has no classic members in consumer groups
+	r.tags(func(tag uint64, b []byte) {
+		if tag == 0 {
+			m.Classic = readClassicMember(b)
+		}
+	})
 	return func(g *ConsumerGroup) {
 		cur := g.member(id)
+		cur.Classic = m.Classic
 		cur.InstanceID, cur.RackID, cur.ClientID, cur.ClientHost = m.InstanceID, m.RackID, m.ClientID, m.ClientHost
 		cur.Topics, cur.Regex, cur.RebalanceTimeout, cur.Assignor = m.Topics, m.Regex, m.RebalanceTimeout, m.Assignor
 		cur.hasMeta = true
@@ -191,4 +196,25 @@ func appendConsumerGroup(dst []byte, name string, g *ConsumerGroup) []byte {
 		}
 	}
 	return dst
+}
+
+// readClassicMember decodes a ClassicMemberMetadata; nil if it does not
+// decode (the member is then a KIP-848 one).
+func readClassicMember(b []byte) *ClassicMember {
+	r := cgReader{b: b}
+	cm := &ClassicMember{SessionTimeout: r.i32()}
+	n := r.arr(2)
+	for range n {
+		p := ClassicProtocol{Name: r.cstr()}
+		if l := r.uv(); l > 0 && l-1 <= uint64(len(r.b)) {
+			p.Metadata = slices.Clone(r.take(int(l - 1)))
+		}
+		r.tags(nil)
+		cm.Protocols = append(cm.Protocols, p)
+	}
+	r.tags(nil)
+	if r.err != nil {
+		return nil
+	}
+	return cm
 }

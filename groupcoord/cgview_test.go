@@ -190,11 +190,6 @@ func TestConsumerGroupListDescribeAndMigration(t *testing.T) {
 	}
 	wantCode(t, "DescribeGroups of a consumer group", h.describe("c").ErrorCode, kerr.GroupIDNotFound)
 	wantCode(t, "ConsumerGroupDescribe of a classic group", h.c.DescribeConsumerGroup("k").ErrorCode, kerr.GroupIDNotFound)
-	wantCode(t, "a consumer member joining a classic group with members",
-		h.cgHeartbeat(hb("k", "z", 0, []string{"t"}, nil)).ErrorCode, kerr.GroupIDNotFound)
-	join := h.join(joinReq(5, "c", "", nil, time.Minute))
-	wantCode(t, "a classic member joining a consumer group with members", join.ErrorCode, kerr.GroupIDNotFound)
-
 	h.cgHeartbeat(hb("c", "a", -1, nil, nil))
 	h.join(joinReq(5, "c", "", nil, time.Minute)) // MEMBER_ID_REQUIRED, then a classic group
 	if h.view.isConsumerGroup("c") {

@@ -110,6 +110,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, clientID, clie
 	}
 	op.self, op.canDescribe = memberID, canDescribe
 	m, err, msg := op.heartbeat(req, memberID, clientID, clientHost)
+	if err == nil && op.upgradeFrom != nil {
+		err = c.retireClassic(op.upgradeFrom, op.upgradeGen)
+	}
 	if err != nil {
 		return fail(err, msg)
 	}
