@@ -3,13 +3,16 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/groupcoord"
@@ -270,4 +273,58 @@ func TestConsumerGroup848Regex(t *testing.T) {
 	want("the member holds rx-a's 2 partitions, not other's", map[string]int{"rx-a": 2})
 	createTopic(t, cl, "rx-b", 3, 3)
 	want("the member holds rx-b's 3 partitions too once it exists", map[string]int{"rx-a": 2, "rx-b": 3})
+}
+
+// Online migration with stock clients: a classic kgo member's group is
+// upgraded when a KIP-848 kgo member joins (the two split the partitions
+// 2/2, the classic one through JoinGroup/SyncGroup inside the consumer
+// group), and downgraded again when the KIP-848 member leaves (the
+// classic member then takes every partition in a classic rebalance).
+func TestConsumerGroup848OnlineMigration(t *testing.T) {
+	c := testcluster.Start(t, 3, fastConsumerGroups)
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	createTopic(t, cl, "mx4", 4, 3)
+	a := joinGroup(t, c, "mx", "mx4")
+	eventually(t, 60*time.Second, "the classic member holds all 4 partitions", func() bool {
+		a.pollRetry(t)
+		return len(a.owned()) == 4
+	})
+	b := joinGroup(t, c, "mx", "mx4", serverSide...)
+	eventually(t, 90*time.Second, "the classic and the KIP-848 member split the partitions 2/2", func() bool {
+		a.pollRetry(t)
+		b.pollRetry(t)
+		oa, ob := a.owned(), b.owned()
+		for p := range oa {
+			if ob[p] {
+				return false
+			}
+		}
+		return len(oa) == 2 && len(ob) == 2
+	})
+	d := describe848(t, adm, "mx")
+	if d.Err != nil || len(d.Members) != 2 {
+		t.Fatalf("the upgraded group: %+v", d)
+	}
+	consumeSplit(t, a, b, func() { produceSpread(t, cl, "mx4", 4, 10, "mixed") }, 40)
+	b.cl.Close()
+	eventually(t, 90*time.Second, "after the downgrade the classic member holds all 4 again", func() bool {
+		a.pollRetry(t)
+		return len(a.owned()) == 4
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.TypesFilter = []string{"classic"}
+	resp, err := cl.Request(ctx, lg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range resp.(*kmsg.ListGroupsResponse).Groups {
+		found = found || (g.Group == "mx" && g.GroupType == "classic")
+	}
+	if d := describe848(t, adm, "mx"); !found || !errors.Is(d.Err, kerr.GroupIDNotFound) {
+		t.Fatalf("after the KIP-848 member left: listed as classic %v, ConsumerGroupDescribe %v", found, d.Err)
+	}
 }
