@@ -48,8 +48,10 @@
 // writes those records through the Log and answers once they are
 // applied. Only session and revocation timers, on the leader's clock,
 // are the Coordinator's own; a new leader restarts them for every member,
-// so members carry on across a failover in their epochs. Classic members
-// inside consumer groups (Kafka's online migration) are not served: an
-// empty group changes protocol either way, one with members of the other
-// protocol is GROUP_ID_NOT_FOUND.
+// so members carry on across a failover in their epochs. As in Kafka 4.0,
+// an empty group changes protocol either way, and, as
+// group.consumer.migration.policy allows, a KIP-848 member joining a
+// classic group with members upgrades it (its classic members go on
+// through JoinGroup, SyncGroup and Heartbeat inside the consumer group),
+// and the group is classic again when its last KIP-848 member leaves.
 package groupcoord
