@@ -29,7 +29,7 @@ func (c *Coordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGro
 	}
 	if c.view.isConsumerGroup(group) { // Kafka 4.x: DescribeGroups describes classic groups
 		msg := "Group " + group + " is not a classic group."
-		out.ErrorCode, out.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+		out.ErrorCode, out.ErrorMessage, out.State = kerr.GroupIDNotFound.Code, &msg, stateDead.String()
 		return out
 	}
 	g := c.lookup(group)

@@ -188,7 +188,9 @@ func TestConsumerGroupListDescribeAndMigration(t *testing.T) {
 	if got := types("consumer"); len(got) != 1 || got["c"] == "" {
 		t.Fatalf("ListGroups consumer: %v", got)
 	}
-	wantCode(t, "DescribeGroups of a consumer group", h.describe("c").ErrorCode, kerr.GroupIDNotFound)
+	if d := h.describe("c"); d.ErrorCode != kerr.GroupIDNotFound.Code || d.State != "Dead" {
+		t.Fatalf("DescribeGroups of a consumer group: %s %s, want GROUP_ID_NOT_FOUND and Dead (as Kafka 4.x)", errName(d.ErrorCode), d.State)
+	}
 	wantCode(t, "ConsumerGroupDescribe of a classic group", h.c.DescribeConsumerGroup("k").ErrorCode, kerr.GroupIDNotFound)
 	h.cgHeartbeat(hb("c", "a", -1, nil, nil))
 	h.join(joinReq(5, "c", "", nil, time.Minute)) // MEMBER_ID_REQUIRED, then a classic group
