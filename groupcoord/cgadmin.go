@@ -112,7 +112,7 @@ func (c *Coordinator) deleteConsumerGroup(ctx context.Context, group string) *ke
 	if err != nil {
 		return err
 	}
-	defer l.release()
+	defer c.release(l)
 	g, ok := c.view.ConsumerGroup(group)
 	switch {
 	case !ok:
@@ -128,10 +128,6 @@ func (c *Coordinator) deleteConsumerGroup(ctx context.Context, group string) *ke
 	if err := c.append(ctx, recs); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	delete(c.cgroups, group)
-	c.mu.Unlock()
-	c.keepRegexes(group, nil)
 	c.logger.Info("groupcoord: consumer group deleted", "group", group)
 	return nil
 }

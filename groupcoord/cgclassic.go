@@ -32,7 +32,7 @@ func (c *Coordinator) joinConsumerGroup(ctx context.Context, clientID, host stri
 	if err != nil {
 		return fail(req.MemberID, err)
 	}
-	defer l.release()
+	defer c.release(l)
 	g, isCG := c.view.ConsumerGroup(req.Group)
 	if !isCG {
 		return nil, false
@@ -275,7 +275,7 @@ func (c *Coordinator) leaveConsumerGroup(group string, leaving []kmsg.LeaveGroup
 	if err != nil {
 		return nil, err
 	}
-	defer l.release()
+	defer c.release(l)
 	g, ok := c.view.ConsumerGroup(group)
 	if !ok {
 		return nil, kerr.UnknownMemberID

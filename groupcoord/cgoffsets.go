@@ -111,7 +111,7 @@ func (c *Coordinator) writeConsumerExpiry(id string, recs []Record, offsets int,
 	if err != nil {
 		return err
 	}
-	defer l.release()
+	defer c.release(l)
 	if g, ok := c.view.ConsumerGroup(id); *remove && (!ok || len(g.Members) > 0) {
 		*remove = false
 		recs = recs[:offsets]

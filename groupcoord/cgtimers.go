@@ -111,7 +111,7 @@ func (c *Coordinator) fence(group, member string, revocation bool) {
 	if aerr != nil {
 		return
 	}
-	defer l.release()
+	defer c.release(l)
 	c.mu.Lock()
 	lm := l.members[member]
 	now := time.Now()

@@ -29,7 +29,9 @@ const (
 // cgLive is a consumer group's coordinator-only state. Its fields are
 // guarded by Coordinator.mu, except sem, a channel.
 type cgLive struct {
+	id      string
 	sem     chan struct{} // holds one token while a request works on the group
+	users   int           // requests that acquired or wait for sem
 	members map[string]*cgLiveMember
 	// expiring is closed when the group's offset expiry write in flight
 	// ends; nil when none is. OffsetCommits wait for it.
@@ -49,7 +51,7 @@ type cgLiveMember struct {
 func (c *Coordinator) consumerGroup(id string) *cgLive {
 	l := c.cgroups[id]
 	if l == nil {
-		l = &cgLive{sem: make(chan struct{}, 1), members: make(map[string]*cgLiveMember)}
+		l = &cgLive{id: id, sem: make(chan struct{}, 1), members: make(map[string]*cgLiveMember)}
 		c.cgroups[id] = l
 	}
 	return l
@@ -63,18 +65,38 @@ func (c *Coordinator) acquire(ctx context.Context, id string) (*cgLive, *kerr.Er
 		return nil, kerr.NotCoordinator
 	}
 	l := c.consumerGroup(id)
+	l.users++
 	c.mu.Unlock()
 	select {
 	case l.sem <- struct{}{}:
 		return l, nil
 	case <-c.ctx.Done():
+		c.forget(l)
 		return nil, kerr.NotCoordinator
 	case <-ctx.Done():
+		c.forget(l)
 		return nil, kerr.CoordinatorNotAvailable
 	}
 }
 
-func (l *cgLive) release() { <-l.sem }
+// release gives the group's turn back.
+func (c *Coordinator) release(l *cgLive) {
+	<-l.sem
+	c.forget(l)
+}
+
+// forget ends a request's use of l, and drops l once no request uses it
+// and it holds nothing (no consumer group by that id, no timers), so that
+// requests for groups that never came to be leave nothing behind.
+func (c *Coordinator) forget(l *cgLive) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l.users--
+	if l.users == 0 && len(l.members) == 0 && l.expiring == nil && c.cgroups[l.id] == l && !c.view.isConsumerGroup(l.id) {
+		delete(c.cgroups, l.id)
+		c.keepRegexes(l.id, nil)
+	}
+}
 
 // ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat v0-1: a member
 // joins (epoch 0), heartbeats, or leaves (-1, static -2); the answer
@@ -103,7 +125,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, clientID, clie
 	if err != nil {
 		return fail(err, "")
 	}
-	defer l.release()
+	defer c.release(l)
 	op, err := c.newConsumerOp(req.Group)
 	if err != nil {
 		return fail(err, "")

@@ -302,3 +302,30 @@ func TestConsumerGroupOffsetExpiry(t *testing.T) {
 		t.Fatal("the empty consumer group without offsets is still there")
 	}
 }
+
+// Heartbeats for groups that never come to be leave nothing behind on
+// the coordinator.
+func TestConsumerRefusedGroupsLeaveNothing(t *testing.T) {
+	h, _ := newConsumerHarness(t, 0)
+	j := h.join(classicJoinT("k", ""))
+	wantCode(t, "classic join", j.ErrorCode, nil)
+	wantCode(t, "classic sync", h.sync(syncReq(5, "k", j.MemberID, nil, j.Generation, map[string][]byte{j.MemberID: assignmentT(0)})).ErrorCode, nil)
+	h.c.Close()
+	h.cfg.Consumer.MigrationPolicy = MigrationDisabled
+	c2, err := New(h.cfg, h.log, h.view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c2.Close)
+	h.c = c2
+	for range 100 {
+		h.cgHeartbeat(hb("k", "x", 0, []string{"t"}, nil)) // GROUP_ID_NOT_FOUND: a classic group
+		h.cgHeartbeat(hb("nope", "x", 1, nil, nil))        // UNKNOWN_MEMBER_ID: no such group
+	}
+	h.c.mu.Lock()
+	n := len(h.c.cgroups)
+	h.c.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d consumer group entries left behind", n)
+	}
+}
