@@ -77,11 +77,14 @@ func NewView() *View {
 	return &View{groups: make(map[string]*viewGroup), pending: make(map[int64][]pendingOffset)}
 }
 
-// Apply applies one record of the partition: an offset commit or group
-// metadata (any key and value version Kafka has written), or a tombstone
-// (nil value) that deletes one. A record it cannot decode is an error
-// wrapping ErrInvalidRecord, and a key version Kafka uses for other kinds
-// of groups (KIP-848 and share groups) one wrapping ErrUnknownRecord; in
+// Apply applies one record of the partition: an offset commit, classic
+// group metadata (any key and value version Kafka has written) or a
+// KIP-848 consumer group record (key versions 3, 5-8, cgview.go), or a
+// tombstone (nil value) that deletes one. A record it cannot decode is an
+// error wrapping ErrInvalidRecord, and a key version Kafka uses for other
+// kinds of groups (share and streams groups, the partition metadata of
+// KIP-848 groups, which this coordinator does not write) one wrapping
+// ErrUnknownRecord; in
 // both cases the view is unchanged, so replicas that ignore the error stay
 // identical.
 func (v *View) Apply(key, value []byte) error {
