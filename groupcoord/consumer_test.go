@@ -42,7 +42,7 @@ func (l *recLog) Append(ctx context.Context, recs []Record) error {
 
 // newConsumerHarness is a harness whose coordinator serves consumer
 // groups on testTopics, with a session of session (0: a minute).
-func newConsumerHarness(t *testing.T, session time.Duration) (*harness, *recLog) {
+func newConsumerHarness(t testing.TB, session time.Duration) (*harness, *recLog) {
 	t.Helper()
 	if session == 0 {
 		session = time.Minute
