@@ -196,7 +196,7 @@ func (c *Coordinator) syncConsumerGroup(req *kmsg.SyncGroupRequest) *kmsg.SyncGr
 		resp.ErrorCode = err.Code
 		return resp
 	}
-	c.renewClassic(req.Group, m)
+	c.renewClassic(req.Group, m, false)
 	typ, proto := consumerProtocolType, m.Classic.Protocols[0].Name
 	resp.ProtocolType, resp.Protocol = &typ, &proto
 	resp.MemberAssignment = c.classicAssignment(m)
@@ -222,12 +222,29 @@ func (c *Coordinator) classicAssignment(m *ConsumerMember) []byte {
 	return a.AppendTo(nil)
 }
 
-// renewClassic renews a classic member's session.
-func (c *Coordinator) renewClassic(group string, m *ConsumerMember) {
+// renewClassic renews a classic member's session; while it is asked to
+// rejoin (rejoin), no further than its rebalance timeout after it was
+// first asked, as Kafka's join timeout fences a member that never does.
+func (c *Coordinator) renewClassic(group string, m *ConsumerMember, rejoin bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.closed {
-		c.armMember(group, c.consumerGroup(group), m, true)
+	if c.closed {
+		return
+	}
+	l := c.consumerGroup(group)
+	c.armMember(group, l, m, true)
+	lm := l.members[m.ID]
+	if !rejoin {
+		lm.rejoinBy = time.Time{}
+		return
+	}
+	if lm.rejoinBy.IsZero() {
+		lm.rejoinBy = time.Now().Add(time.Duration(max(m.RebalanceTimeout, 0)) * time.Millisecond)
+	}
+	if lm.rejoinBy.Before(lm.sessionEnd) {
+		id := m.ID
+		lm.sessionEnd = lm.rejoinBy
+		c.startTimer(&lm.session, time.Until(lm.rejoinBy), func() { c.startFence(group, id, false) })
 	}
 }
 
@@ -245,9 +262,10 @@ func (c *Coordinator) heartbeatConsumerGroup(req *kmsg.HeartbeatRequest) *kerr.E
 	if req.Generation != m.Epoch {
 		return kerr.IllegalGeneration
 	}
-	c.renewClassic(req.Group, m)
-	if m.Epoch < g.Epoch || m.State == memberUnrevokedPartitions ||
-		(m.State == memberUnreleasedPartitions && releasedNow(g, m)) {
+	rejoin := m.Epoch < g.Epoch || m.State == memberUnrevokedPartitions ||
+		(m.State == memberUnreleasedPartitions && releasedNow(g, m))
+	c.renewClassic(req.Group, m, rejoin)
+	if rejoin {
 		return kerr.RebalanceInProgress
 	}
 	return nil

@@ -117,3 +117,25 @@ func TestConsumerGroupMigrationPolicy(t *testing.T) {
 		t.Fatalf("the classic group changed: %+v", md)
 	}
 }
+
+// A classic member of a consumer group asked to rejoin that keeps
+// heartbeating without rejoining is fenced after its rebalance timeout,
+// as Kafka's join timeout does, so its partitions go to the others.
+func TestConsumerClassicMemberRejoinTimeout(t *testing.T) {
+	h, _ := newConsumerHarness(t, 0)
+	req := classicJoinT("m", "")
+	req.RebalanceTimeoutMillis = 300
+	j := h.join(req)
+	h.sync(syncReq(5, "m", j.MemberID, nil, j.Generation, map[string][]byte{j.MemberID: assignmentT(0, 1, 2, 3)}))
+	n := h.cgHeartbeat(hb("m", "n", 0, []string{"t"}, nil))
+	wantCode(t, "n joins", n.ErrorCode, nil)
+	waitFor(t, "the classic member to be fenced for not rejoining", func() bool {
+		h.heartbeat(4, "m", j.MemberID, nil, j.Generation) // REBALANCE_IN_PROGRESS, and never a rejoin
+		g, _ := h.view.ConsumerGroup("m")
+		return g.Members[j.MemberID] == nil
+	})
+	n = h.cgHeartbeat(hb("m", "n", n.MemberEpoch, nil, Assignment{}))
+	if count(assigned(n)) != 4 {
+		t.Fatalf("n got %v after the classic member was fenced, want all 4", assigned(n))
+	}
+}

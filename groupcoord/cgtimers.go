@@ -38,6 +38,7 @@ func (c *Coordinator) afterHeartbeat(group string, l *cgLive, op *consumerOp, m 
 	}
 	if m != nil {
 		c.armMember(group, l, m, true)
+		l.members[m.ID].rejoinBy = time.Time{}
 	}
 	if op.upgradeFrom != nil { // the classic members' sessions, from now
 		for _, um := range op.g.Members {

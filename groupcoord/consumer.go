@@ -44,6 +44,10 @@ type cgLiveMember struct {
 	sessionEnd, revokeEnd     time.Time
 	revokeEpoch               int32 // the member epoch whose revocation revoke times
 	revokeRunning, sessionSet bool
+	// rejoinBy is when a classic member asked to rejoin must have (its
+	// rebalance timeout, Kafka's join timeout): its session ends then at
+	// the latest. Zero when it was not asked.
+	rejoinBy time.Time
 }
 
 // consumerGroup returns a group's live state, creating it. Call with mu
