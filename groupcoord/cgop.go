@@ -93,13 +93,13 @@ func (op *consumerOp) bump() {
 
 // heartbeat applies a heartbeat to the group and returns the member as
 // it now is (nil if it left).
-func (op *consumerOp) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, memberID, clientID, clientHost string) (*ConsumerMember, *kerr.Error, string) {
+func (op *consumerOp) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, memberID, clientID, clientHost string) (*ConsumerMember, *kerr.Error) {
 	var m *ConsumerMember
 	var err *kerr.Error
 	switch req.MemberEpoch {
 	case -1, -2:
 		if err := op.leave(req, memberID); err != nil {
-			return nil, err, ""
+			return nil, err
 		}
 		if len(op.gone) > 0 {
 			op.downgradeTo = op.maybeDowngrade()
@@ -107,14 +107,14 @@ func (op *consumerOp) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, memberI
 		if op.downgradeTo == nil {
 			op.finish()
 		}
-		return nil, nil, ""
+		return nil, nil
 	case 0:
 		m, err = op.join(req, memberID)
 	default:
 		m, err = op.existing(req, memberID)
 	}
 	if err != nil {
-		return nil, err, ""
+		return nil, err
 	}
 	metaChanged := !m.hasMeta
 	if m.ClientID != clientID || m.ClientHost != clientHost {
@@ -135,7 +135,7 @@ func (op *consumerOp) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, memberI
 		op.recs = append(op.recs, ConsumerMemberRecord(op.id, m))
 	}
 	op.finish()
-	return op.reconcileMember(m, requestOwned(req.Topics)), nil, ""
+	return op.reconcileMember(m, requestOwned(req.Topics)), nil
 }
 
 // join admits a member with epoch 0: new, rejoining, or a static member

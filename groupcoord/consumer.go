@@ -40,10 +40,9 @@ type cgLive struct {
 
 // cgLiveMember holds a member's timers.
 type cgLiveMember struct {
-	session, revoke           *time.Timer
-	sessionEnd, revokeEnd     time.Time
-	revokeEpoch               int32 // the member epoch whose revocation revoke times
-	revokeRunning, sessionSet bool
+	session, revoke       *time.Timer
+	sessionEnd, revokeEnd time.Time
+	revokeEpoch           int32 // the member epoch whose revocation revoke times
 	// rejoinBy is when a classic member asked to rejoin must have (its
 	// rebalance timeout, Kafka's join timeout): its session ends then at
 	// the latest. Zero when it was not asked.
@@ -135,12 +134,12 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, clientID, clie
 		return fail(err, "")
 	}
 	op.self, op.canDescribe = memberID, canDescribe
-	m, err, msg := op.heartbeat(req, memberID, clientID, clientHost)
+	m, err := op.heartbeat(req, memberID, clientID, clientHost)
 	if err == nil && op.upgradeFrom != nil {
 		err = c.retireClassic(op.upgradeFrom, op.upgradeGen)
 	}
 	if err != nil {
-		return fail(err, msg)
+		return fail(err, "")
 	}
 	if recs := op.records(); len(recs) > 0 {
 		if err := c.append(ctx, recs); err != nil {
