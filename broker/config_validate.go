@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/minikafka/minikafka-go/acl"
+	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/multiraft"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
@@ -207,6 +209,9 @@ func (c *Config) validateGroups() error {
 	case c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
 		return bad("group_max_session_timeout", c.GroupMaxSessionTimeout, "must not be below group_min_session_timeout (%v)", c.GroupMinSessionTimeout)
 	}
+	if _, err := c.GroupConsumer.WithDefaults(); err != nil {
+		return consumerConfigError(err)
+	}
 	return c.validateExpiry()
 }
 
@@ -247,4 +252,24 @@ func (c *Config) validateAuthz() error {
 		}
 	}
 	return nil
+}
+
+// consumerConfigError names the group_consumer_* key of a
+// groupcoord.ConsumerConfig error (field "Consumer.MinSessionTimeout" is
+// key group_consumer_min_session_timeout).
+func consumerConfigError(err error) error {
+	key := "group_consumer"
+	if ce, ok := errors.AsType[*groupcoord.ConfigError](err); ok {
+		field := strings.TrimPrefix(ce.Field, "Consumer.")
+		var b strings.Builder
+		for i, r := range field {
+			if unicode.IsUpper(r) && i > 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(r))
+		}
+		key += "_" + b.String()
+		err = errors.New(ce.Reason)
+	}
+	return &ConfigError{Key: key, Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
 }

@@ -12,7 +12,7 @@ import (
 var ErrInvalidRecord = errors.New("groupcoord: invalid record")
 
 // ErrUnknownRecord is wrapped by a RecordError for a record whose key
-// version this view does not hold (Kafka's KIP-848 and share group
+// version this view does not hold (Kafka's share and streams group
 // records): valid, but not ours to apply.
 var ErrUnknownRecord = errors.New("groupcoord: unknown record type")
 

@@ -17,6 +17,11 @@ import (
 // member. If ctx ends first, the answer is lost, as with a client that
 // hung up; the member stays until its session or the rebalance expires.
 func (c *Coordinator) JoinGroup(ctx context.Context, clientID, clientHost string, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	if c.view.isConsumerGroup(req.Group) {
+		if resp, ok := c.joinConsumerGroup(ctx, clientID, clientHost, req); ok {
+			return resp
+		}
+	}
 	wait, r := c.join(clientID, clientHost, req)
 	if wait != nil {
 		select {

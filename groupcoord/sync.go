@@ -15,6 +15,9 @@ import (
 // once. If ctx ends first, the answer is REQUEST_TIMED_OUT, for a client
 // that is gone.
 func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	if c.view.isConsumerGroup(req.Group) {
+		return c.syncConsumerGroup(req)
+	}
 	wait, r := c.sync(req)
 	if wait != nil {
 		select {
@@ -126,7 +129,11 @@ func (c *Coordinator) storeAssignment(g *group, given []kmsg.SyncGroupRequestGro
 // it whether a rebalance is in progress.
 func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if err := c.heartbeat(req); err != nil {
+	heartbeat := c.heartbeat
+	if c.view.isConsumerGroup(req.Group) {
+		heartbeat = c.heartbeatConsumerGroup
+	}
+	if err := heartbeat(req); err != nil {
 		resp.ErrorCode = err.Code
 	}
 	return resp
@@ -178,7 +185,11 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	if req.Version < 3 {
 		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
-	errs, top := c.leave(req.Group, leaving)
+	leave := c.leave
+	if c.view.isConsumerGroup(req.Group) {
+		leave = c.leaveConsumerGroup
+	}
+	errs, top := leave(req.Group, leaving)
 	if top != nil {
 		resp.ErrorCode = top.Code
 		return resp

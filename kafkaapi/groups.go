@@ -53,6 +53,15 @@ type GroupCoordinator interface {
 	ListGroups(statesFilter, typesFilter []string) []kmsg.ListGroupsResponseGroup
 	// DeleteGroup deletes an empty group and its offsets; nil on success.
 	DeleteGroup(ctx context.Context, group string) *kerr.Error
+	// ConsumerGroupHeartbeat answers a KIP-848 ConsumerGroupHeartbeat.
+	// canDescribe tells the topics the client may DESCRIBE, to which
+	// the member's regex subscription is limited.
+	ConsumerGroupHeartbeat(ctx context.Context, clientID, clientHost string, canDescribe func(topic string) bool, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
+	// DescribeConsumerGroup answers one group of a ConsumerGroupDescribe.
+	DescribeConsumerGroup(group string) kmsg.ConsumerGroupDescribeResponseGroup
+	// ValidateOffsetFetch checks the member and member epoch of an
+	// OffsetFetch v9+ against a consumer group; nil for other groups.
+	ValidateOffsetFetch(group string, memberID *string, memberEpoch int32) *kerr.Error
 	// TxnOffsetCommit answers a TxnOffsetCommit: offsets pending until
 	// the producer's transaction ends (its marker on the coordinator's
 	// partition).

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -339,5 +340,32 @@ func TestStorageKeys(t *testing.T) {
 		if !errors.As(err, &ce) {
 			t.Errorf("%v: %v, want a *broker.ConfigError", bad, err)
 		}
+	}
+}
+
+func TestConsumerGroupKeys(t *testing.T) {
+	o, err := loadConfig(nil, env(), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := o.GroupConsumer.WithDefaults()
+	if err != nil || gc.SessionTimeout != 45*time.Second || gc.HeartbeatInterval != 5*time.Second ||
+		!slices.Equal(gc.Assignors, []string{"uniform", "range"}) || gc.MigrationPolicy != "bidirectional" {
+		t.Fatalf("defaults: %+v %v", gc, err)
+	}
+	p := writeYAML(t, "node_id: 1\ngroup_consumer_min_session_timeout: 1s\ngroup_consumer_session_timeout: 3s\n"+
+		"group_consumer_min_heartbeat_interval: 100ms\ngroup_consumer_assignors: [range]\n")
+	o, err = loadConfig([]string{"--config", p, "--group-consumer-heartbeat-interval", "500ms"},
+		env("MINIKAFKA_GROUP_CONSUMER_MIGRATION_POLICY", "upgrade"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gc := o.GroupConsumer; gc.SessionTimeout != 3*time.Second || gc.HeartbeatInterval != 500*time.Millisecond ||
+		!slices.Equal(gc.Assignors, []string{"range"}) || gc.MigrationPolicy != "upgrade" {
+		t.Fatalf("set: %+v", gc)
+	}
+	_, err = loadConfig([]string{"--group-consumer-session-timeout", "1s"}, env(), &bytes.Buffer{})
+	if ce, ok := errors.AsType[*broker.ConfigError](err); !ok || ce.Key != "group_consumer_session_timeout" {
+		t.Fatalf("a session timeout below its min: %v, want an error naming group_consumer_session_timeout", err)
 	}
 }

@@ -1,0 +1,318 @@
+package groupcoord
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// Key versions of the KIP-848 consumer group records (Kafka's
+// GroupCoordinatorRecordHelpers); every value is version 0.
+const (
+	cgMetadataKeyVersion       = 3 // group epoch
+	cgMemberKeyVersion         = 5 // member metadata (subscription)
+	cgTargetMetaKeyVersion     = 6 // target assignment epoch
+	cgTargetMemberKeyVersion   = 7 // a member's target assignment
+	cgCurrentAssignmentVersion = 8 // a member's current assignment
+)
+
+// TopicID is a topic's id, as Kafka's records and the KIP-848 APIs name
+// topics.
+type TopicID [16]byte
+
+// Assignment maps topics to partitions, each list sorted and without
+// duplicates.
+type Assignment map[TopicID][]int32
+
+// Member states of a current member assignment (Kafka's MemberState).
+const (
+	memberStable               int8 = 0
+	memberUnrevokedPartitions  int8 = 1
+	memberUnreleasedPartitions int8 = 2
+)
+
+// ConsumerGroup is a KIP-848 consumer group as its records store it.
+type ConsumerGroup struct {
+	Epoch        int32 // the group epoch
+	MetadataHash int64 // of the subscribed topics, when Epoch was set
+	TargetEpoch  int32 // the target assignment's epoch
+	Members      map[string]*ConsumerMember
+}
+
+// ConsumerMember is one member of a consumer group: its metadata, target
+// assignment and current assignment, each from its own record.
+type ConsumerMember struct {
+	ID                   string
+	InstanceID, RackID   *string
+	ClientID, ClientHost string
+	Topics               []string
+	Regex                *string
+	RebalanceTimeout     int32 // milliseconds
+	Assignor             *string
+
+	Epoch, PrevEpoch   int32
+	State              int8
+	Assigned, Revoking Assignment
+	// AssignedEpochs holds the member epoch at which each assigned
+	// partition was given to the member (KIP-1251: a commit in an older
+	// epoch is valid for the partitions it held since then); a partition
+	// missing here counts as given at max(Epoch, 0), as Kafka reads
+	// records without them.
+	AssignedEpochs map[TopicID]map[int32]int32
+
+	Target Assignment
+
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup) inside the consumer group (Kafka's online
+	// migration); nil for a KIP-848 member.
+	Classic *ClassicMember
+
+	hasMeta, hasTarget, hasCurrent bool
+}
+
+// ClassicMember is what a classic member of a consumer group joined with
+// (ClassicMemberMetadata, tag 0 of the member record).
+type ClassicMember struct {
+	SessionTimeout int32 // milliseconds
+	Protocols      []ClassicProtocol
+}
+
+// ClassicProtocol is one protocol a classic member supports.
+type ClassicProtocol struct {
+	Name     string
+	Metadata []byte
+}
+
+// clone copies a group deeply.
+func (g *ConsumerGroup) clone() *ConsumerGroup {
+	out := *g
+	out.Members = make(map[string]*ConsumerMember, len(g.Members))
+	for id, m := range g.Members {
+		out.Members[id] = m.clone()
+	}
+	return &out
+}
+
+func (m *ConsumerMember) clone() *ConsumerMember {
+	out := *m
+	out.Topics = slices.Clone(m.Topics)
+	out.Assigned, out.Revoking, out.Target = m.Assigned.clone(), m.Revoking.clone(), m.Target.clone()
+	out.AssignedEpochs = cloneEpochs(m.AssignedEpochs)
+	if m.Classic != nil {
+		cm := *m.Classic
+		cm.Protocols = slices.Clone(cm.Protocols)
+		out.Classic = &cm
+	}
+	return &out
+}
+
+func cloneEpochs(e map[TopicID]map[int32]int32) map[TopicID]map[int32]int32 {
+	if e == nil {
+		return nil
+	}
+	out := make(map[TopicID]map[int32]int32, len(e))
+	for id, ps := range e {
+		out[id] = maps.Clone(ps)
+	}
+	return out
+}
+
+// assignedEpoch is the epoch at which m was given a partition.
+func (m *ConsumerMember) assignedEpoch(id TopicID, p int32) int32 {
+	if e, ok := m.AssignedEpochs[id][p]; ok {
+		return e
+	}
+	return max(m.Epoch, 0)
+}
+
+func (a Assignment) clone() Assignment {
+	if a == nil {
+		return nil
+	}
+	out := make(Assignment, len(a))
+	for t, ps := range a {
+		out[t] = slices.Clone(ps)
+	}
+	return out
+}
+
+// sortedIDs are a's topics in byte order.
+func (a Assignment) sortedIDs() []TopicID {
+	return slices.SortedFunc(maps.Keys(a), func(x, y TopicID) int { return cmp.Compare(string(x[:]), string(y[:])) })
+}
+
+func cgKey(version int16, group string, member *string) []byte {
+	var w cgWriter
+	w.i16(version)
+	w.str(group)
+	if member != nil {
+		w.str(*member)
+	}
+	return w.b
+}
+
+// ConsumerGroupRecord stores a consumer group's epoch (key version 3).
+func ConsumerGroupRecord(group string, epoch int32, hash int64) Record {
+	var w cgWriter
+	w.i16(0)
+	w.i32(epoch)
+	if hash == 0 {
+		w.noTags()
+	} else { // tag 0: MetadataHash, an int64
+		w.uv(1)
+		w.uv(0)
+		w.uv(8)
+		w.i64(hash)
+	}
+	return Record{Key: cgKey(cgMetadataKeyVersion, group, nil), Value: w.b}
+}
+
+// ConsumerGroupTombstone deletes a consumer group.
+func ConsumerGroupTombstone(group string) Record {
+	return Record{Key: cgKey(cgMetadataKeyVersion, group, nil)}
+}
+
+// ConsumerMemberRecord stores a member's metadata (key version 5).
+func ConsumerMemberRecord(group string, m *ConsumerMember) Record {
+	var w cgWriter
+	w.i16(0)
+	w.cnstr(m.InstanceID)
+	w.cnstr(m.RackID)
+	w.cstr(m.ClientID)
+	w.cstr(m.ClientHost)
+	w.arr(len(m.Topics))
+	for _, t := range m.Topics {
+		w.cstr(t)
+	}
+	w.cnstr(m.Regex)
+	w.i32(m.RebalanceTimeout)
+	w.cnstr(m.Assignor)
+	if m.Classic == nil {
+		w.noTags()
+	} else { // tag 0: ClassicMemberMetadata
+		var cw cgWriter
+		cw.i32(m.Classic.SessionTimeout)
+		cw.arr(len(m.Classic.Protocols))
+		for _, p := range m.Classic.Protocols {
+			cw.cstr(p.Name)
+			cw.uv(uint64(len(p.Metadata)) + 1)
+			cw.b = append(cw.b, p.Metadata...)
+			cw.noTags()
+		}
+		cw.noTags()
+		w.uv(1)
+		w.uv(0)
+		w.uv(uint64(len(cw.b)))
+		w.b = append(w.b, cw.b...)
+	}
+	return Record{Key: cgKey(cgMemberKeyVersion, group, &m.ID), Value: w.b}
+}
+
+// TargetEpochRecord stores a group's target assignment epoch (key 6).
+func TargetEpochRecord(group string, epoch int32) Record {
+	var w cgWriter
+	w.i16(0)
+	w.i32(epoch)
+	w.noTags()
+	return Record{Key: cgKey(cgTargetMetaKeyVersion, group, nil), Value: w.b}
+}
+
+// TargetMemberRecord stores a member's target assignment (key 7).
+func TargetMemberRecord(group, member string, a Assignment) Record {
+	var w cgWriter
+	w.i16(0)
+	appendTopicPartitions(&w, a, nil)
+	w.noTags()
+	return Record{Key: cgKey(cgTargetMemberKeyVersion, group, &member), Value: w.b}
+}
+
+// CurrentAssignmentRecord stores a member's current assignment (key 8).
+func CurrentAssignmentRecord(group string, m *ConsumerMember) Record {
+	var w cgWriter
+	w.i16(0)
+	w.i32(m.Epoch)
+	w.i32(m.PrevEpoch)
+	w.i8(m.State)
+	appendTopicPartitions(&w, m.Assigned, m.assignedEpoch)
+	appendTopicPartitions(&w, m.Revoking, nil)
+	w.noTags()
+	return Record{Key: cgKey(cgCurrentAssignmentVersion, group, &m.ID), Value: w.b}
+}
+
+// consumerMemberTombstones delete a member's three records, in the order
+// Kafka writes them.
+func consumerMemberTombstones(group, member string) []Record {
+	return []Record{
+		{Key: cgKey(cgCurrentAssignmentVersion, group, &member)},
+		{Key: cgKey(cgTargetMemberKeyVersion, group, &member)},
+		{Key: cgKey(cgMemberKeyVersion, group, &member)},
+	}
+}
+
+// consumerGroupTombstones delete a consumer group with no members.
+func consumerGroupTombstones(group string) []Record {
+	return []Record{{Key: cgKey(cgTargetMetaKeyVersion, group, nil)}, ConsumerGroupTombstone(group)}
+}
+
+// appendTopicPartitions writes an assignment sorted by topic id; its
+// partitions are sorted already. With epochs, each topic carries its
+// partitions' assignment epochs (tag 0, AssignmentEpochs).
+func appendTopicPartitions(w *cgWriter, a Assignment, epochs func(TopicID, int32) int32) {
+	ids := a.sortedIDs()
+	w.arr(len(ids))
+	for _, id := range ids {
+		w.uuid(id)
+		w.arr(len(a[id]))
+		for _, p := range a[id] {
+			w.i32(p)
+		}
+		if epochs == nil {
+			w.noTags()
+			continue
+		}
+		var tag cgWriter
+		tag.arr(len(a[id]))
+		for _, p := range a[id] {
+			tag.i32(epochs(id, p))
+		}
+		w.uv(1)
+		w.uv(0)
+		w.uv(uint64(len(tag.b)))
+		w.b = append(w.b, tag.b...)
+	}
+}
+
+// readTopicPartitions reads an assignment and, where the record has them,
+// its partitions' assignment epochs (nil if none).
+func readTopicPartitions(r *cgReader) (Assignment, map[TopicID]map[int32]int32) {
+	n := r.arr(18)
+	if n <= 0 {
+		return nil, nil
+	}
+	a := make(Assignment, n)
+	var epochs map[TopicID]map[int32]int32
+	for range n {
+		id := r.uuid()
+		np := r.arr(4)
+		ps := make([]int32, 0, max(np, 0))
+		for range np {
+			ps = append(ps, r.i32())
+		}
+		r.tags(func(tag uint64, b []byte) {
+			tr := cgReader{b: b}
+			if ne := tr.arr(4); tag == 0 && ne == len(ps) {
+				if epochs == nil {
+					epochs = make(map[TopicID]map[int32]int32)
+				}
+				epochs[id] = make(map[int32]int32, ne)
+				for _, p := range ps {
+					epochs[id][p] = tr.i32()
+				}
+			}
+		})
+		ps = append(a[id], ps...)
+		slices.Sort(ps)
+		a[id] = slices.Compact(ps)
+	}
+	return a, epochs
+}
