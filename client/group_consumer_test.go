@@ -270,3 +270,66 @@ func TestGroupConsumerProtocolOptions(t *testing.T) {
 		t.Error("ParseGroupProtocol(eager) accepted")
 	}
 }
+
+// TestAdminConsumerGroup: ListGroups types a KIP-848 group "consumer" and
+// a classic one "classic"; DescribeGroup describes the first with
+// ConsumerGroupDescribe (epochs, assignor, members with their epochs and
+// partitions by topic name) and GroupOffsets names the member owning
+// each partition.
+func TestAdminConsumerGroup(t *testing.T) {
+	kc := newKIP848Kfake(t, 0, 4, "t")
+	produceEach(t, kc, "t", 4, 0, 2)
+	a := startMember(t, consumerOpts(kc, "g", "t", GroupRemoteAssignor(RangeAssignor))...)
+	b := startMember(t, consumerOpts(kc, "g", "t", GroupRemoteAssignor(RangeAssignor))...)
+	c := startMember(t, groupOpts(kc, "old", "t")...)
+	checkFor(t, "a 2/2 split and a classic member", func() bool {
+		return assignedCount(a.g) == 2 && assignedCount(b.g) == 2 && assignedCount(c.g) == 4
+	})
+	checkFor(t, "commits", func() bool { return len(committedOf(t, kc, "g")) == 4 })
+	adm, err := NewAdmin(Brokers(kc.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ls, err := adm.ListGroups(timeoutCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]string{}
+	for _, l := range ls {
+		types[l.Group] = l.Type
+	}
+	if types["g"] != "consumer" || types["old"] != "classic" {
+		t.Fatalf("group types %v", types)
+	}
+	var d *GroupDetail
+	checkFor(t, "a stable description", func() bool {
+		d, err = adm.DescribeGroup(timeoutCtx(t), "g")
+		return err == nil && d.State == "Stable" && len(d.Members) == 2
+	})
+	if d.Type != "consumer" || d.GroupEpoch <= 0 || d.AssignmentEpoch != d.GroupEpoch || d.Assignor != "range" {
+		t.Fatalf("described %+v", d)
+	}
+	var all []int32
+	for _, m := range d.Members {
+		if m.MemberEpoch <= 0 || len(m.Assignment["t"]) != 2 || !slices.Equal(m.Assignment["t"], m.Target["t"]) || !slices.Equal(m.Topics, []string{"t"}) {
+			t.Fatalf("member %+v", m)
+		}
+		all = append(all, m.Assignment["t"]...)
+	}
+	if slices.Sort(all); !slices.Equal(all, []int32{0, 1, 2, 3}) {
+		t.Fatalf("members own %v", all)
+	}
+	offs, err := adm.GroupOffsets(timeoutCtx(t), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offs {
+		if o.MemberID == "" || o.Committed != 2 {
+			t.Fatalf("offset row %+v", o)
+		}
+	}
+	if cd, err := adm.DescribeGroup(timeoutCtx(t), "old"); err != nil || cd.Type != "classic" || len(cd.Members) != 1 {
+		t.Fatalf("classic group: %+v, %v", cd, err)
+	}
+}
