@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // These tests run KIP-848 members (GroupProtocolConsumer) against kfake,
@@ -331,5 +332,26 @@ func TestAdminConsumerGroup(t *testing.T) {
 	}
 	if cd, err := adm.DescribeGroup(timeoutCtx(t), "old"); err != nil || cd.Type != "classic" || len(cd.Members) != 1 {
 		t.Fatalf("classic group: %+v, %v", cd, err)
+	}
+}
+
+// TestGroupConsumerProtocolUnsupported: a broker without
+// ConsumerGroupHeartbeat (Kafka before 3.7) ends a KIP-848 member for
+// good: Poll fails with a *GroupError wrapping ErrUnsupported.
+func TestGroupConsumerProtocolUnsupported(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"), kfake.MaxVersions(kversion.V3_6_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	g, err := NewGroupConsumer(consumerOpts(kc, "g", "t")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(context.Background())
+	_, err = g.Poll(timeoutCtx(t))
+	var ge *GroupError
+	if !errors.As(err, &ge) || !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("Poll: %v, want a *GroupError wrapping ErrUnsupported", err)
 	}
 }
