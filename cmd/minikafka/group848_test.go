@@ -12,18 +12,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/minikafka/minikafka-go/client"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
 // consume --group-protocol consumer, group list and group describe of a
-// KIP-848 group, against kfake (and our cluster in group848_cluster_test.go).
-func TestCLIConsumerGroupKfake(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"),
-		kfake.BrokerConfigs(map[string]string{"group.consumer.heartbeat.interval.ms": "100"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
-	cliConsumerGroup(t, kc.ListenAddrs())
+// KIP-848 group, against our 3-node cluster and against kfake.
+func TestCLIConsumerGroup(t *testing.T) {
+	t.Run("minikafka", func(t *testing.T) {
+		c := testcluster.Start(t, 3)
+		mustRun(t, "", "topic", "create", "events", "--partitions", "2", "--replication-factor", "3", "--brokers", strings.Join(c.Seeds(), ","))
+		cliConsumerGroup(t, c.Seeds())
+	})
+	t.Run("kfake", func(t *testing.T) {
+		kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"),
+			kfake.BrokerConfigs(map[string]string{"group.consumer.heartbeat.interval.ms": "100"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kc.Close()
+		cliConsumerGroup(t, kc.ListenAddrs())
+	})
 }
 
 // cliConsumerGroup consumes in two runs as a KIP-848 member (the second
