@@ -8,6 +8,7 @@ import (
 	pebblevfs "github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/minikafka/minikafka-go/broker/kafkabackend"
+	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/internal/knob"
 	"github.com/minikafka/minikafka-go/internal/vfs"
@@ -128,6 +129,9 @@ type Config struct {
 	GroupInitialRebalanceDelay time.Duration
 	GroupMinSessionTimeout     time.Duration
 	GroupMaxSessionTimeout     time.Duration
+	// GroupConsumer tunes KIP-848 consumer groups (group.consumer.*);
+	// zero fields take Kafka's defaults.
+	GroupConsumer groupcoord.ConsumerConfig
 
 	// OffsetsRetention is how long committed offsets are kept after their
 	// group became empty, or after their commit for a consumer without a

@@ -207,6 +207,9 @@ func (c *Config) validateGroups() error {
 	case c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
 		return bad("group_max_session_timeout", c.GroupMaxSessionTimeout, "must not be below group_min_session_timeout (%v)", c.GroupMinSessionTimeout)
 	}
+	if _, err := c.GroupConsumer.WithDefaults(); err != nil {
+		return &ConfigError{Key: "group_consumer", Value: c.GroupConsumer, Err: fmt.Errorf("%w: %w", ErrInvalidConfig, err)}
+	}
 	return c.validateExpiry()
 }
 

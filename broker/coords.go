@@ -20,6 +20,7 @@ func (n *Node) newCoordHost() *coordhost.Host {
 		GroupMinSessionTimeout:         c.GroupMinSessionTimeout,
 		GroupMaxSessionTimeout:         c.GroupMaxSessionTimeout,
 		GroupInitialRebalanceDelay:     c.GroupInitialRebalanceDelay,
+		GroupConsumer:                  c.GroupConsumer,
 		TxnMaxTimeout:                  c.TxnMaxTimeout,
 		TxnAbortInterval:               c.TxnAbortInterval,
 		TxnPartitionVerification:       c.TxnPartitionVerification,

@@ -44,7 +44,7 @@ type groupMember struct {
 	assigned map[int32]bool  // partitions the group gave it now
 }
 
-func joinGroup(t *testing.T, c *testcluster.Cluster, group, topic string) *groupMember {
+func joinGroup(t *testing.T, c *testcluster.Cluster, group, topic string, opts ...kgo.Opt) *groupMember {
 	t.Helper()
 	m := &groupMember{got: map[string]bool{}, assigned: map[int32]bool{}}
 	track := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
@@ -60,9 +60,9 @@ func joinGroup(t *testing.T, c *testcluster.Cluster, group, topic string) *group
 			}
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond),
-		kgo.OnPartitionsAssigned(track(true)), kgo.OnPartitionsRevoked(track(false)), kgo.OnPartitionsLost(track(false)))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(200 * time.Millisecond),
+		kgo.OnPartitionsAssigned(track(true)), kgo.OnPartitionsRevoked(track(false)), kgo.OnPartitionsLost(track(false))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// classicGroupType is the group type ListGroups v5 reports for every group
-// of this coordinator.
+// classicGroupType is the group type ListGroups v5 reports for classic
+// groups.
 const classicGroupType = "classic"
 
 // DescribeGroup answers one group of a DescribeGroups (v0-5): its state,
@@ -25,6 +25,11 @@ func (c *Coordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGro
 	defer c.mu.Unlock()
 	if c.closed {
 		out.ErrorCode = kerr.NotCoordinator.Code
+		return out
+	}
+	if c.view.isConsumerGroup(group) { // Kafka 4.x: DescribeGroups describes classic groups
+		msg := "Group " + group + " is not a classic group."
+		out.ErrorCode, out.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		return out
 	}
 	g := c.lookup(group)
@@ -54,27 +59,32 @@ func (c *Coordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGro
 
 // ListGroups lists the coordinator's groups, sorted by id, keeping those
 // whose state is one of statesFilter (ListGroups v4) and whose type is one
-// of typesFilter (v5: every group here is "classic"); both compare
+// of typesFilter (v5: "classic" or "consumer"); both compare
 // without case, and an empty filter keeps everything. It returns nil once
 // the coordinator is closed.
 func (c *Coordinator) ListGroups(statesFilter, typesFilter []string) []kmsg.ListGroupsResponseGroup {
 	keep := func(filter []string, v string) bool {
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
-	if !keep(typesFilter, classicGroupType) {
-		return nil
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil
 	}
-	for _, id := range c.view.Groups() {
-		c.lookup(id) // groups known only by their offsets are Empty groups
-	}
 	var out []kmsg.ListGroupsResponseGroup
+	if keep(typesFilter, consumerGroupType) {
+		out = c.listConsumerGroups(func(state string) bool { return keep(statesFilter, state) })
+	}
+	if !keep(typesFilter, classicGroupType) {
+		return out
+	}
+	for _, id := range c.view.Groups() {
+		if !c.view.isConsumerGroup(id) {
+			c.lookup(id) // groups known only by their offsets are Empty groups
+		}
+	}
 	for id, g := range c.groups {
-		if g.state == stateDead || !keep(statesFilter, g.state.String()) {
+		if g.state == stateDead || !keep(statesFilter, g.state.String()) || c.view.isConsumerGroup(id) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
@@ -96,6 +106,9 @@ func (c *Coordinator) ListGroups(statesFilter, typesFilter []string) []kmsg.List
 // may commit after the tombstones (as in Kafka); its offsets then make a
 // new empty group.
 func (c *Coordinator) DeleteGroup(ctx context.Context, group string) *kerr.Error {
+	if c.view.isConsumerGroup(group) {
+		return c.deleteConsumerGroup(ctx, group)
+	}
 	done := make(chan *kerr.Error, 1)
 	c.mu.Lock()
 	if c.closed {

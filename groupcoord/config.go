@@ -43,7 +43,27 @@ const (
 	// for its first rebalance before the member is dropped (Kafka's
 	// constant GroupCoordinator.NewMemberJoinTimeoutMs).
 	NewMemberJoinTimeout = 5 * time.Minute
+
+	// KIP-848 consumer groups (group.consumer.*).
+	DefaultConsumerSessionTimeout       = 45 * time.Second // group.consumer.session.timeout.ms
+	DefaultConsumerMinSessionTimeout    = 45 * time.Second // group.consumer.min.session.timeout.ms
+	DefaultConsumerMaxSessionTimeout    = 60 * time.Second // group.consumer.max.session.timeout.ms
+	DefaultConsumerHeartbeatInterval    = 5 * time.Second  // group.consumer.heartbeat.interval.ms
+	DefaultConsumerMinHeartbeatInterval = 5 * time.Second  // group.consumer.min.heartbeat.interval.ms
+	DefaultConsumerMaxHeartbeatInterval = 15 * time.Second // group.consumer.max.heartbeat.interval.ms
+	// DefaultConsumerMaxSize bounds group.consumer.max.size, which Kafka
+	// leaves unbounded, as DefaultMaxGroupSize does for classic groups.
+	DefaultConsumerMaxSize = 1000
+	// MigrationPolicy values (group.consumer.migration.policy).
+	MigrationBidirectional = "bidirectional"
+	MigrationUpgrade       = "upgrade"
+	MigrationDowngrade     = "downgrade"
+	MigrationDisabled      = "disabled"
 )
+
+// DefaultConsumerAssignors is group.consumer.assignors' default; the
+// first is the default assignor of a group.
+var DefaultConsumerAssignors = []string{AssignorUniform, AssignorRange}
 
 // Config tunes a Coordinator. Zero fields take their defaults, except
 // TopicExists, which is required.
@@ -87,6 +107,14 @@ type Config struct {
 	// UNKNOWN_TOPIC_OR_PARTITION. Required.
 	TopicExists func(topic string, partition int32) bool
 
+	// Consumer tunes the KIP-848 consumer groups (group.consumer.*).
+	Consumer ConsumerConfig
+
+	// Topics lists the cluster's topics for the consumer group assignors
+	// and regex subscriptions. Nil: no topics (consumer groups get empty
+	// assignments).
+	Topics func() []TopicInfo
+
 	// Logger receives group lifecycle events at Info and Debug. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -123,11 +151,93 @@ func (c Config) withDefaults() (Config, error) {
 	if !noDelay && c.InitialRebalanceDelay == 0 {
 		c.InitialRebalanceDelay = DefaultInitialRebalanceDelay
 	}
+	if c.Consumer, err = c.Consumer.WithDefaults(); err != nil {
+		return c, err
+	}
+	if c.Topics == nil {
+		c.Topics = func() []TopicInfo { return nil }
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Reader
+	}
+	return c, nil
+}
+
+// TopicInfo is a topic as consumer group assignors see it.
+type TopicInfo struct {
+	Name       string
+	ID         TopicID
+	Partitions int32
+}
+
+// ConsumerConfig tunes KIP-848 consumer groups; zero fields take Kafka's
+// defaults.
+type ConsumerConfig struct {
+	// SessionTimeout is every member's session timeout
+	// (group.consumer.session.timeout.ms), within MinSessionTimeout and
+	// MaxSessionTimeout (group.consumer.min/max.session.timeout.ms).
+	SessionTimeout, MinSessionTimeout, MaxSessionTimeout time.Duration
+
+	// HeartbeatInterval is the interval given to members
+	// (group.consumer.heartbeat.interval.ms), within its min and max
+	// (group.consumer.min/max.heartbeat.interval.ms), and below the
+	// session timeout.
+	HeartbeatInterval, MinHeartbeatInterval, MaxHeartbeatInterval time.Duration
+
+	// MaxSize bounds the members of a group (group.consumer.max.size).
+	MaxSize int
+
+	// Assignors are the server-side assignors members may name
+	// (group.consumer.assignors: "uniform", "range"); the first is the
+	// default.
+	Assignors []string
+
+	// MigrationPolicy is group.consumer.migration.policy. Empty groups
+	// change protocol under every policy (Kafka's offline migration);
+	// online migration is not served, so the policy is only validated.
+	MigrationPolicy string
+}
+
+// WithDefaults validates c and fills in its defaults.
+func (c ConsumerConfig) WithDefaults() (ConsumerConfig, error) {
+	err := knob.Check([]knob.Duration{
+		{Name: "SessionTimeout", V: &c.SessionTimeout, Def: DefaultConsumerSessionTimeout, Min: time.Millisecond},
+		{Name: "MinSessionTimeout", V: &c.MinSessionTimeout, Def: DefaultConsumerMinSessionTimeout, Min: time.Millisecond},
+		{Name: "MaxSessionTimeout", V: &c.MaxSessionTimeout, Def: DefaultConsumerMaxSessionTimeout, Min: time.Millisecond},
+		{Name: "HeartbeatInterval", V: &c.HeartbeatInterval, Def: DefaultConsumerHeartbeatInterval, Min: time.Millisecond},
+		{Name: "MinHeartbeatInterval", V: &c.MinHeartbeatInterval, Def: DefaultConsumerMinHeartbeatInterval, Min: time.Millisecond},
+		{Name: "MaxHeartbeatInterval", V: &c.MaxHeartbeatInterval, Def: DefaultConsumerMaxHeartbeatInterval, Min: time.Millisecond},
+	}, []knob.Int{
+		{Name: "MaxSize", V: &c.MaxSize, Def: DefaultConsumerMaxSize, Min: 1, Max: math.MaxInt32},
+	})
+	if ke, ok := errors.AsType[*knob.Error](err); ok {
+		return c, &ConfigError{Field: "Consumer." + ke.Name, Reason: ke.Msg}
+	}
+	switch {
+	case c.SessionTimeout < c.MinSessionTimeout || c.SessionTimeout > c.MaxSessionTimeout:
+		return c, &ConfigError{Field: "Consumer.SessionTimeout", Reason: "outside its min and max"}
+	case c.HeartbeatInterval < c.MinHeartbeatInterval || c.HeartbeatInterval > c.MaxHeartbeatInterval:
+		return c, &ConfigError{Field: "Consumer.HeartbeatInterval", Reason: "outside its min and max"}
+	case c.HeartbeatInterval >= c.SessionTimeout:
+		return c, &ConfigError{Field: "Consumer.HeartbeatInterval", Reason: "not below SessionTimeout"}
+	}
+	if len(c.Assignors) == 0 {
+		c.Assignors = DefaultConsumerAssignors
+	}
+	for _, a := range c.Assignors {
+		if a != AssignorUniform && a != AssignorRange {
+			return c, &ConfigError{Field: "Consumer.Assignors", Reason: "unknown assignor " + a}
+		}
+	}
+	switch c.MigrationPolicy {
+	case "":
+		c.MigrationPolicy = MigrationBidirectional
+	case MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled:
+	default:
+		return c, &ConfigError{Field: "Consumer.MigrationPolicy", Reason: "unknown policy " + c.MigrationPolicy}
 	}
 	return c, nil
 }

@@ -40,6 +40,8 @@ type Coordinator struct {
 	// committing counts, by group, the OffsetCommits admitted and not yet
 	// written: offset expiry leaves those groups alone (expiry.go).
 	committing map[string]int
+	// cgroups are the KIP-848 consumer groups' timers and turns.
+	cgroups map[string]*cgLive
 }
 
 // New returns the coordinator of the partition whose records view holds,
@@ -70,6 +72,7 @@ func New(cfg Config, log Log, view *View) (*Coordinator, error) {
 		groups: make(map[string]*group),
 
 		committing: make(map[string]int),
+		cgroups:    make(map[string]*cgLive),
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -88,6 +91,7 @@ func New(cfg Config, log Log, view *View) (*Coordinator, error) {
 			c.prepareRebalance(g, "loaded over group.max.size")
 		}
 	}
+	c.loadConsumerGroups()
 	return c, nil
 }
 
@@ -103,6 +107,7 @@ func (c *Coordinator) Close() {
 		for _, g := range c.groups {
 			c.unload(g)
 		}
+		c.closeConsumerGroups()
 	}
 	c.mu.Unlock()
 	c.cancel()

@@ -87,6 +87,9 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context, now time.Time, retentio
 // expireGroup starts the expiry write of one group, if it has anything to
 // expire, and returns the channel of its outcome. Call with mu held.
 func (c *Coordinator) expireGroup(id string, now time.Time, retention time.Duration) chan groupExpiry {
+	if cg, ok := c.view.ConsumerGroup(id); ok {
+		return c.expireConsumerGroup(id, cg, now, retention)
+	}
 	g := c.lookup(id)
 	if g == nil || g.state == stateDead || g.expiring != nil || c.committing[id] > 0 {
 		return nil

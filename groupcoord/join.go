@@ -17,7 +17,13 @@ import (
 // member. If ctx ends first, the answer is lost, as with a client that
 // hung up; the member stays until its session or the rebalance expires.
 func (c *Coordinator) JoinGroup(ctx context.Context, clientID, clientHost string, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
-	wait, r := c.join(clientID, clientHost, req)
+	var wait chan joinResult
+	var r joinResult
+	if err := c.downgradeForJoin(ctx, req.Group); err != nil {
+		r = joinError(req.MemberID, err)
+	} else {
+		wait, r = c.join(clientID, clientHost, req)
+	}
 	if wait != nil {
 		select {
 		case r = <-wait: // the rebalance completed, or the member was removed

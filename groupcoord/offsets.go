@@ -42,7 +42,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if req.Version == 0 {
 		generation = -1 // v0 commits have no group management
 	}
-	if err := c.admitCommit(ctx, req.Group, generation, memberID, req.InstanceID); err != nil {
+	if err := c.consumerCommitVersion(req); err != nil {
+		setAll(err)
+	} else if err := c.admitCommit(ctx, req.Group, generation, memberID, req.InstanceID); err != nil {
 		setAll(err)
 	} else {
 		recs := c.commitRecords(req, errs)
@@ -112,6 +114,9 @@ func (c *Coordinator) admitCommit(ctx context.Context, groupID string, generatio
 		if g := c.groups[groupID]; g != nil {
 			wait = g.expiring
 		}
+		if l := c.cgroups[groupID]; l != nil && l.expiring != nil {
+			wait = l.expiring
+		}
 		if wait == nil {
 			err := c.validateCommitLocked(groupID, generation, memberID, instanceID)
 			if err == nil {
@@ -153,6 +158,9 @@ func (c *Coordinator) validateCommit(groupID string, generation int32, memberID 
 func (c *Coordinator) validateCommitLocked(groupID string, generation int32, memberID string, instanceID *string) *kerr.Error {
 	if c.closed {
 		return kerr.NotCoordinator
+	}
+	if err, isCG := c.validateConsumerCommit(groupID, generation, memberID); isCG {
+		return err
 	}
 	simple := generation < 0 && memberID == "" && instanceID == nil
 	g := c.lookup(groupID)
@@ -298,6 +306,9 @@ func (c *Coordinator) offsetDeleteChecks(req *kmsg.OffsetDeleteRequest) ([][]*ke
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, kerr.NotCoordinator
+	}
+	if c.view.isConsumerGroup(req.Group) {
+		return c.consumerOffsetDeleteChecks(req), nil
 	}
 	g := c.lookup(req.Group)
 	if g == nil || g.state == stateDead {

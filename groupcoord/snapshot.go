@@ -33,6 +33,9 @@ func (v *View) AppendSnapshot(dst []byte) []byte {
 			value = AppendGroupValue(value[:0], g.meta)
 			dst = appendPair(dst, key, value)
 		}
+		if g.cg != nil {
+			dst = appendConsumerGroup(dst, name, g.cg)
+		}
 		for _, po := range sortedOffsets(g) {
 			key = AppendOffsetKey(key[:0], name, po.Topic, po.Partition)
 			value = AppendOffsetValue(value[:0], po.Offset)

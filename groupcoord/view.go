@@ -55,6 +55,7 @@ type pendingOffset struct {
 // metadata nor offsets is removed from the view.
 type viewGroup struct {
 	meta    *GroupMetadata // nil: never stored, or deleted
+	cg      *ConsumerGroup // a KIP-848 consumer group; nil if none
 	offsets map[topicPartition]Offset
 	seqs    map[topicPartition]int64 // View.seq of each offset's record
 }
@@ -116,6 +117,8 @@ func (v *View) applyLocked(key, value []byte) error {
 		return v.applyOffset(key, value)
 	case groupKeyVersion:
 		return v.applyGroup(key, value)
+	case cgMetadataKeyVersion, cgMemberKeyVersion, cgTargetMetaKeyVersion, cgTargetMemberKeyVersion, cgCurrentAssignmentVersion:
+		return v.applyConsumer(version, key, value)
 	default:
 		return &RecordError{Reason: fmt.Sprintf("key version %d", version), unknown: version > 0}
 	}
@@ -212,7 +215,7 @@ func (v *View) group(name string) *viewGroup {
 }
 
 func (v *View) dropIfEmpty(name string, g *viewGroup) {
-	if g.meta == nil && len(g.offsets) == 0 {
+	if g.meta == nil && g.cg == nil && len(g.offsets) == 0 {
 		delete(v.groups, name)
 	}
 }

@@ -163,7 +163,9 @@ func TestViewRejectsBadRecords(t *testing.T) {
 		{"truncated offset value", good.Key, good.Value[:5], ErrInvalidRecord},
 		{"offset value version 9", good.Key, append([]byte{0, 9}, good.Value[2:]...), ErrInvalidRecord},
 		{"truncated group value", AppendGroupKey(nil, "g"), []byte{0, 3, 0}, ErrInvalidRecord},
-		{"KIP-848 consumer group record", []byte{0, 3, 0, 1, 'g'}, []byte{0, 0}, ErrUnknownRecord},
+		{"truncated KIP-848 consumer group value", []byte{0, 3, 0, 1, 'g'}, []byte{0, 0}, ErrInvalidRecord},
+		{"KIP-848 member key without its member", []byte{0, 5, 0, 1, 'g'}, []byte{0, 0}, ErrInvalidRecord},
+		{"share group record", []byte{0, 10, 0, 1, 'g'}, []byte{0, 0}, ErrUnknownRecord},
 		{"negative key version", []byte{0xff, 0xff}, nil, ErrInvalidRecord},
 	} {
 		err := v.Apply(tc.key, tc.value)
@@ -220,7 +222,7 @@ func TestViewSnapshotRoundTrip(t *testing.T) {
 func TestViewApplyBatch(t *testing.T) {
 	recs := []Record{
 		OffsetRecord("g", "t", 0, Offset{Offset: 1}),
-		{Key: []byte{0, 5, 0, 0}, Value: []byte{1}}, // another kind of group: skipped
+		{Key: []byte{0, 10, 0, 0}, Value: []byte{1}}, // another kind of group (share): skipped
 		OffsetRecord("g", "t", 0, Offset{Offset: 2}),
 		GroupTombstone("g"),
 	}

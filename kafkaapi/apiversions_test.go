@@ -15,15 +15,15 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
 	{ApiKey: 2, MinVersion: 0, MaxVersion: 7},  // ListOffsets
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
-	{ApiKey: 8, MinVersion: 0, MaxVersion: 8},  // OffsetCommit
-	{ApiKey: 9, MinVersion: 0, MaxVersion: 8},  // OffsetFetch
+	{ApiKey: 8, MinVersion: 0, MaxVersion: 9},  // OffsetCommit
+	{ApiKey: 9, MinVersion: 0, MaxVersion: 9},  // OffsetFetch
 	{ApiKey: 10, MinVersion: 0, MaxVersion: 4}, // FindCoordinator
 	{ApiKey: 11, MinVersion: 0, MaxVersion: 9}, // JoinGroup
 	{ApiKey: 12, MinVersion: 0, MaxVersion: 4}, // Heartbeat
 	{ApiKey: 13, MinVersion: 0, MaxVersion: 5}, // LeaveGroup
 	{ApiKey: 14, MinVersion: 0, MaxVersion: 5}, // SyncGroup
-	{ApiKey: 15, MinVersion: 0, MaxVersion: 5}, // DescribeGroups
-	{ApiKey: 16, MinVersion: 0, MaxVersion: 4}, // ListGroups
+	{ApiKey: 15, MinVersion: 0, MaxVersion: 6}, // DescribeGroups
+	{ApiKey: 16, MinVersion: 0, MaxVersion: 5}, // ListGroups
 	{ApiKey: 17, MinVersion: 0, MaxVersion: 1}, // SaslHandshake
 	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
 	{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
@@ -58,6 +58,8 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 61, MinVersion: 0, MaxVersion: 0}, // DescribeProducers
 	{ApiKey: 65, MinVersion: 0, MaxVersion: 0}, // DescribeTransactions
 	{ApiKey: 66, MinVersion: 0, MaxVersion: 1}, // ListTransactions
+	{ApiKey: 68, MinVersion: 0, MaxVersion: 1}, // ConsumerGroupHeartbeat
+	{ApiKey: 69, MinVersion: 0, MaxVersion: 1}, // ConsumerGroupDescribe
 	{ApiKey: 75, MinVersion: 0, MaxVersion: 0}, // DescribeTopicPartitions
 }
 

@@ -224,6 +224,20 @@ func (baseGroupCoordinator) DescribeGroup(group string) kmsg.DescribeGroupsRespo
 
 func (baseGroupCoordinator) ListGroups(_, _ []string) []kmsg.ListGroupsResponseGroup { return nil }
 
+func (baseGroupCoordinator) ConsumerGroupHeartbeat(_ context.Context, _, _ string, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.ErrorCode = kerr.NotCoordinator.Code
+	return resp
+}
+
+func (baseGroupCoordinator) DescribeConsumerGroup(group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	g := kmsg.NewConsumerGroupDescribeResponseGroup()
+	g.Group, g.ErrorCode = group, kerr.NotCoordinator.Code
+	return g
+}
+
+func (baseGroupCoordinator) ValidateOffsetFetch(string, *string, int32) *kerr.Error { return nil }
+
 func (baseGroupCoordinator) DeleteGroup(context.Context, string) *kerr.Error {
 	return kerr.UnsupportedVersion
 }

@@ -45,15 +45,15 @@ var apis = []api{
 	{kmsg.Fetch, 4, 12},
 	{kmsg.ListOffsets, 0, 7},
 	{kmsg.Metadata, 0, 12},
-	{kmsg.OffsetCommit, 0, 8},
-	{kmsg.OffsetFetch, 0, 8},
+	{kmsg.OffsetCommit, 0, 9},
+	{kmsg.OffsetFetch, 0, 9},
 	{kmsg.FindCoordinator, 0, 4},
 	{kmsg.JoinGroup, 0, 9},
 	{kmsg.Heartbeat, 0, 4},
 	{kmsg.LeaveGroup, 0, 5},
 	{kmsg.SyncGroup, 0, 5},
-	{kmsg.DescribeGroups, 0, 5},
-	{kmsg.ListGroups, 0, 4},
+	{kmsg.DescribeGroups, 0, 6},
+	{kmsg.ListGroups, 0, 5},
 	// v0 is listed because librdkafka detects SASL support by it, but
 	// its unframed tokens are not supported: see connAuth.handshake.
 	{kmsg.SASLHandshake, 0, 1},
@@ -90,6 +90,8 @@ var apis = []api{
 	{kmsg.DescribeProducers, 0, 0},
 	{kmsg.DescribeTransactions, 0, 0},
 	{kmsg.ListTransactions, 0, 1},
+	{kmsg.ConsumerGroupHeartbeat, 0, 1},
+	{kmsg.ConsumerGroupDescribe, 0, 1},
 	{kmsg.DescribeTopicPartitions, 0, 0},
 }
 
@@ -269,6 +271,10 @@ func (s *Server) startGroupAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startListGroups(req)
 	case *kmsg.DeleteGroupsRequest:
 		return s.startDeleteGroups(req)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return s.startConsumerGroupHeartbeat(req, rc)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return s.startConsumerGroupDescribe(req)
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func (s *Server) startLeaveGroup(req *kmsg.LeaveGroupRequest) responder {
 	}
 }
 
-// startOffsetCommit answers OffsetCommit 0-8; a routing error is every
+// startOffsetCommit answers OffsetCommit 0-9; a routing error is every
 // partition's error, as Kafka answers it.
 func (s *Server) startOffsetCommit(req *kmsg.OffsetCommitRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
@@ -155,14 +155,18 @@ func (s *Server) startOffsetDelete(req *kmsg.OffsetDeleteRequest) responder {
 	}
 }
 
-// startOffsetFetch answers OffsetFetch 0-8: one group up to v7, a batch of
+// startOffsetFetch answers OffsetFetch 0-9: one group up to v7, a batch of
 // groups from v8 (KIP-709).
 func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 		if req.Version >= 8 {
 			for _, g := range req.Groups {
-				resp.Groups = append(resp.Groups, s.fetchOffsets(ctx, g.Group, g.Topics, req.RequireStable))
+				memberID, epoch := (*string)(nil), int32(-1)
+				if req.Version >= 9 {
+					memberID, epoch = g.MemberID, g.MemberEpoch
+				}
+				resp.Groups = append(resp.Groups, s.fetchOffsets(ctx, g.Group, g.Topics, req.RequireStable, memberID, epoch))
 			}
 			return resp, nil
 		}
@@ -173,7 +177,7 @@ func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 				topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
 		}
-		g := s.fetchOffsets(ctx, req.Group, topics, req.RequireStable)
+		g := s.fetchOffsets(ctx, req.Group, topics, req.RequireStable, nil, -1)
 		resp.ErrorCode = g.ErrorCode
 		for _, t := range g.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -193,12 +197,17 @@ func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 	}
 }
 
-// fetchOffsets answers one group of an OffsetFetch. A routing error is the
-// group's error; v0-1 clients see it on every partition they asked for.
-func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
+// fetchOffsets answers one group of an OffsetFetch. A routing error, or a
+// consumer group member's (v9: memberID and memberEpoch), is the group's
+// error; v0-1 clients see it on every partition they asked for.
+func (s *Server) fetchOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool, memberID *string, memberEpoch int32) kmsg.OffsetFetchResponseGroup {
 	c, err := s.coordinator(ctx, group, acl.OpDescribe)
 	if err == nil {
-		return s.hideTopics(ctx, c.FetchOffsets(group, topics, requireStable), topics == nil)
+		if merr := c.ValidateOffsetFetch(group, memberID, memberEpoch); merr != nil {
+			err = merr
+		} else {
+			return s.hideTopics(ctx, c.FetchOffsets(group, topics, requireStable), topics == nil)
+		}
 	}
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group, g.ErrorCode = group, ErrorCode(err)
@@ -238,7 +247,7 @@ func (s *Server) hideTopics(ctx context.Context, g kmsg.OffsetFetchResponseGroup
 	return g
 }
 
-// startDescribeGroups answers DescribeGroups 0-5, each group by its
+// startDescribeGroups answers DescribeGroups 0-6, each group by its
 // coordinator.
 func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
@@ -261,7 +270,7 @@ func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder 
 	}
 }
 
-// startListGroups answers ListGroups 0-4 with the groups of every
+// startListGroups answers ListGroups 0-5 with the groups of every
 // coordinator on this node (all with DESCRIBE on the cluster, else those
 // the client may DESCRIBE), as a Kafka broker does (clients ask every
 // broker). While a coordinator is loading, the groups of the others come

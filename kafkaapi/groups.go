@@ -53,6 +53,13 @@ type GroupCoordinator interface {
 	ListGroups(statesFilter, typesFilter []string) []kmsg.ListGroupsResponseGroup
 	// DeleteGroup deletes an empty group and its offsets; nil on success.
 	DeleteGroup(ctx context.Context, group string) *kerr.Error
+	// ConsumerGroupHeartbeat answers a KIP-848 ConsumerGroupHeartbeat.
+	ConsumerGroupHeartbeat(ctx context.Context, clientID, clientHost string, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
+	// DescribeConsumerGroup answers one group of a ConsumerGroupDescribe.
+	DescribeConsumerGroup(group string) kmsg.ConsumerGroupDescribeResponseGroup
+	// ValidateOffsetFetch checks the member and member epoch of an
+	// OffsetFetch v9+ against a consumer group; nil for other groups.
+	ValidateOffsetFetch(group string, memberID *string, memberEpoch int32) *kerr.Error
 	// TxnOffsetCommit answers a TxnOffsetCommit: offsets pending until
 	// the producer's transaction ends (its marker on the coordinator's
 	// partition).

@@ -70,8 +70,20 @@ func (h *Host) groupConfig() groupcoord.Config {
 			_, ok := h.deps.Meta.State().Partition(topic, p)
 			return ok
 		},
-		Logger: h.logger.With("component", "groupcoord"),
+		Consumer: c.GroupConsumer,
+		Topics:   h.topicInfos,
+		Logger:   h.logger.With("component", "groupcoord"),
 	}
+}
+
+// topicInfos lists the cluster's topics for consumer group assignors.
+func (h *Host) topicInfos() []groupcoord.TopicInfo {
+	topics := h.deps.Meta.State().Topics()
+	out := make([]groupcoord.TopicInfo, 0, len(topics))
+	for _, t := range topics {
+		out = append(out, groupcoord.TopicInfo{Name: t.Name, ID: groupcoord.TopicID(t.ID), Partitions: int32(len(t.Partitions))})
+	}
+	return out
 }
 
 // offsetsLog is the groupcoord.Log of a __consumer_offsets replica: it

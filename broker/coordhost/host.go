@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/txncoord"
@@ -23,6 +24,8 @@ type Config struct {
 	// first rebalance's wait for more members (0: none).
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
 	GroupInitialRebalanceDelay                     time.Duration
+	// GroupConsumer tunes KIP-848 consumer groups.
+	GroupConsumer groupcoord.ConsumerConfig
 	// TxnMaxTimeout bounds a producer's transaction timeout;
 	// TxnAbortInterval is how often a coordinator aborts timed-out
 	// transactions.

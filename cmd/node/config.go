@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
@@ -100,7 +101,7 @@ func keys() []key {
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz, the status page / and the web console /console/ over HTTP (empty = off; no authentication but the console's SASL login, so loopback unless the network is trusted)"},
 		{"console_admin_key", "", "a secret of at least 16 characters that turns on the web console's write actions (create and delete topics, reset a group's offsets) for visitors who enter it; their ACLs still apply (empty = the console is read-only)"},
 	}
-	ks = append(ks, securityKeys()...)
+	ks = append(append(ks, securityKeys()...), consumerGroupKeys()...)
 	ks = append(ks, storageKeys(d.Storage)...)
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
 	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
@@ -286,6 +287,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.GroupInitialRebalanceDelay = g.duration("group_initial_rebalance_delay")
 	c.GroupMinSessionTimeout = g.duration("group_min_session_timeout")
 	c.GroupMaxSessionTimeout = g.duration("group_max_session_timeout")
+	c.GroupConsumer = consumerGroupConfig(g)
 	c.SegmentBytes = g.int64("segment_bytes")
 	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
@@ -406,4 +408,31 @@ func internalTopics(g *getter, c *broker.Config, rangeInt func(key string, n, lo
 	c.OffsetsRetentionCheckInterval = g.duration("offsets_retention_check_interval")
 	c.TransactionalIDExpirationMs = g.int64("transactional_id_expiration_ms")
 	c.TxnRemoveExpiredInterval = g.duration("transaction_remove_expired_interval")
+}
+
+// consumerGroupKeys are the KIP-848 consumer group keys (Kafka's
+// group.consumer.*).
+func consumerGroupKeys() []key {
+	return []key{
+		{"group_consumer_session_timeout", groupcoord.DefaultConsumerSessionTimeout, "session timeout of KIP-848 consumer group members (group.consumer.session.timeout.ms)"},
+		{"group_consumer_min_session_timeout", groupcoord.DefaultConsumerMinSessionTimeout, "lowest group_consumer_session_timeout allowed (group.consumer.min.session.timeout.ms)"},
+		{"group_consumer_max_session_timeout", groupcoord.DefaultConsumerMaxSessionTimeout, "highest group_consumer_session_timeout allowed (group.consumer.max.session.timeout.ms)"},
+		{"group_consumer_heartbeat_interval", groupcoord.DefaultConsumerHeartbeatInterval, "heartbeat interval given to consumer group members (group.consumer.heartbeat.interval.ms)"},
+		{"group_consumer_min_heartbeat_interval", groupcoord.DefaultConsumerMinHeartbeatInterval, "lowest group_consumer_heartbeat_interval allowed (group.consumer.min.heartbeat.interval.ms)"},
+		{"group_consumer_max_heartbeat_interval", groupcoord.DefaultConsumerMaxHeartbeatInterval, "highest group_consumer_heartbeat_interval allowed (group.consumer.max.heartbeat.interval.ms)"},
+		{"group_consumer_max_size", groupcoord.DefaultConsumerMaxSize, "most members of a consumer group (group.consumer.max.size)"},
+		{"group_consumer_assignors", groupcoord.DefaultConsumerAssignors, "server-side assignors of consumer groups, the first the default: uniform, range (group.consumer.assignors)"},
+		{"group_consumer_migration_policy", groupcoord.MigrationBidirectional, "group.consumer.migration.policy: bidirectional, upgrade, downgrade or disabled"},
+	}
+}
+
+// consumerGroupConfig reads consumerGroupKeys.
+func consumerGroupConfig(g *getter) groupcoord.ConsumerConfig {
+	return groupcoord.ConsumerConfig{
+		SessionTimeout: g.duration("group_consumer_session_timeout"), MinSessionTimeout: g.duration("group_consumer_min_session_timeout"),
+		MaxSessionTimeout: g.duration("group_consumer_max_session_timeout"), HeartbeatInterval: g.duration("group_consumer_heartbeat_interval"),
+		MinHeartbeatInterval: g.duration("group_consumer_min_heartbeat_interval"), MaxHeartbeatInterval: g.duration("group_consumer_max_heartbeat_interval"),
+		MaxSize: g.int("group_consumer_max_size"), Assignors: g.list("group_consumer_assignors"),
+		MigrationPolicy: g.string("group_consumer_migration_policy"),
+	}
 }

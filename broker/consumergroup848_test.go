@@ -1,0 +1,185 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/groupcoord"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+// fastConsumerGroups shortens the KIP-848 session and heartbeat so that
+// a test sees members come and go quickly.
+func fastConsumerGroups(cfg *broker.Config) {
+	cfg.GroupConsumer = groupcoord.ConsumerConfig{
+		SessionTimeout: 30 * time.Second, MinSessionTimeout: time.Second,
+		HeartbeatInterval: 200 * time.Millisecond, MinHeartbeatInterval: 100 * time.Millisecond,
+	}
+}
+
+// serverSide makes a kgo group member use the KIP-848 protocol with the
+// broker's uniform assignor.
+var serverSide = []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer())}
+
+// describe848 describes a consumer group with ConsumerGroupDescribe.
+func describe848(t *testing.T, adm *kadm.Client, group string) kadm.DescribedConsumerGroup {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ds, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		t.Fatalf("describe %s: %v", group, err)
+	}
+	return ds[group]
+}
+
+// Two kgo members with kgo.ServerSideBalancer split a 4-partition topic
+// 2/2 through our KIP-848 coordinator, consume and commit; the
+// coordinator's node is halted mid-group and the members carry on, with
+// the same member ids, and no commit is lost; after they close, a new
+// member resumes after the commits.
+func TestConsumerGroup848SplitsFailsOverAndResumes(t *testing.T) {
+	c := testcluster.Start(t, 3, fastConsumerGroups)
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	createTopic(t, cl, "k4", 4, 3)
+
+	a, b := joinGroup(t, c, "k", "k4", serverSide...), joinGroup(t, c, "k", "k4", serverSide...)
+	eventually(t, 60*time.Second, "the members split the partitions 2/2", func() bool {
+		a.poll(t)
+		b.poll(t)
+		oa, ob := a.owned(), b.owned()
+		for p := range oa {
+			if ob[p] {
+				return false
+			}
+		}
+		return len(oa) == 2 && len(ob) == 2
+	})
+	var before kadm.DescribedConsumerGroup
+	eventually(t, 30*time.Second, "ConsumerGroupDescribe shows a stable group of two with 2 partitions each", func() bool {
+		before = describe848(t, adm, "k")
+		if before.Err != nil || before.State != "Stable" || len(before.Members) != 2 || before.AssignorName != "uniform" {
+			return false
+		}
+		for _, m := range before.Members {
+			if len(m.Assignment["k4"]) != 2 || len(m.TargetAssignment["k4"]) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	consumeSplit(t, a, b, func() { produceSpread(t, cl, "k4", 4, 25, "first") }, 100)
+	checkCommitted(t, adm, "k", "k4", 4, 25)
+
+	coord := groupCoordinator(t, adm, "k")
+	c.HaltNode(int(coord))
+	consumeSplit(t, a, b, func() {
+		eventually(t, 60*time.Second, "produce after the halt", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var recs []*kgo.Record
+			for p := range int32(4) {
+				for i := range 5 {
+					recs = append(recs, &kgo.Record{Topic: "k4", Partition: p, Value: fmt.Appendf(nil, "mid-%d-%d", p, i)})
+				}
+			}
+			return cl.ProduceSync(ctx, recs...).FirstErr() == nil
+		})
+	}, 20)
+	var after kadm.DescribedConsumerGroup
+	eventually(t, 30*time.Second, "the new coordinator describes the group", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ds, err := adm.DescribeConsumerGroups(ctx, "k")
+		if err != nil || ds["k"].Err != nil {
+			cl.ForceMetadataRefresh() // kadm keeps the dead coordinator until metadata drops it
+			return false
+		}
+		after = ds["k"]
+		return true
+	})
+	if !slices.Equal(memberIDs(before), memberIDs(after)) || after.Epoch != before.Epoch {
+		t.Fatalf("after the failover the members are %v in group epoch %d, want the same members %v in epoch %d (no member left or rejoined)",
+			memberIDs(after), after.Epoch, memberIDs(before), before.Epoch)
+	}
+	a.cl.Close()
+	b.cl.Close()
+	checkCommitted(t, adm, "k", "k4", 4, 30)
+
+	produceSpread(t, cl, "k4", 4, 5, "second")
+	n := joinGroup(t, c, "k", "k4", serverSide...)
+	got := 0
+	eventually(t, 60*time.Second, "the new member reads the 20 new records", func() bool {
+		k, _ := n.poll(t)
+		got += k
+		return got >= 20
+	})
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for v := range n.got {
+		var prefix string
+		var p, i int
+		if _, err := fmt.Sscanf(v, "%6s-%d-%d", &prefix, &p, &i); err != nil || prefix != "second" {
+			t.Fatalf("the new member got %q, committed before", v)
+		}
+	}
+	if got != 20 {
+		t.Fatalf("the new member got %d records, want 20", got)
+	}
+}
+
+// consumeSplit runs produce, then polls a and b (committing) until they
+// got want records between them, and checks no partition went to both.
+func consumeSplit(t *testing.T, a, b *groupMember, produce func(), want int) {
+	t.Helper()
+	produce()
+	total, from := 0, map[*groupMember]map[int32]bool{a: {}, b: {}}
+	eventually(t, 90*time.Second, fmt.Sprintf("both members consume, %d records in all", want), func() bool {
+		for _, m := range []*groupMember{a, b} {
+			n, parts := m.poll(t)
+			total += n
+			for p := range parts {
+				from[m][p] = true
+			}
+		}
+		return total >= want
+	})
+	if total != want {
+		t.Fatalf("polled %d records, want %d", total, want)
+	}
+	for p := range from[a] {
+		if from[b][p] {
+			t.Fatalf("partition %d consumed by both members: %v %v", p, from[a], from[b])
+		}
+	}
+}
+
+func groupCoordinator(t *testing.T, adm *kadm.Client, group string) int32 {
+	t.Helper()
+	var coord int32 = -1
+	eventually(t, 10*time.Second, "coordinator known", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r := adm.FindGroupCoordinators(ctx, group)[group]
+		coord = r.NodeID
+		return r.Err == nil && coord > 0
+	})
+	return coord
+}
+
+func memberIDs(g kadm.DescribedConsumerGroup) []string {
+	var ids []string
+	for _, m := range g.Members {
+		ids = append(ids, m.MemberID)
+	}
+	slices.Sort(ids)
+	return ids
+}
