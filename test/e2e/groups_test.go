@@ -315,16 +315,18 @@ func (g *groupRun) drain(ctx context.Context, t *testing.T) {
 	}
 }
 
-// checkConsumerGroup checks that the group runs KIP-848: its coordinator
-// describes it with ConsumerGroupDescribe (a classic group, which franz-go
-// falls back to when the broker lacks ConsumerGroupHeartbeat v1, is
-// GROUP_ID_NOT_FOUND there) with every member of the round in it.
+// checkConsumerGroup checks that the group runs KIP-848 and has settled:
+// its coordinator describes it with ConsumerGroupDescribe (a classic
+// group, which franz-go falls back to when the broker lacks
+// ConsumerGroupHeartbeat v1, is GROUP_ID_NOT_FOUND there) with every
+// member of the round in it, each owning partitions and owning its target
+// assignment, all the topic's partitions owned once.
 func (g *groupRun) checkConsumerGroup(ctx context.Context, t *testing.T) {
 	t.Helper()
 	var last string
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err := poll(cctx, "the group described as a KIP-848 group", func() (bool, error) {
+	err := poll(cctx, "the group described as a settled KIP-848 group", func() (bool, error) {
 		coord, err := g.c.GroupCoordinator(cctx, testGroup)
 		if err != nil {
 			return false, err
@@ -338,14 +340,51 @@ func (g *groupRun) checkConsumerGroup(ctx context.Context, t *testing.T) {
 			last = err.Error()
 			return false, nil
 		}
-		r := resp.(*kmsg.ConsumerGroupDescribeResponse)
-		if len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 || len(r.Groups[0].Members) != groupMembers {
-			last = fmt.Sprintf("%+v", r.Groups)
-			return false, nil
-		}
-		return true, nil
+		last = settledProblem(resp.(*kmsg.ConsumerGroupDescribeResponse))
+		return last == "", nil
 	})
 	if err != nil {
-		t.Fatalf("group %s: %v (last answer %s)", testGroup, err, last)
+		t.Fatalf("group %s: %v (last answer: %s)", testGroup, err, last)
 	}
+}
+
+// settledProblem says why a ConsumerGroupDescribe answer does not show
+// the round's members settled on the group's partitions, "" if it does.
+func settledProblem(r *kmsg.ConsumerGroupDescribeResponse) string {
+	if len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
+		return fmt.Sprintf("%+v", r.Groups)
+	}
+	gr := r.Groups[0]
+	if len(gr.Members) != groupMembers {
+		return fmt.Sprintf("%d members, want %d", len(gr.Members), groupMembers)
+	}
+	owned := map[string]bool{}
+	for _, m := range gr.Members {
+		mine := map[string]bool{}
+		for _, tp := range m.Assignment.TopicPartitions {
+			for _, p := range tp.Partitions {
+				key := fmt.Sprintf("%x/%d", tp.TopicID, p)
+				if owned[key] {
+					return fmt.Sprintf("partition %s owned twice", key)
+				}
+				owned[key], mine[key] = true, true
+			}
+		}
+		target := 0
+		for _, tp := range m.TargetAssignment.TopicPartitions {
+			for _, p := range tp.Partitions {
+				target++
+				if !mine[fmt.Sprintf("%x/%d", tp.TopicID, p)] {
+					return fmt.Sprintf("member %s (epoch %d) not at its target yet", m.MemberID, m.MemberEpoch)
+				}
+			}
+		}
+		if len(mine) == 0 || target != len(mine) {
+			return fmt.Sprintf("member %s (epoch %d) owns %d partitions, target %d", m.MemberID, m.MemberEpoch, len(mine), target)
+		}
+	}
+	if len(owned) != groupPartitions {
+		return fmt.Sprintf("%d partitions owned, want %d", len(owned), groupPartitions)
+	}
+	return ""
 }
