@@ -11,12 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
 const (
 	benchMembers    = 10
 	benchPartitions = 20 // two per member once the group has settled
+	benchHeartbeat  = 250 * time.Millisecond
 )
 
 // BenchmarkGroupRebalance10 measures how long 10 franz-go members take
@@ -24,12 +26,19 @@ const (
 // joining to every member holding its final share (2 of the topic's 20
 // partitions, together all of them), with the classic protocol
 // (cooperative-sticky, franz-go's default) and with KIP-848
-// (kgo.ServerSideBalancer: the coordinator assigns). The members join as
-// fast as they start; each op is a fresh group, closed outside the timer.
+// (kgo.ServerSideBalancer: the coordinator assigns). The members join all
+// at once (at-once), or each once the previous one holds partitions, as
+// in a scale-out (one-by-one). Each op is a fresh group, closed outside
+// the timer.
 //
-//	go test -run '^$' -bench BenchmarkGroupRebalance10 -benchtime 5x ./test/interop/
+//	go test -run '^$' -bench BenchmarkGroupRebalance10 -benchtime 5x -count 5 ./test/interop/
 func BenchmarkGroupRebalance10(b *testing.B) {
-	c := testcluster.Start(b, 3)
+	// Both protocols heartbeat every 250ms: franz-go's classic members
+	// by their own setting, KIP-848 members at the interval the
+	// coordinator gives (group.consumer.heartbeat.interval.ms).
+	c := testcluster.Start(b, 3, func(cfg *broker.Config) {
+		cfg.GroupConsumer.HeartbeatInterval, cfg.GroupConsumer.MinHeartbeatInterval = benchHeartbeat, benchHeartbeat
+	})
 	adm := kadm.NewClient(c.Client(b))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -42,20 +51,23 @@ func BenchmarkGroupRebalance10(b *testing.B) {
 			b.Fatalf("%s/%d has no leader", topic, p)
 		}
 	}
-	for _, proto := range []string{"classic", "consumer"} {
-		b.Run(proto, func(b *testing.B) {
-			if proto == "consumer" {
-				requireKIP848(ctx, b, adm)
-			}
-			n := 0
-			for b.Loop() {
-				n++
-				ms := settle(ctx, b, c.Seeds(), fmt.Sprintf("bench-%s-%d", proto, n), topic, proto == "consumer")
-				b.StopTimer()
-				closeBenchMembers(ms)
-				b.StartTimer()
-			}
-		})
+	for _, join := range []string{"at-once", "one-by-one"} {
+		for _, proto := range []string{"classic", "consumer"} {
+			b.Run(join+"/"+proto, func(b *testing.B) {
+				if proto == "consumer" {
+					requireKIP848(ctx, b, adm)
+				}
+				n := 0
+				for b.Loop() {
+					n++
+					group := fmt.Sprintf("bench-%s-%s-%d", join, proto, n)
+					ms := settle(ctx, b, c.Seeds(), group, topic, proto == "consumer", join == "one-by-one")
+					b.StopTimer()
+					closeBenchMembers(ms)
+					b.StartTimer()
+				}
+			})
+		}
 	}
 }
 
@@ -90,15 +102,16 @@ func (m *benchMember) set(add, remove []int32) {
 	m.owned = append(m.owned, add...)
 }
 
-// settle starts the members of group and returns once each owns two
-// partitions and together they own all of topic's.
-func settle(ctx context.Context, b *testing.B, seeds []string, group, topic string, serverSide bool) []*benchMember {
+// settle starts the members of group (with staggered, each once the one
+// before owns partitions) and returns once each owns two partitions and
+// together they own all of topic's.
+func settle(ctx context.Context, b *testing.B, seeds []string, group, topic string, serverSide, staggered bool) []*benchMember {
 	ms := make([]*benchMember, benchMembers)
 	for i := range ms {
 		m := &benchMember{}
 		opts := []kgo.Opt{
 			kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.HeartbeatInterval(250 * time.Millisecond), kgo.SessionTimeout(10 * time.Second),
+			kgo.HeartbeatInterval(benchHeartbeat), kgo.SessionTimeout(10 * time.Second),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { m.set(ps[topic], nil) }),
 			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { m.set(nil, ps[topic]) }),
 			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { m.set(nil, ps[topic]) }),
@@ -119,6 +132,12 @@ func settle(ctx context.Context, b *testing.B, seeds []string, group, topic stri
 				}
 			}
 		}()
+		for staggered && !m.holds() {
+			if ctx.Err() != nil {
+				b.Fatalf("member %d of group %s never got partitions", i, group)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 	for !settled(ms) {
 		if ctx.Err() != nil {
@@ -127,6 +146,12 @@ func settle(ctx context.Context, b *testing.B, seeds []string, group, topic stri
 		time.Sleep(time.Millisecond)
 	}
 	return ms
+}
+
+func (m *benchMember) holds() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.owned) > 0
 }
 
 // settled reports whether every member owns two partitions and all the
