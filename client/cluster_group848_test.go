@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/minikafka/minikafka-go/client"
 )
 
@@ -132,6 +134,50 @@ func TestClusterGroupConsumerProtocol(t *testing.T) {
 	}
 
 	// b closes (committing); a later member resumes after the commits.
+	b.close(t)
+	third := produceValues(t, seeds, topic, parts, "third", 2)
+	m := startKIP848Member(t, seeds, group, topic)
+	waitFor(t, "the new member to read the third batch", func() bool { return len(m.values()) >= len(third) })
+	if got := slices.Sorted(slices.Values(m.values())); !slices.Equal(got, slices.Sorted(slices.Values(third))) {
+		t.Fatalf("new member read %v, want exactly %v", got, third)
+	}
+}
+
+// TestClusterGroupConsumerProtocolCoordinatorHalt: the node coordinating
+// a group of two KIP-848 members of our client is halted mid-group; the
+// members find the new coordinator and carry on with the same ids and
+// partitions (no member is fenced), every record is read, and the
+// commits survive: a later member reads exactly what came after them.
+func TestClusterGroupConsumerProtocolCoordinatorHalt(t *testing.T) {
+	const topic, group, parts = "k848h", "g848h", 4
+	c := startCluster(t, map[string]int32{topic: parts})
+	seeds := c.Seeds()
+	a := startKIP848Member(t, seeds, group, topic)
+	b := startKIP848Member(t, seeds, group, topic)
+	waitFor(t, "a 2/2 split", func() bool { return owns(a.g, topic) == 2 && owns(b.g, topic) == 2 })
+	idA, _ := a.g.Member()
+	idB, _ := b.g.Member()
+	first := produceValues(t, seeds, topic, parts, "first", 5)
+	waitFor(t, "the first batch read", func() bool { return len(a.values())+len(b.values()) == len(first) })
+
+	resp := kadm.NewClient(c.Client(t)).FindGroupCoordinators(context.Background(), group)[group]
+	if resp.Err != nil {
+		t.Fatal(resp.Err)
+	}
+	c.HaltNode(int(resp.NodeID))
+	second := produceValues(t, seeds, topic, parts, "second", 5)
+	want := slices.Sorted(slices.Values(append(slices.Clone(first), second...)))
+	waitFor(t, "every record read after the halt", func() bool {
+		got := slices.Compact(slices.Sorted(slices.Values(append(a.values(), b.values()...))))
+		return slices.Equal(got, want)
+	})
+	if id, _ := a.g.Member(); id != idA || owns(a.g, topic) != 2 {
+		t.Errorf("a is %s with %v after the halt, was %s with 2 partitions", id, a.g.Assigned(), idA)
+	}
+	if id, _ := b.g.Member(); id != idB || owns(b.g, topic) != 2 {
+		t.Errorf("b is %s with %v after the halt, was %s with 2 partitions", id, b.g.Assigned(), idB)
+	}
+	a.close(t)
 	b.close(t)
 	third := produceValues(t, seeds, topic, parts, "third", 2)
 	m := startKIP848Member(t, seeds, group, topic)
