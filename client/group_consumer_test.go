@@ -355,3 +355,45 @@ func TestGroupConsumerProtocolUnsupported(t *testing.T) {
 		t.Fatalf("Poll: %v, want a *GroupError wrapping ErrUnsupported", err)
 	}
 }
+
+// TestGroupConsumerProtocolBrokerInterval: a KIP-848 member heartbeats at
+// the interval the coordinator gives (50ms here), not at its own
+// HeartbeatInterval (45s): the first member learns within checkFor's bound
+// that it must give partitions to the second.
+func TestGroupConsumerProtocolBrokerInterval(t *testing.T) {
+	kc := newKIP848Kfake(t, 0, 4, "t")
+	slow := []Opt{SessionTimeout(time.Minute), HeartbeatInterval(45 * time.Second)}
+	a := startMember(t, consumerOpts(kc, "g", "t", slow...)...)
+	checkFor(t, "a to own every partition", func() bool { return assignedCount(a.g) == 4 })
+	b := startMember(t, consumerOpts(kc, "g", "t", slow...)...)
+	checkFor(t, "a 2/2 split", func() bool { return assignedCount(a.g) == 2 && assignedCount(b.g) == 2 })
+}
+
+// TestGroupConsumerProtocolStaticLeave: a static KIP-848 member
+// (GroupInstanceID) leaves with epoch -2 on Close, keeping its place, and
+// a new member with the same instance id takes its partitions back.
+func TestGroupConsumerProtocolStaticLeave(t *testing.T) {
+	kc := newKIP848Kfake(t, 0, 2, "t")
+	var mu sync.Mutex // guards leaves
+	var leaves []int32
+	kc.ControlKey(int16(kmsg.ConsumerGroupHeartbeat), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		if e := r.(*kmsg.ConsumerGroupHeartbeatRequest).MemberEpoch; e < 0 {
+			mu.Lock()
+			leaves = append(leaves, e)
+			mu.Unlock()
+		}
+		return nil, nil, false
+	})
+	a := startMember(t, consumerOpts(kc, "g", "t", GroupInstanceID("i1"))...)
+	checkFor(t, "a to own both partitions", func() bool { return assignedCount(a.g) == 2 })
+	a.close(t)
+	mu.Lock()
+	got := slices.Clone(leaves)
+	mu.Unlock()
+	if !slices.Equal(got, []int32{epochStaticLeave}) {
+		t.Fatalf("leaving heartbeats with epochs %v, want one with -2", got)
+	}
+	b := startMember(t, consumerOpts(kc, "g", "t", GroupInstanceID("i1"))...)
+	checkFor(t, "the same instance to own both partitions again", func() bool { return assignedCount(b.g) == 2 })
+}
