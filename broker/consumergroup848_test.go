@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -53,8 +54,8 @@ func TestConsumerGroup848SplitsFailsOverAndResumes(t *testing.T) {
 
 	a, b := joinGroup(t, c, "k", "k4", serverSide...), joinGroup(t, c, "k", "k4", serverSide...)
 	eventually(t, 60*time.Second, "the members split the partitions 2/2", func() bool {
-		a.poll(t)
-		b.poll(t)
+		a.pollRetry(t)
+		b.pollRetry(t)
 		oa, ob := a.owned(), b.owned()
 		for p := range oa {
 			if ob[p] {
@@ -113,12 +114,24 @@ func TestConsumerGroup848SplitsFailsOverAndResumes(t *testing.T) {
 	a.cl.Close()
 	b.cl.Close()
 	checkCommitted(t, adm, "k", "k4", 4, 30)
+	eventually(t, 30*time.Second, "the live replicas' views of the group are byte-identical", func() bool {
+		var first []byte
+		nodes := c.Running()
+		for i, nd := range nodes {
+			snap, ok := nd.GroupViewSnapshot("k")
+			if !ok || (i > 0 && !bytes.Equal(snap, first)) {
+				return false
+			}
+			first = snap
+		}
+		return len(nodes) == 2
+	})
 
 	produceSpread(t, cl, "k4", 4, 5, "second")
 	n := joinGroup(t, c, "k", "k4", serverSide...)
 	got := 0
 	eventually(t, 60*time.Second, "the new member reads the 20 new records", func() bool {
-		k, _ := n.poll(t)
+		k, _ := n.pollRetry(t)
 		got += k
 		return got >= 20
 	})
@@ -144,7 +157,7 @@ func consumeSplit(t *testing.T, a, b *groupMember, produce func(), want int) {
 	total, from := 0, map[*groupMember]map[int32]bool{a: {}, b: {}}
 	eventually(t, 90*time.Second, fmt.Sprintf("both members consume, %d records in all", want), func() bool {
 		for _, m := range []*groupMember{a, b} {
-			n, parts := m.poll(t)
+			n, parts := m.pollRetry(t)
 			total += n
 			for p := range parts {
 				from[m][p] = true
@@ -182,4 +195,36 @@ func memberIDs(g kadm.DescribedConsumerGroup) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// pollRetry polls once and commits what it got, retrying the commit
+// until it is acknowledged: around a coordinator failover kgo hands the
+// application the transient errors to retry, as an application would.
+func (m *groupMember) pollRetry(t *testing.T) (int, map[int32]bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	recs := m.cl.PollFetches(ctx).Records()
+	parts := map[int32]bool{}
+	m.mu.Lock()
+	for _, r := range recs {
+		if m.got[string(r.Value)] {
+			t.Errorf("%s delivered twice to one member", r.Value)
+		}
+		m.got[string(r.Value)] = true
+		parts[r.Partition] = true
+	}
+	m.mu.Unlock()
+	if len(recs) > 0 {
+		eventually(t, 60*time.Second, "the commit is acknowledged", func() bool {
+			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer ccancel()
+			if err := m.cl.CommitRecords(cctx, recs...); err != nil {
+				m.cl.ForceMetadataRefresh()
+				return false
+			}
+			return true
+		})
+	}
+	return len(recs), parts
 }

@@ -128,6 +128,7 @@ func (c *Coordinator) deleteConsumerGroup(ctx context.Context, group string) *ke
 	c.mu.Lock()
 	delete(c.cgroups, group)
 	c.mu.Unlock()
+	c.keepRegexes(group, nil)
 	c.logger.Info("groupcoord: consumer group deleted", "group", group)
 	return nil
 }

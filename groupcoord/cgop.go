@@ -1,10 +1,7 @@
 package groupcoord
 
 import (
-	"cmp"
-	"hash/fnv"
 	"maps"
-	"regexp"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,7 +25,12 @@ type consumerOp struct {
 	staticLeft     string
 	sendAssignment bool
 	topics         map[string]TopicInfo
-	regexes        map[string]*regexp.Regexp
+	// resolved maps the group's regexes to the topics they subscribe
+	// (regex.go); self is the member whose request this is, canDescribe
+	// its topic DESCRIBE permission (nil: every topic).
+	resolved    map[string][]string
+	self        string
+	canDescribe func(topic string) bool
 }
 
 // newConsumerOp starts an op on a consumer group, or on a new one: an
@@ -58,7 +60,11 @@ func (c *Coordinator) newConsumerOp(id string) (*consumerOp, *kerr.Error) {
 
 // opOn starts an op on g, a copy of a group.
 func (c *Coordinator) opOn(id string, g *ConsumerGroup) *consumerOp {
-	return &consumerOp{c: c, id: id, g: g, regexes: make(map[string]*regexp.Regexp)}
+	resolved := c.regexes(id)
+	if resolved == nil {
+		resolved = make(map[string][]string)
+	}
+	return &consumerOp{c: c, id: id, g: g, resolved: resolved}
 }
 
 // records are the op's records, in the order they must be written.
@@ -233,6 +239,7 @@ func (op *consumerOp) subscribe(m *ConsumerMember, req *kmsg.ConsumerGroupHeartb
 // new target assignment if the group epoch is ahead of it.
 func (op *consumerOp) finish() {
 	g := op.g
+	op.resolveSelf()
 	subscribed := op.subscribedTopics()
 	if h := op.metadataHash(subscribed); h != g.MetadataHash {
 		g.MetadataHash = h
@@ -295,76 +302,6 @@ func (op *consumerOp) groupAssignor() string {
 		}
 	}
 	return best
-}
-
-// allTopics is the cluster's topics by name, read once per op.
-func (op *consumerOp) allTopics() map[string]TopicInfo {
-	if op.topics == nil {
-		op.topics = make(map[string]TopicInfo)
-		for _, t := range op.c.cfg.Topics() {
-			op.topics[t.Name] = t
-		}
-	}
-	return op.topics
-}
-
-// memberTopics are the existing topics a member subscribes to, by name
-// or regex (which, as in Kafka, matches whole names and skips internal
-// topics), sorted.
-func (op *consumerOp) memberTopics(m *ConsumerMember) []string {
-	topics := op.allTopics()
-	set := make(map[string]bool)
-	for _, t := range m.Topics {
-		if _, ok := topics[t]; ok {
-			set[t] = true
-		}
-	}
-	if m.Regex != nil {
-		re := op.regexes[*m.Regex]
-		if re == nil {
-			re, _ = compileRegex(*m.Regex) // validated when subscribed
-			op.regexes[*m.Regex] = re
-		}
-		for name := range topics {
-			if re != nil && !internalTopic(name) && re.MatchString(name) {
-				set[name] = true
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
-}
-
-func (op *consumerOp) subscribedTopics() []string {
-	set := make(map[string]bool)
-	for _, m := range op.g.Members {
-		for _, t := range op.memberTopics(m) {
-			set[t] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
-}
-
-// metadataHash identifies the subscribed topics' ids and partition
-// counts: when it changes, the group needs a new assignment (KIP-1101's
-// idea; the value is ours). 0 for no topics.
-func (op *consumerOp) metadataHash(names []string) int64 {
-	if len(names) == 0 {
-		return 0
-	}
-	h := fnv.New64a()
-	for _, n := range names {
-		t := op.allTopics()[n]
-		h.Write([]byte(n))
-		h.Write(t.ID[:])
-		h.Write([]byte{byte(t.Partitions >> 24), byte(t.Partitions >> 16), byte(t.Partitions >> 8), byte(t.Partitions), 0})
-	}
-	return int64(cmp.Or(h.Sum64(), 1))
-}
-
-func compileRegex(s string) (*regexp.Regexp, error) { return regexp.Compile("^(?:" + s + ")$") }
-
-func internalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
 }
 
 // static returns the member with a group.instance.id, if any.

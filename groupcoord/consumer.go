@@ -80,7 +80,9 @@ func (l *cgLive) release() { <-l.sem }
 // joins (epoch 0), heartbeats, or leaves (-1, static -2); the answer
 // carries its epoch and, when it changed or was asked for in full, its
 // assignment. It returns once what changed is committed through the Log.
-func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, clientID, clientHost string, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+// canDescribe tells the topics the member may DESCRIBE, which its regex
+// may subscribe to (nil: all).
+func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, clientID, clientHost string, canDescribe func(topic string) bool, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.HeartbeatIntervalMillis = int32(c.cfg.Consumer.HeartbeatInterval.Milliseconds())
 	fail := func(err *kerr.Error, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
@@ -106,6 +108,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, clientID, clie
 	if err != nil {
 		return fail(err, "")
 	}
+	op.self, op.canDescribe = memberID, canDescribe
 	m, err, msg := op.heartbeat(req, memberID, clientID, clientHost)
 	if err != nil {
 		return fail(err, msg)
@@ -115,6 +118,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, clientID, clie
 			return fail(err, "")
 		}
 	}
+	c.keepRegexes(req.Group, op.resolved)
 	c.afterHeartbeat(req.Group, l, op, m)
 	resp.MemberID = &memberID
 	resp.MemberEpoch = req.MemberEpoch

@@ -42,6 +42,8 @@ type Coordinator struct {
 	committing map[string]int
 	// cgroups are the KIP-848 consumer groups' timers and turns.
 	cgroups map[string]*cgLive
+	// regex is the consumer groups' resolved regexes (cgtopics.go).
+	regex regexCache
 }
 
 // New returns the coordinator of the partition whose records view holds,
@@ -73,6 +75,7 @@ func New(cfg Config, log Log, view *View) (*Coordinator, error) {
 
 		committing: make(map[string]int),
 		cgroups:    make(map[string]*cgLive),
+		regex:      regexCache{groups: make(map[string]map[string][]string)},
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,7 +1,8 @@
 // Package groupcoord is the group coordinator of one __consumer_offsets
 // partition: Kafka's classic consumer group protocol (JoinGroup,
-// SyncGroup, Heartbeat, LeaveGroup) and the offset and group admin APIs,
-// for the groups whose ids hash to the partition.
+// SyncGroup, Heartbeat, LeaveGroup), KIP-848's consumer group protocol
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe) and the offset and group
+// admin APIs, for the groups whose ids hash to the partition.
 //
 // It has two parts. The View is the partition's materialised state, the
 // latest committed offsets and stored group metadata, built by applying
@@ -32,4 +33,23 @@
 //     requests are answered NOT_COORDINATOR, and so is everything after.
 //     The next leader's Coordinator starts from its View: stable
 //     generations carry on, rebalances in progress start over.
+//
+// # KIP-848 consumer groups
+//
+// A consumer group's whole state is in the View, as Kafka's records
+// store it: the group epoch, each member's subscription, the target
+// assignment and its epoch, each member's current assignment (member
+// epoch, previous epoch, assigned partitions and those it must revoke).
+// A heartbeat takes its group's turn, computes from the View what
+// changes (a new group epoch when subscriptions or the subscribed
+// topics change, a new target assignment from the "uniform" or "range"
+// assignor when the group epoch is ahead of it, the member's next
+// current assignment as Kafka's CurrentAssignmentBuilder computes it),
+// writes those records through the Log and answers once they are
+// applied. Only session and revocation timers, on the leader's clock,
+// are the Coordinator's own; a new leader restarts them for every member,
+// so members carry on across a failover in their epochs. Classic members
+// inside consumer groups (Kafka's online migration) are not served: an
+// empty group changes protocol either way, one with members of the other
+// protocol is GROUP_ID_NOT_FOUND.
 package groupcoord

@@ -15,8 +15,8 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
 	{ApiKey: 2, MinVersion: 0, MaxVersion: 7},  // ListOffsets
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
-	{ApiKey: 8, MinVersion: 0, MaxVersion: 9},  // OffsetCommit
-	{ApiKey: 9, MinVersion: 0, MaxVersion: 9},  // OffsetFetch
+	{ApiKey: 8, MinVersion: 0, MaxVersion: 10}, // OffsetCommit
+	{ApiKey: 9, MinVersion: 0, MaxVersion: 10}, // OffsetFetch
 	{ApiKey: 10, MinVersion: 0, MaxVersion: 4}, // FindCoordinator
 	{ApiKey: 11, MinVersion: 0, MaxVersion: 9}, // JoinGroup
 	{ApiKey: 12, MinVersion: 0, MaxVersion: 4}, // Heartbeat

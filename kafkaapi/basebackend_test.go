@@ -224,7 +224,7 @@ func (baseGroupCoordinator) DescribeGroup(group string) kmsg.DescribeGroupsRespo
 
 func (baseGroupCoordinator) ListGroups(_, _ []string) []kmsg.ListGroupsResponseGroup { return nil }
 
-func (baseGroupCoordinator) ConsumerGroupHeartbeat(_ context.Context, _, _ string, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+func (baseGroupCoordinator) ConsumerGroupHeartbeat(_ context.Context, _, _ string, _ func(string) bool, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.ErrorCode = kerr.NotCoordinator.Code
 	return resp

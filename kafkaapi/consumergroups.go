@@ -15,7 +15,8 @@ import (
 
 // startConsumerGroupHeartbeat answers ConsumerGroupHeartbeat v0-1: READ on
 // the group, and, as Kafka checks it, DESCRIBE on every topic the member
-// subscribes to by name (else TOPIC_AUTHORIZATION_FAILED).
+// subscribes to by name (else TOPIC_AUTHORIZATION_FAILED); a regex
+// subscription gets only the topics the member may DESCRIBE.
 func (s *Server) startConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, rc requestInfo) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		fail := func(err error) (kmsg.Response, error) {
@@ -32,7 +33,8 @@ func (s *Server) startConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 				return fail(kerr.TopicAuthorizationFailed)
 			}
 		}
-		return c.ConsumerGroupHeartbeat(ctx, rc.clientID, "/"+rc.host, req), nil
+		canDescribe := func(topic string) bool { return s.authorizeTopic(ctx, acl.OpDescribe, topic) }
+		return c.ConsumerGroupHeartbeat(ctx, rc.clientID, "/"+rc.host, canDescribe, req), nil
 	}
 }
 

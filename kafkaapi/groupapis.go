@@ -75,30 +75,38 @@ func (s *Server) startLeaveGroup(req *kmsg.LeaveGroupRequest) responder {
 	}
 }
 
-// startOffsetCommit answers OffsetCommit 0-9; a routing error is every
-// partition's error, as Kafka answers it.
+// startOffsetCommit answers OffsetCommit 0-10 (v10 names topics by id);
+// a routing error is every partition's error, as Kafka answers it.
 func (s *Server) startOffsetCommit(req *kmsg.OffsetCommitRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		c, err := s.coordinator(ctx, req.Group, acl.OpRead)
-		if err == nil {
-			allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
-			if len(denied) == 0 {
-				return c.OffsetCommit(ctx, req), nil
-			}
-			cp := *req
-			cp.Topics = allowed
-			resp := c.OffsetCommit(ctx, &cp)
-			for _, t := range denied {
-				resp.Topics = append(resp.Topics, offsetCommitErrors(t, kerr.TopicAuthorizationFailed))
-			}
-			return resp, nil
+		if req.Version >= 10 {
+			return s.commitByID(ctx, req), nil
 		}
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, t := range req.Topics {
-			resp.Topics = append(resp.Topics, offsetCommitErrors(t, err))
-		}
-		return resp, nil
+		return s.commitOffsets(ctx, req), nil
 	}
+}
+
+// commitOffsets answers an OffsetCommit whose topics are named.
+func (s *Server) commitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	c, err := s.coordinator(ctx, req.Group, acl.OpRead)
+	if err == nil {
+		allowed, denied := splitTopics(s, ctx, acl.OpRead, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
+		if len(denied) == 0 {
+			return c.OffsetCommit(ctx, req)
+		}
+		cp := *req
+		cp.Topics = allowed
+		resp := c.OffsetCommit(ctx, &cp)
+		for _, t := range denied {
+			resp.Topics = append(resp.Topics, offsetCommitErrors(t, kerr.TopicAuthorizationFailed))
+		}
+		return resp
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range req.Topics {
+		resp.Topics = append(resp.Topics, offsetCommitErrors(t, err))
+	}
+	return resp
 }
 
 // offsetCommitErrors answers every partition of t with err.
@@ -155,7 +163,7 @@ func (s *Server) startOffsetDelete(req *kmsg.OffsetDeleteRequest) responder {
 	}
 }
 
-// startOffsetFetch answers OffsetFetch 0-9: one group up to v7, a batch of
+// startOffsetFetch answers OffsetFetch 0-10 (v10 names topics by id): one group up to v7, a batch of
 // groups from v8 (KIP-709).
 func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
@@ -166,7 +174,14 @@ func (s *Server) startOffsetFetch(req *kmsg.OffsetFetchRequest) responder {
 				if req.Version >= 9 {
 					memberID, epoch = g.MemberID, g.MemberEpoch
 				}
-				resp.Groups = append(resp.Groups, s.fetchOffsets(ctx, g.Group, g.Topics, req.RequireStable, memberID, epoch))
+				fetch := func(topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+					return s.fetchOffsets(ctx, g.Group, topics, req.RequireStable, memberID, epoch)
+				}
+				if req.Version >= 10 {
+					resp.Groups = append(resp.Groups, s.fetchByID(ctx, g, fetch))
+				} else {
+					resp.Groups = append(resp.Groups, fetch(g.Topics))
+				}
 			}
 			return resp, nil
 		}

@@ -54,7 +54,9 @@ type GroupCoordinator interface {
 	// DeleteGroup deletes an empty group and its offsets; nil on success.
 	DeleteGroup(ctx context.Context, group string) *kerr.Error
 	// ConsumerGroupHeartbeat answers a KIP-848 ConsumerGroupHeartbeat.
-	ConsumerGroupHeartbeat(ctx context.Context, clientID, clientHost string, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
+	// canDescribe tells the topics the client may DESCRIBE, to which
+	// the member's regex subscription is limited.
+	ConsumerGroupHeartbeat(ctx context.Context, clientID, clientHost string, canDescribe func(topic string) bool, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
 	// DescribeConsumerGroup answers one group of a ConsumerGroupDescribe.
 	DescribeConsumerGroup(group string) kmsg.ConsumerGroupDescribeResponseGroup
 	// ValidateOffsetFetch checks the member and member epoch of an

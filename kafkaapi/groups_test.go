@@ -17,6 +17,8 @@ type fakeGroups struct {
 	err     error // of CoordinatorNode and GroupCoordinator
 	listErr error // of GroupCoordinators
 	coord   *fakeCoordinator
+	// coordOverride, if set, is the coordinator of every group instead.
+	coordOverride GroupCoordinator
 }
 
 func (b *fakeBackend) CoordinatorNode(ctx context.Context, group string) (int32, error) {
@@ -31,6 +33,8 @@ func (b *fakeBackend) GroupCoordinator(ctx context.Context, group string) (Group
 	switch {
 	case b.groups.err != nil:
 		return nil, b.groups.err
+	case b.groups.coordOverride != nil:
+		return b.groups.coordOverride, nil
 	case b.groups.coord == nil:
 		return nil, kerr.CoordinatorNotAvailable
 	}

@@ -1,0 +1,148 @@
+package groupcoord
+
+import (
+	"cmp"
+	"hash/fnv"
+	"maps"
+	"regexp"
+	"slices"
+	"sync"
+)
+
+// The topics a consumer group subscribes to. A regex subscription (which,
+// as in Kafka, matches whole topic names, internal ones too) is resolved
+// when a member with that regex heartbeats, keeping the topics that
+// member may DESCRIBE (Kafka resolves a regex with the context of the
+// member that asked for it); the result is the group's until another
+// such heartbeat. A regex not resolved on this coordinator yet (after a
+// failover, or on a timer's op) keeps the topics its member's target
+// already holds, so nobody gets a topic no member was allowed to see.
+
+// regexCache holds each consumer group's resolved regexes on this
+// coordinator.
+type regexCache struct {
+	mu     sync.Mutex // guards groups; a leaf lock
+	groups map[string]map[string][]string
+}
+
+// regexes returns a copy of a group's resolved regexes.
+func (c *Coordinator) regexes(group string) map[string][]string {
+	c.regex.mu.Lock()
+	defer c.regex.mu.Unlock()
+	return maps.Clone(c.regex.groups[group])
+}
+
+// keepRegexes stores an op's resolved regexes once its records are
+// written (nil: the group is gone).
+func (c *Coordinator) keepRegexes(group string, resolved map[string][]string) {
+	c.regex.mu.Lock()
+	defer c.regex.mu.Unlock()
+	if resolved == nil {
+		delete(c.regex.groups, group)
+		return
+	}
+	c.regex.groups[group] = resolved
+}
+
+// allTopics is the cluster's topics by name, read once per op.
+func (op *consumerOp) allTopics() map[string]TopicInfo {
+	if op.topics == nil {
+		op.topics = make(map[string]TopicInfo)
+		for _, t := range op.c.cfg.Topics() {
+			op.topics[t.Name] = t
+		}
+	}
+	return op.topics
+}
+
+// resolveSelf resolves the regex of the op's own member, if it has one,
+// with the member's permissions.
+func (op *consumerOp) resolveSelf() {
+	m := op.g.Members[op.self]
+	if m == nil || m.Regex == nil {
+		return
+	}
+	re, err := compileRegex(*m.Regex)
+	if err != nil {
+		return // validated when subscribed
+	}
+	var out []string
+	for name := range op.allTopics() {
+		if re.MatchString(name) && (op.canDescribe == nil || op.canDescribe(name)) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	op.resolved[*m.Regex] = out
+	for re := range op.resolved { // forget the regexes no member uses
+		if !slices.ContainsFunc(slices.Collect(maps.Values(op.g.Members)), func(m *ConsumerMember) bool { return deref(m.Regex) == re }) {
+			delete(op.resolved, re)
+		}
+	}
+}
+
+// memberTopics are the existing topics a member subscribes to, by name
+// or regex, sorted.
+func (op *consumerOp) memberTopics(m *ConsumerMember) []string {
+	topics := op.allTopics()
+	set := make(map[string]bool)
+	for _, t := range m.Topics {
+		if _, ok := topics[t]; ok {
+			set[t] = true
+		}
+	}
+	if m.Regex != nil {
+		if ts, ok := op.resolved[*m.Regex]; ok {
+			for _, t := range ts {
+				if _, ok := topics[t]; ok {
+					set[t] = true
+				}
+			}
+		} else {
+			op.keepTargetTopics(m, set)
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// keepTargetTopics adds the topics of m's target that its regex matches.
+func (op *consumerOp) keepTargetTopics(m *ConsumerMember, set map[string]bool) {
+	re, err := compileRegex(*m.Regex)
+	if err != nil {
+		return
+	}
+	for name, t := range op.allTopics() {
+		if _, held := m.Target[t.ID]; held && re.MatchString(name) {
+			set[name] = true
+		}
+	}
+}
+
+func (op *consumerOp) subscribedTopics() []string {
+	set := make(map[string]bool)
+	for _, m := range op.g.Members {
+		for _, t := range op.memberTopics(m) {
+			set[t] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// metadataHash identifies the subscribed topics' ids and partition
+// counts: when it changes, the group needs a new assignment (KIP-1101's
+// idea; the value is ours). 0 for no topics.
+func (op *consumerOp) metadataHash(names []string) int64 {
+	if len(names) == 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	for _, n := range names {
+		t := op.allTopics()[n]
+		h.Write([]byte(n))
+		h.Write(t.ID[:])
+		h.Write([]byte{byte(t.Partitions >> 24), byte(t.Partitions >> 16), byte(t.Partitions >> 8), byte(t.Partitions), 0})
+	}
+	return int64(cmp.Or(h.Sum64(), 1))
+}
+
+func compileRegex(s string) (*regexp.Regexp, error) { return regexp.Compile("^(?:" + s + ")$") }
