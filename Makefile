@@ -93,6 +93,8 @@ clean:
 # coordinator and data-leader kills under a group of 3 consumers, every
 # consumer restarted after each round; the summary adds records lost,
 # re-delivered below a commit, offset regressions and resume mismatches.
+# TestGroupFailoverServerSide runs it again with KIP-848 members
+# (kgo.ServerSideBalancer, issue 32).
 # The long run's cluster is partitionable (issue 18): at least 30 of its
 # faults are network partitions, counted by kind in the summary with the
 # stale reads, isolated-leader acknowledgements and epoch conflicts.

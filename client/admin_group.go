@@ -15,7 +15,8 @@ import (
 type GroupListing struct {
 	Group        string
 	ProtocolType string // "consumer" for consumer groups; empty for a group with only committed offsets
-	State        string // Empty, Stable, PreparingRebalance, CompletingRebalance, Dead
+	State        string // Empty, Stable, PreparingRebalance, CompletingRebalance, Dead (classic); Empty, Assigning, Reconciling, Stable (consumer)
+	Type         string // "classic" or "consumer" (KIP-848); "classic" from a broker older than ListGroups v5
 	Coordinator  int32  // the broker that listed it
 }
 
@@ -30,6 +31,11 @@ type GroupMember struct {
 	// group is Stable (the coordinator reports them only then).
 	Topics     []string
 	Assignment map[string][]int32 // by topic, partitions sorted
+	// MemberEpoch and Target are a KIP-848 member's epoch and the target
+	// assignment the coordinator is moving it to (Assignment is what it
+	// owns now); -1 and nil in a classic group.
+	MemberEpoch int32
+	Target      map[string][]int32
 }
 
 // GroupDetail is a group as DescribeGroups reports it.
@@ -40,6 +46,13 @@ type GroupDetail struct {
 	Protocol     string // the assignment strategy (range, cooperative-sticky, ...) when Stable
 	Coordinator  int32
 	Members      []GroupMember // sorted by member id
+	// Type is "classic" or "consumer" (a KIP-848 group); a consumer
+	// group has a group epoch, the epoch of its target assignment, and
+	// the server assignor that computed it.
+	Type            string
+	GroupEpoch      int32
+	AssignmentEpoch int32
+	Assignor        string
 }
 
 // groupRequest sends a group's request to its coordinator, retrying
@@ -88,7 +101,11 @@ func (a *Admin) ListGroups(ctx context.Context) ([]GroupListing, error) {
 			return nil, fmt.Errorf("list groups of broker %d: %w", node, err)
 		}
 		for _, g := range r.Groups {
-			out = append(out, GroupListing{Group: g.Group, ProtocolType: g.ProtocolType, State: g.GroupState, Coordinator: node})
+			typ := g.GroupType
+			if typ == "" {
+				typ = classicGroup // before v5 every group is classic
+			}
+			out = append(out, GroupListing{Group: g.Group, ProtocolType: g.ProtocolType, State: g.GroupState, Type: typ, Coordinator: node})
 		}
 	}
 	slices.SortFunc(out, func(x, y GroupListing) int { return cmp.Compare(x.Group, y.Group) })
@@ -97,8 +114,20 @@ func (a *Admin) ListGroups(ctx context.Context) ([]GroupListing, error) {
 
 // DescribeGroup describes a group: its state, strategy and members, with
 // each member's subscription and assignment decoded for a consumer group.
-// A group that does not exist gives ErrGroupIDNotFound.
+// A KIP-848 group is described with ConsumerGroupDescribe (epochs,
+// assignor, each member's epoch and target assignment), a classic one
+// with DescribeGroups. A group that does not exist gives
+// ErrGroupIDNotFound.
 func (a *Admin) DescribeGroup(ctx context.Context, group string) (*GroupDetail, error) {
+	d, err := a.describeConsumerGroup(ctx, group)
+	if err == nil || !(errors.Is(err, ErrGroupIDNotFound) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrUnsupportedVersion)) {
+		return d, err
+	}
+	return a.describeClassicGroup(ctx, group)
+}
+
+// describeClassicGroup describes a classic group with DescribeGroups.
+func (a *Admin) describeClassicGroup(ctx context.Context, group string) (*GroupDetail, error) {
 	coord := newCoordinator(a.cl, group)
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = []string{group}
@@ -117,7 +146,8 @@ func (a *Admin) DescribeGroup(ctx context.Context, group string) (*GroupDetail, 
 		return nil, fmt.Errorf("group %q: %w", group, ErrGroupIDNotFound)
 	}
 	node, _ := coord.find(ctx)
-	d := &GroupDetail{Group: group, State: rg.State, ProtocolType: rg.ProtocolType, Protocol: rg.Protocol, Coordinator: node}
+	d := &GroupDetail{Group: group, State: rg.State, ProtocolType: rg.ProtocolType, Protocol: rg.Protocol, Coordinator: node,
+		Type: classicGroup, GroupEpoch: -1, AssignmentEpoch: -1}
 	for _, m := range rg.Members {
 		d.Members = append(d.Members, describeMember(m, rg.ProtocolType == consumerProtocol))
 	}
@@ -129,7 +159,7 @@ func (a *Admin) DescribeGroup(ctx context.Context, group string) (*GroupDetail, 
 // protocol subscription and assignment when consumer is set. Undecodable
 // bytes leave the fields empty: describing must not fail for them.
 func describeMember(m kmsg.DescribeGroupsResponseGroupMember, consumer bool) GroupMember {
-	gm := GroupMember{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+	gm := GroupMember{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, MemberEpoch: -1}
 	if m.InstanceID != nil {
 		gm.InstanceID = *m.InstanceID
 	}

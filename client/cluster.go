@@ -334,6 +334,19 @@ func (c *cluster) topic(name string) (topicMeta, bool) {
 	return *tm, true
 }
 
+// topicNames maps the id of every cached topic to its name.
+func (c *cluster) topicNames() map[[16]byte]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[[16]byte]string, len(c.topics))
+	for name, tm := range c.topics {
+		if tm.err == nil && tm.id != ([16]byte{}) {
+			out[tm.id] = name
+		}
+	}
+	return out
+}
+
 // leader returns a partition's leader and leader epoch, if known.
 func (c *cluster) leader(topic string, partition int32) (node, epoch int32, ok bool) {
 	c.mu.Lock()

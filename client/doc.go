@@ -157,12 +157,26 @@
 // A member fenced by another with the same GroupInstanceID, or refused for
 // good by the coordinator, fails Poll and commits with a *GroupError.
 //
+// GroupProtocol(GroupProtocolConsumer) makes the member speak KIP-848
+// instead (Kafka's group.protocol=consumer): it heartbeats with
+// ConsumerGroupHeartbeat at the interval the coordinator sets, the
+// coordinator computes the assignment (GroupRemoteAssignor: uniform or
+// range), and partitions move incrementally: the member first gives up
+// what it lost (stops reading, commits, OnRevoked), then takes what it
+// gained (OnAssigned), and its next heartbeat says so. Commits carry the
+// member epoch (Member reports it in place of the generation). Fenced
+// (FENCED_MEMBER_EPOCH) or forgotten (UNKNOWN_MEMBER_ID), the member loses
+// its partitions (OnLost) and joins again at epoch 0; Close leaves with
+// epoch -1. The duties above are the same.
+//
 // # Administration
 //
 // NewAdmin creates, lists and describes topics, and describes the cluster:
 // brokers, controller, and each partition's leader, leader epoch, replicas
-// and ISR. For consumer groups it lists, describes (members, their
-// subscriptions and assignments), deletes, reports committed offsets and
+// and ISR. For consumer groups it lists (with their type: classic or
+// consumer), describes (members, their subscriptions and assignments; for
+// a KIP-848 group also the epochs, the assignor and each member's target
+// assignment), deletes, reports committed offsets and
 // lag (GroupOffsets), and resets the offsets of a group without members
 // (ResetGroupOffsets).
 //

@@ -112,7 +112,8 @@ func (g *GroupConsumer) Assigned() map[string][]int32 {
 }
 
 // Member returns the member id the coordinator gave this member and the
-// group generation it belongs to (-1 when it has none).
+// group generation it belongs to (-1 when it has none); with
+// GroupProtocolConsumer, the member epoch in place of the generation.
 func (g *GroupConsumer) Member() (memberID string, generation int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

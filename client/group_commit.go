@@ -104,12 +104,22 @@ func (g *GroupConsumer) commit(ctx context.Context, offsets map[tp]commitOffset)
 	if gen < 0 {
 		return ErrNotGroupMember
 	}
-	req := commitRequest(g.cfg.group, gen, member, g.instanceID, offsets)
-	resp, err := g.coord.request(ctx, classDefault, req, 0)
-	if err != nil {
-		return err
+	err := g.sendCommit(ctx, gen, member, offsets)
+	if errors.Is(err, ErrStaleMemberEpoch) {
+		// A heartbeat answered with a new member epoch while the commit
+		// was on its way: commit again under it.
+		g.mu.Lock()
+		newGen := g.generation
+		g.mu.Unlock()
+		if newGen != gen && newGen >= 0 {
+			gen, err = newGen, g.sendCommit(ctx, newGen, member, offsets)
+		}
 	}
-	if err := commitErr(resp.(*kmsg.OffsetCommitResponse)); err != nil {
+	if err != nil {
+		var ke *KafkaError
+		if !errors.As(err, &ke) {
+			return err
+		}
 		g.coord.noteErr(err)
 		if needsRejoin(err) {
 			select {
@@ -127,6 +137,17 @@ func (g *GroupConsumer) commit(ctx context.Context, offsets map[tp]commitOffset)
 	}
 	g.mu.Unlock()
 	return nil
+}
+
+// sendCommit sends one OffsetCommit under generation gen (the member
+// epoch with GroupProtocolConsumer) and returns its first error.
+func (g *GroupConsumer) sendCommit(ctx context.Context, gen int32, member string, offsets map[tp]commitOffset) error {
+	req := commitRequest(g.cfg.group, gen, member, g.instanceID, offsets)
+	resp, err := g.coord.request(ctx, classDefault, req, 0)
+	if err != nil {
+		return err
+	}
+	return commitErr(resp.(*kmsg.OffsetCommitResponse))
 }
 
 // commitRequest builds an OffsetCommit. generation -1 with no member id

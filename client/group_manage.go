@@ -35,6 +35,10 @@ func fatalGroupErr(err error) bool {
 // coordinator moved or is loading, a lost connection) are retried with
 // backoff.
 func (g *GroupConsumer) manage() {
+	if g.cfg.groupProtocol == GroupProtocolConsumer {
+		g.manageConsumer()
+		return
+	}
 	defer close(g.done)
 	attempt := 0
 	for g.mctx.Err() == nil {

@@ -132,6 +132,15 @@ func (g *GroupConsumer) leave(ctx context.Context) error {
 		g.cfg.onRevoked(ctx, byTopic(parts))
 	}
 	g.forgetParts(parts)
+	if g.cfg.groupProtocol == GroupProtocolConsumer {
+		if gen < 0 {
+			return firstErr // never joined, or fenced: nothing to leave
+		}
+		if err := g.leaveConsumer(ctx, member); err != nil && !errors.Is(err, ErrUnknownMemberID) && firstErr == nil {
+			firstErr = fmt.Errorf("leave group: %w", err)
+		}
+		return firstErr
+	}
 	if member == "" || g.instanceID != nil {
 		return firstErr
 	}

@@ -96,6 +96,10 @@ var (
 	ErrInvalidRecord             = &KafkaError{Code: 87}
 	ErrUnstableOffsetCommit      = &KafkaError{Code: 88}
 	ErrProducerFencedCode        = &KafkaError{Code: 90}
+	ErrFencedMemberEpoch         = &KafkaError{Code: 110}
+	ErrUnreleasedInstanceID      = &KafkaError{Code: 111}
+	ErrUnsupportedAssignor       = &KafkaError{Code: 112}
+	ErrStaleMemberEpoch          = &KafkaError{Code: 113}
 )
 
 // lookup gives franz-go's entry for code, nil for a code kerr does not know

@@ -162,6 +162,8 @@ type config struct {
 	onAssigned       PartitionsCallback
 	onRevoked        PartitionsCallback
 	onLost           PartitionsCallback
+	groupProtocol    RebalanceProtocol
+	remoteAssignor   string // KIP-848 server assignor; "" lets the broker choose
 }
 
 func defaultConfig() *config {
@@ -200,6 +202,7 @@ func defaultConfig() *config {
 		heartbeat:        3 * time.Second,
 		autoCommit:       true,
 		autoCommitEvery:  5 * time.Second,
+		groupProtocol:    GroupProtocolClassic,
 	}
 }
 
@@ -332,6 +335,9 @@ func (c *config) validateGroup() error {
 		return bad("HeartbeatInterval", "%v must be below the session timeout (%v)", c.heartbeat, c.sessionTimeout)
 	case c.autoCommit && c.autoCommitEvery <= 0:
 		return bad("AutoCommitInterval", "must be positive, got %v", c.autoCommitEvery)
+	}
+	if err := c.validateGroupProtocol(); err != nil {
+		return err
 	}
 	seen := map[AssignStrategy]bool{}
 	for _, s := range c.strategies {

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -139,4 +140,86 @@ func OnRevoked(fn PartitionsCallback) Opt {
 // function. Group option.
 func OnLost(fn PartitionsCallback) Opt {
 	return mk("OnLost", groupOpt, func(c *config) { c.onLost = fn })
+}
+
+// RebalanceProtocol is the rebalance protocol a GroupConsumer speaks
+// (Kafka's group.protocol).
+type RebalanceProtocol uint8
+
+const (
+	// GroupProtocolClassic is the JoinGroup/SyncGroup protocol: the
+	// group's leader, a member, computes the assignment with one of
+	// GroupStrategies.
+	GroupProtocolClassic RebalanceProtocol = iota + 1
+	// GroupProtocolConsumer is KIP-848's protocol: the member sends
+	// ConsumerGroupHeartbeat and the coordinator computes the assignment
+	// (GroupRemoteAssignor) and hands out partitions incrementally; a
+	// member gives up a partition before another gets it. GroupStrategies
+	// does not apply.
+	GroupProtocolConsumer
+)
+
+// String is the protocol's name in Kafka's group.protocol setting.
+func (p RebalanceProtocol) String() string {
+	switch p {
+	case GroupProtocolClassic:
+		return "classic"
+	case GroupProtocolConsumer:
+		return "consumer"
+	}
+	return fmt.Sprintf("protocol(%d)", uint8(p))
+}
+
+// ParseGroupProtocol reads a group.protocol name: classic or consumer
+// (case-insensitive).
+func ParseGroupProtocol(name string) (RebalanceProtocol, error) {
+	switch strings.ToLower(name) {
+	case "classic":
+		return GroupProtocolClassic, nil
+	case "consumer":
+		return GroupProtocolConsumer, nil
+	}
+	return 0, &ConfigError{Option: "GroupProtocol", Err: fmt.Errorf("unknown group protocol %q (classic or consumer)", name)}
+}
+
+// Server assignors a broker offers to KIP-848 groups
+// (group.consumer.assignors).
+const (
+	// UniformAssignor balances partitions over the members, keeping
+	// each where it is when it can (Kafka's default).
+	UniformAssignor = "uniform"
+	// RangeAssignor gives each member contiguous ranges of each topic's
+	// partitions, as the classic range strategy does.
+	RangeAssignor = "range"
+)
+
+// GroupProtocol picks the rebalance protocol (Kafka's group.protocol).
+// Default GroupProtocolClassic. Group option.
+func GroupProtocol(p RebalanceProtocol) Opt {
+	return mk("GroupProtocol", groupOpt, func(c *config) { c.groupProtocol = p })
+}
+
+// GroupRemoteAssignor names the server assignor a KIP-848 member asks
+// for (Kafka's group.remote.assignor): UniformAssignor or RangeAssignor,
+// or any other name the broker offers. Only with GroupProtocolConsumer.
+// Default none: the broker's default assignor. Group option.
+func GroupRemoteAssignor(name string) Opt {
+	return mk("GroupRemoteAssignor", groupOpt, func(c *config) { c.remoteAssignor = name })
+}
+
+// validateGroupProtocol checks the protocol and the options that depend
+// on it.
+func (c *config) validateGroupProtocol() error {
+	bad := func(name, format string, args ...any) error {
+		return &ConfigError{Option: name, Err: fmt.Errorf(format, args...)}
+	}
+	switch {
+	case c.groupProtocol != GroupProtocolClassic && c.groupProtocol != GroupProtocolConsumer:
+		return bad("GroupProtocol", "unknown group protocol %d", c.groupProtocol)
+	case c.remoteAssignor != "" && c.groupProtocol != GroupProtocolConsumer:
+		return bad("GroupRemoteAssignor", "a server assignor needs GroupProtocolConsumer")
+	case c.groupProtocol == GroupProtocolConsumer && c.explicit["GroupStrategies"]:
+		return bad("GroupStrategies", "with GroupProtocolConsumer the broker assigns (see GroupRemoteAssignor)")
+	}
+	return nil
 }

@@ -18,7 +18,7 @@ var clientVersions = map[int16][2]int16{
 	1:  {4, 12}, // Fetch
 	2:  {1, 8},  // ListOffsets
 	3:  {1, 12}, // Metadata
-	8:  {2, 9},  // OffsetCommit: v2+ carry generation and member id
+	8:  {2, 9},  // OffsetCommit: v2+ carry generation and member id; v9 the KIP-848 member epoch
 	9:  {1, 8},  // OffsetFetch: v9 adds KIP-848 member epochs
 	10: {1, 4},  // FindCoordinator
 	11: {1, 9},  // JoinGroup: v1 brought the rebalance timeout
@@ -26,7 +26,7 @@ var clientVersions = map[int16][2]int16{
 	13: {0, 5},  // LeaveGroup
 	14: {0, 5},  // SyncGroup
 	15: {0, 5},  // DescribeGroups
-	16: {0, 4},  // ListGroups: v5 adds group types
+	16: {0, 5},  // ListGroups: v5 adds group types
 	17: {1, 1},  // SaslHandshake: v0's unframed tokens are not spoken
 	18: {0, 3},  // ApiVersions
 	19: {2, 7},  // CreateTopics
@@ -51,6 +51,8 @@ var clientVersions = map[int16][2]int16{
 	51: {0, 0},  // AlterUserScramCredentials
 	60: {0, 1},  // DescribeCluster
 	66: {0, 0},  // ListTransactions
+	68: {0, 1},  // ConsumerGroupHeartbeat (KIP-848): v1 has the member make its own id
+	69: {0, 1},  // ConsumerGroupDescribe
 }
 
 // pickVersion is the highest version both sides speak. Called with c.mu.

@@ -18,7 +18,7 @@ func (a *app) consumeCommand() *cobra.Command {
 	var maxRecords int
 	var format string
 	var idle time.Duration
-	var group string
+	var group, protocol string
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
 		Short: "Print records of a topic to standard output",
@@ -33,7 +33,8 @@ With --group, consume joins that consumer group: the group assigns it
 partitions of the topic (shared with the group's other members), each read
 from the group's committed offset (where there is none: the end, or the
 start with --from-beginning), and what it prints is committed, so that the
-next member of the group continues exactly after it.
+next member of the group continues exactly after it. --group-protocol consumer
+joins with KIP-848's protocol (the broker assigns; Kafka's group.protocol).
 
 ` + formatHelp,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -53,8 +54,14 @@ next member of the group continues exactly after it.
 				return usageErrorf("--group needs a group name")
 			case group != "" && partition >= 0:
 				return usageErrorf("--partition cannot be used with --group: the group assigns the partitions")
+			case cmd.Flags().Changed("group-protocol") && group == "":
+				return usageErrorf("--group-protocol needs --group")
 			}
-			spec := consumeSpec{fromBeginning: fromBeginning, partition: partition, max: maxRecords, format: f, idle: idle}
+			proto, err := client.ParseGroupProtocol(protocol)
+			if err != nil {
+				return usageErrorf("--group-protocol is classic or consumer, got %q", protocol)
+			}
+			spec := consumeSpec{fromBeginning: fromBeginning, partition: partition, max: maxRecords, format: f, idle: idle, protocol: proto}
 			if group != "" {
 				return a.consumeGroup(cmd.Context(), args[0], group, spec)
 			}
@@ -68,6 +75,7 @@ next member of the group continues exactly after it.
 	fl.StringVar(&format, "format", "%v", "how to print each record (syntax above)")
 	fl.DurationVar(&idle, "idle-timeout", 0, "stop when no record arrives for this long (0: wait forever; with --group, counted once the member has joined)")
 	fl.StringVar(&group, "group", "", "consume as a member of this consumer group, committing what is printed")
+	fl.StringVar(&protocol, "group-protocol", "classic", "the group's rebalance protocol: classic, or consumer (KIP-848: the broker assigns)")
 	return cmd
 }
 
@@ -78,6 +86,7 @@ type consumeSpec struct {
 	max           int   // 0: no limit
 	format        recordFormat
 	idle          time.Duration // 0: none
+	protocol      client.RebalanceProtocol
 }
 
 func (a *app) consume(parent context.Context, topic string, spec consumeSpec) error {

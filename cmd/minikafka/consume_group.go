@@ -32,7 +32,7 @@ func (a *app) consumeGroup(parent context.Context, topic, group string, spec con
 		reset = client.AtStart()
 	}
 	g, err := client.NewGroupConsumer(a.clientOpts(client.ConsumerGroup(group), client.ConsumeTopics(topic),
-		client.ConsumeResetOffset(reset), client.AutoCommit(false))...)
+		client.ConsumeResetOffset(reset), client.AutoCommit(false), client.GroupProtocol(spec.protocol))...)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func notFound(group string, err error) error {
 func (a *app) groupListCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the groups with their state and protocol type",
+		Short: "List the groups with their type (classic or consumer), state and protocol type",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withGroupAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
@@ -106,9 +106,9 @@ func writeGroups(w io.Writer, gs []client.GroupListing) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
+	fmt.Fprintln(tw, "GROUP\tTYPE\tSTATE\tPROTOCOL-TYPE\tCOORDINATOR")
 	for _, g := range gs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", g.Group, dash(g.State), dash(g.ProtocolType), g.Coordinator)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", g.Group, dash(g.Type), dash(g.State), dash(g.ProtocolType), g.Coordinator)
 	}
 	tw.Flush()
 }
@@ -154,6 +154,45 @@ func (a *app) groupDescribeCommand() *cobra.Command {
 // writeGroup prints a group: a summary line, its members, and its
 // partitions.
 func writeGroup(w io.Writer, d *client.GroupDetail, offs []client.GroupOffset) {
+	if d.Type == "consumer" {
+		writeConsumerGroup(w, d)
+	} else {
+		writeClassicGroup(w, d)
+	}
+	fmt.Fprintln(w)
+	if len(offs) == 0 {
+		fmt.Fprintln(w, "no committed offsets")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER")
+	for _, o := range offs {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", o.Topic, o.Partition, num(o.Committed), num(o.LogEnd), num(o.Lag), dash(o.MemberID))
+	}
+	tw.Flush()
+}
+
+// writeConsumerGroup prints a KIP-848 group's summary line and members:
+// each member's epoch, the partitions it owns and those the coordinator
+// is moving it to.
+func writeConsumerGroup(w io.Writer, d *client.GroupDetail) {
+	fmt.Fprintf(w, "group %q: type consumer, state %s, group epoch %d, assignment epoch %d, assignor %s, %d %s, coordinator %d\n",
+		d.Group, d.State, d.GroupEpoch, d.AssignmentEpoch, dash(d.Assignor), len(d.Members), plural(len(d.Members), "member"), d.Coordinator)
+	if len(d.Members) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tINSTANCE\tCLIENT-ID\tHOST\tEPOCH\tASSIGNED\tTARGET")
+	for _, m := range d.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.MemberID, dash(m.InstanceID), dash(m.ClientID), dash(m.ClientHost),
+			m.MemberEpoch, assignment(m.Assignment), assignment(m.Target))
+	}
+	tw.Flush()
+}
+
+// writeClassicGroup prints a classic group's summary line and members.
+func writeClassicGroup(w io.Writer, d *client.GroupDetail) {
 	fmt.Fprintf(w, "group %q: state %s, %d %s", d.Group, d.State, len(d.Members), plural(len(d.Members), "member"))
 	if d.Protocol != "" {
 		fmt.Fprintf(w, ", strategy %s", d.Protocol)
@@ -168,17 +207,6 @@ func writeGroup(w io.Writer, d *client.GroupDetail, offs []client.GroupOffset) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintln(w)
-	if len(offs) == 0 {
-		fmt.Fprintln(w, "no committed offsets")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tMEMBER")
-	for _, o := range offs {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", o.Topic, o.Partition, num(o.Committed), num(o.LogEnd), num(o.Lag), dash(o.MemberID))
-	}
-	tw.Flush()
 }
 
 // assignment prints partitions by topic as "t[0,1] u[2]", "-" for none.

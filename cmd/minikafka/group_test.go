@@ -112,7 +112,7 @@ func cliConsumeTwice(t *testing.T, cmd func(...string) []string) {
 func cliDescribeAndReset(t *testing.T, cmd func(...string) []string) {
 
 	r := mustRun(t, "", cmd("group", "list")...)
-	if !regexp.MustCompile(`(?m)^g +Empty +consumer +[0-9]+$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`(?m)^g +classic +Empty +consumer +[0-9]+$`).MatchString(r.stdout) {
 		t.Fatalf("group list printed:\n%s", r.stdout)
 	}
 	r = mustRun(t, "", cmd("group", "describe", "g")...)
@@ -210,6 +210,8 @@ func TestGroupUsageErrors(t *testing.T) {
 		{[]string{"group", "lst"}, `unknown command "lst"`},
 		{[]string{"consume", "t", "--group", "g", "--partition", "0"}, "--partition cannot be used with --group"},
 		{[]string{"consume", "t", "--group", ""}, "--group needs a group name"},
+		{[]string{"consume", "t", "--group", "g", "--group-protocol", "eager"}, `--group-protocol is classic or consumer, got "eager"`},
+		{[]string{"consume", "t", "--group-protocol", "consumer"}, "--group-protocol needs --group"},
 	} {
 		r := runCLI(t, "", tc.args...)
 		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tc.want) {

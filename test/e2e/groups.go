@@ -23,6 +23,10 @@ type MemberConfig struct {
 	Topic   string   // required
 	Name    string   // the member's name in the history (and its client id); required
 	Round   int      // the round of members it belongs to
+	// ServerSide makes the member use KIP-848 (kgo.ServerSideBalancer):
+	// the coordinator assigns, and the session and heartbeat settings are
+	// the broker's.
+	ServerSide bool
 }
 
 // Member is one franz-go group consumer in the test process. It commits
@@ -52,7 +56,7 @@ func StartMember(cfg MemberConfig, h *GroupHistory) (*Member, error) {
 		return nil, errors.New("e2e: MemberConfig needs Brokers, Group, Topic and Name")
 	}
 	m := &Member{cfg: cfg, h: h, done: make(chan struct{}), pending: map[int32]int64{}, errs: map[string]int{}}
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.Name),
 		kgo.ConsumerGroup(cfg.Group),
@@ -61,18 +65,22 @@ func StartMember(cfg MemberConfig, h *GroupHistory) (*Member, error) {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchMaxWait(200 * time.Millisecond),
 		// Kafka's smallest session timeout; heartbeats often enough that a
 		// coordinator failover does not expire a live member.
-		kgo.SessionTimeout(6*time.Second),
-		kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.RebalanceTimeout(20*time.Second),
-		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.SessionTimeout(6 * time.Second),
+		kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.RebalanceTimeout(20 * time.Second),
+		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.OnPartitionsAssigned(m.onAssigned),
 		kgo.OnPartitionsRevoked(m.onRevoked),
 		kgo.OnPartitionsLost(m.onLost),
-	)
+	}
+	if cfg.ServerSide {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
@@ -30,7 +32,20 @@ const (
 // at the committed offsets. The long version repeats the faults and the
 // restarts of every member, and also kills the coordinator while each new
 // round of members joins.
-func TestGroupFailover(t *testing.T) {
+func TestGroupFailover(t *testing.T) { groupFailover(t, false) }
+
+// TestGroupFailoverServerSide is TestGroupFailover with KIP-848 members
+// (kgo.ServerSideBalancer): the coordinator assigns, members heartbeat
+// with ConsumerGroupHeartbeat and commit under their member epochs, and
+// the node leading the group's __consumer_offsets partition is killed -9
+// and restarted under them. The same checks hold: no acknowledged commit
+// lost or gone backwards in OffsetFetch, every record consumed, each
+// round resuming exactly at the commits.
+func TestGroupFailoverServerSide(t *testing.T) { groupFailover(t, true) }
+
+// groupFailover runs the group failover scenario, with KIP-848 members
+// when serverSide is set.
+func groupFailover(t *testing.T, serverSide bool) {
 	phases := rounds(1, 3) // rounds of members with faults, each followed by a restart of every member
 	faults := rounds(1, 2) // coordinator kill + data-leader kill, per phase
 	ctx := testContext(t, time.Duration(rounds(3, 15))*time.Minute)
@@ -39,7 +54,7 @@ func TestGroupFailover(t *testing.T) {
 	// 24 keys spread the records over every partition.
 	l := startLoad(ctx, t, c, WorkloadConfig{Topic: topic, Keys: 24}, groupPartitions, 100)
 	waitEveryPartition(ctx, t, c, l.w, topic, time.Time{})
-	g := &groupRun{c: c, l: l, topic: topic, gh: &GroupHistory{}}
+	g := &groupRun{c: c, l: l, topic: topic, gh: &GroupHistory{}, serverSide: serverSide}
 	t.Cleanup(func() { g.closeMembers(context.Background(), t) })
 
 	for round := 0; round <= phases; round++ {
@@ -58,6 +73,9 @@ func TestGroupFailover(t *testing.T) {
 		}
 		waitEveryPartition(ctx, t, c, l.w, topic, since)
 		g.waitCommits(ctx, t, since, "round start")
+		if serverSide {
+			g.checkConsumerGroup(ctx, t)
+		}
 		if round < phases {
 			for range faults {
 				g.coordinatorKill(ctx, t, false)
@@ -89,10 +107,11 @@ func TestGroupFailover(t *testing.T) {
 // groupRun is TestGroupFailover's state: the cluster, the load on topic,
 // the group's history and the current round's members.
 type groupRun struct {
-	c     *Cluster
-	l     *load
-	topic string
-	gh    *GroupHistory
+	c          *Cluster
+	l          *load
+	topic      string
+	gh         *GroupHistory
+	serverSide bool // members use KIP-848 (kgo.ServerSideBalancer)
 
 	mu      sync.Mutex // guards members
 	members []*Member
@@ -105,7 +124,7 @@ func (g *groupRun) startMembers(t *testing.T, round int) {
 	defer g.mu.Unlock()
 	for i := range groupMembers {
 		m, err := StartMember(MemberConfig{Brokers: g.c.Seeds(), Group: testGroup, Topic: g.topic,
-			Name: fmt.Sprintf("r%dm%d", round, i), Round: round}, g.gh)
+			Name: fmt.Sprintf("r%dm%d", round, i), Round: round, ServerSide: g.serverSide}, g.gh)
 		if err != nil {
 			t.Fatalf("start member: %v", err)
 		}
@@ -294,4 +313,78 @@ func (g *groupRun) drain(ctx context.Context, t *testing.T) {
 		t.Fatalf("%v: %d acknowledged records (or pending attempts) not consumed, %d partitions not committed (committed %v, delivered %v)",
 			err, missing, uncommitted, committed, delivered)
 	}
+}
+
+// checkConsumerGroup checks that the group runs KIP-848 and has settled:
+// its coordinator describes it with ConsumerGroupDescribe (a classic
+// group, which franz-go falls back to when the broker lacks
+// ConsumerGroupHeartbeat v1, is GROUP_ID_NOT_FOUND there) with every
+// member of the round in it, each owning partitions and owning its target
+// assignment, all the topic's partitions owned once.
+func (g *groupRun) checkConsumerGroup(ctx context.Context, t *testing.T) {
+	t.Helper()
+	var last string
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := poll(cctx, "the group described as a settled KIP-848 group", func() (bool, error) {
+		coord, err := g.c.GroupCoordinator(cctx, testGroup)
+		if err != nil {
+			return false, err
+		}
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{testGroup}
+		rctx, rcancel := context.WithTimeout(cctx, 5*time.Second)
+		defer rcancel()
+		resp, err := Request(rctx, g.c.nodes[coord-1].KafkaAddr, req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = settledProblem(resp.(*kmsg.ConsumerGroupDescribeResponse))
+		return last == "", nil
+	})
+	if err != nil {
+		t.Fatalf("group %s: %v (last answer: %s)", testGroup, err, last)
+	}
+}
+
+// settledProblem says why a ConsumerGroupDescribe answer does not show
+// the round's members settled on the group's partitions, "" if it does.
+func settledProblem(r *kmsg.ConsumerGroupDescribeResponse) string {
+	if len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 {
+		return fmt.Sprintf("%+v", r.Groups)
+	}
+	gr := r.Groups[0]
+	if len(gr.Members) != groupMembers {
+		return fmt.Sprintf("%d members, want %d", len(gr.Members), groupMembers)
+	}
+	owned := map[string]bool{}
+	for _, m := range gr.Members {
+		mine := map[string]bool{}
+		for _, tp := range m.Assignment.TopicPartitions {
+			for _, p := range tp.Partitions {
+				key := fmt.Sprintf("%x/%d", tp.TopicID, p)
+				if owned[key] {
+					return fmt.Sprintf("partition %s owned twice", key)
+				}
+				owned[key], mine[key] = true, true
+			}
+		}
+		target := 0
+		for _, tp := range m.TargetAssignment.TopicPartitions {
+			for _, p := range tp.Partitions {
+				target++
+				if !mine[fmt.Sprintf("%x/%d", tp.TopicID, p)] {
+					return fmt.Sprintf("member %s (epoch %d) not at its target yet", m.MemberID, m.MemberEpoch)
+				}
+			}
+		}
+		if len(mine) == 0 || target != len(mine) {
+			return fmt.Sprintf("member %s (epoch %d) owns %d partitions, target %d", m.MemberID, m.MemberEpoch, len(mine), target)
+		}
+	}
+	if len(owned) != groupPartitions {
+		return fmt.Sprintf("%d partitions owned, want %d", len(owned), groupPartitions)
+	}
+	return ""
 }
