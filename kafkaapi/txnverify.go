@@ -26,6 +26,24 @@ type TxnVerifier interface {
 	VerifyTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []TopicPartition) []error
 }
 
+// TxnAdder is an optional capability of a Backend, found by type
+// assertion: the partition leader's side of transactions v2 (KIP-890 part
+// 2), where a Produce v12+ or a TxnOffsetCommit v5+ adds its partition to
+// the producer's transaction itself, with AddPartitionsToTxn v5 (the
+// brokers' form without VerifyOnly) to the transactional id's coordinator,
+// instead of the client's AddPartitionsToTxn or AddOffsetsToTxn. A backend
+// without it answers those requests' transactional writes
+// INVALID_TXN_STATE unless the client added the partitions.
+type TxnAdder interface {
+	// AddTxnPartitions adds each of parts to the transaction of producer
+	// pid at epoch (starting it if none is ongoing) and returns one error
+	// per part, as VerifyTxnPartitions does.
+	AddTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []TopicPartition) []error
+	// AddTxnOffsets adds the group's partition of __consumer_offsets to
+	// the transaction, as AddOffsetsToTxn does.
+	AddTxnOffsets(ctx context.Context, transactionalID string, pid int64, epoch int16, group string) error
+}
+
 // TopicPartition names a partition.
 type TopicPartition struct {
 	Topic     string
@@ -38,8 +56,14 @@ type TopicPartition struct {
 // with the coordinator here, on the connection's reader, so that the
 // batches of the connection are still proposed in order; Kafka likewise
 // reads nothing more from a connection until its request is answered.
+//
+// From Produce v12 the partitions are added, not only verified (TxnAdder),
+// whatever DisableTxnPartitionVerification says: a client of transactions
+// v2 adds them no other way.
 func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest, batches []produceBatch, fail func(*kmsg.ProduceResponseTopicPartition, error)) []produceBatch {
-	if s.cfg.DisableTxnPartitionVerification {
+	adder, _ := s.backend.(TxnAdder)
+	add := req.Version >= 12 && adder != nil
+	if s.cfg.DisableTxnPartitionVerification && !add {
 		return batches
 	}
 	var pid int64 = -1
@@ -72,7 +96,12 @@ func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest,
 	}
 	if len(ask) > 0 {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		errs := s.backend.VerifyTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
+		var errs []error
+		if add {
+			errs = adder.AddTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
+		} else {
+			errs = s.backend.VerifyTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
+		}
 		cancel()
 		for j, i := range ask {
 			if errs[j] != nil {

@@ -126,6 +126,12 @@ func (s *Snapshot) TopicConfigs(name string) map[string]string {
 	return maps.Clone(t.Configs)
 }
 
+// TopicNameByID returns the name of the topic with that id.
+func (s *Snapshot) TopicNameByID(id TopicID) (string, bool) {
+	name, ok := s.topicIDs[id]
+	return name, ok
+}
+
 // TopicByID returns a copy of the topic with that id.
 func (s *Snapshot) TopicByID(id TopicID) (Topic, bool) {
 	name, ok := s.topicIDs[id]

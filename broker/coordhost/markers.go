@@ -114,6 +114,7 @@ func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	mk := kmsg.NewWriteTxnMarkersRequestMarker()
 	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
+	mk.TransactionVersion = int8(m.TxnVersion) // WriteTxnMarkers v2; older versions leave it out
 	for _, tp := range tps {
 		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
