@@ -11,7 +11,7 @@ import (
 
 // wantAPIs is the advertised table, written out independently of apis.
 var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
-	{ApiKey: 0, MinVersion: 3, MaxVersion: 13},  // Produce
+	{ApiKey: 0, MinVersion: 3, MaxVersion: 13}, // Produce
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
 	{ApiKey: 2, MinVersion: 0, MaxVersion: 7},  // ListOffsets
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata

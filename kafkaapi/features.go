@@ -89,8 +89,8 @@ func (s *Server) startUpdateFeatures(req *kmsg.UpdateFeaturesRequest, _ time.Tim
 
 // Upgrade types of UpdateFeatures v1+.
 const (
-	upgradeOnly    = 1
-	safeDowngrade  = 2
+	upgradeOnly     = 1
+	safeDowngrade   = 2
 	unsafeDowngrade = 3
 )
 
