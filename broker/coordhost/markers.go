@@ -89,7 +89,7 @@ func (w *markerWriter) proposeLocal(ctx context.Context, m txncoord.Marker, tp t
 		return fail(ctx.Err())
 	}
 	var prop *partition.Proposal
-	lr.Extra().verified.Marker(m.ProducerID, func() { // the producer's next transaction is verified anew
+	lr.Extra().verified.Marker(m.ProducerID, m.ProducerEpoch, m.TxnVersion >= txncoord.TxnVersion2, func() { // the producer's next transaction is verified anew
 		prop = lr.Partition().ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.h.cfg.Tuning.Proposal)
 	})

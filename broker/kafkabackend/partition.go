@@ -13,6 +13,7 @@ import (
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/txncoord"
 	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 	"github.com/minikafka/minikafka-go/topicconfig"
@@ -54,7 +55,7 @@ func (p replicaPartition) AbortedTxns(from, to int64) []kafkaapi.AbortedTxn {
 // (__consumer_offsets holds transactional offset commits).
 func (p replicaPartition) WriteTxnMarker(m kafkaapi.TxnMarker) kafkaapi.ProduceWait {
 	var prop *partition.Proposal
-	p.txn.Marker(m.ProducerID, func() {
+	p.txn.Marker(m.ProducerID, m.ProducerEpoch, m.TxnVersion >= txncoord.TxnVersion2, func() {
 		prop = p.r.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, p.enqueue)
 	})
