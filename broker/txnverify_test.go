@@ -32,6 +32,7 @@ func produceTxnBatch(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, id *s
 	rp.Partition, rp.Records = p, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	nameTopicsByID(t, cl, req)
 	var code int16
 	eventually(t, 20*time.Second, "a final answer to Produce", func() bool {
 		leader, _ := c.Leader(topic, p, 10*time.Second)
@@ -78,7 +79,7 @@ func logEnd(t *testing.T, cl *kgo.Client, topic string, p int32) int64 {
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 func TestTransactionalBatchForPartitionNotAdded(t *testing.T) {
 	c := testcluster.Start(t, 3)
-	cl := c.Client(t)
+	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "verify", 2, 3)
 	id := kmsg.StringPtr("verify-tx")
 

@@ -13,10 +13,10 @@ import (
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metrics"
 	"github.com/minikafka/minikafka-go/partition"
-	"github.com/minikafka/minikafka-go/txncoord"
 	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 	"github.com/minikafka/minikafka-go/topicconfig"
+	"github.com/minikafka/minikafka-go/txncoord"
 )
 
 // replicaPartition adapts a partition.Replica to the front end; enqueue
