@@ -61,14 +61,15 @@ func txnEpoch(t *testing.T, adm *kadm.Client, id string) (int64, int16) {
 }
 
 // finalized reports node id's finalized level of a feature from its
-// ApiVersions, -1 if it lists none.
+// ApiVersions, -1 if it lists none, -2 if the node did not answer (a
+// connection to a restarted node fails once).
 func finalized(t *testing.T, cl *kgo.Client, node int32, feature string) int16 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := cl.Broker(int(node)).Request(ctx, kmsg.NewPtrApiVersionsRequest())
 	if err != nil {
-		t.Fatal(err)
+		return -2
 	}
 	for _, f := range resp.(*kmsg.ApiVersionsResponse).FinalizedFeatures {
 		if f.Name == feature {
@@ -132,10 +133,10 @@ func TestTxnV2FranzGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := 0
+	seen, held := 0, int32(-1)
 	prods.EachProducer(func(d kadm.DescribedProducer) {
 		if d.ProducerID == pid {
-			seen++
+			seen, held = seen+1, d.Partition
 			if d.ProducerEpoch != e3 {
 				t.Errorf("%s-%d holds epoch %d for the producer, want %d", d.Topic, d.Partition, d.ProducerEpoch, e3)
 			}
@@ -144,15 +145,15 @@ func TestTxnV2FranzGo(t *testing.T) {
 	if seen == 0 {
 		t.Fatal("no partition describes the producer")
 	}
-	zombieIsFenced(t, c, "v2-out", pid, e3-1)
+	zombieIsFenced(t, c, "v2-out", held, pid, e3-1)
 }
 
-// zombieIsFenced sends batches of producer pid at a stale epoch to each
+// zombieIsFenced sends batches of producer pid at a stale epoch to a
 // partition of topic that holds the producer: a transactional one
 // (Produce v12, whose partition the coordinator would add) and an
 // idempotent one (Produce v9, judged by the partition's producer state
 // alone). Both must be INVALID_PRODUCER_EPOCH.
-func zombieIsFenced(t *testing.T, c *testcluster.Cluster, topic string, pid int64, epoch int16) {
+func zombieIsFenced(t *testing.T, c *testcluster.Cluster, topic string, p int32, pid int64, epoch int16) {
 	t.Helper()
 	for _, tc := range []struct {
 		version       int16
@@ -172,10 +173,10 @@ func zombieIsFenced(t *testing.T, c *testcluster.Cluster, topic string, pid int6
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = topic
 		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = batch
+		rp.Partition, rp.Records = p, batch
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		leader, _ := c.Leader(topic, 0, 10*time.Second)
+		leader, _ := c.Leader(topic, p, 10*time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		resp, err := cl.Broker(int(leader)).Request(ctx, req)
 		cancel()
@@ -309,7 +310,12 @@ func TestUpdateFeaturesTransactionVersion(t *testing.T) {
 	c.StopNode(2)
 	c.StartNode(2)
 	c.WaitReady()
-	if got := finalized(t, cl, 2, "transaction.version"); got != -1 {
+	var got int16
+	eventually(t, 10*time.Second, "node 2 answers ApiVersions after its restart", func() bool {
+		got = finalized(t, cl, 2, "transaction.version")
+		return got != -2
+	})
+	if got != -1 {
 		t.Fatalf("after a restart node 2 finalizes transaction.version %d", got)
 	}
 
