@@ -91,7 +91,7 @@ func (w *markerWriter) proposeLocal(ctx context.Context, m txncoord.Marker, tp t
 	var prop *partition.Proposal
 	lr.Extra().verified.Marker(m.ProducerID, m.ProducerEpoch, m.TxnVersion >= txncoord.TxnVersion2, func() { // the producer's next transaction is verified anew
 		prop = lr.Partition().ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.h.cfg.Tuning.Proposal)
+			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit, V2: m.TxnVersion >= txncoord.TxnVersion2}, w.h.cfg.Tuning.Proposal)
 	})
 	return func() error {
 		res, err := prop.Wait()

@@ -57,7 +57,7 @@ func (p replicaPartition) WriteTxnMarker(m kafkaapi.TxnMarker) kafkaapi.ProduceW
 	var prop *partition.Proposal
 	p.txn.Marker(m.ProducerID, m.ProducerEpoch, m.TxnVersion >= txncoord.TxnVersion2, func() {
 		prop = p.r.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, p.enqueue)
+			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit, V2: m.TxnVersion >= txncoord.TxnVersion2}, p.enqueue)
 	})
 	return func(context.Context) (kafkaapi.ProduceResult, error) {
 		res, err := prop.Wait()
