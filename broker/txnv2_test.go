@@ -146,6 +146,45 @@ func TestTxnV2FranzGo(t *testing.T) {
 		t.Fatal("no partition describes the producer")
 	}
 	zombieIsFenced(t, c, "v2-out", held, pid, e3-1)
+
+	// ListTransactions v2 filters by a pattern of the ids.
+	if got, code := listTxnIDs(t, cl, "^v2-prod"); code != 0 || !slices.Equal(got, []string{"v2-producer"}) {
+		t.Fatalf("ListTransactions ^v2-prod: %v %v", got, kerr.ErrorForCode(code))
+	}
+	if got, code := listTxnIDs(t, cl, "^none"); code != 0 || len(got) != 0 {
+		t.Fatalf("ListTransactions ^none: %v %v", got, kerr.ErrorForCode(code))
+	}
+	if _, code := listTxnIDs(t, cl, "(unclosed"); code != kerr.InvalidRegularExpression.Code {
+		t.Fatalf("ListTransactions with a bad pattern: %v, want INVALID_REGULAR_EXPRESSION", kerr.ErrorForCode(code))
+	}
+}
+
+// listTxnIDs asks every node of a 3-node cluster for its transactions
+// whose id matches pattern (ListTransactions v2) and returns them, sorted,
+// with the last error code seen.
+func listTxnIDs(t *testing.T, cl *kgo.Client, pattern string) ([]string, int16) {
+	t.Helper()
+	var ids []string
+	var code int16
+	for n := 1; n <= 3; n++ {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.TransactionalIDPattern = kmsg.StringPtr(pattern)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := cl.Broker(n).Request(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lr := resp.(*kmsg.ListTransactionsResponse)
+		if lr.ErrorCode != 0 {
+			code = lr.ErrorCode
+		}
+		for _, st := range lr.TransactionStates {
+			ids = append(ids, st.TransactionalID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, code
 }
 
 // zombieIsFenced sends batches of producer pid at a stale epoch to a
