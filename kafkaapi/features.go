@@ -70,13 +70,14 @@ func (s *Server) addFeatures(resp *kmsg.ApiVersionsResponse) {
 // startUpdateFeatures answers UpdateFeatures 0-2 as a Kafka 4.0 cluster
 // does: ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED), every
 // update checked, and all of them finalized or none. The first failure is
-// the response's error; versions 0-1 also list each feature with it.
+// the response's error, and then no feature is listed; on success
+// versions 0-1 list each feature without an error.
 func (s *Server) startUpdateFeatures(req *kmsg.UpdateFeaturesRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 		err := s.updateFeatures(ctx, req)
 		resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), errorMessage(err)
-		if req.Version <= 1 {
+		if err == nil && req.Version <= 1 {
 			for _, u := range req.FeatureUpdates {
 				r := kmsg.NewUpdateFeaturesResponseResult()
 				r.Feature, r.ErrorCode, r.ErrorMessage = u.Feature, resp.ErrorCode, resp.ErrorMessage
@@ -130,5 +131,8 @@ func (s *Server) updateFeatures(ctx context.Context, req *kmsg.UpdateFeaturesReq
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	return f.SetFeatureLevels(ctx, levels, req.Version >= 1 && req.ValidateOnly)
+	if err := f.SetFeatureLevels(ctx, levels, req.Version >= 1 && req.ValidateOnly); err != nil {
+		return fmt.Errorf("the update failed for all features since the following feature had an error: %w", err)
+	}
+	return nil
 }
