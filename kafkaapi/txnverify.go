@@ -105,7 +105,7 @@ func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest,
 		cancel()
 		for j, i := range ask {
 			if errs[j] != nil {
-				batches[i].err = verifyError(errs[j])
+				batches[i].err = verifyError(errs[j], req.Version)
 			}
 		}
 	}
@@ -120,16 +120,20 @@ func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest,
 	return out
 }
 
-// verifyError is a Produce's answer for a batch its coordinator did not
-// verify, as Kafka translates the coordinator's answer for producers:
-// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, and an answer that leaves the
-// outcome open (no coordinator, one loading or writing the markers) is
-// NOT_ENOUGH_REPLICAS, which producers retry; a failure to reach the
-// coordinator is NETWORK_EXCEPTION, retried too.
-func verifyError(err error) error {
+// verifyError is a Produce's answer (at version) for a batch its
+// coordinator did not verify, as Kafka translates the coordinator's answer
+// for producers: a partition not in the transaction is INVALID_TXN_STATE,
+// from v11 TRANSACTION_ABORTABLE (KIP-890: the producer can abort and go
+// on); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, and an answer that
+// leaves the outcome open (no coordinator, one loading or writing the
+// markers) is NOT_ENOUGH_REPLICAS, which producers retry; a failure to
+// reach the coordinator is NETWORK_EXCEPTION, retried too.
+func verifyError(err error, version int16) error {
 	var ke *kerr.Error
 	switch {
-	case errors.Is(err, kerr.InvalidTxnState):
+	case (errors.Is(err, kerr.InvalidTxnState) || errors.Is(err, kerr.TransactionAbortable)) && version >= 11:
+		return fmt.Errorf("%w: the partition was not added to the transaction", kerr.TransactionAbortable)
+	case errors.Is(err, kerr.InvalidTxnState), errors.Is(err, kerr.TransactionAbortable):
 		return fmt.Errorf("%w: the partition was not added to the transaction", kerr.InvalidTxnState)
 	case errors.Is(err, kerr.ProducerFenced):
 		return fmt.Errorf("%w: %w", kerr.InvalidProducerEpoch, err)
