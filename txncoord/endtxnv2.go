@@ -41,7 +41,9 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, pid int64, epoch 
 		return -1, -1, kerr.ProducerFenced
 	}
 	switch {
-	case m.State == Ongoing && !retry:
+	case (m.State == Ongoing || m.State == Empty) && retry:
+		return -1, -1, kerr.ProducerFenced // as Kafka: these states take only the current epoch
+	case m.State == Ongoing:
 		return c.prepareV2(ctx, id, m, commit)
 	case m.State == PrepareCommit && commit, m.State == PrepareAbort && !commit:
 		c.startCompletion(id, m) // resumes one that gave up; a no-op while one runs

@@ -61,6 +61,14 @@ func TestEndTxnV2BumpsEpoch(t *testing.T) {
 	if _, _, err := c.EndTxnV2(ctx, "t", pid, epoch+2, true); !errors.Is(err, kerr.InvalidTxnState) {
 		t.Fatalf("commit with nothing ongoing: %v", err)
 	}
+	// A late retry with an older epoch once the next transaction runs is
+	// fenced.
+	if err := c.addPartitions(ctx, "t", pid, epoch+2, parts, TxnVersion2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.EndTxnV2(ctx, "t", pid, epoch+1, false); !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("a retry of the empty abort during the next transaction: %v, want PRODUCER_FENCED", err)
+	}
 	// The record carries the version: a new view of the same records
 	// (another coordinator) knows it.
 	if got, _ := view.Txn("t"); got.TxnVersion != TxnVersion2 {
