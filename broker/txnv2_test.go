@@ -338,6 +338,13 @@ func TestUpdateFeaturesTransactionVersion(t *testing.T) {
 			t.Fatalf("transaction.version %d (upgrade type %d): %v, want INVALID_UPDATE_VERSION", bad.level, bad.typ, err)
 		}
 	}
+	res, err := adm.UpdateFeatures(ctx, true, kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 0, UpgradeType: 2})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("validate-only downgrade: %v %v", err, res.Error())
+	}
+	if got := finalized(t, cl, 1, "transaction.version"); got != 2 {
+		t.Fatalf("a validate-only downgrade changed transaction.version to %d", got)
+	}
 	if err := update(0, 2); err != nil {
 		t.Fatalf("safe downgrade to 0: %v", err)
 	}
