@@ -179,6 +179,7 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 	rp.Records = batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	nameTopicsByID(t, cl, req)
 	for {
 		// kgo routes a produce request to the partition's leader.
 		resp, err := req.RequestWith(ctx, cl)

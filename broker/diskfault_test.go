@@ -38,6 +38,7 @@ func produceTo(t *testing.T, cl *kgo.Client, node int32, topic string, pid int64
 	rp.Partition, rp.Records = 0, b
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	nameTopicsByID(t, cl, req)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resp, err := req.RequestWith(ctx, cl.Broker(int(node)))

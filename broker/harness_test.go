@@ -120,3 +120,24 @@ func consumeAll(t *testing.T, seeds []string, topic string, want int) []*kgo.Rec
 	}
 	return out
 }
+
+// nameTopicsByID sets the id of each topic of a hand-built Produce (with
+// its name), so that it reads the same at whatever version the client
+// sends it: by name up to v12, by id from v13.
+func nameTopicsByID(t testing.TB, cl *kgo.Client, req *kmsg.ProduceRequest) {
+	t.Helper()
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		md := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(rt.Topic)
+		md.Topics, md.AllowAutoTopicCreation = append(md.Topics, mt), false
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := md.RequestWith(ctx, cl)
+		cancel()
+		if err != nil || len(resp.Topics) != 1 {
+			t.Fatalf("metadata of %s: %v", rt.Topic, err)
+		}
+		rt.TopicID = resp.Topics[0].TopicID
+	}
+}

@@ -2,9 +2,11 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -99,6 +101,13 @@ func highWatermark(t *testing.T, ctx context.Context, cl *kgo.Client, topic stri
 	req.Topics = append(req.Topics, rt)
 	for {
 		resp, err := req.RequestWith(ctx, cl)
+		if errors.Is(err, kerr.LeaderNotAvailable) && ctx.Err() == nil {
+			// kgo's metadata has no leader yet (a Produce v10+ learns the
+			// leader from its answer, without refreshing it): ask again.
+			cl.ForceMetadataRefresh()
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

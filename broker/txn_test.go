@@ -79,6 +79,7 @@ func (d *txnDriver) produce(pid int64, transactional bool, values ...string) {
 	rp.Records = batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	nameTopicsByID(d.t, d.cl, req)
 	d.toLeader(req, func(r kmsg.Response) int16 {
 		return r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 	})

@@ -178,10 +178,16 @@ func TestZombieProducerIsFenced(t *testing.T) {
 // with want 0, until idle passes without any record.
 func copyOnce(t *testing.T, c *testcluster.Cluster, want int, idle time.Duration) int {
 	t.Helper()
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Seeds()...), kgo.TransactionalID("eos-copier"),
+	return copyOnceWith(t, c, want, idle)
+}
+
+// copyOnceWith is copyOnce with more options for the session's client.
+func copyOnceWith(t *testing.T, c *testcluster.Cluster, want int, idle time.Duration, opts ...kgo.Opt) int {
+	t.Helper()
+	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...), kgo.TransactionalID("eos-copier"),
 		kgo.DefaultProduceTopic("eos-out"), kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics("eos-in"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func waitStableOffset(t *testing.T, cl *kgo.Client, group, topic string, want in
 // read_committed consumer's require_stable OffsetFetch is answered.
 func TestForgedTxnOffsetCommitIsRefused(t *testing.T) {
 	c := testcluster.Start(t, 3)
-	cl := c.Client(t)
+	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "forged", 1, 3)
 	pid, _ := initTxnProducer(t, cl, "forged-tx")
 
@@ -131,7 +131,7 @@ func TestForgedTxnOffsetCommitIsRefused(t *testing.T) {
 // the transaction that added the group takes effect with its marker.
 func TestTxnOffsetCommitNeedsAddOffsetsToTxn(t *testing.T) {
 	c := testcluster.Start(t, 3)
-	cl := c.Client(t)
+	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "needs-add", 1, 3)
 	const id, group = "needs-add-tx", "needs-add-group"
 	pid, epoch := initTxnProducer(t, cl, id)
@@ -276,7 +276,7 @@ func TestUnverifiedPendingTxnOffsetIsAborted(t *testing.T) {
 		cfg.TxnPendingOffsetsCheckInterval = 500 * time.Millisecond
 		cfg.TxnMaxTimeout = 3 * time.Second
 	})
-	cl := c.Client(t)
+	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "wedged", 1, 3)
 	const group = "wedged-group"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -317,7 +317,7 @@ func TestPendingTxnOffsetOfEndedTransactionIsAborted(t *testing.T) {
 		cfg.TxnPendingOffsetsCheckInterval = 500 * time.Millisecond
 		cfg.TxnPartitionVerification = false
 	})
-	cl := c.Client(t)
+	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "late", 1, 3)
 	const id, group = "late-tx", "late-group"
 	pid, epoch := initTxnProducer(t, cl, id)

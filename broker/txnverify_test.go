@@ -32,6 +32,7 @@ func produceTxnBatch(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, id *s
 	rp.Partition, rp.Records = p, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	nameTopicsByID(t, cl, req)
 	var code int16
 	eventually(t, 20*time.Second, "a final answer to Produce", func() bool {
 		leader, _ := c.Leader(topic, p, 10*time.Second)
@@ -71,14 +72,15 @@ func logEnd(t *testing.T, cl *kgo.Client, topic string, p int32) int64 {
 }
 
 // TestTransactionalBatchForPartitionNotAdded (KIP-890): a transactional
-// batch for a partition its transaction does not hold is INVALID_TXN_STATE
-// and writes nothing, on 3 nodes; so is the next transaction's first batch
+// batch for a partition its transaction does not hold is refused (at
+// Produce v11, Kafka 3.9's, TRANSACTION_ABORTABLE) and writes nothing, on
+// 3 nodes; so is the next transaction's first batch
 // to a partition of the previous one (its verification ended with the
 // marker); a batch without the transactional id is
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 func TestTransactionalBatchForPartitionNotAdded(t *testing.T) {
 	c := testcluster.Start(t, 3)
-	cl := c.Client(t)
+	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "verify", 2, 3)
 	id := kmsg.StringPtr("verify-tx")
 
@@ -96,7 +98,7 @@ func TestTransactionalBatchForPartitionNotAdded(t *testing.T) {
 	ar := txnRequest(t, cl, add, func(r *kmsg.AddPartitionsToTxnResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })
 	wantCode(t, "AddPartitionsToTxn verify-0", ar.Topics[0].Partitions[0].ErrorCode, nil)
 
-	wantCode(t, "a batch for the partition not added", produceTxnBatch(t, c, cl, id, "verify", 1, pid, epoch, 0), kerr.InvalidTxnState)
+	wantCode(t, "a batch for the partition not added", produceTxnBatch(t, c, cl, id, "verify", 1, pid, epoch, 0), kerr.TransactionAbortable)
 	if end := logEnd(t, cl, "verify", 1); end != 0 {
 		t.Fatalf("verify-1 holds %d offsets after the refused batch", end)
 	}
@@ -113,7 +115,7 @@ func TestTransactionalBatchForPartitionNotAdded(t *testing.T) {
 		return afterCommit == 2 // the batch and its marker
 	})
 	wantCode(t, "the next transaction's batch before AddPartitionsToTxn",
-		produceTxnBatch(t, c, cl, id, "verify", 0, pid, epoch, 1), kerr.InvalidTxnState)
+		produceTxnBatch(t, c, cl, id, "verify", 0, pid, epoch, 1), kerr.TransactionAbortable)
 	if got := logEnd(t, cl, "verify", 0); got != afterCommit {
 		t.Fatalf("verify-0 grew from %d to %d offsets after the refused batch", afterCommit, got)
 	}

@@ -35,8 +35,10 @@ const (
 	// CmdEndTxn writes a transaction marker (a COMMIT or ABORT control
 	// batch) for a producer, as the transaction coordinator asks through
 	// WriteTxnMarkers: [CmdEndTxn][producer id i64][producer epoch i16]
-	// [coordinator epoch i32][commit u8: 0 abort, 1 commit][leader time ms
-	// i64]. The FSM builds the batch, stamped with the leader time.
+	// [coordinator epoch i32][flags u8: bit 0 commit (else abort), bit 1
+	// a marker of transactions v2][leader time ms i64]. The FSM builds the
+	// batch, stamped with the leader time. Builds before transactions v2
+	// read only flags 0 and 1.
 	CmdEndTxn
 	// CmdClean cleans the log below an offset (cleanup.policy=compact):
 	// [CmdClean][up to offset i64][leader time ms i64][delete.retention.ms
@@ -131,18 +133,30 @@ type EndTxn struct {
 	CoordinatorEpoch int32
 	Commit           bool  // COMMIT, else ABORT
 	LeaderTime       int64 // ms; the marker's timestamp
+	// V2 marks a marker of transactions v2 (KIP-890 part 2), whose epoch
+	// is the one its EndTxn bumped (producerstate ValidateMarkerV2).
+	V2 bool
 }
+
+// Flags of a CmdEndTxn.
+const (
+	endTxnCommit = 1 << 0
+	endTxnV2     = 1 << 1
+)
 
 // EncodeEndTxn returns the command that writes the marker m.
 func EncodeEndTxn(m EndTxn) []byte {
 	b := binary.BigEndian.AppendUint64([]byte{byte(CmdEndTxn)}, uint64(m.ProducerID))
 	b = binary.BigEndian.AppendUint16(b, uint16(m.ProducerEpoch))
 	b = binary.BigEndian.AppendUint32(b, uint32(m.CoordinatorEpoch))
-	commit := byte(0)
+	flags := byte(0)
 	if m.Commit {
-		commit = 1
+		flags |= endTxnCommit
 	}
-	b = append(b, commit)
+	if m.V2 {
+		flags |= endTxnV2
+	}
+	b = append(b, flags)
 	return binary.BigEndian.AppendUint64(b, uint64(m.LeaderTime))
 }
 
@@ -152,7 +166,8 @@ func decodeEndTxn(body []byte) EndTxn {
 		ProducerID:       int64(binary.BigEndian.Uint64(body)),
 		ProducerEpoch:    int16(binary.BigEndian.Uint16(body[8:])),
 		CoordinatorEpoch: int32(binary.BigEndian.Uint32(body[10:])),
-		Commit:           body[14] == 1,
+		Commit:           body[14]&endTxnCommit != 0,
+		V2:               body[14]&endTxnV2 != 0,
 		LeaderTime:       int64(binary.BigEndian.Uint64(body[15:])),
 	}
 }
@@ -187,7 +202,7 @@ func DecodeCommand(data []byte) (CmdType, []byte, error) {
 		}
 		return t, data[1:], nil
 	case CmdTrim, CmdExpireProducers, CmdEndTxn, CmdClean:
-		if len(data) != 1+bodySize(t) || (t == CmdEndTxn && data[15] > 1) {
+		if len(data) != 1+bodySize(t) || (t == CmdEndTxn && data[15] > endTxnCommit|endTxnV2) {
 			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
 		}
 		return t, data[1:], nil

@@ -83,6 +83,9 @@ func coordinatorVerdict(t *producerstate.Table, h record.Header) producerstate.R
 func (f *FSM) applyEndTxn(m EndTxn, term uint64) *ProduceResult {
 	res := &ProduceResult{BaseOffset: -1, LogAppendTime: -1}
 	v := f.table.ValidateMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch)
+	if m.V2 {
+		v = f.table.ValidateMarkerV2(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch)
+	}
 	switch v.Verdict {
 	case producerstate.Append:
 	case producerstate.CoordinatorFenced:

@@ -137,6 +137,38 @@ func TestTransactionsInTheFSM(t *testing.T) {
 	}
 }
 
+// TestMarkerV2InTheFSM (KIP-890 part 2): a v2 marker with the bumped
+// epoch ends the transaction and fences its epoch; a late copy of it,
+// applied after the producer's next transaction began at that epoch, is
+// INVALID_PRODUCER_EPOCH and leaves the next transaction open.
+func TestMarkerV2InTheFSM(t *testing.T) {
+	r := openReplica(t, t.TempDir())
+	defer r.close()
+	v2 := func(i uint64, epoch int16) *raft.Log {
+		return command(i, fsm.EncodeEndTxn(fsm.EndTxn{ProducerID: 1, ProducerEpoch: epoch, Commit: true, V2: true, LeaderTime: 5000}))
+	}
+	steps := []struct {
+		entry  *raft.Log
+		offset int64
+		err    error
+	}{
+		{produce(1, 1, txnBatch(1, 0, 0, "t1")), 0, nil},
+		{v2(2, 1), 1, nil},
+		{produce(3, 1, txnBatch(1, 0, 1, "zombie")), -1, kerr.InvalidProducerEpoch},
+		{produce(4, 1, txnBatch(1, 1, 0, "next")), 2, nil},
+		{v2(5, 1), -1, kerr.InvalidProducerEpoch},
+	}
+	for i, s := range steps {
+		res := result(t, r.f.Apply(s.entry))
+		if res.BaseOffset != s.offset || !errors.Is(res.Err, s.err) {
+			t.Fatalf("step %d: offset %d err %v, want %d %v", i, res.BaseOffset, res.Err, s.offset, s.err)
+		}
+	}
+	if lso := r.f.LastStableOffset(); lso != 2 {
+		t.Fatalf("last stable offset %d, want 2 (the next transaction open)", lso)
+	}
+}
+
 // TestTransactionsSurviveRestartCrashAndSnapshot: the transaction state
 // (open transactions, last stable offset, aborted index, producer epochs)
 // is the same after a clean restart, after a crash (rebuilt from the
@@ -223,15 +255,19 @@ func TestFormat2CheckpointLoads(t *testing.T) {
 	}
 }
 
-// TestEndTxnCommandCodec: the marker command round-trips and rejects
-// the wrong length or a bad commit byte.
+// TestEndTxnCommandCodec: the marker command round-trips (with the
+// transactions v2 flag) and rejects the wrong length or a bad flags byte.
 func TestEndTxnCommandCodec(t *testing.T) {
 	cmd := fsm.EncodeEndTxn(fsm.EndTxn{ProducerID: 7, ProducerEpoch: 2, CoordinatorEpoch: 3, Commit: true, LeaderTime: 9})
 	if typ, _, err := fsm.DecodeCommand(cmd); err != nil || typ != fsm.CmdEndTxn || typ.String() != "end-txn" {
 		t.Fatalf("DecodeCommand = %v, %v", typ, err)
 	}
+	v2 := fsm.EncodeEndTxn(fsm.EndTxn{ProducerID: 7, ProducerEpoch: 2, V2: true, LeaderTime: 9})
+	if _, _, err := fsm.DecodeCommand(v2); err != nil || v2[15] != 2 {
+		t.Fatalf("DecodeCommand(v2 abort) = %v, flags %d", err, v2[15])
+	}
 	bad := slices.Clone(cmd)
-	bad[15] = 2
+	bad[15] = 4
 	for _, c := range [][]byte{cmd[:10], append(slices.Clone(cmd), 0), bad} {
 		if _, _, err := fsm.DecodeCommand(c); !errors.Is(err, fsm.ErrShortCommand) {
 			t.Errorf("DecodeCommand(%x) = %v, want ErrShortCommand", c, err)

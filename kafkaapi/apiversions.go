@@ -8,15 +8,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// startAPIVersions answers ApiVersions 0-3 with the supported API table.
-// The client software name and version (v3) are not checked.
+// startAPIVersions answers ApiVersions 0-4 with the supported API table
+// and, from v3, the cluster's features (features.go). The client software
+// name and version (v3) are not checked.
 func (s *Server) startAPIVersions(req *kmsg.ApiVersionsRequest, _ time.Time) responder {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = supportedAPIKeys()
+	if req.Version >= 3 {
+		s.addFeatures(resp)
+	}
 	return answered(resp)
 }
 
-// unsupportedAPIVersions answers an ApiVersions request above v3 the way
+// unsupportedAPIVersions answers an ApiVersions request above v4 the way
 // Kafka does (KIP-511): a v0 body with UNSUPPORTED_VERSION whose key list
 // holds only ApiVersions and its versions, from which the client picks the
 // version to retry with.

@@ -11,13 +11,13 @@ import (
 
 // wantAPIs is the advertised table, written out independently of apis.
 var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
-	{ApiKey: 0, MinVersion: 3, MaxVersion: 9},  // Produce
+	{ApiKey: 0, MinVersion: 3, MaxVersion: 13}, // Produce
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 18}, // Fetch
 	{ApiKey: 2, MinVersion: 0, MaxVersion: 11}, // ListOffsets
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 13}, // Metadata
 	{ApiKey: 8, MinVersion: 0, MaxVersion: 10}, // OffsetCommit
 	{ApiKey: 9, MinVersion: 0, MaxVersion: 10}, // OffsetFetch
-	{ApiKey: 10, MinVersion: 0, MaxVersion: 4}, // FindCoordinator
+	{ApiKey: 10, MinVersion: 0, MaxVersion: 5}, // FindCoordinator
 	{ApiKey: 11, MinVersion: 0, MaxVersion: 9}, // JoinGroup
 	{ApiKey: 12, MinVersion: 0, MaxVersion: 4}, // Heartbeat
 	{ApiKey: 13, MinVersion: 0, MaxVersion: 5}, // LeaveGroup
@@ -25,17 +25,17 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 15, MinVersion: 0, MaxVersion: 6}, // DescribeGroups
 	{ApiKey: 16, MinVersion: 0, MaxVersion: 5}, // ListGroups
 	{ApiKey: 17, MinVersion: 0, MaxVersion: 1}, // SaslHandshake
-	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
+	{ApiKey: 18, MinVersion: 0, MaxVersion: 4}, // ApiVersions
 	{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
 	{ApiKey: 20, MinVersion: 0, MaxVersion: 6}, // DeleteTopics
 	{ApiKey: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
-	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
+	{ApiKey: 22, MinVersion: 0, MaxVersion: 5}, // InitProducerId
 	{ApiKey: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
-	{ApiKey: 24, MinVersion: 0, MaxVersion: 4}, // AddPartitionsToTxn
-	{ApiKey: 25, MinVersion: 0, MaxVersion: 3}, // AddOffsetsToTxn
-	{ApiKey: 26, MinVersion: 0, MaxVersion: 3}, // EndTxn
-	{ApiKey: 27, MinVersion: 0, MaxVersion: 1}, // WriteTxnMarkers
-	{ApiKey: 28, MinVersion: 0, MaxVersion: 3}, // TxnOffsetCommit
+	{ApiKey: 24, MinVersion: 0, MaxVersion: 5}, // AddPartitionsToTxn
+	{ApiKey: 25, MinVersion: 0, MaxVersion: 4}, // AddOffsetsToTxn
+	{ApiKey: 26, MinVersion: 0, MaxVersion: 5}, // EndTxn
+	{ApiKey: 27, MinVersion: 0, MaxVersion: 2}, // WriteTxnMarkers
+	{ApiKey: 28, MinVersion: 0, MaxVersion: 5}, // TxnOffsetCommit
 	{ApiKey: 29, MinVersion: 0, MaxVersion: 3}, // DescribeAcls
 	{ApiKey: 30, MinVersion: 0, MaxVersion: 3}, // CreateAcls
 	{ApiKey: 31, MinVersion: 0, MaxVersion: 3}, // DeleteAcls
@@ -54,10 +54,11 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 50, MinVersion: 0, MaxVersion: 0}, // DescribeUserScramCredentials
 	{ApiKey: 51, MinVersion: 0, MaxVersion: 0}, // AlterUserScramCredentials
 	{ApiKey: 55, MinVersion: 0, MaxVersion: 2}, // DescribeQuorum
+	{ApiKey: 57, MinVersion: 0, MaxVersion: 2}, // UpdateFeatures
 	{ApiKey: 60, MinVersion: 0, MaxVersion: 2}, // DescribeCluster
 	{ApiKey: 61, MinVersion: 0, MaxVersion: 0}, // DescribeProducers
 	{ApiKey: 65, MinVersion: 0, MaxVersion: 0}, // DescribeTransactions
-	{ApiKey: 66, MinVersion: 0, MaxVersion: 1}, // ListTransactions
+	{ApiKey: 66, MinVersion: 0, MaxVersion: 2}, // ListTransactions
 	{ApiKey: 68, MinVersion: 0, MaxVersion: 1}, // ConsumerGroupHeartbeat
 	{ApiKey: 69, MinVersion: 0, MaxVersion: 1}, // ConsumerGroupDescribe
 	{ApiKey: 74, MinVersion: 0, MaxVersion: 1}, // ListConfigResources
@@ -70,12 +71,13 @@ func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsRespo
 	})
 }
 
-// Versions 0 to 3 are answered with the table, in a response with header
-// v0 even for the flexible v3 (client.read decodes ApiVersions that way).
-func TestAPIVersionsV0ToV3(t *testing.T) {
+// Versions 0 to 4 are answered with the table, in a response with header
+// v0 even for the flexible v3 and v4 (client.read decodes ApiVersions that
+// way).
+func TestAPIVersionsV0ToV4(t *testing.T) {
 	h := startServer(t, Config{})
 	c := h.dial()
-	for v := int16(0); v <= 3; v++ {
+	for v := int16(0); v <= 4; v++ {
 		resp := c.roundTrip(apiVersionsRequest(v)).(*kmsg.ApiVersionsResponse)
 		if resp.ErrorCode != 0 {
 			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
@@ -86,15 +88,15 @@ func TestAPIVersionsV0ToV3(t *testing.T) {
 	}
 }
 
-// A version above 3 gets what Kafka sends (KIP-511): a v0 body with
+// A version above 4 gets what Kafka sends (KIP-511): a v0 body with
 // UNSUPPORTED_VERSION listing ApiVersions' own range, and the connection
 // stays open for the retry.
-func TestAPIVersionsV4GetsV0UnsupportedVersion(t *testing.T) {
+func TestAPIVersionsV5GetsV0UnsupportedVersion(t *testing.T) {
 	h := startServer(t, Config{})
 	c := h.dial()
-	// A v4 request whose body we could not parse anyway: it is not read.
+	// A v5 request whose body we could not parse anyway: it is not read.
 	body := binary.BigEndian.AppendUint16(nil, 18)
-	body = binary.BigEndian.AppendUint16(body, 4)
+	body = binary.BigEndian.AppendUint16(body, 5)
 	body = binary.BigEndian.AppendUint32(body, 77)
 	body = append(body, 0xde, 0xad)
 	c.write(frameWith(int32(len(body)), body))
@@ -107,7 +109,7 @@ func TestAPIVersionsV4GetsV0UnsupportedVersion(t *testing.T) {
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("error %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
 	}
-	want := []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MinVersion: 0, MaxVersion: 3}}
+	want := []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MinVersion: 0, MaxVersion: 4}}
 	if !sameKeys(resp.ApiKeys, want) {
 		t.Fatalf("keys %+v, want %+v", resp.ApiKeys, want)
 	}

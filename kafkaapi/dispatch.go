@@ -36,18 +36,18 @@ type api struct {
 	min, max int16
 }
 
-const apiVersionsMax = 3
+const apiVersionsMax = 4
 
 // apis lists the supported APIs, ordered by key (ApiVersions answers in
 // this order). startAPI must handle each.
 var apis = []api{
-	{kmsg.Produce, 3, 9},
+	{kmsg.Produce, 3, 13},
 	{kmsg.Fetch, 4, 18},
 	{kmsg.ListOffsets, 0, 11},
 	{kmsg.Metadata, 0, 13},
 	{kmsg.OffsetCommit, 0, 10},
 	{kmsg.OffsetFetch, 0, 10},
-	{kmsg.FindCoordinator, 0, 4},
+	{kmsg.FindCoordinator, 0, 5},
 	{kmsg.JoinGroup, 0, 9},
 	{kmsg.Heartbeat, 0, 4},
 	{kmsg.LeaveGroup, 0, 5},
@@ -61,13 +61,13 @@ var apis = []api{
 	{kmsg.CreateTopics, 0, 7},
 	{kmsg.DeleteTopics, 0, 6},
 	{kmsg.DeleteRecords, 0, 2},
-	{kmsg.InitProducerID, 0, 4},
+	{kmsg.InitProducerID, 0, 5},
 	{kmsg.OffsetForLeaderEpoch, 0, 4},
-	{kmsg.AddPartitionsToTxn, 0, 4},
-	{kmsg.AddOffsetsToTxn, 0, 3},
-	{kmsg.EndTxn, 0, 3},
-	{kmsg.WriteTxnMarkers, 0, 1},
-	{kmsg.TxnOffsetCommit, 0, 3},
+	{kmsg.AddPartitionsToTxn, 0, 5},
+	{kmsg.AddOffsetsToTxn, 0, 4},
+	{kmsg.EndTxn, 0, 5},
+	{kmsg.WriteTxnMarkers, 0, 2},
+	{kmsg.TxnOffsetCommit, 0, 5},
 	{kmsg.DescribeACLs, 0, 3},
 	{kmsg.CreateACLs, 0, 3},
 	{kmsg.DeleteACLs, 0, 3},
@@ -89,10 +89,11 @@ var apis = []api{
 	{kmsg.DescribeCluster, 0, 2},
 	{kmsg.DescribeProducers, 0, 0},
 	{kmsg.DescribeTransactions, 0, 0},
-	{kmsg.ListTransactions, 0, 1},
+	{kmsg.ListTransactions, 0, 2},
 	{kmsg.ConsumerGroupHeartbeat, 0, 1},
 	{kmsg.ConsumerGroupDescribe, 0, 1},
 	{kmsg.ListConfigResources, 0, 1},
+	{kmsg.UpdateFeatures, 0, 2},
 	{kmsg.DescribeTopicPartitions, 0, 0},
 }
 
@@ -298,6 +299,8 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 		return s.startDescribeQuorum(req, received)
 	case *kmsg.DescribeClientQuotasRequest:
 		return s.startDescribeClientQuotas(req, received)
+	case *kmsg.UpdateFeaturesRequest:
+		return s.startUpdateFeatures(req, received)
 	}
 	return nil
 }

@@ -188,6 +188,9 @@ type TxnMarker struct {
 	ProducerEpoch    int16
 	Commit           bool // COMMIT, else ABORT
 	CoordinatorEpoch int32
+	// TxnVersion is the transaction's version (WriteTxnMarkers v2): at 2
+	// the marker's epoch is the one its EndTxn bumped.
+	TxnVersion int16
 }
 
 // TxnGuard is what a Partition knew of a producer's verification when

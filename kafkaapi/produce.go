@@ -48,6 +48,7 @@ func (b *produceBatch) produce() ProduceWait {
 // batch (see collapse). The responder waits for the outcomes, bounded by
 // the request's TimeoutMillis.
 func (s *Server) startProduce(req *kmsg.ProduceRequest, rc requestInfo) responder {
+	s.nameTopicsByID(req)
 	req.Topics = collapse(req.Topics, produceTopics)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	failed := false
@@ -62,7 +63,7 @@ func (s *Server) startProduce(req *kmsg.ProduceRequest, rc requestInfo) responde
 		waits = append(waits, producing{resp: batches[i].resp, wait: batches[i].produce()})
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
-	acks, received := req.Acks, rc.received
+	acks, received, conn := req.Acks, rc.received, rc.connContext()
 	return func(ctx context.Context) (kmsg.Response, error) {
 		ctx, cancel := context.WithDeadline(ctx, received.Add(timeout))
 		defer cancel()
@@ -84,6 +85,7 @@ func (s *Server) startProduce(req *kmsg.ProduceRequest, rc requestInfo) responde
 			}
 			return nil, nil
 		}
+		s.addLeaderHints(conn, resp)
 		return resp, nil
 	}
 }
@@ -105,10 +107,13 @@ func (s *Server) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, res
 		rt := &req.Topics[ti]
 		st := &resp.Topics[ti]
 		*st = kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		authErr := txnErr
-		if authErr == nil && !s.authorizeTopic(ctx, acl.OpWrite, rt.Topic) {
+		switch {
+		case unknownTopicID(rt.Topic):
+			authErr = errUnknownTopicID
+		case authErr == nil && !s.authorizeTopic(ctx, acl.OpWrite, rt.Topic):
 			authErr = kerr.TopicAuthorizationFailed
 		}
 		for pi := range rt.Partitions {

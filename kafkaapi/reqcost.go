@@ -183,13 +183,17 @@ func (w *wireScan) tags() {
 	}
 }
 
-// produce scans a ProduceRequest v3+.
-func (w *wireScan) produce(int16) {
+// produce scans a ProduceRequest v3+ (topics named by id from v13).
+func (w *wireScan) produce(version int16) {
 	w.str() // transactional id
 	w.b.Int16()
 	w.b.Int32() // acks, timeout
 	for range w.array(produceTopicCost) {
-		w.str()
+		if version >= 13 {
+			w.b.Span(16) // topic id
+		} else {
+			w.str()
+		}
 		for range w.array(producePartitionCost) {
 			w.b.Int32()
 			w.bytes()

@@ -2,6 +2,9 @@ package kafkaapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -45,10 +48,11 @@ type Transactions interface {
 type TxnCoordinator interface {
 	AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse
 	// AddPartitionsToTxnTransaction answers one transaction of an
-	// AddPartitionsToTxn v4, the brokers' form (KIP-890): with VerifyOnly
-	// it only reports whether each partition is in the ongoing
-	// transaction (INVALID_TXN_STATE if not), else it adds them.
-	AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction
+	// AddPartitionsToTxn v4-5 (version), the brokers' form (KIP-890): with
+	// VerifyOnly it only reports whether each partition is in the ongoing
+	// transaction (INVALID_TXN_STATE if not), else it adds them (at v5 to
+	// a transaction of version 2).
+	AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction, version int16) kmsg.AddPartitionsToTxnResponseTransaction
 	AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse
 	EndTxnRequest(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse
 	// DescribeTransaction answers one id of a DescribeTransactions.
@@ -107,7 +111,7 @@ func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ 
 	}
 }
 
-// startAddPartitionsToTxnBrokers answers AddPartitionsToTxn v4, which
+// startAddPartitionsToTxnBrokers answers AddPartitionsToTxn v4-5, which
 // partition leaders send to verify transactions (KIP-890): each
 // transaction goes to its coordinator on this node, and a routing error
 // (NOT_COORDINATOR, ...) is each of its partitions' error. As in Kafka,
@@ -124,7 +128,7 @@ func (s *Server) startAddPartitionsToTxnBrokers(req *kmsg.AddPartitionsToTxnRequ
 			t := &req.Transactions[i]
 			c, err := s.txnCoordinator(ctx, t.TransactionalID, 0)
 			if err == nil {
-				resp.Transactions = append(resp.Transactions, c.AddPartitionsToTxnTransaction(ctx, t))
+				resp.Transactions = append(resp.Transactions, c.AddPartitionsToTxnTransaction(ctx, t, req.Version))
 				continue
 			}
 			rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
@@ -172,15 +176,23 @@ func (s *Server) startEndTxn(req *kmsg.EndTxnRequest, _ time.Time) responder {
 	}
 }
 
-// startTxnOffsetCommit answers TxnOffsetCommit 0-3 from the group's
+// startTxnOffsetCommit answers TxnOffsetCommit 0-5 from the group's
 // coordinator; a routing error is every partition's error, and so is a
-// missing WRITE on the transactional id or READ on the group.
+// missing WRITE on the transactional id or READ on the group. From v5
+// (transactions v2) the group's offsets partition is first added to the
+// transaction (TxnAdder), as Kafka's group coordinator does, so the client
+// sends no AddOffsetsToTxn.
 func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		var c GroupCoordinator
 		err := error(kerr.TransactionalIDAuthorizationFailed)
 		if s.authorizeTxnID(ctx, acl.OpWrite, req.TransactionalID) {
 			c, err = s.coordinator(ctx, req.Group, acl.OpRead)
+		}
+		if adder, ok := s.backend.(TxnAdder); ok && err == nil && req.Version >= 5 {
+			actx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+			err = txnOffsetsAddError(adder.AddTxnOffsets(actx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group))
+			cancel()
 		}
 		if err == nil {
 			return s.txnOffsetCommit(ctx, c, req), nil
@@ -198,6 +210,26 @@ func (s *Server) startTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, _ time.T
 		}
 		return resp, nil
 	}
+}
+
+// txnOffsetsAddError is a TxnOffsetCommit's answer when its offsets
+// partition could not be added to the transaction: the coordinator's own
+// error, except that one which leaves the outcome open (markers being
+// written, no coordinator or one loading) is COORDINATOR_NOT_AVAILABLE,
+// which clients retry, as Kafka's group coordinator normalizes it.
+func txnOffsetsAddError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.ConcurrentTransactions), errors.Is(err, kerr.CoordinatorLoadInProgress),
+		errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.NotEnoughReplicas):
+		return fmt.Errorf("%w: adding the offsets partition to the transaction: %w", kerr.CoordinatorNotAvailable, err)
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	return fmt.Errorf("%w: adding the offsets partition to the transaction: %w", kerr.CoordinatorNotAvailable, err)
 }
 
 // txnOffsetCommit commits the offsets of the topics the client may READ;
@@ -255,11 +287,27 @@ func (s *Server) startDescribeTransactions(req *kmsg.DescribeTransactionsRequest
 var knownTxnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
 	"CompleteAbort", "Dead", "PrepareEpochFence"}
 
-// startListTransactions answers ListTransactions 0-1 with this node's
-// coordinators' transactions, as Kafka does (a client asks every broker).
+// maxTxnIDPattern bounds the TransactionalIDPattern a ListTransactions
+// may send, and so what compiling it costs.
+const maxTxnIDPattern = 4096
+
+// startListTransactions answers ListTransactions 0-2 with this node's
+// coordinators' transactions, as Kafka does (a client asks every broker);
+// v2 keeps the ids its RE2 pattern matches (anywhere in the id, as Java's
+// Matcher.find does), INVALID_REGULAR_EXPRESSION for a bad pattern.
 func (s *Server) startListTransactions(req *kmsg.ListTransactionsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+		var pattern *regexp.Regexp
+		if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
+			if len(*req.TransactionalIDPattern) <= maxTxnIDPattern {
+				pattern, _ = regexp.Compile(*req.TransactionalIDPattern) // nil when invalid
+			}
+			if pattern == nil {
+				resp.ErrorCode = kerr.InvalidRegularExpression.Code
+				return resp, nil
+			}
+		}
 		for _, st := range req.StateFilters {
 			if !slices.Contains(knownTxnStates, st) {
 				resp.UnknownStateFilters = append(resp.UnknownStateFilters, st)
@@ -273,7 +321,7 @@ func (s *Server) startListTransactions(req *kmsg.ListTransactionsRequest, _ time
 		}
 		for _, c := range coords {
 			for _, st := range c.ListTransactions(req.StateFilters, req.ProducerIDFilters, duration) {
-				if s.authorizeTxnID(ctx, acl.OpDescribe, st.TransactionalID) {
+				if (pattern == nil || pattern.MatchString(st.TransactionalID)) && s.authorizeTxnID(ctx, acl.OpDescribe, st.TransactionalID) {
 					resp.TransactionStates = append(resp.TransactionStates, st)
 				}
 			}

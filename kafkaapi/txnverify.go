@@ -26,6 +26,24 @@ type TxnVerifier interface {
 	VerifyTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []TopicPartition) []error
 }
 
+// TxnAdder is an optional capability of a Backend, found by type
+// assertion: the partition leader's side of transactions v2 (KIP-890 part
+// 2), where a Produce v12+ or a TxnOffsetCommit v5+ adds its partition to
+// the producer's transaction itself, with AddPartitionsToTxn v5 (the
+// brokers' form without VerifyOnly) to the transactional id's coordinator,
+// instead of the client's AddPartitionsToTxn or AddOffsetsToTxn. A backend
+// without it answers those requests' transactional writes
+// INVALID_TXN_STATE unless the client added the partitions.
+type TxnAdder interface {
+	// AddTxnPartitions adds each of parts to the transaction of producer
+	// pid at epoch (starting it if none is ongoing) and returns one error
+	// per part, as VerifyTxnPartitions does.
+	AddTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []TopicPartition) []error
+	// AddTxnOffsets adds the group's partition of __consumer_offsets to
+	// the transaction, as AddOffsetsToTxn does.
+	AddTxnOffsets(ctx context.Context, transactionalID string, pid int64, epoch int16, group string) error
+}
+
 // TopicPartition names a partition.
 type TopicPartition struct {
 	Topic     string
@@ -38,8 +56,14 @@ type TopicPartition struct {
 // with the coordinator here, on the connection's reader, so that the
 // batches of the connection are still proposed in order; Kafka likewise
 // reads nothing more from a connection until its request is answered.
+//
+// From Produce v12 the partitions are added, not only verified (TxnAdder),
+// whatever DisableTxnPartitionVerification says: a client of transactions
+// v2 adds them no other way.
 func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest, batches []produceBatch, fail func(*kmsg.ProduceResponseTopicPartition, error)) []produceBatch {
-	if s.cfg.DisableTxnPartitionVerification {
+	adder, _ := s.backend.(TxnAdder)
+	add := req.Version >= 12 && adder != nil
+	if s.cfg.DisableTxnPartitionVerification && !add {
 		return batches
 	}
 	var pid int64 = -1
@@ -72,11 +96,16 @@ func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest,
 	}
 	if len(ask) > 0 {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		errs := s.backend.VerifyTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
+		var errs []error
+		if add {
+			errs = adder.AddTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
+		} else {
+			errs = s.backend.VerifyTxnPartitions(ctx, *req.TransactionID, pid, epoch, parts)
+		}
 		cancel()
 		for j, i := range ask {
 			if errs[j] != nil {
-				batches[i].err = verifyError(errs[j])
+				batches[i].err = verifyError(errs[j], req.Version)
 			}
 		}
 	}
@@ -91,16 +120,20 @@ func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest,
 	return out
 }
 
-// verifyError is a Produce's answer for a batch its coordinator did not
-// verify, as Kafka translates the coordinator's answer for producers:
-// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, and an answer that leaves the
-// outcome open (no coordinator, one loading or writing the markers) is
-// NOT_ENOUGH_REPLICAS, which producers retry; a failure to reach the
-// coordinator is NETWORK_EXCEPTION, retried too.
-func verifyError(err error) error {
+// verifyError is a Produce's answer (at version) for a batch its
+// coordinator did not verify, as Kafka translates the coordinator's answer
+// for producers: a partition not in the transaction is INVALID_TXN_STATE,
+// from v11 TRANSACTION_ABORTABLE (KIP-890: the producer can abort and go
+// on); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, and an answer that
+// leaves the outcome open (no coordinator, one loading or writing the
+// markers) is NOT_ENOUGH_REPLICAS, which producers retry; a failure to
+// reach the coordinator is NETWORK_EXCEPTION, retried too.
+func verifyError(err error, version int16) error {
 	var ke *kerr.Error
 	switch {
-	case errors.Is(err, kerr.InvalidTxnState):
+	case (errors.Is(err, kerr.InvalidTxnState) || errors.Is(err, kerr.TransactionAbortable)) && version >= 11:
+		return fmt.Errorf("%w: the partition was not added to the transaction", kerr.TransactionAbortable)
+	case errors.Is(err, kerr.InvalidTxnState), errors.Is(err, kerr.TransactionAbortable):
 		return fmt.Errorf("%w: the partition was not added to the transaction", kerr.InvalidTxnState)
 	case errors.Is(err, kerr.ProducerFenced):
 		return fmt.Errorf("%w: %w", kerr.InvalidProducerEpoch, err)

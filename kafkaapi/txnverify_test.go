@@ -102,6 +102,7 @@ func TestVerifyErrorTranslation(t *testing.T) {
 		want *kerr.Error
 	}{
 		{kerr.InvalidTxnState, kerr.InvalidTxnState},
+		{kerr.TransactionAbortable, kerr.InvalidTxnState},
 		{kerr.ProducerFenced, kerr.InvalidProducerEpoch},
 		{kerr.NotCoordinator, kerr.NotEnoughReplicas},
 		{kerr.CoordinatorLoadInProgress, kerr.NotEnoughReplicas},
@@ -110,11 +111,20 @@ func TestVerifyErrorTranslation(t *testing.T) {
 		{kerr.InvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
 		{errors.New("connection refused"), kerr.NetworkException},
 	} {
-		if got := ErrorCode(verifyError(c.in)); got != c.want.Code {
+		if got := ErrorCode(verifyError(c.in, 9)); got != c.want.Code {
 			t.Errorf("%v: code %d, want %v", c.in, got, c.want)
 		}
 	}
-	if got := ErrorCode(verifyError(context.DeadlineExceeded)); got != kerr.RequestTimedOut.Code {
+	// From Produce v11 a partition not added is abortable (KIP-890).
+	for _, in := range []error{kerr.InvalidTxnState, kerr.TransactionAbortable} {
+		if got := ErrorCode(verifyError(in, 11)); got != kerr.TransactionAbortable.Code {
+			t.Errorf("v11 %v: code %d, want TRANSACTION_ABORTABLE", in, got)
+		}
+	}
+	if got := ErrorCode(verifyError(kerr.ProducerFenced, 12)); got != kerr.InvalidProducerEpoch.Code {
+		t.Errorf("v12 fenced: code %d", got)
+	}
+	if got := ErrorCode(verifyError(context.DeadlineExceeded, 9)); got != kerr.RequestTimedOut.Code {
 		t.Errorf("deadline: %d", got)
 	}
 }

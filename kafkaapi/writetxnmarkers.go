@@ -10,7 +10,7 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// startWriteTxnMarkers serves WriteTxnMarkers (versions 0-1), which a
+// startWriteTxnMarkers serves WriteTxnMarkers (versions 0-2), which a
 // transaction coordinator sends to a partition's leader to end a
 // producer's transaction there: each marker goes through the partition's
 // replicated log (Partition.WriteTxnMarker) before it is answered. Like Produce, the
@@ -31,7 +31,7 @@ func (s *Server) startWriteTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMar
 		*sm = kmsg.NewWriteTxnMarkersResponseMarker()
 		sm.ProducerID = rm.ProducerID
 		m := TxnMarker{ProducerID: rm.ProducerID, ProducerEpoch: rm.ProducerEpoch, Commit: rm.Committed,
-			CoordinatorEpoch: rm.CoordinatorEpoch}
+			CoordinatorEpoch: rm.CoordinatorEpoch, TxnVersion: int16(rm.TransactionVersion)}
 		sm.Topics = make([]kmsg.WriteTxnMarkersResponseMarkerTopic, len(rm.Topics))
 		for ti := range rm.Topics {
 			rt := &rm.Topics[ti]

@@ -63,12 +63,15 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.setProducerIDKey(c)
 	case ReplicasRemoved:
 		result, err = next.replicasRemoved(c)
+	case SetFeatureLevels:
+		result, err = next.setFeatureLevels(c)
 	}
 	if err != nil {
 		return next, nil, err
 	}
 	switch cmd.(type) {
-	case SetPartitionLeader, SetPartitionLeaders, AllocateProducerID, SetProducerIDKey, AlterScramCredentials, CreateACLs, DeleteACLs:
+	case SetPartitionLeader, SetPartitionLeaders, AllocateProducerID, SetProducerIDKey, AlterScramCredentials, CreateACLs, DeleteACLs,
+		SetFeatureLevels:
 	default:
 		next.layout = index
 	}

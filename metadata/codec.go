@@ -27,6 +27,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeSetProducerIDKey:      1,
 	TypeReplicasRemoved:       1,
 	TypeSetPartitionLeaders:   1,
+	TypeSetFeatureLevels:      1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -126,6 +127,8 @@ func Decode(b []byte) (Command, error) {
 		cmd = decodeReplicasRemoved(r)
 	case typ == TypeSetPartitionLeaders && ver == 1:
 		cmd = decodeSetPartitionLeaders(r)
+	case typ == TypeSetFeatureLevels && ver == 1:
+		cmd = decodeSetFeatureLevels(r)
 	case typ == TypeAlterConfigs && ver == 1:
 		cmd = AlterConfigs{Resource: ConfigResource(r.u8("config resource")), Topic: r.str("topic"), Configs: readConfigs(r)}
 	case typ == TypeAllocateProducerID && ver == 1:
@@ -208,6 +211,10 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *SetPartitionLeaders:
+		if c != nil {
+			return *c, nil
+		}
+	case *SetFeatureLevels:
 		if c != nil {
 			return *c, nil
 		}

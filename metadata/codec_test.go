@@ -192,7 +192,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, ErrMalformedCommand},
 		{"type only", []byte{1}, ErrMalformedCommand},
 		{"type zero", []byte{0, 1}, ErrUnknownCommand},
-		{"type past the end", []byte{byte(TypeSetPartitionLeaders) + 1, 1}, ErrUnknownCommand},
+		{"type past the end", []byte{byte(TypeSetFeatureLevels) + 1, 1}, ErrUnknownCommand},
 		{"version zero", []byte{1, 0, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future version", []byte{1, 2, 0, 0, 0, 0}, ErrUnknownCommand},
 		{"future create topic version", []byte{3, 4}, ErrUnknownCommand},

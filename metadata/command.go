@@ -25,6 +25,7 @@ const (
 	// TypeSetProducerIDKey is in producerid.go.
 	// TypeReplicasRemoved is in deleted.go.
 	// TypeSetPartitionLeaders is in leaders.go.
+	// TypeSetFeatureLevels is in features.go.
 )
 
 func (t CommandType) String() string {
@@ -61,6 +62,8 @@ func (t CommandType) String() string {
 		return "ReplicasRemoved"
 	case TypeSetPartitionLeaders:
 		return "SetPartitionLeaders"
+	case TypeSetFeatureLevels:
+		return "SetFeatureLevels"
 	}
 	return "Unknown"
 }
@@ -89,6 +92,7 @@ var (
 	_ Command = SetProducerIDKey{}
 	_ Command = ReplicasRemoved{}
 	_ Command = SetPartitionLeaders{}
+	_ Command = SetFeatureLevels{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:

@@ -44,6 +44,9 @@ type Snapshot struct {
 	// producerIDKey keys the permutation of producer ids (producerid.go);
 	// nil until SetProducerIDKey.
 	producerIDKey []byte
+	// features are the feature levels SetFeatureLevels set (features.go);
+	// nil when none.
+	features map[string]int16
 }
 
 // ClusterConfigs returns a copy of the cluster-wide dynamic broker
@@ -245,7 +248,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 		maps.Equal(s.topicIDs, o.topicIDs) && s.deleted.equal(o.deleted) &&
 		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&
 		maps.EqualFunc(s.scram, o.scram, ScramCredential.equal) && s.acls.Equal(o.acls) &&
-		maps.EqualFunc(s.reassign, o.reassign, Reassignment.equal) &&
+		maps.EqualFunc(s.reassign, o.reassign, Reassignment.equal) && featuresEqual(s.features, o.features) &&
 		maps.EqualFunc(s.topics, o.topics, func(a, b *Topic) bool { return a.equal(b) })
 }
 

@@ -153,19 +153,19 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 		{"future version", append(append([]byte(snapshotMagic), snapshotVersion+1), good[5:]...)},
 		{"deleted ids out of order", build(hdr(9, "c", FirstProducerID), brokerBytes(1), none, none,
 			appendLen(nil, 2), bytes.Repeat([]byte{2}, 16), appendU64(nil, 1), none,
-			bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), none, none, none, none, none, appendString(nil, ""))},
+			bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), none, none, none, none, none, appendString(nil, ""), none)},
 		{"deleted id reported by every broker", build(hdr(9, "c", FirstProducerID), brokerBytes(1), none, none,
 			appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), appendInt32s(nil, []int32{1}),
-			none, none, none, none, appendString(nil, ""))},
+			none, none, none, none, appendString(nil, ""), none)},
 		{"deleted id reported by an unknown broker", build(hdr(9, "c", FirstProducerID), brokerBytes(1), none, none,
 			appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), appendInt32s(nil, []int32{5}),
-			none, none, none, none, appendString(nil, ""))},
+			none, none, none, none, appendString(nil, ""), none)},
 		{"deleted id reported twice", build(hdr(9, "c", FirstProducerID), brokerBytes(1, 2, 3), none, none,
 			appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), appendU64(nil, 1), appendInt32s(nil, []int32{2, 2}),
-			none, none, none, none, appendString(nil, ""))},
+			none, none, none, none, appendString(nil, ""), none)},
 		{"deleted after the applied index", build(hdr(9, "c", FirstProducerID), brokerBytes(1), none, none,
 			appendLen(nil, 1), bytes.Repeat([]byte{1}, 16), appendU64(nil, 10), none,
-			none, none, none, none, appendString(nil, ""))},
+			none, none, none, none, appendString(nil, ""), none)},
 		{"truncated", good[:len(good)-1]},
 		{"trailing byte", append(append([]byte{}, good...), 0)},
 		{"brokers out of order", build(hdr(1, "c", FirstProducerID), brokerBytes(2, 1), none, none)},
@@ -187,7 +187,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 		})
 	}
 	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none, none, none,
-		appendString(nil, ""))); err != nil {
+		appendString(nil, ""), none)); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
 	}
 	// Version 7 holds deleted ids without their index and reports: read as

@@ -229,6 +229,7 @@ type TxnMarker struct {
 	ProducerEpoch    int16
 	CoordinatorEpoch int32
 	Commit           bool // COMMIT, else ABORT
+	V2               bool // a marker of transactions v2 (fsm.EndTxn.V2)
 }
 
 // ProposeEndTxn queues a transaction marker (for the transaction
@@ -240,7 +241,7 @@ func (r *Replica) ProposeEndTxn(m TxnMarker, timeout time.Duration) *Proposal {
 		return &Proposal{refuse: err}
 	}
 	cmd := fsm.EncodeEndTxn(fsm.EndTxn{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit, LeaderTime: time.Now().UnixMilli()})
+		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit, V2: m.V2, LeaderTime: time.Now().UnixMilli()})
 	return &Proposal{p: r.group.Propose(cmd, timeout)}
 }
 

@@ -70,6 +70,21 @@ func (t *Table) ValidateMarker(pid int64, epoch int16, coordinatorEpoch int32) R
 	return Result{Verdict: Append}
 }
 
+// ValidateMarkerV2 is ValidateMarker for a marker of transactions v2
+// (KIP-890 part 2), whose epoch is the one its EndTxn bumped: it ends the
+// producer's transaction of the epoch below. A transaction open at the
+// marker's own epoch is the producer's next one, begun after this
+// marker was first written, and a late copy of the marker must not end
+// it: Fenced, as Kafka refuses a v2 marker whose epoch is not above the
+// producer's. A copy with no transaction open ends nothing and is
+// written like any marker.
+func (t *Table) ValidateMarkerV2(pid int64, epoch int16, coordinatorEpoch int32) Result {
+	if e := t.producers[pid]; e != nil && epoch == e.epoch && e.txnFirst >= 0 {
+		return Result{Verdict: Fenced, Epoch: e.epoch}
+	}
+	return t.ValidateMarker(pid, epoch, coordinatorEpoch)
+}
+
 // RecordMarker records a written marker (after ValidateMarker returned
 // Append, or from the log): it ends the producer's open transaction, adds
 // it to the aborted index if m aborts it, and takes m's epoch (a new one

@@ -238,3 +238,35 @@ func TestDecodeFormat2HasNoTransactions(t *testing.T) {
 		t.Fatalf("re-encoded as version %d", enc[0])
 	}
 }
+
+// TestMarkerV2 (KIP-890 part 2): a marker with the bumped epoch ends the
+// transaction of the epoch below and fences that epoch; the producer's
+// next transaction runs at the marker's epoch from sequence 0, and a late
+// copy of the marker does not end it, while a copy with nothing open is
+// written.
+func TestMarkerV2(t *testing.T) {
+	tab := New(DefaultWindow)
+	mustAppend(t, tab, txnHdr(1, 4, 0, 2, 0))
+	if r := tab.ValidateMarkerV2(1, 5, 0); r.Verdict != Append {
+		t.Fatalf("bumped marker: %+v", r)
+	}
+	if !tab.RecordMarker(marker(1, 5, true, 0, 2)) {
+		t.Fatal("the bumped marker ended no transaction")
+	}
+	if r := tab.Validate(txnHdr(1, 4, 2, 1, 3)); r.Verdict != Fenced {
+		t.Fatalf("a batch of the old epoch after the marker: %v, want Fenced", r.Verdict)
+	}
+	if r := tab.ValidateMarkerV2(1, 5, 0); r.Verdict != Append {
+		t.Fatalf("a copy of the marker with nothing open: %+v, want Append", r)
+	}
+	mustAppend(t, tab, txnHdr(1, 5, 0, 1, 3)) // the next transaction, at the bumped epoch
+	if r := tab.ValidateMarkerV2(1, 5, 0); r.Verdict != Fenced {
+		t.Fatalf("a late copy of the marker over the next transaction: %+v, want Fenced", r)
+	}
+	if r := tab.ValidateMarker(1, 5, 0); r.Verdict != Append {
+		t.Fatalf("a v1 marker of the same epoch: %+v, want Append", r)
+	}
+	if r := tab.ValidateMarkerV2(1, 6, 0); r.Verdict != Append {
+		t.Fatalf("the next transaction's marker: %+v", r)
+	}
+}

@@ -15,6 +15,12 @@ import (
 // Config.CompletionWait, then answers CONCURRENT_TRANSACTIONS. The caller
 // checks that the partitions exist.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) error {
+	return c.addPartitions(ctx, id, pid, epoch, parts, 0)
+}
+
+// addPartitions is AddPartitions; a transaction it starts is of
+// txnVersion (2 when a partition leader adds for transactions v2).
+func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition, txnVersion int16) error {
 	c.awaitCompletion(ctx, id)
 	defer c.ids.lock(id)()
 	m, err := c.check(id, pid, epoch)
@@ -30,7 +36,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 			return nil
 		}
 	default: // Empty, CompleteCommit, CompleteAbort: a new transaction
-		m.Partitions, m.Start = nil, c.cfg.Now().UnixMilli()
+		m.Partitions, m.Start, m.TxnVersion = nil, c.cfg.Now().UnixMilli(), txnVersion
 	}
 	m.State = Ongoing
 	m.Partitions = addParts(m.Partitions, parts)

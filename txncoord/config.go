@@ -22,6 +22,9 @@ type Marker struct {
 	ProducerEpoch    int16
 	CoordinatorEpoch int32
 	Commit           bool // COMMIT, else ABORT
+	// TxnVersion is the transaction's version (WriteTxnMarkers v2's
+	// TransactionVersion): at 2 the epoch is the one EndTxn bumped.
+	TxnVersion int16
 }
 
 // Markers writes transaction markers into partitions, each through the

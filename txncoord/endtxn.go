@@ -19,7 +19,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	}
 	switch {
 	case m.State == Ongoing:
-		m.State = PrepareAbort
+		m.State, m.TxnVersion = PrepareAbort, 0
 		if commit {
 			m.State = PrepareCommit
 		}
@@ -64,7 +64,7 @@ func (c *Coordinator) startCompletion(id string, m Metadata) {
 // of its producer CONCURRENT_TRANSACTIONS until the coordinator moved.
 func (c *Coordinator) complete(id string, m Metadata) {
 	mk := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: c.epoch,
-		Commit: m.State == PrepareCommit}
+		Commit: m.State == PrepareCommit, TxnVersion: m.TxnVersion}
 	attempt := 1
 	for ; ; attempt++ {
 		err := c.markers.WriteMarkers(c.ctx, mk, m.Partitions)
@@ -106,6 +106,9 @@ func (c *Coordinator) writeComplete(id string, m Metadata) (done bool, err error
 	cur.State, cur.Partitions = CompleteAbort, nil
 	if m.State == PrepareCommit {
 		cur.State = CompleteCommit
+	}
+	if cur.NextProducerID > 0 { // the epoch overflowed: the producer goes on under a new id
+		cur.PrevProducerID, cur.ProducerID, cur.ProducerEpoch, cur.NextProducerID = cur.ProducerID, cur.NextProducerID, 0, 0
 	}
 	if err := c.write(c.ctx, id, cur); err != nil {
 		return false, err

@@ -17,7 +17,7 @@ func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddParti
 			parts = append(parts, TopicPartition{t.Topic, p})
 		}
 	}
-	errs := c.addRequested(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
+	errs := c.addRequested(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts, 0)
 	i := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
@@ -34,10 +34,12 @@ func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddParti
 }
 
 // AddPartitionsToTxnTransaction answers one transaction of an
-// AddPartitionsToTxn v4, the brokers' form that batches transactions:
+// AddPartitionsToTxn v4-5, the brokers' form that batches transactions:
 // with VerifyOnly it only checks that the partitions are in the
-// transaction (Verify), else it adds them as AddPartitionsToTxn does.
-func (c *Coordinator) AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
+// transaction (Verify), else it adds them as AddPartitionsToTxn does; at
+// v5 (a partition leader adding for transactions v2) the transaction is
+// of version 2.
+func (c *Coordinator) AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction, version int16) kmsg.AddPartitionsToTxnResponseTransaction {
 	var parts []TopicPartition
 	for _, rt := range t.Topics {
 		for _, p := range rt.Partitions {
@@ -45,10 +47,13 @@ func (c *Coordinator) AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg
 		}
 	}
 	var errs []error
-	if t.VerifyOnly {
+	switch {
+	case t.VerifyOnly:
 		errs = c.Verify(t.TransactionalID, t.ProducerID, t.ProducerEpoch, parts)
-	} else {
-		errs = c.addRequested(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, parts)
+	case version >= 5:
+		errs = c.addRequested(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, parts, TxnVersion2)
+	default:
+		errs = c.addRequested(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, parts, 0)
 	}
 	return transactionResult(t, func(i int) int16 { return Code(errs[i], false) })
 }
@@ -78,7 +83,7 @@ func transactionResult(t *kmsg.AddPartitionsToTxnRequestTransaction, code func(i
 // returns each part's error. If a partition does not exist nothing is
 // added: it is UNKNOWN_TOPIC_OR_PARTITION and every other one
 // OPERATION_NOT_ATTEMPTED, as in Kafka.
-func (c *Coordinator) addRequested(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) []error {
+func (c *Coordinator) addRequested(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition, txnVersion int16) []error {
 	errs := make([]error, len(parts))
 	unknown := false
 	for i, tp := range parts {
@@ -88,7 +93,7 @@ func (c *Coordinator) addRequested(ctx context.Context, id string, pid int64, ep
 	}
 	err := error(kerr.OperationNotAttempted)
 	if !unknown {
-		err = c.AddPartitions(ctx, id, pid, epoch, parts)
+		err = c.addPartitions(ctx, id, pid, epoch, parts, txnVersion)
 	}
 	for i := range errs {
 		if errs[i] == nil {
@@ -112,9 +117,17 @@ func (c *Coordinator) AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsT
 	return resp
 }
 
-// EndTxnRequest answers EndTxn.
+// EndTxnRequest answers EndTxn: from v5 a transaction of version 2
+// (EndTxnV2), which answers with the producer's next id and epoch, before
+// it EndTxn. The request's version decides, as in Kafka.
 func (c *Coordinator) EndTxnRequest(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if req.Version >= 5 {
+		var err error
+		resp.ProducerID, resp.ProducerEpoch, err = c.EndTxnV2(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		resp.ErrorCode = Code(err, false)
+		return resp
+	}
 	err := c.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
 	resp.ErrorCode = Code(err, req.Version < 2)
 	return resp

@@ -50,6 +50,16 @@ type Metadata struct {
 	// record was written and when the transaction began (-1 if none).
 	LastUpdate int64
 	Start      int64
+	// TxnVersion is the transaction version the producer's client runs
+	// (Kafka's ClientTransactionVersion): 2 for KIP-890 part 2, where
+	// every EndTxn bumps the epoch and the markers carry the bumped one.
+	TxnVersion int16
+	// PrevProducerID is the producer id the transactional id had before
+	// an epoch overflow gave it a new one; NextProducerID, in a Prepare
+	// state of version 2, the new producer id the transactional id takes
+	// (with epoch 0) when the transaction completes, because the bumped
+	// epoch is the last there is. 0 is none (-1 in the record).
+	PrevProducerID, NextProducerID int64
 }
 
 // clone returns a copy of m that shares nothing with it.
@@ -71,10 +81,13 @@ type Record struct {
 }
 
 // Versions of the records the coordinator writes: Kafka's version 0 key
-// and value, which every Kafka reads.
+// and value, which every Kafka reads, and version 1 of the value (Kafka
+// 4.0's, with the transaction version and the previous and next producer
+// ids as tagged fields) when one of those is set.
 const (
-	keyVersion   = 0
-	valueVersion = 0
+	keyVersion     = 0
+	valueVersion   = 0
+	valueVersionV2 = 1
 )
 
 // MetadataRecord is the record that stores a transactional id's metadata.
@@ -82,6 +95,11 @@ func MetadataRecord(id string, m Metadata) Record {
 	k := kmsg.TxnMetadataKey{Version: keyVersion, TransactionalID: id}
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = valueVersion
+	if m.TxnVersion != 0 || m.PrevProducerID > 0 || m.NextProducerID > 0 {
+		v.Version = valueVersionV2
+		v.ClientTransactionVersion = m.TxnVersion
+		v.PreviousProducerID, v.NextProducerID = max(m.PrevProducerID, -1), max(m.NextProducerID, -1)
+	}
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = m.ProducerID, m.ProducerEpoch, m.TimeoutMillis
 	v.State = kmsg.TransactionState(m.State)
 	v.LastUpdateTimestamp, v.StartTimestamp = m.LastUpdate, m.Start
@@ -97,7 +115,7 @@ func MetadataRecord(id string, m Metadata) Record {
 
 // decodeValue reads a TransactionLogValue (versions 0 and 1).
 func decodeValue(value []byte) (Metadata, error) {
-	var v kmsg.TxnMetadataValue
+	v := kmsg.NewTxnMetadataValue()
 	if err := v.ReadFrom(value); err != nil {
 		return Metadata{}, &RecordError{Reason: "transaction metadata value", Err: err}
 	}
@@ -105,7 +123,8 @@ func decodeValue(value []byte) (Metadata, error) {
 		return Metadata{}, &RecordError{Reason: "transaction metadata value version " + itoa(int64(v.Version))}
 	}
 	m := Metadata{ProducerID: v.ProducerID, ProducerEpoch: v.ProducerEpoch, TimeoutMillis: v.TimeoutMillis,
-		State: State(v.State), LastUpdate: v.LastUpdateTimestamp, Start: v.StartTimestamp}
+		State: State(v.State), LastUpdate: v.LastUpdateTimestamp, Start: v.StartTimestamp,
+		TxnVersion: v.ClientTransactionVersion, PrevProducerID: max(v.PreviousProducerID, 0), NextProducerID: max(v.NextProducerID, 0)}
 	if !m.State.valid() {
 		return Metadata{}, &RecordError{Reason: "transaction state " + itoa(int64(v.State))}
 	}

@@ -72,7 +72,7 @@ func TestAddPartitionsToTxnTransaction(t *testing.T) {
 		}
 		return out
 	}
-	r := c.AddPartitionsToTxnTransaction(ctx, &txn)
+	r := c.AddPartitionsToTxnTransaction(ctx, &txn, 4)
 	if got := codes(r); r.TransactionalID != "t" || len(got) != 2 || got[0] != kerr.InvalidTxnState.Code || got[1] != kerr.InvalidTxnState.Code {
 		t.Fatalf("verify before adding: %+v", r)
 	}
@@ -80,11 +80,11 @@ func TestAddPartitionsToTxnTransaction(t *testing.T) {
 		t.Fatalf("a verification changed the state: %+v", m)
 	}
 	txn.VerifyOnly = false
-	if got := codes(c.AddPartitionsToTxnTransaction(ctx, &txn)); got[0] != 0 || got[1] != 0 {
+	if got := codes(c.AddPartitionsToTxnTransaction(ctx, &txn, 4)); got[0] != 0 || got[1] != 0 {
 		t.Fatalf("add: %v", got)
 	}
 	txn.VerifyOnly = true
-	if got := codes(c.AddPartitionsToTxnTransaction(ctx, &txn)); got[0] != 0 || got[1] != 0 {
+	if got := codes(c.AddPartitionsToTxnTransaction(ctx, &txn, 4)); got[0] != 0 || got[1] != 0 {
 		t.Fatalf("verify after adding: %v", got)
 	}
 }

@@ -46,6 +46,8 @@ func ErrorCode(err error) *kerr.Error {
 		return kerr.NoReassignmentInProgress
 	case errors.Is(err, metadata.ErrReassignmentChanged):
 		return kerr.InvalidRequest
+	case errors.Is(err, metadata.ErrInvalidFeatureLevel):
+		return kerr.InvalidUpdateVersion
 	case errors.Is(err, acl.ErrInvalid):
 		return kerr.InvalidRequest
 	case errors.Is(err, acl.ErrTooMany):

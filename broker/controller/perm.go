@@ -18,7 +18,7 @@ var ErrPeerNotPermitted = errors.New("broker: a peer may not send this metadata 
 // mutual TLS, when only the kind of command can be checked.
 //
 // A node forwards what its clients ask of the cluster (topics, configs,
-// SCRAM credentials, ACLs, reassignments, producer ids), which it
+// SCRAM credentials, ACLs, reassignments, producer ids, feature levels), which it
 // authenticated and authorised itself; InitCluster, which bootstrapping
 // nodes all propose; and reports about itself: its registration,
 // partitions it leads, the end of a move of a partition it leads
@@ -31,7 +31,7 @@ func peerMayPropose(peer int32, cmd metadata.Command) error {
 	switch c := cmd.(type) {
 	case metadata.InitCluster, metadata.AllocateProducerID, metadata.CreateTopic, metadata.CreatePartitions,
 		metadata.DeleteTopic, metadata.AlterConfigs, metadata.AlterScramCredentials,
-		metadata.CreateACLs, metadata.DeleteACLs, metadata.AlterReassignment:
+		metadata.CreateACLs, metadata.DeleteACLs, metadata.AlterReassignment, metadata.SetFeatureLevels:
 		return nil
 	case metadata.RegisterBroker:
 		if peer != 0 && c.ID != peer {

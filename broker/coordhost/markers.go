@@ -89,9 +89,9 @@ func (w *markerWriter) proposeLocal(ctx context.Context, m txncoord.Marker, tp t
 		return fail(ctx.Err())
 	}
 	var prop *partition.Proposal
-	lr.Extra().verified.Marker(m.ProducerID, func() { // the producer's next transaction is verified anew
+	lr.Extra().verified.Marker(m.ProducerID, m.ProducerEpoch, m.TxnVersion >= txncoord.TxnVersion2, func() { // the producer's next transaction is verified anew
 		prop = lr.Partition().ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, w.h.cfg.Tuning.Proposal)
+			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit, V2: m.TxnVersion >= txncoord.TxnVersion2}, w.h.cfg.Tuning.Proposal)
 	})
 	return func() error {
 		res, err := prop.Wait()
@@ -114,6 +114,7 @@ func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	mk := kmsg.NewWriteTxnMarkersRequestMarker()
 	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
+	mk.TransactionVersion = int8(m.TxnVersion) // WriteTxnMarkers v2; older versions leave it out
 	for _, tp := range tps {
 		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}

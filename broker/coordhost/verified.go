@@ -134,11 +134,17 @@ func (v *Verified) Produce(leaderEpoch int32, pid int64, epoch int16, guard kafk
 }
 
 // Marker forgets producer pid's verification and calls propose, which
-// proposes its marker.
-func (v *Verified) Marker(pid int64, propose func()) {
+// proposes its marker of producer epoch epoch. A marker of transactions
+// v2 (v2) ends the transaction of the epoch before its own: a
+// verification at its epoch or later is of the producer's next
+// transaction, which its coordinator only took once this transaction's
+// markers were written, and is kept.
+func (v *Verified) Marker(pid int64, epoch int16, v2 bool, propose func()) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	delete(v.producers, pid)
+	if e := v.producers[pid]; e != nil && (!v2 || e.epoch < epoch) {
+		delete(v.producers, pid)
+	}
 	propose()
 }
 

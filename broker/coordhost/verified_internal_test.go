@@ -35,7 +35,7 @@ func TestTxnVerifiedRemembersUntilMarker(t *testing.T) {
 
 	// A marker for producer 7 arrives while a batch is being verified:
 	// that batch is refused, and the next transaction is verified anew.
-	v.Marker(7, propose)
+	v.Marker(7, 0, false, propose)
 	if err := v.Produce(5, 7, 0, g, propose); !errors.Is(err, kerr.InvalidTxnState) || proposed != 2 {
 		t.Fatalf("a batch verified before the marker: %v, want INVALID_TXN_STATE and nothing proposed", err)
 	}
@@ -131,7 +131,7 @@ func TestTxnVerifiedAbortOnlyUnchanged(t *testing.T) {
 		t.Fatal("aborted over a second batch written since the stamp")
 	}
 	st = v.stamp(5, 7)
-	v.Marker(7, propose)
+	v.Marker(7, 0, false, propose)
 	if v.abortUnchanged(5, 7, st, propose) || proposed != 4 {
 		t.Fatal("aborted after a marker since the stamp")
 	}

@@ -72,9 +72,10 @@ type Verified interface {
 	// Produce calls propose unless a marker for pid, or a new leader
 	// epoch, came after guard (then it returns why).
 	Produce(leaderEpoch int32, pid int64, epoch int16, guard kafkaapi.TxnGuard, propose func()) error
-	// Marker calls propose for a marker of pid and forgets its
-	// verification.
-	Marker(pid int64, propose func())
+	// Marker calls propose for a marker of pid at epoch and forgets its
+	// verification (with v2, a marker of transactions v2, one of an
+	// earlier epoch only).
+	Marker(pid int64, epoch int16, v2 bool, propose func())
 }
 
 // Config is what the Backend needs of the node's static configuration;

@@ -16,6 +16,7 @@ import (
 	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 	"github.com/minikafka/minikafka-go/topicconfig"
+	"github.com/minikafka/minikafka-go/txncoord"
 )
 
 // replicaPartition adapts a partition.Replica to the front end; enqueue
@@ -54,9 +55,9 @@ func (p replicaPartition) AbortedTxns(from, to int64) []kafkaapi.AbortedTxn {
 // (__consumer_offsets holds transactional offset commits).
 func (p replicaPartition) WriteTxnMarker(m kafkaapi.TxnMarker) kafkaapi.ProduceWait {
 	var prop *partition.Proposal
-	p.txn.Marker(m.ProducerID, func() {
+	p.txn.Marker(m.ProducerID, m.ProducerEpoch, m.TxnVersion >= txncoord.TxnVersion2, func() {
 		prop = p.r.ProposeEndTxn(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit}, p.enqueue)
+			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit, V2: m.TxnVersion >= txncoord.TxnVersion2}, p.enqueue)
 	})
 	return func(context.Context) (kafkaapi.ProduceResult, error) {
 		res, err := prop.Wait()

@@ -23,8 +23,33 @@ import (
 // errors are the coordinator's, or a routing or transport error for
 // every part.
 func (b *Backend) VerifyTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []kafkaapi.TopicPartition) []error {
+	return b.txnPartitions(ctx, transactionalID, pid, epoch, parts, true)
+}
+
+var _ kafkaapi.TxnAdder = (*Backend)(nil)
+
+// AddTxnPartitions adds parts to the transaction of producer pid at epoch
+// (KIP-890 part 2), with AddPartitionsToTxn v5 to the coordinator.
+func (b *Backend) AddTxnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []kafkaapi.TopicPartition) []error {
+	return b.txnPartitions(ctx, transactionalID, pid, epoch, parts, false)
+}
+
+// AddTxnOffsets adds the group's __consumer_offsets partition to the
+// transaction of producer pid at epoch, for TxnOffsetCommit v5.
+func (b *Backend) AddTxnOffsets(ctx context.Context, transactionalID string, pid int64, epoch int16, group string) error {
+	p, err := b.OffsetsPartition(ctx, group)
+	if err != nil {
+		return err
+	}
+	tp := kafkaapi.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: p}
+	return b.txnPartitions(ctx, transactionalID, pid, epoch, []kafkaapi.TopicPartition{tp}, false)[0]
+}
+
+// txnPartitions verifies (verifyOnly) or adds parts with the
+// coordinator of transactionalID.
+func (b *Backend) txnPartitions(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []kafkaapi.TopicPartition, verifyOnly bool) []error {
 	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = transactionalID, pid, epoch, true
+	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = transactionalID, pid, epoch, verifyOnly
 	for _, tp := range parts {
 		if n := len(t.Topics); n > 0 && t.Topics[n-1].Topic == tp.Topic {
 			t.Topics[n-1].Partitions = append(t.Topics[n-1].Partitions, tp.Partition)
@@ -44,7 +69,7 @@ func (b *Backend) VerifyTxnPartitions(ctx context.Context, transactionalID strin
 	return errs
 }
 
-// verifyTxn sends one verify-only transaction to its coordinator and
+// verifyTxn sends one transaction (verify-only or not) to its coordinator and
 // returns the coordinator's answer for it.
 func (b *Backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction) (kmsg.AddPartitionsToTxnResponseTransaction, error) {
 	node, err := b.txnCoordinatorNodeNow(t.TransactionalID)
@@ -56,10 +81,13 @@ func (b *Backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnReque
 		if err != nil {
 			return kmsg.AddPartitionsToTxnResponseTransaction{}, err
 		}
-		return c.AddPartitionsToTxnTransaction(ctx, t), nil
+		return c.AddPartitionsToTxnTransaction(ctx, t, txnBrokersVersion), nil
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
+	if !t.VerifyOnly {
+		req.Version = txnBrokersVersion // an addition of transactions v2
+	}
 	req.Transactions = append(req.Transactions, *t)
 	kresp, err := b.deps.Coordinators.RequestNode(ctx, node, req)
 	if err != nil {
@@ -76,6 +104,11 @@ func (b *Backend) verifyTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnReque
 	}
 	return kmsg.AddPartitionsToTxnResponseTransaction{}, fmt.Errorf("%w: node %d did not answer for the transaction", kerr.UnknownServerError, node)
 }
+
+// txnBrokersVersion is the AddPartitionsToTxn version a partition leader
+// adds partitions with for transactions v2 (Kafka's addPartition
+// operation).
+const txnBrokersVersion = 5
 
 // txnCoordinatorNodeNow is the node coordinating a transactional id, from
 // this node's view. Unlike FindCoordinator it never creates

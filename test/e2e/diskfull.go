@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -80,7 +81,12 @@ type Filler struct {
 // NewFiller starts an idempotent producer of topic's partition 0 with
 // values of valueSize bytes, perBatch records a batch.
 func NewFiller(ctx context.Context, c *Cluster, topic string, valueSize, perBatch int) (*Filler, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.RequestRetries(0))
+	// Its hand-built Produce names the topic, which Produce v13 does by id
+	// only: kgo sends a request at the highest version both sides know,
+	// so Produce is capped at v12.
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.Produce), 12)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.RequestRetries(0), kgo.MaxVersions(vs))
 	if err != nil {
 		return nil, err
 	}
