@@ -27,6 +27,10 @@ var commandVersion = map[CommandType]uint8{
 	TypeSetProducerIDKey:      1,
 	TypeReplicasRemoved:       1,
 	TypeSetPartitionLeaders:   1,
+
+	TypeCreateDelegationToken:  1,
+	TypeUpdateDelegationToken:  1,
+	TypeExpireDelegationTokens: 1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -82,6 +86,23 @@ func Decode(b []byte) (Command, error) {
 		return nil, r.err
 	}
 	var cmd Command
+	var err error
+	if c, ok := decodeTokenCommand(typ, ver, r); ok {
+		cmd = c
+	} else {
+		cmd, err = decodeOther(typ, ver, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// decodeOther decodes every command but the delegation token ones.
+func decodeOther(typ CommandType, ver uint8, r *reader) (cmd Command, err error) {
 	switch {
 	case typ == TypeInitCluster && ver == 1:
 		cmd = InitCluster{ClusterID: r.str("cluster id")}
@@ -137,9 +158,6 @@ func Decode(b []byte) (Command, error) {
 		cmd = c
 	default:
 		return nil, &UnknownCommandError{Type: typ, Version: ver}
-	}
-	if err := r.done(); err != nil {
-		return nil, err
 	}
 	return cmd, nil
 }
@@ -208,6 +226,18 @@ func deref(cmd Command) (Command, error) {
 			return *c, nil
 		}
 	case *SetPartitionLeaders:
+		if c != nil {
+			return *c, nil
+		}
+	case *CreateDelegationToken:
+		if c != nil {
+			return *c, nil
+		}
+	case *UpdateDelegationToken:
+		if c != nil {
+			return *c, nil
+		}
+	case *ExpireDelegationTokens:
 		if c != nil {
 			return *c, nil
 		}

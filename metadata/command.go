@@ -25,6 +25,7 @@ const (
 	// TypeSetProducerIDKey is in producerid.go.
 	// TypeReplicasRemoved is in deleted.go.
 	// TypeSetPartitionLeaders is in leaders.go.
+	// The delegation token types are in dtoken.go.
 )
 
 func (t CommandType) String() string {
@@ -61,6 +62,12 @@ func (t CommandType) String() string {
 		return "ReplicasRemoved"
 	case TypeSetPartitionLeaders:
 		return "SetPartitionLeaders"
+	case TypeCreateDelegationToken:
+		return "CreateDelegationToken"
+	case TypeUpdateDelegationToken:
+		return "UpdateDelegationToken"
+	case TypeExpireDelegationTokens:
+		return "ExpireDelegationTokens"
 	}
 	return "Unknown"
 }
@@ -89,6 +96,9 @@ var (
 	_ Command = SetProducerIDKey{}
 	_ Command = ReplicasRemoved{}
 	_ Command = SetPartitionLeaders{}
+	_ Command = CreateDelegationToken{}
+	_ Command = UpdateDelegationToken{}
+	_ Command = ExpireDelegationTokens{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:

@@ -7,9 +7,9 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// Snapshot encoding, version 8 (primitives in wire.go):
+// Snapshot encoding, version 9 (primitives in wire.go):
 //
-//	"MKMD" u8(version=8)
+//	"MKMD" u8(version=9)
 //	u64 appliedIndex, string clusterID, i64 nextProducerID
 //	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr,
 //	                                 string listeners                   (version 4 on)
@@ -30,18 +30,19 @@ import (
 //	                                 string topic, i32 partition,
 //	                                 array of i32 original, array of i32 target
 //	string producerIDKey, empty when unset                         (version 7 on)
+//	array of delegation tokens, by id (dtoken_codec.go)            (version 9 on)
 //
 // Version 1 is version 2 without the deleted topic ids, version 2 is
 // version 3 without the cluster configs, version 3 is version 4 without
 // listeners and credentials, version 4 is version 5 without ACL bindings,
 // version 5 is version 6 without reassignments, version 6 is version 7
 // without the producer-id key, and version 7 is version 8 without the
-// deleted topics' index and reports (read as 0 and none); all are still
-// read.
+// deleted topics' index and reports (read as 0 and none), and version 8
+// is version 9 without delegation tokens; all are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 8
+	snapshotVersion = 9
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -105,6 +106,7 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	}
 	b = s.appendReassignments(b)
 	b = appendString(b, string(s.producerIDKey))
+	b = s.appendTokens(b)
 	return b, nil
 }
 
@@ -203,6 +205,9 @@ func (s *Snapshot) readLater(r *reader, version uint8) {
 		if k := r.str("producer-id key"); k != "" {
 			s.producerIDKey = []byte(k)
 		}
+	}
+	if version >= 9 {
+		s.tokens = readTokens(r)
 	}
 }
 
