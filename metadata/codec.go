@@ -229,23 +229,34 @@ func deref(cmd Command) (Command, error) {
 		if c != nil {
 			return *c, nil
 		}
-	case *CreateDelegationToken:
-		if c != nil {
-			return *c, nil
-		}
-	case *UpdateDelegationToken:
-		if c != nil {
-			return *c, nil
-		}
-	case *ExpireDelegationTokens:
-		if c != nil {
-			return *c, nil
-		}
+
 	case nil:
 	default:
-		return cmd, nil
+		return derefToken(cmd)
 	}
 	return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+}
+
+// derefToken is deref for the delegation token commands.
+func derefToken(cmd Command) (Command, error) {
+	switch c := cmd.(type) {
+	case *CreateDelegationToken:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+		}
+		return *c, nil
+	case *UpdateDelegationToken:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+		}
+		return *c, nil
+	case *ExpireDelegationTokens:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+		}
+		return *c, nil
+	}
+	return cmd, nil
 }
 
 func (c InitCluster) appendBody(b []byte) []byte { return appendString(b, c.ClusterID) }

@@ -85,7 +85,9 @@ func (t DelegationToken) equal(o DelegationToken) bool {
 
 // check validates a token's fields.
 func (t DelegationToken) check() error {
-	bad := func(reason string) error { return &DelegationTokenError{TokenID: t.TokenID, Reason: reason, Err: ErrInvalidDelegationToken} }
+	bad := func(reason string) error {
+		return &DelegationTokenError{TokenID: t.TokenID, Reason: reason, Err: ErrInvalidDelegationToken}
+	}
 	switch {
 	case t.TokenID == "" || len(t.TokenID) > MaxPrincipalLen:
 		return bad("token id length")
