@@ -247,3 +247,35 @@ func TestDelegationTokens(t *testing.T) {
 		return err == nil && len(ts) == 0
 	})
 }
+
+// Tokens need both the secret and a SASL listener; the secret's absence
+// is not a configuration error.
+func TestDelegationTokensNeedSecretAndSASL(t *testing.T) {
+	sasl := []broker.ListenerConfig{{Name: "PLAINTEXT", Addr: "127.0.0.1:0"}, {Name: "SASL_PLAINTEXT", Addr: "127.0.0.1:0"}}
+	for _, tc := range []struct {
+		secret    string
+		listeners []broker.ListenerConfig
+		want      bool
+	}{
+		{"s", sasl, true},
+		{"", sasl, false},
+		{"s", sasl[:1], false},
+	} {
+		c := broker.DefaultConfig()
+		c.DataDir = t.TempDir()
+		c.Listeners, c.DelegationTokens.SecretKey = tc.listeners, tc.secret
+		c.Security.RaftAllowUnauthenticated = true
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := broker.TokensEnabled(&c); got != tc.want {
+			t.Errorf("secret %q, %d listeners: enabled %v, want %v", tc.secret, len(tc.listeners), got, tc.want)
+		}
+	}
+	c := broker.DefaultConfig()
+	c.DelegationTokens.ExpiryTimeMs = 0
+	var ce *broker.ConfigError
+	if err := c.Validate(); !errors.As(err, &ce) || ce.Key != "delegation_token_expiry_time_ms" {
+		t.Fatalf("delegation_token_expiry_time_ms 0: %v", err)
+	}
+}
