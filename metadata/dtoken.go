@@ -58,10 +58,11 @@ func (t DelegationToken) OwnerName() string {
 	return name
 }
 
-// OwnerOrRenewer reports whether principal may renew, expire and always
-// describe the token: its owner, its requester or one of its renewers.
-func (t DelegationToken) OwnerOrRenewer(principal string) bool {
-	return t.Owner == principal || t.Requester == principal || slices.Contains(t.Renewers, principal)
+// MayRenew reports whether principal may renew and expire the token: its
+// owner or one of its renewers (Kafka's controller, allowedToRenew; the
+// requester is not one unless named).
+func (t DelegationToken) MayRenew(principal string) bool {
+	return t.Owner == principal || slices.Contains(t.Renewers, principal)
 }
 
 // Expired reports whether the token is expired at nowMs, as Kafka decides.
@@ -133,18 +134,13 @@ type CreateDelegationToken struct {
 }
 
 // UpdateDelegationToken renews (Expire false) or expires (Expire true) the
-// token, as Principal asks at NowMs (the proposer's clock).
-//
-// Renew, in Kafka's order: ErrDelegationTokenNotFound,
+// token, as Principal asks at NowMs (the proposer's clock), checked in
+// Kafka's controller's order: ErrDelegationTokenNotFound,
 // ErrDelegationTokenExpired, ErrDelegationTokenOwnerMismatch (Principal is
-// not its owner, requester or a renewer); else the expiry becomes
-// min(MaxMs, NowMs+PeriodMs), PeriodMs being what the proposer resolved
-// from the request and delegation.token.expiry.time.ms.
-//
-// Expire: ErrDelegationTokenNotFound, ErrDelegationTokenOwnerMismatch; a
-// negative PeriodMs removes the token at once; else
-// ErrDelegationTokenExpired, or the expiry becomes min(MaxMs,
-// NowMs+PeriodMs).
+// neither its owner nor a renewer). Then an Expire with a negative
+// PeriodMs removes the token at once; otherwise the expiry becomes
+// min(MaxMs, NowMs+PeriodMs), PeriodMs being, for a renewal, what the
+// proposer resolved from the request and delegation.token.expiry.time.ms.
 //
 // Result: DelegationTokenResult, with the new expiry (PeriodMs for a
 // removed token).
@@ -218,9 +214,9 @@ func (s *Snapshot) updateDelegationToken(c UpdateDelegationToken) (DelegationTok
 	switch {
 	case !ok:
 		return fail(ErrDelegationTokenNotFound)
-	case !c.Expire && t.Expired(c.NowMs):
+	case t.Expired(c.NowMs):
 		return fail(ErrDelegationTokenExpired)
-	case !t.OwnerOrRenewer(c.Principal):
+	case !t.MayRenew(c.Principal):
 		return fail(ErrDelegationTokenOwnerMismatch)
 	case c.Expire && c.PeriodMs < 0:
 		s.tokens = cloneMap(s.tokens)
@@ -229,8 +225,6 @@ func (s *Snapshot) updateDelegationToken(c UpdateDelegationToken) (DelegationTok
 			s.tokens = nil
 		}
 		return DelegationTokenResult{ExpiryMs: c.PeriodMs}, nil
-	case c.Expire && t.Expired(c.NowMs):
-		return fail(ErrDelegationTokenExpired)
 	case c.PeriodMs < 0:
 		return fail(ErrInvalidDelegationToken)
 	}

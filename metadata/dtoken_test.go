@@ -38,6 +38,11 @@ func TestDelegationTokenRenewAndExpire(t *testing.T) {
 		return UpdateDelegationToken{TokenID: "t1", Principal: who, Expire: true, NowMs: now, PeriodMs: period}
 	}
 	wantTokenErr(t, s, renew("User:mallory", 1500, 1000), ErrDelegationTokenOwnerMismatch)
+	// A requester that is neither owner nor renewer may not renew.
+	byBob := token("t9", "User:carol")
+	byBob.Requester = "User:bob"
+	s9 := must(t, s, CreateDelegationToken{Token: byBob})
+	wantTokenErr(t, s9, UpdateDelegationToken{TokenID: "t9", Principal: "User:bob", NowMs: 1500, PeriodMs: 10}, ErrDelegationTokenOwnerMismatch)
 	wantTokenErr(t, s, expire("User:mallory", 1500, 1000), ErrDelegationTokenOwnerMismatch)
 	wantTokenErr(t, s, UpdateDelegationToken{TokenID: "nope", Principal: "User:alice", NowMs: 1500}, ErrDelegationTokenNotFound)
 	// Past the expiry a renewal fails; the renewer check comes after.
@@ -57,8 +62,10 @@ func TestDelegationTokenRenewAndExpire(t *testing.T) {
 	if res.(DelegationTokenResult).ExpiryMs != 3000 {
 		t.Fatalf("expire now = %v", res)
 	}
+	// Past its expiry, even a negative period is refused (Kafka's order).
 	wantTokenErr(t, next, expire("User:alice", 3001, 10), ErrDelegationTokenExpired)
-	next, res, _ = step(t, next, expire("User:alice", 3001, -1))
+	wantTokenErr(t, next, expire("User:alice", 3001, -1), ErrDelegationTokenExpired)
+	next, res, _ = step(t, next, expire("User:alice", 3000, -1))
 	if _, ok := next.DelegationToken("t1"); ok || res.(DelegationTokenResult).ExpiryMs != -1 {
 		t.Fatalf("negative expire = %v; token still there: %v", res, ok)
 	}
