@@ -232,9 +232,9 @@ func (s *Snapshot) updateDelegationToken(c UpdateDelegationToken) (DelegationTok
 	if c.NowMs <= t.MaxMs-c.PeriodMs { // NowMs+PeriodMs without overflow
 		expiry = c.NowMs + c.PeriodMs
 	}
-	if expiry < t.IssueMs {
-		return fail(ErrInvalidDelegationToken)
-	}
+	// A proposer whose clock is behind the issuer's never sets an expiry
+	// before the issue.
+	expiry = max(expiry, t.IssueMs)
 	t = t.clone()
 	t.ExpiryMs = expiry
 	s.tokens = cloneMap(s.tokens)
@@ -279,6 +279,9 @@ func (s *Snapshot) DelegationTokens() []DelegationToken {
 	}
 	return out
 }
+
+// DelegationTokenIDs returns the stored tokens' ids, sorted.
+func (s *Snapshot) DelegationTokenIDs() []string { return sortedKeys(s.tokens) }
 
 // HasExpiredDelegationTokens reports whether some token is expired at
 // nowMs, which the leader's check then removes.

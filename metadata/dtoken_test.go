@@ -62,6 +62,12 @@ func TestDelegationTokenRenewAndExpire(t *testing.T) {
 	if res.(DelegationTokenResult).ExpiryMs != 3000 {
 		t.Fatalf("expire now = %v", res)
 	}
+	// A proposer whose clock is behind the issue time expires it at issue.
+	if early, res, err := step(t, next, expire("User:alice", 900, 0)); err != nil || res.(DelegationTokenResult).ExpiryMs != 1000 {
+		t.Fatalf("expire before issue = %v, %v", res, err)
+	} else if ids := early.DelegationTokenIDs(); len(ids) != 1 || ids[0] != "t1" {
+		t.Fatalf("ids %v", ids)
+	}
 	// Past its expiry, even a negative period is refused (Kafka's order).
 	wantTokenErr(t, next, expire("User:alice", 3001, 10), ErrDelegationTokenExpired)
 	wantTokenErr(t, next, expire("User:alice", 3001, -1), ErrDelegationTokenExpired)

@@ -92,9 +92,9 @@ func (b *Backend) CreateDelegationToken(ctx context.Context, owner, requester st
 // tokenByHMAC finds the id of the token whose HMAC is mac (Kafka looks
 // tokens up by HMAC too); "" when none.
 func (b *Backend) tokenByHMAC(mac []byte) string {
-	for _, t := range b.deps.Meta.State().DelegationTokens() {
-		if hmac.Equal(b.tokenHMAC(t.TokenID), mac) {
-			return t.TokenID
+	for _, id := range b.deps.Meta.State().DelegationTokenIDs() {
+		if hmac.Equal(b.tokenHMAC(id), mac) {
+			return id
 		}
 	}
 	return ""
