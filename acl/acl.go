@@ -24,11 +24,17 @@ const (
 	ResourceGroup           ResourceType = 3
 	ResourceCluster         ResourceType = 4
 	ResourceTransactionalID ResourceType = 5
+	// ResourceDelegationToken names a delegation token by its id.
+	ResourceDelegationToken ResourceType = 6
+	// ResourceUser names a principal, "User:<name>", whose delegation
+	// tokens CREATE_TOKENS and DESCRIBE_TOKENS are about.
+	ResourceUser ResourceType = 7
 )
 
 var resourceNames = map[ResourceType]string{
 	ResourceAny: "ANY", ResourceTopic: "TOPIC", ResourceGroup: "GROUP",
 	ResourceCluster: "CLUSTER", ResourceTransactionalID: "TRANSACTIONAL_ID",
+	ResourceDelegationToken: "DELEGATION_TOKEN", ResourceUser: "USER",
 }
 
 func (t ResourceType) String() string { return enumName(resourceNames, t) }
@@ -69,12 +75,19 @@ const (
 	OpDescribeConfigs Operation = 10
 	OpAlterConfigs    Operation = 11
 	OpIdempotentWrite Operation = 12
+	// OpCreateTokens on a USER lets a principal create delegation tokens
+	// owned by that user.
+	OpCreateTokens Operation = 13
+	// OpDescribeTokens on a USER lets a principal describe that user's
+	// delegation tokens.
+	OpDescribeTokens Operation = 14
 )
 
 var operationNames = map[Operation]string{
 	OpAny: "ANY", OpAll: "ALL", OpRead: "READ", OpWrite: "WRITE", OpCreate: "CREATE",
 	OpDelete: "DELETE", OpAlter: "ALTER", OpDescribe: "DESCRIBE", OpClusterAction: "CLUSTER_ACTION",
 	OpDescribeConfigs: "DESCRIBE_CONFIGS", OpAlterConfigs: "ALTER_CONFIGS", OpIdempotentWrite: "IDEMPOTENT_WRITE",
+	OpCreateTokens: "CREATE_TOKENS", OpDescribeTokens: "DESCRIBE_TOKENS",
 }
 
 func (o Operation) String() string { return enumName(operationNames, o) }
@@ -192,11 +205,11 @@ func invalid(format string, args ...any) error {
 // principal "User:<name>", a host that is "*" or an IP address.
 func (b Binding) Validate() error {
 	switch {
-	case b.ResourceType < ResourceTopic || b.ResourceType > ResourceTransactionalID:
+	case b.ResourceType < ResourceTopic || b.ResourceType > ResourceUser:
 		return invalid("resource type %v", b.ResourceType)
 	case b.Pattern != PatternLiteral && b.Pattern != PatternPrefixed:
 		return invalid("pattern type %v; want LITERAL or PREFIXED", b.Pattern)
-	case b.Operation < OpAll || b.Operation > OpIdempotentWrite:
+	case b.Operation < OpAll || b.Operation > OpDescribeTokens:
 		return invalid("operation %v", b.Operation)
 	case b.Permission != PermissionAllow && b.Permission != PermissionDeny:
 		return invalid("permission %v; want ALLOW or DENY", b.Permission)
@@ -245,11 +258,11 @@ type Filter struct {
 // Kafka answers such a filter INVALID_REQUEST.
 func (f Filter) Validate() error {
 	switch {
-	case f.ResourceType < ResourceAny || f.ResourceType > ResourceTransactionalID:
+	case f.ResourceType < ResourceAny || f.ResourceType > ResourceUser:
 		return invalid("filter resource type %v", f.ResourceType)
 	case f.Pattern < PatternAny || f.Pattern > PatternPrefixed:
 		return invalid("filter pattern type %v", f.Pattern)
-	case f.Operation < OpAny || f.Operation > OpIdempotentWrite:
+	case f.Operation < OpAny || f.Operation > OpDescribeTokens:
 		return invalid("filter operation %v", f.Operation)
 	case f.Permission < PermissionAny || f.Permission > PermissionAllow:
 		return invalid("filter permission %v", f.Permission)

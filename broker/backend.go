@@ -36,6 +36,7 @@ func (n *Node) backendConfig() kafkabackend.Config {
 
 		TopicLeaders: c.Tuning.TopicLeaders, ProduceEnqueue: c.Tuning.ProduceEnqueue, MetaProposal: c.Tuning.MetaProposal,
 		ReplicaLagMax: c.Tuning.ReplicaLagMax,
+		Tokens:        c.tokensConfig(),
 	}
 }
 

@@ -32,6 +32,8 @@ type Config struct {
 	Listeners []ListenerConfig
 	// SASLUsers are SCRAM users created when the cluster lacks them.
 	SASLUsers []SASLUser
+	// DelegationTokens are the delegation token settings (dtokens.go).
+	DelegationTokens DelegationTokenConfig
 	// AuthorizationEnabled makes the node check every request against the
 	// cluster's ACLs (kafkabackend/acls.go); off, everything is allowed.
 	AuthorizationEnabled bool
@@ -412,6 +414,7 @@ func DefaultConfig() Config {
 		GossipAddr:               "127.0.0.1:9292",
 		BootstrapExpect:          1,
 		DefaultPartitions:        1,
+		DelegationTokens:         DefaultDelegationTokens(),
 		DefaultReplicationFactor: 1,
 		AutoCreateTopics:         true,
 		MaxPartitions:            10000,

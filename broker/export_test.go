@@ -63,3 +63,6 @@ func (n *Node) ACLCount() int { return n.meta.State().ACLs().Len() }
 
 // MetadataState is this node's copy of the cluster metadata.
 func (n *Node) MetadataState() *metadata.Snapshot { return n.meta.State() }
+
+// TokensEnabled reports whether a node with c serves delegation tokens.
+func TokensEnabled(c *Config) bool { return c.tokensConfig().Enabled }

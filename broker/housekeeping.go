@@ -15,7 +15,8 @@ import (
 // TxnRemoveExpiredInterval (broker/coordhost); and, every
 // Tuning.MetaDutyInterval, the controller's
 // report of the deleted topics whose replicas it has removed
-// (broker/replicas). Owned by the Node, which stops it (housekeepingDone,
+// (broker/replicas); and, every delegation.token.expiry.check.interval.ms,
+// the metadata leader's removal of expired delegation tokens. Owned by the Node, which stops it (housekeepingDone,
 // closed once every duty has returned) before it closes the coordinators
 // and replicas, so every proposal it makes is answered by a running group.
 func (n *Node) housekeeping() {
@@ -30,6 +31,7 @@ func (n *Node) housekeeping() {
 		{n.cfg.OffsetsRetentionCheckInterval, n.coords.ExpireOffsets},
 		{n.cfg.TxnRemoveExpiredInterval, n.coords.ExpireTransactionalIDs},
 		{n.cfg.Tuning.MetaDutyInterval, func() { n.meta.ReportRemovedReplicas(n.ctx, n.reps.HeldTopicIDs) }},
+		{n.cfg.tokenExpiryCheck(), func() { n.meta.ExpireDelegationTokens(n.ctx) }},
 	}
 	var wg sync.WaitGroup
 	for _, d := range duties {

@@ -44,6 +44,10 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 35, MinVersion: 1, MaxVersion: 5}, // DescribeLogDirs
 	{ApiKey: 36, MinVersion: 0, MaxVersion: 2}, // SaslAuthenticate
 	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
+	{ApiKey: 38, MinVersion: 0, MaxVersion: 3}, // CreateDelegationToken
+	{ApiKey: 39, MinVersion: 0, MaxVersion: 2}, // RenewDelegationToken
+	{ApiKey: 40, MinVersion: 0, MaxVersion: 2}, // ExpireDelegationToken
+	{ApiKey: 41, MinVersion: 0, MaxVersion: 3}, // DescribeDelegationToken
 	{ApiKey: 42, MinVersion: 0, MaxVersion: 2}, // DeleteGroups
 	{ApiKey: 43, MinVersion: 0, MaxVersion: 2}, // ElectLeaders
 	{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs

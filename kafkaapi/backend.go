@@ -187,6 +187,35 @@ type Security interface {
 	// per-user errors: kerr.ResourceNotFound, kerr.UnsupportedSaslMechanism,
 	// kerr.UnacceptableCredential, kerr.DuplicateResource.
 	AlterScramCredentials(ctx context.Context, deletions []ScramDeletion, upsertions []ScramUpsertion) (map[string]error, error)
+
+	// Delegation tokens (KIP-48). A node that does not serve them (no
+	// token secret, or no SASL listener) answers an error wrapping
+	// kerr.DelegationTokenAuthDisabled from the four methods below, and
+	// false from DelegationTokenCredential.
+	//
+	// CreateDelegationToken stores a new token for owner, asked by
+	// requester (principals "Type:Name"; the server has checked that the
+	// requester may), with the renewers and a maximum lifetime (<= 0:
+	// the node's), and returns it with its HMAC. Expected errors:
+	// kerr.PolicyViolation (too many tokens or renewers).
+	CreateDelegationToken(ctx context.Context, owner, requester string, renewers []string, maxLifetimeMs int64) (DelegationToken, error)
+	// RenewDelegationToken extends the token of hmac for principal by
+	// periodMs (<= 0: the node's expiry time), never past its maximum,
+	// and returns the new expiry. Expected errors:
+	// kerr.DelegationTokenNotFound, kerr.DelegationTokenExpired,
+	// kerr.DelegationTokenOwnerMismatch.
+	RenewDelegationToken(ctx context.Context, principal string, hmac []byte, periodMs int64) (expiryMs int64, err error)
+	// ExpireDelegationToken sets the token's expiry to now+periodMs
+	// (never past its maximum), or removes it at once for a negative
+	// period (returned as the expiry). Errors as RenewDelegationToken.
+	ExpireDelegationToken(ctx context.Context, principal string, hmac []byte, periodMs int64) (expiryMs int64, err error)
+	// DescribeDelegationTokens lists every stored token with its HMAC,
+	// sorted by id. It must not block for long.
+	DescribeDelegationTokens() ([]DelegationToken, error)
+	// DelegationTokenCredential returns the SCRAM credential of a token
+	// for a mechanism, for a login with tokenauth=true. It must not
+	// block for long.
+	DelegationTokenCredential(tokenID string, m scram.Mechanism) (TokenCredential, bool)
 }
 
 // ClusterView is a snapshot of the cluster for a Metadata answer.

@@ -123,6 +123,22 @@ func (baseBackend) AlterScramCredentials(context.Context, []ScramDeletion, []Scr
 	return nil, errNoScram
 }
 
+func (baseBackend) CreateDelegationToken(context.Context, string, string, []string, int64) (DelegationToken, error) {
+	return DelegationToken{}, kerr.DelegationTokenAuthDisabled
+}
+func (baseBackend) RenewDelegationToken(context.Context, string, []byte, int64) (int64, error) {
+	return 0, kerr.DelegationTokenAuthDisabled
+}
+func (baseBackend) ExpireDelegationToken(context.Context, string, []byte, int64) (int64, error) {
+	return 0, kerr.DelegationTokenAuthDisabled
+}
+func (baseBackend) DescribeDelegationTokens() ([]DelegationToken, error) {
+	return nil, kerr.DelegationTokenAuthDisabled
+}
+func (baseBackend) DelegationTokenCredential(string, scram.Mechanism) (TokenCredential, bool) {
+	return TokenCredential{}, false
+}
+
 // basePartition is an empty follower replica that keeps no transaction
 // state, does not track its max timestamp and cannot delete records or
 // hold markers.

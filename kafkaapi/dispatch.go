@@ -76,6 +76,10 @@ var apis = []api{
 	{kmsg.DescribeLogDirs, 1, 5},
 	{kmsg.SASLAuthenticate, 0, 2},
 	{kmsg.CreatePartitions, 0, 3},
+	{kmsg.CreateDelegationToken, 0, 3},
+	{kmsg.RenewDelegationToken, 0, 2},
+	{kmsg.ExpireDelegationToken, 0, 2},
+	{kmsg.DescribeDelegationToken, 0, 3},
 	{kmsg.DeleteGroups, 0, 2},
 	{kmsg.ElectLeaders, 0, 2},
 	{kmsg.IncrementalAlterConfigs, 0, 1},
@@ -187,6 +191,9 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 		return r
 	}
 	if r := s.startToolAPI(req, received); r != nil {
+		return r
+	}
+	if r := s.startTokenAPI(req, received); r != nil {
 		return r
 	}
 	// Unreachable while apis and this switch agree (a test checks it);

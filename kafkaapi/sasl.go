@@ -44,10 +44,12 @@ type connAuth struct {
 	host       string // the client's IP
 	mechanism  string // chosen by SaslHandshake; "" before
 	conv       *scram.ServerConversation
-	attempt    *ticket       // the limiter's token this attempt took; nil before it or without a limit
-	hold       time.Duration // how long a refusal's answer waits: until the address has a token again
-	user       string        // once authenticated
-	done       atomic.Bool   // authenticated
+	attempt    *ticket         // the limiter's token this attempt took; nil before it or without a limit
+	hold       time.Duration   // how long a refusal's answer waits: until the address has a token again
+	user       string          // once authenticated
+	token      TokenCredential // the delegation token a tokenauth=true login looked up
+	tokenAuth  bool            // authenticated by a delegation token: user is its owner
+	done       atomic.Bool     // authenticated
 }
 
 func newConnAuth(mechanisms []string, store Security, guard *authGuard, host string) *connAuth {
@@ -122,6 +124,10 @@ func (a *connAuth) handshake(req *kmsg.SASLHandshakeRequest) (kmsg.Response, err
 	if m, ok := scram.ParseMechanism(req.Mechanism); ok {
 		a.conv = scram.NewServerConversation(m, func(user string) (scram.Credential, bool) {
 			return a.store.ScramCredential(user, m)
+		}).WithTokens(func(id string) (scram.Credential, bool) {
+			tc, ok := a.store.DelegationTokenCredential(id, m)
+			a.token = tc
+			return tc.Credential, ok
 		})
 	}
 	return resp, nil
@@ -166,11 +172,19 @@ func (a *connAuth) authenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Respons
 			return fail(invalid, err.Error())
 		}
 	}
+	if done && a.conv != nil && a.conv.TokenAuth() {
+		// Kafka's ScramSaslServer: the token's owner is the principal,
+		// and a token past its expiry (by this node's clock) fails.
+		if a.token.ExpiryMs < time.Now().UnixMilli() {
+			return fail("Authentication failed: Delegation Token expired", "delegation token "+a.conv.User()+" expired")
+		}
+		_, a.user = splitPrincipal(a.token.Owner)
+		a.tokenAuth = true
+	} else if done && a.conv != nil {
+		a.user = a.conv.User()
+	}
 	resp.SASLAuthBytes = out
 	if done {
-		if a.conv != nil {
-			a.user = a.conv.User()
-		}
 		a.succeed()
 	}
 	return resp, nil

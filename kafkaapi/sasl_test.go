@@ -37,6 +37,13 @@ func (b credBackend) ScramCredential(user string, m scram.Mechanism) (scram.Cred
 // "alice-secret", both SCRAM mechanisms) on one listener.
 func startListener(t *testing.T, cfg Config, lc Listener) *harness {
 	t.Helper()
+	return startListenerWith(t, cfg, lc, func(b credBackend) Backend { return b })
+}
+
+// startListenerWith is startListener serving what wrap makes of the
+// backend.
+func startListenerWith(t *testing.T, cfg Config, lc Listener, wrap func(credBackend) Backend) *harness {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +60,7 @@ func startListener(t *testing.T, cfg Config, lc Listener) *harness {
 		cb.creds[m] = map[string]scram.Credential{"alice": c}
 	}
 	cfg.Logger = logging.Discard()
-	srv, err := New(cb, cfg)
+	srv, err := New(wrap(cb), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

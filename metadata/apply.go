@@ -65,13 +65,19 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.replicasRemoved(c)
 	case SetFeatureLevels:
 		result, err = next.setFeatureLevels(c)
+	case CreateDelegationToken:
+		result, err = next.createDelegationToken(c)
+	case UpdateDelegationToken:
+		result, err = next.updateDelegationToken(c)
+	case ExpireDelegationTokens:
+		result, err = next.expireDelegationTokens(c)
 	}
 	if err != nil {
 		return next, nil, err
 	}
 	switch cmd.(type) {
 	case SetPartitionLeader, SetPartitionLeaders, AllocateProducerID, SetProducerIDKey, AlterScramCredentials, CreateACLs, DeleteACLs,
-		SetFeatureLevels:
+		SetFeatureLevels, CreateDelegationToken, UpdateDelegationToken, ExpireDelegationTokens:
 	default:
 		next.layout = index
 	}

@@ -17,7 +17,7 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps
 // produced; tests run it after every command.
 func (s *Snapshot) check() error {
 	if s.clusterID == "" {
-		if s.nextProducerID != 0 || s.producerIDKey != nil || len(s.brokers)+len(s.topics)+len(s.transactional)+s.deleted.len()+len(s.clusterConfigs)+len(s.scram)+s.acls.Len()+len(s.reassign) > 0 {
+		if s.nextProducerID != 0 || s.producerIDKey != nil || len(s.brokers)+len(s.topics)+len(s.transactional)+s.deleted.len()+len(s.clusterConfigs)+len(s.scram)+s.acls.Len()+len(s.reassign)+len(s.tokens) > 0 {
 			return errors.New("state without a cluster id")
 		}
 		return nil
@@ -67,6 +67,9 @@ func (s *Snapshot) check() error {
 		}
 	}
 	if err := s.checkReassignments(); err != nil {
+		return err
+	}
+	if err := s.checkTokens(); err != nil {
 		return err
 	}
 	for _, tid := range sortedKeys(s.transactional) {

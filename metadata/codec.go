@@ -19,15 +19,18 @@ var commandVersion = map[CommandType]uint8{
 	TypeDeleteTopic:        2, // 1: written before deletes were ordered
 	TypeAlterConfigs:       1,
 
-	TypeAlterScramCredentials: 1,
-	TypeCreateACLs:            1,
-	TypeDeleteACLs:            1,
-	TypeAlterReassignment:     1,
-	TypeCompleteReassignment:  1,
-	TypeSetProducerIDKey:      1,
-	TypeReplicasRemoved:       1,
-	TypeSetPartitionLeaders:   1,
-	TypeSetFeatureLevels:      1,
+	TypeAlterScramCredentials:  1,
+	TypeCreateACLs:             1,
+	TypeDeleteACLs:             1,
+	TypeAlterReassignment:      1,
+	TypeCompleteReassignment:   1,
+	TypeSetProducerIDKey:       1,
+	TypeReplicasRemoved:        1,
+	TypeSetPartitionLeaders:    1,
+	TypeSetFeatureLevels:       1,
+	TypeCreateDelegationToken:  1,
+	TypeUpdateDelegationToken:  1,
+	TypeExpireDelegationTokens: 1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -83,6 +86,23 @@ func Decode(b []byte) (Command, error) {
 		return nil, r.err
 	}
 	var cmd Command
+	var err error
+	if c, ok := decodeTokenCommand(typ, ver, r); ok {
+		cmd = c
+	} else {
+		cmd, err = decodeOther(typ, ver, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// decodeOther decodes every command but the delegation token ones.
+func decodeOther(typ CommandType, ver uint8, r *reader) (cmd Command, err error) {
 	switch {
 	case typ == TypeInitCluster && ver == 1:
 		cmd = InitCluster{ClusterID: r.str("cluster id")}
@@ -140,9 +160,6 @@ func Decode(b []byte) (Command, error) {
 		cmd = c
 	default:
 		return nil, &UnknownCommandError{Type: typ, Version: ver}
-	}
-	if err := r.done(); err != nil {
-		return nil, err
 	}
 	return cmd, nil
 }
@@ -220,9 +237,31 @@ func deref(cmd Command) (Command, error) {
 		}
 	case nil:
 	default:
-		return cmd, nil
+		return derefToken(cmd)
 	}
 	return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+}
+
+// derefToken is deref for the delegation token commands.
+func derefToken(cmd Command) (Command, error) {
+	switch c := cmd.(type) {
+	case *CreateDelegationToken:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+		}
+		return *c, nil
+	case *UpdateDelegationToken:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+		}
+		return *c, nil
+	case *ExpireDelegationTokens:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+		}
+		return *c, nil
+	}
+	return cmd, nil
 }
 
 func (c InitCluster) appendBody(b []byte) []byte { return appendString(b, c.ClusterID) }

@@ -55,6 +55,11 @@ func sampleCommands() []Command {
 		ReplicasRemoved{},
 		SetPartitionLeaders{Reports: []SetPartitionLeader{{Topic: "a", Partition: 1, Leader: 2, Epoch: 3}, {Topic: "b"}}},
 		SetPartitionLeaders{},
+		CreateDelegationToken{Token: token("t1", "User:alice", "User:bob")},
+		CreateDelegationToken{},
+		UpdateDelegationToken{TokenID: "t1", Principal: "User:bob", Expire: true, NowMs: 5, PeriodMs: -1},
+		UpdateDelegationToken{},
+		ExpireDelegationTokens{NowMs: 7},
 	}
 }
 
@@ -148,6 +153,13 @@ func TestEncodeGolden(t *testing.T) {
 		{CreateACLs{Bindings: []acl.Binding{{ResourceType: acl.ResourceTopic, Name: "t", Pattern: acl.PatternLiteral,
 			Principal: "U", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow}}},
 			"0a01" + "00000001" + "02" + "00000001" + "74" + "03" + "00000001" + "55" + "00000001" + "2a" + "03" + "03"},
+		{CreateDelegationToken{Token: DelegationToken{TokenID: "i", Owner: "U:o", Requester: "U:r", Renewers: []string{"U:n"},
+			IssueMs: 1, MaxMs: 3, ExpiryMs: 2}},
+			"1801" + "00000001" + "69" + "00000003" + "553a6f" + "00000003" + "553a72" + "00000001" + "00000003" + "553a6e" +
+				"0000000000000001" + "0000000000000003" + "0000000000000002" + "00000000"},
+		{UpdateDelegationToken{TokenID: "i", Principal: "U:o", Expire: true, NowMs: 4, PeriodMs: -1},
+			"1901" + "00000001" + "69" + "00000003" + "553a6f" + "01" + "0000000000000004" + "ffffffffffffffff"},
+		{ExpireDelegationTokens{NowMs: 9}, "1a01" + "0000000000000009"},
 		{DeleteACLs{Filters: []acl.Filter{{ResourceType: acl.ResourceAny, Name: ptr("t"), Pattern: acl.PatternAny,
 			Operation: acl.OpAny, Permission: acl.PermissionAny}}},
 			"0b01" + "00000001" + "01" + "01" + "00000001" + "74" + "01" + "00" + "00" + "01" + "01"},

@@ -26,6 +26,7 @@ const (
 	// TypeReplicasRemoved is in deleted.go.
 	// TypeSetPartitionLeaders is in leaders.go.
 	// TypeSetFeatureLevels is in features.go.
+	// The delegation token types are in dtoken.go.
 )
 
 func (t CommandType) String() string {
@@ -64,6 +65,12 @@ func (t CommandType) String() string {
 		return "SetPartitionLeaders"
 	case TypeSetFeatureLevels:
 		return "SetFeatureLevels"
+	case TypeCreateDelegationToken:
+		return "CreateDelegationToken"
+	case TypeUpdateDelegationToken:
+		return "UpdateDelegationToken"
+	case TypeExpireDelegationTokens:
+		return "ExpireDelegationTokens"
 	}
 	return "Unknown"
 }
@@ -93,6 +100,9 @@ var (
 	_ Command = ReplicasRemoved{}
 	_ Command = SetPartitionLeaders{}
 	_ Command = SetFeatureLevels{}
+	_ Command = CreateDelegationToken{}
+	_ Command = UpdateDelegationToken{}
+	_ Command = ExpireDelegationTokens{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:

@@ -44,6 +44,12 @@
 //     and then propose ReplicasRemoved for those of
 //     DeletedTopicsToReport(itself) of which nothing is left on its disk,
 //     so that the deleted ids are forgotten (deleted.go).
+//  13. Serve the delegation token APIs with CreateDelegationToken (the
+//     proposer derives the HMAC from the shared secret and stores only its
+//     SCRAM credentials) and UpdateDelegationToken, stamped with the
+//     proposer's clock; have the metadata leader propose
+//     ExpireDelegationTokens with its clock when HasExpiredDelegationTokens
+//     (dtoken.go).
 //
 // Upgrades: commands are encoded with a one-byte type and a one-byte version
 // and are read forever. A build that adds a type or a version must not

@@ -31,6 +31,8 @@ func TestTypedErrors(t *testing.T) {
 		{&LeaderReportError{Topic: "t", Partition: 1, Leader: 8, Epoch: 3, Err: ErrNotReplica}, "leader 8", []error{ErrInvalidLeader, ErrNotReplica}},
 		{&DecodeError{Offset: 31, Reason: "short", Err: ErrMalformedCommand}, "31", []error{ErrMalformedCommand}},
 		{&UnknownCommandError{Type: 200, Version: 1}, "200", []error{ErrUnknownCommand}},
+		{&DelegationTokenError{TokenID: "tok-9", Err: ErrDelegationTokenExpired}, "tok-9", []error{ErrDelegationTokenExpired}},
+		{&DelegationTokenError{TokenID: "t", Reason: "why", Err: ErrTooManyDelegationTokens}, "why", []error{ErrTooManyDelegationTokens}},
 	}
 	for _, tc := range tests {
 		if msg := tc.err.Error(); !strings.Contains(msg, tc.mention) {
@@ -52,7 +54,7 @@ func TestCommandTypeString(t *testing.T) {
 		}
 		seen[cmd.Type().String()] = true
 	}
-	if len(seen) != 16 || CommandType(0).String() != "Unknown" || CommandType(99).String() != "Unknown" {
+	if len(seen) != 19 || CommandType(0).String() != "Unknown" || CommandType(99).String() != "Unknown" {
 		t.Errorf("names %v", seen)
 	}
 }

@@ -17,7 +17,7 @@ import (
 type Snapshot struct {
 	index uint64
 	// layout is the index of the last change to anything but partition
-	// leaders, producer ids, SCRAM credentials and ACLs (LayoutIndex).
+	// leaders, producer ids, SCRAM credentials, ACLs and delegation tokens (LayoutIndex).
 	layout    uint64
 	clusterID string
 	brokers   map[int32]Broker
@@ -41,6 +41,8 @@ type Snapshot struct {
 	reassign map[TopicPartition]Reassignment
 	// acls are the ACL bindings (CreateACLs, DeleteACLs).
 	acls acl.Set
+	// tokens are the delegation tokens by id (dtoken.go); nil when none.
+	tokens map[string]DelegationToken
 	// producerIDKey keys the permutation of producer ids (producerid.go);
 	// nil until SetProducerIDKey.
 	producerIDKey []byte
@@ -249,6 +251,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&
 		maps.EqualFunc(s.scram, o.scram, ScramCredential.equal) && s.acls.Equal(o.acls) &&
 		maps.EqualFunc(s.reassign, o.reassign, Reassignment.equal) && featuresEqual(s.features, o.features) &&
+		maps.EqualFunc(s.tokens, o.tokens, DelegationToken.equal) &&
 		maps.EqualFunc(s.topics, o.topics, func(a, b *Topic) bool { return a.equal(b) })
 }
 

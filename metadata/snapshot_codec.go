@@ -31,6 +31,7 @@ import (
 //	                                 array of i32 original, array of i32 target
 //	string producerIDKey, empty when unset                         (version 7 on)
 //	array of feature levels set, by name: string name, i16 level   (version 9 on)
+//	array of delegation tokens, by id (dtoken_codec.go)            (version 10 on)
 //
 // Version 1 is version 2 without the deleted topic ids, version 2 is
 // version 3 without the cluster configs, version 3 is version 4 without
@@ -38,12 +39,12 @@ import (
 // version 5 is version 6 without reassignments, version 6 is version 7
 // without the producer-id key, and version 7 is version 8 without the
 // deleted topics' index and reports (read as 0 and none), and version 8
-// is version 9 without feature levels (every feature at its default); all
-// are still read.
+// is version 9 without feature levels (every feature at its default), and
+// version 9 is version 10 without delegation tokens; all are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 9
+	snapshotVersion = 10
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -108,6 +109,7 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	b = s.appendReassignments(b)
 	b = appendString(b, string(s.producerIDKey))
 	b = appendFeatures(b, s.features)
+	b = s.appendTokens(b)
 	return b, nil
 }
 
@@ -209,6 +211,9 @@ func (s *Snapshot) readLater(r *reader, version uint8) {
 	}
 	if version >= 9 {
 		s.features = readFeatures(r)
+	}
+	if version >= 10 {
+		s.tokens = readTokens(r)
 	}
 }
 

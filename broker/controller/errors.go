@@ -53,6 +53,24 @@ func ErrorCode(err error) *kerr.Error {
 	case errors.Is(err, acl.ErrTooMany):
 		return kerr.PolicyViolation
 	}
+	return tokenErrorCode(err)
+}
+
+// tokenErrorCode maps the delegation token errors, and passes a
+// *kerr.Error through.
+func tokenErrorCode(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, metadata.ErrDelegationTokenNotFound):
+		return kerr.DelegationTokenNotFound
+	case errors.Is(err, metadata.ErrDelegationTokenExpired):
+		return kerr.DelegationTokenExpired
+	case errors.Is(err, metadata.ErrDelegationTokenOwnerMismatch):
+		return kerr.DelegationTokenOwnerMismatch
+	case errors.Is(err, metadata.ErrInvalidDelegationToken):
+		return kerr.InvalidRequest
+	case errors.Is(err, metadata.ErrTooManyDelegationTokens), errors.Is(err, metadata.ErrTooManyDelegationTokenRenewers):
+		return kerr.PolicyViolation
+	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		return ke

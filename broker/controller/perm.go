@@ -18,7 +18,8 @@ var ErrPeerNotPermitted = errors.New("broker: a peer may not send this metadata 
 // mutual TLS, when only the kind of command can be checked.
 //
 // A node forwards what its clients ask of the cluster (topics, configs,
-// SCRAM credentials, ACLs, reassignments, producer ids, feature levels), which it
+// SCRAM credentials, ACLs, reassignments, producer ids, feature levels,
+// delegation tokens), which it
 // authenticated and authorised itself; InitCluster, which bootstrapping
 // nodes all propose; and reports about itself: its registration,
 // partitions it leads, the end of a move of a partition it leads
@@ -26,12 +27,14 @@ var ErrPeerNotPermitted = errors.New("broker: a peer may not send this metadata 
 // replicas of deleted topics. A command that
 // speaks for another node is refused: a node may not re-point another's
 // address or claim another's leadership. Commands only the metadata leader
-// proposes itself (SetProducerIDKey) are refused too.
+// proposes itself (SetProducerIDKey, ExpireDelegationTokens) are refused
+// too.
 func peerMayPropose(peer int32, cmd metadata.Command) error {
 	switch c := cmd.(type) {
 	case metadata.InitCluster, metadata.AllocateProducerID, metadata.CreateTopic, metadata.CreatePartitions,
 		metadata.DeleteTopic, metadata.AlterConfigs, metadata.AlterScramCredentials,
-		metadata.CreateACLs, metadata.DeleteACLs, metadata.AlterReassignment, metadata.SetFeatureLevels:
+		metadata.CreateACLs, metadata.DeleteACLs, metadata.AlterReassignment, metadata.SetFeatureLevels,
+		metadata.CreateDelegationToken, metadata.UpdateDelegationToken:
 		return nil
 	case metadata.RegisterBroker:
 		if peer != 0 && c.ID != peer {

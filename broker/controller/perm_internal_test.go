@@ -42,6 +42,9 @@ func TestPeerMayPropose(t *testing.T) {
 		{metadata.ReplicasRemoved{Broker: 2}, true, true},
 		{metadata.ReplicasRemoved{Broker: 3}, false, true},
 		{metadata.SetProducerIDKey{Key: make([]byte, metadata.ProducerIDKeySize)}, false, false},
+		{metadata.CreateDelegationToken{}, true, true},
+		{metadata.UpdateDelegationToken{TokenID: "x"}, true, true},
+		{metadata.ExpireDelegationTokens{NowMs: 1}, false, false}, // the leader's own clock only
 		{unknownCommand{}, false, false},
 	}
 	for _, c := range cases {

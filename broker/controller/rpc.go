@@ -43,6 +43,9 @@ type Reply struct {
 	Epoch      int16 `json:"epoch,omitempty"`
 	// Users answers AlterScramCredentials: each user's outcome.
 	Users []UserReply `json:"users,omitempty"`
+	// ExpiryMs answers CreateDelegationToken and UpdateDelegationToken:
+	// the token's expiry.
+	ExpiryMs int64 `json:"expiry_ms,omitempty"`
 	// ACLs answers CreateACLs (one per binding) and DeleteACLs (one per
 	// filter, with the bindings it removed).
 	ACLs []ACLReply `json:"acls,omitempty"`
@@ -93,6 +96,8 @@ func (c *Controller) applyLocal(cmd []byte, timeout time.Duration) Reply {
 			}
 			r.Users = append(r.Users, ur)
 		}
+	case metadata.DelegationTokenResult:
+		r.ExpiryMs = v.ExpiryMs
 	case metadata.CreateACLsResult:
 		for _, e := range v.Errs {
 			r.ACLs = append(r.ACLs, aclErrorReply(e))

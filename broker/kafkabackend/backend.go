@@ -141,6 +141,8 @@ type Config struct {
 	// may go without answering or catching up before it leaves the ISR
 	// (replica.lag.time.max.ms).
 	ReplicaLagMax time.Duration
+	// Tokens are the delegation token settings (dtokens.go).
+	Tokens TokenConfig
 }
 
 // Deps are the parts of the node the Backend uses.

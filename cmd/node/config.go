@@ -137,9 +137,15 @@ func storageKeys(d broker.StorageConfig) []key {
 	}
 }
 
-// securityKeys are the keys of how nodes authenticate each other.
+// securityKeys are the keys of how nodes authenticate each other, and of
+// delegation tokens.
 func securityKeys() []key {
+	t := broker.DefaultDelegationTokens()
 	return []key{
+		{"delegation_token_secret_key", "", "delegation.token.secret.key: the key of delegation tokens' HMACs, the same on every node; turns delegation tokens on, with a SASL listener (empty = off: the token APIs answer DELEGATION_TOKEN_AUTH_DISABLED)"},
+		{"delegation_token_max_lifetime_ms", t.MaxLifetimeMs, "delegation.token.max.lifetime.ms: no delegation token lives longer, however renewed"},
+		{"delegation_token_expiry_time_ms", t.ExpiryTimeMs, "delegation.token.expiry.time.ms: a delegation token's life from its creation or last renewal, unless the request asks for less"},
+		{"delegation_token_expiry_check_interval_ms", t.ExpiryCheckIntervalMs, "delegation.token.expiry.check.interval.ms: how often the metadata leader removes expired delegation tokens"},
 		{"raft_tls_cert_file", "", "PEM certificate of this node for mutual TLS on raft_addr; must name node_id (make certs); with raft_tls_key_file and raft_tls_ca_file"},
 		{"raft_tls_key_file", "", "PEM key of raft_tls_cert_file"},
 		{"raft_tls_ca_file", "", "PEM CA bundle that other nodes' certificates must chain to"},
@@ -366,6 +372,10 @@ func networkKeys(g *getter, c *broker.Config) {
 	c.Join = g.list("join")
 	c.Listeners = g.listeners()
 	c.SASLUsers = g.saslUsers()
+	c.DelegationTokens = broker.DelegationTokenConfig{SecretKey: g.string("delegation_token_secret_key"),
+		MaxLifetimeMs:         g.int64("delegation_token_max_lifetime_ms"),
+		ExpiryTimeMs:          g.int64("delegation_token_expiry_time_ms"),
+		ExpiryCheckIntervalMs: g.int64("delegation_token_expiry_check_interval_ms")}
 	c.AuthorizationEnabled = g.bool("authorization_enabled")
 	c.SuperUsers = g.list("super_users")
 	c.AllowEveryoneIfNoACLFound = g.bool("allow_everyone_if_no_acl_found")

@@ -17,6 +17,10 @@ type Lookup func(user string) (Credential, bool)
 type ServerConversation struct {
 	mech   Mechanism
 	lookup Lookup
+	// tokens looks up delegation tokens, for a client-first message with
+	// the extension tokenauth=true (KIP-48); nil: such a login fails.
+	tokens Lookup
+	token  bool // the client asked for token authentication
 	step   int
 
 	user        string
@@ -32,6 +36,17 @@ type ServerConversation struct {
 func NewServerConversation(m Mechanism, lookup Lookup) *ServerConversation {
 	return &ServerConversation{mech: m, lookup: lookup}
 }
+
+// WithTokens sets how a login with the SCRAM extension tokenauth=true
+// looks its user name up: as a delegation token id. It returns s.
+func (s *ServerConversation) WithTokens(lookup Lookup) *ServerConversation {
+	s.tokens = lookup
+	return s
+}
+
+// TokenAuth reports whether the client asked to log in with a delegation
+// token (tokenauth=true), once Step has read its first message.
+func (s *ServerConversation) TokenAuth() bool { return s.token }
 
 // User is the authenticated user once Step reported done.
 func (s *ServerConversation) User() string { return s.user }
@@ -99,7 +114,20 @@ func (s *ServerConversation) first(msg string) ([]byte, bool, error) {
 	// Kafka fails an unknown user here, which tells a client whether the
 	// user exists; a fake credential instead makes the conversation fail
 	// at the proof, as a wrong password does.
-	cred, ok := s.lookup(user)
+	for _, ext := range attrs[2:] {
+		if k, v, _ := strings.Cut(ext, "="); k == "tokenauth" {
+			s.token = strings.EqualFold(v, "true") // Kafka's Boolean.parseBoolean
+		}
+	}
+	lookup := s.lookup
+	if s.token {
+		lookup = s.tokens
+	}
+	var cred Credential
+	ok = false
+	if lookup != nil {
+		cred, ok = lookup(user)
+	}
 	if !ok {
 		cred = fakeCredential(s.mech, user)
 	}
