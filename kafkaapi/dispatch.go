@@ -90,6 +90,7 @@ var apis = []api{
 	{kmsg.DescribeUserSCRAMCredentials, 0, 0},
 	{kmsg.AlterUserSCRAMCredentials, 0, 0},
 	{kmsg.DescribeQuorum, 0, 2},
+	{kmsg.UpdateFeatures, 0, 2},
 	{kmsg.DescribeCluster, 0, 2},
 	{kmsg.DescribeProducers, 0, 0},
 	{kmsg.DescribeTransactions, 0, 0},
@@ -97,7 +98,6 @@ var apis = []api{
 	{kmsg.ConsumerGroupHeartbeat, 0, 1},
 	{kmsg.ConsumerGroupDescribe, 0, 1},
 	{kmsg.ListConfigResources, 0, 1},
-	{kmsg.UpdateFeatures, 0, 2},
 	{kmsg.DescribeTopicPartitions, 0, 0},
 }
 

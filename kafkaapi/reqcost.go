@@ -253,7 +253,8 @@ func (w *wireScan) topic(byID bool) {
 	w.str()
 }
 
-// offsetCommit scans an OffsetCommitRequest v0 to v8.
+// offsetCommit scans an OffsetCommitRequest v0 to v10 (v9 is v8's
+// shape, its generation the member epoch; v10 names topics by id).
 func (w *wireScan) offsetCommit(version int16) {
 	w.str() // group
 	if version >= 1 {
@@ -274,7 +275,7 @@ func (w *wireScan) offsetCommit(version int16) {
 		part += 4 // leader epoch
 	}
 	for range w.array(commitTopicCost) {
-		w.str()
+		w.topic(version >= 10)
 		for range w.array(commitPartitionCost) {
 			w.b.Span(part)
 			w.str() // metadata
