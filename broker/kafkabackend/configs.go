@@ -46,18 +46,18 @@ func (b *Backend) ClusterConfigs() map[string]string { return b.deps.Configs.Clu
 // AlterTopicConfigs replaces a topic's overrides through the metadata
 // group, which validates them again at their log position.
 func (b *Backend) AlterTopicConfigs(ctx context.Context, topic string, configs map[string]string, validateOnly bool) error {
-	return b.alterConfigs(ctx, metadata.AlterConfigs{Resource: metadata.ConfigTopic, Topic: topic, Configs: configs}, validateOnly)
+	return b.checkAndPropose(ctx, metadata.AlterConfigs{Resource: metadata.ConfigTopic, Topic: topic, Configs: configs}, validateOnly)
 }
 
 // AlterClusterConfigs replaces the cluster-wide dynamic broker defaults
 // through the metadata group.
 func (b *Backend) AlterClusterConfigs(ctx context.Context, configs map[string]string, validateOnly bool) error {
-	return b.alterConfigs(ctx, metadata.AlterConfigs{Resource: metadata.ConfigClusterDefaults, Configs: configs}, validateOnly)
+	return b.checkAndPropose(ctx, metadata.AlterConfigs{Resource: metadata.ConfigClusterDefaults, Configs: configs}, validateOnly)
 }
 
-// alterConfigs checks cmd against the current state (all validateOnly
+// checkAndPropose checks cmd against the current state (all validateOnly
 // does) and proposes it; the metadata leader may be another node.
-func (b *Backend) alterConfigs(ctx context.Context, cmd metadata.AlterConfigs, validateOnly bool) error {
+func (b *Backend) checkAndPropose(ctx context.Context, cmd metadata.Command, validateOnly bool) error {
 	state := b.deps.Meta.State()
 	if !state.Initialized() {
 		return fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)

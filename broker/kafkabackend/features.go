@@ -2,11 +2,7 @@ package kafkabackend
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/minikafka/minikafka-go/broker/controller"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
 )
@@ -36,18 +32,7 @@ func (b *Backend) SetFeatureLevels(ctx context.Context, levels []kafkaapi.Featur
 	for _, l := range levels {
 		cmd.Levels = append(cmd.Levels, metadata.FeatureLevel{Name: l.Name, Level: l.Level})
 	}
-	state := b.deps.Meta.State()
-	if !state.Initialized() {
-		return fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
-	}
-	if _, _, err := state.Apply(state.AppliedIndex()+1, cmd); err != nil {
-		return fmt.Errorf("%w: %w", controller.ErrorCode(err), err)
-	}
-	if validateOnly {
-		return nil
-	}
-	_, err := b.deps.Meta.Propose(ctx, cmd)
-	return err
+	return b.checkAndPropose(ctx, cmd, validateOnly)
 }
 
 var _ kafkaapi.TopicNamer = (*Backend)(nil)
