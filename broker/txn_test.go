@@ -151,10 +151,11 @@ func pollValues(t *testing.T, cl *kgo.Client, want int, settle time.Duration) []
 // committed and plain records only, and nothing past an open transaction
 // until that ends; again after every node was halted and restarted. The
 // driver plays the coordinator, so no coordinator could verify its
-// batches: verification is off.
+// batches: verification is off, and its requests go at transactions v1's
+// versions (Produce v12+ would ask the coordinator to add the partition).
 func TestReadCommittedConsumerSeesOnlyCommitted(t *testing.T) {
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.TxnPartitionVerification = false })
-	cl := c.Client(t)
+	cl := c.Client(t, v1Versions())
 	createTopic(t, cl, "txn", 1, 3)
 	d := &txnDriver{t: t, c: c, cl: cl, topic: "txn", seq: map[int64]int32{}}
 	a, b, open := d.initProducerID(), d.initProducerID(), d.initProducerID()
