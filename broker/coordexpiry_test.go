@@ -85,6 +85,19 @@ func viewsLoaded(c *testcluster.Cluster, groups ...string) bool {
 	return true
 }
 
+// txnViewsLoaded reports whether every running node holds the view of the
+// __transaction_state partition of each of ids.
+func txnViewsLoaded(c *testcluster.Cluster, ids ...string) bool {
+	for _, nd := range c.Running() {
+		for _, id := range ids {
+			if _, _, ok := nd.TxnInView(id); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // commitSimple commits offset at for topic/0 as a consumer without a
 // group protocol (kadm: no member, generation -1).
 func commitSimple(t *testing.T, adm *kadm.Client, group, topic string, at int64) {
@@ -231,10 +244,19 @@ func TestTransactionalIDsExpireOnEveryReplica(t *testing.T) {
 
 	before = txnMarks("tx-a", "tx-b")
 	restartAll(t, c, 3, nil)
+	// A restarted replica may apply past the mark before its view is
+	// attached; wait for both, as txnOnEvery counts a missing view as a
+	// failure.
 	eventually(t, 30*time.Second, "the replicas caught up after the restart", func() bool {
-		return appliedTo(c, metadata.TransactionStateTopic, before)
+		return appliedTo(c, metadata.TransactionStateTopic, before) && txnViewsLoaded(c, "tx-a", "tx-b")
 	})
 	if !txnOnEvery(c, "tx-a", false) || !txnOnEvery(c, "tx-b", false) {
+		for _, nd := range c.Running() {
+			for _, id := range []string{"tx-a", "tx-b"} {
+				pid, known, ok := nd.TxnInView(id)
+				t.Logf("node %d: %s known=%v (producer id %d), view=%v", nd.ID(), id, known, pid, ok)
+			}
+		}
 		t.Fatal("an expired transactional id came back after a full restart")
 	}
 	if again := transactOnce(t, c, "tx-a", "te"); again == first {

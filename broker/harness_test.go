@@ -32,17 +32,32 @@ func createTopic(t testing.TB, cl *kgo.Client, name string, parts int32, rf int1
 	req.TimeoutMillis = 15000
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("CreateTopics: %v", err)
-	}
-	// TOPIC_ALREADY_EXISTS: kgo retried after NOT_CONTROLLER (the
-	// metadata leader moved) although the first attempt had committed;
-	// every test names its topics afresh in its own cluster.
-	if code := resp.Topics[0].ErrorCode; code == kerr.TopicAlreadyExists.Code {
-		t.Logf("CreateTopics %s: already exists (a retried create)", name)
-	} else if code != 0 {
-		t.Fatalf("CreateTopics %s: error code %d (%v)", name, code, resp.Topics[0].ErrorMessage)
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("CreateTopics: %v", err)
+		}
+		code, msg := resp.Topics[0].ErrorCode, ""
+		if m := resp.Topics[0].ErrorMessage; m != nil {
+			msg = *m
+		}
+		switch {
+		case code == 0:
+			return
+		case code == kerr.TopicAlreadyExists.Code:
+			// kgo retried after NOT_CONTROLLER (the metadata leader moved)
+			// although the first attempt had committed; every test names
+			// its topics afresh in its own cluster.
+			t.Logf("CreateTopics %s: already exists (a retried create)", name)
+			return
+		case code == kerr.InvalidReplicationFactor.Code && ctx.Err() == nil:
+			// Under load gossip may suspect a broker for a moment, and the
+			// controller places replicas only on the brokers it sees alive.
+			t.Logf("CreateTopics %s: %s; retrying", name, msg)
+			time.Sleep(200 * time.Millisecond)
+		default:
+			t.Fatalf("CreateTopics %s: error code %d (%s)", name, code, msg)
+		}
 	}
 }
 

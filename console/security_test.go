@@ -153,7 +153,11 @@ func TestConsoleSecurityInChromium(t *testing.T) {
 	}
 	b.open(base+"groups", "groups")
 	if got := b.cells("groups", 0); !slices.Equal(got, []string{"g-public", "g-secret"}) {
-		t.Errorf("admin sees groups %v, want g-public and g-secret", got)
+		// Seen once under load (rows reversed) and not explained: keep the
+		// page and its whole text for the next time.
+		b.shot("groups-admin-unexpected")
+		t.Errorf("admin sees groups %v, want g-public and g-secret; the page: %v", got,
+			b.texts(`[document.getElementById("view").innerHTML]`))
 	}
 	b.noErrors("topics and groups as admin")
 	t.Logf("screenshots in %s", b.shots)
