@@ -71,13 +71,15 @@ func (s *Snapshot) Apply(index uint64, cmd Command) (next *Snapshot, result any,
 		result, err = next.updateDelegationToken(c)
 	case ExpireDelegationTokens:
 		result, err = next.expireDelegationTokens(c)
+	case AlterClientQuotas:
+		result, err = next.alterClientQuotas(c)
 	}
 	if err != nil {
 		return next, nil, err
 	}
 	switch cmd.(type) {
 	case SetPartitionLeader, SetPartitionLeaders, AllocateProducerID, SetProducerIDKey, AlterScramCredentials, CreateACLs, DeleteACLs,
-		SetFeatureLevels, CreateDelegationToken, UpdateDelegationToken, ExpireDelegationTokens:
+		SetFeatureLevels, CreateDelegationToken, UpdateDelegationToken, ExpireDelegationTokens, AlterClientQuotas:
 	default:
 		next.layout = index
 	}

@@ -31,6 +31,7 @@ var commandVersion = map[CommandType]uint8{
 	TypeCreateDelegationToken:  1,
 	TypeUpdateDelegationToken:  1,
 	TypeExpireDelegationTokens: 1,
+	TypeAlterClientQuotas:      1,
 }
 
 // Encode returns the log entry for cmd: one byte of CommandType, one byte of
@@ -149,6 +150,8 @@ func decodeOther(typ CommandType, ver uint8, r *reader) (cmd Command, err error)
 		cmd = decodeSetPartitionLeaders(r)
 	case typ == TypeSetFeatureLevels && ver == 1:
 		cmd = decodeSetFeatureLevels(r)
+	case typ == TypeAlterClientQuotas && ver == 1:
+		cmd = decodeAlterClientQuotas(r)
 	case typ == TypeAlterConfigs && ver == 1:
 		cmd = AlterConfigs{Resource: ConfigResource(r.u8("config resource")), Topic: r.str("topic"), Configs: readConfigs(r)}
 	case typ == TypeAllocateProducerID && ver == 1:
@@ -242,7 +245,7 @@ func deref(cmd Command) (Command, error) {
 	return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
 }
 
-// derefToken is deref for the delegation token commands.
+// derefToken is deref for the delegation token and client quota commands.
 func derefToken(cmd Command) (Command, error) {
 	switch c := cmd.(type) {
 	case *CreateDelegationToken:
@@ -256,6 +259,11 @@ func derefToken(cmd Command) (Command, error) {
 		}
 		return *c, nil
 	case *ExpireDelegationTokens:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
+		}
+		return *c, nil
+	case *AlterClientQuotas:
 		if c == nil {
 			return nil, fmt.Errorf("%w: nil command", ErrMalformedCommand)
 		}

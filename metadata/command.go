@@ -27,6 +27,7 @@ const (
 	// TypeSetPartitionLeaders is in leaders.go.
 	// TypeSetFeatureLevels is in features.go.
 	// The delegation token types are in dtoken.go.
+	// TypeAlterClientQuotas is in quota.go.
 )
 
 func (t CommandType) String() string {
@@ -71,6 +72,8 @@ func (t CommandType) String() string {
 		return "UpdateDelegationToken"
 	case TypeExpireDelegationTokens:
 		return "ExpireDelegationTokens"
+	case TypeAlterClientQuotas:
+		return "AlterClientQuotas"
 	}
 	return "Unknown"
 }
@@ -103,6 +106,7 @@ var (
 	_ Command = CreateDelegationToken{}
 	_ Command = UpdateDelegationToken{}
 	_ Command = ExpireDelegationTokens{}
+	_ Command = AlterClientQuotas{}
 )
 
 // InitCluster sets the cluster id. It must be the first command of the log:

@@ -17,7 +17,8 @@ import (
 type Snapshot struct {
 	index uint64
 	// layout is the index of the last change to anything but partition
-	// leaders, producer ids, SCRAM credentials, ACLs and delegation tokens (LayoutIndex).
+	// leaders, producer ids, SCRAM credentials, ACLs, delegation tokens and
+	// client quotas (LayoutIndex).
 	layout    uint64
 	clusterID string
 	brokers   map[int32]Broker
@@ -49,6 +50,8 @@ type Snapshot struct {
 	// features are the feature levels SetFeatureLevels set (features.go);
 	// nil when none.
 	features map[string]int16
+	// quotas are the client quotas by entity (quota.go); nil when none.
+	quotas map[QuotaEntity]map[string]float64
 }
 
 // ClusterConfigs returns a copy of the cluster-wide dynamic broker
@@ -251,7 +254,7 @@ func (s *Snapshot) Equal(o *Snapshot) bool {
 		maps.Equal(s.clusterConfigs, o.clusterConfigs) &&
 		maps.EqualFunc(s.scram, o.scram, ScramCredential.equal) && s.acls.Equal(o.acls) &&
 		maps.EqualFunc(s.reassign, o.reassign, Reassignment.equal) && featuresEqual(s.features, o.features) &&
-		maps.EqualFunc(s.tokens, o.tokens, DelegationToken.equal) &&
+		maps.EqualFunc(s.tokens, o.tokens, DelegationToken.equal) && quotasEqual(s.quotas, o.quotas) &&
 		maps.EqualFunc(s.topics, o.topics, func(a, b *Topic) bool { return a.equal(b) })
 }
 

@@ -7,9 +7,9 @@ import (
 	"github.com/minikafka/minikafka-go/acl"
 )
 
-// Snapshot encoding, version 9 (primitives in wire.go):
+// Snapshot encoding, version 11 (primitives in wire.go):
 //
-//	"MKMD" u8(version=9)
+//	"MKMD" u8(version=11)
 //	u64 appliedIndex, string clusterID, i64 nextProducerID
 //	array of brokers, by id:         i32 id, string kafkaAddr, string raftAddr,
 //	                                 string listeners                   (version 4 on)
@@ -32,6 +32,7 @@ import (
 //	string producerIDKey, empty when unset                         (version 7 on)
 //	array of feature levels set, by name: string name, i16 level   (version 9 on)
 //	array of delegation tokens, by id (dtoken_codec.go)            (version 10 on)
+//	array of client quotas, by entity (quota_codec.go)             (version 11 on)
 //
 // Version 1 is version 2 without the deleted topic ids, version 2 is
 // version 3 without the cluster configs, version 3 is version 4 without
@@ -40,11 +41,12 @@ import (
 // without the producer-id key, and version 7 is version 8 without the
 // deleted topics' index and reports (read as 0 and none), and version 8
 // is version 9 without feature levels (every feature at its default), and
-// version 9 is version 10 without delegation tokens; all are still read.
+// version 9 is version 10 without delegation tokens, and version 10 is
+// version 11 without client quotas; all are still read.
 // Every list is sorted by its key, so a state has exactly one encoding.
 const (
 	snapshotMagic   = "MKMD"
-	snapshotVersion = 10
+	snapshotVersion = 11
 )
 
 // MarshalBinary encodes the state canonically: equal states give equal
@@ -110,6 +112,7 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	b = appendString(b, string(s.producerIDKey))
 	b = appendFeatures(b, s.features)
 	b = s.appendTokens(b)
+	b = s.appendQuotas(b)
 	return b, nil
 }
 
@@ -214,6 +217,9 @@ func (s *Snapshot) readLater(r *reader, version uint8) {
 	}
 	if version >= 10 {
 		s.tokens = readTokens(r)
+	}
+	if version >= 11 {
+		s.quotas = readQuotas(r)
 	}
 }
 

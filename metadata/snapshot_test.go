@@ -187,7 +187,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 		})
 	}
 	if _, err := DecodeSnapshot(build(hdr(1, "c", FirstProducerID), brokerBytes(1, 2), none, none, none, none, none, none, none,
-		appendString(nil, ""), none, none)); err != nil {
+		appendString(nil, ""), none, none, none)); err != nil {
 		t.Fatalf("the hand-built control case fails: %v", err)
 	}
 	// Version 7 holds deleted ids without their index and reports: read as
