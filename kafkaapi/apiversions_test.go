@@ -55,6 +55,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 46, MinVersion: 0, MaxVersion: 0}, // ListPartitionReassignments
 	{ApiKey: 47, MinVersion: 0, MaxVersion: 0}, // OffsetDelete
 	{ApiKey: 48, MinVersion: 0, MaxVersion: 1}, // DescribeClientQuotas
+	{ApiKey: 49, MinVersion: 0, MaxVersion: 1}, // AlterClientQuotas
 	{ApiKey: 50, MinVersion: 0, MaxVersion: 0}, // DescribeUserScramCredentials
 	{ApiKey: 51, MinVersion: 0, MaxVersion: 0}, // AlterUserScramCredentials
 	{ApiKey: 55, MinVersion: 0, MaxVersion: 2}, // DescribeQuorum

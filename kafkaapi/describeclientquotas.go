@@ -20,11 +20,9 @@ const (
 )
 
 // startDescribeClientQuotas answers DescribeClientQuotas 0-1 as Kafka's
-// KRaft brokers do (ClientQuotasImage.describe) for a cluster where no
-// quota is set, which is always the case here: the node enforces none and
-// does not serve AlterClientQuotas. It needs DESCRIBE_CONFIGS on the
-// cluster, and checks the filter as Kafka does, so a tool sees the same
-// refusals; a valid filter matches no entity.
+// KRaft brokers do (ClientQuotasImage.describe): DESCRIBE_CONFIGS on the
+// cluster, the filter checked as Kafka checks it, then every stored entity
+// it matches (matchQuotaFilter), sorted by user then client id.
 func (s *Server) startDescribeClientQuotas(req *kmsg.DescribeClientQuotasRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
@@ -37,8 +35,82 @@ func (s *Server) startDescribeClientQuotas(req *kmsg.DescribeClientQuotasRequest
 			return resp, nil
 		}
 		resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
+		cq, ok := s.backend.(ClientQuotas)
+		if !ok {
+			return resp, nil
+		}
+		for _, q := range cq.ClientQuotas() {
+			if !matchQuotaFilter(q.Entity, req.Components, req.Strict) {
+				continue
+			}
+			re := kmsg.NewDescribeClientQuotasResponseEntry()
+			re.Entity = quotaComponents(q.Entity)
+			for _, v := range q.Values {
+				rv := kmsg.NewDescribeClientQuotasResponseEntryValue()
+				rv.Key, rv.Value = v.Key, v.Value
+				re.Values = append(re.Values, rv)
+			}
+			resp.Entries = append(resp.Entries, re)
+		}
 		return resp, nil
 	}
+}
+
+// quotaComponents is an entity as the response lists it: user first.
+func quotaComponents(e QuotaEntity) []kmsg.DescribeClientQuotasResponseEntryEntity {
+	var out []kmsg.DescribeClientQuotasResponseEntryEntity
+	for _, c := range []struct {
+		typ  string
+		name QuotaName
+	}{{quotaUser, e.User}, {quotaClientID, e.ClientID}} {
+		if c.name.Kind == QuotaAbsent {
+			continue
+		}
+		rc := kmsg.NewDescribeClientQuotasResponseEntryEntity()
+		rc.Type = c.typ
+		if c.name.Kind == QuotaNamed {
+			rc.Name = kmsg.StringPtr(c.name.Name)
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// matchQuotaFilter is Kafka's match of a checked filter: every component
+// matches (EXACT: the type with that name; DEFAULT: the type's default;
+// SPECIFIED: the type, with any name or the default, as Kafka's
+// ClientQuotasImage indexes it), and with strict the entity has no other
+// type. An ip component matches nothing: no ip entity is stored.
+func matchQuotaFilter(e QuotaEntity, components []kmsg.DescribeClientQuotasRequestComponent, strict bool) bool {
+	types := 0
+	for _, c := range components {
+		var n QuotaName
+		switch c.EntityType {
+		case quotaUser:
+			n = e.User
+		case quotaClientID:
+			n = e.ClientID
+		}
+		switch {
+		case n.Kind == QuotaAbsent:
+			return false
+		case c.MatchType == kmsg.QuotasMatchTypeExact && (n.Kind != QuotaNamed || n.Name != *c.Match):
+			return false
+		case c.MatchType == kmsg.QuotasMatchTypeDefault && n.Kind != QuotaDefault:
+			return false
+		}
+		types++
+	}
+	if strict {
+		have := 0
+		for _, n := range []QuotaName{e.User, e.ClientID} {
+			if n.Kind != QuotaAbsent {
+				have++
+			}
+		}
+		return have == types
+	}
+	return true
 }
 
 // checkQuotaFilter is Kafka's validation of a DescribeClientQuotas

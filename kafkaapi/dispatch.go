@@ -87,6 +87,7 @@ var apis = []api{
 	{kmsg.ListPartitionReassignments, 0, 0},
 	{kmsg.OffsetDelete, 0, 0},
 	{kmsg.DescribeClientQuotas, 0, 1},
+	{kmsg.AlterClientQuotas, 0, 1},
 	{kmsg.DescribeUserSCRAMCredentials, 0, 0},
 	{kmsg.AlterUserSCRAMCredentials, 0, 0},
 	{kmsg.DescribeQuorum, 0, 2},
@@ -306,6 +307,8 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 		return s.startDescribeQuorum(req, received)
 	case *kmsg.DescribeClientQuotasRequest:
 		return s.startDescribeClientQuotas(req, received)
+	case *kmsg.AlterClientQuotasRequest:
+		return s.startAlterClientQuotas(req, received)
 	case *kmsg.UpdateFeaturesRequest:
 		return s.startUpdateFeatures(req, received)
 	}

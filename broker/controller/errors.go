@@ -48,6 +48,10 @@ func ErrorCode(err error) *kerr.Error {
 		return kerr.InvalidRequest
 	case errors.Is(err, metadata.ErrInvalidFeatureLevel):
 		return kerr.InvalidUpdateVersion
+	case errors.Is(err, metadata.ErrInvalidQuota):
+		return kerr.InvalidRequest
+	case errors.Is(err, metadata.ErrTooManyQuotas):
+		return kerr.PolicyViolation
 	case errors.Is(err, acl.ErrInvalid):
 		return kerr.InvalidRequest
 	case errors.Is(err, acl.ErrTooMany):
