@@ -26,3 +26,16 @@ func TestTokenErrorCodes(t *testing.T) {
 		}
 	}
 }
+
+// The client quota errors reach clients as Kafka's codes.
+func TestQuotaErrorCodes(t *testing.T) {
+	for err, want := range map[error]*kerr.Error{
+		metadata.ErrInvalidQuota:  kerr.InvalidRequest,
+		metadata.ErrTooManyQuotas: kerr.PolicyViolation,
+	} {
+		wrapped := fmt.Errorf("x: %w", &metadata.QuotaError{Reason: "r", Err: err})
+		if got := ErrorCode(wrapped); got != want {
+			t.Errorf("%v: %v, want %v", err, got, want)
+		}
+	}
+}

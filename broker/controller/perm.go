@@ -19,7 +19,7 @@ var ErrPeerNotPermitted = errors.New("broker: a peer may not send this metadata 
 //
 // A node forwards what its clients ask of the cluster (topics, configs,
 // SCRAM credentials, ACLs, reassignments, producer ids, feature levels,
-// delegation tokens), which it
+// delegation tokens, client quotas), which it
 // authenticated and authorised itself; InitCluster, which bootstrapping
 // nodes all propose; and reports about itself: its registration,
 // partitions it leads, the end of a move of a partition it leads
@@ -34,7 +34,7 @@ func peerMayPropose(peer int32, cmd metadata.Command) error {
 	case metadata.InitCluster, metadata.AllocateProducerID, metadata.CreateTopic, metadata.CreatePartitions,
 		metadata.DeleteTopic, metadata.AlterConfigs, metadata.AlterScramCredentials,
 		metadata.CreateACLs, metadata.DeleteACLs, metadata.AlterReassignment, metadata.SetFeatureLevels,
-		metadata.CreateDelegationToken, metadata.UpdateDelegationToken:
+		metadata.CreateDelegationToken, metadata.UpdateDelegationToken, metadata.AlterClientQuotas:
 		return nil
 	case metadata.RegisterBroker:
 		if peer != 0 && c.ID != peer {

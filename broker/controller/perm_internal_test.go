@@ -45,6 +45,7 @@ func TestPeerMayPropose(t *testing.T) {
 		{metadata.CreateDelegationToken{}, true, true},
 		{metadata.UpdateDelegationToken{TokenID: "x"}, true, true},
 		{metadata.ExpireDelegationTokens{NowMs: 1}, false, false}, // the leader's own clock only
+		{metadata.AlterClientQuotas{}, true, true},
 		{unknownCommand{}, false, false},
 	}
 	for _, c := range cases {
