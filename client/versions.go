@@ -47,6 +47,8 @@ var clientVersions = map[int16][2]int16{
 	44: {0, 1},  // IncrementalAlterConfigs
 	45: {0, 0},  // AlterPartitionReassignments: v1 lets a move change the replication factor
 	46: {0, 0},  // ListPartitionReassignments
+	48: {0, 1},  // DescribeClientQuotas
+	49: {0, 1},  // AlterClientQuotas
 	50: {0, 0},  // DescribeUserScramCredentials
 	51: {0, 0},  // AlterUserScramCredentials
 	60: {0, 1},  // DescribeCluster
