@@ -473,8 +473,8 @@ func controllerID(t *testing.T, cl *kgo.Client) int32 {
 	return resp.ControllerID
 }
 
-// DescribeClientQuotas, through kadm: no quota is set on any entity (the
-// node enforces none); a filter Kafka refuses is refused the same way.
+// DescribeClientQuotas, through kadm: a cluster where no quota is set
+// describes none; a filter Kafka refuses is refused the same way.
 func TestDescribeClientQuotas(t *testing.T) {
 	c := testcluster.Start(t, 1)
 	adm := kadm.NewClient(c.Client(t))
