@@ -57,9 +57,25 @@ func (b *Backend) AlterClientQuotas(ctx context.Context, alts []kafkaapi.QuotaAl
 }
 
 func apiQuotaName(n metadata.QuotaName) kafkaapi.QuotaName {
-	return kafkaapi.QuotaName{Kind: kafkaapi.QuotaNameKind(n.Kind), Name: n.Name}
+	switch n.Kind {
+	case metadata.QuotaDefault:
+		return kafkaapi.QuotaName{Kind: kafkaapi.QuotaDefault}
+	case metadata.QuotaNamed:
+		return kafkaapi.QuotaName{Kind: kafkaapi.QuotaNamed, Name: n.Name}
+	}
+	return kafkaapi.QuotaName{}
 }
 
+// metaQuotaName converts a component; an unknown kind stays unknown, so
+// that CheckQuotaAlteration refuses it.
 func metaQuotaName(n kafkaapi.QuotaName) metadata.QuotaName {
-	return metadata.QuotaName{Kind: metadata.QuotaNameKind(n.Kind), Name: n.Name}
+	switch n.Kind {
+	case kafkaapi.QuotaAbsent:
+		return metadata.QuotaName{Kind: metadata.QuotaAbsent, Name: n.Name}
+	case kafkaapi.QuotaDefault:
+		return metadata.QuotaName{Kind: metadata.QuotaDefault, Name: n.Name}
+	case kafkaapi.QuotaNamed:
+		return metadata.QuotaName{Kind: metadata.QuotaNamed, Name: n.Name}
+	}
+	return metadata.QuotaName{Kind: metadata.QuotaNamed + 1, Name: n.Name}
 }
