@@ -66,8 +66,8 @@ func TestUnknownAPIKeyClosesConnection(t *testing.T) {
 }
 
 func TestUnadvertisedAPIClosesConnection(t *testing.T) {
-	// AlterClientQuotas is a real Kafka API that we do not advertise.
-	req := kmsg.NewPtrAlterClientQuotasRequest()
+	// AlterReplicaLogDirs is a real Kafka API that we do not advertise.
+	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
 	req.Version = 1
 	badInput(t, kmsg.NewRequestFormatter().AppendRequest(nil, req, 1))
 }
@@ -290,7 +290,7 @@ func TestBadRequestClosesAfterEarlierResponses(t *testing.T) {
 	p.set(func(p *fakePartition) { p.hold = true })
 	c := h.dial()
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("pipeline"))
-	bad := kmsg.NewPtrAlterClientQuotasRequest() // not advertised
+	bad := kmsg.NewPtrAlterReplicaLogDirsRequest() // not advertised
 	bad.Version = 1
 	// One write: the server reads all three at once. (kmsg's AppendRequest
 	// puts the size at the start of dst, so each frame gets its own.)
