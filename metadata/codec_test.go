@@ -60,6 +60,9 @@ func sampleCommands() []Command {
 		UpdateDelegationToken{TokenID: "t1", Principal: "User:bob", Expire: true, NowMs: 5, PeriodMs: -1},
 		UpdateDelegationToken{},
 		ExpireDelegationTokens{NowMs: 7},
+		AlterClientQuotas{Alterations: []QuotaAlteration{{Entity: QuotaEntity{User: NamedQuota("u"), ClientID: DefaultQuota()},
+			Ops: []QuotaOp{{Key: QuotaProducerByteRate, Value: 1024}, {Key: QuotaRequestPercentage, Remove: true}}}}},
+		AlterClientQuotas{},
 	}
 }
 
@@ -160,6 +163,9 @@ func TestEncodeGolden(t *testing.T) {
 		{UpdateDelegationToken{TokenID: "i", Principal: "U:o", Expire: true, NowMs: 4, PeriodMs: -1},
 			"1901" + "00000001" + "69" + "00000003" + "553a6f" + "01" + "0000000000000004" + "ffffffffffffffff"},
 		{ExpireDelegationTokens{NowMs: 9}, "1a01" + "0000000000000009"},
+		{AlterClientQuotas{Alterations: []QuotaAlteration{{Entity: QuotaEntity{User: NamedQuota("u"), ClientID: DefaultQuota()},
+			Ops: []QuotaOp{{Key: "k", Value: 1}}}}},
+			"1b01" + "00000001" + "02" + "00000001" + "75" + "01" + "00000000" + "00000001" + "00000001" + "6b" + "00" + "3ff0000000000000"},
 		{DeleteACLs{Filters: []acl.Filter{{ResourceType: acl.ResourceAny, Name: ptr("t"), Pattern: acl.PatternAny,
 			Operation: acl.OpAny, Permission: acl.PermissionAny}}},
 			"0b01" + "00000001" + "01" + "01" + "00000001" + "74" + "01" + "00" + "00" + "01" + "01"},

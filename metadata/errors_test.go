@@ -54,7 +54,7 @@ func TestCommandTypeString(t *testing.T) {
 		}
 		seen[cmd.Type().String()] = true
 	}
-	if len(seen) != 19 || CommandType(0).String() != "Unknown" || CommandType(99).String() != "Unknown" {
+	if len(seen) != 20 || CommandType(0).String() != "Unknown" || CommandType(99).String() != "Unknown" {
 		t.Errorf("names %v", seen)
 	}
 }

@@ -261,7 +261,8 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 // FuzzDecodeSnapshot: no panics, only ErrMalformedSnapshot, and accepted
 // bytes are canonical and consistent.
 func FuzzDecodeSnapshot(f *testing.F) {
-	for _, s := range []*Snapshot{{}, cluster3(f), richState(f)} {
+	withQuotas := must(f, richState(f), setQuota(QuotaEntity{User: NamedQuota("u"), ClientID: DefaultQuota()}, QuotaProducerByteRate, 1024))
+	for _, s := range []*Snapshot{{}, cluster3(f), richState(f), withQuotas} {
 		b, _ := s.MarshalBinary()
 		f.Add(b)
 	}
