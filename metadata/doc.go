@@ -50,6 +50,10 @@
 //     proposer's clock; have the metadata leader propose
 //     ExpireDelegationTokens with its clock when HasExpiredDelegationTokens
 //     (dtoken.go).
+//  14. Serve AlterClientQuotas with AlterClientQuotas, after checking each
+//     entity on its own with CheckQuotaAlteration (the command is all or
+//     nothing); brokers that enforce quotas read them with ClientQuota,
+//     which resolves Kafka's precedence (quota.go).
 //
 // Upgrades: commands are encoded with a one-byte type and a one-byte version
 // and are read forever. A build that adds a type or a version must not
