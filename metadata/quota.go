@@ -38,6 +38,9 @@ const (
 	MaxQuotaAlterations = 1000
 	// MaxQuotaNameLen bounds an entity name.
 	MaxQuotaNameLen = MaxScramUserLen
+	// MaxQuotaOps bounds the ops of one alteration: a valid one names
+	// each key at most once.
+	MaxQuotaOps = 64
 )
 
 // QuotaNameKind says whether an entity has a component of a type (user or
@@ -162,7 +165,8 @@ func (e *QuotaError) Unwrap() error { return e.Err }
 
 // CheckQuotaAlteration checks one alteration as Kafka's controller does,
 // and a little more: a user or client-id component or both, names
-// non-empty and at most MaxQuotaNameLen bytes, each key once, set keys
+// non-empty and at most MaxQuotaNameLen bytes, each key once (at most
+// MaxQuotaOps ops), set keys
 // among QuotaKeys with a finite value above 0, and byte rates whole
 // numbers that fit a long. Removing an unknown key is allowed, as in
 // Kafka. It depends on nothing but a, so a proposer can check each entity
@@ -185,6 +189,9 @@ func CheckQuotaAlteration(a QuotaAlteration) error {
 		case len(n.Name) > MaxQuotaNameLen:
 			return bad("a name longer than %d bytes", MaxQuotaNameLen)
 		}
+	}
+	if len(a.Ops) > MaxQuotaOps {
+		return bad("more than %d quota keys", MaxQuotaOps)
 	}
 	for i, op := range a.Ops {
 		if slices.ContainsFunc(a.Ops[:i], func(o QuotaOp) bool { return o.Key == op.Key }) {

@@ -60,6 +60,7 @@ func TestAlterClientQuotasRejects(t *testing.T) {
 		"infinite":              {Entity: userEntity("a"), Ops: []QuotaOp{{Key: QuotaRequestPercentage, Value: math.Inf(1)}}},
 		"fractional byte rate":  {Entity: userEntity("a"), Ops: []QuotaOp{{Key: QuotaProducerByteRate, Value: 10.5}}},
 		"byte rate past a long": {Entity: userEntity("a"), Ops: []QuotaOp{{Key: QuotaConsumerByteRate, Value: 1e19}}},
+		"too many ops":          {Entity: userEntity("a"), Ops: make([]QuotaOp, MaxQuotaOps+1)},
 		"duplicate key": {Entity: userEntity("a"), Ops: []QuotaOp{{Key: QuotaRequestPercentage, Value: 1},
 			{Key: QuotaRequestPercentage, Remove: true}}},
 	}
