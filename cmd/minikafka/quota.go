@@ -80,7 +80,7 @@ func (a *app) quotaSetCommand() *cobra.Command {
 			}
 			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
 				if err := adm.SetQuotas(ctx, e, set); err != nil {
-					return fmt.Errorf("quota %s: %w", e, a.explain(ctx, err))
+					return a.explain(ctx, err) // the cluster's message names the entity
 				}
 				for _, k := range slices.Sorted(maps.Keys(set)) {
 					fmt.Fprintf(a.stdout, "quota %s: %s = %s\n", e, k, formatQuota(set[k]))
@@ -146,7 +146,7 @@ func (a *app) quotaDeleteCommand() *cobra.Command {
 			}
 			return a.withAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
 				if err := adm.DeleteQuotas(ctx, e, keys...); err != nil {
-					return fmt.Errorf("quota %s: %w", e, a.explain(ctx, err))
+					return a.explain(ctx, err)
 				}
 				fmt.Fprintf(a.stdout, "quota %s: %v removed\n", e, keys)
 				return nil
