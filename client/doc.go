@@ -178,7 +178,9 @@
 // a KIP-848 group also the epochs, the assignor and each member's target
 // assignment), deletes, reports committed offsets and
 // lag (GroupOffsets), and resets the offsets of a group without members
-// (ResetGroupOffsets).
+// (ResetGroupOffsets). Client quotas (per user, client id or both, named
+// or default) are set with SetQuotas, removed with DeleteQuotas and read
+// with ListQuotas.
 //
 // # Errors
 //
