@@ -198,7 +198,9 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 		leave = c.leaveConsumerGroup
 	}
 	if c.view.isShareGroup(req.Group) {
-		leave = func(string, []kmsg.LeaveGroupRequestMember) ([]*kerr.Error, *kerr.Error) { return nil, kerr.UnknownMemberID }
+		leave = func(string, []kmsg.LeaveGroupRequestMember) ([]*kerr.Error, *kerr.Error) {
+			return nil, kerr.UnknownMemberID
+		}
 	}
 	errs, top := leave(req.Group, leaving)
 	if top != nil {
