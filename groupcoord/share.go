@@ -21,8 +21,9 @@ const maxShareMemberIDBytes = 36
 
 // ShareGroupHeartbeat serves ShareGroupHeartbeat v1: a member joins
 // (epoch 0, with the member id it made), heartbeats, or leaves (-1); the
-// answer carries its epoch and, when it joined or its assignment
-// changed, its assignment. It returns once what changed is committed.
+// answer carries its epoch and, when it joined, sent its subscription or
+// its assignment changed, its assignment. It returns once what changed
+// is committed.
 func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, clientID, clientHost string, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	resp.HeartbeatIntervalMillis = int32(c.cfg.Share.HeartbeatInterval.Milliseconds())

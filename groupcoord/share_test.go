@@ -91,6 +91,9 @@ func TestShareJoinAssignsThreePartitionsToTwoMembers(t *testing.T) {
 	if again := h.shareHB(shb("g", "a", 2)); again.Assignment != nil || again.MemberEpoch != 2 {
 		t.Fatalf("an unchanged heartbeat got %+v, want no assignment", again)
 	}
+	if full := h.shareHB(shb("g", "a", 2, "u")); count(shareAssigned(full)) != 2 || full.MemberEpoch != 2 {
+		t.Fatalf("a full heartbeat got %+v, want its 2 partitions again", full)
+	}
 	d := h.c.DescribeShareGroup("g")
 	if d.ErrorCode != 0 || d.GroupState != "Stable" || d.GroupEpoch != 2 || d.AssignmentEpoch != 2 || d.Assignor != "simple" || len(d.Members) != 2 {
 		t.Fatalf("describe: %+v", d)
@@ -287,12 +290,22 @@ func TestShareGroupExclusiveListAndDelete(t *testing.T) {
 	if d := h.c.DescribeShareGroup("cg"); d.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("ShareGroupDescribe of a consumer group: %+v", d)
 	}
+	wantCode(t, "simple commit", h.commit(commitReq(2, "cl", "", -1, "t", map[int32]int64{0: 1}, ""))[0], nil)
+	wantCode(t, "share heartbeat on a classic group", h.shareHB(shb("cl", "a", 0, "t")).ErrorCode, kerr.GroupIDNotFound)
+	for id, want := range map[string]string{"sg": GroupTypeShare, "cg": GroupTypeConsumer, "cl": GroupTypeClassic, "none": ""} {
+		if got := h.view.GroupType(id); got != want {
+			t.Errorf("GroupType(%s) = %q, want %q", id, got, want)
+		}
+	}
 	ls := h.c.ListGroups(nil, []string{"share"})
 	if len(ls) != 1 || ls[0].Group != "sg" || ls[0].GroupType != "share" || ls[0].ProtocolType != "share" || ls[0].GroupState != "Stable" {
 		t.Fatalf("share groups listed: %+v", ls)
 	}
-	if all := h.c.ListGroups(nil, nil); len(all) != 2 {
+	if all := h.c.ListGroups(nil, nil); len(all) != 3 {
 		t.Fatalf("all groups listed: %+v", all)
+	}
+	if _, err := h.c.ExpireOffsets(context.Background(), time.Now().Add(time.Hour), time.Millisecond); err != nil || !h.view.isShareGroup("sg") {
+		t.Fatalf("offset expiry: %v; share group kept: %v", err, h.view.isShareGroup("sg"))
 	}
 	wantCode(t, "delete with a member", codeOf(h.c.DeleteGroup(context.Background(), "sg")), kerr.NonEmptyGroup)
 	h.shareHB(shb("sg", "a", -1))

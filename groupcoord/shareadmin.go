@@ -133,6 +133,31 @@ func (c *Coordinator) ShareMember(group, memberID string) (epoch int32, ok bool)
 	return c.view.ShareMember(group, memberID)
 }
 
+// Group types GroupType reports, as ListGroups v5 names them.
+const (
+	GroupTypeClassic  = classicGroupType
+	GroupTypeConsumer = consumerGroupType
+	GroupTypeShare    = shareGroupType
+)
+
+// GroupType reports what kind of group id is in the view: GroupTypeShare,
+// GroupTypeConsumer, GroupTypeClassic (stored metadata or committed
+// offsets only), or "" if the view holds nothing of it. A share API on an
+// id of another type answers GROUP_ID_NOT_FOUND, as Kafka does.
+func (v *View) GroupType(group string) string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	switch vg := v.groups[group]; {
+	case vg == nil:
+		return ""
+	case vg.sg != nil:
+		return GroupTypeShare
+	case vg.cg != nil:
+		return GroupTypeConsumer
+	}
+	return GroupTypeClassic
+}
+
 // isShareGroup reports whether group is a KIP-932 share group.
 func (v *View) isShareGroup(group string) bool {
 	v.mu.RLock()

@@ -63,7 +63,8 @@ func (op *shareOp) bump() {
 
 // heartbeat applies a heartbeat (Kafka's shareGroupHeartbeat and
 // shareGroupLeave) and returns the member as it now is (nil if it left)
-// and whether its assignment goes in the answer.
+// and whether its assignment goes in the answer: to a member joining, to
+// a full heartbeat (one with its subscription), or when it changed.
 func (op *shareOp) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string) (*ShareMember, bool, *kerr.Error) {
 	g := op.g
 	m := g.Members[req.MemberID]
@@ -109,7 +110,8 @@ func (op *shareOp) heartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, cli
 	op.finish()
 	before := m.Assigned
 	m = op.reconcile(m)
-	return m, req.MemberEpoch == 0 || !sameAssignment(before, m.Assigned), nil
+	full := req.MemberEpoch == 0 || req.SubscribedTopicNames != nil
+	return m, full || !sameAssignment(before, m.Assigned), nil
 }
 
 // remove drops a member and bumps the group epoch.
