@@ -216,10 +216,6 @@ func (c *Coordinator) FetchOffsets(group string, topics []kmsg.OffsetFetchReques
 		out.ErrorCode = kerr.NotCoordinator.Code
 		return out
 	}
-	if c.view.isShareGroup(group) { // Kafka's ShareGroup.validateOffsetFetch
-		out.ErrorCode = kerr.GroupIDNotFound.Code
-		return out
-	}
 	answer := func(p int32, o Offset, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		rp.Partition = p
