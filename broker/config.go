@@ -134,6 +134,9 @@ type Config struct {
 	// GroupConsumer tunes KIP-848 consumer groups (group.consumer.*);
 	// zero fields take Kafka's defaults.
 	GroupConsumer groupcoord.ConsumerConfig
+	// GroupShare tunes KIP-932 share groups (group.share.*); zero fields
+	// take Kafka's defaults.
+	GroupShare groupcoord.ShareConfig
 
 	// OffsetsRetention is how long committed offsets are kept after their
 	// group became empty, or after their commit for a consumer without a

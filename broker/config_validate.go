@@ -212,6 +212,9 @@ func (c *Config) validateGroups() error {
 	if _, err := c.GroupConsumer.WithDefaults(); err != nil {
 		return consumerConfigError(err)
 	}
+	if _, err := c.GroupShare.WithDefaults(); err != nil {
+		return consumerConfigError(err)
+	}
 	return c.validateExpiry()
 }
 
@@ -254,13 +257,17 @@ func (c *Config) validateAuthz() error {
 	return nil
 }
 
-// consumerConfigError names the group_consumer_* key of a
-// groupcoord.ConsumerConfig error (field "Consumer.MinSessionTimeout" is
-// key group_consumer_min_session_timeout).
+// consumerConfigError names the group_consumer_* (or group_share_*) key
+// of a groupcoord.ConsumerConfig (ShareConfig) error (field
+// "Consumer.MinSessionTimeout" is key group_consumer_min_session_timeout).
 func consumerConfigError(err error) error {
 	key := "group_consumer"
 	if ce, ok := errors.AsType[*groupcoord.ConfigError](err); ok {
-		field := strings.TrimPrefix(ce.Field, "Consumer.")
+		field, share := strings.CutPrefix(ce.Field, "Share.")
+		if share {
+			key = "group_share"
+		}
+		field = strings.TrimPrefix(field, "Consumer.")
 		var b strings.Builder
 		for i, r := range field {
 			if unicode.IsUpper(r) && i > 0 {

@@ -21,6 +21,7 @@ func (n *Node) newCoordHost() *coordhost.Host {
 		GroupMaxSessionTimeout:         c.GroupMaxSessionTimeout,
 		GroupInitialRebalanceDelay:     c.GroupInitialRebalanceDelay,
 		GroupConsumer:                  c.GroupConsumer,
+		GroupShare:                     c.GroupShare,
 		TxnMaxTimeout:                  c.TxnMaxTimeout,
 		TxnAbortInterval:               c.TxnAbortInterval,
 		TxnPartitionVerification:       c.TxnPartitionVerification,

@@ -27,7 +27,7 @@ func (c *Coordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGro
 		out.ErrorCode = kerr.NotCoordinator.Code
 		return out
 	}
-	if c.view.isConsumerGroup(group) { // Kafka 4.x: DescribeGroups describes classic groups
+	if c.view.isModernGroup(group) { // Kafka 4.x: DescribeGroups describes classic groups
 		msg := "Group " + group + " is not a classic group."
 		out.ErrorCode, out.ErrorMessage, out.State = kerr.GroupIDNotFound.Code, &msg, stateDead.String()
 		return out
@@ -59,7 +59,7 @@ func (c *Coordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGro
 
 // ListGroups lists the coordinator's groups, sorted by id, keeping those
 // whose state is one of statesFilter (ListGroups v4) and whose type is one
-// of typesFilter (v5: "classic" or "consumer"); both compare
+// of typesFilter (v5: "classic", "consumer" or "share"); both compare
 // without case, and an empty filter keeps everything. It returns nil once
 // the coordinator is closed.
 func (c *Coordinator) ListGroups(statesFilter, typesFilter []string) []kmsg.ListGroupsResponseGroup {
@@ -75,16 +75,19 @@ func (c *Coordinator) ListGroups(statesFilter, typesFilter []string) []kmsg.List
 	if keep(typesFilter, consumerGroupType) {
 		out = c.listConsumerGroups(func(state string) bool { return keep(statesFilter, state) })
 	}
+	if keep(typesFilter, shareGroupType) {
+		out = append(out, c.listShareGroups(func(state string) bool { return keep(statesFilter, state) })...)
+	}
 	if !keep(typesFilter, classicGroupType) {
 		return out
 	}
 	for _, id := range c.view.Groups() {
-		if !c.view.isConsumerGroup(id) {
+		if !c.view.isModernGroup(id) {
 			c.lookup(id) // groups known only by their offsets are Empty groups
 		}
 	}
 	for id, g := range c.groups {
-		if g.state == stateDead || !keep(statesFilter, g.state.String()) || c.view.isConsumerGroup(id) {
+		if g.state == stateDead || !keep(statesFilter, g.state.String()) || c.view.isModernGroup(id) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
@@ -108,6 +111,9 @@ func (c *Coordinator) ListGroups(statesFilter, typesFilter []string) []kmsg.List
 func (c *Coordinator) DeleteGroup(ctx context.Context, group string) *kerr.Error {
 	if c.view.isConsumerGroup(group) {
 		return c.deleteConsumerGroup(ctx, group)
+	}
+	if c.view.isShareGroup(group) {
+		return c.deleteShareGroup(ctx, group)
 	}
 	done := make(chan *kerr.Error, 1)
 	c.mu.Lock()

@@ -45,6 +45,9 @@ type consumerOp struct {
 // every migration policy allows); a classic group with members is
 // GROUP_ID_NOT_FOUND.
 func (c *Coordinator) newConsumerOp(id string) (*consumerOp, *kerr.Error) {
+	if c.view.isShareGroup(id) { // Kafka: "Group id is not a consumer group."
+		return nil, kerr.GroupIDNotFound
+	}
 	if g, ok := c.view.ConsumerGroup(id); ok {
 		return c.opOn(id, g), nil
 	}

@@ -131,13 +131,17 @@ func (op *consumerOp) subscribedTopics() []string {
 // metadataHash identifies the subscribed topics' ids and partition
 // counts: when it changes, the group needs a new assignment (KIP-1101's
 // idea; the value is ours). 0 for no topics.
-func (op *consumerOp) metadataHash(names []string) int64 {
+func (op *consumerOp) metadataHash(names []string) int64 { return topicsHash(op.allTopics(), names) }
+
+// topicsHash is metadataHash over the topics all holds (share groups
+// use it too).
+func topicsHash(all map[string]TopicInfo, names []string) int64 {
 	if len(names) == 0 {
 		return 0
 	}
 	h := fnv.New64a()
 	for _, n := range names {
-		t := op.allTopics()[n]
+		t := all[n]
 		h.Write([]byte(n))
 		h.Write(t.ID[:])
 		h.Write([]byte{byte(t.Partitions >> 24), byte(t.Partitions >> 16), byte(t.Partitions >> 8), byte(t.Partitions), 0})

@@ -110,6 +110,9 @@ type Config struct {
 	// Consumer tunes the KIP-848 consumer groups (group.consumer.*).
 	Consumer ConsumerConfig
 
+	// Share tunes the KIP-932 share groups (group.share.*).
+	Share ShareConfig
+
 	// Topics lists the cluster's topics for the consumer group assignors
 	// and regex subscriptions. Nil: no topics (consumer groups get empty
 	// assignments).
@@ -152,6 +155,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.InitialRebalanceDelay = DefaultInitialRebalanceDelay
 	}
 	if c.Consumer, err = c.Consumer.WithDefaults(); err != nil {
+		return c, err
+	}
+	if c.Share, err = c.Share.WithDefaults(); err != nil {
 		return c, err
 	}
 	if c.Topics == nil {

@@ -95,7 +95,7 @@ func (c *Coordinator) forget(l *cgLive) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l.users--
-	if l.users == 0 && len(l.members) == 0 && l.expiring == nil && c.cgroups[l.id] == l && !c.view.isConsumerGroup(l.id) {
+	if l.users == 0 && len(l.members) == 0 && l.expiring == nil && c.cgroups[l.id] == l && !c.view.isModernGroup(l.id) {
 		delete(c.cgroups, l.id)
 		c.keepRegexes(l.id, nil)
 	}

@@ -95,6 +95,7 @@ func New(cfg Config, log Log, view *View) (*Coordinator, error) {
 		}
 	}
 	c.loadConsumerGroups()
+	c.loadShareGroups()
 	return c, nil
 }
 

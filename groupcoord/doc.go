@@ -1,8 +1,9 @@
 // Package groupcoord is the group coordinator of one __consumer_offsets
 // partition: Kafka's classic consumer group protocol (JoinGroup,
 // SyncGroup, Heartbeat, LeaveGroup), KIP-848's consumer group protocol
-// (ConsumerGroupHeartbeat, ConsumerGroupDescribe) and the offset and group
-// admin APIs, for the groups whose ids hash to the partition.
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe), KIP-932's share group
+// membership (ShareGroupHeartbeat, ShareGroupDescribe) and the offset and
+// group admin APIs, for the groups whose ids hash to the partition.
 //
 // It has two parts. The View is the partition's materialised state, the
 // latest committed offsets and stored group metadata, built by applying
@@ -54,4 +55,17 @@
 // classic group with members upgrades it (its classic members go on
 // through JoinGroup, SyncGroup and Heartbeat inside the consumer group),
 // and the group is classic again when its last KIP-848 member leaves.
+//
+// # KIP-932 share groups
+//
+// A share group's membership is kept the same way, in Kafka's share
+// group records (group epoch, member subscriptions, target assignment
+// from Kafka's "simple" assignor, current assignments), with a session
+// timer per member on the leader. Members never revoke: a member takes
+// its new target on its next heartbeat. A group id is one kind of group
+// only; the share APIs answer GROUP_ID_NOT_FOUND for another kind, and
+// the classic and consumer APIs do for a share group (JoinGroup
+// INCONSISTENT_GROUP_PROTOCOL). Which records each member may consume
+// (ShareFetch, ShareAcknowledge) is not this package's: View.ShareMember
+// and View.GroupType let that part check a member and a group id.
 package groupcoord

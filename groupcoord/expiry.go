@@ -90,6 +90,9 @@ func (c *Coordinator) expireGroup(id string, now time.Time, retention time.Durat
 	if cg, ok := c.view.ConsumerGroup(id); ok {
 		return c.expireConsumerGroup(id, cg, now, retention)
 	}
+	if c.view.isShareGroup(id) { // no offsets; an empty one stays, as in Kafka
+		return nil
+	}
 	g := c.lookup(id)
 	if g == nil || g.state == stateDead || g.expiring != nil || c.committing[id] > 0 {
 		return nil

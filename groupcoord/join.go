@@ -17,6 +17,11 @@ import (
 // member. If ctx ends first, the answer is lost, as with a client that
 // hung up; the member stays until its session or the rebalance expires.
 func (c *Coordinator) JoinGroup(ctx context.Context, clientID, clientHost string, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	if c.view.isShareGroup(req.Group) { // Kafka: a share group speaks no classic protocol
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.InconsistentGroupProtocol.Code, -1
+		return resp
+	}
 	if c.view.isConsumerGroup(req.Group) {
 		if resp, ok := c.joinConsumerGroup(ctx, clientID, clientHost, req); ok {
 			return resp

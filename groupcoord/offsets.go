@@ -162,6 +162,9 @@ func (c *Coordinator) validateCommitLocked(groupID string, generation int32, mem
 	if err, isCG := c.validateConsumerCommit(groupID, generation, memberID); isCG {
 		return err
 	}
+	if c.view.isShareGroup(groupID) { // Kafka's ShareGroup.validateOffsetCommit
+		return kerr.GroupIDNotFound
+	}
 	simple := generation < 0 && memberID == "" && instanceID == nil
 	g := c.lookup(groupID)
 	switch {
@@ -309,6 +312,9 @@ func (c *Coordinator) offsetDeleteChecks(req *kmsg.OffsetDeleteRequest) ([][]*ke
 	}
 	if c.view.isConsumerGroup(req.Group) {
 		return c.consumerOffsetDeleteChecks(req), nil
+	}
+	if c.view.isShareGroup(req.Group) { // Kafka's ShareGroup.validateOffsetDelete
+		return nil, kerr.GroupIDNotFound
 	}
 	g := c.lookup(req.Group)
 	if g == nil || g.state == stateDead {

@@ -11,8 +11,8 @@ import (
 // Record is one record of a __consumer_offsets partition, encoded as Kafka
 // encodes it: Key starts with an int16 key version (0 or 1: an offset
 // commit, 2: classic group metadata, 3 and 5-8: a KIP-848 consumer group's
-// records, cgrecords.go), and a nil Value is a tombstone, which deletes
-// what the key names.
+// records, cgrecords.go, 10-14: a KIP-932 share group's, sharerecords.go),
+// and a nil Value is a tombstone, which deletes what the key names.
 type Record struct {
 	Key, Value []byte
 }

@@ -36,6 +36,9 @@ func (v *View) AppendSnapshot(dst []byte) []byte {
 		if g.cg != nil {
 			dst = appendConsumerGroup(dst, name, g.cg)
 		}
+		if g.sg != nil {
+			dst = appendShareGroup(dst, name, g.sg)
+		}
 		for _, po := range sortedOffsets(g) {
 			key = AppendOffsetKey(key[:0], name, po.Topic, po.Partition)
 			value = AppendOffsetValue(value[:0], po.Offset)

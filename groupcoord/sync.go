@@ -15,6 +15,11 @@ import (
 // once. If ctx ends first, the answer is REQUEST_TIMED_OUT, for a client
 // that is gone.
 func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	if c.view.isShareGroup(req.Group) { // Kafka: UNKNOWN_MEMBER_ID for a share group
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	}
 	if c.view.isConsumerGroup(req.Group) {
 		return c.syncConsumerGroup(req)
 	}
@@ -133,6 +138,9 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	if c.view.isConsumerGroup(req.Group) {
 		heartbeat = c.heartbeatConsumerGroup
 	}
+	if c.view.isShareGroup(req.Group) {
+		heartbeat = func(*kmsg.HeartbeatRequest) *kerr.Error { return kerr.UnknownMemberID }
+	}
 	if err := heartbeat(req); err != nil {
 		resp.ErrorCode = err.Code
 	}
@@ -188,6 +196,11 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	leave := c.leave
 	if c.view.isConsumerGroup(req.Group) {
 		leave = c.leaveConsumerGroup
+	}
+	if c.view.isShareGroup(req.Group) {
+		leave = func(string, []kmsg.LeaveGroupRequestMember) ([]*kerr.Error, *kerr.Error) {
+			return nil, kerr.UnknownMemberID
+		}
 	}
 	errs, top := leave(req.Group, leaving)
 	if top != nil {

@@ -56,6 +56,7 @@ type pendingOffset struct {
 type viewGroup struct {
 	meta    *GroupMetadata // nil: never stored, or deleted
 	cg      *ConsumerGroup // a KIP-848 consumer group; nil if none
+	sg      *ShareGroup    // a KIP-932 share group; nil if none
 	offsets map[topicPartition]Offset
 	seqs    map[topicPartition]int64 // View.seq of each offset's record
 }
@@ -79,11 +80,12 @@ func NewView() *View {
 
 // Apply applies one record of the partition: an offset commit, classic
 // group metadata (any key and value version Kafka has written) or a
-// KIP-848 consumer group record (key versions 3, 5-8, cgview.go), or a
-// tombstone (nil value) that deletes one. A record it cannot decode is an
-// error wrapping ErrInvalidRecord, and a key version Kafka uses for other
-// kinds of groups (share and streams groups, the partition metadata of
-// KIP-848 groups, which this coordinator does not write) one wrapping
+// KIP-848 consumer group record (key versions 3, 5-8, cgview.go), a
+// KIP-932 share group record (10-14, sharerecords.go), or a tombstone
+// (nil value) that deletes one. A record it cannot decode is an error
+// wrapping ErrInvalidRecord, and a key version Kafka uses for other kinds
+// of records (streams groups, the partition metadata of KIP-848 and share
+// groups, which this coordinator does not write) one wrapping
 // ErrUnknownRecord; in
 // both cases the view is unchanged, so replicas that ignore the error stay
 // identical.
@@ -122,6 +124,8 @@ func (v *View) applyLocked(key, value []byte) error {
 		return v.applyGroup(key, value)
 	case cgMetadataKeyVersion, cgMemberKeyVersion, cgTargetMetaKeyVersion, cgTargetMemberKeyVersion, cgCurrentAssignmentVersion:
 		return v.applyConsumer(version, key, value)
+	case sgMemberKeyVersion, sgMetadataKeyVersion, sgTargetMetaKeyVersion, sgTargetMemberKeyVersion, sgCurrentAssignmentVersion:
+		return v.applyShare(version, key, value)
 	default:
 		return &RecordError{Reason: fmt.Sprintf("key version %d", version), unknown: version > 0}
 	}
@@ -218,7 +222,7 @@ func (v *View) group(name string) *viewGroup {
 }
 
 func (v *View) dropIfEmpty(name string, g *viewGroup) {
-	if g.meta == nil && g.cg == nil && len(g.offsets) == 0 {
+	if g.meta == nil && g.cg == nil && g.sg == nil && len(g.offsets) == 0 {
 		delete(v.groups, name)
 	}
 }

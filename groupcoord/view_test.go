@@ -165,7 +165,10 @@ func TestViewRejectsBadRecords(t *testing.T) {
 		{"truncated group value", AppendGroupKey(nil, "g"), []byte{0, 3, 0}, ErrInvalidRecord},
 		{"truncated KIP-848 consumer group value", []byte{0, 3, 0, 1, 'g'}, []byte{0, 0}, ErrInvalidRecord},
 		{"KIP-848 member key without its member", []byte{0, 5, 0, 1, 'g'}, []byte{0, 0}, ErrInvalidRecord},
-		{"share group record", []byte{0, 10, 0, 1, 'g'}, []byte{0, 0}, ErrUnknownRecord},
+		{"truncated share group value", []byte{0, 11, 0, 1, 'g'}, []byte{0, 0}, ErrInvalidRecord},
+		{"share member key without its member", []byte{0, 10, 0, 1, 'g'}, []byte{0, 0}, ErrInvalidRecord},
+		{"share partition metadata record", []byte{0, 15, 0, 1, 'g'}, []byte{0, 0}, ErrUnknownRecord},
+		{"streams group record", []byte{0, 17, 0, 1, 'g'}, []byte{0, 0}, ErrUnknownRecord},
 		{"negative key version", []byte{0xff, 0xff}, nil, ErrInvalidRecord},
 	} {
 		err := v.Apply(tc.key, tc.value)
@@ -222,7 +225,7 @@ func TestViewSnapshotRoundTrip(t *testing.T) {
 func TestViewApplyBatch(t *testing.T) {
 	recs := []Record{
 		OffsetRecord("g", "t", 0, Offset{Offset: 1}),
-		{Key: []byte{0, 10, 0, 0}, Value: []byte{1}}, // another kind of group (share): skipped
+		{Key: []byte{0, 17, 0, 0}, Value: []byte{1}}, // another kind of group (streams): skipped
 		OffsetRecord("g", "t", 0, Offset{Offset: 2}),
 		GroupTombstone("g"),
 	}

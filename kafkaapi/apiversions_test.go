@@ -68,6 +68,8 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 69, MinVersion: 0, MaxVersion: 1}, // ConsumerGroupDescribe
 	{ApiKey: 74, MinVersion: 0, MaxVersion: 1}, // ListConfigResources
 	{ApiKey: 75, MinVersion: 0, MaxVersion: 0}, // DescribeTopicPartitions
+	{ApiKey: 76, MinVersion: 1, MaxVersion: 1}, // ShareGroupHeartbeat
+	{ApiKey: 77, MinVersion: 1, MaxVersion: 1}, // ShareGroupDescribe
 }
 
 func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {

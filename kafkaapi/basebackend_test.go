@@ -252,6 +252,18 @@ func (baseGroupCoordinator) DescribeConsumerGroup(group string) kmsg.ConsumerGro
 	return g
 }
 
+func (baseGroupCoordinator) ShareGroupHeartbeat(_ context.Context, _, _ string, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+	resp.ErrorCode = kerr.NotCoordinator.Code
+	return resp
+}
+
+func (baseGroupCoordinator) DescribeShareGroup(group string) kmsg.ShareGroupDescribeResponseGroup {
+	g := kmsg.NewShareGroupDescribeResponseGroup()
+	g.GroupID, g.ErrorCode = group, kerr.NotCoordinator.Code
+	return g
+}
+
 func (baseGroupCoordinator) ValidateOffsetFetch(string, *string, int32) *kerr.Error { return nil }
 
 func (baseGroupCoordinator) DeleteGroup(context.Context, string) *kerr.Error {

@@ -100,6 +100,8 @@ var apis = []api{
 	{kmsg.ConsumerGroupDescribe, 0, 1},
 	{kmsg.ListConfigResources, 0, 1},
 	{kmsg.DescribeTopicPartitions, 0, 0},
+	{kmsg.ShareGroupHeartbeat, 1, 1},
+	{kmsg.ShareGroupDescribe, 1, 1},
 }
 
 // requestInfo is what the server knows of a request besides its body.
@@ -285,6 +287,10 @@ func (s *Server) startGroupAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startConsumerGroupHeartbeat(req, rc)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return s.startConsumerGroupDescribe(req)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return s.startShareGroupHeartbeat(req, rc)
+	case *kmsg.ShareGroupDescribeRequest:
+		return s.startShareGroupDescribe(req)
 	}
 	return nil
 }

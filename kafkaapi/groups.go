@@ -59,6 +59,10 @@ type GroupCoordinator interface {
 	ConsumerGroupHeartbeat(ctx context.Context, clientID, clientHost string, canDescribe func(topic string) bool, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
 	// DescribeConsumerGroup answers one group of a ConsumerGroupDescribe.
 	DescribeConsumerGroup(group string) kmsg.ConsumerGroupDescribeResponseGroup
+	// ShareGroupHeartbeat answers a KIP-932 ShareGroupHeartbeat.
+	ShareGroupHeartbeat(ctx context.Context, clientID, clientHost string, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse
+	// DescribeShareGroup answers one group of a ShareGroupDescribe.
+	DescribeShareGroup(group string) kmsg.ShareGroupDescribeResponseGroup
 	// ValidateOffsetFetch checks the member and member epoch of an
 	// OffsetFetch v9+ against a consumer group; nil for other groups.
 	ValidateOffsetFetch(group string, memberID *string, memberEpoch int32) *kerr.Error

@@ -71,6 +71,7 @@ func (h *Host) groupConfig() groupcoord.Config {
 			return ok
 		},
 		Consumer: c.GroupConsumer,
+		Share:    c.GroupShare,
 		Topics:   h.topicInfos,
 		Logger:   h.logger.With("component", "groupcoord"),
 	}

@@ -26,6 +26,8 @@ type Config struct {
 	GroupInitialRebalanceDelay                     time.Duration
 	// GroupConsumer tunes KIP-848 consumer groups.
 	GroupConsumer groupcoord.ConsumerConfig
+	// GroupShare tunes KIP-932 share groups.
+	GroupShare groupcoord.ShareConfig
 	// TxnMaxTimeout bounds a producer's transaction timeout;
 	// TxnAbortInterval is how often a coordinator aborts timed-out
 	// transactions.

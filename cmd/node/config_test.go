@@ -369,3 +369,35 @@ func TestConsumerGroupKeys(t *testing.T) {
 		t.Fatalf("a session timeout below its min: %v, want an error naming group_consumer_session_timeout", err)
 	}
 }
+
+// The share group keys (Kafka's group.share.*) have Kafka's defaults,
+// are read from the file, flags and environment, and a bad value is an
+// error naming its key.
+func TestShareGroupKeys(t *testing.T) {
+	o, err := loadConfig(nil, env(), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err := o.GroupShare.WithDefaults(); err != nil || sc.SessionTimeout != 45*time.Second ||
+		sc.HeartbeatInterval != 5*time.Second || sc.MaxSize != 200 {
+		t.Fatalf("defaults: %+v %v", sc, err)
+	}
+	p := writeYAML(t, "node_id: 1\ngroup_share_session_timeout: 3s\n")
+	o, err = loadConfig([]string{"--config", p, "--group-share-heartbeat-interval", "500ms"},
+		env("MINIKAFKA_GROUP_SHARE_MAX_SIZE", "7"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := o.GroupShare; sc.SessionTimeout != 3*time.Second || sc.HeartbeatInterval != 500*time.Millisecond || sc.MaxSize != 7 {
+		t.Fatalf("set: %+v", sc)
+	}
+	for args, key := range map[string]string{
+		"--group-share-heartbeat-interval=1m": "group_share_heartbeat_interval",
+		"--group-share-max-size=1001":         "group_share_max_size",
+	} {
+		_, err = loadConfig([]string{args}, env(), &bytes.Buffer{})
+		if ce, ok := errors.AsType[*broker.ConfigError](err); !ok || ce.Key != key {
+			t.Errorf("%s: %v, want an error naming %s", args, err, key)
+		}
+	}
+}
