@@ -1,0 +1,69 @@
+package quota
+
+import (
+	"errors"
+	"math"
+	"time"
+)
+
+// ErrThrottlingQuotaExceeded is what a strict Mutation's Record returns
+// when the entity's controller_mutation_rate is already exceeded
+// (Kafka's THROTTLING_QUOTA_EXCEEDED).
+var ErrThrottlingQuotaExceeded = errors.New("quota: the controller mutation quota is exceeded")
+
+// Mutation charges one CreateTopics, CreatePartitions or DeleteTopics
+// request's partition mutations to its entity's token bucket (KIP-599).
+// Strict (the request versions that know THROTTLING_QUOTA_EXCEEDED):
+// a mutation is refused once the bucket is empty. Permissive (older
+// versions): every mutation is recorded and the request throttled after.
+// A Mutation is used by one request at a time.
+type Mutation struct {
+	m              *Manager
+	user, clientID string
+	strict         bool
+	throttle       time.Duration // the last throttle decided
+	at             time.Time     // when it was
+}
+
+// Mutation returns the quota of one request of user and clientID.
+func (m *Manager) Mutation(user, clientID string, strict bool) *Mutation {
+	return &Mutation{m: m, user: user, clientID: clientID, strict: strict}
+}
+
+// Record charges n partitions. A strict Mutation whose bucket is empty
+// records nothing and returns ErrThrottlingQuotaExceeded.
+func (q *Mutation) Record(n int) error {
+	quota, ok := q.m.src.ClientQuota(q.user, q.clientID, ControllerMutation.Key())
+	m := q.m
+	now := m.cfg.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sensorsFor(entity{q.user, q.clientID}, now)
+	t := m.ms(now)
+	if !ok {
+		s.mutated.record(m.wc, float64(n), t)
+		return nil
+	}
+	quota = math.Max(quota, 1e-9)
+	if q.strict {
+		if tokens := s.mutations.measure(m.wc, quota, t); tokens < 0 {
+			q.throttle, q.at = throttleMs(-tokens/quota, 1000), now
+			return ErrThrottlingQuotaExceeded
+		}
+	}
+	s.mutated.record(m.wc, float64(n), t)
+	s.mutations.record(m.wc, quota, float64(n), t)
+	if tokens := s.mutations.tokens; !q.strict && tokens < 0 {
+		q.throttle, q.at = throttleMs(-tokens/quota, 1000), now
+	}
+	return nil
+}
+
+// Throttle is the throttle last decided, less the time since (Kafka's
+// AbstractControllerMutationQuota.throttleTime); zero if none.
+func (q *Mutation) Throttle() time.Duration {
+	if q == nil || q.throttle <= 0 {
+		return 0
+	}
+	return max(0, q.throttle-q.m.cfg.Now().Sub(q.at))
+}
