@@ -140,17 +140,17 @@ func TestStrictMutation(t *testing.T) {
 	src.set("c", ControllerMutation, 10) // burst 110
 	m := newManager(src, clk)
 	q := m.Mutation("u", "c", true)
-	if err := q.Record(100); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Record(20); err != nil { // the bucket had tokens: accepted, now -10
-		t.Fatal(err)
+	for _, n := range []int{100, 20} { // the bucket had tokens: both accepted, now -10
+		if err := q.Check(); err != nil {
+			t.Fatal(err)
+		}
+		q.Record(n)
 	}
 	if q.Throttle() != 0 {
 		t.Fatalf("throttle %v before any refusal", q.Throttle())
 	}
-	if err := q.Record(1); !errors.Is(err, ErrThrottlingQuotaExceeded) {
-		t.Fatalf("Record on an empty bucket: %v", err)
+	if err := q.Check(); !errors.Is(err, ErrThrottlingQuotaExceeded) {
+		t.Fatalf("Check on an empty bucket: %v", err)
 	}
 	if d := q.Throttle(); d != time.Second { // 10 tokens at 10/s
 		t.Fatalf("throttle %v, want 1s", d)
@@ -160,7 +160,7 @@ func TestStrictMutation(t *testing.T) {
 		t.Fatalf("throttle %v 400ms later, want 600ms", d)
 	}
 	clk.add(600 * time.Millisecond)
-	if err := m.Mutation("u", "c", true).Record(5); err != nil {
+	if err := m.Mutation("u", "c", true).Check(); err != nil {
 		t.Fatalf("after the refill: %v", err)
 	}
 }
@@ -170,14 +170,22 @@ func TestPermissiveMutation(t *testing.T) {
 	src.set("c", ControllerMutation, 10)
 	m := newManager(src, clk)
 	q := m.Mutation("u", "c", false)
-	if err := q.Record(130); err != nil {
+	if err := q.Check(); err != nil {
 		t.Fatal(err)
 	}
+	q.Record(130)
 	if d := q.Throttle(); d != 2*time.Second { // 20 tokens short at 10/s
 		t.Fatalf("throttle %v, want 2s", d)
 	}
-	if err := m.Mutation("u", "none", true).Record(1000); err != nil {
-		t.Fatalf("no quota: %v", err)
+	none := m.Mutation("u", "none", true)
+	none.Record(1000)
+	if err := none.Check(); err != nil || none.Throttle() != 0 {
+		t.Fatalf("no quota: %v, throttle %v", err, none.Throttle())
+	}
+	var nilq *Mutation
+	nilq.Record(1)
+	if nilq.Check() != nil || nilq.Throttle() != 0 {
+		t.Fatal("a nil Mutation limits")
 	}
 }
 

@@ -30,9 +30,38 @@ func (m *Manager) Mutation(user, clientID string, strict bool) *Mutation {
 	return &Mutation{m: m, user: user, clientID: clientID, strict: strict}
 }
 
-// Record charges n partitions. A strict Mutation whose bucket is empty
-// records nothing and returns ErrThrottlingQuotaExceeded.
-func (q *Mutation) Record(n int) error {
+// Check refuses a strict Mutation's next mutation while the entity's
+// bucket is empty (Kafka's checkQuotas before record), with
+// ErrThrottlingQuotaExceeded and the time until it refills; a permissive
+// or nil Mutation never refuses.
+func (q *Mutation) Check() error {
+	if q == nil || !q.strict {
+		return nil
+	}
+	quota, ok := q.m.src.ClientQuota(q.user, q.clientID, ControllerMutation.Key())
+	if !ok {
+		return nil
+	}
+	quota = math.Max(quota, 1e-9)
+	m := q.m
+	now := m.cfg.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sensorsFor(entity{q.user, q.clientID}, now)
+	if tokens := s.mutations.measure(m.wc, quota, m.ms(now)); tokens < 0 {
+		q.throttle, q.at = throttleMs(-tokens/quota, 1000), now
+		return ErrThrottlingQuotaExceeded
+	}
+	return nil
+}
+
+// Record charges n mutated partitions (after Check allowed them, or in a
+// permissive Mutation regardless). A permissive Mutation that empties
+// the bucket throttles its request until the bucket is back at zero.
+func (q *Mutation) Record(n int) {
+	if q == nil || n <= 0 {
+		return
+	}
 	quota, ok := q.m.src.ClientQuota(q.user, q.clientID, ControllerMutation.Key())
 	m := q.m
 	now := m.cfg.Now()
@@ -40,23 +69,15 @@ func (q *Mutation) Record(n int) error {
 	defer m.mu.Unlock()
 	s := m.sensorsFor(entity{q.user, q.clientID}, now)
 	t := m.ms(now)
+	s.mutated.record(m.wc, float64(n), t)
 	if !ok {
-		s.mutated.record(m.wc, float64(n), t)
-		return nil
+		return
 	}
 	quota = math.Max(quota, 1e-9)
-	if q.strict {
-		if tokens := s.mutations.measure(m.wc, quota, t); tokens < 0 {
-			q.throttle, q.at = throttleMs(-tokens/quota, 1000), now
-			return ErrThrottlingQuotaExceeded
-		}
-	}
-	s.mutated.record(m.wc, float64(n), t)
 	s.mutations.record(m.wc, quota, float64(n), t)
 	if tokens := s.mutations.tokens; !q.strict && tokens < 0 {
 		q.throttle, q.at = throttleMs(-tokens/quota, 1000), now
 	}
-	return nil
 }
 
 // Throttle is the throttle last decided, less the time since (Kafka's
