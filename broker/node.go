@@ -293,6 +293,7 @@ func (n *Node) serveKafka() error {
 		ConnectionsMaxIdle:    n.cfg.ConnectionsMaxIdle,
 		Logger:                n.logger,
 		Observer:              n.metrics,
+		Quotas:                n.newQuotas(),
 
 		DisableTxnPartitionVerification: !n.cfg.TxnPartitionVerification,
 
