@@ -22,6 +22,7 @@ func (n *Node) newQuotas() *quota.Manager {
 		src = n.cfg.ClientQuotas
 	}
 	qm := quota.New(src, quota.Config{})
+	n.quotas = qm
 	n.metrics.RegisterQuotas(func() []metrics.QuotaEntity { return quotaEntities(qm.Stats()) })
 	return qm
 }
