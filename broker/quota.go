@@ -2,22 +2,24 @@ package broker
 
 import (
 	"github.com/minikafka/minikafka-go/internal/quota"
+	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/metrics"
 )
 
-// metaQuotas reads client quotas from the node's current metadata state,
-// so that an AlterClientQuotas applies as soon as the node has applied it.
-type metaQuotas struct{ n *Node }
+// metaQuotas reads client quotas from the node's current metadata state
+// (the controller's State), so that an AlterClientQuotas applies as soon
+// as the node has applied it.
+type metaQuotas func() *metadata.Snapshot
 
-func (m metaQuotas) ClientQuota(user, clientID, key string) (float64, bool) {
-	return m.n.meta.State().ClientQuota(user, clientID, key)
+func (state metaQuotas) ClientQuota(user, clientID, key string) (float64, bool) {
+	return state().ClientQuota(user, clientID, key)
 }
 
 // newQuotas is the node's client quota manager (Kafka's quota.window.num
 // and quota.window.size.seconds defaults), reading Config.ClientQuotas or
 // else the metadata state, with its metrics registered.
 func (n *Node) newQuotas() *quota.Manager {
-	var src quota.Source = metaQuotas{n}
+	var src quota.Source = metaQuotas(n.meta.State)
 	if n.cfg.ClientQuotas != nil {
 		src = n.cfg.ClientQuotas
 	}
