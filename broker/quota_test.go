@@ -153,3 +153,60 @@ func TestClientQuotaProducerSettles(t *testing.T) {
 		t.Errorf("%d throttles after the quota was removed", n)
 	}
 }
+
+// TestClientQuotaConsumerSettles: a franz-go consumer whose client id has
+// consumer_byte_rate=102400 is told throttle_time_ms and reads at its
+// quota (within 10%, over two window spans after one of warm-up), from a
+// partition holding far more than it may read in that time.
+func TestClientQuotaConsumerSettles(t *testing.T) {
+	const quota = 102400
+	src := &clientQuotas{}
+	src.set("reader", "consumer_byte_rate", quota, true)
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.ClientQuotas = src })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := kadm.NewClient(c.Client(t)).CreateTopic(ctx, 1, 3, nil, "quota-read"); err != nil {
+		t.Fatal(err)
+	}
+	// 5 MB, more than the 4.4 MB the consumer may read in 33 s, in
+	// batches of one record (a Fetch returns at least one whole batch).
+	pr := c.Client(t, kgo.DefaultProduceTopic("quota-read"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(16<<10))
+	value := []byte(strings.Repeat("r", 10_000))
+	for range 500 {
+		pr.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := pr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	hook := &throttleHook{}
+	// Fetches of about one record keep each throttle a small part of the
+	// measured span.
+	cl := c.Client(t, kgo.ClientID("reader"), kgo.WithHooks(hook), kgo.ConsumeTopics("quota-read"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(16<<10), kgo.FetchMaxPartitionBytes(16<<10))
+	var read atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { read.Add(int64(len(r.Value))) })
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	time.Sleep(11 * time.Second)
+	start, before := time.Now(), read.Load()
+	time.Sleep(22 * time.Second)
+	rate := float64(read.Load()-before) / time.Since(start).Seconds()
+	t.Logf("consumer: %.0f B/s, %d throttles (longest %d ms), %d B read in all", rate, hook.n.Load(), hook.maxMs.Load(), read.Load())
+	if hook.n.Load() == 0 {
+		t.Error("the consumer was told of no throttle")
+	}
+	if rate < quota*0.9 || rate > quota*1.1 {
+		t.Errorf("consumer read %.0f B/s, want within 10%% of %d", rate, quota)
+	}
+}

@@ -149,7 +149,7 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 	br := bufio.NewReaderSize(nc, 64<<10)
 	host := remoteHost(nc)
 	for {
-		if err := mute.wait(ctx); err != nil {
+		if err := mute.wait(ctx, s.cfg.ConnectionsMaxIdle); err != nil {
 			return err
 		}
 		if err := s.awaitRequest(nc, br, slots); err != nil {

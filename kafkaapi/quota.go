@@ -46,16 +46,23 @@ func (g *muteGate) extend(d time.Duration) {
 	}
 }
 
-// wait returns once the connection is no longer muted, or ctx is done.
-func (g *muteGate) wait(ctx context.Context) error {
+// wait returns once the connection is no longer muted, or ctx is done. A
+// connection muted for longer than idle from now waits idle and ends as
+// idle (errIdle), as Kafka closes a channel that had no activity for
+// connections.max.idle.ms, muted or not.
+func (g *muteGate) wait(ctx context.Context, idle time.Duration) error {
 	for {
 		d := time.Until(time.Unix(0, g.until.Load()))
 		if d <= 0 {
 			return nil
 		}
-		t := time.NewTimer(d)
+		t := time.NewTimer(min(d, idle))
 		select {
-		case <-t.C: // the mute may have been extended meanwhile: look again
+		case <-t.C:
+			if d > idle {
+				return errIdle
+			}
+			// The mute may have been extended meanwhile: look again.
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()

@@ -172,3 +172,19 @@ func TestRequestPercentageThrottle(t *testing.T) {
 		t.Fatalf("throttle %d ms, want within (0, 1000]", resp.ThrottleMillis)
 	}
 }
+
+// TestMuteLongerThanIdleCloses: a connection muted for longer than
+// ConnectionsMaxIdle is closed once that idle time has passed.
+func TestMuteLongerThanIdleCloses(t *testing.T) {
+	src := &quotaSource{}
+	h := startServer(t, Config{Quotas: quota.New(src, quota.Config{}), ConnectionsMaxIdle: 200 * time.Millisecond})
+	h.fb.addTopic("t", 1)
+	src.set("slow", quota.Produce, 1)
+	c := h.dial()
+	resp := c.roundTripAs("slow", produceRequest(9, -1, "t", map[int32][]byte{0: makeBatch(1, "abc")})).(*kmsg.ProduceResponse)
+	if resp.ThrottleMillis < 1000 {
+		t.Fatalf("throttle %d ms, want seconds", resp.ThrottleMillis)
+	}
+	c.sendAs("slow", apiVersionsRequest(3))
+	c.requireClosed()
+}
