@@ -37,10 +37,10 @@ func quotaEntities(stats []quota.EntityStats) []metrics.QuotaEntity {
 			User: s.User, ClientID: s.ClientID,
 			ProduceByteRate: s.ProduceByteRate, FetchByteRate: s.FetchByteRate,
 			RequestPercent: s.RequestPercent, MutationRate: s.MutationRate,
-			ThrottleMs: make(map[string]float64, len(s.ThrottleMs)),
+			ThrottleSeconds: make(map[string]float64, len(s.ThrottleMs)),
 		}
 		for _, k := range quota.Kinds() {
-			e.ThrottleMs[k.String()] = s.ThrottleMs[k]
+			e.ThrottleSeconds[k.String()] = s.ThrottleMs[k] / 1000
 		}
 		out[i] = e
 	}

@@ -12,9 +12,9 @@ type QuotaEntity struct {
 	FetchByteRate   float64 // bytes per second
 	RequestPercent  float64 // request handling time, % of one thread
 	MutationRate    float64 // partitions created or deleted per second
-	// ThrottleMs is the mean throttle given in the window, by quota type
+	// ThrottleSeconds is the mean throttle given in the window, by quota type
 	// (produce, fetch, request, controller_mutation).
-	ThrottleMs map[string]float64
+	ThrottleSeconds map[string]float64
 }
 
 var (
@@ -23,7 +23,7 @@ var (
 	descQuotaByteRate  = desc("quota_byte_rate", "Bytes per second of a client (user, client id) over the quota window: type=produce counts its Produce requests, type=fetch its Fetch responses (Kafka's byte-rate).", quotaTypeLabels...)
 	descQuotaRequest   = desc("quota_request_time_percent", "Request handling time of a client over the quota window, in percent of one thread (Kafka's request-time, against request_percentage).", quotaLabels...)
 	descQuotaMutations = desc("quota_mutation_rate", "Partitions a client created or deleted per second over the quota window (Kafka's mutation-rate, against controller_mutation_rate).", quotaLabels...)
-	descQuotaThrottle  = desc("quota_throttle_time_ms", "Mean throttle given to a client's throttled responses over the quota window, by quota type (Kafka's throttle-time).", quotaTypeLabels...)
+	descQuotaThrottle  = desc("quota_throttle_time_seconds", "Mean throttle given to a client's throttled responses over the quota window, by quota type (Kafka's throttle-time).", quotaTypeLabels...)
 )
 
 // quotaCollector reads the node's quota entities at each scrape. Their
@@ -50,8 +50,8 @@ func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descQuotaByteRate, g, e.FetchByteRate, "fetch", e.User, e.ClientID)
 		ch <- prometheus.MustNewConstMetric(descQuotaRequest, g, e.RequestPercent, e.User, e.ClientID)
 		ch <- prometheus.MustNewConstMetric(descQuotaMutations, g, e.MutationRate, e.User, e.ClientID)
-		for typ, ms := range e.ThrottleMs {
-			ch <- prometheus.MustNewConstMetric(descQuotaThrottle, g, ms, typ, e.User, e.ClientID)
+		for typ, sec := range e.ThrottleSeconds {
+			ch <- prometheus.MustNewConstMetric(descQuotaThrottle, g, sec, typ, e.User, e.ClientID)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 func TestQuotaMetrics(t *testing.T) {
 	r := New(fakeQuotaSource{})
 	r.RegisterQuotas(func() []QuotaEntity {
-		return []QuotaEntity{{User: "alice", ClientID: "p1", ProduceByteRate: 1024, ThrottleMs: map[string]float64{"produce": 250}}}
+		return []QuotaEntity{{User: "alice", ClientID: "p1", ProduceByteRate: 1024, ThrottleSeconds: map[string]float64{"produce": 0.25}}}
 	})
 	mfs, err := r.Gatherer().Gather()
 	if err != nil {
@@ -26,10 +26,10 @@ func TestQuotaMetrics(t *testing.T) {
 		}
 	}
 	for key, want := range map[string]float64{
-		"minikafka_quota_byte_rate,client_id=p1,type=produce,user=alice":        1024,
-		"minikafka_quota_byte_rate,client_id=p1,type=fetch,user=alice":          0,
-		"minikafka_quota_throttle_time_ms,client_id=p1,type=produce,user=alice": 250,
-		"minikafka_quota_request_time_percent,client_id=p1,user=alice":          0,
+		"minikafka_quota_byte_rate,client_id=p1,type=produce,user=alice":             1024,
+		"minikafka_quota_byte_rate,client_id=p1,type=fetch,user=alice":               0,
+		"minikafka_quota_throttle_time_seconds,client_id=p1,type=produce,user=alice": 0.25,
+		"minikafka_quota_request_time_percent,client_id=p1,user=alice":               0,
 	} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
