@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka-go/broker"
@@ -208,5 +210,36 @@ func TestClientQuotaConsumerSettles(t *testing.T) {
 	}
 	if rate < quota*0.9 || rate > quota*1.1 {
 		t.Errorf("consumer read %.0f B/s, want within 10%% of %d", rate, quota)
+	}
+}
+
+// TestClientQuotaTopicMutations: with controller_mutation_rate=0.1 (a
+// burst of 1.1 partitions, refilled in 10 s each) kadm's CreateTopics (v7, strict) creates the
+// topics that fit and gets THROTTLING_QUOTA_EXCEEDED, with a throttle, for
+// the next; a client id without the quota creates freely (KIP-599).
+func TestClientQuotaTopicMutations(t *testing.T) {
+	src := &clientQuotas{}
+	src.set("admin", "controller_mutation_rate", 0.1, true)
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.ClientQuotas = src })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hook := &throttleHook{}
+	adm := kadm.NewClient(c.Client(t, kgo.ClientID("admin"), kgo.WithHooks(hook)))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "m2"); err != nil { // the bucket was not empty yet
+		t.Fatal(err)
+	}
+	_, err := adm.CreateTopic(ctx, 1, 1, nil, "m3")
+	if !errors.Is(err, kerr.ThrottlingQuotaExceeded) {
+		t.Fatalf("third topic: %v, want THROTTLING_QUOTA_EXCEEDED", err)
+	}
+	if hook.n.Load() == 0 {
+		t.Error("the refusal carried no throttle")
+	}
+	other := kadm.NewClient(c.Client(t, kgo.ClientID("other")))
+	if _, err := other.CreateTopic(ctx, 3, 1, nil, "m4"); err != nil {
+		t.Fatalf("another client id: %v", err)
 	}
 }
