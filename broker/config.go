@@ -11,6 +11,7 @@ import (
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/internal/diskguard"
 	"github.com/minikafka/minikafka-go/internal/knob"
+	"github.com/minikafka/minikafka-go/internal/quota"
 	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/multiraft"
@@ -258,6 +259,10 @@ type Config struct {
 	// (DataDir/raftlog). Nil means the OS; tests fail the disk under a
 	// running node through it.
 	RaftLogFS pebblevfs.FS
+	// ClientQuotas is where the node reads client quotas (quota.Source);
+	// nil means the metadata state's (AlterClientQuotas). Tests pass a
+	// fake.
+	ClientQuotas quota.Source
 
 	Logger *slog.Logger
 }

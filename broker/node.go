@@ -24,6 +24,7 @@ import (
 	"github.com/minikafka/minikafka-go/broker/kafkabackend"
 	"github.com/minikafka/minikafka-go/broker/replicas"
 	"github.com/minikafka/minikafka-go/internal/diskguard"
+	"github.com/minikafka/minikafka-go/internal/quota"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/membership"
@@ -56,6 +57,7 @@ type Node struct {
 	admin   *adminSource      // what the metrics registry and the admin pages read
 	console *webConsole       // the web console (console.go); nil when it could not be made
 	metrics *metrics.Registry // fed by the components' hooks; read by AdminHandler
+	quotas  *quota.Manager    // client quotas of the Kafka listener (broker/quota.go)
 	// kafkaLns are the bound Kafka listeners, one per cfg.Listeners entry.
 	kafkaLns []net.Listener
 
@@ -293,6 +295,7 @@ func (n *Node) serveKafka() error {
 		ConnectionsMaxIdle:    n.cfg.ConnectionsMaxIdle,
 		Logger:                n.logger,
 		Observer:              n.metrics,
+		Quotas:                n.newQuotas(),
 
 		DisableTxnPartitionVerification: !n.cfg.TxnPartitionVerification,
 

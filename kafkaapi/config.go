@@ -140,6 +140,10 @@ type Config struct {
 
 	// Observer, if set, is told how long each request took. Default none.
 	Observer RequestObserver
+
+	// Quotas, if set, enforces client quotas (internal/quota.Manager;
+	// docs/quotas.md). Default none: no client is throttled.
+	Quotas Quotas
 }
 
 // RequestObserver receives the time each request took on a connection,

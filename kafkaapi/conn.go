@@ -46,16 +46,19 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 	slots := make(chan struct{}, s.cfg.MaxInFlight)
 	queue := make(chan started, s.cfg.MaxInFlight)
 
+	// mute holds the reader back while the client is throttled (quotas).
+	mute := new(muteGate)
+
 	var writeErr error
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		if writeErr = s.writeLoop(ctx, nc, queue, slots); writeErr != nil {
+		if writeErr = s.writeLoop(ctx, nc, queue, slots, mute); writeErr != nil {
 			cancel() // stops the reader
 		}
 	}()
 
-	readErr := s.readLoop(ctx, nc, queue, slots, sess.auth)
+	readErr := s.readLoop(ctx, nc, queue, slots, sess.auth, mute)
 	close(queue)
 	drain := errors.Is(readErr, ErrProtocol)
 	if !drain {
@@ -140,11 +143,15 @@ func lingerClose(nc net.Conn) {
 // readLoop reads frames and starts their requests in order until the
 // connection fails, the client breaks the protocol, or ctx is done.
 // On a SASL listener, requests before authentication go to startSASL
-// instead, in frames of at most maxSASLFrame bytes.
-func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started, slots chan<- struct{}, auth *connAuth) error {
+// instead, in frames of at most maxSASLFrame bytes. While mute holds (a
+// throttled client), the next request is left unread.
+func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started, slots chan<- struct{}, auth *connAuth, mute *muteGate) error {
 	br := bufio.NewReaderSize(nc, 64<<10)
 	host := remoteHost(nc)
 	for {
+		if err := mute.wait(ctx, s.cfg.ConnectionsMaxIdle); err != nil {
+			return err
+		}
 		if err := s.awaitRequest(nc, br, slots); err != nil {
 			return err
 		}
@@ -162,7 +169,7 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		case <-ctx.Done(): // the writer stopped or the server is closing
 			return ctx.Err()
 		}
-		rc := requestInfo{host: host, conn: ctx}
+		rc := requestInfo{host: host, conn: ctx, mute: mute}
 		st, err := s.readRequest(ctx, nc, br, size, rc, func(frame []byte, rc requestInfo) (started, error) {
 			if pending {
 				return s.startSASL(frame, rc, auth)
@@ -261,14 +268,15 @@ func (s *Server) awaitRequest(nc net.Conn, br *bufio.Reader, slots chan<- struct
 
 // writeLoop answers started requests in order until queue is closed, a
 // response cannot be written, or a responder asks to close the connection.
-func (s *Server) writeLoop(ctx context.Context, nc net.Conn, queue <-chan started, slots <-chan struct{}) error {
+// A throttled request mutes the connection (mute) after its response.
+func (s *Server) writeLoop(ctx context.Context, nc net.Conn, queue <-chan started, slots <-chan struct{}, mute *muteGate) error {
 	host := remoteHost(nc)
 	var buf []byte
 	for st := range queue {
 		err := ctx.Err()
 		if err == nil {
 			err = s.guard(st.key, host, func() (err error) {
-				buf, err = s.answer(ctx, nc, st, buf)
+				buf, err = s.answer(ctx, nc, st, buf, mute)
 				return err
 			})
 		}
@@ -283,10 +291,13 @@ func (s *Server) writeLoop(ctx context.Context, nc net.Conn, queue <-chan starte
 
 // answer writes st's response, if it has one, and tells the Observer. It
 // returns buf, the response buffer, to reuse.
-func (s *Server) answer(ctx context.Context, nc net.Conn, st started, buf []byte) ([]byte, error) {
+func (s *Server) answer(ctx context.Context, nc net.Conn, st started, buf []byte, mute *muteGate) ([]byte, error) {
 	resp, err := st.reply(ctx)
 	if err != nil {
 		return buf, err
+	}
+	if st.quota != nil {
+		resp = s.settleQuota(st.quota, resp, mute)
 	}
 	if resp != nil {
 		buf = appendResponse(buf[:0], st.correlationID, st.headerV1, resp)

@@ -2,20 +2,23 @@ package kafkaapi
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/acl"
+	"github.com/minikafka/minikafka-go/internal/quota"
 )
 
 // startCreatePartitions grows the topics one by one, in request order,
 // when its turn comes (CreatePartitions 0-3). As with CreateTopics, a
 // topic named twice gets INVALID_REQUEST and a manual assignment
 // INVALID_REPLICA_ASSIGNMENT, and one the client may not ALTER
-// TOPIC_AUTHORIZATION_FAILED; the backend places the new replicas.
-func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, _ time.Time) responder {
+// TOPIC_AUTHORIZATION_FAILED; the backend places the new replicas. The
+// partitions added are charged to mq, the client's controller-mutation
+// quota (nil: none); once it is exceeded, a strict one refuses the next
+// topics with THROTTLING_QUOTA_EXCEEDED.
+func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, mq *quota.Mutation) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
 		defer cancel()
@@ -35,8 +38,14 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, _ time
 				err = kerr.TopicAuthorizationFailed
 			case len(rt.Assignment) > 0:
 				err = errAssignment
+			case mq.Check() != nil:
+				err = kerr.ThrottlingQuotaExceeded
 			default:
+				before := partitionCount(s.backend.Cluster(), rt.Topic)
 				err = s.backend.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
+				if err == nil && !req.ValidateOnly {
+					mq.Record(int(rt.Count) - before)
+				}
 			}
 			if err != nil {
 				st.ErrorCode, st.ErrorMessage = ErrorCode(err), errorMessage(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/acl"
+	"github.com/minikafka/minikafka-go/internal/quota"
 	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
@@ -22,8 +23,9 @@ var (
 // its turn comes. Topic configs are validated (INVALID_CONFIG) and stored
 // with the topic; v5+ answers every config of the created topic with its
 // value and source. The topics of one request may create at most
-// Config.MaxCreatePartitions partitions in all.
-func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) responder {
+// Config.MaxCreatePartitions partitions in all. The partitions created
+// are charged to mq, the client's controller-mutation quota (nil: none).
+func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, mq *quota.Mutation) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
 		defer cancel()
@@ -32,7 +34,7 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 		for _, rt := range req.Topics {
 			count[rt.Topic]++
 		}
-		lim := createLimits{partitions: s.cfg.MaxCreatePartitions, brokers: len(s.backend.Cluster().Brokers)}
+		lim := createLimits{partitions: s.cfg.MaxCreatePartitions, brokers: len(s.backend.Cluster().Brokers), quota: mq}
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 		clusterCreate := s.authorizeCluster(ctx, acl.OpCreate)
@@ -72,6 +74,8 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, _ time.Time) r
 type createLimits struct {
 	partitions int // partitions the request may still create
 	brokers    int // live brokers in the cluster view; 0 if none known
+	// quota is the client's controller-mutation quota (nil: none).
+	quota *quota.Mutation
 }
 
 // withRequestTimeout bounds ctx by a request's own timeout, or by
@@ -117,11 +121,17 @@ func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		return CreatedTopic{}, fmt.Errorf("%w: replication factor %d is larger than the %d live brokers",
 			kerr.InvalidReplicationFactor, rt.ReplicationFactor, lim.brokers)
 	}
+	if err := lim.quota.Check(); err != nil {
+		return CreatedTopic{}, kerr.ThrottlingQuotaExceeded
+	}
 	spec := TopicSpec{Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: configs}
 	created, err := s.backend.CreateTopic(ctx, spec, validateOnly)
 	if err == nil {
 		lim.partitions -= int(created.Partitions)
 		created.Configs = configs
+		if !validateOnly {
+			lim.quota.Record(int(created.Partitions))
+		}
 	}
 	return created, err
 }

@@ -3,19 +3,21 @@ package kafkaapi
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/acl"
+	"github.com/minikafka/minikafka-go/internal/quota"
 )
 
 // startDeleteTopics deletes the topics one by one, in request order, when
 // its turn comes (DeleteTopics 0-6: by name, and from v6 by name or id).
 // A topic named twice gets INVALID_REQUEST; an id no topic has,
-// UNKNOWN_TOPIC_ID.
-func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, _ time.Time) responder {
+// UNKNOWN_TOPIC_ID. The partitions deleted are charged to mq, the
+// client's controller-mutation quota (nil: none); once it is exceeded, a
+// strict one refuses the next topics with THROTTLING_QUOTA_EXCEEDED.
+func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, mq *quota.Mutation) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		ctx, cancel := s.withRequestTimeout(ctx, req.TimeoutMillis)
 		defer cancel()
@@ -47,12 +49,17 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, _ time.Time) r
 				err = kerr.UnknownTopicOrPartition // as Kafka: a topic one may not see does not exist
 			case !s.authorizeTopic(ctx, acl.OpDelete, name):
 				err = kerr.TopicAuthorizationFailed
+			case mq.Check() != nil:
+				err = kerr.ThrottlingQuotaExceeded
 			default:
 				rt.Topic = kmsg.StringPtr(name)
 				if rt.TopicID == [16]byte{} {
 					rt.TopicID = topicID(view, name)
 				}
 				err = s.backend.DeleteTopic(ctx, name)
+				if err == nil {
+					mq.Record(partitionCount(view, name))
+				}
 			}
 			if err != nil {
 				rt.ErrorCode, rt.ErrorMessage = ErrorCode(err), errorMessage(err)
@@ -85,4 +92,15 @@ func topicID(view ClusterView, name string) [16]byte {
 		}
 	}
 	return [16]byte{}
+}
+
+// partitionCount is the number of partitions of the named topic in view;
+// 0 if unknown.
+func partitionCount(view ClusterView, name string) int {
+	for _, v := range view.Topics {
+		if v.Name == name {
+			return len(v.Partitions)
+		}
+	}
+	return 0
 }

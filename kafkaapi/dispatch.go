@@ -28,6 +28,9 @@ type started struct {
 	// charge is what the request holds of the queued-bytes budget (set
 	// by the reader, released by the writer).
 	charge charge
+	// quota is the request's part in client quotas; nil without
+	// Config.Quotas (and for SASL and ApiVersions fallbacks).
+	quota *reqQuota
 }
 
 // api is one supported API and the versions the server advertises.
@@ -112,6 +115,10 @@ type requestInfo struct {
 	// conn ends when the connection closes; nil means never. Only work
 	// done while the request starts (Produce's verification) uses it.
 	conn context.Context
+	// mute is the connection's throttle gate (nil: none), and quota the
+	// request's part in client quotas (nil without Config.Quotas).
+	mute  *muteGate
+	quota *reqQuota
 }
 
 // connContext is the connection's context, or a background one.
@@ -138,7 +145,7 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	case *kmsg.ApiVersionsRequest:
 		return s.startAPIVersions(req, received)
 	case *kmsg.CreateTopicsRequest:
-		return s.startCreateTopics(req, received)
+		return s.startCreateTopics(req, rc.quota.mutations())
 	case *kmsg.InitProducerIDRequest:
 		return s.startInitProducerID(req, received)
 	case *kmsg.OffsetForLeaderEpochRequest:
@@ -154,9 +161,9 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	case *kmsg.FindCoordinatorRequest:
 		return s.startFindCoordinator(req, received)
 	case *kmsg.CreatePartitionsRequest:
-		return s.startCreatePartitions(req, received)
+		return s.startCreatePartitions(req, rc.quota.mutations())
 	case *kmsg.DeleteTopicsRequest:
-		return s.startDeleteTopics(req, received)
+		return s.startDeleteTopics(req, rc.quota.mutations())
 	case *kmsg.DeleteRecordsRequest:
 		return s.startDeleteRecords(req, received)
 	case *kmsg.WriteTxnMarkersRequest:
@@ -227,17 +234,27 @@ func (s *Server) startRequest(frame []byte, rc requestInfo) (started, error) {
 		// retry at a version both sides know.
 		return started{correlationID: h.CorrelationID, reply: unsupportedAPIVersions}, nil
 	}
+	begun := time.Now()
 	req, clientID, err := decodeRequest(frame, h)
 	if err != nil {
 		return started{}, err
 	}
-	return started{
+	rc.clientID = clientID
+	if s.cfg.Quotas != nil {
+		rc.quota = s.startQuota(req, clientID, rc, len(frame))
+	}
+	st := started{
 		correlationID: h.CorrelationID,
 		// ApiVersions responses always use header v0 (KIP-511), so that
 		// a client that does not yet know the version can read them.
 		headerV1: req.IsFlexible() && h.Key != int16(kmsg.ApiVersions),
-		reply:    s.startAPI(req, requestInfo{received: rc.received, clientID: clientID, host: rc.host, conn: rc.conn}),
-	}, nil
+		reply:    s.startAPI(req, rc),
+		quota:    rc.quota,
+	}
+	if st.quota != nil {
+		st.quota.handled = time.Since(begun)
+	}
+	return st, nil
 }
 
 // decodeRequest decodes a frame whose header is h, if the server supports

@@ -2,6 +2,8 @@
 // franz-go (kgo, kadm) in process, and librdkafka through Debian's kcat
 // when it is installed (the tests that need it skip otherwise).
 //
+// Client quotas: TestLibrdkafkaThrottled with quota_client.py.
+//
 // Transactions: TestSaramaTransactionalProducer, and
 // TestLibrdkafkaTransactionalProducer with txn_client.py.
 //
