@@ -97,22 +97,25 @@ func (p *quotaProducer) rateOver(d time.Duration) float64 {
 // producer_byte_rate=102400 settles within 10% of it on the partition
 // leader, told so by throttle_time_ms; another client id producing to the
 // same node meanwhile is not throttled and goes faster; once the quota is
-// removed the producer is throttled no more and its rate recovers. A
+// removed the producer is throttled no more and its rate recovers. The
+// quota is set and removed with kadm's AlterClientQuotas, through the
+// metadata group to every node's enforcement. A
 // behaviour check with a tolerance, not a speed benchmark: Kafka's
 // sliding window lets a fresh client burst ten windows' worth and then
 // makes it oscillate around the quota with the window's period, so the
 // rate is measured over two whole spans of the 11 windows after one span
 // of warm-up.
 func TestClientQuotaProducerSettles(t *testing.T) {
+	t.Parallel() // mostly waits on the quota window
 	const quota = 102400
-	src := &clientQuotas{}
-	src.set("throttled", "producer_byte_rate", quota, true)
-	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.ClientQuotas = src })
+	c := testcluster.Start(t, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := kadm.NewClient(c.Client(t)).CreateTopic(ctx, 1, 3, nil, "quota"); err != nil {
+	adm := kadm.NewClient(c.Client(t))
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "quota"); err != nil {
 		t.Fatal(err)
 	}
+	setClientQuota(ctx, t, adm, "throttled", "producer_byte_rate", quota, false)
 	slow := startQuotaProducer(ctx, t, c, "throttled", "quota")
 	defer func() { cancel(); <-slow.done }()
 	time.Sleep(11 * time.Second) // warm-up: one span of the quota window
@@ -145,7 +148,7 @@ func TestClientQuotaProducerSettles(t *testing.T) {
 	t.Logf("throttled: %.0f B/s, %d throttles (longest %d ms); other client id: %.0f B/s",
 		rate, slow.hook.n.Load(), slow.hook.maxMs.Load(), fastRate)
 
-	src.set("throttled", "producer_byte_rate", 0, false)
+	setClientQuota(ctx, t, adm, "throttled", "producer_byte_rate", 0, true)
 	time.Sleep(2 * time.Second) // the last throttle passes
 	before := slow.hook.n.Load()
 	if rate := slow.rateOver(5 * time.Second); rate < 1.2*quota {
@@ -156,11 +159,28 @@ func TestClientQuotaProducerSettles(t *testing.T) {
 	}
 }
 
+// setClientQuota sets (or removes) key for clientID with AlterClientQuotas;
+// the other nodes apply it from the metadata log within milliseconds, well
+// inside the waits that follow each call.
+func setClientQuota(ctx context.Context, t *testing.T, adm *kadm.Client, clientID, key string, v float64, remove bool) {
+	t.Helper()
+	entity := kadm.ClientQuotaEntity{{Type: "client-id", Name: &clientID}}
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: entity,
+		Ops: []kadm.AlterClientQuotaOp{{Key: key, Value: v, Remove: remove}}}})
+	if err == nil && len(res) == 1 {
+		err = res[0].Err
+	}
+	if err != nil {
+		t.Fatalf("AlterClientQuotas %s %s: %v", clientID, key, err)
+	}
+}
+
 // TestClientQuotaConsumerSettles: a franz-go consumer whose client id has
 // consumer_byte_rate=102400 is told throttle_time_ms and reads at its
 // quota (within 10%, over two window spans after one of warm-up), from a
 // partition holding far more than it may read in that time.
 func TestClientQuotaConsumerSettles(t *testing.T) {
+	t.Parallel() // mostly waits on the quota window
 	const quota = 102400
 	src := &clientQuotas{}
 	src.set("reader", "consumer_byte_rate", quota, true)

@@ -40,7 +40,7 @@ func (f *quotaSource) ClientQuota(user, clientID, key string) (float64, bool) {
 	return v, ok
 }
 
-func startQuotaServer(t *testing.T) (*harness, *quotaSource) {
+func startThrottleServer(t *testing.T) (*harness, *quotaSource) {
 	t.Helper()
 	src := &quotaSource{}
 	return startServer(t, Config{Quotas: quota.New(src, quota.Config{})}), src
@@ -70,7 +70,7 @@ func (c *client) roundTripAs(clientID string, req kmsg.Request) kmsg.Response {
 // nothing more until that time has passed; another client id is not
 // throttled, and the user asked about is the anonymous one.
 func TestProduceOverQuotaThrottledAndMuted(t *testing.T) {
-	h, src := startQuotaServer(t)
+	h, src := startThrottleServer(t)
 	h.fb.addTopic("t", 1)
 	src.set("slow", quota.Produce, 1000)
 	c := h.dial()
@@ -97,7 +97,7 @@ func TestProduceOverQuotaThrottledAndMuted(t *testing.T) {
 // its throttle and no records (Kafka's throttled fetch), and its bytes are
 // not charged; its MaxBytes is capped at ten windows of the quota.
 func TestFetchOverQuotaAnswersNoData(t *testing.T) {
-	h, src := startQuotaServer(t)
+	h, src := startThrottleServer(t)
 	parts := h.fb.addTopic("t", 1)
 	parts[0].append(makeBatch(1, strings.Repeat("y", 12000)))
 	src.set("reader", quota.Fetch, 1000)
@@ -122,7 +122,7 @@ func TestFetchOverQuotaAnswersNoData(t *testing.T) {
 // controller_mutation_rate with THROTTLING_QUOTA_EXCEEDED; older versions
 // create them and are throttled (KIP-599).
 func TestCreateTopicsMutationQuota(t *testing.T) {
-	h, src := startQuotaServer(t)
+	h, src := startThrottleServer(t)
 	src.set("admin", quota.ControllerMutation, 1) // burst of 11 partitions
 	c := h.dial()
 	create := func(version int16, parts ...int32) *kmsg.CreateTopicsResponse {
@@ -145,7 +145,7 @@ func TestCreateTopicsMutationQuota(t *testing.T) {
 	if resp.ThrottleMillis < 1500 || resp.ThrottleMillis > 2000 { // 2 tokens short at 1/s
 		t.Fatalf("throttle %d ms, want about 2000", resp.ThrottleMillis)
 	}
-	h2, src2 := startQuotaServer(t)
+	h2, src2 := startThrottleServer(t)
 	src2.set("admin", quota.ControllerMutation, 1)
 	c = h2.dial()
 	resp = create(5, 10, 3, 1)
@@ -162,7 +162,7 @@ func TestCreateTopicsMutationQuota(t *testing.T) {
 // TestRequestPercentageThrottle: a client past request_percentage gets a
 // throttle of at most one window on any response with the field.
 func TestRequestPercentageThrottle(t *testing.T) {
-	h, src := startQuotaServer(t)
+	h, src := startThrottleServer(t)
 	src.set("busy", quota.Request, 1e-9)
 	c := h.dial()
 	req := kmsg.NewPtrMetadataRequest()
