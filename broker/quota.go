@@ -15,6 +15,10 @@ func (state metaQuotas) ClientQuota(user, clientID, key string) (float64, bool) 
 	return state().ClientQuota(user, clientID, key)
 }
 
+func (state metaQuotas) ClientQuotaScope(user, clientID, key string) (float64, bool, bool, bool) {
+	return state().ClientQuotaScope(user, clientID, key)
+}
+
 // newQuotas is the node's client quota manager (Kafka's quota.window.num
 // and quota.window.size.seconds defaults), reading Config.ClientQuotas or
 // else the metadata state, with its metrics registered.

@@ -311,16 +311,25 @@ func quotaValues(m map[string]float64) []QuotaValue {
 // Each key resolves on its own. An empty user or client id names nothing
 // (entity names are never empty), so it reaches only the default entries.
 func (s *Snapshot) ClientQuota(user, clientID, key string) (float64, bool) {
+	v, _, _, ok := s.ClientQuotaScope(user, clientID, key)
+	return v, ok
+}
+
+// ClientQuotaScope is ClientQuota, also telling whether the entity that
+// set it names a user (by name or as the default) and a client id: the
+// clients it matches share one rate in those parts (Kafka's quota
+// sensors), e.g. every client id of a user under a /users/<user> quota.
+func (s *Snapshot) ClientQuotaScope(user, clientID, key string) (quota float64, byUser, byClient, ok bool) {
 	if len(s.quotas) == 0 {
-		return 0, false
+		return 0, false, false, false
 	}
 	u, c, d, none := NamedQuota(user), NamedQuota(clientID), DefaultQuota(), QuotaName{}
 	for _, e := range [...]QuotaEntity{{u, c}, {u, d}, {u, none}, {d, c}, {d, d}, {d, none}, {none, c}, {none, d}} {
 		if v, ok := s.quotas[e][key]; ok {
-			return v, true
+			return v, e.User != none, e.ClientID != none, true
 		}
 	}
-	return 0, false
+	return 0, false, false, false
 }
 
 func quotasEqual(a, b map[QuotaEntity]map[string]float64) bool {

@@ -218,3 +218,29 @@ func TestClientQuotasCodecAndSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestClientQuotaScope: the scope names the parts of the entity that set
+// the quota, so that its clients share a rate in those parts.
+func TestClientQuotaScope(t *testing.T) {
+	def, alice, app := DefaultQuota(), NamedQuota("alice"), NamedQuota("app")
+	s := cluster3(t)
+	s = must(t, s, setQuota(QuotaEntity{User: alice}, QuotaProducerByteRate, 100))
+	s = must(t, s, setQuota(QuotaEntity{User: def, ClientID: def}, QuotaConsumerByteRate, 100))
+	s = must(t, s, setQuota(QuotaEntity{ClientID: app}, QuotaRequestPercentage, 100))
+	for _, c := range []struct {
+		key              string
+		byUser, byClient bool
+	}{
+		{QuotaProducerByteRate, true, false},
+		{QuotaConsumerByteRate, true, true},
+		{QuotaRequestPercentage, false, true},
+	} {
+		v, byUser, byClient, ok := s.ClientQuotaScope("alice", "app", c.key)
+		if !ok || v != 100 || byUser != c.byUser || byClient != c.byClient {
+			t.Errorf("%s: %v user=%v client=%v ok=%v, want user=%v client=%v", c.key, v, byUser, byClient, ok, c.byUser, c.byClient)
+		}
+	}
+	if _, _, _, ok := s.ClientQuotaScope("alice", "app", QuotaControllerMutationRate); ok {
+		t.Error("a key no entity sets resolved")
+	}
+}

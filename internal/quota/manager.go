@@ -33,6 +33,16 @@ type Source interface {
 	ClientQuota(user, clientID, key string) (float64, bool)
 }
 
+// ScopedSource is a Source that also tells which parts of the client's
+// identity the entity whose quota applies names: Kafka's sensors are
+// named by those parts, so the clients a user-level quota matches share
+// one rate, and only a user+client-id quota is per client. A plain Source
+// is taken as naming both.
+type ScopedSource interface {
+	Source
+	ClientQuotaScope(user, clientID, key string) (quota float64, byUser, byClient, ok bool)
+}
+
 // Defaults, Kafka's where Kafka has one.
 const (
 	DefaultSamples     = 11            // quota.window.num
@@ -140,6 +150,26 @@ func (m *Manager) sweep(now time.Time) {
 	}
 }
 
+// lookup resolves the quota of kind k of a client and the entity whose
+// sensors the client uses for k (ScopedSource); without a quota the
+// client's own entity.
+func (m *Manager) lookup(k Kind, user, clientID string) (float64, entity, bool) {
+	e := entity{user, clientID}
+	sc, scoped := m.src.(ScopedSource)
+	if !scoped {
+		quota, ok := m.src.ClientQuota(user, clientID, k.Key())
+		return quota, e, ok
+	}
+	quota, byUser, byClient, ok := sc.ClientQuotaScope(user, clientID, k.Key())
+	if ok && !byUser {
+		e.user = ""
+	}
+	if ok && !byClient {
+		e.clientID = ""
+	}
+	return quota, e, ok
+}
+
 // Record adds value (bytes, or for Request a RequestPercent) to the
 // entity's rate of kind and returns how long the client must be throttled
 // for the rate to come back to its quota: (rate - quota) / quota times the
@@ -147,11 +177,11 @@ func (m *Manager) sweep(now time.Time) {
 // throttles are capped at one window, as Kafka caps them. Zero when the
 // entity has no quota of kind or is within it.
 func (m *Manager) Record(k Kind, user, clientID string, value float64) time.Duration {
-	quota, limited := m.src.ClientQuota(user, clientID, k.Key())
+	quota, e, limited := m.lookup(k, user, clientID)
 	now := m.cfg.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.sensorsFor(entity{user, clientID}, now)
+	s := m.sensorsFor(e, now)
 	t := m.ms(now)
 	st := &s.rates[k]
 	st.record(m.wc, value, t)
@@ -179,10 +209,11 @@ func throttleMs(ratio float64, windowMs int64) time.Duration {
 // Unrecord takes value back from the entity's rate of kind (Kafka's
 // unrecordQuotaSensor: a throttled Fetch returns nothing).
 func (m *Manager) Unrecord(k Kind, user, clientID string, value float64) {
+	_, e, _ := m.lookup(k, user, clientID)
 	now := m.cfg.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.sensorsFor(entity{user, clientID}, now)
+	s := m.sensorsFor(e, now)
 	s.rates[k].record(m.wc, -value, m.ms(now))
 }
 
@@ -204,10 +235,11 @@ func (m *Manager) RecordThrottle(k Kind, user, clientID string, d time.Duration)
 	if d <= 0 {
 		return
 	}
+	_, e, _ := m.lookup(k, user, clientID)
 	now := m.cfg.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.sensorsFor(entity{user, clientID}, now)
+	s := m.sensorsFor(e, now)
 	s.throttles[k].record(m.wc, float64(d.Milliseconds()), m.ms(now))
 }
 

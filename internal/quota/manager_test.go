@@ -225,3 +225,51 @@ func TestStatsThrottleAverage(t *testing.T) {
 		t.Fatalf("stats %+v, want a 200ms fetch average", st)
 	}
 }
+
+// userQuota is a ScopedSource with one user-level quota (Kafka's
+// /users/<user>): it names the user, not the client id.
+type userQuota struct {
+	user string
+	k    Kind
+	v    float64
+}
+
+func (u userQuota) ClientQuota(user, clientID, key string) (float64, bool) {
+	v, _, _, ok := u.ClientQuotaScope(user, clientID, key)
+	return v, ok
+}
+
+func (u userQuota) ClientQuotaScope(user, _, key string) (float64, bool, bool, bool) {
+	if user != u.user || key != u.k.Key() {
+		return 0, false, false, false
+	}
+	return u.v, true, false, true
+}
+
+// TestUserQuotaIsShared: the client ids of a user under a user-level quota
+// share one rate, as Kafka's sensors named by the user do; another user's
+// client is not charged with it.
+func TestUserQuotaIsShared(t *testing.T) {
+	clk := newClock()
+	m := newManager(userQuota{user: "alice", k: Produce, v: 1000}, clk)
+	// 6,000 bytes from each of two client ids in the first window: 12,000
+	// shared over the 10 s minimum span is 1,200 B/s, over the quota.
+	if d := m.Record(Produce, "alice", "a", 6000); d != 0 {
+		t.Fatalf("first client throttled %v at 600 B/s", d)
+	}
+	if d := m.Record(Produce, "alice", "b", 6000); d != 2*time.Second {
+		t.Fatalf("second client of the same user throttled %v, want 2s (the user's shared rate 1,200 B/s)", d)
+	}
+	if d := m.Record(Produce, "bob", "a", 6000); d != 0 {
+		t.Fatalf("another user's client throttled %v", d)
+	}
+	var shared bool
+	for _, st := range m.Stats() {
+		if st.User == "alice" && st.ClientID == "" && st.ProduceByteRate > 0 {
+			shared = true
+		}
+	}
+	if !shared {
+		t.Fatalf("no shared entity for alice in %+v", m.Stats())
+	}
+}

@@ -38,7 +38,7 @@ func (q *Mutation) Check() error {
 	if q == nil || !q.strict {
 		return nil
 	}
-	quota, ok := q.m.src.ClientQuota(q.user, q.clientID, ControllerMutation.Key())
+	quota, e, ok := q.m.lookup(ControllerMutation, q.user, q.clientID)
 	if !ok {
 		return nil
 	}
@@ -47,7 +47,7 @@ func (q *Mutation) Check() error {
 	now := m.cfg.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.sensorsFor(entity{q.user, q.clientID}, now)
+	s := m.sensorsFor(e, now)
 	if tokens := s.mutations.measure(m.wc, quota, m.ms(now)); tokens < 0 {
 		q.throttle, q.at = throttleMs(-tokens/quota, 1000), now
 		return ErrThrottlingQuotaExceeded
@@ -62,12 +62,12 @@ func (q *Mutation) Record(n int) {
 	if q == nil || n <= 0 {
 		return
 	}
-	quota, ok := q.m.src.ClientQuota(q.user, q.clientID, ControllerMutation.Key())
+	quota, e, ok := q.m.lookup(ControllerMutation, q.user, q.clientID)
 	m := q.m
 	now := m.cfg.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.sensorsFor(entity{q.user, q.clientID}, now)
+	s := m.sensorsFor(e, now)
 	t := m.ms(now)
 	s.mutated.record(m.wc, float64(n), t)
 	if !ok {
