@@ -131,11 +131,28 @@ func logBytes(dataDir, topic string, partition int32) int64 {
 // when nothing writes any more, before StopAll, so that every replica has
 // applied everything committed.
 func (c *Cluster) WaitReplicasInSync(ctx context.Context, topic string, partitions int) error {
+	return c.waitReplicasSettled(ctx, topic, partitions, 0)
+}
+
+// compactedQuiet is how long the replicas of a compacted topic must stay
+// in sync and unchanged before they are compared: a leader goes on
+// proposing cleanings after the last write (the dirty tail after its
+// cleaner backoff, the tombstones once delete.retention.ms has passed),
+// and a replica stopped before it applied one would differ from those
+// stopped after. It covers the scenarios' 300 ms backoff and 1 s retention.
+const compactedQuiet = 3 * time.Second
+
+// waitReplicasSettled is WaitReplicasInSync where, in addition, the sizes
+// have not changed for quiet.
+func (c *Cluster) waitReplicasSettled(ctx context.Context, topic string, partitions int, quiet time.Duration) error {
+	var last []int64
+	var since time.Time
 	return poll(ctx, "replicas of "+topic+" in sync", func() (bool, error) {
 		holders, err := c.ReplicaSets(ctx, topic)
 		if err != nil {
 			return false, nil
 		}
+		var sizes []int64
 		for p := range int32(partitions) {
 			want := int64(-2)
 			for _, id := range c.Running() {
@@ -148,8 +165,12 @@ func (c *Cluster) WaitReplicasInSync(ctx context.Context, topic string, partitio
 				}
 				want = n
 			}
+			sizes = append(sizes, want)
 		}
-		return true, nil
+		if !slices.Equal(sizes, last) {
+			last, since = sizes, time.Now()
+		}
+		return time.Since(since) >= quiet, nil
 	})
 }
 
@@ -337,7 +358,11 @@ func (c *Cluster) verify(ctx context.Context, attempts []Attempt, reads []Read, 
 				n++
 			}
 		}
-		if err := c.WaitReplicasInSync(ctx, t, n); err != nil {
+		quiet := time.Duration(0)
+		if compacted {
+			quiet = compactedQuiet
+		}
+		if err := c.waitReplicasSettled(ctx, t, n, quiet); err != nil {
 			errs = append(errs, err) // the comparison below says how they differ
 		}
 	}
