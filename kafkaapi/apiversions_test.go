@@ -67,6 +67,10 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 69, MinVersion: 0, MaxVersion: 1}, // ConsumerGroupDescribe
 	{ApiKey: 74, MinVersion: 0, MaxVersion: 1}, // ListConfigResources
 	{ApiKey: 75, MinVersion: 0, MaxVersion: 0}, // DescribeTopicPartitions
+	{ApiKey: 78, MinVersion: 0, MaxVersion: 2}, // ShareFetch
+	{ApiKey: 79, MinVersion: 0, MaxVersion: 2}, // ShareAcknowledge
+	{ApiKey: 84, MinVersion: 0, MaxVersion: 0}, // ReadShareGroupState
+	{ApiKey: 85, MinVersion: 0, MaxVersion: 1}, // WriteShareGroupState
 }
 
 func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {

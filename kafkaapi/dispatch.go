@@ -99,6 +99,10 @@ var apis = []api{
 	{kmsg.ConsumerGroupDescribe, 0, 1},
 	{kmsg.ListConfigResources, 0, 1},
 	{kmsg.DescribeTopicPartitions, 0, 0},
+	{kmsg.ShareFetch, 0, 2},
+	{kmsg.ShareAcknowledge, 0, 2},
+	{kmsg.ReadShareGroupState, 0, 0},
+	{kmsg.WriteShareGroupState, 0, 1},
 }
 
 // requestInfo is what the server knows of a request besides its body.
@@ -289,7 +293,8 @@ func (s *Server) startGroupAPI(req kmsg.Request, rc requestInfo) responder {
 }
 
 // startToolAPI starts a request of the APIs admin tools describe and
-// steer the cluster with, or returns nil if req is of another API.
+// steer the cluster with, then the share-group APIs (startShareAPI), or
+// returns nil if req is of none of them.
 func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 	switch req := req.(type) {
 	case *kmsg.ListConfigResourcesRequest:
@@ -309,7 +314,7 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 	case *kmsg.UpdateFeaturesRequest:
 		return s.startUpdateFeatures(req, received)
 	}
-	return nil
+	return s.startShareAPI(req, received)
 }
 
 // answered wraps a response that is ready when the request starts.

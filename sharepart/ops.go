@@ -37,31 +37,68 @@ func (p *Partition) Acquire(member string, now, logStart, end int64, max int) []
 	return out
 }
 
-// Acknowledge applies one acknowledgement batch of member: types holds
-// one type for the whole range or one per offset. Every offset must be
-// Acquired by member (else ErrInvalidRecordState, and nothing changes).
+// Ack is one acknowledgement batch: Types holds one type for the whole
+// range or one per offset.
+type Ack struct {
+	First, Last int64
+	Types       []AckType
+}
+
+// Acknowledge applies one acknowledgement batch of member (AcknowledgeAll).
 func (p *Partition) Acknowledge(member string, first, last int64, types []AckType, now int64) error {
-	n := last - first + 1
-	if first > last || (len(types) != 1 && int64(len(types)) != n) {
+	return p.AcknowledgeAll(member, []Ack{{First: first, Last: last, Types: types}}, now)
+}
+
+// AcknowledgeAll applies a partition's acknowledgement batches of member
+// together: batches must be in ascending order without overlap and their
+// types known (else ErrInvalidAck), and every offset must be Acquired by
+// member (else ErrInvalidRecordState); on an error nothing changes.
+func (p *Partition) AcknowledgeAll(member string, acks []Ack, now int64) error {
+	prev := p.start - 1
+	for i, a := range acks {
+		if err := p.checkAck(member, a); err != nil {
+			return err
+		}
+		if i > 0 && a.First <= prev {
+			return ErrInvalidAck
+		}
+		prev = a.Last
+	}
+	for _, a := range acks {
+		p.applyAck(a, now)
+	}
+	p.advance()
+	return nil
+}
+
+// checkAck validates one batch without changing anything.
+func (p *Partition) checkAck(member string, a Ack) error {
+	n := a.Last - a.First + 1
+	if a.First > a.Last || (len(a.Types) != 1 && int64(len(a.Types)) != n) {
 		return ErrInvalidAck
 	}
-	for _, t := range types {
+	for _, t := range a.Types {
 		if t < AckGap || t > AckRenew {
 			return ErrInvalidAck
 		}
 	}
-	if first < p.start || last >= p.EndOffset() {
+	if a.First < p.start || a.Last >= p.EndOffset() {
 		return ErrInvalidRecordState
 	}
-	for off := first; off <= last; off++ {
+	for off := a.First; off <= a.Last; off++ {
 		if r := p.recs[off-p.start]; r.state != Acquired || r.member != member {
 			return ErrInvalidRecordState
 		}
 	}
-	for off := first; off <= last; off++ {
-		t := types[0]
-		if len(types) > 1 {
-			t = types[off-first]
+	return nil
+}
+
+// applyAck applies one checked batch.
+func (p *Partition) applyAck(a Ack, now int64) {
+	for off := a.First; off <= a.Last; off++ {
+		t := a.Types[0]
+		if len(a.Types) > 1 {
+			t = a.Types[off-a.First]
 		}
 		r := &p.recs[off-p.start]
 		switch t {
@@ -77,8 +114,6 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []AckTyp
 		}
 		p.dirty = true
 	}
-	p.advance()
-	return nil
 }
 
 // release makes an acquired record Available again, or Archived once it
@@ -190,4 +225,16 @@ func (p *Partition) Snapshot(leaderEpoch int32) Snapshot {
 	}
 	p.dirty = false
 	return s
+}
+
+// NextAcquirable is the first offset at or above logStart that Acquire
+// would take: the first Available record between SPSO and SPEO, else
+// SPEO. The caller reads the log from there.
+func (p *Partition) NextAcquirable(logStart int64) int64 {
+	for i, r := range p.recs {
+		if off := p.start + int64(i); off >= logStart && r.state == Available {
+			return off
+		}
+	}
+	return max(p.EndOffset(), logStart)
 }

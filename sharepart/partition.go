@@ -88,28 +88,44 @@ func New(cfg Config, start int64, stateEpoch int32) *Partition {
 // Load rebuilds a share partition from its persisted snapshot: acquired
 // records come back Available, keeping their delivery counts.
 func Load(cfg Config, s Snapshot) (*Partition, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
 	p := &Partition{cfg: cfg, start: s.StartOffset, stateEpoch: s.StateEpoch}
-	next := s.StartOffset
 	for _, b := range s.Batches {
-		if b.First != next || b.Last < b.First || b.Last-s.StartOffset >= maxWindow {
-			return nil, fmt.Errorf("%w: batch %d-%d after offset %d", ErrCorrupt, b.First, b.Last, next)
-		}
 		st := b.State
-		switch st {
-		case Acquired:
+		if st == Acquired {
 			st = Available
-		case Available, Acknowledged, Archived:
-		default:
-			return nil, fmt.Errorf("%w: state %d", ErrCorrupt, st)
 		}
 		for range b.Last - b.First + 1 {
 			p.recs = append(p.recs, rec{state: st, count: b.DeliveryCount})
 		}
-		next = b.Last + 1
 	}
 	p.advance()
 	p.dirty = false
 	return p, nil
+}
+
+// Check reports a snapshot Load cannot take (ErrCorrupt): batches not
+// contiguous from StartOffset, spanning more than maxWindow offsets, or
+// of an unknown state.
+func (s Snapshot) Check() error {
+	if s.StartOffset < 0 {
+		return fmt.Errorf("%w: start offset %d", ErrCorrupt, s.StartOffset)
+	}
+	next := s.StartOffset
+	for _, b := range s.Batches {
+		if b.First != next || b.Last < b.First || b.Last-s.StartOffset >= maxWindow {
+			return fmt.Errorf("%w: batch %d-%d after offset %d", ErrCorrupt, b.First, b.Last, next)
+		}
+		switch b.State {
+		case Available, Acquired, Acknowledged, Archived:
+		default:
+			return fmt.Errorf("%w: state %d", ErrCorrupt, b.State)
+		}
+		next = b.Last + 1
+	}
+	return nil
 }
 
 // maxWindow bounds the offsets a loaded snapshot may span, whatever the

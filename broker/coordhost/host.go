@@ -103,6 +103,9 @@ type Host struct {
 	groups  ledCoords[*groupCoord]           // on the __consumer_offsets partitions this node leads
 	txns    ledCoords[*txncoord.Coordinator] // on the __transaction_state partitions it leads
 	markers *markerWriter                    // the transaction coordinators' markers
+	// shareLocks serialise the share-state writes of each
+	// __share_group_state partition (sharestate.go).
+	shareLocks [shareStateLocks]sync.Mutex
 }
 
 // New makes the Host; its coordinators start as the node gains the

@@ -1,0 +1,238 @@
+package kafkabackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/sharepart"
+)
+
+// Share groups (KIP-932), the share-partition half: the leader of a data
+// partition keeps each share group's share partition of it in memory
+// (sharepart.Manager) and writes every change, before answering, to the
+// share coordinator: the leader of the __share_group_state partition its
+// key hashes to, which is this node (coordhost) or another
+// (WriteShareGroupState). docs/share-groups.md.
+
+// ShareConfig is the share groups' configuration.
+type ShareConfig struct {
+	// StatePartitions and StateReplicationFactor shape
+	// __share_group_state when first needed
+	// (share.coordinator.state.topic.num.partitions, .replication.factor).
+	StatePartitions        int32
+	StateReplicationFactor int16
+	// LockDuration is share.record.lock.duration.ms.
+	LockDuration time.Duration
+	// DeliveryLimit is share.delivery.count.limit.
+	DeliveryLimit int16
+	// MaxRecordLocks is group.share.partition.max.record.locks.
+	MaxRecordLocks int
+	// MaxSessions is group.share.max.share.sessions.
+	MaxSessions int
+	// ResetEarliest is share.auto.offset.reset=earliest (a group config
+	// in Kafka, a node default here); else latest.
+	ResetEarliest bool
+}
+
+// ShareCoordinator is the node's share coordinator (coordhost.Host): the
+// __share_group_state partitions it leads.
+type ShareCoordinator interface {
+	ShareStateRead(ctx context.Context, p int32, key sharepart.Key) (sharepart.Snapshot, bool, error)
+	ShareStateWrite(ctx context.Context, p int32, key sharepart.Key, s sharepart.Snapshot) error
+}
+
+// shares is the node's share partitions and share sessions.
+type shares struct {
+	mgr      *sharepart.Manager
+	sessions *sharepart.Sessions
+}
+
+func newShares(b *Backend) *shares {
+	c := b.cfg.Share
+	cfg := sharepart.ManagerConfig{
+		Partition: sharepart.Config{
+			LockDurationMs: c.LockDuration.Milliseconds(), DeliveryLimit: c.DeliveryLimit, MaxLocks: c.MaxRecordLocks,
+		},
+		ResetEarliest: c.ResetEarliest,
+		Now:           time.Now,
+	}
+	return &shares{mgr: sharepart.NewManager(cfg, shareStore{b}), sessions: sharepart.NewSessions(c.MaxSessions)}
+}
+
+var (
+	_ kafkaapi.ShareGroups = (*Backend)(nil)
+	_ kafkaapi.ShareStates = (*Backend)(nil)
+)
+
+// ShareManager implements kafkaapi.ShareGroups.
+func (b *Backend) ShareManager() *sharepart.Manager { return b.shares.mgr }
+
+// ShareSessions implements kafkaapi.ShareGroups.
+func (b *Backend) ShareSessions() *sharepart.Sessions { return b.shares.sessions }
+
+// ShareLockDurationMs implements kafkaapi.ShareGroups.
+func (b *Backend) ShareLockDurationMs() int32 { return int32(b.cfg.Share.LockDuration.Milliseconds()) }
+
+// ShareStateRead implements kafkaapi.ShareStates for another node.
+func (b *Backend) ShareStateRead(ctx context.Context, key sharepart.Key) (sharepart.Snapshot, bool, error) {
+	p, err := b.localStatePartition(key)
+	if err != nil {
+		return sharepart.Snapshot{}, false, err
+	}
+	return b.deps.Shares.ShareStateRead(ctx, p, key)
+}
+
+// ShareStateWrite implements kafkaapi.ShareStates for another node.
+func (b *Backend) ShareStateWrite(ctx context.Context, key sharepart.Key, s sharepart.Snapshot) error {
+	p, err := b.localStatePartition(key)
+	if err != nil {
+		return err
+	}
+	return b.deps.Shares.ShareStateWrite(ctx, p, key, s)
+}
+
+// localStatePartition is key's __share_group_state partition, or
+// NOT_COORDINATOR if the topic does not exist yet.
+func (b *Backend) localStatePartition(key sharepart.Key) (int32, error) {
+	n, ok := b.deps.Meta.State().TopicPartitions(metadata.ShareGroupStateTopic)
+	if !ok {
+		return -1, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ShareGroupStateTopic)
+	}
+	return key.StatePartition(n), nil
+}
+
+// shareStore is the Manager's sharepart.Store: key's share coordinator,
+// here or on another node, retried while it moves or loads.
+type shareStore struct{ b *Backend }
+
+// shareRetry is the pause between attempts to reach a share coordinator
+// that is moving, loading or being created.
+const shareRetry = 50 * time.Millisecond
+
+func (st shareStore) Read(ctx context.Context, key sharepart.Key) (sharepart.Snapshot, bool, error) {
+	var s sharepart.Snapshot
+	var ok bool
+	err := st.retry(ctx, key, func(ctx context.Context, p, node int32) (err error) {
+		if node == st.b.cfg.NodeID {
+			s, ok, err = st.b.deps.Shares.ShareStateRead(ctx, p, key)
+			return err
+		}
+		s, ok, err = st.readRemote(ctx, node, key)
+		return err
+	})
+	return s, ok, err
+}
+
+func (st shareStore) Write(ctx context.Context, key sharepart.Key, s sharepart.Snapshot) error {
+	return st.retry(ctx, key, func(ctx context.Context, p, node int32) error {
+		if node == st.b.cfg.NodeID {
+			return st.b.deps.Shares.ShareStateWrite(ctx, p, key, s)
+		}
+		return st.writeRemote(ctx, node, key, s)
+	})
+}
+
+// retry calls op with key's __share_group_state partition and its leader
+// (creating the topic on first need) until op succeeds, fails for good,
+// or ProduceEnqueue (or ctx) ends.
+func (st shareStore) retry(ctx context.Context, key sharepart.Key, op func(ctx context.Context, p, node int32) error) error {
+	b := st.b
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.MetaProposal)
+	defer cancel()
+	for {
+		err := st.try(ctx, key, op)
+		if err == nil || !shareRetriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(shareRetry):
+		}
+	}
+}
+
+func (st shareStore) try(ctx context.Context, key sharepart.Key, op func(ctx context.Context, p, node int32) error) error {
+	b := st.b
+	n, err := b.internalPartitions(ctx, metadata.ShareGroupStateTopic, b.cfg.Share.StatePartitions, b.cfg.Share.StateReplicationFactor)
+	if err != nil {
+		return err
+	}
+	p := key.StatePartition(n)
+	leader, _, ok := b.deps.PartitionLeader(metadata.ShareGroupStateTopic, p)
+	if !ok {
+		return fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.ShareGroupStateTopic, p)
+	}
+	return op(ctx, p, leader)
+}
+
+// shareRetriable reports a share coordinator that is moving, loading or
+// not there yet, or a request to it that failed on the way.
+func shareRetriable(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke == kerr.NotCoordinator || ke == kerr.CoordinatorNotAvailable || ke == kerr.CoordinatorLoadInProgress ||
+			ke == kerr.NotLeaderForPartition || ke == kerr.RequestTimedOut
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+func (st shareStore) readRemote(ctx context.Context, node int32, key sharepart.Key) (sharepart.Snapshot, bool, error) {
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = key.Group
+	rt := kmsg.NewReadShareGroupStateRequestTopic()
+	rt.TopicID = key.TopicID
+	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch = key.Partition, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := st.b.deps.Coordinators.RequestNode(ctx, node, req)
+	if err != nil {
+		return sharepart.Snapshot{}, false, err
+	}
+	resp := kresp.(*kmsg.ReadShareGroupStateResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return sharepart.Snapshot{}, false, fmt.Errorf("%w: malformed ReadShareGroupState answer", kerr.UnknownServerError)
+	}
+	got := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(got.ErrorCode); err != nil || got.StartOffset < 0 {
+		return sharepart.Snapshot{}, false, err
+	}
+	s := sharepart.Snapshot{StateEpoch: got.StateEpoch, StartOffset: got.StartOffset}
+	for _, bt := range got.StateBatches {
+		s.Batches = append(s.Batches, sharepart.Batch{First: bt.FirstOffset, Last: bt.LastOffset, State: sharepart.RecordState(bt.DeliveryState), DeliveryCount: bt.DeliveryCount})
+	}
+	return s, true, nil
+}
+
+func (st shareStore) writeRemote(ctx context.Context, node int32, key sharepart.Key, s sharepart.Snapshot) error {
+	req := kmsg.NewPtrWriteShareGroupStateRequest()
+	req.GroupID = key.Group
+	rt := kmsg.NewWriteShareGroupStateRequestTopic()
+	rt.TopicID = key.TopicID
+	rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = key.Partition, s.StateEpoch, s.LeaderEpoch, s.StartOffset
+	for _, bt := range s.Batches {
+		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = bt.First, bt.Last, int8(bt.State), bt.DeliveryCount
+		rp.StateBatches = append(rp.StateBatches, sb)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := st.b.deps.Coordinators.RequestNode(ctx, node, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.WriteShareGroupStateResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("%w: malformed WriteShareGroupState answer", kerr.UnknownServerError)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
