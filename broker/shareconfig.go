@@ -6,6 +6,11 @@ import (
 	"github.com/minikafka/minikafka-go/broker/kafkabackend"
 )
 
+// shareLockSweep is how often the node releases the expired locks of the
+// share partitions it leads (kfake's share.record.lock.sweep.interval.ms;
+// a fetch also releases them first).
+const shareLockSweep = time.Second
+
 // DefaultShareGroups are Kafka's defaults for share groups (KIP-932):
 // share.coordinator.state.topic.num.partitions 50 and .replication.factor
 // 3, share.record.lock.duration.ms 30000, share.delivery.count.limit 5,

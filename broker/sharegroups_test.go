@@ -293,3 +293,49 @@ func wantAckCode(t *testing.T, codes map[int32]int16, want int16) {
 		}
 	}
 }
+
+// TestShareLockExpiryAndSessionClose: a record whose lock expires on the
+// leader's clock goes to another member, counted again, and its old
+// holder can no longer acknowledge it; closing a session (epoch -1)
+// releases its member's records at once.
+func TestShareLockExpiryAndSessionClose(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
+		cfg.ShareGroups.ResetEarliest, cfg.ShareGroups.LockDuration = true, time.Second
+	})
+	cl := c.Client(t, kgo.DefaultProduceTopic("lx"))
+	createTopic(t, cl, "lx", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	td, err := kadm.NewClient(cl).ListTopics(ctx, "lx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[int32]int32{0: 1}
+	a, b := newShareMember(t, cl, "a", td["lx"].ID), newShareMember(t, cl, "b", td["lx"].ID)
+	var got []shareRec
+	eventually(t, 30*time.Second, "a acquires the record", func() bool {
+		got = append(got, a.fetchAll(ctx, leaders, 10, 100*time.Millisecond)...)
+		return len(got) > 0
+	})
+	var again []shareRec
+	eventually(t, 30*time.Second, "b acquires it once a's lock expired", func() bool {
+		again = append(again, b.fetchAll(ctx, leaders, 10, 200*time.Millisecond)...)
+		return len(again) > 0
+	})
+	if want := (shareRec{0, 0, 2}); len(again) != 1 || again[0] != want {
+		t.Fatalf("b acquired %v, want %v", again, want)
+	}
+	wantAckCode(t, a.ack(ctx, 1, 1, got[0]), kerr.InvalidRecordState.Code)
+	// b closes its session: the record is available again at once.
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = &b.group, &b.id, -1
+	if resp, err := req.RequestWith(ctx, cl.Broker(1)); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("closing b's session: %v %v", err, resp)
+	}
+	if third := a.fetchAll(ctx, leaders, 10, 0); len(third) != 1 || third[0] != (shareRec{0, 0, 3}) {
+		t.Fatalf("after b's session closed a acquired %v, want the record with count 3", third)
+	}
+}

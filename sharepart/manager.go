@@ -2,6 +2,7 @@ package sharepart
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -144,7 +145,11 @@ func (m *Manager) ExpireAll(ctx context.Context, logs func(Key) (Log, bool)) err
 			m.forget(k)
 			continue
 		}
-		if err := m.Do(ctx, k, log, func(*Partition, int64) error { return nil }); err != nil && first == nil {
+		err := m.Do(ctx, k, log, func(*Partition, int64) error { return nil })
+		switch {
+		case errors.Is(err, kerr.NotLeaderForPartition):
+			m.forget(k)
+		case err != nil && first == nil:
 			first = err
 		}
 	}

@@ -236,3 +236,21 @@ func (st shareStore) writeRemote(ctx context.Context, node int32, key sharepart.
 	}
 	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 }
+
+// ExpireShareLocks releases, on this node's clock, the expired locks of
+// the share partitions of the data partitions it leads, writing each
+// change to the share coordinator, and forgets those it no longer leads.
+// The node's housekeeping calls it every second.
+func (b *Backend) ExpireShareLocks(ctx context.Context) error {
+	return b.shares.mgr.ExpireAll(ctx, func(k sharepart.Key) (sharepart.Log, bool) {
+		t, ok := b.deps.Meta.State().TopicByID(metadata.TopicID(k.TopicID))
+		if !ok {
+			return nil, false
+		}
+		r, ok := b.deps.Replica(t.Name, k.Partition)
+		if !ok || !r.Partition().IsLeader() {
+			return nil, false
+		}
+		return r.Partition(), true
+	})
+}
