@@ -101,7 +101,7 @@ func keys() []key {
 		{"admin_addr", defaultAdminAddr, "host:port serving /metrics (Prometheus), /livez, /readyz, the status page / and the web console /console/ over HTTP (empty = off; no authentication but the console's SASL login, so loopback unless the network is trusted)"},
 		{"console_admin_key", "", "a secret of at least 16 characters that turns on the web console's write actions (create and delete topics, reset a group's offsets) for visitors who enter it; their ACLs still apply (empty = the console is read-only)"},
 	}
-	ks = append(append(ks, securityKeys()...), consumerGroupKeys()...)
+	ks = append(append(append(ks, securityKeys()...), consumerGroupKeys()...), shareGroupKeys()...)
 	ks = append(ks, storageKeys(d.Storage)...)
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
 	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
@@ -294,6 +294,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.GroupMinSessionTimeout = g.duration("group_min_session_timeout")
 	c.GroupMaxSessionTimeout = g.duration("group_max_session_timeout")
 	c.GroupConsumer = consumerGroupConfig(g)
+	c.ShareGroups = shareGroupConfig(g)
 	c.SegmentBytes = g.int64("segment_bytes")
 	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
