@@ -261,7 +261,7 @@ func shareAcquire(ctx context.Context, sg ShareGroups, member string, sp sharePa
 			ranges = append(ranges, ar)
 		}
 		if len(ranges) > 0 {
-			data = b
+			data = batchesThrough(b, ranges[len(ranges)-1].LastOffset)
 		}
 		return nil
 	})
@@ -269,4 +269,22 @@ func shareAcquire(ctx context.Context, sg ShareGroups, member string, sp sharePa
 		return nil, nil, err
 	}
 	return data, ranges, nil
+}
+
+// batchesThrough keeps the leading whole batches of b up to the one that
+// holds offset last: the records past the acquired ones are not sent.
+func batchesThrough(b []byte, last int64) []byte {
+	keep := 0
+	for rest := b; len(rest) > 0; {
+		batch, next, h, err := record.Next(rest)
+		if err != nil {
+			break
+		}
+		keep += len(batch)
+		if h.NextOffset() > last {
+			break
+		}
+		rest = next
+	}
+	return b[:keep]
 }

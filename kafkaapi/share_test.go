@@ -1,0 +1,225 @@
+package kafkaapi
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
+	"github.com/minikafka/minikafka-go/sharepart"
+)
+
+// memShareStore is a sharepart.Store in memory.
+type memShareStore struct {
+	mu sync.Mutex // guards m
+	m  map[sharepart.Key]sharepart.Snapshot
+}
+
+func (s *memShareStore) Read(_ context.Context, k sharepart.Key) (sharepart.Snapshot, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[k]
+	return v, ok, nil
+}
+
+func (s *memShareStore) Write(_ context.Context, k sharepart.Key, v sharepart.Snapshot) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[k] = v
+	return nil
+}
+
+// shareBackend adds share groups and authorization to the fake backend.
+type shareBackend struct {
+	*authzBackend
+	mgr      *sharepart.Manager
+	sessions *sharepart.Sessions
+}
+
+func (b *shareBackend) ShareManager() *sharepart.Manager         { return b.mgr }
+func (b *shareBackend) ShareSessions() *sharepart.Sessions       { return b.sessions }
+func (b *shareBackend) ShareLockDurationMs() int32               { return 30000 }
+func (b *shareBackend) TopicNameByID(id [16]byte) (string, bool) { return b.topicByID(id) }
+
+func (b *fakeBackend) topicByID(id [16]byte) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, t := range b.topics {
+		if t.id == id {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// startShareServer serves a fake backend with topic "s" (2 partitions,
+// 3 records in partition 0) and share groups; deny refuses requests.
+func startShareServer(t *testing.T, deny func(acl.Request) bool) (*harness, [16]byte) {
+	t.Helper()
+	h := startServerWith(t, Config{}, func(fb *fakeBackend) Backend {
+		ab := &authzBackend{fakeBackend: fb, allowed: func(r acl.Request) bool { return !deny(r) }}
+		cfg := sharepart.ManagerConfig{
+			Partition:     sharepart.Config{LockDurationMs: 30000, DeliveryLimit: 2, MaxLocks: 100},
+			ResetEarliest: true, Now: time.Now,
+		}
+		return &shareBackend{authzBackend: ab, mgr: sharepart.NewManager(cfg, &memShareStore{m: map[sharepart.Key]sharepart.Snapshot{}}), sessions: sharepart.NewSessions(2)}
+	})
+	parts := h.fb.addTopic("s", 2)
+	if _, err := parts[0].Produce(makeBatch(1, "a", "b", "c"))(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.fb.mu.Lock()
+	id := h.fb.topics["s"].id
+	h.fb.mu.Unlock()
+	return h, id
+}
+
+func shareFetchReq(member string, epoch int32, id [16]byte, acks map[int32][]int8) *kmsg.ShareFetchRequest {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version = 1
+	group := "g"
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = &group, &member, epoch
+	req.MaxRecords, req.MaxBytes = 10, 1<<20
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = id
+	for p := range int32(2) {
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.Partition = p
+		if types, ok := acks[p]; ok {
+			b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+			b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = 0, int64(len(types)-1), types
+			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func acquired(resp *kmsg.ShareFetchResponse) (n int, count int16, ackCode int16) {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			ackCode = max(ackCode, p.AcknowledgeErrorCode)
+			for _, r := range p.AcquiredRecords {
+				n += int(r.LastOffset - r.FirstOffset + 1)
+				count = r.DeliveryCount
+			}
+		}
+	}
+	return n, count, ackCode
+}
+
+// TestShareFetchSessionsAndAcks: a session's epochs, piggy-backed
+// acknowledgements, the delivery limit, and the errors Kafka answers.
+func TestShareFetchSessionsAndAcks(t *testing.T) {
+	h, id := startShareServer(t, func(acl.Request) bool { return false })
+	c := h.dial()
+	fetch := func(req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+		return c.roundTrip(req).(*kmsg.ShareFetchResponse)
+	}
+	resp := fetch(shareFetchReq("m", 0, id, nil))
+	if n, count, _ := acquired(resp); resp.ErrorCode != 0 || n != 3 || count != 1 || resp.AcquisitionLockTimeoutMillis != 30000 {
+		t.Fatalf("first fetch: error %d, %d records, count %d", resp.ErrorCode, n, count)
+	}
+	if resp := fetch(shareFetchReq("m", 3, id, nil)); resp.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("wrong epoch: %d", resp.ErrorCode)
+	}
+	if resp := fetch(shareFetchReq("x", 1, id, nil)); resp.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("no session: %d", resp.ErrorCode)
+	}
+	if resp := fetch(shareFetchReq("x", 0, id, map[int32][]int8{0: {1}})); resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("acks opening a session: %d", resp.ErrorCode)
+	}
+	// Release all three: they come back counted twice.
+	resp = fetch(shareFetchReq("m", 1, id, map[int32][]int8{0: {2, 2, 2}}))
+	if n, count, code := acquired(resp); n != 3 || count != 2 || code != 0 {
+		t.Fatalf("after release: %d records, count %d, ack %d", n, count, code)
+	}
+	// Released at the limit (2), they are archived: nothing comes back.
+	resp = fetch(shareFetchReq("m", 2, id, map[int32][]int8{0: {2, 2, 2}}))
+	if n, _, code := acquired(resp); n != 0 || code != 0 {
+		t.Fatalf("past the delivery limit: %d records, ack %d", n, code)
+	}
+	resp = fetch(shareFetchReq("m", 3, id, map[int32][]int8{0: {1}}))
+	if _, _, code := acquired(resp); code != kerr.InvalidRecordState.Code {
+		t.Fatalf("acknowledging an archived record: %d", code)
+	}
+	if resp := fetch(shareFetchReq("m", 4, id, map[int32][]int8{0: {9}})); resp.ErrorCode != 0 {
+		t.Fatalf("unknown ack type: top-level %d", resp.ErrorCode)
+	} else if _, _, code := acquired(resp); code != kerr.InvalidRequest.Code {
+		t.Fatalf("unknown ack type: %d", code)
+	}
+	// The session limit is 2; closing one frees a place.
+	fetch(shareFetchReq("m2", 0, id, nil))
+	if resp := fetch(shareFetchReq("m3", 0, id, nil)); resp.ErrorCode != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("third session: %d", resp.ErrorCode)
+	}
+	close := shareFetchReq("m2", -1, id, nil)
+	close.Topics = nil
+	if resp := fetch(close); resp.ErrorCode != 0 {
+		t.Fatalf("close: %d", resp.ErrorCode)
+	}
+	if resp := fetch(shareFetchReq("m3", 0, id, nil)); resp.ErrorCode != 0 {
+		t.Fatalf("session after a close: %d", resp.ErrorCode)
+	}
+	if resp := fetch(shareFetchReq(strings.Repeat("x", 37), 0, id, nil)); resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("long member id: %d", resp.ErrorCode)
+	}
+}
+
+// TestShareAcknowledgeAndACLs: ShareAcknowledge's session rules and
+// codes, READ on the group and the topic, and NOT_LEADER_OR_FOLLOWER.
+func TestShareAcknowledgeAndACLs(t *testing.T) {
+	h, id := startShareServer(t, func(r acl.Request) bool { return r.Name == "denied" })
+	c := h.dial()
+	resp := c.roundTrip(shareFetchReq("m", 0, id, nil)).(*kmsg.ShareFetchResponse)
+	if n, _, _ := acquired(resp); n != 3 {
+		t.Fatalf("acquired %d", n)
+	}
+	ack := func(epoch int32, types ...int8) *kmsg.ShareAcknowledgeResponse {
+		req := kmsg.NewPtrShareAcknowledgeRequest()
+		group, member := "g", "m"
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = &group, &member, epoch
+		rt := kmsg.NewShareAcknowledgeRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+		b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = 0, 0, types
+		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return c.roundTrip(req).(*kmsg.ShareAcknowledgeResponse)
+	}
+	if r := ack(0, 1); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("epoch 0: %d", r.ErrorCode)
+	}
+	if r := ack(1, 1); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("accept: %+v", r)
+	}
+	if r := ack(2, 1); r.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecordState.Code {
+		t.Fatalf("accept twice: %+v", r)
+	}
+	if r := ack(3, 4); r.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("renew before v2: %+v", r)
+	}
+	h.fb.mu.Lock()
+	p := h.fb.topics["s"].partitions[0]
+	h.fb.mu.Unlock()
+	p.mu.Lock()
+	p.leader = false
+	p.mu.Unlock()
+	if r := ack(4, 1); r.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("not leader: %+v", r)
+	}
+	group, member := "denied", "m"
+	req := shareFetchReq(member, 0, id, nil)
+	req.GroupID = &group
+	if r := c.roundTrip(req).(*kmsg.ShareFetchResponse); r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("denied group: %d", r.ErrorCode)
+	}
+}
