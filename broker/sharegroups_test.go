@@ -339,3 +339,69 @@ func TestShareLockExpiryAndSessionClose(t *testing.T) {
 		t.Fatalf("after b's session closed a acquired %v, want the record with count 3", third)
 	}
 }
+
+// TestShareStateFencesOlderLeaders: the share coordinator's state of a
+// share partition, read by a data partition leader of epoch 10, refuses
+// writes of older leader epochs from then on (a deposed leader cannot
+// overwrite what its successor loaded), and serves what was written.
+func TestShareStateFencesOlderLeaders(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	cl := c.Client(t)
+	createTopic(t, cl, "fx", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	td, err := kadm.NewClient(cl).ListTopics(ctx, "fx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newShareMember(t, cl, "m", td["fx"].ID)
+	m.fetch(ctx, 1, []int32{0}, 1, 0) // creates __share_group_state
+	read := func(epoch int32) *kmsg.ReadShareGroupStateResponseTopicPartition {
+		req := kmsg.NewPtrReadShareGroupStateRequest()
+		req.GroupID = "other"
+		rt := kmsg.NewReadShareGroupStateRequestTopic()
+		rt.TopicID = td["fx"].ID
+		rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+		rp.LeaderEpoch = epoch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		var got *kmsg.ReadShareGroupStateResponseTopicPartition
+		eventually(t, 30*time.Second, "ReadShareGroupState answered", func() bool {
+			resp, err := req.RequestWith(ctx, cl.Broker(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = &resp.Topics[0].Partitions[0]
+			return got.ErrorCode == 0
+		})
+		return got
+	}
+	write := func(epoch int32, start int64) int16 {
+		req := kmsg.NewPtrWriteShareGroupStateRequest()
+		req.GroupID = "other"
+		rt := kmsg.NewWriteShareGroupStateRequestTopic()
+		rt.TopicID = td["fx"].ID
+		rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+		rp.LeaderEpoch, rp.StartOffset = epoch, start
+		b := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+		b.FirstOffset, b.LastOffset, b.DeliveryState, b.DeliveryCount = start, start, 0, 1
+		rp.StateBatches = append(rp.StateBatches, b)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if got := read(10); got.StartOffset != -1 {
+		t.Fatalf("a share partition never written starts at %d", got.StartOffset)
+	}
+	wantCode(t, "a write of an older leader", write(9, 7), kerr.FencedLeaderEpoch)
+	wantCode(t, "a write of the new leader", write(10, 7), nil)
+	got := read(-1)
+	if got.StartOffset != 7 || len(got.StateBatches) != 1 || got.StateBatches[0].DeliveryCount != 1 {
+		t.Fatalf("read back %+v", got)
+	}
+	wantCode(t, "a bad snapshot", write(11, -5), kerr.InvalidRequest)
+}

@@ -20,7 +20,7 @@ type memShareStore struct {
 	m  map[sharepart.Key]sharepart.Snapshot
 }
 
-func (s *memShareStore) Read(_ context.Context, k sharepart.Key) (sharepart.Snapshot, bool, error) {
+func (s *memShareStore) Read(_ context.Context, k sharepart.Key, _ int32) (sharepart.Snapshot, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.m[k]

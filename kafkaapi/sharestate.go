@@ -18,10 +18,12 @@ import (
 // read and write with ReadShareGroupState and WriteShareGroupState.
 // Without it those answer UNSUPPORTED_VERSION.
 type ShareStates interface {
-	// ShareStateRead returns key's snapshot (false if none was written).
-	// Errors: kerr.NotCoordinator if this node does not lead key's
-	// partition, kerr.CoordinatorLoadInProgress.
-	ShareStateRead(ctx context.Context, key sharepart.Key) (sharepart.Snapshot, bool, error)
+	// ShareStateRead returns key's snapshot (false if none was written)
+	// for the data partition's leader of leaderEpoch (-1: none), whose
+	// predecessors' writes it fences from then on. Errors:
+	// kerr.NotCoordinator if this node does not lead key's partition,
+	// kerr.CoordinatorLoadInProgress.
+	ShareStateRead(ctx context.Context, key sharepart.Key, leaderEpoch int32) (sharepart.Snapshot, bool, error)
 	// ShareStateWrite commits s as key's snapshot. Errors as
 	// ShareStateRead, and kerr.FencedLeaderEpoch, kerr.FencedStateEpoch
 	// for a snapshot older than the stored one.
@@ -52,7 +54,7 @@ func (s *Server) startReadShareGroupState(req *kmsg.ReadShareGroupStateRequest) 
 				if err == nil {
 					var snap sharepart.Snapshot
 					var ok bool
-					snap, ok, err = st.ShareStateRead(ctx, sharepart.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition})
+					snap, ok, err = st.ShareStateRead(ctx, sharepart.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p.LeaderEpoch)
 					if ok {
 						rp.StateEpoch, rp.StartOffset = snap.StateEpoch, snap.StartOffset
 						for _, b := range snap.Batches {

@@ -13,8 +13,11 @@ import (
 // Store persists share-partition snapshots: the __share_group_state
 // partition of each key, through its Raft log (broker/kafkabackend).
 type Store interface {
-	// Read returns key's latest snapshot, or false if none was written.
-	Read(ctx context.Context, key Key) (Snapshot, bool, error)
+	// Read returns key's latest snapshot, or false if none was written,
+	// for the data partition's leader of leaderEpoch: from then on a
+	// write of an older leader epoch is refused (FENCED_LEADER_EPOCH),
+	// so a deposed leader cannot overwrite what the new one loaded.
+	Read(ctx context.Context, key Key, leaderEpoch int32) (Snapshot, bool, error)
 	// Write returns once s is committed as key's snapshot.
 	Write(ctx context.Context, key Key, s Snapshot) error
 }
@@ -109,7 +112,7 @@ func (m *Manager) Do(ctx context.Context, key Key, log Log, fn func(p *Partition
 // load reads key's state from the Store, or starts it where
 // share.auto.offset.reset says.
 func (m *Manager) load(ctx context.Context, key Key, log Log) (*Partition, error) {
-	s, ok, err := m.store.Read(ctx, key)
+	s, ok, err := m.store.Read(ctx, key, log.LeaderEpoch())
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ type memStore struct {
 	fail error
 }
 
-func (s *memStore) Read(_ context.Context, k Key) (Snapshot, bool, error) {
+func (s *memStore) Read(_ context.Context, k Key, _ int32) (Snapshot, bool, error) {
 	v, ok := s.m[k]
 	if !ok {
 		return Snapshot{}, false, nil
@@ -122,7 +122,7 @@ func TestManagerStartsAtResetOffsetAndExpiresLocks(t *testing.T) {
 	if err := m.ExpireAll(context.Background(), func(Key) (Log, bool) { return log, true }); err != nil {
 		t.Fatal(err)
 	}
-	s, _, _ := store.Read(context.Background(), k)
+	s, _, _ := store.Read(context.Background(), k, -1)
 	want := Snapshot{StateEpoch: 0, LeaderEpoch: 1, StartOffset: 10, Batches: []Batch{{10, 11, Available, 1}}}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("persisted %+v, want %+v", s, want)

@@ -91,6 +91,9 @@ func Load(cfg Config, s Snapshot) (*Partition, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
+	if s.Uninitialised() {
+		return nil, fmt.Errorf("%w: an uninitialised snapshot", ErrCorrupt)
+	}
 	p := &Partition{cfg: cfg, start: s.StartOffset, stateEpoch: s.StateEpoch}
 	for _, b := range s.Batches {
 		st := b.State
@@ -106,10 +109,17 @@ func Load(cfg Config, s Snapshot) (*Partition, error) {
 	return p, nil
 }
 
+// Uninitialised reports a snapshot that only fences older leader epochs
+// (StartOffset -1): the share partition has no state yet.
+func (s Snapshot) Uninitialised() bool { return s.StartOffset == -1 }
+
 // Check reports a snapshot Load cannot take (ErrCorrupt): batches not
 // contiguous from StartOffset, spanning more than maxWindow offsets, or
 // of an unknown state.
 func (s Snapshot) Check() error {
+	if s.Uninitialised() && len(s.Batches) == 0 {
+		return nil
+	}
 	if s.StartOffset < 0 {
 		return fmt.Errorf("%w: start offset %d", ErrCorrupt, s.StartOffset)
 	}

@@ -36,14 +36,29 @@ func (h *Host) shareStateReplica(ctx context.Context, p int32) (*Replica, error)
 }
 
 // ShareStateRead returns key's snapshot from __share_group_state
-// partition p, which this node must lead.
-func (h *Host) ShareStateRead(ctx context.Context, p int32, key sharepart.Key) (sharepart.Snapshot, bool, error) {
+// partition p, which this node must lead; false if the share partition
+// has no state. A leaderEpoch above the stored one (a new leader of the
+// data partition loading it) is first written with the state, so that
+// its predecessor's later writes are fenced.
+func (h *Host) ShareStateRead(ctx context.Context, p int32, key sharepart.Key, leaderEpoch int32) (sharepart.Snapshot, bool, error) {
 	lr, err := h.shareStateReplica(ctx, p)
 	if err != nil {
 		return sharepart.Snapshot{}, false, err
 	}
-	s, ok := lr.Extra().shareView.Get(key)
-	return s, ok, nil
+	mu := &h.shareLocks[p%shareStateLocks]
+	mu.Lock()
+	defer mu.Unlock()
+	cur, ok := lr.Extra().shareView.Get(key)
+	if !ok {
+		cur = sharepart.Snapshot{StartOffset: -1, LeaderEpoch: -1}
+	}
+	if leaderEpoch > cur.LeaderEpoch {
+		cur.LeaderEpoch = leaderEpoch
+		if err := h.appendShareState(ctx, lr, key, cur); err != nil {
+			return sharepart.Snapshot{}, false, err
+		}
+	}
+	return cur, !cur.Uninitialised(), nil
 }
 
 // ShareStateWrite writes s as key's snapshot through __share_group_state
@@ -63,10 +78,16 @@ func (h *Host) ShareStateWrite(ctx context.Context, p int32, key sharepart.Key, 
 		switch {
 		case cur.StateEpoch > s.StateEpoch:
 			return kerr.FencedStateEpoch
-		case cur.StateEpoch == s.StateEpoch && cur.LeaderEpoch > s.LeaderEpoch:
+		case cur.LeaderEpoch > s.LeaderEpoch:
 			return kerr.FencedLeaderEpoch
 		}
 	}
+	return h.appendShareState(ctx, lr, key, s)
+}
+
+// appendShareState writes key's snapshot through lr's Raft log, under
+// the partition's share lock.
+func (h *Host) appendShareState(ctx context.Context, lr *Replica, key sharepart.Key, s sharepart.Snapshot) error {
 	rec := groupcoord.Record{Key: sharepart.EncodeKey(key), Value: sharepart.EncodeValue(s)}
 	return offsetsLog{lr.Partition(), h.cfg.Tuning.Proposal}.Append(ctx, []groupcoord.Record{rec})
 }

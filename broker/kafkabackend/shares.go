@@ -44,7 +44,7 @@ type ShareConfig struct {
 // ShareCoordinator is the node's share coordinator (coordhost.Host): the
 // __share_group_state partitions it leads.
 type ShareCoordinator interface {
-	ShareStateRead(ctx context.Context, p int32, key sharepart.Key) (sharepart.Snapshot, bool, error)
+	ShareStateRead(ctx context.Context, p int32, key sharepart.Key, leaderEpoch int32) (sharepart.Snapshot, bool, error)
 	ShareStateWrite(ctx context.Context, p int32, key sharepart.Key, s sharepart.Snapshot) error
 }
 
@@ -81,12 +81,12 @@ func (b *Backend) ShareSessions() *sharepart.Sessions { return b.shares.sessions
 func (b *Backend) ShareLockDurationMs() int32 { return int32(b.cfg.Share.LockDuration.Milliseconds()) }
 
 // ShareStateRead implements kafkaapi.ShareStates for another node.
-func (b *Backend) ShareStateRead(ctx context.Context, key sharepart.Key) (sharepart.Snapshot, bool, error) {
+func (b *Backend) ShareStateRead(ctx context.Context, key sharepart.Key, leaderEpoch int32) (sharepart.Snapshot, bool, error) {
 	p, err := b.localStatePartition(key)
 	if err != nil {
 		return sharepart.Snapshot{}, false, err
 	}
-	return b.deps.Shares.ShareStateRead(ctx, p, key)
+	return b.deps.Shares.ShareStateRead(ctx, p, key, leaderEpoch)
 }
 
 // ShareStateWrite implements kafkaapi.ShareStates for another node.
@@ -116,15 +116,15 @@ type shareStore struct{ b *Backend }
 // that is moving, loading or being created.
 const shareRetry = 50 * time.Millisecond
 
-func (st shareStore) Read(ctx context.Context, key sharepart.Key) (sharepart.Snapshot, bool, error) {
+func (st shareStore) Read(ctx context.Context, key sharepart.Key, leaderEpoch int32) (sharepart.Snapshot, bool, error) {
 	var s sharepart.Snapshot
 	var ok bool
 	err := st.retry(ctx, key, func(ctx context.Context, p, node int32) (err error) {
 		if node == st.b.cfg.NodeID {
-			s, ok, err = st.b.deps.Shares.ShareStateRead(ctx, p, key)
+			s, ok, err = st.b.deps.Shares.ShareStateRead(ctx, p, key, leaderEpoch)
 			return err
 		}
-		s, ok, err = st.readRemote(ctx, node, key)
+		s, ok, err = st.readRemote(ctx, node, key, leaderEpoch)
 		return err
 	})
 	return s, ok, err
@@ -184,13 +184,13 @@ func shareRetriable(err error) bool {
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-func (st shareStore) readRemote(ctx context.Context, node int32, key sharepart.Key) (sharepart.Snapshot, bool, error) {
+func (st shareStore) readRemote(ctx context.Context, node int32, key sharepart.Key, leaderEpoch int32) (sharepart.Snapshot, bool, error) {
 	req := kmsg.NewPtrReadShareGroupStateRequest()
 	req.GroupID = key.Group
 	rt := kmsg.NewReadShareGroupStateRequestTopic()
 	rt.TopicID = key.TopicID
 	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch = key.Partition, -1
+	rp.Partition, rp.LeaderEpoch = key.Partition, leaderEpoch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	kresp, err := st.b.deps.Coordinators.RequestNode(ctx, node, req)
