@@ -199,3 +199,12 @@ func TestViewLoadIsDeterministic(t *testing.T) {
 		t.Fatal("tombstone kept k1")
 	}
 }
+
+// TestKeyIsKafkas: the share-coordinator key is Kafka's string, topic id
+// in base64url without padding.
+func TestKeyIsKafkas(t *testing.T) {
+	id := [16]byte{0x82, 0xd6, 0xf6, 0xb2, 0xd1, 0x98, 0x46, 0x4f, 0xaf, 0x59, 0x9d, 0xb3, 0x02, 0x8c, 0xe6, 0xa0}
+	if got := (Key{Group: "g:1", TopicID: id, Partition: 7}).String(); got != "g:1:gtb2stGYRk-vWZ2zAozmoA:7" {
+		t.Fatalf("key %q", got)
+	}
+}

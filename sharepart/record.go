@@ -1,8 +1,8 @@
 package sharepart
 
 import (
+	"encoding/base64"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 )
@@ -14,15 +14,13 @@ type Key struct {
 	Partition int32
 }
 
-// String is Kafka's share-coordinator key, "group:topicId:partition"
-// (topic id as hex here).
-func (k Key) String() string { return fmt.Sprintf("%s:%x:%d", k.Group, k.TopicID, k.Partition) }
-
-// StatePartition is the __share_group_state partition of k among n.
-func (k Key) StatePartition(n int32) int32 {
-	h := fnv.New32a()
-	h.Write([]byte(k.String()))
-	return int32(h.Sum32() % uint32(n))
+// String is Kafka's share-coordinator key, "group:topicId:partition",
+// with the topic id in Kafka's form (base64url without padding). Its Java
+// hash picks the key's __share_group_state partition
+// (metadata.GroupPartition), as Kafka's does, so tools that compute it
+// find the same one.
+func (k Key) String() string {
+	return fmt.Sprintf("%s:%s:%d", k.Group, base64.RawURLEncoding.EncodeToString(k.TopicID[:]), k.Partition)
 }
 
 // Snapshot is a share partition's persisted state.

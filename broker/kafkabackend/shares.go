@@ -105,7 +105,7 @@ func (b *Backend) localStatePartition(key sharepart.Key) (int32, error) {
 	if !ok {
 		return -1, fmt.Errorf("%w: %s does not exist yet", kerr.NotCoordinator, metadata.ShareGroupStateTopic)
 	}
-	return key.StatePartition(n), nil
+	return metadata.GroupPartition(key.String(), n), nil
 }
 
 // shareStore is the Manager's sharepart.Store: key's share coordinator,
@@ -165,7 +165,7 @@ func (st shareStore) try(ctx context.Context, key sharepart.Key, op func(ctx con
 	if err != nil {
 		return err
 	}
-	p := key.StatePartition(n)
+	p := metadata.GroupPartition(key.String(), n)
 	leader, _, ok := b.deps.PartitionLeader(metadata.ShareGroupStateTopic, p)
 	if !ok {
 		return fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.ShareGroupStateTopic, p)
