@@ -258,6 +258,25 @@ func TestShareGroupDeliveryAndFailover(t *testing.T) {
 	if !slices.Equal(got, inflight) {
 		t.Fatalf("after the failover redelivered %v, want exactly the in-flight %v", got, inflight)
 	}
+
+	// An admin reads the persisted start offsets: past everything but
+	// the records d now holds.
+	adm := kadm.NewClient(c.Client(t))
+	var desc kadm.DescribedShareGroupsOffsets
+	eventually(t, 30*time.Second, "DescribeShareGroupOffsets answered", func() bool {
+		var err error
+		desc, err = adm.DescribeShareGroupOffsets(ctx, "sg")
+		return err == nil && desc["sg"].Err == nil
+	})
+	for p := range int32(3) {
+		want := int64(10)
+		if p == failP {
+			want = inflight[0].off
+		}
+		if o, ok := desc["sg"].Offsets.Lookup("sq", p); !ok || o.Err != nil || o.StartOffset != want {
+			t.Fatalf("p%d: start offset %+v (found %v), want %d", p, o, ok, want)
+		}
+	}
 }
 
 // pickSharePartitions picks the partition whose leader will fail (one

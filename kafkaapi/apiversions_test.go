@@ -71,6 +71,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 79, MinVersion: 0, MaxVersion: 2}, // ShareAcknowledge
 	{ApiKey: 84, MinVersion: 0, MaxVersion: 0}, // ReadShareGroupState
 	{ApiKey: 85, MinVersion: 0, MaxVersion: 1}, // WriteShareGroupState
+	{ApiKey: 90, MinVersion: 0, MaxVersion: 1}, // DescribeShareGroupOffsets
 }
 
 func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {

@@ -103,6 +103,7 @@ var apis = []api{
 	{kmsg.ShareAcknowledge, 0, 2},
 	{kmsg.ReadShareGroupState, 0, 0},
 	{kmsg.WriteShareGroupState, 0, 1},
+	{kmsg.DescribeShareGroupOffsets, 0, 1},
 }
 
 // requestInfo is what the server knows of a request besides its body.

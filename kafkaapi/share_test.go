@@ -39,6 +39,15 @@ type shareBackend struct {
 	*authzBackend
 	mgr      *sharepart.Manager
 	sessions *sharepart.Sessions
+	store    *memShareStore
+}
+
+func (b *shareBackend) ReadShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition) []ShareState {
+	out := make([]ShareState, len(tps))
+	for i, tp := range tps {
+		out[i].Snapshot, out[i].OK, out[i].Err = b.store.Read(ctx, sharepart.Key{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}, -1)
+	}
+	return out
 }
 
 func (b *shareBackend) ShareManager() *sharepart.Manager         { return b.mgr }
@@ -67,7 +76,8 @@ func startShareServer(t *testing.T, deny func(acl.Request) bool) (*harness, [16]
 			Partition:     sharepart.Config{LockDurationMs: 30000, DeliveryLimit: 2, MaxLocks: 100},
 			ResetEarliest: true, Now: time.Now,
 		}
-		return &shareBackend{authzBackend: ab, mgr: sharepart.NewManager(cfg, &memShareStore{m: map[sharepart.Key]sharepart.Snapshot{}}), sessions: sharepart.NewSessions(2)}
+		store := &memShareStore{m: map[sharepart.Key]sharepart.Snapshot{}}
+		return &shareBackend{authzBackend: ab, mgr: sharepart.NewManager(cfg, store), sessions: sharepart.NewSessions(2), store: store}
 	})
 	parts := h.fb.addTopic("s", 2)
 	if _, err := parts[0].Produce(makeBatch(1, "a", "b", "c"))(context.Background()); err != nil {
@@ -221,5 +231,46 @@ func TestShareAcknowledgeAndACLs(t *testing.T) {
 	req.GroupID = &group
 	if r := c.roundTrip(req).(*kmsg.ShareFetchResponse); r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Fatalf("denied group: %d", r.ErrorCode)
+	}
+}
+
+// TestDescribeShareGroupOffsets: the persisted start offsets, all topics
+// or the named ones (an unknown one UNKNOWN_TOPIC_OR_PARTITION), and
+// DESCRIBE on the group.
+func TestDescribeShareGroupOffsets(t *testing.T) {
+	h, id := startShareServer(t, func(r acl.Request) bool { return r.Name == "denied" })
+	c := h.dial()
+	resp := c.roundTrip(shareFetchReq("m", 0, id, nil)).(*kmsg.ShareFetchResponse)
+	c.roundTrip(shareFetchReq("m", 1, id, map[int32][]int8{0: {1, 1}}))
+	describe := func(group string, topics ...string) kmsg.DescribeShareGroupOffsetsResponseGroup {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		rg.GroupID = group
+		for _, name := range topics {
+			rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+			rt.Topic, rt.Partitions = name, []int32{0, 1}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		req.Groups = append(req.Groups, rg)
+		return c.roundTrip(req).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0]
+	}
+	all := describe("g")
+	// Both partitions have state: fetching initialised them.
+	if len(all.Topics) != 1 || len(all.Topics[0].Partitions) != 2 || all.Topics[0].Partitions[0].StartOffset != 2 ||
+		all.Topics[0].Partitions[1].StartOffset != 0 || all.Topics[0].TopicID != id {
+		t.Fatalf("all topics: %+v (fetch %+v)", all, resp)
+	}
+	if none := describe("other"); len(none.Topics) != 0 {
+		t.Fatalf("a group nobody used: %+v", none)
+	}
+	named := describe("other", "s", "nope")
+	if p := named.Topics[0].Partitions; len(p) != 2 || p[0].StartOffset != -1 || p[1].StartOffset != -1 {
+		t.Fatalf("named: %+v", named)
+	}
+	if p := named.Topics[1].Partitions; p[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic: %+v", named.Topics[1])
+	}
+	if g := describe("denied"); g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("denied group: %+v", g)
 	}
 }

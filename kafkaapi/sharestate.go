@@ -127,6 +127,25 @@ func (s *Server) startShareAPI(req kmsg.Request, received time.Time) responder {
 		return s.startReadShareGroupState(req)
 	case *kmsg.WriteShareGroupStateRequest:
 		return s.startWriteShareGroupState(req)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return s.startDescribeShareGroupOffsets(req)
 	}
 	return nil
+}
+
+// ShareState is a share partition's persisted state as read for an
+// admin: OK is false when it has none.
+type ShareState struct {
+	Snapshot sharepart.Snapshot
+	OK       bool
+	Err      error
+}
+
+// ShareOffsets is an optional capability of a Backend, found by type
+// assertion: the persisted state of a share group's share partitions,
+// wherever their share coordinators are, for DescribeShareGroupOffsets.
+type ShareOffsets interface {
+	// ReadShareStates reads group's share partitions tps, answering in
+	// their order.
+	ReadShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition) []ShareState
 }

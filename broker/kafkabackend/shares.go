@@ -185,31 +185,50 @@ func shareRetriable(err error) bool {
 }
 
 func (st shareStore) readRemote(ctx context.Context, node int32, key sharepart.Key, leaderEpoch int32) (sharepart.Snapshot, bool, error) {
-	req := kmsg.NewPtrReadShareGroupStateRequest()
-	req.GroupID = key.Group
-	rt := kmsg.NewReadShareGroupStateRequestTopic()
-	rt.TopicID = key.TopicID
-	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch = key.Partition, leaderEpoch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	kresp, err := st.b.deps.Coordinators.RequestNode(ctx, node, req)
+	tp := sharepart.TopicPartition{TopicID: key.TopicID, Partition: key.Partition}
+	got, err := st.readRemoteMany(ctx, node, key.Group, []sharepart.TopicPartition{tp}, leaderEpoch)
 	if err != nil {
 		return sharepart.Snapshot{}, false, err
 	}
-	resp := kresp.(*kmsg.ReadShareGroupStateResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+	r, ok := got[tp]
+	if !ok {
 		return sharepart.Snapshot{}, false, fmt.Errorf("%w: malformed ReadShareGroupState answer", kerr.UnknownServerError)
 	}
-	got := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(got.ErrorCode); err != nil || got.StartOffset < 0 {
-		return sharepart.Snapshot{}, false, err
+	return r.Snapshot, r.OK, r.Err
+}
+
+// readRemoteMany reads group's share partitions tps from node's share
+// coordinator in one ReadShareGroupState.
+func (st shareStore) readRemoteMany(ctx context.Context, node int32, group string, tps []sharepart.TopicPartition, leaderEpoch int32) (map[sharepart.TopicPartition]kafkaapi.ShareState, error) {
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = group
+	for _, tp := range tps {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].TopicID != tp.TopicID {
+			rt := kmsg.NewReadShareGroupStateRequestTopic()
+			rt.TopicID = tp.TopicID
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+		rp.Partition, rp.LeaderEpoch = tp.Partition, leaderEpoch
+		rt := &req.Topics[len(req.Topics)-1]
+		rt.Partitions = append(rt.Partitions, rp)
 	}
-	s := sharepart.Snapshot{StateEpoch: got.StateEpoch, StartOffset: got.StartOffset}
-	for _, bt := range got.StateBatches {
-		s.Batches = append(s.Batches, sharepart.Batch{First: bt.FirstOffset, Last: bt.LastOffset, State: sharepart.RecordState(bt.DeliveryState), DeliveryCount: bt.DeliveryCount})
+	kresp, err := st.b.deps.Coordinators.RequestNode(ctx, node, req)
+	if err != nil {
+		return nil, err
 	}
-	return s, true, nil
+	out := make(map[sharepart.TopicPartition]kafkaapi.ShareState, len(tps))
+	for _, rt := range kresp.(*kmsg.ReadShareGroupStateResponse).Topics {
+		for _, got := range rt.Partitions {
+			r := kafkaapi.ShareState{Err: kerr.ErrorForCode(got.ErrorCode), OK: got.ErrorCode == 0 && got.StartOffset >= 0}
+			r.Snapshot = sharepart.Snapshot{StateEpoch: got.StateEpoch, StartOffset: got.StartOffset}
+			for _, bt := range got.StateBatches {
+				r.Snapshot.Batches = append(r.Snapshot.Batches, sharepart.Batch{First: bt.FirstOffset, Last: bt.LastOffset, State: sharepart.RecordState(bt.DeliveryState), DeliveryCount: bt.DeliveryCount})
+			}
+			out[sharepart.TopicPartition{TopicID: rt.TopicID, Partition: got.Partition}] = r
+		}
+	}
+	return out, nil
 }
 
 func (st shareStore) writeRemote(ctx context.Context, node int32, key sharepart.Key, s sharepart.Snapshot) error {
