@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -272,4 +273,23 @@ func (b *Backend) ExpireShareLocks(ctx context.Context) error {
 		}
 		return r.Partition(), true
 	})
+}
+
+// shareConfigEntries are the share groups' settings under Kafka's names.
+func shareConfigEntries(c ShareConfig) []kafkaapi.ConfigEntry {
+	num := kmsg.ConfigTypeInt
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	reset := "latest"
+	if c.ResetEarliest {
+		reset = "earliest"
+	}
+	return []kafkaapi.ConfigEntry{
+		{Name: "share.coordinator.state.topic.num.partitions", Value: itoa(int64(c.StatePartitions)), Type: num},
+		{Name: "share.coordinator.state.topic.replication.factor", Value: itoa(int64(c.StateReplicationFactor)), Type: kmsg.ConfigTypeShort},
+		{Name: "share.record.lock.duration.ms", Value: itoa(c.LockDuration.Milliseconds()), Type: num},
+		{Name: "share.delivery.count.limit", Value: itoa(int64(c.DeliveryLimit)), Type: num},
+		{Name: "group.share.partition.max.record.locks", Value: itoa(int64(c.MaxRecordLocks)), Type: num},
+		{Name: "group.share.max.share.sessions", Value: itoa(int64(c.MaxSessions)), Type: num},
+		{Name: "share.auto.offset.reset", Value: reset, Type: kmsg.ConfigTypeString},
+	}
 }
