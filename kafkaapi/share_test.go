@@ -69,8 +69,12 @@ func (b *fakeBackend) topicByID(id [16]byte) (string, bool) {
 // startShareServer serves a fake backend with topic "s" (2 partitions,
 // 3 records in partition 0) and share groups; deny refuses requests.
 func startShareServer(t *testing.T, deny func(acl.Request) bool) (*harness, [16]byte) {
+	return startShareServerCfg(t, Config{}, deny)
+}
+
+func startShareServerCfg(t *testing.T, srvCfg Config, deny func(acl.Request) bool) (*harness, [16]byte) {
 	t.Helper()
-	h := startServerWith(t, Config{}, func(fb *fakeBackend) Backend {
+	h := startServerWith(t, srvCfg, func(fb *fakeBackend) Backend {
 		ab := &authzBackend{fakeBackend: fb, allowed: func(r acl.Request) bool { return !deny(r) }}
 		cfg := sharepart.ManagerConfig{
 			Partition:     sharepart.Config{LockDurationMs: 30000, DeliveryLimit: 2, MaxLocks: 100},
@@ -272,5 +276,42 @@ func TestDescribeShareGroupOffsets(t *testing.T) {
 	}
 	if g := describe("denied"); g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Fatalf("denied group: %+v", g)
+	}
+}
+
+// TestShareFetchWakesForReleasedRecords: a ShareFetch waiting for records
+// (here with no bound on its wait) is woken when another member releases
+// some, as it is by new records.
+func TestShareFetchWakesForReleasedRecords(t *testing.T) {
+	h, id := startShareServerCfg(t, Config{MaxFetchWait: time.Hour}, func(acl.Request) bool { return false })
+	holder, waiter := h.dial(), h.dial()
+	if n, _, _ := acquired(holder.roundTrip(shareFetchReq("a", 0, id, nil)).(*kmsg.ShareFetchResponse)); n != 3 {
+		t.Fatalf("a acquired %d", n)
+	}
+	waiter.roundTrip(shareFetchReq("b", 0, id, nil)) // opens b's session; nothing to acquire
+	req := shareFetchReq("b", 1, id, nil)
+	req.MaxWaitMillis = int32(time.Hour / time.Millisecond)
+	done := make(chan *kmsg.ShareFetchResponse, 1)
+	go func() { done <- waiter.roundTrip(req).(*kmsg.ShareFetchResponse) }()
+	time.Sleep(50 * time.Millisecond) // let b's fetch start waiting (it is correct either way)
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	group, member := "g", "a"
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &group, &member, 1
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = id
+	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{2}}}
+	rt.Partitions = append(rt.Partitions, rp)
+	ack.Topics = append(ack.Topics, rt)
+	if r := holder.roundTrip(ack).(*kmsg.ShareAcknowledgeResponse); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("release: %+v", r)
+	}
+	select {
+	case resp := <-done:
+		if n, count, _ := acquired(resp); n != 1 || count != 2 {
+			t.Fatalf("b acquired %d records, count %d", n, count)
+		}
+	case <-time.After(failsafe):
+		t.Fatal("the waiting fetch was not woken by the release")
 	}
 }

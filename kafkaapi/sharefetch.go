@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/internal/changes"
 	"github.com/minikafka/minikafka-go/record"
 	"github.com/minikafka/minikafka-go/sharepart"
 )
@@ -211,12 +212,14 @@ func (s *Server) sharePass(ctx context.Context, sg ShareGroups, k sharepart.Sess
 			continue
 		}
 		seen := sp.p.Changed()
+		released := sg.ShareManager().Released(sp.key)
+		seenReleased := released.C()
 		data, ranges, err := shareAcquire(ctx, sg, k.Member, sp, maxRecords-got, maxBytes-bytes)
 		switch {
 		case err != nil:
 			out.part(tp).ErrorCode, errored = ErrorCode(shareError(err)), true
 		case len(ranges) == 0:
-			watches = append(watches, watch{p: sp.p, seen: seen})
+			watches = append(watches, watch{p: sp.p, seen: seen}, watch{p: releaseWatch{sp.p, released}, seen: seenReleased})
 		default:
 			rp := out.part(tp)
 			rp.Records, rp.AcquiredRecords = data, ranges
@@ -287,4 +290,16 @@ func batchesThrough(b []byte, last int64) []byte {
 		rest = next
 	}
 	return b[:keep]
+}
+
+// releaseWatch is a share partition's releases seen as a Partition's
+// changes, so that a waiting ShareFetch wakes for redeliveries as it does
+// for new records (waitChanges).
+type releaseWatch struct {
+	Partition
+	released *changes.Signal
+}
+
+func (w releaseWatch) WatchChanged(seen <-chan struct{}, wake func()) (stop func()) {
+	return w.released.Watch(seen, wake)
 }

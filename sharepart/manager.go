@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka-go/internal/changes"
 )
 
 // Store persists share-partition snapshots: the __share_group_state
@@ -57,6 +59,9 @@ type entry struct {
 	mu    sync.Mutex
 	p     *Partition // nil until loaded, or after a failed write
 	epoch int32      // the leader epoch p was loaded in
+	// released fires when records become Available again, for the
+	// fetches waiting for some.
+	released changes.Signal
 }
 
 // NewManager returns an empty Manager.
@@ -98,6 +103,7 @@ func (m *Manager) Do(ctx context.Context, key Key, log Log, fn func(p *Partition
 		e.p, e.epoch = p, epoch
 	}
 	now := m.cfg.Now().UnixMilli()
+	before := e.p.Available()
 	e.p.ExpireLocks(now)
 	ferr := fn(e.p, now)
 	if e.p.Dirty() {
@@ -106,8 +112,16 @@ func (m *Manager) Do(ctx context.Context, key Key, log Log, fn func(p *Partition
 			return err
 		}
 	}
+	if e.p.Available() > before {
+		e.released.Fire()
+	}
 	return ferr
 }
+
+// Released is the signal that fires when records of key's share
+// partition become Available again (released, or their locks expired):
+// take its channel before Do, and wait on it for new records to acquire.
+func (m *Manager) Released(key Key) *changes.Signal { return &m.entry(key).released }
 
 // load reads key's state from the Store, or starts it where
 // share.auto.offset.reset says.

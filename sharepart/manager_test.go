@@ -160,3 +160,37 @@ func TestSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestManagerReleasedFires: the released signal fires when records become
+// Available (a release, an expired lock), not when they are acquired.
+func TestManagerReleasedFires(t *testing.T) {
+	store := &memStore{m: map[Key][]byte{}}
+	now := time.UnixMilli(0)
+	k := Key{Group: "g"}
+	log := &fakeLog{leader: true, epoch: 1, end: 2}
+	m := newTestManager(store, true, &now)
+	fired := func(seen <-chan struct{}) bool {
+		select {
+		case <-seen:
+			return true
+		default:
+			return false
+		}
+	}
+	seen := m.Released(k).C()
+	acquire(t, m, k, log, "a", 2)
+	if fired(seen) {
+		t.Fatal("fired on an acquisition")
+	}
+	err := m.Do(context.Background(), k, log, func(p *Partition, now int64) error {
+		return p.Acknowledge("a", 0, 0, []AckType{AckRelease}, now)
+	})
+	if err != nil || !fired(seen) {
+		t.Fatalf("release: %v, fired %v", err, fired(seen))
+	}
+	seen = m.Released(k).C()
+	now = now.Add(time.Hour)
+	if err := m.ExpireAll(context.Background(), func(Key) (Log, bool) { return log, true }); err != nil || !fired(seen) {
+		t.Fatalf("expiry: %v, fired %v", err, fired(seen))
+	}
+}

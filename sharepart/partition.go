@@ -166,6 +166,18 @@ func (p *Partition) InFlight() int {
 	return n
 }
 
+// Available counts the offsets between SPSO and SPEO that are Available
+// (released, or back from an expired lock or a failover).
+func (p *Partition) Available() int {
+	n := 0
+	for _, r := range p.recs {
+		if r.state == Available {
+			n++
+		}
+	}
+	return n
+}
+
 // State returns offset's state and delivery count; offsets below SPSO are
 // Archived or Acknowledged for good (reported Archived), offsets at or
 // past SPEO Available with no delivery.
