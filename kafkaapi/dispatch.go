@@ -195,7 +195,7 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r
 	}
-	if r := s.startToolAPI(req, received); r != nil {
+	if r := s.startToolAPI(req, rc); r != nil {
 		return r
 	}
 	if r := s.startTokenAPI(req, received); r != nil {
@@ -296,7 +296,8 @@ func (s *Server) startGroupAPI(req kmsg.Request, rc requestInfo) responder {
 // startToolAPI starts a request of the APIs admin tools describe and
 // steer the cluster with, then the share-group APIs (startShareAPI), or
 // returns nil if req is of none of them.
-func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
+func (s *Server) startToolAPI(req kmsg.Request, rc requestInfo) responder {
+	received := rc.received
 	switch req := req.(type) {
 	case *kmsg.ListConfigResourcesRequest:
 		return s.startListConfigResources(req, received)
@@ -315,7 +316,7 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 	case *kmsg.UpdateFeaturesRequest:
 		return s.startUpdateFeatures(req, received)
 	}
-	return s.startShareAPI(req, received)
+	return s.startShareAPI(req, rc)
 }
 
 // answered wraps a response that is ready when the request starts.

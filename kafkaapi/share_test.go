@@ -315,3 +315,30 @@ func TestShareFetchWakesForReleasedRecords(t *testing.T) {
 		t.Fatal("the waiting fetch was not woken by the release")
 	}
 }
+
+// TestShareSessionEndsWithItsConnection: a session whose connection
+// closed is gone (its place in the bounded cache too), as in Kafka.
+func TestShareSessionEndsWithItsConnection(t *testing.T) {
+	h, id := startShareServer(t, func(acl.Request) bool { return false })
+	first, second := h.dial(), h.dial()
+	first.roundTrip(shareFetchReq("m", 0, id, nil))
+	second.roundTrip(shareFetchReq("m2", 0, id, nil))
+	if r := second.roundTrip(shareFetchReq("m3", 0, id, nil)).(*kmsg.ShareFetchResponse); r.ErrorCode != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("third session: %d", r.ErrorCode)
+	}
+	first.nc.Close()
+	deadline := time.Now().Add(failsafe)
+	for {
+		r := second.roundTrip(shareFetchReq("m3", 0, id, nil)).(*kmsg.ShareFetchResponse)
+		if r.ErrorCode == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the closed connection's session kept its place: %d", r.ErrorCode)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := second.roundTrip(shareFetchReq("m", 1, id, nil)).(*kmsg.ShareFetchResponse); r.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("the closed connection's session: %d", r.ErrorCode)
+	}
+}

@@ -25,7 +25,7 @@ const defaultShareMaxRecords = 500
 // most Config.MaxFetchWait) since the request arrived have passed. Every
 // acquisition and acknowledgement is committed to __share_group_state
 // before the response is sent.
-func (s *Server) startShareFetch(req *kmsg.ShareFetchRequest, received time.Time) responder {
+func (s *Server) startShareFetch(req *kmsg.ShareFetchRequest, rc requestInfo) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 		fail := func(err error) (kmsg.Response, error) {
@@ -45,7 +45,7 @@ func (s *Server) startShareFetch(req *kmsg.ShareFetchRequest, received time.Time
 		if req.ShareSessionEpoch == 0 && len(acks) > 0 {
 			return fail(kerr.InvalidRequest) // a new session has nothing to acknowledge
 		}
-		parts, err := s.shareFetchSession(sg, k, req, add)
+		parts, err := s.shareFetchSession(sg, k, req, add, rc.conn)
 		if err != nil {
 			return fail(shareError(err))
 		}
@@ -58,7 +58,7 @@ func (s *Server) startShareFetch(req *kmsg.ShareFetchRequest, received time.Time
 		case req.ShareSessionEpoch == -1:
 			s.releaseSession(ctx, sg, k, parts)
 		case !renew:
-			s.shareFetchPoll(ctx, sg, k, req, received, parts, &out)
+			s.shareFetchPoll(ctx, sg, k, req, rc.received, parts, &out)
 			s.shareLeaderHints(ctx, &out)
 		}
 		return resp, nil
@@ -88,11 +88,18 @@ func shareFetchAcks(req *kmsg.ShareFetchRequest) ([]shareAcks, []sharepart.Topic
 }
 
 // shareFetchSession opens, moves on or closes the request's session and
-// returns its partitions.
-func (s *Server) shareFetchSession(sg ShareGroups, k sharepart.SessionKey, req *kmsg.ShareFetchRequest, add []sharepart.TopicPartition) ([]sharepart.TopicPartition, error) {
+// returns its partitions. A session ends with the connection that opened
+// it (conn, if set), as Kafka's does; its records' locks then expire.
+func (s *Server) shareFetchSession(sg ShareGroups, k sharepart.SessionKey, req *kmsg.ShareFetchRequest, add []sharepart.TopicPartition, conn context.Context) ([]sharepart.TopicPartition, error) {
 	switch req.ShareSessionEpoch {
 	case 0:
-		return sg.ShareSessions().Open(k, add)
+		sessions := sg.ShareSessions()
+		id, parts, err := sessions.Open(k, add)
+		if err == nil && conn != nil {
+			stop := context.AfterFunc(conn, func() { sessions.Drop(k, id) })
+			sessions.Attach(k, id, func() { stop() })
+		}
+		return parts, err
 	case -1:
 		return sg.ShareSessions().Close(k)
 	}

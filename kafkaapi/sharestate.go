@@ -3,7 +3,6 @@ package kafkaapi
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -117,10 +116,10 @@ func (s *Server) startWriteShareGroupState(req *kmsg.WriteShareGroupStateRequest
 
 // startShareAPI starts a request of the share-group APIs, or returns nil
 // if req is of another API.
-func (s *Server) startShareAPI(req kmsg.Request, received time.Time) responder {
+func (s *Server) startShareAPI(req kmsg.Request, rc requestInfo) responder {
 	switch req := req.(type) {
 	case *kmsg.ShareFetchRequest:
-		return s.startShareFetch(req, received)
+		return s.startShareFetch(req, rc)
 	case *kmsg.ShareAcknowledgeRequest:
 		return s.startShareAcknowledge(req)
 	case *kmsg.ReadShareGroupStateRequest:

@@ -137,10 +137,10 @@ func TestSessions(t *testing.T) {
 	if _, err := s.Next(k, 1, nil, nil); !errors.Is(err, ErrSessionNotFound) {
 		t.Fatal(err)
 	}
-	if _, err := s.Open(k, []TopicPartition{tp(1), tp(0)}); err != nil {
+	if _, _, err := s.Open(k, []TopicPartition{tp(1), tp(0)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Open(SessionKey{"g", "other"}, nil); !errors.Is(err, ErrSessionLimit) {
+	if _, _, err := s.Open(SessionKey{"g", "other"}, nil); !errors.Is(err, ErrSessionLimit) {
 		t.Fatalf("second session: %v", err)
 	}
 	if _, err := s.Next(k, 2, nil, nil); !errors.Is(err, ErrSessionEpoch) {
@@ -192,5 +192,33 @@ func TestManagerReleasedFires(t *testing.T) {
 	now = now.Add(time.Hour)
 	if err := m.ExpireAll(context.Background(), func(Key) (Log, bool) { return log, true }); err != nil || !fired(seen) {
 		t.Fatalf("expiry: %v, fired %v", err, fired(seen))
+	}
+}
+
+// TestSessionsAttachAndDrop: a session ends with its connection (Drop),
+// only the opening that watched it; replacing or closing a session stops
+// the watch (detach).
+func TestSessionsAttachAndDrop(t *testing.T) {
+	s := NewSessions(10)
+	k := SessionKey{"g", "m"}
+	id1, _, _ := s.Open(k, nil)
+	detached := 0
+	s.Attach(k, id1, func() { detached++ })
+	id2, _, _ := s.Open(k, nil) // replaces the first opening
+	if detached != 1 {
+		t.Fatalf("replaced: detached %d", detached)
+	}
+	if _, ok := s.Drop(k, id1); ok {
+		t.Fatal("dropped by the old opening's connection")
+	}
+	s.Attach(k, id1, func() { detached++ }) // too late: at once
+	if detached != 2 {
+		t.Fatalf("late attach: detached %d", detached)
+	}
+	if _, ok := s.Drop(k, id2); !ok {
+		t.Fatal("not dropped by its own connection")
+	}
+	if _, err := s.Next(k, 1, nil, nil); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("after drop: %v", err)
 	}
 }

@@ -37,14 +37,26 @@ type TopicPartition struct {
 // partitions it fetches. Safe for concurrent use.
 type Sessions struct {
 	max int
-	// mu guards m and every session in it.
-	mu sync.Mutex
-	m  map[SessionKey]*session
+	// mu guards m, every session in it, and lastID.
+	mu     sync.Mutex
+	m      map[SessionKey]*session
+	lastID uint64
 }
 
 type session struct {
 	epoch int32 // the epoch the next request must carry
 	parts []TopicPartition
+	id    uint64 // which opening of the key's session this is
+	// detach, if set, stops watching the connection that opened the
+	// session (Attach); called when the session ends otherwise.
+	detach func()
+}
+
+// end forgets a session: it no longer watches its connection.
+func (ss *session) end() {
+	if ss.detach != nil {
+		ss.detach()
+	}
 }
 
 // NewSessions returns a cache of at most max sessions
@@ -54,20 +66,52 @@ func NewSessions(max int) *Sessions {
 }
 
 // Open starts k's session (epoch 0) with parts, replacing an older one of
-// k; the next request carries epoch 1.
-func (s *Sessions) Open(k SessionKey, parts []TopicPartition) ([]TopicPartition, error) {
+// k; the next request carries epoch 1. id names this opening (Attach,
+// Drop).
+func (s *Sessions) Open(k SessionKey, parts []TopicPartition) (id uint64, _ []TopicPartition, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.m, k)
-	if len(s.m) >= s.max {
-		return nil, ErrSessionLimit
+	if old := s.m[k]; old != nil {
+		old.end()
+		delete(s.m, k)
 	}
-	ss := &session{epoch: 1}
+	if len(s.m) >= s.max {
+		return 0, nil, ErrSessionLimit
+	}
+	s.lastID++
+	ss := &session{epoch: 1, id: s.lastID}
 	if err := ss.add(parts); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	s.m[k] = ss
-	return slices.Clone(ss.parts), nil
+	return ss.id, slices.Clone(ss.parts), nil
+}
+
+// Attach gives opening id of k's session the function that stops
+// watching its connection, called when the session ends; if that
+// session has already ended, detach is called at once.
+func (s *Sessions) Attach(k SessionKey, id uint64, detach func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.m[k]; ss != nil && ss.id == id {
+		ss.detach = detach
+		return
+	}
+	detach()
+}
+
+// Drop ends opening id of k's session, if it is still open: its
+// connection closed (Kafka removes a session whose connection ends). It
+// returns the session's partitions, or false.
+func (s *Sessions) Drop(k SessionKey, id uint64) ([]TopicPartition, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.m[k]
+	if ss == nil || ss.id != id {
+		return nil, false
+	}
+	delete(s.m, k)
+	return ss.parts, true
 }
 
 // Next checks an incremental request's epoch, adds and forgets partitions
@@ -101,6 +145,7 @@ func (s *Sessions) Close(k SessionKey) ([]TopicPartition, error) {
 	if ss == nil {
 		return nil, ErrSessionNotFound
 	}
+	ss.end()
 	delete(s.m, k)
 	return ss.parts, nil
 }
