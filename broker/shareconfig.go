@@ -11,6 +11,10 @@ import (
 // a fetch also releases them first).
 const shareLockSweep = time.Second
 
+// shareStateSweep is how often the node forgets the share state of
+// deleted topics in the __share_group_state partitions it leads.
+const shareStateSweep = time.Minute
+
 // DefaultShareGroups are Kafka's defaults for share groups (KIP-932):
 // share.coordinator.state.topic.num.partitions 50 and .replication.factor
 // 3, share.record.lock.duration.ms 30000, share.delivery.count.limit 5,

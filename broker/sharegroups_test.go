@@ -376,24 +376,7 @@ func TestShareStateFencesOlderLeaders(t *testing.T) {
 	m := newShareMember(t, cl, "m", td["fx"].ID)
 	m.fetch(ctx, 1, []int32{0}, 1, 0) // creates __share_group_state
 	read := func(epoch int32) *kmsg.ReadShareGroupStateResponseTopicPartition {
-		req := kmsg.NewPtrReadShareGroupStateRequest()
-		req.GroupID = "other"
-		rt := kmsg.NewReadShareGroupStateRequestTopic()
-		rt.TopicID = td["fx"].ID
-		rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
-		rp.LeaderEpoch = epoch
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		var got *kmsg.ReadShareGroupStateResponseTopicPartition
-		eventually(t, 30*time.Second, "ReadShareGroupState answered", func() bool {
-			resp, err := req.RequestWith(ctx, cl.Broker(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = &resp.Topics[0].Partitions[0]
-			return got.ErrorCode == 0
-		})
-		return got
+		return readShareState(ctx, t, cl, "other", td["fx"].ID, epoch)
 	}
 	write := func(epoch int32, start int64) int16 {
 		req := kmsg.NewPtrWriteShareGroupStateRequest()
@@ -423,4 +406,66 @@ func TestShareStateFencesOlderLeaders(t *testing.T) {
 		t.Fatalf("read back %+v", got)
 	}
 	wantCode(t, "a bad snapshot", write(11, -5), kerr.InvalidRequest)
+}
+
+// readShareState reads group's share partition 0 of topic id from node
+// 1's share coordinator (ReadShareGroupState), retrying while it loads.
+func readShareState(ctx context.Context, t *testing.T, cl *kgo.Client, group string, id [16]byte, epoch int32) *kmsg.ReadShareGroupStateResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = group
+	rt := kmsg.NewReadShareGroupStateRequestTopic()
+	rt.TopicID = id
+	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+	rp.LeaderEpoch = epoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	var got *kmsg.ReadShareGroupStateResponseTopicPartition
+	eventually(t, 30*time.Second, "ReadShareGroupState answered", func() bool {
+		resp, err := req.RequestWith(ctx, cl.Broker(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = &resp.Topics[0].Partitions[0]
+		return got.ErrorCode == 0
+	})
+	return got
+}
+
+// TestShareStateOfDeletedTopicsEnds: once a topic is deleted, the sweep
+// of the share coordinator forgets its share partitions' state (at its
+// second pass, which still finds the topic missing).
+func TestShareStateOfDeletedTopicsEnds(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.ShareGroups.ResetEarliest = true })
+	cl := c.Client(t)
+	createTopic(t, cl, "gone", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	td, err := adm.ListTopics(ctx, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := td["gone"].ID
+	m := newShareMember(t, cl, "m", id)
+	eventually(t, 30*time.Second, "the share partition's state written", func() bool {
+		m.fetch(ctx, 1, []int32{0}, 1, 0)
+		return readShareState(ctx, t, cl, "sg", id, -1).StartOffset == 0
+	})
+	if r, err := adm.DeleteTopics(ctx, "gone"); err != nil || r["gone"].Err != nil {
+		t.Fatalf("DeleteTopics: %v %v", err, r["gone"].Err)
+	}
+	nd := c.Node(1)
+	eventually(t, 30*time.Second, "the topic gone from the node's metadata", func() bool {
+		_, _, ok := nd.PartitionLeader("gone", 0)
+		return !ok
+	})
+	nd.ForgetDeletedShareState(ctx)
+	if got := readShareState(ctx, t, cl, "sg", id, -1); got.StartOffset != 0 {
+		t.Fatalf("forgotten at the first pass: %+v", got)
+	}
+	nd.ForgetDeletedShareState(ctx)
+	if got := readShareState(ctx, t, cl, "sg", id, -1); got.StartOffset != -1 {
+		t.Fatalf("the deleted topic's share state is still there: %+v", got)
+	}
 }

@@ -64,21 +64,19 @@ func (v *View) Get(k Key) (Snapshot, bool) {
 	return s, ok
 }
 
-// Keys returns the share partitions of group the view holds, in order.
+// Keys returns the share partitions the view holds, of group (or of
+// every group for ""), in order.
 func (v *View) Keys(group string) []Key {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	var out []Key
 	for k := range maps.Keys(v.states) {
-		if k.Group == group {
+		if group == "" || k.Group == group {
 			out = append(out, k)
 		}
 	}
 	slices.SortFunc(out, func(a, b Key) int {
-		if c := slices.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Partition, b.Partition)
+		return cmp.Or(cmp.Compare(a.Group, b.Group), slices.Compare(a.TopicID[:], b.TopicID[:]), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
 }

@@ -107,3 +107,46 @@ func (s shareViewSink) Record(key, value []byte) {
 		s.logger.Warn("record of __share_group_state skipped", "err", err)
 	}
 }
+
+// ForgetDeletedShareState ends the share state of deleted topics: through
+// each __share_group_state partition this node leads, it writes
+// tombstones for the share partitions whose topic this node's metadata
+// does not hold now and did not hold at the previous call either (so a
+// topic created a moment ago, not yet in this node's metadata, is not
+// taken for a deleted one). The node's housekeeping calls it every
+// minute, from one goroutine.
+func (h *Host) ForgetDeletedShareState(ctx context.Context) {
+	state := h.deps.Meta.State()
+	n, ok := state.TopicPartitions(metadata.ShareGroupStateTopic)
+	if !ok {
+		return
+	}
+	gone := map[sharepart.Key]bool{}
+	for p := range n {
+		lr, ok := h.deps.Replica(metadata.ShareGroupStateTopic, p)
+		if !ok || lr.Extra().shareView == nil || !lr.Partition().IsLeader() {
+			continue
+		}
+		var dead []groupcoord.Record
+		for _, k := range lr.Extra().shareView.Keys("") {
+			if _, ok := state.TopicByID(metadata.TopicID(k.TopicID)); ok {
+				continue
+			}
+			if h.shareGone[k] {
+				dead = append(dead, groupcoord.Record{Key: sharepart.EncodeKey(k)})
+			} else {
+				gone[k] = true
+			}
+		}
+		if len(dead) > 0 {
+			mu := &h.shareLocks[p%shareStateLocks]
+			mu.Lock()
+			err := offsetsLog{lr.Partition(), h.cfg.Tuning.Proposal}.Append(ctx, dead)
+			mu.Unlock()
+			if err != nil {
+				h.logger.Warn("share state of deleted topics not forgotten", "partition", p, "err", err)
+			}
+		}
+	}
+	h.shareGone = gone
+}
