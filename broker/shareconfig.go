@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/broker/kafkabackend"
+	"github.com/minikafka/minikafka-go/sharepart"
 )
 
 // shareLockSweep is how often the node releases the expired locks of the
@@ -44,8 +45,8 @@ func (c *Config) validateShareGroups() error {
 		return bad("share_record_lock_duration", s.LockDuration, "must be in 1s..1h")
 	case s.DeliveryLimit < 2 || s.DeliveryLimit > 10:
 		return bad("share_delivery_count_limit", s.DeliveryLimit, "must be in 2..10")
-	case s.MaxRecordLocks < 100 || s.MaxRecordLocks > 10000:
-		return bad("share_partition_max_record_locks", s.MaxRecordLocks, "must be in 100..10000")
+	case s.MaxRecordLocks < 100 || s.MaxRecordLocks > sharepart.MaxWindow:
+		return bad("share_partition_max_record_locks", s.MaxRecordLocks, "must be in 100..%d", sharepart.MaxWindow)
 	case s.MaxSessions < 1:
 		return bad("share_max_sessions", s.MaxSessions, "must be at least 1")
 	}

@@ -114,7 +114,7 @@ func Load(cfg Config, s Snapshot) (*Partition, error) {
 func (s Snapshot) Uninitialised() bool { return s.StartOffset == -1 }
 
 // Check reports a snapshot Load cannot take (ErrCorrupt): batches not
-// contiguous from StartOffset, spanning more than maxWindow offsets, or
+// contiguous from StartOffset, spanning more than MaxWindow offsets, or
 // of an unknown state.
 func (s Snapshot) Check() error {
 	if s.Uninitialised() && len(s.Batches) == 0 {
@@ -125,7 +125,7 @@ func (s Snapshot) Check() error {
 	}
 	next := s.StartOffset
 	for _, b := range s.Batches {
-		if b.First != next || b.Last < b.First || b.Last-s.StartOffset >= maxWindow {
+		if b.First != next || b.Last < b.First || b.Last-s.StartOffset >= MaxWindow {
 			return fmt.Errorf("%w: batch %d-%d after offset %d", ErrCorrupt, b.First, b.Last, next)
 		}
 		switch b.State {
@@ -138,9 +138,11 @@ func (s Snapshot) Check() error {
 	return nil
 }
 
-// maxWindow bounds the offsets a loaded snapshot may span, whatever the
-// configured MaxLocks was when it was written.
-const maxWindow = 1 << 20
+// MaxWindow bounds the offsets a snapshot may span: the largest MaxLocks
+// a node may be configured with (Kafka's bound on
+// group.share.partition.max.record.locks), whatever it was when the
+// snapshot was written.
+const MaxWindow = 10000
 
 // StartOffset is the share-partition start offset (SPSO).
 func (p *Partition) StartOffset() int64 { return p.start }

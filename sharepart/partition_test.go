@@ -158,7 +158,7 @@ func TestDecodeRejectsBadValues(t *testing.T) {
 	for _, s := range []Snapshot{
 		{StartOffset: 5, Batches: []Batch{{4, 6, Available, 1}}},
 		{Batches: []Batch{{0, 0, RecordState(9), 1}}},
-		{Batches: []Batch{{0, maxWindow, Available, 1}}},
+		{Batches: []Batch{{0, MaxWindow, Available, 1}}},
 	} {
 		if _, err := Load(testCfg, s); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("loaded %+v: %v", s, err)
