@@ -469,3 +469,56 @@ func TestShareStateOfDeletedTopicsEnds(t *testing.T) {
 		t.Fatalf("the deleted topic's share state is still there: %+v", got)
 	}
 }
+
+// TestShareGroupOffsetsResets: AlterShareGroupOffsets restarts a share
+// partition at an offset with a fresh state (every record delivered anew,
+// the old holder's acknowledgements refused), DeleteShareGroupOffsets
+// forgets it (the next fetch starts where share.auto.offset.reset says).
+func TestShareGroupOffsetsResets(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.ShareGroups.ResetEarliest = true })
+	cl := c.Client(t, kgo.DefaultProduceTopic("rz"))
+	createTopic(t, cl, "rz", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := range 5 {
+		recs = append(recs, &kgo.Record{Value: []byte{byte(i)}})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	td, err := adm.ListTopics(ctx, "rz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[int32]int32{0: 1}
+	fetchN := func(m *shareMember, n int) []shareRec {
+		var got []shareRec
+		eventually(t, 30*time.Second, "records acquired", func() bool {
+			got = append(got, m.fetchAll(ctx, leaders, 10, 100*time.Millisecond)...)
+			return len(got) >= n
+		})
+		return got
+	}
+	m := newShareMember(t, cl, "m", td["rz"].ID)
+	held := fetchN(m, 5)
+	wantAckCode(t, m.ack(ctx, 1, 1, held[0], held[1]), 0)
+
+	alt, err := adm.AlterShareGroupOffsets(ctx, "sg", kadm.Offsets{"rz": {0: {Topic: "rz", Partition: 0, At: 1}}})
+	if err != nil || alt.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v %v", err, alt.Error())
+	}
+	wantAckCode(t, m.ack(ctx, 1, 1, held[2]), kerr.InvalidRecordState.Code)
+	if got := fetchN(newShareMember(t, cl, "n", td["rz"].ID), 4); got[0] != (shareRec{0, 1, 1}) || len(got) != 4 {
+		t.Fatalf("after the alter acquired %v, want offsets 1-4 delivered once", got)
+	}
+
+	del, err := adm.DeleteShareGroupOffsets(ctx, "sg", "rz")
+	if err != nil || del.Error() != nil {
+		t.Fatalf("DeleteShareGroupOffsets: %v %v", err, del.Error())
+	}
+	if got := fetchN(newShareMember(t, cl, "o", td["rz"].ID), 5); got[0] != (shareRec{0, 0, 1}) || len(got) != 5 {
+		t.Fatalf("after the delete acquired %v, want offsets 0-4 delivered once", got)
+	}
+}

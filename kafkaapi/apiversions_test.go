@@ -72,6 +72,8 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 84, MinVersion: 0, MaxVersion: 0}, // ReadShareGroupState
 	{ApiKey: 85, MinVersion: 0, MaxVersion: 1}, // WriteShareGroupState
 	{ApiKey: 90, MinVersion: 0, MaxVersion: 1}, // DescribeShareGroupOffsets
+	{ApiKey: 91, MinVersion: 0, MaxVersion: 0}, // AlterShareGroupOffsets
+	{ApiKey: 92, MinVersion: 0, MaxVersion: 0}, // DeleteShareGroupOffsets
 }
 
 func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {

@@ -104,6 +104,8 @@ var apis = []api{
 	{kmsg.ReadShareGroupState, 0, 0},
 	{kmsg.WriteShareGroupState, 0, 1},
 	{kmsg.DescribeShareGroupOffsets, 0, 1},
+	{kmsg.AlterShareGroupOffsets, 0, 0},
+	{kmsg.DeleteShareGroupOffsets, 0, 0},
 }
 
 // requestInfo is what the server knows of a request besides its body.

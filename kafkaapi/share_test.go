@@ -42,6 +42,16 @@ type shareBackend struct {
 	store    *memShareStore
 }
 
+func (b *shareBackend) ResetShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition, starts []int64) []error {
+	errs := make([]error, len(tps))
+	for i, tp := range tps {
+		key := sharepart.Key{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}
+		cur, _, _ := b.store.Read(ctx, key, -1)
+		errs[i] = b.store.Write(ctx, key, sharepart.Snapshot{StateEpoch: cur.StateEpoch + 1, StartOffset: starts[i]})
+	}
+	return errs
+}
+
 func (b *shareBackend) ReadShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition) []ShareState {
 	out := make([]ShareState, len(tps))
 	for i, tp := range tps {
@@ -340,5 +350,63 @@ func TestShareSessionEndsWithItsConnection(t *testing.T) {
 	}
 	if r := second.roundTrip(shareFetchReq("m", 1, id, nil)).(*kmsg.ShareFetchResponse); r.ErrorCode != kerr.ShareSessionNotFound.Code {
 		t.Fatalf("the closed connection's session: %d", r.ErrorCode)
+	}
+}
+
+// TestAlterAndDeleteShareGroupOffsets: the checks of the resets (READ or
+// DELETE on the group, READ on the topic, known partitions, offsets not
+// negative) and what they store.
+func TestAlterAndDeleteShareGroupOffsets(t *testing.T) {
+	h, id := startShareServer(t, func(r acl.Request) bool {
+		return r.Name == "denied" || (r.Resource == acl.ResourceGroup && r.Operation == acl.OpDelete && r.Name == "nodelete")
+	})
+	c := h.dial()
+	alter := func(group, topic string, p int32, at int64) *kmsg.AlterShareGroupOffsetsResponse {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = group
+		rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: p, StartOffset: at}}
+		req.Topics = append(req.Topics, rt)
+		return c.roundTrip(req).(*kmsg.AlterShareGroupOffsetsResponse)
+	}
+	code := func(r *kmsg.AlterShareGroupOffsetsResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode }
+	if r := alter("denied", "s", 0, 1); r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("denied group: %+v", r)
+	}
+	for _, tc := range []struct {
+		topic string
+		p     int32
+		at    int64
+		want  int16
+	}{
+		{"s", 5, 1, kerr.UnknownTopicOrPartition.Code},
+		{"s", 0, -2, kerr.InvalidRequest.Code},
+		{"nope", 0, 1, kerr.UnknownTopicOrPartition.Code},
+		{"denied", 0, 1, kerr.TopicAuthorizationFailed.Code},
+		{"s", 0, 2, 0},
+	} {
+		if got := code(alter("g", tc.topic, tc.p, tc.at)); got != tc.want {
+			t.Fatalf("alter %s-%d to %d: %d, want %d", tc.topic, tc.p, tc.at, got, tc.want)
+		}
+	}
+	sb := h.srv.backend.(*shareBackend)
+	if s, ok, _ := sb.store.Read(context.Background(), sharepart.Key{Group: "g", TopicID: id}, -1); !ok || s.StartOffset != 2 || s.StateEpoch != 1 {
+		t.Fatalf("altered state %+v", s)
+	}
+	del := func(group string) *kmsg.DeleteShareGroupOffsetsResponse {
+		req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		req.GroupID = group
+		req.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "s"}, {Topic: "nope"}}
+		return c.roundTrip(req).(*kmsg.DeleteShareGroupOffsetsResponse)
+	}
+	if r := del("nodelete"); r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("delete without DELETE: %+v", r)
+	}
+	if r := del("g"); r.ErrorCode != 0 || r.Topics[0].ErrorCode != 0 || r.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("delete: %+v", r)
+	}
+	if s, _, _ := sb.store.Read(context.Background(), sharepart.Key{Group: "g", TopicID: id}, -1); s.StartOffset != -1 || s.StateEpoch != 2 {
+		t.Fatalf("deleted state %+v", s)
 	}
 }

@@ -54,8 +54,9 @@ func (s *Server) startReadShareGroupState(req *kmsg.ReadShareGroupStateRequest) 
 					var snap sharepart.Snapshot
 					var ok bool
 					snap, ok, err = st.ShareStateRead(ctx, sharepart.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p.LeaderEpoch)
+					rp.StateEpoch = snap.StateEpoch
 					if ok {
-						rp.StateEpoch, rp.StartOffset = snap.StateEpoch, snap.StartOffset
+						rp.StartOffset = snap.StartOffset
 						for _, b := range snap.Batches {
 							rb := kmsg.NewReadShareGroupStateResponseTopicPartitionStateBatch()
 							rb.FirstOffset, rb.LastOffset, rb.DeliveryState, rb.DeliveryCount = b.First, b.Last, int8(b.State), b.DeliveryCount
@@ -128,6 +129,10 @@ func (s *Server) startShareAPI(req kmsg.Request, rc requestInfo) responder {
 		return s.startWriteShareGroupState(req)
 	case *kmsg.DescribeShareGroupOffsetsRequest:
 		return s.startDescribeShareGroupOffsets(req)
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		return s.startAlterShareGroupOffsets(req)
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		return s.startDeleteShareGroupOffsets(req)
 	}
 	return nil
 }
@@ -147,4 +152,8 @@ type ShareOffsets interface {
 	// ReadShareStates reads group's share partitions tps, answering in
 	// their order.
 	ReadShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition) []ShareState
+	// ResetShareStates makes each of group's share partitions tps start
+	// again at starts[i], or have no state for -1, forgetting every
+	// record's state; it answers an error for each, in their order.
+	ResetShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition, starts []int64) []error
 }

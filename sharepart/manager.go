@@ -15,7 +15,8 @@ import (
 // Store persists share-partition snapshots: the __share_group_state
 // partition of each key, through its Raft log (broker/kafkabackend).
 type Store interface {
-	// Read returns key's latest snapshot, or false if none was written,
+	// Read returns key's latest snapshot, or false if it has no state
+	// (then the snapshot may still carry the state epoch of a reset),
 	// for the data partition's leader of leaderEpoch: from then on a
 	// write of an older leader epoch is refused (FENCED_LEADER_EPOCH),
 	// so a deposed leader cannot overwrite what the new one loaded.
@@ -118,6 +119,35 @@ func (m *Manager) Do(ctx context.Context, key Key, log Log, fn func(p *Partition
 	return ferr
 }
 
+// Reset makes key's share partition, whose data partition log this node
+// leads, start again at start (-1: no state, started anew by the next
+// request where share.auto.offset.reset says), forgetting every record's
+// state: it writes the next state epoch's snapshot, which fences any
+// other writer of the old one, and replaces the in-memory state.
+func (m *Manager) Reset(ctx context.Context, key Key, log Log, start int64) error {
+	e := m.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.p = nil
+	if !log.IsLeader() {
+		return kerr.NotLeaderForPartition
+	}
+	epoch := log.LeaderEpoch()
+	cur, _, err := m.store.Read(ctx, key, epoch)
+	if err != nil {
+		return err
+	}
+	s := Snapshot{StateEpoch: cur.StateEpoch + 1, LeaderEpoch: epoch, StartOffset: start}
+	if err := m.store.Write(ctx, key, s); err != nil {
+		return err
+	}
+	if start >= 0 {
+		e.p, e.epoch = New(m.cfg.Partition, start, s.StateEpoch), epoch
+	}
+	e.released.Fire() // records below the old start may be there to acquire
+	return nil
+}
+
 // Released is the signal that fires when records of key's share
 // partition become Available again (released, or their locks expired):
 // take its channel before Do, and wait on it for new records to acquire.
@@ -135,7 +165,7 @@ func (m *Manager) load(ctx context.Context, key Key, log Log) (*Partition, error
 		if m.cfg.ResetEarliest {
 			start = log.LogStartOffset()
 		}
-		return New(m.cfg.Partition, start, 0), nil
+		return New(m.cfg.Partition, start, s.StateEpoch), nil // a reset's marker keeps its state epoch
 	}
 	p, err := Load(m.cfg.Partition, s)
 	if err != nil {

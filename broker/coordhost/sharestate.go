@@ -65,7 +65,8 @@ func (h *Host) ShareStateRead(ctx context.Context, p int32, key sharepart.Key, l
 // partition p, which this node must lead, and returns once it is
 // committed: FENCED_LEADER_EPOCH if the stored snapshot is of the same
 // state epoch and a later leader epoch, FENCED_STATE_EPOCH if of a later
-// state epoch.
+// state epoch. A snapshot of a later state epoch (a reset) keeps the
+// stored leader epoch if it is later.
 func (h *Host) ShareStateWrite(ctx context.Context, p int32, key sharepart.Key, s sharepart.Snapshot) error {
 	lr, err := h.shareStateReplica(ctx, p)
 	if err != nil {
@@ -78,6 +79,8 @@ func (h *Host) ShareStateWrite(ctx context.Context, p int32, key sharepart.Key, 
 		switch {
 		case cur.StateEpoch > s.StateEpoch:
 			return kerr.FencedStateEpoch
+		case cur.StateEpoch < s.StateEpoch: // a reset (AlterShareGroupOffsets): older leaders stay fenced
+			s.LeaderEpoch = max(s.LeaderEpoch, cur.LeaderEpoch)
 		case cur.LeaderEpoch > s.LeaderEpoch:
 			return kerr.FencedLeaderEpoch
 		}

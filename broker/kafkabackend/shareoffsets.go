@@ -54,3 +54,28 @@ func (b *Backend) ReadShareStates(ctx context.Context, group string, tps []share
 	}
 	return out
 }
+
+// ResetShareStates implements kafkaapi.ShareOffsets: each of group's
+// share partitions tps starts again at starts[i] (-1: no state, as if
+// never used), with its state epoch + 1. Where this node leads the data
+// partition its share partition is replaced at once
+// (sharepart.Manager.Reset); elsewhere the new state epoch fences the
+// data partition's leader (FENCED_STATE_EPOCH at its next write), which
+// then reloads it.
+func (b *Backend) ResetShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition, starts []int64) []error {
+	st := shareStore{b}
+	errs := make([]error, len(tps))
+	for i, tp := range tps {
+		key := sharepart.Key{Group: group, TopicID: tp.TopicID, Partition: tp.Partition}
+		if log, ok := b.shareLog(key); ok {
+			errs[i] = b.shares.mgr.Reset(ctx, key, log, starts[i])
+			continue
+		}
+		cur, _, err := st.Read(ctx, key, -1)
+		if err == nil {
+			err = st.Write(ctx, key, sharepart.Snapshot{StateEpoch: cur.StateEpoch + 1, LeaderEpoch: -1, StartOffset: starts[i]})
+		}
+		errs[i] = err
+	}
+	return errs
+}

@@ -262,17 +262,21 @@ func (st shareStore) writeRemote(ctx context.Context, node int32, key sharepart.
 // change to the share coordinator, and forgets those it no longer leads.
 // The node's housekeeping calls it every second.
 func (b *Backend) ExpireShareLocks(ctx context.Context) error {
-	return b.shares.mgr.ExpireAll(ctx, func(k sharepart.Key) (sharepart.Log, bool) {
-		t, ok := b.deps.Meta.State().TopicByID(metadata.TopicID(k.TopicID))
-		if !ok {
-			return nil, false
-		}
-		r, ok := b.deps.Replica(t.Name, k.Partition)
-		if !ok || !r.Partition().IsLeader() {
-			return nil, false
-		}
-		return r.Partition(), true
-	})
+	return b.shares.mgr.ExpireAll(ctx, b.shareLog)
+}
+
+// shareLog is the local replica of key's data partition if this node
+// leads it.
+func (b *Backend) shareLog(k sharepart.Key) (sharepart.Log, bool) {
+	t, ok := b.deps.Meta.State().TopicByID(metadata.TopicID(k.TopicID))
+	if !ok {
+		return nil, false
+	}
+	r, ok := b.deps.Replica(t.Name, k.Partition)
+	if !ok || !r.Partition().IsLeader() {
+		return nil, false
+	}
+	return r.Partition(), true
 }
 
 // shareConfigEntries are the share groups' settings under Kafka's names.
