@@ -86,7 +86,8 @@ func New(cfg Config, start int64, stateEpoch int32) *Partition {
 }
 
 // Load rebuilds a share partition from its persisted snapshot: acquired
-// records come back Available, keeping their delivery counts.
+// records come back Available, keeping their delivery counts, or Archived
+// once delivered DeliveryLimit times.
 func Load(cfg Config, s Snapshot) (*Partition, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -99,6 +100,9 @@ func Load(cfg Config, s Snapshot) (*Partition, error) {
 		st := b.State
 		if st == Acquired {
 			st = Available
+		}
+		if st == Available && b.DeliveryCount >= cfg.DeliveryLimit {
+			st = Archived // its last delivery ended with its leader, as a release would
 		}
 		for range b.Last - b.First + 1 {
 			p.recs = append(p.recs, rec{state: st, count: b.DeliveryCount})

@@ -208,3 +208,22 @@ func TestKeyIsKafkas(t *testing.T) {
 		t.Fatalf("key %q", got)
 	}
 }
+
+// TestLoadArchivesPastTheLimit: a record in flight at its last allowed
+// delivery when its leader failed is archived, not delivered again.
+func TestLoadArchivesPastTheLimit(t *testing.T) {
+	p := New(testCfg, 0, 0)
+	for range testCfg.DeliveryLimit - 1 {
+		p.Acquire("a", 0, 0, 2, 10)
+		ack(t, p, "a", 0, 1, AckRelease, nil)
+	}
+	acq(t, p.Acquire("a", 0, 0, 2, 1), AcquiredRange{0, 0, testCfg.DeliveryLimit}) // offset 1 stays Available
+	q, err := Load(testCfg, p.Snapshot(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acq(t, q.Acquire("b", 0, 0, 2, 10), AcquiredRange{1, 1, testCfg.DeliveryLimit})
+	if q.StartOffset() != 1 {
+		t.Fatalf("SPSO %d, want 1 past the archived record", q.StartOffset())
+	}
+}
