@@ -3,7 +3,9 @@ package sharepart
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,11 +14,14 @@ import (
 
 // memStore is a Store in memory that can be made to fail.
 type memStore struct {
+	mu   sync.Mutex // guards m
 	m    map[Key][]byte
 	fail error
 }
 
 func (s *memStore) Read(_ context.Context, k Key, _ int32) (Snapshot, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	v, ok := s.m[k]
 	if !ok {
 		return Snapshot{}, false, nil
@@ -29,6 +34,8 @@ func (s *memStore) Write(_ context.Context, k Key, snap Snapshot) error {
 	if s.fail != nil {
 		return s.fail
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.m[k] = EncodeValue(snap)
 	return nil
 }
@@ -220,5 +227,90 @@ func TestSessionsAttachAndDrop(t *testing.T) {
 	}
 	if _, err := s.Next(k, 1, nil, nil); !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("after drop: %v", err)
+	}
+}
+
+// TestManagerConcurrentMembers: members acquiring and acknowledging one
+// share partition at once, with random accepts, releases and rejects,
+// never hold a record together, never see a delivery count past the
+// limit, and leave every record accepted or archived.
+func TestManagerConcurrentMembers(t *testing.T) {
+	store := &memStore{m: map[Key][]byte{}}
+	now := time.UnixMilli(0)
+	k := Key{Group: "g"}
+	const records = 300
+	log := &fakeLog{leader: true, epoch: 1, end: records}
+	m := newTestManager(store, true, &now)
+	var mu sync.Mutex // guards holder and accepted
+	holder := map[int64]string{}
+	accepted := map[int64]bool{}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		member := string(rune('a' + i))
+		rng := rand.New(rand.NewPCG(uint64(i), 7))
+		wg.Go(func() {
+			for range 400 {
+				// The bookkeeping runs inside Do, under the share
+				// partition's lock, so it sees exactly who holds what.
+				var got []AcquiredRange
+				err := m.Do(context.Background(), k, log, func(p *Partition, now int64) error {
+					got = p.Acquire(member, now, 0, records, 1+rng.IntN(7))
+					mu.Lock()
+					defer mu.Unlock()
+					for _, r := range got {
+						for off := r.First; off <= r.Last; off++ {
+							if h, ok := holder[off]; ok || accepted[off] || r.DeliveryCount > testCfg.DeliveryLimit {
+								t.Errorf("%s acquired %d (count %d), held by %q, accepted %v", member, off, r.DeliveryCount, h, accepted[off])
+							}
+							holder[off] = member
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, r := range got {
+					for off := r.First; off <= r.Last; off++ {
+						typ := []AckType{AckAccept, AckRelease, AckReject}[rng.IntN(3)]
+						err := m.Do(context.Background(), k, log, func(p *Partition, now int64) error {
+							if err := p.Acknowledge(member, off, off, []AckType{typ}, now); err != nil {
+								return err
+							}
+							mu.Lock()
+							defer mu.Unlock()
+							delete(holder, off)
+							accepted[off] = accepted[off] || typ == AckAccept
+							return nil
+						})
+						if err != nil {
+							t.Errorf("%s ack %d: %v", member, off, err)
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Whatever is left goes to one member, who accepts it.
+	for {
+		var got []AcquiredRange
+		_ = m.Do(context.Background(), k, log, func(p *Partition, now int64) error {
+			got = p.Acquire("z", now, 0, records, records)
+			for _, r := range got {
+				if err := p.Acknowledge("z", r.First, r.Last, []AckType{AckAccept}, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return nil
+		})
+		if len(got) == 0 {
+			break
+		}
+	}
+	s, _, _ := store.Read(context.Background(), k, -1)
+	if s.StartOffset != records || len(s.Batches) != 0 {
+		t.Fatalf("left %+v, want every record done", s)
 	}
 }
