@@ -327,7 +327,8 @@ func TestShareFetchWakesForReleasedRecords(t *testing.T) {
 }
 
 // TestShareSessionEndsWithItsConnection: a session whose connection
-// closed is gone (its place in the bounded cache too), as in Kafka.
+// closed is gone (its place in the bounded cache too) and its member's
+// records are released, as in Kafka.
 func TestShareSessionEndsWithItsConnection(t *testing.T) {
 	h, id := startShareServer(t, func(acl.Request) bool { return false })
 	first, second := h.dial(), h.dial()
@@ -338,9 +339,12 @@ func TestShareSessionEndsWithItsConnection(t *testing.T) {
 	}
 	first.nc.Close()
 	deadline := time.Now().Add(failsafe)
+	n := 0
+	var count int16
 	for {
 		r := second.roundTrip(shareFetchReq("m3", 0, id, nil)).(*kmsg.ShareFetchResponse)
 		if r.ErrorCode == 0 {
+			n, count, _ = acquired(r)
 			break
 		}
 		if time.Now().After(deadline) {
@@ -350,6 +354,18 @@ func TestShareSessionEndsWithItsConnection(t *testing.T) {
 	}
 	if r := second.roundTrip(shareFetchReq("m", 1, id, nil)).(*kmsg.ShareFetchResponse); r.ErrorCode != kerr.ShareSessionNotFound.Code {
 		t.Fatalf("the closed connection's session: %d", r.ErrorCode)
+	}
+	// m's records were released when its connection closed.
+	for epoch := int32(1); n == 0; epoch++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed connection's records were not released")
+		}
+		req := shareFetchReq("m3", epoch, id, nil)
+		req.MaxWaitMillis = 100
+		n, count, _ = acquired(second.roundTrip(req).(*kmsg.ShareFetchResponse))
+	}
+	if n != 3 || count != 2 {
+		t.Fatalf("acquired %d records with count %d, want m's 3 with count 2", n, count)
 	}
 }
 

@@ -89,14 +89,14 @@ func shareFetchAcks(req *kmsg.ShareFetchRequest) ([]shareAcks, []sharepart.Topic
 
 // shareFetchSession opens, moves on or closes the request's session and
 // returns its partitions. A session ends with the connection that opened
-// it (conn, if set), as Kafka's does; its records' locks then expire.
+// it (conn, if set), as Kafka's does (dropShareSession).
 func (s *Server) shareFetchSession(sg ShareGroups, k sharepart.SessionKey, req *kmsg.ShareFetchRequest, add []sharepart.TopicPartition, conn context.Context) ([]sharepart.TopicPartition, error) {
 	switch req.ShareSessionEpoch {
 	case 0:
 		sessions := sg.ShareSessions()
 		id, parts, err := sessions.Open(k, add)
 		if err == nil && conn != nil {
-			stop := context.AfterFunc(conn, func() { sessions.Drop(k, id) })
+			stop := context.AfterFunc(conn, func() { s.dropShareSession(conn, sg, k, id) })
 			sessions.Attach(k, id, func() { stop() })
 		}
 		return parts, err
@@ -110,6 +110,29 @@ func (s *Server) shareFetchSession(sg ShareGroups, k sharepart.SessionKey, req *
 		}
 	}
 	return sg.ShareSessions().Next(k, req.ShareSessionEpoch, add, forget)
+}
+
+// shareReleaseTimeout bounds the release of a dropped session's records.
+const shareReleaseTimeout = 5 * time.Second
+
+// dropShareSession ends opening id of k's session, whose connection conn
+// closed, and releases its member's records on the session's partitions
+// (within shareReleaseTimeout), unless the server is closing: then their
+// locks expire, or a new leader makes them available. It runs on the
+// goroutine context.AfterFunc starts; Close waits for it.
+func (s *Server) dropShareSession(conn context.Context, sg ShareGroups, k sharepart.SessionKey, id uint64) {
+	parts, ok := sg.ShareSessions().Drop(k, id)
+	s.mu.Lock()
+	if !ok || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.shareReleases.Add(1)
+	s.mu.Unlock()
+	defer s.shareReleases.Done()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), shareReleaseTimeout)
+	defer cancel()
+	s.releaseSession(ctx, sg, k, parts)
 }
 
 // shareFetchOut builds a ShareFetch response's partitions, one per
