@@ -426,3 +426,34 @@ func TestAlterAndDeleteShareGroupOffsets(t *testing.T) {
 		t.Fatalf("deleted state %+v", s)
 	}
 }
+
+// memberBackend knows the share groups' membership.
+type memberBackend struct {
+	*shareBackend
+	members map[string]bool
+}
+
+func (b *memberBackend) ShareMemberKnown(_ context.Context, _, member string) (bool, error) {
+	return b.members[member], nil
+}
+
+// TestShareMembersAreChecked: with the membership known (ShareMembers), a
+// member the group does not have is UNKNOWN_MEMBER_ID.
+func TestShareMembersAreChecked(t *testing.T) {
+	var id [16]byte
+	h := startServerWith(t, Config{}, func(fb *fakeBackend) Backend {
+		ab := &authzBackend{fakeBackend: fb, allowed: func(acl.Request) bool { return true }}
+		cfg := sharepart.ManagerConfig{Partition: sharepart.Config{LockDurationMs: 30000, DeliveryLimit: 2, MaxLocks: 100}, Now: time.Now}
+		store := &memShareStore{m: map[sharepart.Key]sharepart.Snapshot{}}
+		sb := &shareBackend{authzBackend: ab, mgr: sharepart.NewManager(cfg, store), sessions: sharepart.NewSessions(2), store: store}
+		return &memberBackend{shareBackend: sb, members: map[string]bool{"in": true}}
+	})
+	h.fb.addTopic("s", 1)
+	c := h.dial()
+	if r := c.roundTrip(shareFetchReq("out", 0, id, nil)).(*kmsg.ShareFetchResponse); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("a stranger: %d", r.ErrorCode)
+	}
+	if r := c.roundTrip(shareFetchReq("in", 0, id, nil)).(*kmsg.ShareFetchResponse); r.ErrorCode != 0 {
+		t.Fatalf("a member: %d", r.ErrorCode)
+	}
+}

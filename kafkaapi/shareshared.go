@@ -26,6 +26,17 @@ type ShareGroups interface {
 	ShareLockDurationMs() int32
 }
 
+// ShareMembers is an optional capability of a Backend, found by type
+// assertion: the share groups' membership, as their group coordinators
+// know it. With it, ShareFetch and ShareAcknowledge answer a member its
+// group does not have UNKNOWN_MEMBER_ID; without it, any member id is
+// served (franz-go's kfake notes that Kafka checks only the id's form).
+type ShareMembers interface {
+	// ShareMemberKnown reports whether group has member now; an error
+	// (COORDINATOR_NOT_AVAILABLE, say) is answered as it is.
+	ShareMemberKnown(ctx context.Context, group, member string) (bool, error)
+}
+
 // maxShareMemberID is Kafka's bound on a share member id's length.
 const maxShareMemberID = 36
 
@@ -37,8 +48,9 @@ func (s *Server) shareGroups() ShareGroups {
 
 // shareCheck checks a share request's group and member: UNSUPPORTED_VERSION
 // without the capability, INVALID_REQUEST for an empty or over-long id,
-// GROUP_AUTHORIZATION_FAILED without READ on the group. The member is not
-// yet checked against the group's membership (any member id is served).
+// GROUP_AUTHORIZATION_FAILED without READ on the group, UNKNOWN_MEMBER_ID
+// for a member the group does not have (only if the backend knows the
+// membership: ShareMembers).
 func (s *Server) shareCheck(ctx context.Context, group, member *string) (ShareGroups, sharepart.SessionKey, error) {
 	sg := s.shareGroups()
 	switch {
@@ -48,6 +60,15 @@ func (s *Server) shareCheck(ctx context.Context, group, member *string) (ShareGr
 		return nil, sharepart.SessionKey{}, kerr.InvalidRequest
 	case !s.authorizeGroup(ctx, acl.OpRead, *group):
 		return nil, sharepart.SessionKey{}, kerr.GroupAuthorizationFailed
+	}
+	if sm, ok := s.backend.(ShareMembers); ok {
+		known, err := sm.ShareMemberKnown(ctx, *group, *member)
+		switch {
+		case err != nil:
+			return nil, sharepart.SessionKey{}, err
+		case !known:
+			return nil, sharepart.SessionKey{}, kerr.UnknownMemberID
+		}
 	}
 	return sg, sharepart.SessionKey{Group: *group, Member: *member}, nil
 }
