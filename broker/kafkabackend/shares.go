@@ -142,7 +142,9 @@ func (st shareStore) Write(ctx context.Context, key sharepart.Key, s sharepart.S
 
 // retry calls op with key's __share_group_state partition and its leader
 // (creating the topic on first need) until op succeeds, fails for good,
-// or ProduceEnqueue (or ctx) ends.
+// or MetaProposal (or ctx) ends. Repeating a write is harmless: it is a
+// whole snapshot, and the Manager writes a share partition's snapshots
+// one at a time.
 func (st shareStore) retry(ctx context.Context, key sharepart.Key, op func(ctx context.Context, p, node int32) error) error {
 	b := st.b
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.MetaProposal)
