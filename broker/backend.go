@@ -37,6 +37,7 @@ func (n *Node) backendConfig() kafkabackend.Config {
 		TopicLeaders: c.Tuning.TopicLeaders, ProduceEnqueue: c.Tuning.ProduceEnqueue, MetaProposal: c.Tuning.MetaProposal,
 		ReplicaLagMax: c.Tuning.ReplicaLagMax,
 		Tokens:        c.tokensConfig(),
+		Share:         c.ShareGroups,
 	}
 }
 
@@ -50,6 +51,7 @@ func (n *Node) newBackend() *kafkabackend.Backend {
 		DownSince:           n.down.of,
 		PartitionLeader:     n.PartitionLeader,
 		Coordinators:        n.coords,
+		Shares:              n.coords,
 		Replica:             n.backendReplica,
 		Configs:             n.configs,
 		RefuseNewPartitions: n.refuseNewPartitions,

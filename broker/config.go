@@ -35,6 +35,8 @@ type Config struct {
 	SASLUsers []SASLUser
 	// DelegationTokens are the delegation token settings (dtokens.go).
 	DelegationTokens DelegationTokenConfig
+	// ShareGroups configures KIP-932 share groups (shareconfig.go).
+	ShareGroups kafkabackend.ShareConfig
 	// AuthorizationEnabled makes the node check every request against the
 	// cluster's ACLs (kafkabackend/acls.go); off, everything is allowed.
 	AuthorizationEnabled bool
@@ -423,6 +425,7 @@ func DefaultConfig() Config {
 		BootstrapExpect:          1,
 		DefaultPartitions:        1,
 		DelegationTokens:         DefaultDelegationTokens(),
+		ShareGroups:              DefaultShareGroups(),
 		DefaultReplicationFactor: 1,
 		AutoCreateTopics:         true,
 		MaxPartitions:            10000,

@@ -46,7 +46,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data_dir", c.DataDir, "must be set")
 	}
-	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateSecurity, c.validateTopics, c.validateGroups, c.validateLimits, c.validateAuthz, c.validateRaftAuth, c.validateAuthLimits, c.validateDelegationTokens} {
+	for _, check := range []func() error{c.validateAddrs, c.validateListeners, c.validateSecurity, c.validateTopics, c.validateGroups, c.validateLimits, c.validateAuthz, c.validateRaftAuth, c.validateAuthLimits, c.validateDelegationTokens, c.validateShareGroups} {
 		if err := check(); err != nil {
 			return err
 		}

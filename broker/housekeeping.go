@@ -16,7 +16,9 @@ import (
 // Tuning.MetaDutyInterval, the controller's
 // report of the deleted topics whose replicas it has removed
 // (broker/replicas); and, every delegation.token.expiry.check.interval.ms,
-// the metadata leader's removal of expired delegation tokens. Owned by the Node, which stops it (housekeepingDone,
+// the metadata leader's removal of expired delegation tokens; and, every
+// second, the release of expired share-record locks (kafkabackend), and
+// every minute the end of deleted topics' share state (coordhost). Owned by the Node, which stops it (housekeepingDone,
 // closed once every duty has returned) before it closes the coordinators
 // and replicas, so every proposal it makes is answered by a running group.
 func (n *Node) housekeeping() {
@@ -32,6 +34,8 @@ func (n *Node) housekeeping() {
 		{n.cfg.TxnRemoveExpiredInterval, n.coords.ExpireTransactionalIDs},
 		{n.cfg.Tuning.MetaDutyInterval, func() { n.meta.ReportRemovedReplicas(n.ctx, n.reps.HeldTopicIDs) }},
 		{n.cfg.tokenExpiryCheck(), func() { n.meta.ExpireDelegationTokens(n.ctx) }},
+		{shareLockSweep, func() { _ = n.backend.ExpireShareLocks(n.ctx) }},
+		{shareStateSweep, func() { n.coords.ForgetDeletedShareState(n.ctx) }},
 	}
 	var wg sync.WaitGroup
 	for _, d := range duties {

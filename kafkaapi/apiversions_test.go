@@ -70,6 +70,13 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 75, MinVersion: 0, MaxVersion: 0}, // DescribeTopicPartitions
 	{ApiKey: 76, MinVersion: 1, MaxVersion: 1}, // ShareGroupHeartbeat
 	{ApiKey: 77, MinVersion: 1, MaxVersion: 1}, // ShareGroupDescribe
+	{ApiKey: 78, MinVersion: 0, MaxVersion: 2}, // ShareFetch
+	{ApiKey: 79, MinVersion: 0, MaxVersion: 2}, // ShareAcknowledge
+	{ApiKey: 84, MinVersion: 0, MaxVersion: 0}, // ReadShareGroupState
+	{ApiKey: 85, MinVersion: 0, MaxVersion: 1}, // WriteShareGroupState
+	{ApiKey: 90, MinVersion: 0, MaxVersion: 1}, // DescribeShareGroupOffsets
+	{ApiKey: 91, MinVersion: 0, MaxVersion: 0}, // AlterShareGroupOffsets
+	{ApiKey: 92, MinVersion: 0, MaxVersion: 0}, // DeleteShareGroupOffsets
 }
 
 func sameKeys(got []kmsg.ApiVersionsResponseApiKey, want []kmsg.ApiVersionsResponseApiKey) bool {

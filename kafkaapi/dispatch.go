@@ -105,6 +105,13 @@ var apis = []api{
 	{kmsg.DescribeTopicPartitions, 0, 0},
 	{kmsg.ShareGroupHeartbeat, 1, 1},
 	{kmsg.ShareGroupDescribe, 1, 1},
+	{kmsg.ShareFetch, 0, 2},
+	{kmsg.ShareAcknowledge, 0, 2},
+	{kmsg.ReadShareGroupState, 0, 0},
+	{kmsg.WriteShareGroupState, 0, 1},
+	{kmsg.DescribeShareGroupOffsets, 0, 1},
+	{kmsg.AlterShareGroupOffsets, 0, 0},
+	{kmsg.DeleteShareGroupOffsets, 0, 0},
 }
 
 // requestInfo is what the server knows of a request besides its body.
@@ -200,7 +207,7 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	if r := s.startGroupAPI(req, rc); r != nil {
 		return r
 	}
-	if r := s.startToolAPI(req, received); r != nil {
+	if r := s.startToolAPI(req, rc); r != nil {
 		return r
 	}
 	if r := s.startTokenAPI(req, received); r != nil {
@@ -313,8 +320,10 @@ func (s *Server) startGroupAPI(req kmsg.Request, rc requestInfo) responder {
 }
 
 // startToolAPI starts a request of the APIs admin tools describe and
-// steer the cluster with, or returns nil if req is of another API.
-func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
+// steer the cluster with, then the share-group APIs (startShareAPI), or
+// returns nil if req is of none of them.
+func (s *Server) startToolAPI(req kmsg.Request, rc requestInfo) responder {
+	received := rc.received
 	switch req := req.(type) {
 	case *kmsg.ListConfigResourcesRequest:
 		return s.startListConfigResources(req, received)
@@ -335,7 +344,7 @@ func (s *Server) startToolAPI(req kmsg.Request, received time.Time) responder {
 	case *kmsg.UpdateFeaturesRequest:
 		return s.startUpdateFeatures(req, received)
 	}
-	return nil
+	return s.startShareAPI(req, rc)
 }
 
 // answered wraps a response that is ready when the request starts.

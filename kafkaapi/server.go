@@ -36,6 +36,9 @@ type Server struct {
 	// wg counts running Serve calls. Add happens only under mu while
 	// !closed, so it never races with Close's Wait.
 	wg sync.WaitGroup
+	// shareReleases counts the releases of records of share sessions
+	// whose connection closed (sharefetch.go), added to like wg.
+	shareReleases sync.WaitGroup
 }
 
 // New returns a Server that answers requests from backend. It starts
@@ -207,5 +210,6 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.shareReleases.Wait()
 	return nil
 }

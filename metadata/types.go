@@ -131,11 +131,16 @@ const ConsumerOffsetsTopic = "__consumer_offsets"
 // TxnPartition(transactionalID) coordinates the transactional id.
 const TransactionStateTopic = "__transaction_state"
 
+// ShareGroupStateTopic is the internal topic of KIP-932 share-partition
+// state: the latest snapshot of each (group, topic, partition), written
+// by the data partition's leader through the partition its key hashes to.
+const ShareGroupStateTopic = "__share_group_state"
+
 // IsInternal reports whether a topic is one the cluster keeps for itself:
 // clients may read it but not produce to it, create it or see it listed
 // unless they ask.
 func IsInternal(name string) bool {
-	return name == ConsumerOffsetsTopic || name == TransactionStateTopic
+	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || name == ShareGroupStateTopic
 }
 
 // TxnPartition is the partition of TransactionStateTopic (of n) that holds

@@ -13,6 +13,7 @@ import (
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/sharepart"
 	"github.com/minikafka/minikafka-go/txncoord"
 )
 
@@ -105,6 +106,12 @@ type Host struct {
 	groups  ledCoords[*groupCoord]           // on the __consumer_offsets partitions this node leads
 	txns    ledCoords[*txncoord.Coordinator] // on the __transaction_state partitions it leads
 	markers *markerWriter                    // the transaction coordinators' markers
+	// shareLocks serialise the share-state writes of each
+	// __share_group_state partition (sharestate.go).
+	shareLocks [shareStateLocks]sync.Mutex
+	// shareGone are the share partitions whose topic was missing at the
+	// last ForgetDeletedShareState; only its one caller touches it.
+	shareGone map[sharepart.Key]bool
 }
 
 // New makes the Host; its coordinators start as the node gains the

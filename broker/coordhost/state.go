@@ -5,6 +5,7 @@ import (
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition"
+	"github.com/minikafka/minikafka-go/sharepart"
 	"github.com/minikafka/minikafka-go/txncoord"
 )
 
@@ -20,6 +21,9 @@ type State struct {
 	// txnView is the materialised view of a __transaction_state
 	// replica's records (nil for other topics).
 	txnView *txncoord.View
+	// shareView is the materialised view of a __share_group_state
+	// replica's records (nil for other topics).
+	shareView *sharepart.View
 	// verified remembers, while this node leads, the transactions
 	// verified to hold the partition (verified.go).
 	verified Verified
@@ -48,6 +52,9 @@ func Attach(lr *Replica) partition.RecordSink {
 	case metadata.TransactionStateTopic:
 		st.txnView = txncoord.NewView()
 		return txnViewSink{view: st.txnView, logger: lr.Logger()}
+	case metadata.ShareGroupStateTopic:
+		st.shareView = sharepart.NewView()
+		return shareViewSink{view: st.shareView, logger: lr.Logger()}
 	}
 	return nil
 }

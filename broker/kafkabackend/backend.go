@@ -143,6 +143,8 @@ type Config struct {
 	ReplicaLagMax time.Duration
 	// Tokens are the delegation token settings (dtokens.go).
 	Tokens TokenConfig
+	// Share configures share groups (shares.go).
+	Share ShareConfig
 }
 
 // Deps are the parts of the node the Backend uses.
@@ -157,6 +159,8 @@ type Deps struct {
 	// this node sees them; ok is false while it has none.
 	PartitionLeader func(topic string, p int32) (leader, epoch int32, ok bool)
 	Coordinators    Coordinators
+	// Shares is the node's share coordinator (shares.go).
+	Shares ShareCoordinator
 	// Replica looks up this node's replica of topic/p.
 	Replica func(topic string, p int32) (Replica, bool)
 	// Configs resolves the cluster-wide dynamic configs.
@@ -175,14 +179,19 @@ type Deps struct {
 // Backend answers the Kafka front end (kafkaapi.Server) from the node's
 // state.
 type Backend struct {
-	cfg  Config
-	deps Deps
+	cfg    Config
+	deps   Deps
+	shares *shares // the share partitions this node leads, and its share sessions
 }
 
 var _ kafkaapi.Backend = (*Backend)(nil)
 
 // New makes the Backend; it starts nothing.
-func New(cfg Config, deps Deps) *Backend { return &Backend{cfg: cfg, deps: deps} }
+func New(cfg Config, deps Deps) *Backend {
+	b := &Backend{cfg: cfg, deps: deps}
+	b.shares = newShares(b)
+	return b
+}
 
 // AutoCreateTopics reports whether a Metadata request for an unknown
 // topic creates it (auto.create.topics.enable).

@@ -155,7 +155,7 @@ func (b *Backend) dirtyRatios() kafkaapi.ConfigEntry {
 func configEntries(c Config) []kafkaapi.ConfigEntry {
 	str, num, boolean := kmsg.ConfigTypeString, kmsg.ConfigTypeInt, kmsg.ConfigTypeBoolean
 	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return []kafkaapi.ConfigEntry{
+	return append([]kafkaapi.ConfigEntry{
 		{Name: "broker.id", Value: itoa(int64(c.NodeID)), Type: num},
 		{Name: "node.id", Value: itoa(int64(c.NodeID)), Type: num},
 		{Name: "listeners", Value: "PLAINTEXT://" + c.KafkaAddr, Type: kmsg.ConfigTypeList},
@@ -187,5 +187,5 @@ func configEntries(c Config) []kafkaapi.ConfigEntry {
 		{Name: "minikafka.producer.window", Value: itoa(int64(c.ProducerWindow)), Type: num},
 		{Name: "minikafka.max.partitions", Value: itoa(int64(c.MaxPartitions)), Type: num},
 		{Name: NodeCapacityConfig, Value: itoa(int64(c.MaxNodeReplicas)), Type: num},
-	}
+	}, shareConfigEntries(c.Share)...)
 }

@@ -294,8 +294,8 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.GroupMinSessionTimeout = g.duration("group_min_session_timeout")
 	c.GroupMaxSessionTimeout = g.duration("group_max_session_timeout")
 	c.GroupConsumer = consumerGroupConfig(g)
-	c.GroupShare = groupcoord.ShareConfig{SessionTimeout: g.duration("group_share_session_timeout"),
-		HeartbeatInterval: g.duration("group_share_heartbeat_interval"), MaxSize: g.int("group_share_max_size")}
+	c.GroupShare = shareMembershipConfig(g)
+	c.ShareGroups = shareGroupConfig(g)
 	c.SegmentBytes = g.int64("segment_bytes")
 	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
@@ -446,14 +446,5 @@ func consumerGroupConfig(g *getter) groupcoord.ConsumerConfig {
 		MinHeartbeatInterval: g.duration("group_consumer_min_heartbeat_interval"), MaxHeartbeatInterval: g.duration("group_consumer_max_heartbeat_interval"),
 		MaxSize: g.int("group_consumer_max_size"), Assignors: g.list("group_consumer_assignors"),
 		MigrationPolicy: g.string("group_consumer_migration_policy"),
-	}
-}
-
-// shareGroupKeys are the KIP-932 share group keys (Kafka's group.share.*).
-func shareGroupKeys() []key {
-	return []key{
-		{"group_share_session_timeout", groupcoord.DefaultShareSessionTimeout, "session timeout of share group members (group.share.session.timeout.ms)"},
-		{"group_share_heartbeat_interval", groupcoord.DefaultShareHeartbeatInterval, "heartbeat interval given to share group members, below group_share_session_timeout (group.share.heartbeat.interval.ms)"},
-		{"group_share_max_size", groupcoord.DefaultShareMaxSize, "most members of a share group, at most 1000 (group.share.max.size)"},
 	}
 }

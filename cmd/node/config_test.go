@@ -114,6 +114,10 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "idle too short", env: []string{"MINIKAFKA_CONNECTIONS_MAX_IDLE", "0s"}, key: "connections_max_idle", value: "0s"},
 		{name: "no partitions allowed", args: []string{"--max-partitions", "0"}, key: "max_partitions", value: "0"},
 		{name: "offsets topic of no partitions", args: []string{"--offsets-topic-partitions", "0"}, key: "offsets_topic_partitions", value: "0"},
+		{name: "unknown share offset reset", args: []string{"--share-auto-offset-reset", "none"}, key: "share_auto_offset_reset", value: "none"},
+		{name: "share delivery limit too high", args: []string{"--share-delivery-count-limit", "11"}, key: "share_delivery_count_limit", value: "11"},
+		{name: "share locks past the window", env: []string{"MINIKAFKA_SHARE_PARTITION_MAX_RECORD_LOCKS", "20000"}, key: "share_partition_max_record_locks", value: "20000"},
+		{name: "share lock too short", args: []string{"--share-record-lock-duration", "10ms"}, key: "share_record_lock_duration", value: "10ms"},
 		{name: "negative rebalance delay", args: []string{"--group-initial-rebalance-delay", "-1s"}, key: "group_initial_rebalance_delay", value: "-1s"},
 		{name: "unknown log store", yaml: "raft:\n  log_store: rocksdb\n", key: "raft.log_store", value: "rocksdb"},
 		{name: "write caching not a bool", args: []string{"--write-caching-default", "maybe"}, key: "write_caching_default", value: "maybe"},
@@ -367,37 +371,5 @@ func TestConsumerGroupKeys(t *testing.T) {
 	_, err = loadConfig([]string{"--group-consumer-session-timeout", "1s"}, env(), &bytes.Buffer{})
 	if ce, ok := errors.AsType[*broker.ConfigError](err); !ok || ce.Key != "group_consumer_session_timeout" {
 		t.Fatalf("a session timeout below its min: %v, want an error naming group_consumer_session_timeout", err)
-	}
-}
-
-// The share group keys (Kafka's group.share.*) have Kafka's defaults,
-// are read from the file, flags and environment, and a bad value is an
-// error naming its key.
-func TestShareGroupKeys(t *testing.T) {
-	o, err := loadConfig(nil, env(), &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sc, err := o.GroupShare.WithDefaults(); err != nil || sc.SessionTimeout != 45*time.Second ||
-		sc.HeartbeatInterval != 5*time.Second || sc.MaxSize != 200 {
-		t.Fatalf("defaults: %+v %v", sc, err)
-	}
-	p := writeYAML(t, "node_id: 1\ngroup_share_session_timeout: 3s\n")
-	o, err = loadConfig([]string{"--config", p, "--group-share-heartbeat-interval", "500ms"},
-		env("MINIKAFKA_GROUP_SHARE_MAX_SIZE", "7"), &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sc := o.GroupShare; sc.SessionTimeout != 3*time.Second || sc.HeartbeatInterval != 500*time.Millisecond || sc.MaxSize != 7 {
-		t.Fatalf("set: %+v", sc)
-	}
-	for args, key := range map[string]string{
-		"--group-share-heartbeat-interval=1m": "group_share_heartbeat_interval",
-		"--group-share-max-size=1001":         "group_share_max_size",
-	} {
-		_, err = loadConfig([]string{args}, env(), &bytes.Buffer{})
-		if ce, ok := errors.AsType[*broker.ConfigError](err); !ok || ce.Key != key {
-			t.Errorf("%s: %v, want an error naming %s", args, err, key)
-		}
 	}
 }

@@ -66,6 +66,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		// Fewer Raft groups for __consumer_offsets, and no wait for more
 		// members before a new group's first rebalance.
 		cfg.OffsetsTopicPartitions = 4
+		cfg.ShareGroups.StatePartitions = 4
 		cfg.GroupInitialRebalanceDelay = 0
 		cfg.GroupMinSessionTimeout = 100 * time.Millisecond
 		// The reserve the node needs, not 5% of the machine's disk: the

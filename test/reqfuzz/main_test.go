@@ -65,6 +65,7 @@ auto_create_topics: true
 max_partitions: 300
 offsets_topic_partitions: 3
 transaction_state_partitions: 3
+share_state_partitions: 3
 segment_bytes: 16777216
 log_retention_bytes: 67108864
 # The leaders' periodic duties run every few seconds, so that even a short
