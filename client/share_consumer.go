@@ -61,7 +61,7 @@ type ShareConsumer struct {
 	wake    chan struct{} // capacity 1: the assignment changed, or Close began
 	closing chan struct{} // closed by Close: a waiting Poll returns
 
-	pollMu   sync.Mutex               // serializes Poll, CommitSync and Close, which own sessions
+	pollMu   sync.Mutex              // serializes Poll, CommitSync and Close, which own sessions
 	sessions map[int32]*shareSession // by broker; guarded by pollMu
 
 	mu        sync.Mutex // guards the fields below
