@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
@@ -331,5 +333,54 @@ func TestAckRuns(t *testing.T) {
 	want := []ackBatch{{3, 5, 1}, {7, 7, 1}, {8, 9, 2}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ackRuns = %v, want %v", got, want)
+	}
+}
+
+// A share session the broker lost is opened again; the acknowledgements
+// it carried fail (the records come back once their locks end); a
+// partition whose leader moved is fetched from the new leader.
+func TestShareConsumerSessionLostAndLeaderMove(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(1, "t"),
+		kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "50", "group.share.record.lock.duration.ms": "500", "share.record.lock.sweep.interval.ms": "100"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	kc.SetGroupConfigs("sg", map[string]string{"share.auto.offset.reset": "earliest"})
+	produceEach(t, kc, "t", 1, 0, 1)
+	results := make(chan map[TopicPartition]error, 10)
+	s := newShare(t, shareOpts(kc, "sg", "t", OnShareAcknowledged(func(m map[TopicPartition]error) { results <- m }))...)
+	first := pollN(t, s, 1)
+	var lost atomic.Bool
+	kc.ControlKey(78, func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ShareFetchRequest)
+		if r.ShareSessionEpoch <= 0 {
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
+		resp.ErrorCode = ErrShareSessionNotFound.Code
+		lost.Store(true)
+		return resp, nil, true
+	})
+	// The implicit acceptance goes with the failed fetch: it fails, and
+	// the record comes back with delivery count 2 from a new session.
+	again := pollN(t, s, 1)
+	if !lost.Load() || again[0].Offset != first[0].Offset || again[0].DeliveryCount != 2 {
+		t.Fatalf("after the lost session got %+v (lost %v); want offset %d again with delivery count 2", again[0], lost.Load(), first[0].Offset)
+	}
+	if m := <-results; !errors.Is(m[TopicPartition{"t", 0}], ErrShareSessionLost) {
+		t.Fatalf("acknowledgement outcome %v; want ErrShareSessionLost", m)
+	}
+	if _, err := s.CommitSync(timeoutCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	leader := kc.LeaderFor("t", 0)
+	if err := kc.MoveTopicPartition("t", 0, 1-leader); err != nil {
+		t.Fatal(err)
+	}
+	produceEach(t, kc, "t", 1, 1, 1)
+	moved := pollN(t, s, 1)
+	if moved[0].Offset != 1 || moved[0].DeliveryCount != 1 {
+		t.Fatalf("after the leader moved got %+v; want offset 1", moved[0])
 	}
 }
