@@ -214,13 +214,15 @@ func byTopicMap[V any](m map[tp]V) map[string][]int32 {
 	return byTopic(slices.Collect(maps.Keys(m)))
 }
 
-// noteStale asks for fresh metadata when err says a leader moved.
-func (s *ShareConsumer) noteStale(err error) {
+// noteStale asks for fresh metadata when err says a leader moved, and
+// reports whether it did.
+func (s *ShareConsumer) noteStale(err error) bool {
 	for _, stale := range []error{ErrNotLeaderOrFollower, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch,
 		ErrUnknownTopicOrPartition, ErrLeaderNotAvailable, ErrKafkaStorageError, ErrUnknownTopicID} {
 		if errors.Is(err, stale) {
 			s.cl.triggerRefresh()
-			return
+			return true
 		}
 	}
+	return false
 }

@@ -17,9 +17,10 @@ import (
 // fetchResult is what one ShareFetch brought: records, the outcome of the
 // acknowledgements it carried, and its error.
 type fetchResult struct {
-	recs []*ShareRecord
-	acks map[TopicPartition]error
-	err  error
+	recs  []*ShareRecord
+	acks  map[TopicPartition]error
+	err   error
+	stale bool // a partition's leader moved: wait for metadata before asking again
 }
 
 // wantByLeader groups the assigned partitions by leader. A partition
@@ -80,7 +81,7 @@ func (s *ShareConsumer) fetchRound(ctx context.Context) ([]*ShareRecord, bool, e
 		out = append(out, r.recs...)
 		maps.Copy(ackResults, r.acks)
 		switch {
-		case r.err == nil:
+		case r.err == nil && (!r.stale || len(r.recs) > 0):
 			progress = true
 		case firstErr == nil && !IsRetriable(r.err) && ctx.Err() == nil:
 			firstErr = r.err
@@ -214,7 +215,7 @@ func (s *ShareConsumer) takeFetched(node int32, ss *shareSession, r *kmsg.ShareF
 				res.acks[TopicPartition{name, rp.Partition}] = kafkaErr(rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage)
 			}
 			if err := kafkaErr(rp.ErrorCode, rp.ErrorMessage); err != nil {
-				s.noteStale(err)
+				res.stale = res.stale || s.noteStale(err)
 				if !IsRetriable(err) && res.err == nil && !errors.Is(err, ErrNotLeaderOrFollower) {
 					res.err = fmt.Errorf("share fetch %s[%d]: %w", name, rp.Partition, err)
 				}
