@@ -83,10 +83,17 @@ func (a *app) shareGroupDescribeCommand() *cobra.Command {
 					return notFound(args[0], err)
 				}
 				offs, err := adm.ShareGroupOffsets(ctx, args[0])
+				var ue *client.ShareUnsupportedError
+				if errors.As(err, &ue) {
+					// A cluster may serve share-group heartbeats before
+					// their offsets: show what it has.
+					writeShareGroup(a.stdout, d, nil, ue)
+					return nil
+				}
 				if err != nil {
 					return notFound(args[0], err)
 				}
-				writeShareGroup(a.stdout, d, offs)
+				writeShareGroup(a.stdout, d, offs, nil)
 				return nil
 			})
 		},
@@ -94,8 +101,8 @@ func (a *app) shareGroupDescribeCommand() *cobra.Command {
 }
 
 // writeShareGroup prints a share group: a summary line, its members, and
-// its partitions.
-func writeShareGroup(w io.Writer, d *client.GroupDetail, offs []client.ShareGroupOffset) {
+// its partitions, or why they are unknown (offsErr).
+func writeShareGroup(w io.Writer, d *client.GroupDetail, offs []client.ShareGroupOffset, offsErr error) {
 	fmt.Fprintf(w, "share group %q: state %s, group epoch %d, assignment epoch %d, assignor %s, %d %s, coordinator %d\n",
 		d.Group, d.State, d.GroupEpoch, d.AssignmentEpoch, dash(d.Assignor), len(d.Members), plural(len(d.Members), "member"), d.Coordinator)
 	if len(d.Members) > 0 {
@@ -108,7 +115,11 @@ func writeShareGroup(w io.Writer, d *client.GroupDetail, offs []client.ShareGrou
 		tw.Flush()
 	}
 	fmt.Fprintln(w)
-	if len(offs) == 0 {
+	switch {
+	case offsErr != nil:
+		fmt.Fprintf(w, "start offsets unknown: %v\n", offsErr)
+		return
+	case len(offs) == 0:
 		fmt.Fprintln(w, "no start offsets")
 		return
 	}

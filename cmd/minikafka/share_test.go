@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/minikafka/minikafka-go/client"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
 // newShareKfake is a kfake serving share groups, whose group s reads
@@ -143,5 +144,41 @@ func TestCLIShareGroupErrors(t *testing.T) {
 		if r := runCLI(t, "", append(args, g...)...); r.code != 2 {
 			t.Errorf("minikafka %v: exit %d (%q), want a usage error", args, r.code, r.stderr)
 		}
+	}
+}
+
+// Against our cluster, which serves share-group heartbeats and describe
+// but (until ShareFetch lands) not fetching: a member shows in
+// share-group describe, and consume --share-group says what is missing.
+func TestCLIShareGroupMiniKafka(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	g := []string{"--brokers", strings.Join(c.Seeds(), ","), "--timeout", "20s"}
+	cmd := func(args ...string) []string { return append(args, g...) }
+	mustRun(t, "", cmd("topic", "create", "events", "--partitions", "2", "--replication-factor", "1")...)
+	r := runCLI(t, "", cmd("consume", "events", "--share-group", "s", "-n", "1")...)
+	served := r.code == 0
+	if !served && !strings.Contains(r.stderr, "the cluster does not serve share groups (ShareFetch)") {
+		t.Fatalf("consume --share-group: exit %d, %q", r.code, r.stderr)
+	}
+	s, err := client.NewShareConsumer(client.Brokers(c.Seeds()...), client.ClientID("member-a"), client.ShareGroup("s2"), client.ConsumeTopics("events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for deadline := time.Now().Add(20 * time.Second); len(s.Assigned()["events"]) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the member got no assignment")
+		}
+	}
+	id, _ := s.MemberID()
+	out := mustRun(t, "", cmd("share-group", "describe", "s2")...).stdout
+	if !served && !strings.Contains(out, "start offsets unknown: the cluster does not serve share groups (DescribeShareGroupOffsets)") {
+		t.Fatalf("share-group describe printed:\n%s", out)
+	}
+	if !strings.Contains(out, `share group "s2": state Stable`) || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(id)+` +member-a +\S+ +[1-9][0-9]* +events\[0,1\]$`).MatchString(out) {
+		t.Fatalf("share-group describe printed:\n%s", out)
+	}
+	if out := mustRun(t, "", cmd("share-group", "list")...).stdout; !regexp.MustCompile(`(?m)^s2 +Stable +[0-9]+$`).MatchString(out) {
+		t.Fatalf("share-group list printed:\n%s", out)
 	}
 }
