@@ -120,7 +120,7 @@ func (s *ShareConsumer) Assigned() map[string][]int32 {
 // none accepts them all. The acknowledgements go to the broker with the
 // next ShareFetch (Poll), or at once with CommitSync. A record not
 // returned by the last Poll, or acknowledged already, gives
-// ErrNotDelivered.
+// ErrNotDelivered; after Close, ErrClosed.
 func (s *ShareConsumer) Acknowledge(rec *ShareRecord, kind AckKind) error {
 	if kind != AckAccept && kind != AckRelease && kind != AckReject {
 		return fmt.Errorf("client: acknowledge: unknown kind %d: %w", kind, ErrInvalidConfig)
@@ -128,6 +128,9 @@ func (s *ShareConsumer) Acknowledge(rec *ShareRecord, kind AckKind) error {
 	key := ackKey{tp{rec.Topic, rec.Partition}, rec.Offset}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	sk, ok := s.delivered[key]
 	if !ok {
 		return fmt.Errorf("acknowledge %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, ErrNotDelivered)

@@ -384,3 +384,38 @@ func TestShareConsumerSessionLostAndLeaderMove(t *testing.T) {
 		t.Fatalf("after the leader moved got %+v; want offset 1", moved[0])
 	}
 }
+
+// A member the coordinator no longer knows joins again (epoch 0, same
+// member id) and goes on receiving.
+func TestShareConsumerRejoinsWhenUnknown(t *testing.T) {
+	kc := newShareKfake(t, 1, 1, "sg", "t")
+	produceEach(t, kc, "t", 1, 0, 1)
+	s := newShare(t, shareOpts(kc, "sg", "t")...)
+	pollN(t, s, 1)
+	id, epoch := s.MemberID()
+	var fenced, rejoined atomic.Bool
+	kc.ControlKey(76, func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ShareGroupHeartbeatRequest)
+		if r.MemberEpoch <= 0 {
+			if fenced.Load() && r.MemberEpoch == 0 && r.MemberID == id {
+				rejoined.Store(true)
+			}
+			return nil, nil, false
+		}
+		kc.KeepControl()
+		if fenced.Swap(true) {
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode = ErrUnknownMemberID.Code
+		return resp, nil, true
+	})
+	checkFor(t, "the member to rejoin with its id", rejoined.Load)
+	produceEach(t, kc, "t", 1, 1, 1)
+	if got := pollN(t, s, 1); got[0].Offset != 1 {
+		t.Fatalf("after rejoining got %+v; want offset 1", got[0])
+	}
+	if id2, epoch2 := s.MemberID(); id2 != id || epoch2 <= 0 {
+		t.Fatalf("member %s epoch %d after rejoining (was %s epoch %d)", id2, epoch2, id, epoch)
+	}
+}
