@@ -267,7 +267,9 @@ func (s *ShareConsumer) Close(ctx context.Context) error {
 }
 
 // Poll returns the next records acquired for this member, waiting until
-// there are some or ctx ends (then it returns ctx's error). First it
+// there are some or ctx ends (then it returns ctx's error; a fetch
+// already sent is waited for, its wait cut to ctx's deadline, so that no
+// acquired record is lost to a cancelled request). First it
 // settles the records of the previous Poll (see Acknowledge); their
 // acknowledgements go with the fetches. Records come in offset order per
 // partition. Errors that end the membership (the group id belongs to a
@@ -282,6 +284,9 @@ func (s *ShareConsumer) Poll(ctx context.Context) ([]*ShareRecord, error) {
 	for attempt := 1; ; attempt++ {
 		if err := s.usable(); err != nil {
 			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
 		recs, progress, err := s.fetchRound(ctx)
 		if len(recs) > 0 || err != nil {

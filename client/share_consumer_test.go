@@ -419,3 +419,36 @@ func TestShareConsumerRejoinsWhenUnknown(t *testing.T) {
 		t.Fatalf("member %s epoch %d after rejoining (was %s epoch %d)", id2, epoch2, id, epoch)
 	}
 }
+
+// Polls whose context ends before the broker's wait lose nothing: the
+// fetch is waited for (its wait cut to the deadline), so no record is
+// acquired into a cancelled request and delivered again later.
+func TestShareConsumerShortPolls(t *testing.T) {
+	kc := newShareKfake(t, 1, 1, "sg", "t")
+	s := newShare(t, shareOpts(kc, "sg", "t", FetchMaxWait(time.Second))...)
+	checkFor(t, "an assignment", func() bool { return len(s.Assigned()["t"]) == 1 })
+	var got []*ShareRecord
+	for i := 0; len(got) < 5; i++ {
+		if i == 10 {
+			produceEach(t, kc, "t", 1, 0, 5)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		recs, err := s.Poll(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal(err)
+		}
+		got = append(got, recs...)
+		if i > 2000 {
+			t.Fatalf("after %d polls got %d records", i, len(got))
+		}
+	}
+	for _, r := range got {
+		if r.DeliveryCount != 1 {
+			t.Fatalf("record %d delivered %d times: a cancelled fetch lost it", r.Offset, r.DeliveryCount)
+		}
+	}
+	if res, err := s.CommitSync(timeoutCtx(t)); err != nil || len(res) != 1 {
+		t.Fatalf("CommitSync = %v, %v", res, err)
+	}
+}

@@ -47,8 +47,14 @@ func (s *ShareConsumer) wantByLeader() map[int32]map[tp]bool {
 // fetchRound sends one ShareFetch to every broker that leads an assigned
 // partition, has acknowledgements pending, or has partitions in its
 // session to forget; all at once. It reports whether any was answered.
-// Called with pollMu.
+// A sent ShareFetch is always waited for, since its answer moves the
+// session on and carries records acquired for us: rather than cancel it,
+// the broker's wait is cut to ctx's deadline. Called with pollMu.
 func (s *ShareConsumer) fetchRound(ctx context.Context) ([]*ShareRecord, bool, error) {
+	wait := s.cfg.fetchMaxWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(min(wait, time.Until(dl)), 0)
+	}
 	want := s.wantByLeader()
 	nodes := slices.Collect(maps.Keys(want))
 	for _, n := range s.pendingNodes() {
@@ -70,7 +76,7 @@ func (s *ShareConsumer) fetchRound(ctx context.Context) ([]*ShareRecord, bool, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = s.shareFetch(ctx, node, ss, want[node], acks)
+			results[i] = s.shareFetch(context.WithoutCancel(ctx), node, ss, want[node], acks, wait)
 		}()
 	}
 	wg.Wait()
@@ -97,10 +103,10 @@ func (s *ShareConsumer) fetchRound(ctx context.Context) ([]*ShareRecord, bool, e
 // every wanted partition, later the new ones and those with
 // acknowledgements, and the ones to forget. It returns the partitions it
 // adds and forgets.
-func (s *ShareConsumer) fetchRequest(ss *shareSession, want map[tp]bool, acks map[tp][]ackBatch) (*kmsg.ShareFetchRequest, []tp, []tp) {
+func (s *ShareConsumer) fetchRequest(ss *shareSession, want map[tp]bool, acks map[tp][]ackBatch, wait time.Duration) (*kmsg.ShareFetchRequest, []tp, []tp) {
 	req := kmsg.NewPtrShareFetchRequest()
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(s.cfg.share.group), kmsg.StringPtr(s.memberID), ss.epoch
-	req.MaxWaitMillis = int32(s.cfg.fetchMaxWait / time.Millisecond)
+	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes, req.MaxBytes = 1, s.cfg.fetchMaxBytes
 	req.MaxRecords, req.BatchSize = s.cfg.share.maxRecords, s.cfg.share.maxRecords
 	send := map[tp]bool{}
@@ -154,15 +160,15 @@ func (s *ShareConsumer) fetchRequest(ss *shareSession, want map[tp]bool, acks ma
 // session (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, a broken
 // connection) is opened again by the next request; acknowledgements it
 // carried fail, and the broker delivers those records again.
-func (s *ShareConsumer) shareFetch(ctx context.Context, node int32, ss *shareSession, want map[tp]bool, acks map[tp][]ackBatch) fetchResult {
-	req, added, forgotten := s.fetchRequest(ss, want, acks)
+func (s *ShareConsumer) shareFetch(ctx context.Context, node int32, ss *shareSession, want map[tp]bool, acks map[tp][]ackBatch, wait time.Duration) fetchResult {
+	req, added, forgotten := s.fetchRequest(ss, want, acks, wait)
 	res := fetchResult{acks: map[TopicPartition]error{}}
 	failAcks := func(err error) {
 		for t := range acks {
 			res.acks[TopicPartition{t.topic, t.partition}] = err
 		}
 	}
-	resp, err := s.cl.request(ctx, node, req, s.cfg.fetchMaxWait)
+	resp, err := s.cl.request(ctx, node, req, wait)
 	if err == nil {
 		r := resp.(*kmsg.ShareFetchResponse)
 		err = kafkaErr(r.ErrorCode, r.ErrorMessage)
@@ -188,8 +194,6 @@ func (s *ShareConsumer) shareFetch(ctx context.Context, node int32, ss *shareSes
 	case errors.Is(err, ErrShareSessionNotFound) || errors.Is(err, ErrInvalidShareSessionEpoch):
 		s.cfg.logger.Debug("share session lost; reopening", "node", node, "err", err)
 		return res
-	case ctx.Err() != nil:
-		res.err = ctx.Err()
 	default:
 		res.err = fmt.Errorf("share fetch from broker %d: %w", node, shareUnsupported("ShareFetch", err))
 	}
