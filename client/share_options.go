@@ -35,8 +35,8 @@ func ShareMaxRecords(n int32) Opt {
 // implicitly by Poll): nil for a partition whose acknowledgements the
 // broker took, or why it did not (the records are then delivered again
 // once their acquisition lock ends). It runs on the goroutine calling
-// Poll (Kafka's AcknowledgementCommitCallback). Default none. Share
-// option.
+// Poll (Kafka's AcknowledgementCommitCallback); it must not call Poll,
+// CommitSync or Close. Default none. Share option.
 func OnShareAcknowledged(fn func(map[TopicPartition]error)) Opt {
 	return mk("OnShareAcknowledged", shareOpt, func(c *config) { c.share.onAcks = fn })
 }
