@@ -155,7 +155,8 @@ func TestCLIShareGroupMiniKafka(t *testing.T) {
 	g := []string{"--brokers", strings.Join(c.Seeds(), ","), "--timeout", "20s"}
 	cmd := func(args ...string) []string { return append(args, g...) }
 	mustRun(t, "", cmd("topic", "create", "events", "--partitions", "2", "--replication-factor", "1")...)
-	r := runCLI(t, "", cmd("consume", "events", "--share-group", "s", "-n", "1")...)
+	// --idle-timeout ends the run once the cluster serves ShareFetch.
+	r := runCLI(t, "", cmd("consume", "events", "--share-group", "s", "-n", "1", "--idle-timeout", "2s")...)
 	served := r.code == 0
 	if !served && !strings.Contains(r.stderr, "the cluster does not serve share groups (ShareFetch)") {
 		t.Fatalf("consume --share-group: exit %d, %q", r.code, r.stderr)
