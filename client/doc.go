@@ -169,6 +169,38 @@
 // its partitions (OnLost) and joins again at epoch 0; Close leaves with
 // epoch -1. The duties above are the same.
 //
+// # Consuming in a share group
+//
+// A ShareConsumer is a member of a share group (KIP-932, Kafka's
+// KafkaShareConsumer): the group's members read the same partitions at
+// once, and the broker hands each record to one member at a time, under
+// a time lock. A caller's duties, in order:
+//
+//  1. Create it with NewShareConsumer, ShareGroup and ConsumeTopics. It
+//     joins in the background (ShareGroupHeartbeat, with a member id it
+//     makes itself, at the interval the coordinator sets). Where a new
+//     group starts reading is the group's share.auto.offset.reset config
+//     (latest by default), not a client option.
+//  2. Call Poll in a loop from one goroutine. It fetches from each
+//     assigned partition's leader, one share session per broker, and
+//     returns ShareRecords: the record and its DeliveryCount (1 the first
+//     time).
+//  3. Acknowledge each record with AckAccept (done), AckRelease
+//     (deliver it again, to any member) or AckReject (never again); or
+//     acknowledge none of a Poll's records, and the next Poll, commit or
+//     Close accepts them all. Acknowledging some but not all makes the
+//     next Poll fail with ErrUnacknowledged.
+//  4. Acknowledgements go with the next ShareFetch (CommitAsync settles
+//     them; OnShareAcknowledged reports their outcome), or at once with
+//     CommitSync, which waits and returns the outcome per partition.
+//  5. Close: it sends what is pending, closes the share sessions (the
+//     broker releases the records still held), and leaves the group.
+//
+// A share session the broker lost is opened again; acknowledgements
+// sent in it fail with ErrShareSessionLost, and their records come back.
+// A cluster without share groups gives a *ShareUnsupportedError naming the
+// missing API.
+//
 // # Administration
 //
 // NewAdmin creates, lists and describes topics, and describes the cluster:
@@ -178,9 +210,11 @@
 // a KIP-848 group also the epochs, the assignor and each member's target
 // assignment), deletes, reports committed offsets and
 // lag (GroupOffsets), and resets the offsets of a group without members
-// (ResetGroupOffsets). Client quotas (per user, client id or both, named
-// or default) are set with SetQuotas, removed with DeleteQuotas and read
-// with ListQuotas.
+// (ResetGroupOffsets). Share groups are listed with type share, described
+// with DescribeShareGroup, and their start offsets and lag read with
+// ShareGroupOffsets and reset with ResetShareGroupOffsets. Client quotas
+// (per user, client id or both, named or default) are set with SetQuotas,
+// removed with DeleteQuotas and read with ListQuotas.
 //
 // # Errors
 //

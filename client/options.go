@@ -31,12 +31,13 @@ const (
 	producerOpt
 	consumerOpt
 	groupOpt // group consumer (NewGroupConsumer)
+	shareOpt // share consumer (NewShareConsumer)
 )
 
 // accepts reports whether a client of kind k takes an option of kind o: a
 // group consumer is a consumer too.
 func (k optKind) accepts(o optKind) bool {
-	return o == anyOpt || o == k || (k == groupOpt && o == consumerOpt)
+	return o == anyOpt || o == k || ((k == groupOpt || k == shareOpt) && o == consumerOpt)
 }
 
 func (k optKind) String() string {
@@ -47,6 +48,8 @@ func (k optKind) String() string {
 		return "a consumer"
 	case groupOpt:
 		return "a group consumer"
+	case shareOpt:
+		return "a share consumer"
 	}
 	return "a client"
 }
@@ -164,6 +167,8 @@ type config struct {
 	onLost           PartitionsCallback
 	groupProtocol    RebalanceProtocol
 	remoteAssignor   string // KIP-848 server assignor; "" lets the broker choose
+
+	share shareConfig // share consumer (share_options.go)
 }
 
 func defaultConfig() *config {
@@ -248,6 +253,11 @@ func (c *config) validate(k optKind) error {
 	}
 	if k == groupOpt {
 		if err := c.validateGroup(); err != nil {
+			return err
+		}
+	}
+	if k == shareOpt {
+		if err := c.validateShare(); err != nil {
 			return err
 		}
 	}

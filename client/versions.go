@@ -55,6 +55,12 @@ var clientVersions = map[int16][2]int16{
 	66: {0, 0},  // ListTransactions
 	68: {0, 1},  // ConsumerGroupHeartbeat (KIP-848): v1 has the member make its own id
 	69: {0, 1},  // ConsumerGroupDescribe
+	76: {1, 1},  // ShareGroupHeartbeat (KIP-932): v0 was Kafka 4.0's early access
+	77: {1, 1},  // ShareGroupDescribe
+	78: {1, 1},  // ShareFetch: v2 adds lock renewal, which we do not send
+	79: {1, 1},  // ShareAcknowledge
+	90: {0, 1},  // DescribeShareGroupOffsets: v1 adds lag
+	91: {0, 0},  // AlterShareGroupOffsets
 }
 
 // pickVersion is the highest version both sides speak. Called with c.mu.

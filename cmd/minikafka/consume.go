@@ -18,7 +18,7 @@ func (a *app) consumeCommand() *cobra.Command {
 	var maxRecords int
 	var format string
 	var idle time.Duration
-	var group, protocol string
+	var group, protocol, shareGroup, ack string
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
 		Short: "Print records of a topic to standard output",
@@ -35,6 +35,14 @@ from the group's committed offset (where there is none: the end, or the
 start with --from-beginning), and what it prints is committed, so that the
 next member of the group continues exactly after it. --group-protocol consumer
 joins with KIP-848's protocol (the broker assigns; Kafka's group.protocol).
+
+With --share-group, consume joins that share group (KIP-932): its members
+read the same partitions at once, the broker handing each record to one of
+them; each printed record is acknowledged with --ack (accept, the default;
+release: it is delivered again; reject: it never is), and records a run
+fetched but did not print (-n) are released. Where a new share group starts
+is its share.auto.offset.reset config (latest by default); share-group
+reset-offsets moves it.
 
 ` + formatHelp,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -57,6 +65,9 @@ joins with KIP-848's protocol (the broker assigns; Kafka's group.protocol).
 			case cmd.Flags().Changed("group-protocol") && group == "":
 				return usageErrorf("--group-protocol needs --group")
 			}
+			if cmd.Flags().Changed("share-group") || cmd.Flags().Changed("ack") {
+				return a.consumeShareCommand(cmd, args[0], shareGroup, ack, consumeSpec{partition: -1, max: maxRecords, format: f, idle: idle})
+			}
 			proto, err := client.ParseGroupProtocol(protocol)
 			if err != nil {
 				return usageErrorf("--group-protocol is classic or consumer, got %q", protocol)
@@ -76,6 +87,8 @@ joins with KIP-848's protocol (the broker assigns; Kafka's group.protocol).
 	fl.DurationVar(&idle, "idle-timeout", 0, "stop when no record arrives for this long (0: wait forever; with --group, counted once the member has joined)")
 	fl.StringVar(&group, "group", "", "consume as a member of this consumer group, committing what is printed")
 	fl.StringVar(&protocol, "group-protocol", "classic", "the group's rebalance protocol: classic, or consumer (KIP-848: the broker assigns)")
+	fl.StringVar(&shareGroup, "share-group", "", "consume as a member of this share group (KIP-932), acknowledging what is printed")
+	fl.StringVar(&ack, "ack", "accept", "with --share-group, how printed records are acknowledged: accept, release or reject")
 	return cmd
 }
 

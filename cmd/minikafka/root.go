@@ -60,7 +60,7 @@ Errors are one line on stderr. Exit status: 0 ok, 1 failure, 2 bad usage,
 	pf.StringVar(&a.saslUser, "sasl-user", "", "SASL user name")
 	pf.StringVar(&a.saslPassword, "sasl-password", "", "SASL password (default: $MINIKAFKA_SASL_PASSWORD)")
 
-	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.groupCommand(), a.txnCommand(),
+	root.AddCommand(a.topicCommand(), a.produceCommand(), a.consumeCommand(), a.groupCommand(), a.shareGroupCommand(), a.txnCommand(),
 		a.clusterCommand(), a.userCommand(), a.aclCommand(), a.quotaCommand(), a.partitionCommand(), a.nodeCommand(), a.certsCommand())
 	return root
 }
