@@ -43,19 +43,25 @@ func modernGroups(t *testing.T, c *testcluster.Cluster) {
 		t.Fatalf("ledger read %d of orders' 5 records; commit: %v", got, err)
 	}
 
-	cl := c.Client(t)
-	eventually(t, 60*time.Second, "audit's member joined", func() bool {
+	shareJoin(t, c.Client(t), "audit", "audit-member-1", "orders")
+}
+
+// shareJoin joins member to share group with a raw ShareGroupHeartbeat v1
+// subscribing to topic, retrying while the coordinator moves or loads.
+func shareJoin(t *testing.T, cl *kgo.Client, group, member, topic string) {
+	t.Helper()
+	eventually(t, 60*time.Second, group+"'s member joined", func() bool {
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
-		req.Version, req.GroupID, req.MemberID, req.SubscribedTopicNames = 1, "audit", "audit-member-1", []string{"orders"}
-		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer rcancel()
-		r, err := req.RequestWith(rctx, cl)
+		req.Version, req.GroupID, req.MemberID, req.SubscribedTopicNames = 1, group, member, []string{topic}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := req.RequestWith(ctx, cl)
 		if err == nil {
 			err = kerr.ErrorForCode(r.ErrorCode)
 		}
 		if err != nil && !errors.Is(err, kerr.NotCoordinator) && !errors.Is(err, kerr.CoordinatorNotAvailable) &&
 			!errors.Is(err, kerr.CoordinatorLoadInProgress) && !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("audit heartbeat: %v", err)
+			t.Fatalf("%s heartbeat: %v", group, err)
 		}
 		return err == nil
 	})
