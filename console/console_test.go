@@ -156,6 +156,7 @@ func TestConsolePagesInChromium(t *testing.T) {
 	c := testcluster.Start(t, 3, longShareSessions)
 	t0 := knownState(t, c)
 	modernGroups(t, c)
+	migratingGroup(t, c)
 	srv := httptest.NewServer(c.Node(1).AdminHandler())
 	t.Cleanup(srv.Close)
 	c.HaltNode(3)
@@ -181,6 +182,7 @@ func TestConsolePagesInChromium(t *testing.T) {
 	groupLagCharted(t, b, base)
 	consumerGroupShown(t, b, base)
 	shareGroupShown(t, b, base)
+	migratingGroupShown(t, b, base)
 
 	throughputCharted(t, b, base)
 

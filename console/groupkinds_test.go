@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,6 +45,57 @@ func modernGroups(t *testing.T, c *testcluster.Cluster) {
 	}
 
 	shareJoin(t, c.Client(t), "audit", "audit-member-1", "orders")
+}
+
+// migratingGroup adds group mixed: a classic kgo member, then a KIP-848
+// one (kgo.ServerSideBalancer), both reading orders, so that the group is
+// a consumer group that still has a classic member (online migration);
+// it returns once ConsumerGroupDescribe shows both.
+func migratingGroup(t *testing.T, c *testcluster.Cluster) {
+	t.Helper()
+	adm := kadm.NewClient(c.Client(t))
+	poll := func(cls ...*kgo.Client) {
+		for _, cl := range cls {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			cl.PollFetches(ctx)
+			cancel()
+		}
+	}
+	classic := c.Client(t, kgo.ConsumerGroup("mixed"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit())
+	eventually(t, 60*time.Second, "mixed is a stable classic group", func() bool {
+		poll(classic)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d, err := adm.DescribeGroups(ctx, "mixed")
+		return err == nil && d["mixed"].State == "Stable"
+	})
+	modern := c.Client(t, kgo.ConsumerGroup("mixed"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit(), kgo.ServerSideBalancer())
+	eventually(t, 60*time.Second, "mixed has a classic and a KIP-848 member", func() bool {
+		poll(classic, modern)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d, err := adm.DescribeConsumerGroups(ctx, "mixed")
+		if err != nil || len(d["mixed"].Members) != 2 {
+			return false
+		}
+		return slices.ContainsFunc(d["mixed"].Members, func(m kadm.ConsumerGroupMember) bool { return m.MemberType == 0 })
+	})
+}
+
+// migratingGroupShown checks mixed in the list (a consumer group of 2)
+// and on its page (one classic and one KIP-848 member).
+func migratingGroupShown(t *testing.T, b *browser, base string) {
+	t.Helper()
+	b.open(base+"groups", "groups")
+	names, types, members := b.cells("groups", 0), b.cells("groups", 1), b.cells("groups", 3)
+	if i := slices.Index(names, "mixed"); i < 0 || types[i] != "consumer" || members[i] != "2" {
+		t.Errorf("groups %v types %v members %v: want mixed a consumer group of 2", names, types, members)
+	}
+	b.open(base+"group/mixed", "group")
+	if got := slices.Sorted(slices.Values(b.cells("members", 3))); !slices.Equal(got, []string{"classic", "consumer"}) {
+		t.Errorf("mixed's member protocols %v, want classic and consumer", got)
+	}
+	b.noErrors("migrating group")
 }
 
 // shareJoin joins member to share group with a raw ShareGroupHeartbeat v1
