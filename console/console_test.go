@@ -153,8 +153,10 @@ type overviewJSON struct {
 // charts). Screenshots of each page go to shotsDir.
 func TestConsolePagesInChromium(t *testing.T) {
 	b := newBrowser(t)
-	c := testcluster.Start(t, 3)
+	c := testcluster.Start(t, 3, longShareSessions)
 	t0 := knownState(t, c)
+	modernGroups(t, c)
+	migratingGroup(t, c)
 	srv := httptest.NewServer(c.Node(1).AdminHandler())
 	t.Cleanup(srv.Close)
 	c.HaltNode(3)
@@ -176,7 +178,11 @@ func TestConsolePagesInChromium(t *testing.T) {
 	recordsBrowsed(t, b, base, t0)
 	browseBounds(t, srv.URL)
 	groupsListed(t, b, base)
+	groupKindsListed(t, b, base)
 	groupLagCharted(t, b, base)
+	consumerGroupShown(t, b, base)
+	shareGroupShown(t, b, base)
+	migratingGroupShown(t, b, base)
 
 	throughputCharted(t, b, base)
 
@@ -276,7 +282,7 @@ func groupsListed(t *testing.T, b *browser, base string) {
 	t.Helper()
 	var names, lags []string
 	b.openUntil(base+"groups", "groups", func() bool {
-		names, lags = b.cells("groups", 0), b.cells("groups", 5)
+		names, lags = b.cells("groups", 0), b.cells("groups", 6)
 		i := slices.Index(names, "billing")
 		return i >= 0 && lags[i] == "2"
 	})

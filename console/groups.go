@@ -6,18 +6,31 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // maxGroups bounds the groups the group list describes.
 const maxGroups = 200
 
-// groupRow is a group of the group list; Lag is -1 when unknown.
+// The group types ListGroups v5 reports (KIP-848, KIP-932). A group listed
+// without a type (a broker before ListGroups v5) is classic.
+const (
+	typeClassic  = "classic"
+	typeConsumer = "consumer"
+	typeShare    = "share"
+)
+
+// groupRow is a group of the group list; Lag is -1 when unknown (and for
+// a share group, which commits no offsets).
 type groupRow struct {
 	Name        string `json:"name"`
+	Type        string `json:"type"`
 	State       string `json:"state"`
-	Protocol    string `json:"protocol"`
+	Protocol    string `json:"protocol"` // the assignor
 	Members     int    `json:"members"`
 	Coordinator int32  `json:"coordinator"`
 	Lag         int64  `json:"lag"`
@@ -29,103 +42,127 @@ type groupsResp struct {
 	Truncated bool       `json:"truncated"` // more than maxGroups: the first by name are shown
 }
 
-// groups lists the groups the visitor may describe, with their lag.
+// groups lists the groups the visitor may describe: each with its type,
+// and its state and members as the describe API of its type tells them
+// (DescribeGroups answers classic groups only), with its lag.
 func (c *Console) groups(ctx context.Context, a *access, _ *http.Request) (any, error) {
-	listed, err := a.adm.ListGroups(ctx)
+	listed, err := listGroups(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	names := listed.Groups()
-	slices.Sort(names)
 	out := groupsResp{Groups: []groupRow{}}
-	if len(names) > maxGroups {
-		names, out.Truncated = names[:maxGroups], true
+	if len(listed) > maxGroups {
+		listed, out.Truncated = listed[:maxGroups], true
 	}
-	if len(names) == 0 {
-		return out, nil
+	byType := map[string][]string{}
+	for _, g := range listed {
+		byType[g.Type] = append(byType[g.Type], g.Name)
 	}
-	lags, err := a.adm.Lag(ctx, names...)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		l, ok := lags[name]
-		row := groupRow{Name: name, State: listed[name].State, Coordinator: listed[name].Coordinator, Lag: -1}
-		if ok {
-			row.State, row.Protocol, row.Members = l.State, l.Protocol, len(l.Members)
-			if err := l.Error(); err != nil {
-				row.Error = err.Error()
-			} else {
-				_, row.Lag = offsetRows(l.Lag)
-			}
+	described := map[string]groupRow{}
+	for _, kind := range []struct {
+		typ      string
+		describe func(context.Context, *access, []string) (map[string]groupRow, error)
+	}{{typeClassic, classicRows}, {typeConsumer, consumerRows}, {typeShare, shareRows}} {
+		if len(byType[kind.typ]) == 0 {
+			continue
 		}
+		rows, err := kind.describe(ctx, a, byType[kind.typ])
+		if err != nil {
+			return nil, err
+		}
+		for name, row := range rows {
+			described[name] = row
+		}
+	}
+	for _, g := range listed {
+		row, ok := described[g.Name]
+		if !ok { // a type the console does not describe (streams): as listed
+			row = groupRow{State: g.State, Lag: -1}
+		}
+		row.Name, row.Type, row.Coordinator = g.Name, g.Type, g.Coordinator
 		out.Groups = append(out.Groups, row)
 	}
 	return out, nil
 }
 
-type memberRow struct {
-	ID         string   `json:"id"`
-	InstanceID string   `json:"instanceId,omitempty"`
-	ClientID   string   `json:"clientId"`
-	Host       string   `json:"host"`
-	Assigned   []string `json:"assigned"` // "topic-partition"
+// listGroups lists every broker's groups (ListGroups v5 tells each one's
+// type), sorted by name.
+func listGroups(ctx context.Context, a *access) ([]groupRow, error) {
+	var out []groupRow
+	for _, sh := range a.cl.RequestSharded(ctx, kmsg.NewPtrListGroupsRequest()) {
+		if sh.Err != nil {
+			return nil, sh.Err
+		}
+		resp := sh.Resp.(*kmsg.ListGroupsResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return nil, err
+		}
+		for _, g := range resp.Groups {
+			out = append(out, groupRow{Name: g.Group, Type: strings.ToLower(cmp.Or(g.GroupType, typeClassic)),
+				State: g.GroupState, Coordinator: sh.Meta.NodeID})
+		}
+	}
+	slices.SortFunc(out, func(x, y groupRow) int { return strings.Compare(x.Name, y.Name) })
+	return out, nil
 }
 
-// offsetRow is a partition of a group; -1 where unknown.
-type offsetRow struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Committed int64  `json:"committed"`
-	End       int64  `json:"end"`
-	Lag       int64  `json:"lag"`
-	Member    string `json:"member,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
-type groupResp struct {
-	Name         string      `json:"name"`
-	State        string      `json:"state"`
-	ProtocolType string      `json:"protocolType"`
-	Protocol     string      `json:"protocol"`
-	Coordinator  int32       `json:"coordinator"`
-	Members      []memberRow `json:"members"`
-	Offsets      []offsetRow `json:"offsets"`
-	// History is the group's lag over time as this node sampled it.
-	History []lagPoint `json:"history"`
-}
-
-// group describes one group: members, assignment, lag per partition, and
-// the lag history of the topics the visitor may see.
-func (c *Console) group(ctx context.Context, a *access, r *http.Request) (any, error) {
-	name := r.PathValue("group")
-	lags, err := a.adm.Lag(ctx, name)
+// classicRows describes classic groups with DescribeGroups and their lag.
+func classicRows(ctx context.Context, a *access, names []string) (map[string]groupRow, error) {
+	lags, err := a.adm.Lag(ctx, names...)
 	if err != nil {
 		return nil, err
 	}
-	l, ok := lags[name]
-	if !ok {
-		return nil, ErrNotFound
+	out := map[string]groupRow{}
+	for name, l := range lags {
+		row := groupRow{State: l.State, Protocol: l.Protocol, Members: len(l.Members), Lag: -1}
+		if err := l.Error(); err != nil {
+			row.Error = err.Error()
+		} else {
+			_, row.Lag = offsetRows(l.Lag)
+		}
+		out[name] = row
 	}
-	if err := l.Error(); err != nil {
-		return nil, fmt.Errorf("group %q: %w", name, err)
-	}
-	if l.State == "Dead" && len(l.Lag) == 0 {
-		return nil, fmt.Errorf("group %q: %w", name, ErrNotFound)
-	}
-	out := groupResp{Name: name, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol,
-		Coordinator: l.Coordinator.NodeID, Members: []memberRow{}, Offsets: []offsetRow{}}
-	for _, m := range l.Members {
-		out.Members = append(out.Members, member(m))
-	}
-	out.Offsets, _ = offsetRows(l.Lag)
-	visible, _, err := visibleTopics(ctx, a)
-	if err != nil {
+	return out, nil
+}
+
+// consumerRows describes KIP-848 consumer groups with
+// ConsumerGroupDescribe, and their lag from their committed offsets.
+func consumerRows(ctx context.Context, a *access, names []string) (map[string]groupRow, error) {
+	ds, err := a.adm.DescribeConsumerGroups(ctx, names...)
+	if err != nil && len(ds) == 0 {
 		return nil, err
 	}
-	out.History = lagHistory(c.hist.samples(), name, visible)
-	if out.History == nil {
-		out.History = []lagPoint{}
+	offs := consumerOffsets(ctx, a, ds)
+	out := map[string]groupRow{}
+	for name, d := range ds {
+		row := groupRow{State: d.State, Protocol: d.AssignorName, Members: len(d.Members), Lag: -1}
+		switch o := offs[name]; {
+		case d.Err != nil:
+			row.Error = d.Err.Error()
+		case o.err != nil:
+			row.Error = o.err.Error()
+		default:
+			row.Lag = o.total
+		}
+		out[name] = row
+	}
+	return out, nil
+}
+
+// shareRows describes share groups with ShareGroupDescribe; a share group
+// commits no offsets, so its lag is unknown here.
+func shareRows(ctx context.Context, a *access, names []string) (map[string]groupRow, error) {
+	ds, err := a.adm.DescribeShareGroups(ctx, names...)
+	if err != nil && len(ds) == 0 {
+		return nil, err
+	}
+	out := map[string]groupRow{}
+	for name, d := range ds {
+		row := groupRow{State: d.GroupState, Protocol: d.Assignor, Members: len(d.Members), Lag: -1}
+		if d.Err != nil {
+			row.Error = d.Err.Error()
+		}
+		out[name] = row
 	}
 	return out, nil
 }
@@ -154,18 +191,14 @@ func offsetRows(lag kadm.GroupLag) (rows []offsetRow, total int64) {
 	return rows, total
 }
 
-func member(m kadm.DescribedGroupMember) memberRow {
-	row := memberRow{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: []string{}}
-	if m.InstanceID != nil {
-		row.InstanceID = *m.InstanceID
-	}
-	if as, ok := m.Assigned.AsConsumer(); ok {
-		for _, t := range as.Topics {
-			for _, p := range t.Partitions {
-				row.Assigned = append(row.Assigned, fmt.Sprintf("%s-%d", t.Topic, p))
-			}
+// partitionNames are "topic-partition" of a set, sorted.
+func partitionNames(s kadm.TopicsSet) []string {
+	out := []string{}
+	for t, ps := range s {
+		for p := range ps {
+			out = append(out, fmt.Sprintf("%s-%d", t, p))
 		}
 	}
-	slices.SortFunc(row.Assigned, cmp.Compare[string])
-	return row
+	slices.Sort(out)
+	return out
 }

@@ -3,9 +3,12 @@ package console
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/minikafka/minikafka-go/metrics"
 )
@@ -160,5 +163,29 @@ func TestParseBrowse(t *testing.T) {
 		if _, err := parse(q); statusOf(err) != http.StatusBadRequest {
 			t.Errorf("parse(%q): %v, want a bad request", q, err)
 		}
+	}
+}
+
+// A consumer group's offset rows: a held partition without a commit lags
+// from the log start, a committed one from its commit, a partition whose
+// end was not listed says so, and a partition OffsetFetch lists without a
+// commit or a holder is left out; the total counts the known lags.
+func TestConsumerLagOf(t *testing.T) {
+	d := kadm.DescribedConsumerGroup{Members: []kadm.ConsumerGroupMember{{MemberID: "m",
+		Assignment: kadm.TopicsSet{"t": {0: {}, 1: {}}}}}}
+	committed := kadm.OffsetResponses{
+		"t": {1: {Offset: kadm.Offset{Topic: "t", Partition: 1, At: 7}}, 2: {Offset: kadm.Offset{Topic: "t", Partition: 2, At: -1}}},
+		"u": {0: {Offset: kadm.Offset{Topic: "u", Partition: 0, At: 4}}},
+	}
+	starts := kadm.ListedOffsets{"t": {0: {Topic: "t", Partition: 0, Offset: 2}}}
+	ends := kadm.ListedOffsets{"t": {0: {Topic: "t", Partition: 0, Offset: 5}, 1: {Topic: "t", Partition: 1, Offset: 10}}}
+	o := lagOf(d, committed, starts, ends)
+	want := []offsetRow{
+		{Topic: "t", Partition: 0, Committed: -1, End: 5, Lag: 3, Member: "m"},
+		{Topic: "t", Partition: 1, Committed: 7, End: 10, Lag: 3, Member: "m"},
+		{Topic: "u", Partition: 0, Committed: 4, End: -1, Lag: -1, Error: errNotListed.Error()},
+	}
+	if !slices.Equal(o.rows, want) || o.total != 6 || o.err != nil {
+		t.Errorf("lagOf = %+v total %d, want %+v total 6", o.rows, o.total, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // adminKeyHeader carries the admin key on every write. A custom header
@@ -140,12 +141,8 @@ func (c *Console) resetGroup(ctx context.Context, a *access, r *http.Request) (a
 	default:
 		return nil, fmt.Errorf("%w: to=%q, want earliest or latest", ErrBadRequest, req.To)
 	}
-	described, err := a.adm.DescribeGroups(ctx, group)
-	if err != nil {
+	if err := resettable(ctx, a, group); err != nil {
 		return nil, err
-	}
-	if d, ok := described[group]; ok && (d.Err != nil || len(d.Members) > 0) {
-		return nil, cmp.Or(d.Err, fmt.Errorf("group %q is %s with %d members: %w", group, d.State, len(d.Members), ErrGroupActive))
 	}
 	listed, err := list(ctx, req.Topic)
 	if err != nil {
@@ -168,4 +165,42 @@ func (c *Console) resetGroup(ctx context.Context, a *access, r *http.Request) (a
 	}
 	slices.SortFunc(out, func(x, y resetRow) int { return int(x.Partition - y.Partition) })
 	return map[string]any{"group": group, "topic": req.Topic, "offsets": out}, nil
+}
+
+// resettable checks that a group has no member, which would overwrite the
+// reset offsets: a classic group by DescribeGroups, a KIP-848 consumer
+// group (which DescribeGroups does not describe) by ConsumerGroupDescribe.
+// A share group commits no offsets and is refused; an unknown group may
+// be given offsets, as OffsetCommit allows.
+func resettable(ctx context.Context, a *access, group string) error {
+	described, err := a.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return err
+	}
+	if d, ok := described[group]; !ok || !errors.Is(d.Err, kerr.GroupIDNotFound) {
+		if ok && (d.Err != nil || len(d.Members) > 0) {
+			return cmp.Or(d.Err, fmt.Errorf("group %q is %s with %d members: %w", group, d.State, len(d.Members), ErrGroupActive))
+		}
+		return nil
+	}
+	cgs, err := a.adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		return err
+	}
+	switch cg := cgs[group]; {
+	case cg.Err == nil && len(cg.Members) > 0:
+		return fmt.Errorf("group %q is %s with %d members: %w", group, cg.State, len(cg.Members), ErrGroupActive)
+	case cg.Err == nil:
+		return nil
+	case !errors.Is(cg.Err, kerr.GroupIDNotFound):
+		return cg.Err
+	}
+	sgs, err := a.adm.DescribeShareGroups(ctx, group)
+	if err != nil {
+		return err
+	}
+	if sgs[group].Err == nil {
+		return fmt.Errorf("%w: %q is a share group, which commits no offsets", ErrBadRequest, group)
+	}
+	return nil
 }

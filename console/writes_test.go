@@ -131,6 +131,31 @@ func resetRefusedWhileMembers(t *testing.T, c *testcluster.Cluster, api string) 
 	if code := post(t, api+"groups/busy/reset", adminKey, "application/json", `{"topic":"from-page","to":"earliest"}`); code != http.StatusConflict {
 		t.Errorf("reset of a group with a member: %d, want 409", code)
 	}
+
+	// A KIP-848 consumer group, which DescribeGroups does not describe,
+	// with its member: refused too; a share group, which commits no
+	// offsets, is refused; a group that does not exist yet is given the
+	// offsets.
+	modern := c.Client(t, kgo.ConsumerGroup("busy848"), kgo.ConsumeTopics("from-page"), kgo.ServerSideBalancer())
+	eventually(t, 20*time.Second, "busy848 has a member", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		modern.PollFetches(ctx)
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d, err := adm.DescribeConsumerGroups(ctx, "busy848")
+		return err == nil && len(d["busy848"].Members) == 1
+	})
+	if code := post(t, api+"groups/busy848/reset", adminKey, "application/json", `{"topic":"from-page","to":"earliest"}`); code != http.StatusConflict {
+		t.Errorf("reset of a KIP-848 group with a member: %d, want 409", code)
+	}
+	shareJoin(t, c.Client(t), "shared", "shared-member-1", "from-page")
+	if code := post(t, api+"groups/shared/reset", adminKey, "application/json", `{"topic":"from-page","to":"earliest"}`); code != http.StatusBadRequest {
+		t.Errorf("reset of a share group: %d, want 400", code)
+	}
+	if code := post(t, api+"groups/fresh/reset", adminKey, "application/json", `{"topic":"from-page","to":"latest"}`); code != http.StatusOK {
+		t.Errorf("reset of a group that does not exist: %d, want 200", code)
+	}
 }
 
 // writesThroughAPI checks that a write needs the key and a JSON body, and

@@ -14,10 +14,14 @@ import (
 // groups.
 const classicGroupType = "classic"
 
-// DescribeGroup answers one group of a DescribeGroups (v0-5): its state,
-// protocol and members, with their subscriptions and assignments only
-// while the group is stable (as Kafka). An unknown group is described as
-// Dead, without an error.
+// DescribeGroup answers one group of a DescribeGroups as v6 does: its
+// state, protocol and members, with their subscriptions and assignments
+// only while the group is stable (as Kafka). Like Kafka 4.x's
+// GroupMetadataManager.describeGroups, it describes classic groups only: a
+// consumer group (even one that still has classic members, mid online
+// migration), a share group or an unknown group is Dead with
+// GROUP_ID_NOT_FOUND and a message. Below v6 Kafka drops that error and
+// answers the bare Dead group; the caller, which knows the version, does.
 func (c *Coordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGroup {
 	out := kmsg.NewDescribeGroupsResponseGroup()
 	out.Group = group
@@ -34,7 +38,8 @@ func (c *Coordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGro
 	}
 	g := c.lookup(group)
 	if g == nil || g.state == stateDead {
-		out.State = stateDead.String()
+		msg := "Group " + group + " not found."
+		out.ErrorCode, out.ErrorMessage, out.State = kerr.GroupIDNotFound.Code, &msg, stateDead.String()
 		return out
 	}
 	out.State = g.state.String()

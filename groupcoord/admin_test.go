@@ -165,7 +165,7 @@ func TestUnknownGroupAnswers(t *testing.T) {
 	if r := h.c.FetchOffsets("nobody", nil, false); r.ErrorCode != 0 || len(r.Topics) != 0 {
 		t.Fatalf("fetch all: %+v", r)
 	}
-	if d := h.describe("nobody"); d.ErrorCode != 0 || d.State != "Dead" || len(d.Members) != 0 {
+	if d := h.describe("nobody"); d.ErrorCode != kerr.GroupIDNotFound.Code || d.State != "Dead" || len(d.Members) != 0 {
 		t.Fatalf("describe: %+v", d)
 	}
 	if h.c.ListGroups(nil, nil) != nil {

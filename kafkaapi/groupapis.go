@@ -262,29 +262,6 @@ func (s *Server) hideTopics(ctx context.Context, g kmsg.OffsetFetchResponseGroup
 	return g
 }
 
-// startDescribeGroups answers DescribeGroups 0-6, each group by its
-// coordinator.
-func (s *Server) startDescribeGroups(req *kmsg.DescribeGroupsRequest) responder {
-	return func(ctx context.Context) (kmsg.Response, error) {
-		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-		for _, id := range req.Groups {
-			var g kmsg.DescribeGroupsResponseGroup
-			if c, err := s.coordinator(ctx, id, acl.OpDescribe); err != nil {
-				g = kmsg.NewDescribeGroupsResponseGroup()
-				g.Group, g.ErrorCode = id, ErrorCode(err)
-			} else {
-				g = c.DescribeGroup(id)
-			}
-			g.AuthorizedOperations = noAuthorizedOperations
-			if req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
-				g.AuthorizedOperations = s.authorizedOps(ctx, groupOperations, acl.ResourceGroup, id)
-			}
-			resp.Groups = append(resp.Groups, g)
-		}
-		return resp, nil
-	}
-}
-
 // startListGroups answers ListGroups 0-5 with the groups of every
 // coordinator on this node (all with DESCRIBE on the cluster, else those
 // the client may DESCRIBE), as a Kafka broker does (clients ask every

@@ -46,7 +46,9 @@ type GroupCoordinator interface {
 	// FetchOffsets answers one group of an OffsetFetch; topics nil means
 	// every partition the group has committed.
 	FetchOffsets(group string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup
-	// DescribeGroup answers one group of a DescribeGroups.
+	// DescribeGroup answers one group of a DescribeGroups as v6 does
+	// (a group that is not classic, or unknown, is GROUP_ID_NOT_FOUND
+	// with a message); the server fits it to older versions.
 	DescribeGroup(group string) kmsg.DescribeGroupsResponseGroup
 	// ListGroups lists the coordinator's groups, filtered by state and
 	// type names when those are not empty.

@@ -114,9 +114,15 @@ func (f *fakeCoordinator) FetchOffsets(group string, topics []kmsg.OffsetFetchRe
 	return g
 }
 
+// DescribeGroup describes every group as Stable but "modern", which it
+// answers as groupcoord does a consumer or share group.
 func (f *fakeCoordinator) DescribeGroup(group string) kmsg.DescribeGroupsResponseGroup {
 	g := kmsg.NewDescribeGroupsResponseGroup()
 	g.Group, g.State = group, "Stable"
+	if group == "modern" {
+		msg := "Group modern is not a classic group."
+		g.State, g.ErrorCode, g.ErrorMessage = "Dead", kerr.GroupIDNotFound.Code, &msg
+	}
 	return g
 }
 

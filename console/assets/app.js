@@ -268,30 +268,42 @@ async function messagesView(q) {
 async function groupsView() {
   const g = await api("groups");
   const rows = g.groups.map(x => ({
-    attrs: {"data-group": x.name},
-    cells: [link("#/group/" + encodeURIComponent(x.name), x.name), x.state, x.members, x.protocol || "–", x.coordinator,
+    attrs: {"data-group": x.name, "data-type": x.type},
+    cells: [link("#/group/" + encodeURIComponent(x.name), x.name), x.type, x.state, x.members, x.protocol || "–", x.coordinator,
       x.error ? el("td", {class: "bad"}, x.error) : el("td", {class: "num " + (x.lag > 0 ? "warn" : "")}, x.lag < 0 ? "–" : String(x.lag))],
   }));
-  show("groups", el("h1", {}, "Consumer groups"),
-    table("groups", ["Group", "State", "Members", "Assignor", "Coordinator", "Lag (records)"], rows, "no groups"),
+  show("groups", el("h1", {}, "Groups"),
+    table("groups", ["Group", "Type", "State", "Members", "Assignor", "Coordinator", "Lag (records)"], rows, "no groups"),
+    el("p", {class: "muted"}, "Classic groups are described with DescribeGroups, consumer groups (KIP-848) with ConsumerGroupDescribe, share groups (KIP-932) with ShareGroupDescribe; a share group commits no offsets, so its lag is not shown here."),
     g.truncated ? el("p", {class: "muted"}, "Only the first groups by name are shown.") : "");
+}
+
+// groupState is the line under a group's name: its type, state, protocol,
+// epochs (consumer and share groups) and coordinator.
+function groupState(g) {
+  const epochs = g.epoch === undefined ? "" : `; group epoch ${g.epoch}, assignment epoch ${g.assignmentEpoch}`;
+  return `Type ${g.type}; state ${g.state}; protocol ${g.protocolType || "–"} ${g.protocol || ""}${epochs}; coordinator node ${g.coordinator}.`;
 }
 
 async function groupView(name) {
   const g = await api("groups/" + encodeURIComponent(name));
-  const members = g.members.map(m => ({attrs: {"data-member": m.id}, cells: [m.id, m.clientId, m.host, m.assigned.join(", ") || "–"]}));
+  const members = g.members.map(m => ({attrs: {"data-member": m.id, "data-type": m.type},
+    cells: [m.id, m.clientId, m.host, m.type, m.epoch === undefined ? "–" : m.epoch, m.assigned.join(", ") || "–"]}));
   const offsets = g.offsets.map(o => ({
     attrs: {"data-tp": `${o.topic}-${o.partition}`},
     cells: [o.topic, o.partition, off(o.committed), off(o.end),
       el("td", {class: "num " + (o.lag > 0 ? "warn" : "")}, o.lag < 0 ? "–" : String(o.lag)), o.member || "–"],
   }));
+  const share = g.type === "share";
   show("group", el("h1", {}, "Group ", el("code", {}, g.name)),
-    el("p", {id: "group-state"}, `State ${g.state}; protocol ${g.protocolType || "–"} ${g.protocol || ""}; coordinator node ${g.coordinator}.`),
-    el("h2", {}, "Members"), table("members", ["Member", "Client id", "Host", "Assigned"], members, "no members"),
-    el("h2", {}, "Offsets and lag"), table("offsets", ["Topic", "Partition", "Committed", "End", "Lag", "Member"], offsets, "no committed offsets"),
-    el("h2", {}, "Lag over time"), chart("lag-chart", [{name: "lag", points: g.history.map(p => [p.at, p.lag])}], "rec"),
-    el("p", {class: "muted"}, "Sampled by this node from its copies of the groups' offsets."),
-    adminKey ? writeForm("reset-group", [
+    el("p", {id: "group-state"}, groupState(g)),
+    el("h2", {}, "Members"), table("members", ["Member", "Client id", "Host", "Protocol", "Epoch", "Assigned"], members, "no members"),
+    el("h2", {}, share ? "Share-partition offsets" : "Offsets and lag"),
+    g.offsetsNote ? el("p", {id: "offsets-note", class: "muted"}, "Offsets " + g.offsetsNote + ".")
+      : table("offsets", ["Topic", "Partition", share ? "Start" : "Committed", "End", "Lag", "Member"], offsets, share ? "no share-partition offsets" : "no committed offsets"),
+    ...(share ? [] : [el("h2", {}, "Lag over time"), chart("lag-chart", [{name: "lag", points: g.history.map(p => [p.at, p.lag])}], "rec"),
+      el("p", {class: "muted"}, "Sampled by this node from its copies of the groups' offsets.")]),
+    adminKey && !share ? writeForm("reset-group", [
       el("label", {}, "Reset offsets of topic", el("select", {name: "topic"}, [...new Set(g.offsets.map(o => o.topic))].map(t => el("option", {value: t}, t)))),
       el("label", {}, "To", el("select", {name: "to"}, el("option", {value: "earliest"}, "earliest"), el("option", {value: "latest"}, "latest"))),
     ], "Reset offsets", f => write("groups/" + encodeURIComponent(name) + "/reset", {topic: f.get("topic"), to: f.get("to")}), () => route()) : "");
