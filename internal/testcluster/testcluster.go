@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -100,16 +101,38 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
-// WaitReady waits until every running node knows the cluster.
+// WaitReady waits until every running node knows the cluster and sees
+// every running node as a live broker, so that a topic created next may
+// have a replica on each (else INVALID_REPLICATION_FACTOR).
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, nd := range c.Running() {
+	running := c.Running()
+	for _, nd := range running {
 		if err := nd.WaitReady(ctx); err != nil {
 			c.t.Fatalf("node %d not ready: %v", nd.ID(), err)
 		}
 	}
+	for _, nd := range running {
+		for !seesAll(nd.LiveBrokers(), running) {
+			select {
+			case <-ctx.Done():
+				c.t.Fatalf("node %d sees live brokers %v, want every running node", nd.ID(), nd.LiveBrokers())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// seesAll reports whether live holds every node of running.
+func seesAll(live []int32, running []*broker.Node) bool {
+	for _, nd := range running {
+		if !slices.Contains(live, nd.ID()) {
+			return false
+		}
+	}
+	return true
 }
 
 // StartNode starts node id, joining through the running nodes. The first
