@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -473,7 +474,8 @@ func TestShareStateOfDeletedTopicsEnds(t *testing.T) {
 // TestShareGroupOffsetsResets: AlterShareGroupOffsets restarts a share
 // partition at an offset with a fresh state (every record delivered anew,
 // the old holder's acknowledgements refused), DeleteShareGroupOffsets
-// forgets it (the next fetch starts where share.auto.offset.reset says).
+// forgets it (the next fetch starts where share.auto.offset.reset says);
+// both are refused while the group has a member.
 func TestShareGroupOffsetsResets(t *testing.T) {
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.ShareGroups.ResetEarliest = true })
 	cl := c.Client(t, kgo.DefaultProduceTopic("rz"))
@@ -520,5 +522,19 @@ func TestShareGroupOffsetsResets(t *testing.T) {
 	}
 	if got := fetchN(newShareMember(t, cl, "o", td["rz"].ID), 5); got[0] != (shareRec{0, 0, 1}) || len(got) != 5 {
 		t.Fatalf("after the delete acquired %v, want offsets 0-4 delivered once", got)
+	}
+
+	// While the group has a member both are refused (NON_EMPTY_GROUP);
+	// once it left they are served again.
+	j := shareHeartbeat(t, cl, "sg", "joined-member", 0, "rz")
+	if _, err := adm.AlterShareGroupOffsets(ctx, "sg", kadm.Offsets{"rz": {0: {Topic: "rz", Partition: 0, At: 1}}}); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("AlterShareGroupOffsets with a member (epoch %d): %v, want NON_EMPTY_GROUP", j.MemberEpoch, err)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "sg", "rz"); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("DeleteShareGroupOffsets with a member: %v, want NON_EMPTY_GROUP", err)
+	}
+	shareHeartbeat(t, cl, "sg", "joined-member", -1)
+	if alt, err := adm.AlterShareGroupOffsets(ctx, "sg", kadm.Offsets{"rz": {0: {Topic: "rz", Partition: 0, At: 1}}}); err != nil || alt.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets after the member left: %v %v", err, alt.Error())
 	}
 }

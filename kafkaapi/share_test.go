@@ -99,8 +99,33 @@ func startShareServerCfg(t *testing.T, srvCfg Config, deny func(acl.Request) boo
 	}
 	h.fb.mu.Lock()
 	id := h.fb.topics["s"].id
+	h.fb.groups.coordOverride = &resetCoordinator{}
 	h.fb.mu.Unlock()
 	return h, id
+}
+
+// resetCoordinator knows the groups the share-offset resets check: the
+// empty share groups g and nodelete, busy with a member, and a classic
+// group.
+type resetCoordinator struct{ baseGroupCoordinator }
+
+func (resetCoordinator) DescribeShareGroup(group string) kmsg.ShareGroupDescribeResponseGroup {
+	g := kmsg.NewShareGroupDescribeResponseGroup()
+	g.GroupID, g.GroupState = group, "Empty"
+	switch group {
+	case "g", "nodelete":
+	case "busy":
+		g.GroupState, g.Members = "Stable", []kmsg.ShareGroupDescribeResponseGroupMember{kmsg.NewShareGroupDescribeResponseGroupMember()}
+	default:
+		g.ErrorCode = kerr.GroupIDNotFound.Code
+	}
+	return g
+}
+
+func (resetCoordinator) ListGroups(_, types []string) []kmsg.ListGroupsResponseGroup {
+	g := kmsg.NewListGroupsResponseGroup()
+	g.Group, g.GroupType = "classic", "classic"
+	return []kmsg.ListGroupsResponseGroup{g}
 }
 
 func shareFetchReq(member string, epoch int32, id [16]byte, acks map[int32][]int8) *kmsg.ShareFetchRequest {
@@ -370,8 +395,8 @@ func TestShareSessionEndsWithItsConnection(t *testing.T) {
 }
 
 // TestAlterAndDeleteShareGroupOffsets: the checks of the resets (READ or
-// DELETE on the group, READ on the topic, known partitions, offsets not
-// negative) and what they store.
+// DELETE on the group, the group's type and emptiness, READ on the topic,
+// known partitions, offsets not negative) and what they store.
 func TestAlterAndDeleteShareGroupOffsets(t *testing.T) {
 	h, id := startShareServer(t, func(r acl.Request) bool {
 		return r.Name == "denied" || (r.Resource == acl.ResourceGroup && r.Operation == acl.OpDelete && r.Name == "nodelete")
@@ -424,6 +449,20 @@ func TestAlterAndDeleteShareGroupOffsets(t *testing.T) {
 	}
 	if s, _, _ := sb.store.Read(context.Background(), sharepart.Key{Group: "g", TopicID: id}, -1); s.StartOffset != -1 || s.StateEpoch != 2 {
 		t.Fatalf("deleted state %+v", s)
+	}
+	// As Kafka: a group with members is refused, a group of another type
+	// is not found; an unknown one is an empty share group.
+	for _, tc := range []struct {
+		group           string
+		alterW, deleteW int16
+	}{
+		{"busy", kerr.NonEmptyGroup.Code, kerr.NonEmptyGroup.Code},
+		{"classic", kerr.GroupIDNotFound.Code, kerr.GroupIDNotFound.Code},
+		{"fresh", 0, 0},
+	} {
+		if a, d := alter(tc.group, "s", 0, 1).ErrorCode, del(tc.group).ErrorCode; a != tc.alterW || d != tc.deleteW {
+			t.Errorf("%s: alter %d delete %d, want %d and %d", tc.group, a, d, tc.alterW, tc.deleteW)
+		}
 	}
 }
 

@@ -14,10 +14,9 @@ import (
 // The share-offset resets, AlterShareGroupOffsets and
 // DeleteShareGroupOffsets: each share partition named gets a new state
 // (a start offset, or none) of the next state epoch, which fences the
-// data partitions' leaders until they reload it. Kafka refuses both for a
-// group with members (NON_EMPTY_GROUP); the group's membership is not
-// consulted here yet, so members that hold records of a reset partition
-// see their acknowledgements refused.
+// data partitions' leaders until they reload it. As in Kafka they go to
+// the group's coordinator, which refuses them while the share group has
+// members (NON_EMPTY_GROUP).
 
 // shareResets collects a request's share partitions to reset.
 type shareResets struct {
@@ -41,16 +40,42 @@ func (r *shareResets) run(ctx context.Context, so ShareOffsets, group string) {
 }
 
 // shareResetCheck is a reset request's group check: UNSUPPORTED_VERSION
-// without the capability, GROUP_AUTHORIZATION_FAILED without op on it.
+// without the capability, GROUP_AUTHORIZATION_FAILED without op on it,
+// the coordinator lookup's error (NOT_COORDINATOR on another node),
+// GROUP_ID_NOT_FOUND for a classic or consumer group, NON_EMPTY_GROUP
+// while the share group has members. A group the coordinator does not
+// know is taken as an empty share group, for both (Kafka's Alter creates
+// it; its Delete answers GROUP_ID_NOT_FOUND, but here share partitions
+// may have state without a group: ShareFetch does not check membership).
 func (s *Server) shareResetCheck(ctx context.Context, group string, op acl.Operation) (ShareOffsets, error) {
 	so, _ := s.backend.(ShareOffsets)
-	switch {
-	case so == nil:
+	if so == nil {
 		return nil, kerr.UnsupportedVersion
-	case !s.authorizeGroup(ctx, op, group):
-		return nil, kerr.GroupAuthorizationFailed
+	}
+	c, err := s.coordinator(ctx, group, op)
+	if err != nil {
+		return nil, err
+	}
+	d := c.DescribeShareGroup(group)
+	switch {
+	case d.ErrorCode == kerr.GroupIDNotFound.Code:
+		if groupOfOtherType(c, group) {
+			return nil, kerr.GroupIDNotFound
+		}
+	case d.ErrorCode != 0:
+		return nil, kerr.ErrorForCode(d.ErrorCode)
+	case len(d.Members) > 0:
+		return nil, kerr.NonEmptyGroup
 	}
 	return so, nil
+}
+
+// groupOfOtherType reports whether the coordinator holds group as a
+// classic or consumer group.
+func groupOfOtherType(c GroupCoordinator, group string) bool {
+	return slices.ContainsFunc(c.ListGroups(nil, []string{"classic", "consumer"}), func(g kmsg.ListGroupsResponseGroup) bool {
+		return g.Group == group
+	})
 }
 
 // shareResetTopic resolves a topic of a reset: TOPIC_AUTHORIZATION_FAILED
