@@ -29,20 +29,27 @@ type ShareStates interface {
 	ShareStateWrite(ctx context.Context, key sharepart.Key, s sharepart.Snapshot) error
 }
 
+// shareStates is the backend's ShareStates for an inter-node request:
+// UNSUPPORTED_VERSION without it, CLUSTER_AUTHORIZATION_FAILED without
+// CLUSTER_ACTION.
+func (s *Server) shareStates(ctx context.Context) (ShareStates, error) {
+	st, _ := s.backend.(ShareStates)
+	switch {
+	case st == nil:
+		return nil, kerr.UnsupportedVersion
+	case !s.authorizeCluster(ctx, acl.OpClusterAction):
+		return nil, kerr.ClusterAuthorizationFailed
+	}
+	return st, nil
+}
+
 // startReadShareGroupState answers ReadShareGroupState v0, an inter-node
 // request (CLUSTER_ACTION). A share partition with no state is answered
 // with StartOffset -1.
 func (s *Server) startReadShareGroupState(req *kmsg.ReadShareGroupStateRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
-		st, _ := s.backend.(ShareStates)
-		var fail error
-		switch {
-		case st == nil:
-			fail = kerr.UnsupportedVersion
-		case !s.authorizeCluster(ctx, acl.OpClusterAction):
-			fail = kerr.ClusterAuthorizationFailed
-		}
+		st, fail := s.shareStates(ctx)
 		for _, t := range req.Topics {
 			rt := kmsg.NewReadShareGroupStateResponseTopic()
 			rt.TopicID = t.TopicID
@@ -79,14 +86,7 @@ func (s *Server) startReadShareGroupState(req *kmsg.ReadShareGroupStateRequest) 
 func (s *Server) startWriteShareGroupState(req *kmsg.WriteShareGroupStateRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
-		st, _ := s.backend.(ShareStates)
-		var fail error
-		switch {
-		case st == nil:
-			fail = kerr.UnsupportedVersion
-		case !s.authorizeCluster(ctx, acl.OpClusterAction):
-			fail = kerr.ClusterAuthorizationFailed
-		}
+		st, fail := s.shareStates(ctx)
 		for _, t := range req.Topics {
 			rt := kmsg.NewWriteShareGroupStateResponseTopic()
 			rt.TopicID = t.TopicID

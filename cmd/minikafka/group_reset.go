@@ -58,12 +58,17 @@ refused: they would overwrite the offsets.`,
 			})
 		},
 	}
-	fl := cmd.Flags()
-	fl.BoolVar(&earliest, "to-earliest", false, "reset to the start of each partition")
-	fl.BoolVar(&latest, "to-latest", false, "reset to the end of each partition")
-	fl.Int64Var(&offset, "to-offset", -1, "reset to this offset")
-	fl.StringArrayVar(&topics, "topic", nil, "reset every partition of this topic (repeatable; default: the partitions with committed offsets)")
+	resetFlags(cmd, &earliest, &latest, &offset)
+	cmd.Flags().StringArrayVar(&topics, "topic", nil, "reset every partition of this topic (repeatable; default: the partitions with committed offsets)")
 	return cmd
+}
+
+// resetFlags adds the reset targets resetTarget reads.
+func resetFlags(cmd *cobra.Command, earliest, latest *bool, offset *int64) {
+	fl := cmd.Flags()
+	fl.BoolVar(earliest, "to-earliest", false, "reset to the start of each partition")
+	fl.BoolVar(latest, "to-latest", false, "reset to the end of each partition")
+	fl.Int64Var(offset, "to-offset", -1, "reset to this offset")
 }
 
 // resetTarget is the offset the flags ask for: exactly one of them.

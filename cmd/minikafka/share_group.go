@@ -176,10 +176,7 @@ again. As in Kafka, a share group with active members is refused.`,
 			})
 		},
 	}
-	fl := cmd.Flags()
-	fl.BoolVar(&earliest, "to-earliest", false, "reset to the start of each partition")
-	fl.BoolVar(&latest, "to-latest", false, "reset to the end of each partition")
-	fl.Int64Var(&offset, "to-offset", -1, "reset to this offset")
-	fl.StringArrayVar(&topics, "topic", nil, "reset every partition of this topic (repeatable; required)")
+	resetFlags(cmd, &earliest, &latest, &offset)
+	cmd.Flags().StringArrayVar(&topics, "topic", nil, "reset every partition of this topic (repeatable; required)")
 	return cmd
 }
