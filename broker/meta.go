@@ -51,3 +51,19 @@ func (a *addrBook) resolve(id int32) (string, bool) {
 	m, ok := a.members.Lookup(id)
 	return m.RaftAddr, ok
 }
+
+// LiveBrokers are the registered brokers this node's gossip sees alive:
+// those a new topic's replicas are placed on here.
+func (n *Node) LiveBrokers() []int32 {
+	alive := map[int32]bool{}
+	for _, m := range n.members.Members() {
+		alive[m.ID] = true
+	}
+	var live []int32
+	for _, id := range n.meta.State().BrokerIDs() {
+		if alive[id] {
+			live = append(live, id)
+		}
+	}
+	return live
+}

@@ -390,22 +390,6 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	}
 }
 
-// LiveBrokers are the registered brokers this node's gossip sees alive:
-// those a new topic's replicas are placed on here.
-func (n *Node) LiveBrokers() []int32 {
-	alive := map[int32]bool{}
-	for _, m := range n.members.Members() {
-		alive[m.ID] = true
-	}
-	var live []int32
-	for _, id := range n.meta.State().BrokerIDs() {
-		if alive[id] {
-			live = append(live, id)
-		}
-	}
-	return live
-}
-
 // Shutdown stops the node gracefully: it hands the leadership of its
 // partitions and of the metadata group to other replicas (bounded by ctx),
 // stops the Kafka listener, closes every Raft group and store, leaves the
