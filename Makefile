@@ -287,8 +287,8 @@ bench-quick:
 # idle CPU, syscalls, file descriptors and RSS per node, then kills node 2
 # with SIGKILL and times the fail-over of the partitions it led, and last
 # prints each node's peak RSS over the run (VmHWM, read before the node
-# is stopped). make cluster-stop runs even if the check fails. The nodes run with the
-# default configuration; SCALE_ENV adds environment (MINIKAFKA_* keys),
+# is stopped). make cluster-stop runs even if the check fails. The nodes
+# run with the default configuration; SCALE_ENV adds environment (MINIKAFKA_* keys),
 # e.g. the many-partitions timing of docs/scale.md.
 SCALE_ENV ?=
 .PHONY: scale
