@@ -285,9 +285,10 @@ bench-quick:
 # topic of 1000 partitions x RF3 (SCALE_FLAGS="-partitions 10000" for
 # more), reports the time until every partition is led, leaders per node,
 # idle CPU, syscalls, file descriptors and RSS per node, then kills node 2
-# with SIGKILL and times the fail-over of the partitions it led. make
-# cluster-stop runs even if the check fails. The nodes run with the
-# default configuration; SCALE_ENV adds environment (MINIKAFKA_* keys),
+# with SIGKILL and times the fail-over of the partitions it led, and last
+# prints each node's peak RSS over the run (VmHWM, read before the node
+# is stopped). make cluster-stop runs even if the check fails. The nodes
+# run with the default configuration; SCALE_ENV adds environment (MINIKAFKA_* keys),
 # e.g. the many-partitions timing of docs/scale.md.
 SCALE_ENV ?=
 .PHONY: scale

@@ -14,8 +14,9 @@ import (
 )
 
 // killAndTime kills node o.kill and times, for each partition it led, the
-// first acknowledged produce after the kill.
-func killAndTime(ctx context.Context, o options, pids []int, names []string) error {
+// first acknowledged produce after the kill. The victim's peak RSS goes to
+// peaks just before the kill.
+func killAndTime(ctx context.Context, o options, pids []int, names []string, peaks *peakRSS) error {
 	victim := int32(o.kill)
 	leaders, err := allLeaders(ctx, nil, names, o.brokers...)
 	if err != nil {
@@ -39,6 +40,7 @@ func killAndTime(ctx context.Context, o options, pids []int, names []string) err
 	}
 	defer pr.Close()
 	fmt.Printf("killing node %d (pid %d) with SIGKILL; it leads %d partitions\n", o.kill, pids[o.kill-1], len(led))
+	peaks.noteBeforeKill(o.kill - 1)
 	if err := syscall.Kill(pids[o.kill-1], syscall.SIGKILL); err != nil {
 		return err
 	}

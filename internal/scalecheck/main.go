@@ -5,6 +5,8 @@
 // samples each node process while idle: CPU, read/write syscalls per
 // second, open file descriptors, the load average, and how many partitions
 // changed leader epoch meanwhile (an idle cluster should have none).
+// Last it prints each node's peak RSS over the whole run (VmHWM, read
+// before the node is stopped).
 // Optionally it then kills one node with SIGKILL and times, per partition
 // that node led, how long until a produce to it is acknowledged again.
 //
@@ -71,6 +73,8 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	peaks := newPeakRSS(pids)
+	defer peaks.print() // also after a failed step: the nodes still run until make cluster-stop
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(o.brokers...))
@@ -102,7 +106,7 @@ func run(o options) error {
 	if o.kill == 0 {
 		return nil
 	}
-	return killAndTime(ctx, o, pids, names)
+	return killAndTime(ctx, o, pids, names, peaks)
 }
 
 func (o options) validate() error {
