@@ -90,6 +90,10 @@ type ShareReport struct {
 	Records      int // records that had to be accepted: acknowledged to a producer, or delivered
 	Deliveries   int
 	Redeliveries int // deliveries with a delivery count above 1
+	// AfterFault counts the redeliveries that no successful release of
+	// the delivery before explains: after a failed acknowledgement, an
+	// expired lock, a closed session or a leader failover.
+	AfterFault int
 	Accepted     int // accepts that succeeded
 	Released     int // releases that succeeded
 	AckFailed    int // acknowledgements reported failed or without a result
@@ -100,7 +104,10 @@ type ShareReport struct {
 	// ArchivedAtLimit counts records released on their last allowed
 	// delivery, which the broker archives.
 	ArchivedAtLimit int
-	Problems        []ShareProblem
+	// UnconfirmedSample lists the first maxListed unconfirmed records'
+	// last acknowledgements.
+	UnconfirmedSample []string
+	Problems          []ShareProblem
 }
 
 // Count returns the number of problems of kind k.
@@ -132,8 +139,8 @@ func (r *ShareReport) String() string {
 	for k := range numShareKinds {
 		kinds = append(kinds, fmt.Sprintf("%v=%d", k, r.Count(k)))
 	}
-	return fmt.Sprintf("%d records, %d deliveries (%d redeliveries), %d accepted, %d released, %d acknowledgements failed or unknown, %d accepted unconfirmed, %d archived at the limit; problems: %s",
-		r.Records, r.Deliveries, r.Redeliveries, r.Accepted, r.Released, r.AckFailed, r.Unconfirmed, r.ArchivedAtLimit, strings.Join(kinds, " "))
+	return fmt.Sprintf("%d records, %d deliveries (%d redeliveries, %d of them after a fault), %d accepted, %d released, %d acknowledgements failed or unknown, %d accepted unconfirmed, %d archived at the limit; problems: %s",
+		r.Records, r.Deliveries, r.Redeliveries, r.AfterFault, r.Accepted, r.Released, r.AckFailed, r.Unconfirmed, r.ArchivedAtLimit, strings.Join(kinds, " "))
 }
 
 // shareRec is one record of the topic, by place.
@@ -254,10 +261,17 @@ func (r *ShareReport) checkRecord(k shareRec, ev *shareRecEvents, start map[int3
 func (r *ShareReport) checkCounts(k shareRec, ev *shareRecEvents) {
 	seen := map[int32]ShareEvent{}
 	last := map[string]int32{}
+	released := map[int32]bool{} // delivery counts released successfully
+	for _, a := range ev.acks {
+		released[a.Count] = released[a.Count] || (a.Ack == ShareRelease && a.Outcome == AckOK)
+	}
 	for _, d := range ev.dels {
 		r.Deliveries++
 		if d.Count > 1 {
 			r.Redeliveries++
+			if !released[d.Count-1] {
+				r.AfterFault++
+			}
 		}
 		if d.Count < 1 {
 			r.add(BadShareHistory, k, fmt.Sprintf("delivery count below 1: %v", d))
@@ -297,6 +311,9 @@ func (r *ShareReport) checkUnaccepted(k shareRec, ev *shareRecEvents, start map[
 	switch {
 	case covered && last != nil && last.Count == maxDel && last.Ack == ShareAccept:
 		r.Unconfirmed++
+		if len(r.UnconfirmedSample) < maxListed {
+			r.UnconfirmedSample = append(r.UnconfirmedSample, last.String())
+		}
 	case covered && last != nil && last.Count == maxDel && last.Count >= limit:
 		r.ArchivedAtLimit++
 	case len(ev.dels) == 0:

@@ -53,7 +53,7 @@ func TestCheckShareClean(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatalf("clean history: %v", err)
 	}
-	if r.Records != 5 || r.Deliveries != 8 || r.Redeliveries != 3 || r.Accepted != 4 || r.Released != 1 || r.AckFailed != 3 || r.Unconfirmed != 1 {
+	if r.Records != 5 || r.Deliveries != 8 || r.Redeliveries != 3 || r.AfterFault != 2 || r.Accepted != 4 || r.Released != 1 || r.AckFailed != 3 || r.Unconfirmed != 1 {
 		t.Fatalf("report %v", r)
 	}
 }
