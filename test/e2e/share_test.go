@@ -69,6 +69,10 @@ func TestShareGroupFailover(t *testing.T) {
 	verify(ctx, t, c, &l.h, l.sum, topic)
 }
 
+// stampMilli is the time format of the fault logs, the one ShareEvent
+// prints.
+const stampMilli = "15:04:05.000"
+
 func allShareParts() []int32 {
 	ps := make([]int32, sharePartitions)
 	for i := range ps {
@@ -162,7 +166,8 @@ func (s *shareRun) dataLeaderKill(ctx context.Context, t *testing.T, p int32) {
 	t0 := time.Now()
 	leaderKill(ctx, t, s.c, s.l.w, &s.l.h, s.l.sum, s.topic, p)
 	d := s.measure(ctx, t, "data-leader-kill", led, t0)
-	t.Logf("killed leader %d of %s%v: first accept of a record delivered after it %v later", ls[p].Node, s.topic, led, d.Round(time.Millisecond))
+	t.Logf("killed leader %d of %s%v at %s: first accept of a record delivered after it %v later",
+		ls[p].Node, s.topic, led, t0.Format(stampMilli), d.Round(time.Millisecond))
 }
 
 // coordinatorKill kills -9 the share group's coordinator (FindCoordinator,
@@ -185,8 +190,8 @@ func (s *shareRun) coordinatorKill(ctx context.Context, t *testing.T) {
 		t.Fatalf("share group %s still coordinated by the killed node %d", testShareGroup, victim)
 	}
 	d := s.measure(ctx, t, "share-coordinator-kill", allShareParts(), t0)
-	t.Logf("killed coordinator %d of share group %s: node %d coordinates after %v; first accept of a record delivered after it %v later",
-		victim, testShareGroup, next, time.Since(t0).Round(time.Millisecond), d.Round(time.Millisecond))
+	t.Logf("killed coordinator %d of share group %s at %s: node %d coordinates after %v; first accept of a record delivered after it %v later",
+		victim, testShareGroup, t0.Format(stampMilli), next, time.Since(t0).Round(time.Millisecond), d.Round(time.Millisecond))
 	s.restart(ctx, t, victim, metadata.ConsumerOffsetsTopic)
 }
 
@@ -219,8 +224,8 @@ func (s *shareRun) stateLeaderKill(ctx context.Context, t *testing.T) {
 		t.Fatalf("no new leader of %s[%d] after killing %d: %v", metadata.ShareGroupStateTopic, sp, victim, err)
 	}
 	d := s.measure(ctx, t, "share-state-leader-kill", []int32{p}, t0)
-	t.Logf("killed leader %d of %s[%d] (state of %s[%d]): first accept of a record delivered after it %v later",
-		victim, metadata.ShareGroupStateTopic, sp, s.topic, p, d.Round(time.Millisecond))
+	t.Logf("killed leader %d of %s[%d] (state of %s[%d]) at %s: first accept of a record delivered after it %v later",
+		victim, metadata.ShareGroupStateTopic, sp, s.topic, p, t0.Format(stampMilli), d.Round(time.Millisecond))
 	s.restart(ctx, t, victim, metadata.ShareGroupStateTopic)
 }
 

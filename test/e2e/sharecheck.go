@@ -312,7 +312,8 @@ func (r *ShareReport) checkUnaccepted(k shareRec, ev *shareRecEvents, start map[
 	case covered && last != nil && last.Count == maxDel && last.Ack == ShareAccept:
 		r.Unconfirmed++
 		if len(r.UnconfirmedSample) < maxListed {
-			r.UnconfirmedSample = append(r.UnconfirmedSample, last.String())
+			r.UnconfirmedSample = append(r.UnconfirmedSample, fmt.Sprintf("%v, flushed from %s",
+				*last, ev.dels[len(ev.dels)-1].At.Format("15:04:05.000")))
 		}
 	case covered && last != nil && last.Count == maxDel && last.Count >= limit:
 		r.ArchivedAtLimit++
