@@ -94,9 +94,9 @@ type ShareReport struct {
 	// the delivery before explains: after a failed acknowledgement, an
 	// expired lock, a closed session or a leader failover.
 	AfterFault int
-	Accepted     int // accepts that succeeded
-	Released     int // releases that succeeded
-	AckFailed    int // acknowledgements reported failed or without a result
+	Accepted   int // accepts that succeeded
+	Released   int // releases that succeeded
+	AckFailed  int // acknowledgements reported failed or without a result
 	// Unconfirmed counts records whose last accept was reported failed or
 	// unknown, never delivered again, and passed by the start offset: the
 	// accept was applied though the client could not tell.
