@@ -154,20 +154,44 @@ func (s *shareRun) measure(ctx context.Context, t *testing.T, kind string, ps []
 	return d
 }
 
-// dataLeaderKill kills -9 the leader of data partition p (leaderKill
-// restarts it and heals), and waits until the members accept again on
-// every partition it led.
+// dataLeaderKill kills -9 the leader of data partition p, checks that
+// new leaders with higher epochs took over every partition it led, waits
+// until the members accept again on each of them (and the producers are
+// acknowledged there), then restarts the victim and heals.
 func (s *shareRun) dataLeaderKill(ctx context.Context, t *testing.T, p int32) {
 	t.Helper()
-	ls, err := s.c.Leaders(ctx, s.topic)
+	before, err := s.c.Leaders(ctx, s.topic)
 	must(t, err)
-	led := ledBy(ls, ls[p].Node)
+	victim := before[p].Node
+	led := ledBy(before, victim)
 	s.waitAccepts(ctx, t, led, time.Now(), "before the leader kill")
 	t0 := time.Now()
-	leaderKill(ctx, t, s.c, s.l.w, &s.l.h, s.l.sum, s.topic, p)
-	d := s.measure(ctx, t, "data-leader-kill", led, t0)
-	t.Logf("killed leader %d of %s%v at %s: first accept of a record delivered after it %v later",
-		ls[p].Node, s.topic, led, t0.Format(stampMilli), d.Round(time.Millisecond))
+	must(t, s.c.Kill(victim))
+	s.l.sum.Fault("share-leader-kill")
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	after, err := s.c.Leaders(fctx, s.topic)
+	if err != nil {
+		t.Fatalf("no new leaders of %s after killing node %d: %v", s.topic, victim, err)
+	}
+	s.l.sum.Elected(time.Since(t0))
+	var worst time.Duration
+	for _, q := range led {
+		if after[q].Node == victim || after[q].Epoch <= before[q].Epoch {
+			t.Fatalf("%s[%d]: leader %v after killing %v", s.topic, q, after[q], before[q])
+		}
+		must(t, s.l.w.WaitAcked(fctx, q, t0, 1))
+		d, ok := FailoverTime(s.l.h.Attempts(), s.topic, q, t0)
+		if !ok {
+			t.Fatalf("failover time of %s[%d] not measurable", s.topic, q)
+		}
+		worst = max(worst, d)
+	}
+	s.l.sum.Failover(worst)
+	d := s.measure(ctx, t, "share-leader-kill", led, t0)
+	t.Logf("killed leader %d of %s%v at %s: first producer acknowledgement after %v, first accept of a record delivered after the kill %v",
+		victim, s.topic, led, t0.Format(stampMilli), worst.Round(time.Millisecond), d.Round(time.Millisecond))
+	s.restart(ctx, t, victim, s.topic)
 }
 
 // coordinatorKill kills -9 the share group's coordinator (FindCoordinator,
