@@ -46,7 +46,7 @@ func TestShareGroupFailover(t *testing.T) {
 	t.Cleanup(func() { s.closeMembers(context.Background(), t) })
 	s.startMembers(t)
 	s.waitAccepts(ctx, t, allShareParts(), time.Time{}, "start")
-	for i := range rounds(1, 4) {
+	for i := range rounds(1, 6) {
 		s.dataLeaderKill(ctx, t, int32(i%sharePartitions))
 		s.coordinatorKill(ctx, t)
 		s.stateLeaderKill(ctx, t)
