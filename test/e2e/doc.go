@@ -41,6 +41,15 @@
 // commit in force, no committed offset going backwards, and every new
 // round of members resuming at the committed offsets.
 //
+// Share groups (TestShareGroupFailover) add ShareMember, a stock franz-go
+// share consumer (kgo.ShareGroup) that records in a ShareHistory every
+// record delivered with its delivery count and every acknowledgement with
+// the outcome the client reported (ShareAckCallback, after FlushAcks);
+// and CheckShare, a pure checker of a ShareHistory against the workload's
+// History: every record accepted successfully exactly once, none
+// delivered again after its accept succeeded, delivery counts never
+// repeating or going down.
+//
 // Exactly-once (TestExactlyOnceUnderFaults) adds Pipeline, a franz-go
 // GroupTransactSession in the test process that copies an input topic to
 // an output topic one transaction per poll and records every transaction

@@ -25,6 +25,8 @@ type Summary struct {
 	txnFailover  []time.Duration // fault of a pipeline's node -> first transaction begun after it committed
 	partition    partitionStats
 	moves        []moveStats // replica moves (operate_test.go)
+	shares       []*ShareReport
+	shareFail    map[string][]time.Duration // by fault kind: kill -> first successful accept of a record delivered after it
 }
 
 // moveStats is one replica move: its kind ("reassign", "decommission",
@@ -218,6 +220,9 @@ func (s *Summary) String() string {
 	if len(s.eos) > 0 {
 		s.writeExactlyOnce(&b)
 	}
+	if len(s.shares) > 0 {
+		s.writeShares(&b)
+	}
 	s.partition.write(&b)
 	for _, m := range s.moves {
 		fmt.Fprintf(&b, "replica move (%s): done in %v; produce p99 meanwhile %v over %d records\n",
@@ -269,6 +274,11 @@ func (s *Summary) Merge(o *Summary) {
 	txnFailover := slices.Clone(o.txnFailover)
 	part := o.partition.clone()
 	moves := slices.Clone(o.moves)
+	shares := slices.Clone(o.shares)
+	shareFail := map[string][]time.Duration{}
+	for k, v := range o.shareFail {
+		shareFail[k] = slices.Clone(v)
+	}
 	o.mu.Unlock()
 
 	s.mu.Lock()
@@ -289,6 +299,10 @@ func (s *Summary) Merge(o *Summary) {
 	s.txnFailover = append(s.txnFailover, txnFailover...)
 	s.partition.merge(part)
 	s.moves = append(s.moves, moves...)
+	s.shares = append(s.shares, shares...)
+	for k, v := range shareFail {
+		s.addShareFailover(k, v...)
+	}
 }
 
 // PartitionFailover records, for a partition scenario of a kind, the time

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/client"
@@ -54,23 +55,50 @@ func (c *Cluster) Offsets(ctx context.Context, node int, topic string, partition
 	return start, end, err
 }
 
+// partitionBounds returns each partition of topic with its log start
+// offset and high watermark, asked of its leader; it asks again while a
+// leader moves (leadership returns to preferred replicas on its own after
+// a restart).
+func (c *Cluster) partitionBounds(ctx context.Context, topic string) ([]PartitionLog, error) {
+	var logs []PartitionLog
+	var last error
+	err := poll(ctx, "the bounds of "+topic+"'s partitions", func() (bool, error) {
+		leaders, err := c.Leaders(ctx, topic)
+		if err != nil {
+			return false, err
+		}
+		logs = make([]PartitionLog, len(leaders))
+		for p, l := range leaders {
+			start, end, err := c.Offsets(ctx, l.Node, topic, int32(p))
+			var ke *client.KafkaError
+			switch {
+			case errors.As(err, &ke) && (ke.Code == kerr.NotLeaderForPartition.Code || ke.Code == kerr.FencedLeaderEpoch.Code):
+				last = err
+				return false, nil
+			case err != nil:
+				return false, err
+			}
+			logs[p] = PartitionLog{Topic: topic, Partition: int32(p), Start: start, End: end}
+		}
+		return true, nil
+	})
+	if err != nil && last != nil {
+		err = fmt.Errorf("%w (last: %w)", err, last)
+	}
+	return logs, err
+}
+
 // ReadPartitions reads every partition of topic from its log start to its
 // high watermark with a client.Consumer, after waiting for agreed leaders.
 // Call it when nothing writes to the topic any more.
 func (c *Cluster) ReadPartitions(ctx context.Context, topic string) ([]PartitionLog, error) {
-	leaders, err := c.Leaders(ctx, topic)
+	logs, err := c.partitionBounds(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	logs := make([]PartitionLog, len(leaders))
 	assign := map[int32]client.Offset{}
-	for p, l := range leaders {
-		start, end, err := c.Offsets(ctx, l.Node, topic, int32(p))
-		if err != nil {
-			return nil, err
-		}
-		logs[p] = PartitionLog{Topic: topic, Partition: int32(p), Start: start, End: end}
-		assign[int32(p)] = client.At(start)
+	for _, pl := range logs {
+		assign[pl.Partition] = client.At(pl.Start)
 	}
 	cons, err := client.NewConsumer(client.Brokers(c.Seeds()...),
 		client.ConsumePartitions(map[string]map[int32]client.Offset{topic: assign}),
