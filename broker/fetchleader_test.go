@@ -40,11 +40,17 @@ func TestFetchFromFollowerNamesLeader(t *testing.T) {
 	unknown := rt
 	unknown.TopicID = [16]byte{0xEE}
 	req.Topics = append(req.Topics, unknown)
-	resp, err := req.RequestWith(ctx, cl.Broker(follower))
-	if err != nil {
-		t.Fatal(err)
+	// A follower names the leader once it has heard from it (its first
+	// heartbeat may come after the metadata named the leader).
+	var resp *kmsg.FetchResponse
+	var p kmsg.FetchResponseTopicPartition
+	for p.CurrentLeader.LeaderID = -1; p.CurrentLeader.LeaderID < 0 && ctx.Err() == nil; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if resp, err = req.RequestWith(ctx, cl.Broker(follower)); err != nil {
+			t.Fatal(err)
+		}
+		p = resp.Topics[0].Partitions[0]
 	}
-	p := resp.Topics[0].Partitions[0]
 	if resp.Version != 18 || p.ErrorCode != kerr.NotLeaderForPartition.Code ||
 		p.CurrentLeader.LeaderID != leader || p.CurrentLeader.LeaderEpoch != epoch {
 		t.Fatalf("v%d from follower %d: %+v, want leader %d epoch %d", resp.Version, follower, p, leader, epoch)

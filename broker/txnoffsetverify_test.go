@@ -230,14 +230,30 @@ func waitNoPending(t *testing.T, c *testcluster.Cluster, group, topic string, wi
 }
 
 // abortedInLog fails unless node's copy of __consumer_offsets-p holds a
-// transactional batch of producer pid followed by an ABORT marker of it.
+// transactional batch of producer pid followed by an ABORT marker of it,
+// within 30 s (a restarted replica may still be catching up).
 func abortedInLog(t *testing.T, n *broker.Node, p int32, pid int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(25 * time.Millisecond) {
+		written, aborted := logAborted(t, n, p, pid)
+		if written && aborted {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d's %s-%d: producer %d's last transactional commit written %v, then aborted %v; want both",
+				n.ID(), metadata.ConsumerOffsetsTopic, p, pid, written, aborted)
+		}
+	}
+}
+
+// logAborted reads node's copy of __consumer_offsets-p: whether producer
+// pid's last transactional batch is there, and an ABORT marker after it.
+func logAborted(t *testing.T, n *broker.Node, p int32, pid int64) (written, aborted bool) {
 	t.Helper()
 	log, _, ok := n.ReplicaLog(metadata.ConsumerOffsetsTopic, p)
 	if !ok {
 		t.Fatalf("node %d holds no copy of %s-%d", n.ID(), metadata.ConsumerOffsetsTopic, p)
 	}
-	written, aborted := false, false
 	for len(log) > 0 {
 		batch, rest, h, err := record.Next(log)
 		if err != nil {
@@ -256,10 +272,7 @@ func abortedInLog(t *testing.T, n *broker.Node, p int32, pid int64) {
 			aborted = m.Type == record.ControlAbort
 		}
 	}
-	if !written || !aborted {
-		t.Fatalf("node %d's %s-%d: producer %d's last transactional commit written %v, then aborted %v; want both",
-			n.ID(), metadata.ConsumerOffsetsTopic, p, pid, written, aborted)
-	}
+	return written, aborted
 }
 
 // TestUnverifiedPendingTxnOffsetIsAborted: a transactional offset commit
