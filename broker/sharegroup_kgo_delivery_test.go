@@ -204,6 +204,7 @@ func TestShareGroupKgoLockExpiry(t *testing.T) {
 		t.Fatal("member a got no records")
 	}
 	b := newKgoShareMember(t, c, "b", group, topic)
+	b.flush = true // accepted well within its own 2 s locks
 	b.run(t, log, acceptAll)
 	eventually(t, time.Minute, "b accepted every record", func() bool { return log.done() == n })
 	b.stop()
@@ -283,6 +284,75 @@ func TestShareGroupKgoDeliveryLimit(t *testing.T) {
 		}
 		if len(counts) != want || counts[len(counts)-1] != int32(want) {
 			t.Fatalf("offset %d delivered with counts %v, want 1..%d", off, counts, want)
+		}
+	}
+}
+
+// A member that renews its records (AckRenew) keeps them past
+// share_record_lock_duration (4 s): another member polling all along
+// never gets them, and the holder's accept, after more than twice the
+// lock duration, succeeds.
+func TestShareGroupKgoRenew(t *testing.T) {
+	const topic, group, n, lock = "k5", "g5", 20, 4 * time.Second
+	c, cl := kgoShareCluster(t, topic, 1, func(cfg *broker.Config) { cfg.ShareGroups.LockDuration = lock })
+	produceN(t, cl, n, 1)
+	log := &deliveryLog{}
+	var mu sync.Mutex // guards ackErrs
+	var ackErrs []error
+	a := newKgoShareMember(t, c, "a", group, topic, kgo.MaxConcurrentFetches(0), kgo.ShareMaxRecords(5),
+		kgo.ConnIdleTimeout(10*time.Minute), kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range rs {
+				ackErrs = append(ackErrs, r.Err)
+			}
+		}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var held []*kgo.Record
+	keep := func(r *kgo.Record) kgo.AckStatus { held = append(held, r); return 0 }
+	start := time.Now()
+	for len(held) == 0 && ctx.Err() == nil {
+		a.poll(ctx, t, log, keep)
+	}
+	b := newKgoShareMember(t, c, "b", group, topic)
+	b.run(t, log, acceptAll)
+	// Renewed every half second (each renew waits for the broker's
+	// answer before the next) until twice the lock duration has passed.
+	for time.Since(start) < 2*lock+time.Second {
+		for _, r := range held {
+			r.Ack(kgo.AckRenew)
+		}
+		if err := a.cl.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, r := range held {
+		r.Ack(kgo.AckAccept)
+	}
+	if err := a.cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "b accepted the other records", func() bool {
+		return len(byRecord(log.snapshot())) == n
+	})
+	waitStartOffsets(t, c, group, topic, map[int32]int64{0: n})
+	b.stop()
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, err := range ackErrs {
+		if err != nil {
+			t.Fatalf("a's renewals and accept: %v", ackErrs)
+		}
+	}
+	if len(ackErrs) == 0 {
+		t.Fatal("no acknowledgement results for a")
+	}
+	for k, v := range byRecord(log.snapshot()) {
+		if len(v) != 1 || v[0].count != 1 {
+			t.Fatalf("offset %d delivered %d times (to %s first): a renewed it", k.off, len(v), v[0].member)
 		}
 	}
 }

@@ -82,6 +82,7 @@ type kgoShareMember struct {
 	id     string
 	cl     *kgo.Client
 	hold   time.Duration // how long a poll's records are held before they are acknowledged
+	flush  bool          // send a poll's acknowledgements at once (FlushAcks), not within kgo's second
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -116,6 +117,11 @@ func (m *kgoShareMember) poll(ctx context.Context, t *testing.T, log *deliveryLo
 		log.add(d)
 		n++
 	})
+	if n > 0 && m.flush {
+		if err := m.cl.FlushAcks(ctx); err != nil && ctx.Err() == nil {
+			t.Logf("%s: FlushAcks: %v", m.id, err)
+		}
+	}
 	return n
 }
 
