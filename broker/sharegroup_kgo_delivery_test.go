@@ -350,9 +350,47 @@ func TestShareGroupKgoRenew(t *testing.T) {
 	if len(ackErrs) == 0 {
 		t.Fatal("no acknowledgement results for a")
 	}
-	for k, v := range byRecord(log.snapshot()) {
-		if len(v) != 1 || v[0].count != 1 {
-			t.Fatalf("offset %d delivered %d times (to %s first): a renewed it", k.off, len(v), v[0].member)
+	recs := byRecord(log.snapshot())
+	for _, r := range held {
+		if v := recs[shareRecKey{r.Partition, r.Offset}]; len(v) != 1 {
+			t.Fatalf("offset %d delivered %d times (to %s first): a renewed it", r.Offset, len(v), v[0].member)
+		}
+	}
+}
+
+// A member that leaves (its client closes) holding records gives them
+// back: another member gets them, counted again, although their locks
+// (10 minutes) have not expired; not before the first one closed. (kgo
+// releases them itself on its last ShareFetch, epoch -1; the session's
+// end would release them too.)
+func TestShareGroupKgoLeaveReleases(t *testing.T) {
+	const topic, group, n = "k6", "g6", 20
+	c, cl := kgoShareCluster(t, topic, 1, func(cfg *broker.Config) { cfg.ShareGroups.LockDuration = 10 * time.Minute })
+	produceN(t, cl, n, 1)
+	log := &deliveryLog{}
+	a := newKgoShareMember(t, c, "a", group, topic, kgo.MaxConcurrentFetches(0), kgo.ShareMaxRecords(5))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var held []*kgo.Record
+	keep := func(r *kgo.Record) kgo.AckStatus { held = append(held, r); return 0 }
+	for len(held) == 0 && ctx.Err() == nil {
+		a.poll(ctx, t, log, keep)
+	}
+	b := newKgoShareMember(t, c, "b", group, topic)
+	b.run(t, log, acceptAll)
+	// a may also hold up to 5 records it fetched but was not polled for.
+	eventually(t, time.Minute, "b accepted the records a does not hold", func() bool { return log.done() >= n-len(held)-5 })
+	closed := time.Now()
+	a.cl.Close()
+	eventually(t, time.Minute, "b accepted the records a held", func() bool { return log.done() == n })
+	b.stop()
+
+	ds := log.snapshot()
+	checkHandOvers(t, ds, func(prev, next kgoDelivery) bool { return prev.member == "a" && next.polled.After(closed) })
+	recs := byRecord(ds)
+	for _, r := range held {
+		if v := recs[shareRecKey{r.Partition, r.Offset}]; len(v) != 2 || v[1].member != "b" || v[1].count != 2 {
+			t.Fatalf("offset %d held by a: deliveries %+v, want one more to b with count 2", r.Offset, v)
 		}
 	}
 }
