@@ -15,6 +15,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/metadata"
 )
 
 // shareRec is one acquired record: partition, offset, delivery count.
@@ -537,4 +538,49 @@ func TestShareGroupOffsetsResets(t *testing.T) {
 	if alt, err := adm.AlterShareGroupOffsets(ctx, "sg", kadm.Offsets{"rz": {0: {Topic: "rz", Partition: 0, At: 1}}}); err != nil || alt.Error() != nil {
 		t.Fatalf("AlterShareGroupOffsets after the member left: %v %v", err, alt.Error())
 	}
+}
+
+// TestFindShareCoordinatorNamesStateLeader: on 3 nodes, FindCoordinator
+// key type 2 for share partitions' keys names the leader of the
+// __share_group_state partition Kafka's hash of the key picks, from any
+// node.
+func TestFindShareCoordinatorNamesStateLeader(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	cl := c.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keys := []string{"g:AAAAAAAAAAAAAAAAAAAAAA:0", "g:AAAAAAAAAAAAAAAAAAAAAA:1", "other:group:BBBBBBBBBBBBBBBBBBBBBB:7"}
+	find := func(node int, key string) kmsg.FindCoordinatorResponseCoordinator {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorType, req.CoordinatorKeys = 6, 2, []string{key}
+		resp, err := req.RequestWith(ctx, cl.Broker(node))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Coordinators[0]
+	}
+	// The first answer creates the topic.
+	eventually(t, 30*time.Second, "FindCoordinator answered", func() bool { return find(1, keys[0]).ErrorCode == 0 })
+	seen := map[int32]bool{}
+	for _, key := range keys {
+		p := metadata.GroupPartition(key, 4) // the test cluster's share_state_partitions
+		for node := 1; node <= 3; node++ {
+			// Leaders may move (the test cluster rebalances them every
+			// second): an answer counts when the leader was the same
+			// before and after it.
+			var got kmsg.FindCoordinatorResponseCoordinator
+			var before, after int32
+			eventually(t, 30*time.Second, "FindCoordinator for "+key+" naming the state leader", func() bool {
+				before, _ = c.Leader(metadata.ShareGroupStateTopic, p, 10*time.Second)
+				got = find(node, key)
+				after, _ = c.Leader(metadata.ShareGroupStateTopic, p, 10*time.Second)
+				if got.ErrorCode == 0 && before == after && got.NodeID != before {
+					t.Fatalf("node %d names %d the coordinator of %s, want %s-%d's leader %d", node, got.NodeID, key, metadata.ShareGroupStateTopic, p, before)
+				}
+				return got.ErrorCode == 0 && before == after
+			})
+			seen[got.NodeID] = true
+		}
+	}
+	t.Logf("coordinators named: %v", seen)
 }

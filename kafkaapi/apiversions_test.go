@@ -17,7 +17,7 @@ var wantAPIs = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 13}, // Metadata
 	{ApiKey: 8, MinVersion: 0, MaxVersion: 10}, // OffsetCommit
 	{ApiKey: 9, MinVersion: 0, MaxVersion: 10}, // OffsetFetch
-	{ApiKey: 10, MinVersion: 0, MaxVersion: 5}, // FindCoordinator
+	{ApiKey: 10, MinVersion: 0, MaxVersion: 6}, // FindCoordinator
 	{ApiKey: 11, MinVersion: 0, MaxVersion: 9}, // JoinGroup
 	{ApiKey: 12, MinVersion: 0, MaxVersion: 4}, // Heartbeat
 	{ApiKey: 13, MinVersion: 0, MaxVersion: 5}, // LeaveGroup

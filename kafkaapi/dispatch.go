@@ -50,7 +50,7 @@ var apis = []api{
 	{kmsg.Metadata, 0, 13},
 	{kmsg.OffsetCommit, 0, 10},
 	{kmsg.OffsetFetch, 0, 10},
-	{kmsg.FindCoordinator, 0, 5},
+	{kmsg.FindCoordinator, 0, 6},
 	{kmsg.JoinGroup, 0, 9},
 	{kmsg.Heartbeat, 0, 4},
 	{kmsg.LeaveGroup, 0, 5},

@@ -3,6 +3,8 @@ package kafkaapi
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,32 +76,41 @@ type GroupCoordinator interface {
 	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse
 }
 
-// Coordinator key types of FindCoordinator v1+.
+// Coordinator key types of FindCoordinator v1+ (share: v6+).
 const (
 	coordinatorKeyGroup       = 0
 	coordinatorKeyTransaction = 1
+	coordinatorKeyShare       = 2
 )
 
-// startFindCoordinator answers FindCoordinator 0-4 (v4 batches keys,
-// KIP-699) when its turn comes.
+// ShareCoordinators is an optional capability of a Backend, found by type
+// assertion: the share coordinator of a share partition's key,
+// "group:topicId:partition" (FindCoordinator key type 2, which nodes use
+// to find where a share partition's state lives).
+type ShareCoordinators interface {
+	ShareCoordinatorNode(ctx context.Context, key string) (int32, error)
+}
+
+// startFindCoordinator answers FindCoordinator 0-6 (v4 batches keys,
+// KIP-699; v6 adds share keys, KIP-932) when its turn comes.
 func (s *Server) startFindCoordinator(req *kmsg.FindCoordinatorRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 		if req.Version < 4 {
-			c := s.findCoordinator(ctx, req.CoordinatorKey, req.CoordinatorType)
+			c := s.findCoordinator(ctx, req.CoordinatorKey, req.CoordinatorType, req.Version)
 			resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 			resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 			return resp, nil
 		}
 		for _, key := range req.CoordinatorKeys {
-			resp.Coordinators = append(resp.Coordinators, s.findCoordinator(ctx, key, req.CoordinatorType))
+			resp.Coordinators = append(resp.Coordinators, s.findCoordinator(ctx, key, req.CoordinatorType, req.Version))
 		}
 		return resp, nil
 	}
 }
 
 // findCoordinator finds one key's coordinator and its address.
-func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8, version int16) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(err error) kmsg.FindCoordinatorResponseCoordinator {
@@ -121,6 +132,8 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 			return fail(kerr.TransactionalIDAuthorizationFailed)
 		}
 		node, err = s.backend.TxnCoordinatorNode(ctx, key)
+	case coordinatorKeyShare:
+		node, err = s.shareCoordinatorNode(ctx, key, version)
 	default:
 		return fail(fmt.Errorf("%w: unknown coordinator key type %d", kerr.InvalidRequest, keyType))
 	}
@@ -134,6 +147,36 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8) 
 		}
 	}
 	return fail(fmt.Errorf("%w: coordinator %d is not alive", kerr.CoordinatorNotAvailable, node))
+}
+
+// shareCoordinatorNode finds a share key's coordinator as Kafka does:
+// INVALID_REQUEST below v6, for a key not of the form
+// "group:topicId:partition", or without the capability;
+// CLUSTER_AUTHORIZATION_FAILED without CLUSTER_ACTION (only nodes ask).
+func (s *Server) shareCoordinatorNode(ctx context.Context, key string, version int16) (int32, error) {
+	sc, ok := s.backend.(ShareCoordinators)
+	switch {
+	case version < 6 || !ok:
+		return -1, fmt.Errorf("%w: share coordinator keys need FindCoordinator v6 and share groups", kerr.InvalidRequest)
+	case !s.authorizeCluster(ctx, acl.OpClusterAction):
+		return -1, kerr.ClusterAuthorizationFailed
+	case !validShareKey(key):
+		return -1, fmt.Errorf("%w: share coordinator key %q is not group:topicId:partition", kerr.InvalidRequest, key)
+	}
+	return sc.ShareCoordinatorNode(ctx, key)
+}
+
+// validShareKey reports whether key is "group:topicId:partition" with a
+// non-empty group (which may hold colons), a non-empty topic id and a
+// partition number.
+func validShareKey(key string) bool {
+	parts := strings.Split(key, ":")
+	n := len(parts)
+	if n < 3 || parts[n-2] == "" || strings.TrimSpace(strings.Join(parts[:n-2], ":")) == "" {
+		return false
+	}
+	_, err := strconv.ParseInt(parts[n-1], 10, 32)
+	return err == nil
 }
 
 // coordinator returns this node's coordinator of group, bounding the

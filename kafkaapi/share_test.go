@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +41,8 @@ type shareBackend struct {
 	mgr      *sharepart.Manager
 	sessions *sharepart.Sessions
 	store    *memShareStore
+
+	askedShareKey string // the last ShareCoordinatorNode key
 }
 
 func (b *shareBackend) ResetShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition, starts []int64) []error {
@@ -494,5 +497,48 @@ func TestShareMembersAreChecked(t *testing.T) {
 	}
 	if r := c.roundTrip(shareFetchReq("in", 0, id, nil)).(*kmsg.ShareFetchResponse); r.ErrorCode != 0 {
 		t.Fatalf("a member: %d", r.ErrorCode)
+	}
+}
+
+func (b *shareBackend) ShareCoordinatorNode(_ context.Context, key string) (int32, error) {
+	b.askedShareKey = key
+	return 1, nil
+}
+
+// TestFindShareCoordinator: FindCoordinator key type 2 names the share
+// coordinator of a "group:topicId:partition" key from v6, with
+// CLUSTER_ACTION, as Kafka answers it; INVALID_REQUEST below v6 or for a
+// key of another form.
+func TestFindShareCoordinator(t *testing.T) {
+	var denyCluster atomic.Bool
+	h, _ := startShareServer(t, func(r acl.Request) bool { return denyCluster.Load() && r.Resource == acl.ResourceCluster })
+	c := h.dial()
+	find := func(v int16, key string) kmsg.FindCoordinatorResponseCoordinator {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorType, req.CoordinatorKeys = v, coordinatorKeyShare, []string{key}
+		return c.roundTrip(req).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+	}
+	const key = "my:group:AAAAAAAAAAAAAAAAAAAAAA:3"
+	if got := find(6, key); got.ErrorCode != 0 || got.NodeID != 1 || got.Port != h.fb.broker.Port ||
+		h.srv.backend.(*shareBackend).askedShareKey != key {
+		t.Fatalf("v6 %s: %+v", key, got)
+	}
+	for _, tc := range []struct {
+		v    int16
+		key  string
+		deny bool
+		want int16
+	}{
+		{5, key, false, kerr.InvalidRequest.Code},
+		{6, "g", false, kerr.InvalidRequest.Code},
+		{6, ":AAAA:1", false, kerr.InvalidRequest.Code},
+		{6, "g:AAAA:x", false, kerr.InvalidRequest.Code},
+		{6, "g::1", false, kerr.InvalidRequest.Code},
+		{6, key, true, kerr.ClusterAuthorizationFailed.Code},
+	} {
+		denyCluster.Store(tc.deny)
+		if got := find(tc.v, tc.key); got.ErrorCode != tc.want || got.NodeID != -1 {
+			t.Errorf("v%d %q deny %v: %+v, want error %d", tc.v, tc.key, tc.deny, got, tc.want)
+		}
 	}
 }

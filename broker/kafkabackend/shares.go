@@ -99,6 +99,30 @@ func (b *Backend) ShareStateWrite(ctx context.Context, key sharepart.Key, s shar
 	return b.deps.Shares.ShareStateWrite(ctx, p, key, s)
 }
 
+var _ kafkaapi.ShareCoordinators = (*Backend)(nil)
+
+// ShareCoordinatorNode is the share coordinator of a share partition's
+// key "group:topicId:partition": the leader of the __share_group_state
+// partition its Java hash picks (creating the topic on first need).
+func (b *Backend) ShareCoordinatorNode(ctx context.Context, key string) (int32, error) {
+	_, leader, err := b.shareCoordinator(ctx, key)
+	return leader, err
+}
+
+// shareCoordinator is key's __share_group_state partition and its leader.
+func (b *Backend) shareCoordinator(ctx context.Context, key string) (p, leader int32, err error) {
+	n, err := b.internalPartitions(ctx, metadata.ShareGroupStateTopic, b.cfg.Share.StatePartitions, b.cfg.Share.StateReplicationFactor)
+	if err != nil {
+		return -1, -1, err
+	}
+	p = metadata.GroupPartition(key, n)
+	leader, _, ok := b.deps.PartitionLeader(metadata.ShareGroupStateTopic, p)
+	if !ok {
+		return p, -1, fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.ShareGroupStateTopic, p)
+	}
+	return p, leader, nil
+}
+
 // localStatePartition is key's __share_group_state partition, or
 // NOT_COORDINATOR if the topic does not exist yet.
 func (b *Backend) localStatePartition(key sharepart.Key) (int32, error) {
@@ -163,15 +187,9 @@ func (st shareStore) retry(ctx context.Context, key sharepart.Key, op func(ctx c
 }
 
 func (st shareStore) try(ctx context.Context, key sharepart.Key, op func(ctx context.Context, p, node int32) error) error {
-	b := st.b
-	n, err := b.internalPartitions(ctx, metadata.ShareGroupStateTopic, b.cfg.Share.StatePartitions, b.cfg.Share.StateReplicationFactor)
+	p, leader, err := st.b.shareCoordinator(ctx, key.String())
 	if err != nil {
 		return err
-	}
-	p := metadata.GroupPartition(key.String(), n)
-	leader, _, ok := b.deps.PartitionLeader(metadata.ShareGroupStateTopic, p)
-	if !ok {
-		return fmt.Errorf("%w: %s-%d has no leader yet", kerr.CoordinatorNotAvailable, metadata.ShareGroupStateTopic, p)
 	}
 	return op(ctx, p, leader)
 }
