@@ -16,6 +16,14 @@ import (
 // acquire: Kafka's max.poll.records default.
 const defaultShareMaxRecords = 500
 
+// shareReadBytes bounds one share partition's log read in a ShareFetch
+// (Kafka's max.partition.fetch.bytes default). A read of the request's
+// whole MaxBytes (50 MiB from kgo) copied and zeroed the rest of a
+// backlog on every fetch to acquire at most MaxRecords of it. The first
+// batch is read whole however large; records past this many bytes wait
+// for the next fetch.
+const shareReadBytes = 1 << 20
+
 // startShareFetch answers ShareFetch v0-2 (KIP-932, KIP-1206, KIP-1222).
 // The share session (group, member) is opened by epoch 0, moved on by each
 // later request's epoch, closed by -1 (which releases the member's
@@ -275,7 +283,7 @@ func shareAcquire(ctx context.Context, sg ShareGroups, member string, sp sharePa
 		if from >= hw {
 			return nil
 		}
-		b, err := sp.p.Read(from, maxBytes)
+		b, err := sp.p.Read(from, min(maxBytes, shareReadBytes))
 		if err != nil {
 			return err
 		}

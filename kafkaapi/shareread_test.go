@@ -1,0 +1,58 @@
+package kafkaapi
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/acl"
+)
+
+// A ShareFetch reads at most shareReadBytes (and whole batches) of a
+// partition's backlog however large the request's MaxBytes, so a fetch
+// does not copy the whole backlog to acquire part of it; the next fetch
+// goes on where it stopped.
+func TestShareFetchReadIsBounded(t *testing.T) {
+	h, id := startShareServer(t, func(acl.Request) bool { return false })
+	h.fb.mu.Lock()
+	p1 := h.fb.topics["s"].partitions[1]
+	h.fb.mu.Unlock()
+	big := strings.Repeat("v", 64<<10)
+	for i := range 8 { // 8 batches of 4 records, 256 KiB each: 2 MiB
+		if _, err := p1.Produce(makeBatch(int64(i), big, big, big, big))(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := h.dial()
+	fetch := func(epoch int32) (n int, size int) {
+		req := shareFetchReq("m", epoch, id, nil)
+		req.MaxRecords, req.MaxBytes = 1000, 50<<20
+		resp := c.roundTrip(req).(*kmsg.ShareFetchResponse)
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				if p.Partition != 1 {
+					continue
+				}
+				for _, r := range p.AcquiredRecords {
+					n += int(r.LastOffset - r.FirstOffset + 1)
+				}
+				size += len(p.Records)
+			}
+		}
+		return n, size
+	}
+	n, size := fetch(0)
+	if n == 0 || n >= 32 || size > shareReadBytes {
+		t.Fatalf("first fetch: %d of 32 records acquired in %d bytes, want some within %d", n, size, shareReadBytes)
+	}
+	total := n
+	for epoch := int32(1); total < 32 && epoch < 10; epoch++ {
+		n, _ = fetch(epoch)
+		total += n
+	}
+	if total != 32 {
+		t.Fatalf("%d of 32 records acquired over the fetches", total)
+	}
+}
