@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +35,8 @@ const (
 //     and the members' acknowledgements (share) or offset commits
 //     (classic) are flushed. ns/op includes joining; join-ms is the
 //     time to the first record polled, records/s counts from it to the
-//     flush.
+//     flush; cpu-ms/op is the whole process's CPU time (nodes and
+//     clients) per op, closing included.
 //   - paced: a producer offers 2000 records/s throughout; one op is
 //     2000 records polled (so about 1 s while the group keeps up).
 //     p50-ms and p99-ms are each record's delivery latency: from just
@@ -97,6 +99,7 @@ func stampedValue() []byte {
 func benchDrain(ctx context.Context, b *testing.B, c *testcluster.Cluster, kind, group string) {
 	n := 0
 	var joining, consuming time.Duration // to each op's first poll, and from it to the flush
+	cpu0 := processCPU(b)
 	for b.Loop() {
 		n++
 		start := time.Now()
@@ -112,6 +115,17 @@ func benchDrain(ctx context.Context, b *testing.B, c *testcluster.Cluster, kind,
 	}
 	b.ReportMetric(float64(n*shareBenchDrain)/consuming.Seconds(), "records/s")
 	b.ReportMetric(float64(joining.Milliseconds())/float64(n), "join-ms")
+	b.ReportMetric(float64((processCPU(b)-cpu0).Milliseconds())/float64(n), "cpu-ms/op")
+}
+
+// processCPU is the CPU time (user and system) this process (the
+// cluster's nodes and the clients) has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchPaced produces shareBenchRate records/s to "paced" while a group
