@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/acl"
@@ -54,5 +55,44 @@ func TestShareFetchReadIsBounded(t *testing.T) {
 	}
 	if total != 32 {
 		t.Fatalf("%d of 32 records acquired over the fetches", total)
+	}
+}
+
+// A ShareFetch's piggy-backed acknowledgements of a partition and its
+// acquisition from that partition are committed in one snapshot write.
+func TestShareFetchAcksAndAcquireShareACommit(t *testing.T) {
+	h, id := startShareServer(t, func(acl.Request) bool { return false })
+	sb := h.srv.backend.(*shareBackend)
+	writes := func() int {
+		sb.store.mu.Lock()
+		defer sb.store.mu.Unlock()
+		return sb.store.writes
+	}
+	c := h.dial()
+	fetch := func(req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+		return c.roundTrip(req).(*kmsg.ShareFetchResponse)
+	}
+	if n, _, _ := acquired(fetch(shareFetchReq("m", 0, id, nil))); n != 3 {
+		t.Fatalf("first fetch: %d records, want 3", n)
+	}
+	h.fb.mu.Lock()
+	p0 := h.fb.topics["s"].partitions[0]
+	h.fb.mu.Unlock()
+	if _, err := p0.Produce(makeBatch(4, "d", "e"))(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := writes()
+	n, count, code := acquired(fetch(shareFetchReq("m", 1, id, map[int32][]int8{0: {1, 1, 1}})))
+	if n != 2 || count != 1 || code != 0 {
+		t.Fatalf("accept and fetch: %d records (count %d), ack %d; want 2, 1, 0", n, count, code)
+	}
+	if w := writes() - before; w != 1 {
+		t.Fatalf("%d snapshot writes for the acknowledgements and the acquisition, want 1", w)
+	}
+	// A renew (type 4) outside a renewing request is refused, and
+	// nothing is applied.
+	n, _, code = acquired(fetch(shareFetchReq("m", 2, id, map[int32][]int8{0: {4, 4, 4, 4, 4}})))
+	if n != 0 || code != kerr.InvalidRequest.Code {
+		t.Fatalf("renew in a fetch: %d records, ack %d", n, code)
 	}
 }
