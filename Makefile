@@ -280,6 +280,13 @@ bench:
 bench-quick:
 	cd bench && $(GO) build -o out/bench . && ./out/bench --quick $(BENCH_FLAGS)
 
+# Share groups vs classic groups (issue 33): drain throughput and paced
+# delivery latency on an in-process 3-node cluster, about a minute; the
+# figures are in docs/performance.md.
+.PHONY: bench-share
+bench-share:
+	$(GO) test -run '^$$' -bench BenchmarkShareVsClassic -benchtime 3x -count 3 ./broker/
+
 # Scale check: starts the local cluster (make cluster; start from an
 # empty one, e.g. after make clean, so that the topic is new), creates a
 # topic of 1000 partitions x RF3 (SCALE_FLAGS="-partitions 10000" for

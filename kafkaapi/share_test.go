@@ -17,8 +17,9 @@ import (
 
 // memShareStore is a sharepart.Store in memory.
 type memShareStore struct {
-	mu sync.Mutex // guards m
-	m  map[sharepart.Key]sharepart.Snapshot
+	mu     sync.Mutex // guards m and writes
+	m      map[sharepart.Key]sharepart.Snapshot
+	writes int
 }
 
 func (s *memShareStore) Read(_ context.Context, k sharepart.Key, _ int32) (sharepart.Snapshot, bool, error) {
@@ -32,6 +33,7 @@ func (s *memShareStore) Write(_ context.Context, k sharepart.Key, v sharepart.Sn
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[k] = v
+	s.writes++
 	return nil
 }
 

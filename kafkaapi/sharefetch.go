@@ -2,6 +2,7 @@ package kafkaapi
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,6 +17,14 @@ import (
 // acquire: Kafka's max.poll.records default.
 const defaultShareMaxRecords = 500
 
+// shareReadBytes bounds one share partition's log read in a ShareFetch
+// (Kafka's max.partition.fetch.bytes default). A read of the request's
+// whole MaxBytes (50 MiB from kgo) copied and zeroed the rest of a
+// backlog on every fetch to acquire at most MaxRecords of it. The first
+// batch is read whole however large; records past this many bytes wait
+// for the next fetch.
+const shareReadBytes = 1 << 20
+
 // startShareFetch answers ShareFetch v0-2 (KIP-932, KIP-1206, KIP-1222).
 // The share session (group, member) is opened by epoch 0, moved on by each
 // later request's epoch, closed by -1 (which releases the member's
@@ -24,7 +33,8 @@ const defaultShareMaxRecords = 500
 // node leads, long-polling until some are acquired or MaxWaitMillis (at
 // most Config.MaxFetchWait) since the request arrived have passed. Every
 // acquisition and acknowledgement is committed to __share_group_state
-// before the response is sent.
+// before the response is sent; a partition's acknowledgements and its
+// first acquisition share one commit.
 func (s *Server) startShareFetch(req *kmsg.ShareFetchRequest, rc requestInfo) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
@@ -49,17 +59,16 @@ func (s *Server) startShareFetch(req *kmsg.ShareFetchRequest, rc requestInfo) re
 		if err != nil {
 			return fail(shareError(err))
 		}
-		out := shareFetchOut{resp: resp, idx: make(map[sharepart.TopicPartition][2]int)}
-		for _, a := range acks {
-			err := s.acknowledge(ctx, sg, k, a, renew)
-			out.part(a.tp).AcknowledgeErrorCode = ErrorCode(err)
-		}
+		out := shareFetchOut{resp: resp, idx: make(map[sharepart.TopicPartition][2]int), acks: acks}
 		switch {
 		case req.ShareSessionEpoch == -1:
+			s.shareFetchAcknowledge(ctx, sg, k, &out, renew)
 			s.releaseSession(ctx, sg, k, parts)
 		case !renew:
 			s.shareFetchPoll(ctx, sg, k, req, rc.received, parts, &out)
 			s.shareLeaderHints(ctx, &out)
+		default:
+			s.shareFetchAcknowledge(ctx, sg, k, &out, renew)
 		}
 		return resp, nil
 	}
@@ -140,6 +149,29 @@ func (s *Server) dropShareSession(conn context.Context, sg ShareGroups, k sharep
 type shareFetchOut struct {
 	resp *kmsg.ShareFetchResponse
 	idx  map[sharepart.TopicPartition][2]int // topic and partition index
+	acks []shareAcks                         // acknowledgements not applied yet
+}
+
+// takeAcks removes and returns tp's acknowledgements not applied yet.
+func (o *shareFetchOut) takeAcks(tp sharepart.TopicPartition) []shareAcks {
+	var mine []shareAcks
+	o.acks = slices.DeleteFunc(o.acks, func(a shareAcks) bool {
+		if a.tp == tp {
+			mine = append(mine, a)
+		}
+		return a.tp == tp
+	})
+	return mine
+}
+
+// shareFetchAcknowledge applies the acknowledgements not applied yet,
+// each partition's with its own commit.
+func (s *Server) shareFetchAcknowledge(ctx context.Context, sg ShareGroups, k sharepart.SessionKey, out *shareFetchOut, renew bool) {
+	for _, a := range out.acks {
+		err := s.acknowledge(ctx, sg, k, a, renew)
+		out.part(a.tp).AcknowledgeErrorCode = ErrorCode(err)
+	}
+	out.acks = nil
 }
 
 func (o *shareFetchOut) part(tp sharepart.TopicPartition) *kmsg.ShareFetchResponseTopicPartition {
@@ -216,6 +248,8 @@ func (s *Server) shareFetchPoll(ctx context.Context, sg ShareGroups, k sharepart
 	}()
 	for {
 		got, errored, watches := s.sharePass(ctx, sg, k, int(max(req.ShareSessionEpoch, 0)), parts, maxRecords, maxBytes, out)
+		// Those of partitions the pass did not acquire from, before waiting.
+		s.shareFetchAcknowledge(ctx, sg, k, out, false)
 		if got > 0 || errored || len(watches) == 0 || ctx.Err() != nil || !time.Now().Before(deadline) {
 			return
 		}
@@ -244,7 +278,11 @@ func (s *Server) sharePass(ctx context.Context, sg ShareGroups, k sharepart.Sess
 		seen := sp.p.Changed()
 		released := sg.ShareManager().Released(sp.key)
 		seenReleased := released.C()
-		data, ranges, err := shareAcquire(ctx, sg, k.Member, sp, maxRecords-got, maxBytes-bytes)
+		acks := out.takeAcks(tp)
+		data, ranges, ackErr, err := shareAcquire(ctx, sg, k.Member, sp, acks, maxRecords-got, maxBytes-bytes)
+		if len(acks) > 0 {
+			out.part(tp).AcknowledgeErrorCode = ErrorCode(ackErr)
+		}
 		switch {
 		case err != nil:
 			out.part(tp).ErrorCode, errored = ErrorCode(shareError(err)), true
@@ -263,45 +301,61 @@ func (s *Server) sharePass(ctx context.Context, sg ShareGroups, k sharepart.Sess
 	return got, errored, watches
 }
 
-// shareAcquire acquires up to maxRecords records of one share partition
-// for member from the whole batches, within maxBytes, that the log holds
-// from the partition's first acquirable offset.
-func shareAcquire(ctx context.Context, sg ShareGroups, member string, sp sharePart, maxRecords, maxBytes int) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, error) {
-	var data []byte
-	var ranges []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
-	err := sg.ShareManager().Do(ctx, sp.key, sp.p, func(p *sharepart.Partition, now int64) error {
-		logStart, hw := sp.p.LogStartOffset(), sp.p.HighWatermark()
-		from := p.NextAcquirable(logStart)
-		if from >= hw {
-			return nil
-		}
-		b, err := sp.p.Read(from, maxBytes)
-		if err != nil {
-			return err
-		}
-		b = wholeBatches(b, maxBytes, true, hw)
-		end := from
-		for rest := b; len(rest) > 0; {
-			_, next, h, err := record.Next(rest)
-			if err != nil {
-				break
+// shareAcquire applies member's acknowledgements of one share partition
+// (ackErr: the last set's error) and acquires up to maxRecords records
+// from the whole batches, within maxBytes, that the log holds from the
+// partition's first acquirable offset; one snapshot commit holds both.
+func shareAcquire(ctx context.Context, sg ShareGroups, member string, sp sharePart, acks []shareAcks, maxRecords, maxBytes int) (data []byte, ranges []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, ackErr, err error) {
+	var readErr error
+	err = sg.ShareManager().Do(ctx, sp.key, sp.p, func(p *sharepart.Partition, now int64) error {
+		for _, a := range acks {
+			if ackErr = shareAckCheck(a, false); ackErr == nil {
+				ackErr = shareError(p.AcknowledgeAll(member, a.acks, now))
 			}
-			end, rest = h.NextOffset(), next
 		}
-		for _, r := range p.Acquire(member, now, logStart, end, maxRecords) {
-			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
-			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = r.First, r.Last, r.DeliveryCount
-			ranges = append(ranges, ar)
-		}
-		if len(ranges) > 0 {
-			data = batchesThrough(b, ranges[len(ranges)-1].LastOffset)
-		}
-		return nil
+		data, ranges, readErr = shareReadAcquire(p, now, member, sp, maxRecords, maxBytes)
+		return nil // the acknowledgements are committed whatever the read did
 	})
+	switch {
+	case err != nil: // not loaded, or the commit failed: nothing applied
+		return nil, nil, shareError(err), err
+	case readErr != nil:
+		return nil, nil, ackErr, readErr
+	}
+	return data, ranges, ackErr, nil
+}
+
+// shareReadAcquire is shareAcquire's acquisition, under the share
+// partition's lock: the records acquired and the batches that hold them.
+func shareReadAcquire(p *sharepart.Partition, now int64, member string, sp sharePart, maxRecords, maxBytes int) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, error) {
+	logStart, hw := sp.p.LogStartOffset(), sp.p.HighWatermark()
+	from := p.NextAcquirable(logStart)
+	if from >= hw {
+		return nil, nil, nil
+	}
+	b, err := sp.p.Read(from, min(maxBytes, shareReadBytes))
 	if err != nil {
 		return nil, nil, err
 	}
-	return data, ranges, nil
+	b = wholeBatches(b, maxBytes, true, hw)
+	end := from
+	for rest := b; len(rest) > 0; {
+		_, next, h, err := record.Next(rest)
+		if err != nil {
+			break
+		}
+		end, rest = h.NextOffset(), next
+	}
+	var ranges []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	for _, r := range p.Acquire(member, now, logStart, end, maxRecords) {
+		ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+		ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = r.First, r.Last, r.DeliveryCount
+		ranges = append(ranges, ar)
+	}
+	if len(ranges) == 0 {
+		return nil, nil, nil
+	}
+	return batchesThrough(b, ranges[len(ranges)-1].LastOffset), ranges, nil
 }
 
 // batchesThrough keeps the leading whole batches of b up to the one that

@@ -131,10 +131,8 @@ type shareAcks struct {
 // acknowledge applies one partition's acknowledgements (all or none) for
 // member; renew allows type 4 (KIP-1222, IsRenewAck).
 func (s *Server) acknowledge(ctx context.Context, sg ShareGroups, k sharepart.SessionKey, a shareAcks, renew bool) error {
-	for _, b := range a.acks {
-		if !renew && slices.Contains(b.Types, sharepart.AckRenew) {
-			return kerr.InvalidRequest
-		}
+	if err := shareAckCheck(a, renew); err != nil {
+		return err
 	}
 	sp, err := s.resolveShare(ctx, k.Group, a.tp)
 	if err != nil {
@@ -144,6 +142,16 @@ func (s *Server) acknowledge(ctx context.Context, sg ShareGroups, k sharepart.Se
 		return p.AcknowledgeAll(k.Member, a.acks, now)
 	})
 	return shareError(err)
+}
+
+// shareAckCheck refuses type 4 (renew) unless the request renews.
+func shareAckCheck(a shareAcks, renew bool) error {
+	for _, b := range a.acks {
+		if !renew && slices.Contains(b.Types, sharepart.AckRenew) {
+			return kerr.InvalidRequest
+		}
+	}
+	return nil
 }
 
 // releaseSession releases every record member holds on a closed
