@@ -222,8 +222,7 @@ func consumerGroupShown(t *testing.T, b *browser, base string) {
 
 // shareGroupShown checks audit's page: its member with epoch 1 holding
 // orders' 3 partitions, and its share partitions' start offsets (orders'
-// ends: 3, 1, 1) with the lag unknown (DescribeShareGroupOffsets' -1),
-// without an error.
+// ends: 3, 1, 1) with lag 0 (everything accepted), without an error.
 func shareGroupShown(t *testing.T, b *browser, base string) {
 	t.Helper()
 	b.open(base+"group/audit", "group")
@@ -235,8 +234,8 @@ func shareGroupShown(t *testing.T, b *browser, base string) {
 		[]string{"audit-member-1", "share", "1", "orders-0, orders-1, orders-2"}) {
 		t.Errorf("audit's member: %v", got)
 	}
-	if c, l := b.cells("offsets", 2), b.cells("offsets", 4); !slices.Equal(c, []string{"3", "1", "1"}) || !slices.Equal(l, []string{"–", "–", "–"}) {
-		t.Errorf("audit's offsets: start %v lag %v, want 3 1 1 and lag unknown (the cluster does not compute it)", c, l)
+	if c, l := b.cells("offsets", 2), b.cells("offsets", 4); !slices.Equal(c, []string{"3", "1", "1"}) || !slices.Equal(l, []string{"0", "0", "0"}) {
+		t.Errorf("audit's offsets: start %v lag %v, want 3 1 1 and lag 0", c, l)
 	}
 	if n := b.texts(`[String(document.querySelectorAll("#offsets-note, .error").length)]`); n[0] != "0" {
 		t.Errorf("audit's page shows %s offsets notes or errors, want none", n[0])

@@ -65,6 +65,24 @@ func (b *shareBackend) ReadShareStates(ctx context.Context, group string, tps []
 	return out
 }
 
+// LatestOffsets reads each partition's high watermark from the fake,
+// NOT_LEADER_OR_FOLLOWER where it does not lead.
+func (b *shareBackend) LatestOffsets(_ context.Context, parts []TopicPartition) []LatestOffset {
+	out := make([]LatestOffset, len(parts))
+	for i, tp := range parts {
+		p, err := b.Partition(tp.Topic, tp.Partition)
+		switch {
+		case err != nil:
+			out[i] = LatestOffset{Offset: -1, Err: err}
+		case !p.IsLeader():
+			out[i] = LatestOffset{Offset: -1, Err: kerr.NotLeaderForPartition}
+		default:
+			out[i] = LatestOffset{Offset: p.HighWatermark()}
+		}
+	}
+	return out
+}
+
 func (b *shareBackend) ShareManager() *sharepart.Manager         { return b.mgr }
 func (b *shareBackend) ShareSessions() *sharepart.Sessions       { return b.sessions }
 func (b *shareBackend) ShareLockDurationMs() int32               { return 30000 }

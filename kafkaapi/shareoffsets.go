@@ -12,12 +12,12 @@ import (
 
 // startDescribeShareGroupOffsets answers DescribeShareGroupOffsets v0-1
 // from the share partitions' persisted state: each partition's start
-// offset (SPSO; -1 for one with no state) and the leader epoch that wrote
-// it; the lag is not computed (-1). DESCRIBE on the group, and on each
-// topic (else TOPIC_AUTHORIZATION_FAILED); with no topics named, every
-// topic the client may DESCRIBE, and only its partitions that have
-// state. The group's membership is not consulted: a group nobody used
-// has no offsets rather than GROUP_ID_NOT_FOUND.
+// offset (SPSO; -1 for one with no state), the leader epoch that wrote
+// it, and the lag (v1) as Kafka computes it (shareLag). DESCRIBE on the
+// group, and on each topic (else TOPIC_AUTHORIZATION_FAILED); with no
+// topics named, every topic the client may DESCRIBE, and only its
+// partitions that have state. The group's membership is not consulted: a
+// group nobody used has no offsets rather than GROUP_ID_NOT_FOUND.
 func (s *Server) startDescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffsetsRequest) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
@@ -82,13 +82,7 @@ func (s *Server) describeShareOffsets(ctx context.Context, so ShareOffsets, view
 			out[i].Partitions = append(out[i].Partitions, rp)
 		}
 	}
-	for j, st := range so.ReadShareStates(ctx, g.GroupID, tps) {
-		rp := &out[at[j][0]].Partitions[at[j][1]]
-		rp.ErrorCode, rp.ErrorMessage = ErrorCode(st.Err), errorMessage(st.Err)
-		if st.OK {
-			rp.StartOffset, rp.LeaderEpoch = st.Snapshot.StartOffset, st.Snapshot.LeaderEpoch
-		}
-	}
+	fillShareOffsets(ctx, so, g.GroupID, tps, at, out)
 	if all { // only the share partitions that have state
 		kept := out[:0]
 		for _, t := range out {
@@ -111,4 +105,52 @@ func withState(ps []kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition) [
 		}
 	}
 	return kept
+}
+
+// fillShareOffsets answers the share partitions tps (at: where each is in
+// out) from their persisted state and, where that has a start offset, the
+// lag from their data partitions' high watermarks (asked of each leader
+// node once). A partition with no state has lag -1; one whose high
+// watermark could not be read answers that error, as in Kafka.
+func fillShareOffsets(ctx context.Context, so ShareOffsets, group string, tps []sharepart.TopicPartition, at [][2]int, out []kmsg.DescribeShareGroupOffsetsResponseGroupTopic) {
+	states := so.ReadShareStates(ctx, group, tps)
+	var (
+		lagged []int // of tps: those with a start offset
+		parts  []TopicPartition
+	)
+	for j, st := range states {
+		rp := &out[at[j][0]].Partitions[at[j][1]]
+		rp.ErrorCode, rp.ErrorMessage = ErrorCode(st.Err), errorMessage(st.Err)
+		if !st.OK {
+			continue
+		}
+		rp.StartOffset, rp.LeaderEpoch = st.Snapshot.StartOffset, st.Snapshot.LeaderEpoch
+		if st.Err == nil && st.Snapshot.StartOffset >= 0 {
+			lagged = append(lagged, j)
+			parts = append(parts, TopicPartition{Topic: out[at[j][0]].Topic, Partition: tps[j].Partition})
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	for k, lo := range so.LatestOffsets(ctx, parts) {
+		j := lagged[k]
+		rp := &out[at[j][0]].Partitions[at[j][1]]
+		if lo.Err != nil {
+			rp.ErrorCode, rp.ErrorMessage = ErrorCode(lo.Err), errorMessage(lo.Err)
+			rp.StartOffset, rp.LeaderEpoch = -1, -1
+			continue
+		}
+		rp.Lag = shareLag(lo.Offset, states[j].Snapshot)
+	}
+}
+
+// shareLag is Kafka's share partition lag (KIP-1226, computed by its
+// GroupCoordinatorService): the high watermark less the start offset less
+// the records past it whose delivery is complete (Acknowledged or
+// Archived), that is the records a member may still be handed or holds.
+// The high watermark is the next offset to be written, so there is no +1;
+// as in Kafka nothing clamps the result.
+func shareLag(highWatermark int64, s sharepart.Snapshot) int64 {
+	return highWatermark - s.StartOffset - s.DeliveryComplete()
 }

@@ -156,4 +156,15 @@ type ShareOffsets interface {
 	// again at starts[i], or have no state for -1, forgetting every
 	// record's state; it answers an error for each, in their order.
 	ResetShareStates(ctx context.Context, group string, tps []sharepart.TopicPartition, starts []int64) []error
+	// LatestOffsets asks the leaders of parts for their high watermarks,
+	// as Kafka's group coordinator does for a share partition's lag
+	// (ListOffsets LATEST, read_uncommitted): at most one request per
+	// leader node. It answers in parts' order.
+	LatestOffsets(ctx context.Context, parts []TopicPartition) []LatestOffset
+}
+
+// LatestOffset is a partition's high watermark, or why it is unknown.
+type LatestOffset struct {
+	Offset int64
+	Err    error
 }

@@ -35,6 +35,23 @@ type Snapshot struct {
 	Batches []Batch
 }
 
+// DeliveryComplete is Kafka's delivery complete count (KIP-1226): the
+// offsets at or past the start offset whose delivery is over, Acknowledged
+// or Archived. A share partition's lag is the high watermark less the
+// start offset less this count.
+func (s Snapshot) DeliveryComplete() int64 {
+	var n int64
+	for _, b := range s.Batches {
+		if b.State != Acknowledged && b.State != Archived {
+			continue
+		}
+		if first := max(b.First, s.StartOffset); b.Last >= first {
+			n += b.Last - first + 1
+		}
+	}
+	return n
+}
+
 // Batch is a run of offsets with one state and delivery count.
 type Batch struct {
 	First, Last   int64
