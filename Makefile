@@ -20,8 +20,10 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# -p 3: the packages' tests mostly wait (real clusters, timeouts), so a
+# third package at a time shortens the run on a 2-core machine.
 test: fmt-check vet test-deps
-	$(GO) test -race -count=1 -timeout 14m ./...
+	$(GO) test -race -count=1 -p 3 -timeout 14m ./...
 	cd third_party/raft && $(GO) test -race -count=1 -run '$(RAFT_PATCH_TESTS)' .
 
 # hashicorp/raft as patched in third_party/raft (its MINIKAFKA.md): the

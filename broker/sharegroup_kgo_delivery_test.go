@@ -74,6 +74,7 @@ func waitShareMembers(t *testing.T, cl *kgo.Client, group string, n int) {
 // accepts them, and b joins while a holds some: neither b nor a's own
 // next fetches may take what a holds.
 func TestShareGroupKgoTwoMembersShare(t *testing.T) {
+	t.Parallel()
 	const topic, group, rounds, perRound = "k1", "g1", 10, 30
 	c, cl := kgoShareCluster(t, topic, 3)
 	log := &deliveryLog{}
@@ -137,6 +138,7 @@ func releaseRejectAccept(r *kgo.Record) kgo.AckStatus {
 // (to either) with delivery count 2, after the release; a rejected one
 // never comes back, nor an accepted one.
 func TestShareGroupKgoReleaseReject(t *testing.T) {
+	t.Parallel()
 	const topic, group, n = "k2", "g2", 60
 	c, cl := kgoShareCluster(t, topic, 1)
 	produceN(t, cl, n, 1)
@@ -175,6 +177,7 @@ func TestShareGroupKgoReleaseReject(t *testing.T) {
 // goes to another member, counted again, and not before the lock ran
 // out; its first holder can no longer acknowledge it.
 func TestShareGroupKgoLockExpiry(t *testing.T) {
+	t.Parallel()
 	const topic, group, n, lock = "k3", "g3", 30, 2 * time.Second
 	c, cl := kgoShareCluster(t, topic, 1, func(cfg *broker.Config) { cfg.ShareGroups.LockDuration = lock })
 	produceN(t, cl, n, 1)
@@ -240,6 +243,7 @@ func TestShareGroupKgoLockExpiry(t *testing.T) {
 // is delivered three times (counts 1, 2, 3), then archived: it never
 // comes back, and the share start offset moves past it.
 func TestShareGroupKgoDeliveryLimit(t *testing.T) {
+	t.Parallel()
 	const topic, group, n = "k4", "g4", 40
 	c, cl := kgoShareCluster(t, topic, 1, func(cfg *broker.Config) { cfg.ShareGroups.DeliveryLimit = 3 })
 	produceN(t, cl, n, 1)
@@ -293,6 +297,7 @@ func TestShareGroupKgoDeliveryLimit(t *testing.T) {
 // never gets them, and the holder's accept, after more than twice the
 // lock duration, succeeds.
 func TestShareGroupKgoRenew(t *testing.T) {
+	t.Parallel()
 	const topic, group, n, lock = "k5", "g5", 20, 4 * time.Second
 	c, cl := kgoShareCluster(t, topic, 1, func(cfg *broker.Config) { cfg.ShareGroups.LockDuration = lock })
 	produceN(t, cl, n, 1)
@@ -364,6 +369,7 @@ func TestShareGroupKgoRenew(t *testing.T) {
 // releases them itself on its last ShareFetch, epoch -1; the session's
 // end would release them too.)
 func TestShareGroupKgoLeaveReleases(t *testing.T) {
+	t.Parallel()
 	const topic, group, n = "k6", "g6", 20
 	c, cl := kgoShareCluster(t, topic, 1, func(cfg *broker.Config) { cfg.ShareGroups.LockDuration = 10 * time.Minute })
 	produceN(t, cl, n, 1)

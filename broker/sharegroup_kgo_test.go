@@ -17,6 +17,7 @@ import (
 // it made, holding every partition of the topic. (Its ShareFetches are
 // another part of KIP-932.)
 func TestShareGroupKgoMemberJoins(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
 		cfg.GroupShare = groupcoord.ShareConfig{SessionTimeout: 30 * time.Second, HeartbeatInterval: 200 * time.Millisecond}
 	})
