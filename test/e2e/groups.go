@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -44,7 +43,7 @@ type Member struct {
 
 	mu      sync.Mutex      // guards pending and errs
 	pending map[int32]int64 // by owned partition: the offset to commit (delivered, not yet committed)
-	errs    map[string]int  // errors seen, by class
+	errs    errCounts       // errors seen, by class
 }
 
 // commitTimeout bounds one synchronous commit; kgo retries it within.
@@ -55,7 +54,7 @@ func StartMember(cfg MemberConfig, h *GroupHistory) (*Member, error) {
 	if len(cfg.Brokers) == 0 || cfg.Group == "" || cfg.Topic == "" || cfg.Name == "" {
 		return nil, errors.New("e2e: MemberConfig needs Brokers, Group, Topic and Name")
 	}
-	m := &Member{cfg: cfg, h: h, done: make(chan struct{}), pending: map[int32]int64{}, errs: map[string]int{}}
+	m := &Member{cfg: cfg, h: h, done: make(chan struct{}), pending: map[int32]int64{}, errs: errCounts{}}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.Name),
@@ -214,33 +213,14 @@ func (m *Member) noteErr(op string, err error) {
 	m.noteErrLocked(op, err)
 }
 
-func (m *Member) noteErrLocked(op string, err error) {
-	var ke *kerr.Error
-	var class string
-	switch {
-	case errors.As(err, &ke):
-		class = ke.Message
-	case errors.Is(err, context.DeadlineExceeded):
-		class = "timeout"
-	default:
-		class = err.Error()
-		if len(class) > 80 {
-			class = class[:80] + "..."
-		}
-	}
-	m.errs[op+":"+class]++
-}
+func (m *Member) noteErrLocked(op string, err error) { m.errs.note(op, err) }
 
 // Errors returns the errors the member saw, counted by operation and
 // class, as sorted "op:class=count" strings.
 func (m *Member) Errors() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m.errs)) {
-		out = append(out, fmt.Sprintf("%s=%d", k, m.errs[k]))
-	}
-	return out
+	return m.errs.sorted()
 }
 
 // Name is the member's name.

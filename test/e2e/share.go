@@ -3,13 +3,9 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -40,7 +36,7 @@ type ShareMember struct {
 
 	mu      sync.Mutex           // guards results and errs
 	results []kgo.ShareAckResult // reported since the current flush began
-	errs    map[string]int       // errors seen, by class
+	errs    errCounts            // errors seen, by class
 }
 
 // shareFlushTimeout bounds one FlushAcks; the client retries within.
@@ -51,7 +47,7 @@ func StartShareMember(cfg ShareMemberConfig, h *ShareHistory) (*ShareMember, err
 	if len(cfg.Brokers) == 0 || cfg.Group == "" || cfg.Topic == "" || cfg.Name == "" {
 		return nil, errors.New("e2e: ShareMemberConfig needs Brokers, Group, Topic and Name")
 	}
-	m := &ShareMember{cfg: cfg, h: h, done: make(chan struct{}), errs: map[string]int{}}
+	m := &ShareMember{cfg: cfg, h: h, done: make(chan struct{}), errs: errCounts{}}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.Name),
@@ -168,30 +164,14 @@ func (m *ShareMember) noteErr(op string, err error) {
 	m.noteErrLocked(op, err)
 }
 
-func (m *ShareMember) noteErrLocked(op string, err error) {
-	var ke *kerr.Error
-	class := err.Error()
-	switch {
-	case errors.As(err, &ke):
-		class = ke.Message
-	case errors.Is(err, context.DeadlineExceeded):
-		class = "timeout"
-	case len(class) > 80:
-		class = class[:80] + "..."
-	}
-	m.errs[op+":"+class]++
-}
+func (m *ShareMember) noteErrLocked(op string, err error) { m.errs.note(op, err) }
 
 // Errors returns the errors the member saw, counted by operation and
 // class, as sorted "op:class=count" strings.
 func (m *ShareMember) Errors() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m.errs)) {
-		out = append(out, fmt.Sprintf("%s=%d", k, m.errs[k]))
-	}
-	return out
+	return m.errs.sorted()
 }
 
 // Name is the member's name.
