@@ -32,16 +32,12 @@ refused: they would overwrite the offsets.`,
 			if err != nil {
 				return err
 			}
-			for _, t := range topics {
-				if t == "" {
-					return usageErrorf("--topic needs a topic name")
-				}
+			if err := topicNames(topics); err != nil {
+				return err
 			}
 			return a.withGroupAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
-				for _, t := range topics {
-					if _, err := a.describeTopic(ctx, adm, t); err != nil {
-						return err
-					}
+				if err := a.topicsExist(ctx, adm, topics); err != nil {
+					return err
 				}
 				rs, err := adm.ResetGroupOffsets(ctx, args[0], to, topics...)
 				switch {
@@ -104,4 +100,25 @@ func writeResets(w io.Writer, group string, rs []client.OffsetReset) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", r.Topic, r.Partition, num(r.Old), r.New)
 	}
 	tw.Flush()
+}
+
+// topicNames checks the --topic values of a reset.
+func topicNames(topics []string) error {
+	for _, t := range topics {
+		if t == "" {
+			return usageErrorf("--topic needs a topic name")
+		}
+	}
+	return nil
+}
+
+// topicsExist describes each topic of a reset, so that a missing one is
+// named before anything is reset.
+func (a *app) topicsExist(ctx context.Context, adm *client.Admin, topics []string) error {
+	for _, t := range topics {
+		if _, err := a.describeTopic(ctx, adm, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -156,16 +156,12 @@ again. As in Kafka, a share group with active members is refused.`,
 			if len(topics) == 0 {
 				return usageErrorf("name the topics to reset with --topic")
 			}
-			for _, t := range topics {
-				if t == "" {
-					return usageErrorf("--topic needs a topic name")
-				}
+			if err := topicNames(topics); err != nil {
+				return err
 			}
 			return a.withShareAdmin(cmd.Context(), func(ctx context.Context, adm *client.Admin) error {
-				for _, t := range topics {
-					if _, err := a.describeTopic(ctx, adm, t); err != nil {
-						return err
-					}
+				if err := a.topicsExist(ctx, adm, topics); err != nil {
+					return err
 				}
 				rs, err := adm.ResetShareGroupOffsets(ctx, args[0], to, topics...)
 				if err != nil {
