@@ -183,11 +183,14 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 	for {
 		// kgo routes a produce request to the partition's leader.
 		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
+		var opErr *net.OpError
+		if err != nil && !(errors.As(err, &opErr) && opErr.Op == "dial") {
 			t.Fatalf("produce: %v", err)
 		}
-		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode == kerr.NotLeaderForPartition.Code || p.ErrorCode == kerr.LeaderNotAvailable.Code {
+		// A halted leader that the metadata still names cannot be dialled:
+		// asked again once the metadata has moved on.
+		if err != nil || resp.Topics[0].Partitions[0].ErrorCode == kerr.NotLeaderForPartition.Code ||
+			resp.Topics[0].Partitions[0].ErrorCode == kerr.LeaderNotAvailable.Code {
 			cl.ForceMetadataRefresh()
 			select {
 			case <-ctx.Done():
@@ -196,7 +199,7 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 			}
 			continue
 		}
-		return p
+		return resp.Topics[0].Partitions[0]
 	}
 }
 
