@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,7 +102,9 @@ func highWatermark(t *testing.T, ctx context.Context, cl *kgo.Client, topic stri
 	req.Topics = append(req.Topics, rt)
 	for {
 		resp, err := req.RequestWith(ctx, cl)
-		if errors.Is(err, kerr.LeaderNotAvailable) && ctx.Err() == nil {
+		// kgo's metadata may have no leader yet, or still name a halted
+		// one that cannot be dialled: ask again.
+		if (errors.Is(err, kerr.LeaderNotAvailable) || errors.Is(err, syscall.ECONNREFUSED)) && ctx.Err() == nil {
 			// kgo's metadata has no leader yet (a Produce v10+ learns the
 			// leader from its answer, without refreshing it): ask again.
 			cl.ForceMetadataRefresh()
