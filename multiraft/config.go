@@ -169,6 +169,11 @@ type Tuning struct {
 	// DisableQuiescence keeps every group's raft heartbeating and counting
 	// down to elections while idle, on timers of its own.
 	DisableQuiescence bool
+	// SerialLeaderWrite makes a leader store new entries in its own log
+	// before it sends them, as upstream hashicorp/raft; by default it
+	// stores them while they are sent and counts its own copy once stored
+	// (third_party/raft's ParallelLeaderWrite).
+	SerialLeaderWrite bool
 }
 
 // DefaultTuning returns the defaults (the table in Validate), each

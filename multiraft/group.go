@@ -193,6 +193,7 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	rc.SnapshotThreshold = spec.Timing.SnapshotThreshold
 	rc.TrailingLogs = spec.Timing.TrailingLogs
 	rc.BatchApplyCh = true
+	rc.ParallelLeaderWrite = !h.tun.SerialLeaderWrite
 	rc.NotifyCh = g.notify
 	rc.Logger = hl
 	durable, isDurable := spec.FSM.(DurableFSM)

@@ -105,6 +105,7 @@ func keys() []key {
 	ks = append(ks, storageKeys(d.Storage)...)
 	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
 	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
+	ks = append(ks, key{"raft.parallel_leader_write", !d.Tuning.Raft.SerialLeaderWrite, "Raft groups: a leader stores new entries in its own log while it sends them to followers, and counts its own copy toward the commit once stored (false: it stores them before sending, as upstream hashicorp/raft; one fsync longer per commit)"})
 	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
 }
 
@@ -314,6 +315,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.Storage = g.storage()
 	c.MetaRaft = g.timing("meta_raft")
 	c.PartitionLogStore = multiraft.LogStore(g.string("raft.log_store"))
+	c.Tuning.Raft.SerialLeaderWrite = !g.bool("raft.parallel_leader_write")
 	o.LogLevel = g.string("log_level")
 	o.LogRateLimit = g.int("log_rate_limit")
 	rangeInt("log_rate_limit", o.LogRateLimit, 0, 1<<31-1)

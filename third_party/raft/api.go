@@ -561,6 +561,9 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 	}
 
 	_, transportSupportPreVote := trans.(WithPreVote)
+	if conf.ParallelLeaderWrite {
+		logs = newPendingLog(logs) // leader_write.go
+	}
 	// Create Raft struct.
 	r := &Raft{
 		protocolVersion:       protocolVersion,

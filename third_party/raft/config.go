@@ -253,6 +253,12 @@ type Config struct {
 	// interface. Otherwise, Raft will fail to start and return ErrIncompatibleLogStore.
 	RestoreCommittedLogs bool
 
+	// ParallelLeaderWrite lets a leader store new entries in its own log
+	// while it sends them to followers, counting its own copy toward the
+	// commit only once stored (leader_write.go; a MiniKafka patch). It
+	// cannot be combined with RestoreCommittedLogs.
+	ParallelLeaderWrite bool
+
 	// skipStartup allows NewRaft() to bypass all background work goroutines
 	skipStartup bool
 }
@@ -357,6 +363,9 @@ func ValidateConfig(config *Config) error {
 	}
 	if len(config.LocalID) == 0 {
 		return fmt.Errorf("LocalID cannot be empty")
+	}
+	if config.ParallelLeaderWrite && config.RestoreCommittedLogs {
+		return fmt.Errorf("ParallelLeaderWrite cannot be combined with RestoreCommittedLogs")
 	}
 	if config.HeartbeatTimeout < 5*time.Millisecond {
 		return fmt.Errorf("HeartbeatTimeout is too low")

@@ -95,6 +95,7 @@ type leaderState struct {
 	replState                    map[ServerID]*followerReplication
 	notify                       map[*verifyFuture]struct{}
 	stepDown                     chan struct{}
+	writer                       *leaderWriter // ParallelLeaderWrite's: leader_write.go
 }
 
 // setLeader is used to modify the current leader Address and ID of the cluster
@@ -546,6 +547,7 @@ func (r *Raft) runLeader() {
 		for _, p := range r.leaderState.replState {
 			close(p.stopCh)
 		}
+		_ = r.settleLeaderWrites() // leader_write.go
 
 		// Respond to all inflight operations
 		for e := r.leaderState.inflight.Front(); e != nil; e = e.Next() {
@@ -1163,6 +1165,12 @@ func (r *Raft) restoreUserSnapshot(meta *SnapshotMeta, reader io.Reader) error {
 			latestIndex, committedIndex)
 	}
 
+	// The restore writes the log: the leader's writer stores what it holds
+	// first, and the next dispatch starts another (leader_write.go).
+	if err := r.settleLeaderWrites(); err != nil {
+		return err
+	}
+
 	// Cancel any inflight requests.
 	for {
 		e := r.leaderState.inflight.Front()
@@ -1307,6 +1315,11 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 
 	commitIndex := r.getCommitIndex()
 	r.tryStageCommitIndex(commitIndex)
+
+	if _, ok := pendingOf(r.logs); ok {
+		r.dispatchParallel(applyLogs, logs, lastIndex, term) // leader_write.go
+		return
+	}
 
 	// Write the log entry locally
 	if err := r.logs.StoreLogs(logs); err != nil {
@@ -1529,6 +1542,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		r.setCurrentTerm(a.Term)
 		resp.Term = a.Term
 	}
+	_ = r.settleLeaderWrites() // leader_write.go: before this RPC writes the log
 
 	// Save the current leader
 	if len(a.Addr) > 0 {
@@ -1919,6 +1933,7 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 		r.setCurrentTerm(req.Term)
 		resp.Term = req.Term
 	}
+	_ = r.settleLeaderWrites() // leader_write.go: before this RPC writes the log
 
 	// Save the current leader
 	if len(req.ID) > 0 {

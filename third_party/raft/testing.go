@@ -28,6 +28,9 @@ func inmemConfig(t testing.TB) *Config {
 	conf.LeaderLeaseTimeout = 50 * time.Millisecond
 	conf.CommitTimeout = 5 * time.Millisecond
 	conf.Logger = newTestLogger(t)
+	// make raft-test runs the whole suite a second time with the leader's
+	// parallel writes (leader_write.go).
+	conf.ParallelLeaderWrite = os.Getenv("RAFT_PARALLEL_LEADER_WRITE") == "1"
 	return conf
 }
 
@@ -817,6 +820,7 @@ func makeCluster(t *testing.T, opts *MakeClusterOpts) (*cluster, error) {
 		}
 
 		peerConf := opts.Conf
+		peerConf.ParallelLeaderWrite = peerConf.ParallelLeaderWrite && !peerConf.RestoreCommittedLogs
 		peerConf.LocalID = configuration.Servers[i].ID
 		peerConf.Logger = newTestLoggerWithPrefix(t, string(configuration.Servers[i].ID))
 
