@@ -28,12 +28,14 @@ test: fmt-check vet test-deps
 
 # hashicorp/raft as patched in third_party/raft (its MINIKAFKA.md): the
 # patches' own tests run in make test; make raft-test also runs raft's
-# whole suite, and make raft-diff prints the patches against the release.
-RAFT_PATCH_TESTS := Quiesce|CampaignGate|LeadershipTransferRacingShutdown|LogCacheDeleteRange
+# whole suite, twice (the second time with ParallelLeaderWrite on), and
+# make raft-diff prints the patches against the release.
+RAFT_PATCH_TESTS := Quiesce|CampaignGate|LeadershipTransferRacingShutdown|LogCacheDeleteRange|ParallelLeaderWrite
 RAFT_VERSION     := v1.8.0
 .PHONY: raft-test raft-diff
 raft-test:
-	cd third_party/raft && $(GO) test -count=1 -run '$(RAFT_PATCH_TESTS)' -v . && $(GO) test -count=1 -timeout 20m .
+	cd third_party/raft && $(GO) test -count=1 -run '$(RAFT_PATCH_TESTS)' -v . && $(GO) test -count=1 -timeout 20m . \
+	  && RAFT_PARALLEL_LEADER_WRITE=1 $(GO) test -count=1 -timeout 20m .
 raft-diff:
 	@$(GO) mod download github.com/hashicorp/raft@$(RAFT_VERSION) >/dev/null 2>&1 || true; \
 	diff -ru -x MINIKAFKA.md "$$($(GO) env GOMODCACHE)/github.com/hashicorp/raft@$(RAFT_VERSION)" third_party/raft || true
