@@ -44,13 +44,12 @@ var errLeaderWriteStopped = errors.New("raft: leader log writer stopped")
 type pendingLog struct {
 	LogStore
 
-	mu      sync.Mutex // guards pending, handed, err, closed
+	mu      sync.Mutex // guards every field below
 	pending []*Log     // dispatched, not yet stored, in index order
-	handed  int        // pending[:handed] are being stored now
-	err     error      // the first failed StoreLogs of this writer
-	closed  bool       // settle was called: no more dispatches
-	kick    chan struct{}
-	done    chan struct{} // closed when the writer goroutine returns
+	err     error      // the first failed StoreLogs of this leadership term
+	closed  bool       // settled: no more dispatches this term
+	running bool       // a writer goroutine runs; it returns when nothing is pending
+	idle    sync.Cond  // on mu: signalled when running turns false
 }
 
 // GetLog returns a pending entry, or asks the store.
@@ -97,8 +96,9 @@ func pendingOf(logs LogStore) (*pendingLog, bool) {
 	return nil, false
 }
 
-// leaderWriter is one leadership term's writer: the goroutine that stores
-// what dispatchLogs handed it and then counts the leader's match.
+// leaderWriter is one leadership term's writer: while entries are
+// pending, a goroutine stores them and then counts the leader's match.
+// settleLeaderWrites waits for it; no goroutine runs while idle.
 type leaderWriter struct {
 	log      *pendingLog
 	match    func(index uint64) // the term's commitment.match for the local server
@@ -106,19 +106,16 @@ type leaderWriter struct {
 	logger   interface{ Error(string, ...interface{}) }
 }
 
-// startLeaderWriter starts the writer of this leadership term; settle
-// stops it.
+// startLeaderWriter sets up the writer of this leadership term.
 func (r *Raft) startLeaderWriter() {
 	p, _ := pendingOf(r.logs)
 	p.mu.Lock()
-	p.pending, p.handed, p.err, p.closed = nil, 0, nil, false
-	p.kick, p.done = make(chan struct{}, 1), make(chan struct{})
+	p.pending, p.err, p.closed = nil, nil, false
+	p.idle.L = &p.mu
 	p.mu.Unlock()
 	commitment, localID := r.leaderState.commitment, r.localID
-	w := &leaderWriter{log: p, stepDown: r.leaderState.stepDown, logger: r.logger,
+	r.leaderState.writer = &leaderWriter{log: p, stepDown: r.leaderState.stepDown, logger: r.logger,
 		match: func(index uint64) { commitment.match(localID, index) }}
-	r.leaderState.writer = w
-	go w.run()
 }
 
 // dispatch hands entries, numbered after every entry handed before, to
@@ -131,60 +128,49 @@ func (w *leaderWriter) dispatch(logs []*Log) error {
 		return errLeaderWriteStopped
 	}
 	p.pending = append(p.pending, logs...)
-	select {
-	case p.kick <- struct{}{}:
-	default:
+	if !p.running {
+		p.running = true
+		go w.run()
 	}
 	return nil
 }
 
-// run stores the pending entries, every batch dispatched meanwhile in one
-// StoreLogs, until settle closes the writer and nothing is left.
+// run stores the pending entries, all those dispatched meanwhile in one
+// StoreLogs, until none is left or a write fails.
 func (w *leaderWriter) run() {
 	p := w.log
-	defer close(p.done)
-	for {
-		p.mu.Lock()
-		for p.handed == len(p.pending) || p.err != nil {
-			if p.closed || p.err != nil {
-				p.mu.Unlock()
-				return
-			}
-			p.mu.Unlock()
-			<-p.kick
-			p.mu.Lock()
-		}
+	p.mu.Lock()
+	for len(p.pending) > 0 && p.err == nil {
 		batch := p.pending[:len(p.pending):len(p.pending)]
-		p.handed = len(batch)
 		p.mu.Unlock()
-
 		err := p.LogStore.StoreLogs(batch)
 		last := batch[len(batch)-1].Index
-
-		p.mu.Lock()
-		if err != nil {
-			p.err = err
-		} else {
-			p.pending = append([]*Log(nil), p.pending[len(batch):]...)
-			p.handed = 0
-		}
-		p.mu.Unlock()
 		if err != nil {
 			w.logger.Error("failed to store logs", "last-index", last, "error", err)
 			select {
 			case w.stepDown <- struct{}{}:
 			default:
 			}
-			return
+		} else {
+			w.match(last)
 		}
-		w.match(last)
+		p.mu.Lock()
+		if err != nil {
+			p.err = err
+		} else {
+			p.pending = append([]*Log(nil), p.pending[len(batch):]...)
+		}
 	}
+	p.running = false
+	p.idle.Broadcast()
+	p.mu.Unlock()
 }
 
-// settleLeaderWrites stops the leadership term's writer, if one runs, and
-// waits until it stored everything handed to it or failed. After a failure
-// the pending entries are dropped and the last log index is read back from
-// the store. It returns the failure, if any. Called from the main loop.
+// settleLeaderWrites ends the leadership term's writes, if it has a
+// writer: it waits until everything handed to the writer is stored or a
+// write failed. After a failure the pending entries are dropped and the
+// last log index is read back from the store. It returns the failure, if
+// any. Called from the main loop.
 func (r *Raft) settleLeaderWrites() error {
 	w := r.leaderState.writer
 	if w == nil {
@@ -194,16 +180,11 @@ func (r *Raft) settleLeaderWrites() error {
 	p := w.log
 	p.mu.Lock()
 	p.closed = true
-	p.mu.Unlock()
-	select {
-	case p.kick <- struct{}{}:
-	default:
+	for p.running {
+		p.idle.Wait()
 	}
-	<-p.done
-
-	p.mu.Lock()
 	err := p.err
-	p.pending, p.handed = nil, 0
+	p.pending = nil
 	p.mu.Unlock()
 	if err != nil {
 		r.readBackLastLog()
