@@ -103,7 +103,13 @@ func keys() []key {
 	}
 	ks = append(append(append(ks, securityKeys()...), consumerGroupKeys()...), shareGroupKeys()...)
 	ks = append(ks, storageKeys(d.Storage)...)
-	ks = append(ks, raftKeys("raft", "partition Raft groups", d.PartitionRaft)...)
+	return append(ks, groupKeys(d)...)
+}
+
+// groupKeys are the Raft groups' keys: partition groups', then the
+// metadata group's.
+func groupKeys(d broker.Config) []key {
+	ks := raftKeys("raft", "partition Raft groups", d.PartitionRaft)
 	ks = append(ks, key{"raft.log_store", string(d.PartitionLogStore), "partition Raft groups: log store of new partitions, boltdb, wal or pebble (one DB per node, in data_dir/raftlog; an existing partition keeps its own)"})
 	ks = append(ks, key{"raft.parallel_leader_write", !d.Tuning.Raft.SerialLeaderWrite, "Raft groups: a leader stores new entries in its own log while it sends them to followers, and counts its own copy toward the commit once stored (false: it stores them before sending, as upstream hashicorp/raft; one fsync longer per commit)"})
 	return append(ks, raftKeys("meta_raft", "metadata Raft group", d.MetaRaft)...)
