@@ -3,7 +3,6 @@ package txncoord
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -21,9 +20,12 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 // addPartitions is AddPartitions; a transaction it starts is of
 // txnVersion (2 when a partition leader adds for transactions v2).
 func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition, txnVersion int16) error {
-	c.awaitCompletion(ctx, id)
+	comp := c.awaitCompletion(ctx, id)
 	defer c.ids.lock(id)()
-	m, err := c.check(id, pid, epoch)
+	defer c.leave(comp) // before the unlock: the completion then finds its Complete state written
+	cur, ok := c.view.Txn(id)
+	cur, pre := c.pendingComplete(id, comp, cur, ok)
+	m, err := checkProducer(cur, ok, pid, epoch)
 	if err != nil {
 		return err
 	}
@@ -40,25 +42,14 @@ func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, e
 	}
 	m.State = Ongoing
 	m.Partitions = addParts(m.Partitions, parts)
-	return c.write(ctx, id, m)
-}
-
-// awaitCompletion waits until id's markers are written, for at most
-// Config.CompletionWait, if they are being written: a producer that
-// begins its next transaction at once then needs no retry.
-func (c *Coordinator) awaitCompletion(ctx context.Context, id string) {
-	done := c.completion(id)
-	if done == nil {
-		return
+	m.LastUpdate = c.cfg.Now().UnixMilli()
+	if err := c.appendRecords(ctx, append(pre, MetadataRecord(id, m))); err != nil {
+		return err
 	}
-	t := time.NewTimer(c.cfg.CompletionWait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	case <-ctx.Done():
-	case <-c.ctx.Done():
+	if pre != nil {
+		c.finish(id, comp) // the previous transaction is complete: the next EndTxn may start its own
 	}
+	return nil
 }
 
 // abortLoop aborts the transactions past their timeout every

@@ -36,12 +36,12 @@ type Coordinator struct {
 	// markers are written.
 	ids idLocks
 
-	// mu guards closed and completing.
+	// mu guards closed, completing and every completion's waiters.
 	mu     sync.Mutex
 	closed bool
-	// completing holds the ids whose markers are being written; the
-	// channel closes when that ends (Complete* written, or given up).
-	completing map[string]chan struct{}
+	// completing holds the ids whose transactions are being completed:
+	// markers, then the Complete state.
+	completing map[string]*completion
 }
 
 // New returns the coordinator of the partition whose records view holds.
@@ -58,7 +58,7 @@ func New(cfg Config, log Log, view *View, markers Markers, epoch int32) (*Coordi
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{cfg: cfg, log: log, view: view, markers: markers, epoch: epoch,
-		logger: cfg.Logger, ctx: ctx, cancel: cancel, completing: make(map[string]chan struct{}),
+		logger: cfg.Logger, ctx: ctx, cancel: cancel, completing: make(map[string]*completion),
 		ids: idLocks{locks: make(map[string]*idLock)}}
 	for _, id := range view.IDs() { // nothing else runs yet: no id lock needed
 		if m, ok := view.Txn(id); ok && (m.State == PrepareCommit || m.State == PrepareAbort) {
@@ -133,6 +133,11 @@ func appendError(err error) error {
 // another producer id, PRODUCER_FENCED for another epoch.
 func (c *Coordinator) check(id string, pid int64, epoch int16) (Metadata, error) {
 	m, ok := c.view.Txn(id)
+	return checkProducer(m, ok, pid, epoch)
+}
+
+// checkProducer is check of m, id's metadata (ok false if id is unknown).
+func checkProducer(m Metadata, ok bool, pid int64, epoch int16) (Metadata, error) {
 	switch {
 	case !ok || m.ProducerID != pid:
 		return m, kerr.InvalidProducerIDMapping
@@ -142,12 +147,15 @@ func (c *Coordinator) check(id string, pid int64, epoch int16) (Metadata, error)
 	return m, nil
 }
 
-// completion returns the channel that closes when id's markers are
-// written, or nil if none are being written.
+// completion returns the channel that closes when id's completion ends
+// (its Complete state written, or given up), or nil if none runs.
 func (c *Coordinator) completion(id string) chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.completing[id]
+	if comp := c.completing[id]; comp != nil {
+		return comp.done
+	}
+	return nil
 }
 
 // bumped is the epoch that fences epoch, and false if the epoch is

@@ -14,7 +14,9 @@
 // acknowledged before the Log has committed it), and drives the two-phase
 // end of a transaction: PrepareCommit or PrepareAbort, then the markers on
 // every partition of the transaction (Markers), then CompleteCommit or
-// CompleteAbort.
+// CompleteAbort. When the producer's next AddPartitionsToTxn already
+// waits for the markers, it writes the Complete state and its own Ongoing
+// state in one Append.
 //
 // # The caller's duties
 //

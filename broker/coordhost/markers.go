@@ -24,17 +24,21 @@ import (
 type markerWriter struct {
 	h *Host
 
-	// mu guards clients and closed: one Kafka client per remote leader,
-	// keyed by its Kafka address, kept until the node stops.
+	// mu guards clients, queues and closed: one Kafka client per remote
+	// leader, keyed by its Kafka address, kept until the node stops, and
+	// the markers waiting for each remote leader, by node id.
 	mu      sync.Mutex
 	clients map[string]*kgo.Client
+	queues  map[int32]*markerQueue
 	closed  bool
+	// senders counts the goroutines sending queued markers (send).
+	senders sync.WaitGroup
 }
 
 var _ txncoord.Markers = (*markerWriter)(nil)
 
 func newMarkerWriter(h *Host) *markerWriter {
-	return &markerWriter{h: h, clients: make(map[string]*kgo.Client)}
+	return &markerWriter{h: h, clients: make(map[string]*kgo.Client), queues: make(map[int32]*markerQueue)}
 }
 
 // WriteMarkers implements txncoord.Markers. Partitions of deleted topics
@@ -105,41 +109,6 @@ func (w *markerWriter) proposeLocal(ctx context.Context, m txncoord.Marker, tp t
 	}
 }
 
-// writeRemote sends one WriteTxnMarkers to leader for tps.
-func (w *markerWriter) writeRemote(ctx context.Context, leader int32, m txncoord.Marker, tps []txncoord.TopicPartition) error {
-	cl, err := w.client(leader)
-	if err != nil {
-		return err
-	}
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	mk := kmsg.NewWriteTxnMarkersRequestMarker()
-	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
-	mk.TransactionVersion = int8(m.TxnVersion) // WriteTxnMarkers v2; older versions leave it out
-	for _, tp := range tps {
-		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
-		mk.Topics = append(mk.Topics, t)
-	}
-	req.Markers = append(req.Markers, mk)
-	ctx, cancel := context.WithTimeout(ctx, w.h.cfg.Tuning.Request)
-	defer cancel()
-	resp, err := requestNode(ctx, cl, req)
-	if err != nil {
-		return fmt.Errorf("WriteTxnMarkers to node %d: %w", leader, err)
-	}
-	var errs []error
-	for _, rm := range resp.(*kmsg.WriteTxnMarkersResponse).Markers {
-		for _, t := range rm.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					errs = append(errs, fmt.Errorf("%s-%d on node %d: %w", t.Topic, p.Partition, leader, err))
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // requestNode sends req to the node cl was made for (markerWriter.client),
 // once more if the first attempt fails on the connection rather than in
 // the request: a pooled connection to a node that restarted since its
@@ -193,6 +162,7 @@ func (w *markerWriter) close() {
 	w.clients = nil
 	w.mu.Unlock()
 	for _, cl := range clients {
-		cl.Close()
+		cl.Close() // fails the senders' requests in flight
 	}
+	w.senders.Wait()
 }
