@@ -29,7 +29,8 @@ import (
 //     writer (wait until it has stored or failed everything handed to
 //     it). When a write failed, the leader steps down and its last log
 //     index is read back from the store, so it never claims entries it
-//     does not hold.
+//     does not hold. A snapshot's compaction stops at the store's last
+//     index: the leader may have applied entries it has not stored yet.
 //
 // A leader may apply an entry to its FSM before its own log holds it (the
 // followers' copies committed it); the entry is committed all the same,

@@ -254,6 +254,11 @@ func (r *Raft) compactLogs(snapIdx uint64) error {
 	defer metrics.MeasureSince([]string{"raft", "compactLogs"}, time.Now())
 
 	lastLogIdx, _ := r.getLastLog()
+	if _, ok := pendingOf(r.logs); ok { // leader_write.go: compact only what the store holds
+		if stored, err := r.logs.LastIndex(); err == nil && stored < lastLogIdx {
+			lastLogIdx = stored
+		}
+	}
 	trailingLogs := r.config().TrailingLogs
 
 	return r.compactLogsWithTrailing(snapIdx, lastLogIdx, trailingLogs)
