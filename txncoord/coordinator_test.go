@@ -364,3 +364,39 @@ func TestIDsWriteConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestInitProducerIDEndsWhenTheCoordinatorCloses: an InitProducerID that
+// waits for a Prepare state's markers gets NOT_COORDINATOR when the
+// coordinator closes (a node shutting down; the client finds the new
+// coordinator); it spun on the Prepare state, holding the node's shutdown.
+func TestInitProducerIDEndsWhenTheCoordinatorCloses(t *testing.T) {
+	ctx := context.Background()
+	view := NewView()
+	mk := &gatedMarkers{release: make(chan struct{})} // never released
+	c := newCoordinatorWith(t, view, memLog{view}, mk, Config{})
+	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndTxn(ctx, "t", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.InitProducerID(ctx, "t", time.Minute, pid, epoch)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // it waits for the markers
+	c.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, kerr.NotCoordinator) {
+			t.Fatalf("InitProducerID after Close: %v, want NOT_COORDINATOR", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("InitProducerID still running 5s after the coordinator closed")
+	}
+}

@@ -12,7 +12,8 @@ import (
 // 0) the first time, else the same producer id with the epoch bumped,
 // which fences every older instance. A transaction still ongoing is
 // aborted first (with a bumped epoch, its markers written), while one
-// whose markers are being written is CONCURRENT_TRANSACTIONS. pid and
+// whose markers are being written is CONCURRENT_TRANSACTIONS, or
+// NOT_COORDINATOR once the coordinator closes meanwhile. pid and
 // epoch, if not -1, are the caller's current identity (KIP-360): it must
 // be id's current one, else PRODUCER_FENCED. A timeout past
 // Config.MaxTimeout is INVALID_TRANSACTION_TIMEOUT.
@@ -21,6 +22,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 		return -1, -1, fmt.Errorf("%w: %v is not in (0, %v]", kerr.InvalidTransactionTimeout, timeout, c.cfg.MaxTimeout)
 	}
 	for {
+		if c.isClosed() { // the Prepare state's completion ended with the coordinator: no retry can end it
+			return -1, -1, fmt.Errorf("%w: the coordinator is closing", kerr.NotCoordinator)
+		}
 		if done := c.completion(id); done != nil {
 			select {
 			case <-done:
