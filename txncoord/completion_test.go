@@ -64,17 +64,8 @@ func TestNextTxnWritesTheCompleteState(t *testing.T) {
 	h := &historyLog{memLog: memLog{view}}
 	mk := &gatedMarkers{release: make(chan struct{})}
 	c := newCoordinatorWith(t, view, h, mk, Config{CompletionWait: 10 * time.Second})
-	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	parts := []TopicPartition{{"a", 0}}
-	if err := c.AddPartitions(ctx, "t", pid, epoch, parts); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.EndTxn(ctx, "t", pid, epoch, true); err != nil {
-		t.Fatal(err)
-	}
+	pid, epoch := endedTxn(t, c, "t", parts, true)
 	before := len(h.events)
 	go func() {
 		time.Sleep(10 * time.Millisecond)
@@ -102,17 +93,8 @@ func TestFencedWaiterLeavesTheCompleteState(t *testing.T) {
 	view := NewView()
 	mk := &gatedMarkers{release: make(chan struct{})}
 	c := newCoordinatorWith(t, view, memLog{view}, mk, Config{CompletionWait: 10 * time.Second})
-	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	parts := []TopicPartition{{"a", 0}}
-	if err := c.AddPartitions(ctx, "t", pid, epoch, parts); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.EndTxn(ctx, "t", pid, epoch, false); err != nil {
-		t.Fatal(err)
-	}
+	pid, epoch := endedTxn(t, c, "t", parts, false)
 	go func() {
 		time.Sleep(10 * time.Millisecond)
 		close(mk.release)

@@ -219,16 +219,7 @@ func TestCompleteStateWriteIsRetried(t *testing.T) {
 	ctx := context.Background()
 	view, mk := NewView(), &memMarkers{}
 	c := newCoordinatorWith(t, view, &flakyLog{memLog: memLog{view}, fail: 3}, mk, Config{})
-	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.EndTxn(ctx, "t", pid, epoch, true); err != nil {
-		t.Fatal(err)
-	}
+	pid, epoch := endedTxn(t, c, "t", []TopicPartition{{"a", 0}}, true)
 	waitState(t, view, "t", CompleteCommit)
 	if err := c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); err != nil {
 		t.Fatalf("the next transaction: %v", err)
@@ -374,16 +365,7 @@ func TestInitProducerIDEndsWhenTheCoordinatorCloses(t *testing.T) {
 	view := NewView()
 	mk := &gatedMarkers{release: make(chan struct{})} // never released
 	c := newCoordinatorWith(t, view, memLog{view}, mk, Config{})
-	pid, epoch, err := c.InitProducerID(ctx, "t", time.Minute, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.AddPartitions(ctx, "t", pid, epoch, []TopicPartition{{"a", 0}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.EndTxn(ctx, "t", pid, epoch, true); err != nil {
-		t.Fatal(err)
-	}
+	pid, epoch := endedTxn(t, c, "t", []TopicPartition{{"a", 0}}, true)
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := c.InitProducerID(ctx, "t", time.Minute, pid, epoch)
@@ -399,4 +381,22 @@ func TestInitProducerIDEndsWhenTheCoordinatorCloses(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("InitProducerID still running 5s after the coordinator closed")
 	}
+}
+
+// endedTxn runs one transaction of id over parts up to its EndTxn (commit
+// or abort) and returns its producer id and epoch.
+func endedTxn(t *testing.T, c *Coordinator, id string, parts []TopicPartition, commit bool) (int64, int16) {
+	t.Helper()
+	ctx := context.Background()
+	pid, epoch, err := c.InitProducerID(ctx, id, time.Minute, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddPartitions(ctx, id, pid, epoch, parts); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndTxn(ctx, id, pid, epoch, commit); err != nil {
+		t.Fatal(err)
+	}
+	return pid, epoch
 }
