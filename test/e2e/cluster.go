@@ -284,8 +284,15 @@ func (c *Cluster) cleanup() {
 		c.t.Errorf("%s", u)
 	}
 	if c.t.Failed() {
+		var files []string
 		for _, n := range c.nodes {
 			c.t.Logf("---- node %d log (%s), last lines ----\n%s", n.ID, n.LogFile, c.LogTail(n.ID, 40))
+			files = append(files, n.LogFile)
+		}
+		if dir, err := keepFailedLogs(files); err != nil {
+			c.t.Logf("node logs not kept: %v", err)
+		} else {
+			c.t.Logf("node logs kept whole in %s", dir)
 		}
 	}
 }
