@@ -434,11 +434,7 @@ func keepLogs(t *testing.T, c *Cluster) {
 	}
 	t.Cleanup(func() {
 		for id := 1; id <= NodeCount; id++ {
-			b, err := os.ReadFile(c.Node(id).LogFile)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("node%d.log", id)), b, 0o644)
-			}
-			if err != nil {
+			if err := copyFile(c.Node(id).LogFile, filepath.Join(dir, fmt.Sprintf("node%d.log", id))); err != nil {
 				t.Logf("keep node %d's log: %v", id, err)
 			}
 		}
