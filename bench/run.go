@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/bench/internal/load"
+	"github.com/minikafka/minikafka-go/bench/internal/proc"
 	"github.com/minikafka/minikafka-go/bench/internal/report"
 	"github.com/minikafka/minikafka-go/bench/internal/targets"
 )
@@ -149,6 +150,9 @@ func newBench(o options, dataDir string, stderr io.Writer) *bench {
 			Partitions: o.partitions, Servers: servers, Replicas: servers, Quick: o.quick, FixedRate: o.rate},
 		Systems: describeSystems(o.logStore()),
 	}}
+	if on, order := proc.PageReporting(); on {
+		b.rep.Host.PageReporting, b.rep.Host.PageReportingOrder = true, order
+	}
 	if o.ourBatchSize > 0 {
 		b.rep.Settings.OurClient += fmt.Sprintf("BatchSize(%d) ", o.ourBatchSize)
 	}

@@ -148,6 +148,10 @@ type Host struct {
 	CPUs      int    `json:"cpus"`
 	OS        string `json:"os"`
 	Note      string `json:"note"`
+	// PageReporting is set when this VM hands freed memory, in blocks of
+	// PageReportingOrder and larger, back to its host (proc.PageReporting).
+	PageReporting      bool `json:"page_reporting,omitempty"`
+	PageReportingOrder int  `json:"page_reporting_order,omitempty"`
 }
 
 // RunInfo is what the caller knows of a run besides its load.Result.

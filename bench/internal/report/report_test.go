@@ -264,3 +264,22 @@ func TestSizeLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestTableNamesFreePageReporting(t *testing.T) {
+	r := sample()
+	var buf bytes.Buffer
+	if err := r.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "free page reporting") {
+		t.Fatalf("named on a machine without it:\n%s", buf.String())
+	}
+	r.Host.PageReporting, r.Host.PageReportingOrder = true, 9
+	buf.Reset()
+	if err := r.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "free page reporting, order 9") {
+		t.Fatalf("not named:\n%s", buf.String())
+	}
+}

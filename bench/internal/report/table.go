@@ -108,6 +108,9 @@ func (r *Report) writeSettings(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\n%d servers per system on loopback, %d replicas, %s partition(s) (JetStream: as many streams); %d CPUs; warm-up %s, measured %s per run\n",
 		s.Servers, s.Replicas, strings.Join(parts, " and "), r.Host.CPUs, s.Warmup, s.Duration)
+	if r.Host.PageReporting {
+		fmt.Fprintf(w, "this VM hands freed memory back to its host (virtio-balloon free page reporting, order %d): new page-cache pages are faulted in again on first write, which shows as server CPU (docs/performance.md)\n", r.Host.PageReportingOrder)
+	}
 	if s.OurClient != "" {
 		fmt.Fprintf(w, "our client options beyond its defaults: %s\n", s.OurClient)
 	}
