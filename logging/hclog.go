@@ -12,7 +12,17 @@ import (
 // HCLog adapts l to hclog.Logger for raft and raft-boltdb. Messages below
 // min are dropped; name becomes the "logger" attribute.
 func HCLog(l *slog.Logger, name string, min slog.Level) hclog.Logger {
-	a := &hcAdapter{base: l, min: min, name: name}
+	return HCLogRelevel(l, name, min, nil)
+}
+
+// Relevel gives a line's level from the level its library chose and its
+// arguments (for one that logs another node's state as its own error).
+type Relevel func(level slog.Level, args []any) slog.Level
+
+// HCLogRelevel is HCLog with each line's level passed through relevel
+// (nil: kept), before min applies.
+func HCLogRelevel(l *slog.Logger, name string, min slog.Level, relevel Relevel) hclog.Logger {
+	a := &hcAdapter{base: l, min: min, name: name, relevel: relevel}
 	a.l = a.base
 	if name != "" {
 		a.l = a.base.With("logger", name)
@@ -27,6 +37,7 @@ type hcAdapter struct {
 	min     slog.Level
 	name    string
 	implied []any
+	relevel Relevel // nil: levels as logged
 }
 
 var _ hclog.Logger = (*hcAdapter)(nil)
@@ -51,7 +62,11 @@ func (a *hcAdapter) enabled(level slog.Level) bool {
 }
 
 func (a *hcAdapter) Log(level hclog.Level, msg string, args ...any) {
-	if l := toSlog(level); a.enabled(l) {
+	l := toSlog(level)
+	if a.relevel != nil && l != LevelOff {
+		l = a.relevel(l, args)
+	}
+	if a.enabled(l) {
 		a.l.Log(context.Background(), l, msg, args...)
 	}
 }

@@ -27,6 +27,29 @@ func TestHCLogLevelsAndMinimum(t *testing.T) {
 	}
 }
 
+// A relevel sees each line's level and arguments, also through Named and
+// With, and its level meets the minimum as a logged one does.
+func TestHCLogRelevel(t *testing.T) {
+	var buf bytes.Buffer
+	base := New(&buf, slog.LevelDebug)
+	quiet := func(level slog.Level, args []any) slog.Level {
+		if len(args) > 1 && args[1] == "down" {
+			return slog.LevelInfo
+		}
+		return level
+	}
+	h := HCLogRelevel(base, "raft", slog.LevelWarn, quiet).Named("g1").With("group", "events-0")
+	h.Error("failed to heartbeat", "peer", "down")
+	h.Error("failed to append", "peer", "up")
+	out := buf.String()
+	if strings.Contains(out, "failed to heartbeat") {
+		t.Fatalf("a line relevelled below the minimum was logged: %q", out)
+	}
+	if !strings.Contains(out, "level=ERROR msg=\"failed to append\"") {
+		t.Fatalf("a line the relevel kept is missing: %q", out)
+	}
+}
+
 func TestStdLogParsesLevelPrefix(t *testing.T) {
 	var buf bytes.Buffer
 	l := StdLog(New(&buf, slog.LevelDebug), slog.LevelInfo)

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -106,4 +107,39 @@ func nodeOf(id raft.ServerID) (int32, bool) {
 		return 0, false
 	}
 	return int32(v), true
+}
+
+// raftLineLevel is the level of a line raft logs as an error whose error
+// is another node's state, not a fault here. A peer the watch has found
+// down (it logs the loss once, "raft peer lost") or this host closing is
+// Info: one line per group and retry that no operator needs. A peer
+// without the group open (stopping, or the replica not yet open or moved)
+// or whose group did not answer (stopping, or too busy) is a warning. Any
+// other failure to reach a peer stays an error.
+func (h *Host) raftLineLevel(level slog.Level, args []any) slog.Level {
+	if level < slog.LevelError {
+		return level
+	}
+	for _, a := range args {
+		err, ok := a.(error)
+		var pe *PeerError
+		switch {
+		case !ok:
+		case errors.Is(err, ErrPeerDown), errors.Is(err, ErrClosed):
+			return slog.LevelInfo
+		case errors.Is(err, ErrUnknownGroup), errors.Is(err, ErrNoResponse):
+			return slog.LevelWarn
+		case errors.As(err, &pe) && h.peerDown(pe.Addr):
+			return slog.LevelInfo
+		}
+	}
+	return level
+}
+
+// peerDown reports whether the watch has the peer at addr down.
+func (h *Host) peerDown(addr string) bool {
+	h.mu.Lock()
+	p := h.peers[addr]
+	h.mu.Unlock()
+	return p != nil && p.down()
 }

@@ -181,7 +181,7 @@ func (s *GroupSpec) validate() error {
 // member is held.
 func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	spec, h := g.spec, g.h
-	hl := logging.HCLog(g.log, "raft", slog.LevelWarn)
+	hl := logging.HCLogRelevel(g.log, "raft", slog.LevelWarn, h.raftLineLevel)
 	rc := raft.DefaultConfig()
 	rc.LocalID = ServerID(h.id)
 	rc.HeartbeatTimeout = spec.Timing.HeartbeatTimeout

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,8 @@ type testNet struct {
 	store LogStore
 	// tls, when set, gives each node its Config.TLS.
 	tls func(id int32) *TLS
+	// logs, when set, takes every node's log lines from Debug up.
+	logs io.Writer
 
 	mu    sync.Mutex // guards addrs and hosts
 	addrs map[int32]string
@@ -70,6 +73,9 @@ func (n *testNet) start(id int32) *Host {
 	var logger = logging.Discard()
 	if os.Getenv("MINIKAFKA_TEST_LOG") != "" {
 		logger = logging.New(os.Stderr, -4).With("node", id)
+	}
+	if n.logs != nil {
+		logger = logging.New(n.logs, slog.LevelDebug).With("node", id)
 	}
 	var sec *TLS
 	if n.tls != nil {
