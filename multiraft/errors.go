@@ -110,12 +110,13 @@ func nodeOf(id raft.ServerID) (int32, bool) {
 }
 
 // raftLineLevel is the level of a line raft logs as an error whose error
-// is another node's state, not a fault here. A peer the watch has found
-// down (it logs the loss once, "raft peer lost") or this host closing is
-// Info: one line per group and retry that no operator needs. A peer
-// without the group open (stopping, or the replica not yet open or moved)
-// or whose group did not answer (stopping, or too busy) is a warning. Any
-// other failure to reach a peer stays an error.
+// is another node's state, not a fault here, as Kafka logs a lost
+// connection to a broker as a warning. A peer the watch has found down (it
+// logs the loss once, "raft peer lost") or this host closing is Info: one
+// line per group and retry that no operator needs. Any other failure to
+// reach a peer or to get its group's answer (refused, reset, timed out;
+// not open or not answering on the peer: stopping, or the replica not yet
+// open or moved) is a warning. Anything else stays an error.
 func (h *Host) raftLineLevel(level slog.Level, args []any) slog.Level {
 	if level < slog.LevelError {
 		return level
@@ -127,10 +128,10 @@ func (h *Host) raftLineLevel(level slog.Level, args []any) slog.Level {
 		case !ok:
 		case errors.Is(err, ErrPeerDown), errors.Is(err, ErrClosed):
 			return slog.LevelInfo
-		case errors.Is(err, ErrUnknownGroup), errors.Is(err, ErrNoResponse):
-			return slog.LevelWarn
 		case errors.As(err, &pe) && h.peerDown(pe.Addr):
 			return slog.LevelInfo
+		case pe != nil, errors.Is(err, ErrUnknownGroup), errors.Is(err, ErrNoResponse):
+			return slog.LevelWarn
 		}
 	}
 	return level

@@ -14,9 +14,8 @@ import (
 )
 
 // Raft's error lines about another node's state are lowered: a peer down
-// or this host closing to Info, a peer without the group to a warning;
-// any other error stays an error, a failed dial to a peer the watch does
-// not have down too. The arguments are raft's own (replication.go) around
+// or this host closing to Info; a peer unreachable, without the group or
+// not answering to a warning; any other error stays an error. The arguments are raft's own (replication.go) around
 // errors as this package's transport returns them.
 func TestRaftLineLevel(t *testing.T) {
 	addr := "127.0.0.1:9093"
@@ -31,8 +30,8 @@ func TestRaftLineLevel(t *testing.T) {
 		{"group not open on the peer", &PeerError{Op: "heartbeat", Addr: addr,
 			Err: fmt.Errorf("group %q: %w", "p/x/4", ErrUnknownGroup)}, slog.LevelWarn},
 		{"peer's group did not answer", ErrNoResponse, slog.LevelWarn},
-		{"call timed out", &PeerError{Op: "call", Addr: addr, Err: ErrCallTimeout}, slog.LevelError},
-		{"dial refused, peer not down", &PeerError{Op: "dial", Addr: addr, Err: syscall.ECONNREFUSED}, slog.LevelError},
+		{"call timed out", &PeerError{Op: "call", Addr: addr, Err: ErrCallTimeout}, slog.LevelWarn},
+		{"dial refused, peer not down", &PeerError{Op: "dial", Addr: addr, Err: syscall.ECONNREFUSED}, slog.LevelWarn},
 		{"protocol", fmt.Errorf("%w: bad frame", ErrProtocol), slog.LevelError},
 		{"other", errors.New("disk on fire"), slog.LevelError},
 	} {

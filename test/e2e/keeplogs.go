@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // keepFailedLogs copies the node logs of a failed test to a new directory under
@@ -39,4 +40,20 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// ErrorLines returns node id's log lines at level ERROR from the named
+// logger (the "logger" attribute, e.g. "raft").
+func (c *Cluster) ErrorLines(id int, logger string) ([]string, error) {
+	b, err := os.ReadFile(c.nodes[id-1].LogFile)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, " level=ERROR ") && strings.Contains(line, " logger="+logger+" ") {
+			out = append(out, line)
+		}
+	}
+	return out, nil
 }
