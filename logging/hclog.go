@@ -15,9 +15,10 @@ func HCLog(l *slog.Logger, name string, min slog.Level) hclog.Logger {
 	return HCLogRelevel(l, name, min, nil)
 }
 
-// Relevel gives a line's level from the level its library chose and its
-// arguments (for one that logs another node's state as its own error).
-type Relevel func(level slog.Level, args []any) slog.Level
+// Relevel gives a line's level from the level its library chose, its
+// message and its arguments (for one that logs another node's state as
+// its own error).
+type Relevel func(level slog.Level, msg string, args []any) slog.Level
 
 // HCLogRelevel is HCLog with each line's level passed through relevel
 // (nil: kept), before min applies.
@@ -64,7 +65,7 @@ func (a *hcAdapter) enabled(level slog.Level) bool {
 func (a *hcAdapter) Log(level hclog.Level, msg string, args ...any) {
 	l := toSlog(level)
 	if a.relevel != nil && l != LevelOff {
-		l = a.relevel(l, args)
+		l = a.relevel(l, msg, args)
 	}
 	if a.enabled(l) {
 		a.l.Log(context.Background(), l, msg, args...)

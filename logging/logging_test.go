@@ -32,7 +32,7 @@ func TestHCLogLevelsAndMinimum(t *testing.T) {
 func TestHCLogRelevel(t *testing.T) {
 	var buf bytes.Buffer
 	base := New(&buf, slog.LevelDebug)
-	quiet := func(level slog.Level, args []any) slog.Level {
+	quiet := func(level slog.Level, _ string, args []any) slog.Level {
 		if len(args) > 1 && args[1] == "down" {
 			return slog.LevelInfo
 		}

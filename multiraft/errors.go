@@ -116,10 +116,14 @@ func nodeOf(id raft.ServerID) (int32, bool) {
 // line per group and retry that no operator needs. Any other failure to
 // reach a peer or to get its group's answer (refused, reset, timed out;
 // not open or not answering on the peer: stopping, or the replica not yet
-// open or moved) is a warning. Anything else stays an error.
-func (h *Host) raftLineLevel(level slog.Level, args []any) slog.Level {
+// open or moved) is a warning. A leader that meets a newer term steps
+// down, which is Raft's news, not an error. Anything else stays an error.
+func (h *Host) raftLineLevel(level slog.Level, msg string, args []any) slog.Level {
 	if level < slog.LevelError {
 		return level
+	}
+	if msg == raftNewerTerm {
+		return slog.LevelInfo
 	}
 	for _, a := range args {
 		err, ok := a.(error)
@@ -136,6 +140,10 @@ func (h *Host) raftLineLevel(level slog.Level, args []any) slog.Level {
 	}
 	return level
 }
+
+// raftNewerTerm is the line raft's replication logs, as an error, when a
+// follower answers with a newer term (third_party/raft/replication.go).
+const raftNewerTerm = "peer has newer term, stopping replication"
 
 // peerDown reports whether the watch has the peer at addr down.
 func (h *Host) peerDown(addr string) bool {

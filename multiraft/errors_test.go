@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,12 +38,15 @@ func TestRaftLineLevel(t *testing.T) {
 		{"other", errors.New("disk on fire"), slog.LevelError},
 	} {
 		args := []any{"peer", addr, "backoff time", 10 * time.Millisecond, "error", c.err}
-		if got := h.raftLineLevel(slog.LevelError, args); got != c.want {
+		if got := h.raftLineLevel(slog.LevelError, "failed to heartbeat to", args); got != c.want {
 			t.Errorf("%s: level %v, want %v", c.name, got, c.want)
 		}
 	}
-	if got := h.raftLineLevel(slog.LevelWarn, []any{"error", ErrPeerDown}); got != slog.LevelWarn {
+	if got := h.raftLineLevel(slog.LevelWarn, "failed to heartbeat to", []any{"error", ErrPeerDown}); got != slog.LevelWarn {
 		t.Errorf("a warning was moved to %v", got)
+	}
+	if got := h.raftLineLevel(slog.LevelError, raftNewerTerm, []any{"peer", addr}); got != slog.LevelInfo {
+		t.Errorf("a leader stepping down for a newer term logs at %v", got)
 	}
 }
 
@@ -97,5 +102,17 @@ func TestStoppedPeerMakesNoRaftErrors(t *testing.T) {
 		if strings.Contains(line, "level=ERROR") && !strings.Contains(line, fmt.Sprintf("node=%d", stopped)) {
 			t.Errorf("a survivor logged an error: %s", line)
 		}
+	}
+}
+
+// raftNewerTerm is raft's own text: a raft update that rewords it must
+// update the constant.
+func TestRaftNewerTermIsRaftsLine(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "third_party", "raft", "replication.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(src, []byte(`logger.Error("`+raftNewerTerm+`"`)) {
+		t.Fatalf("raft's replication.go no longer logs %q as an error", raftNewerTerm)
 	}
 }
