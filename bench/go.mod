@@ -36,6 +36,7 @@ require (
 	github.com/prometheus/common v0.70.1 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/rogpeppe/go-internal v1.11.0 // indirect
+	github.com/twmb/franz-go/pkg/kadm v1.18.0 // indirect
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
@@ -97,3 +98,7 @@ require (
 replace github.com/minikafka/minikafka-go => ../
 
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
+
+// The node's patched raft, as in the main module: bench's cluster tests
+// build the node's packages.
+replace github.com/hashicorp/raft => ../third_party/raft
