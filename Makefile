@@ -15,6 +15,7 @@ build:
 
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -25,6 +26,7 @@ fmt-check:
 test: fmt-check vet test-deps
 	$(GO) test -race -count=1 -p 3 -timeout 14m ./...
 	cd third_party/raft && $(GO) test -race -count=1 -run '$(RAFT_PATCH_TESTS)' .
+	cd bench && $(GO) test -race -count=1 ./...
 
 # hashicorp/raft as patched in third_party/raft (its MINIKAFKA.md): the
 # patches' own tests run in make test; make raft-test also runs raft's
