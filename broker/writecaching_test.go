@@ -1,11 +1,10 @@
 package broker_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,32 +13,9 @@ import (
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/internal/testlog"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
-
-// lockedBuffer is a bytes.Buffer that several nodes may log to at once.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *lockedBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Count(l.b.Bytes(), []byte(s))
-}
 
 // refusal is the start of the message a replica logs when its store
 // cannot cache writes.
@@ -71,7 +47,7 @@ func everyReplicaFlushes(t *testing.T, c *testcluster.Cluster, topic string, flu
 // default once the cluster default is deleted. DescribeConfigs shows what the user set although the boltdb
 // store refuses to cache, which each replica logs once.
 func TestWriteCachingReachesEveryReplica(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
 		cfg.PartitionLogStore = multiraft.LogStoreBoltDB
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
@@ -118,7 +94,7 @@ func TestWriteCachingReachesEveryReplica(t *testing.T) {
 	everyNodeSays(t, cl, "wc", "write.caching", "false", kmsg.ConfigSourceStaticBrokerConfig)
 
 	// Once per replica: three replicas, the restarted one logs again.
-	if n := logs.count(refusal); n != 4 {
+	if n := strings.Count(logs.String(), refusal); n != 4 {
 		t.Fatalf("the refusal to cache was logged %d times, want 4 (once per replica, once more on restart):\n%s", n, logs)
 	}
 }

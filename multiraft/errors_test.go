@@ -9,10 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/minikafka/minikafka-go/internal/testlog"
 )
 
 // Raft's error lines about another node's state are lowered: a peer down
@@ -50,31 +51,13 @@ func TestRaftLineLevel(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer for the log lines of several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A member's node stopping while its group's leader replicates logs no
 // error from raft on the survivors: the peer's loss is the watch's one line
 // ("raft peer lost"), not an error per group and retry. Before
 // raftLineLevel, the leader logged "failed to appendEntries to" and
 // "failed to heartbeat to" at ERROR for every retry.
 func TestStoppedPeerMakesNoRaftErrors(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	n := newTestNet(t, nil)
 	n.logs = logs
 	members := []int32{1, 2, 3}

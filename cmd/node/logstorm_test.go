@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +13,8 @@ import (
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/internal/testlog"
 )
-
-// lockedBuffer is a log destination a test reads while nodes write to it.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestElectionStormLogsBounded runs a real 3-node cluster whose node 1
 // logs through the node's logger (log_rate_limit 5 per 1 s), halts
@@ -49,7 +31,7 @@ func TestElectionStormLogsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.LogRateLimit, opts.LogRateInterval = burst, interval
-	var out lockedBuffer
+	var out testlog.Buffer
 	logger, closeLog, err := newLogger(&out, opts)
 	if err != nil {
 		t.Fatal(err)

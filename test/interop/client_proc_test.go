@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/minikafka/minikafka-go/internal/testlog"
 )
 
 // Clients in other languages run as child processes: a script in this
@@ -48,14 +50,14 @@ func (pc procClient) groupClient() groupClient {
 	return groupClient{name: pc.name, produce: pc.produce, join: pc.join}
 }
 
-func (pc procClient) start(t *testing.T, args ...string) (*exec.Cmd, *lockedBuffer) {
+func (pc procClient) start(t *testing.T, args ...string) (*exec.Cmd, *testlog.Buffer) {
 	t.Helper()
 	path, pre := pc.command(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, path, append(pre, args...)...)
 	cmd.Env = append(os.Environ(), pc.env...)
 	cmd.WaitDelay = 5 * time.Second
-	stderr := &lockedBuffer{}
+	stderr := &testlog.Buffer{}
 	cmd.Stderr = stderr
 	// A process still running at the end (the test failed) is killed;
 	// the caller waits for it.
@@ -194,25 +196,6 @@ func (pc procClient) join(t *testing.T, seeds []string, group, topic string) *me
 	})
 	t.Cleanup(func() { m.close() })
 	return m
-}
-
-// lockedBuffer is a child's stderr, which its copying goroutine writes
-// while a failing test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // confluentClient is librdkafka through Debian's python3-confluent-kafka:
