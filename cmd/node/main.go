@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -98,18 +99,41 @@ func run(args []string, getenv func(string) (string, bool), stdout, stderr io.Wr
 	sig := <-sigs
 	logger.Info("shutting down", "signal", sig.String())
 	done := make(chan error, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownHandOver)
 	defer cancel()
 	go func() { done <- node.Shutdown(ctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			logger.Warn("shutdown finished with errors", "err", err)
+	return awaitShutdown(done, sigs, shutdownStuck, logger, stderr)
+}
+
+// shutdownHandOver bounds the hand-over of leaderships at shutdown;
+// shutdownStuck is when a shutdown still running is reported as stuck.
+const (
+	shutdownHandOver = 20 * time.Second
+	shutdownStuck    = shutdownHandOver + 5*time.Second
+	shutdownStuckMsg = "shutdown stuck; goroutine stacks follow"
+)
+
+// awaitShutdown waits for the shutdown's result or a second signal. A
+// shutdown still running after stuck is logged with every goroutine's
+// stack on stderr (the log's stream), so that whoever kills the process
+// next knows where it hung.
+func awaitShutdown(done <-chan error, sigs <-chan os.Signal, stuck time.Duration, logger *slog.Logger, stderr io.Writer) int {
+	timer := time.NewTimer(stuck)
+	defer timer.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				logger.Warn("shutdown finished with errors", "err", err)
+			}
+			return 0
+		case sig := <-sigs:
+			logger.Warn("second signal: exiting at once", "signal", sig.String())
+			return 1
+		case <-timer.C:
+			logger.Error(shutdownStuckMsg, "after", stuck)
+			_ = pprof.Lookup("goroutine").WriteTo(stderr, 1)
 		}
-		return 0
-	case sig := <-sigs:
-		logger.Warn("second signal: exiting at once", "signal", sig.String())
-		return 1
 	}
 }
 

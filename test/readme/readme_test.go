@@ -102,16 +102,23 @@ func copyTree(t *testing.T, root string) string {
 	return dir
 }
 
-// nodeLogs is the tail of each node's log, for a failure's message.
+// nodeLogs is the tail of each node's log, for a failure's message, and
+// last the goroutine stacks a node whose shutdown hung wrote to its log
+// (cmd/node's awaitShutdown; "shutdown stuck" is its message).
 func nodeLogs(dir string) string {
-	var b strings.Builder
+	var b, stuck strings.Builder
 	for n := 1; n <= 3; n++ {
 		data, err := os.ReadFile(filepath.Join(dir, "data", fmt.Sprintf("node%d.log", n)))
 		if err != nil {
 			continue
 		}
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		text := string(data)
+		if i := strings.Index(text, "shutdown stuck"); i >= 0 {
+			fmt.Fprintf(&stuck, "\nnode%d's shutdown hung; its log from there:\n%s\n", n, text[i:])
+			text = text[:i]
+		}
+		lines := strings.Split(strings.TrimSpace(text), "\n")
 		fmt.Fprintf(&b, "\nlast lines of node%d.log:\n%s\n", n, strings.Join(lines[max(0, len(lines)-15):], "\n"))
 	}
-	return b.String()
+	return b.String() + stuck.String()
 }
