@@ -83,8 +83,8 @@ func (p Proposal) waitErr() error {
 // of its own term, and with it every entry of earlier terms: a new leader
 // applies its predecessors' entries only once an entry of its term (the
 // one raft appends on election) commits, and the FSM has applied them
-// (awaitFSM). It waits on no raft future directly, which a shutdown can
-// leave unanswered, so it always ends: with ctx, when the group closes
+// (awaitFSM). It waits on no raft future directly, so it always ends:
+// with ctx, when the group closes
 // (ErrGroupClosed), or when the member stops leading (ErrNotLeader).
 func (g *Group) Settle(ctx context.Context) error {
 	tick := time.NewTicker(settlePoll)

@@ -901,6 +901,9 @@ func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
 		},
 	}
 	logFuture.init()
+	// A MiniKafka patch: answered ErrRaftShutdown if raft shuts down with
+	// the future still queued (applyCh, fsmMutateCh), which no loop drains.
+	logFuture.ShutdownCh = r.shutdownCh
 
 	select {
 	case <-timer:
@@ -927,6 +930,7 @@ func (r *Raft) Barrier(timeout time.Duration) Future {
 	// Create a log future, no index or term yet
 	logFuture := &logFuture{log: Log{Type: LogBarrier}}
 	logFuture.init()
+	logFuture.ShutdownCh = r.shutdownCh // as in ApplyLog
 
 	select {
 	case <-timer:
