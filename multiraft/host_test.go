@@ -65,6 +65,52 @@ func TestServiceStreams(t *testing.T) {
 	}
 }
 
+// TestServiceConnCloseEndsABlockedRead: closing a service stream, accepted
+// or dialed, ends a Read blocked in it, as net.Conn promises, while the
+// peer stays silent. A yamux stream's own Close did not: the metadata
+// controller's Close waited for a silent peer's stream until its 30 s
+// deadline.
+func TestServiceConnCloseEndsABlockedRead(t *testing.T) {
+	n := newTestNet(t, nil)
+	a, b := n.start(1), n.start(2)
+	l, err := b.Listen("silent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dialed, err := a.Dial(testCtx(t), b.Addr(), "silent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dialed.Close()
+	accepted, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	for _, c := range []struct {
+		side string
+		conn net.Conn
+	}{{"accepted", accepted}, {"dialed", dialed}} {
+		read := make(chan error, 1)
+		go func() {
+			var buf [1]byte
+			_, err := c.conn.Read(buf[:])
+			read <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // let it block
+		c.conn.Close()
+		select {
+		case err := <-read:
+			if err == nil {
+				t.Errorf("%s: Read after Close returned no error", c.side)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: a Read blocked in the stream was still blocked 5s after Close", c.side)
+		}
+	}
+}
+
 // Garbage on the port closes that connection only; the Host goes on.
 func TestBadHandshakesAndFrames(t *testing.T) {
 	n := newTestNet(t, func(tu *Tuning) { tu.HandshakeTimeout = 200 * time.Millisecond })

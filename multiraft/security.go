@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/yamux"
@@ -156,8 +157,17 @@ func PeerNode(c net.Conn) (int32, bool) {
 	return sc.node, true
 }
 
-// serviceConn is an accepted service stream and its session's node.
+// serviceConn is a service stream and, accepted, its session's node.
 type serviceConn struct {
 	*yamux.Stream
 	node int32
+}
+
+// Close closes the stream and ends a Read or Write blocked in it, as
+// net.Conn promises: a yamux stream's own Close ends only local writes,
+// and a read would wait for the peer's FIN or its deadline.
+func (c *serviceConn) Close() error {
+	err := c.Stream.Close() // sends the FIN first: a past deadline would not stop it
+	_ = c.Stream.SetDeadline(time.Unix(1, 0))
+	return err
 }

@@ -81,7 +81,7 @@ func (h *Host) Dial(ctx context.Context, addr, name string) (net.Conn, error) {
 		return nil, p.fail("service", err)
 	}
 	_ = st.SetDeadline(time.Time{})
-	return st, nil
+	return &serviceConn{Stream: st}, nil
 }
 
 // deliver answers a service stream's open frame and hands the stream,
