@@ -112,8 +112,9 @@ func nodeOf(id raft.ServerID) (int32, bool) {
 // raftLineLevel is the level of a line raft logs as an error whose error
 // is another node's state, not a fault here, as Kafka logs a lost
 // connection to a broker as a warning. A peer the watch has found down (it
-// logs the loss once, "raft peer lost") or this host closing is Info: one
-// line per group and retry that no operator needs. Any other failure to
+// logs the loss once, "raft peer lost") or this host or group closing (our
+// transport answers raft.ErrTransportShutdown then) is Info: one line per
+// group and retry that no operator needs. Any other failure to
 // reach a peer or to get its group's answer (refused, reset, timed out;
 // not open or not answering on the peer: stopping, or the replica not yet
 // open or moved) is a warning. A leader that meets a newer term steps
@@ -130,7 +131,7 @@ func (h *Host) raftLineLevel(level slog.Level, msg string, args []any) slog.Leve
 		var pe *PeerError
 		switch {
 		case !ok:
-		case errors.Is(err, ErrPeerDown), errors.Is(err, ErrClosed):
+		case errors.Is(err, ErrPeerDown), errors.Is(err, ErrClosed), errors.Is(err, raft.ErrTransportShutdown):
 			return slog.LevelInfo
 		case errors.As(err, &pe) && h.peerDown(pe.Addr):
 			return slog.LevelInfo

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/minikafka/minikafka-go/internal/testlog"
 )
 
@@ -30,6 +32,7 @@ func TestRaftLineLevel(t *testing.T) {
 	}{
 		{"peer down", &PeerError{Op: "heartbeat", Addr: addr, Err: ErrPeerDown}, slog.LevelInfo},
 		{"host closing", ErrClosed, slog.LevelInfo},
+		{"this group closing", raft.ErrTransportShutdown, slog.LevelInfo},
 		{"group not open on the peer", &PeerError{Op: "heartbeat", Addr: addr,
 			Err: fmt.Errorf("group %q: %w", "p/x/4", ErrUnknownGroup)}, slog.LevelWarn},
 		{"peer's group did not answer", ErrNoResponse, slog.LevelWarn},
@@ -53,9 +56,10 @@ func TestRaftLineLevel(t *testing.T) {
 
 // A member's node stopping while its group's leader replicates logs no
 // error from raft on the survivors: the peer's loss is the watch's one line
-// ("raft peer lost"), not an error per group and retry. Before
-// raftLineLevel, the leader logged "failed to appendEntries to" and
-// "failed to heartbeat to" at ERROR for every retry.
+// ("raft peer lost"), not an error per group and retry, also when the
+// survivors then stop. Before raftLineLevel, the leader logged "failed to
+// appendEntries to" and "failed to heartbeat to" at ERROR for every retry,
+// and at its own Close for the retry that Close ended.
 func TestStoppedPeerMakesNoRaftErrors(t *testing.T) {
 	logs := &testlog.Buffer{}
 	n := newTestNet(t, nil)
@@ -81,6 +85,13 @@ func TestStoppedPeerMakesNoRaftErrors(t *testing.T) {
 	waitFor(t, "the survivors to see the peer lost", func() bool {
 		return strings.Contains(logs.String(), "raft peer lost")
 	})
+	// The survivors stopping too: their groups close while the leader
+	// still retries the stopped member.
+	for i, id := range members {
+		if id != stopped {
+			gs[i].Close()
+		}
+	}
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(line, "level=ERROR") && !strings.Contains(line, fmt.Sprintf("node=%d", stopped)) {
 			t.Errorf("a survivor logged an error: %s", line)
