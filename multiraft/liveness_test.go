@@ -227,3 +227,28 @@ func TestVouchesLastLongerWhileElecting(t *testing.T) {
 		t.Fatalf("still vouching for the peer 1.5 x LivenessTimeout after its last answer (gone %v)", gone)
 	}
 }
+
+// While the Host runs many elections, a leader's lease counts a follower
+// whose node the Host vouches for as contacted; otherwise the lease is
+// raft's own.
+func TestLeaseVouchOnlyWhileElectingAndVouched(t *testing.T) {
+	net := newTestNet(t, nil)
+	h := net.start(1)
+	tr := &transport{h: h}
+	h.live.answered("peer", nil, time.Now())
+	if tr.LeaseVouch("follower", "peer") {
+		t.Fatal("vouched for a follower in the lease while not electing")
+	}
+	h.electing.Add(1)
+	defer h.electing.Add(-1)
+	if !tr.LeaseVouch("follower", "peer") {
+		t.Fatal("did not vouch in the lease for a follower whose node answers, while electing")
+	}
+	if tr.LeaseVouch("other", "unknown") {
+		t.Fatal("vouched in the lease for a follower on a node never heard from")
+	}
+	h.live.lost("peer")
+	if tr.LeaseVouch("follower", "peer") {
+		t.Fatal("vouched in the lease for a follower whose node was lost")
+	}
+}

@@ -169,12 +169,28 @@ func (s *followerReplication) wake() {
 }
 
 // contactedAt is when the leader last heard from the follower of s, for the
-// leader lease: now while the follower is quiesced and vouched for.
+// leader lease: now while the follower is quiesced and vouched for, or while
+// the transport vouches for it in the lease (WithLeaseVouch). The lease only
+// decides when a leader gives up; commitment still needs the follower's
+// answers, so neither changes safety.
 func (r *Raft) contactedAt(s *followerReplication, now time.Time) time.Time {
-	if r.leaderQuiesced(s) {
+	if r.leaderQuiesced(s) || r.leaseVouched(s) {
 		return now
 	}
 	return s.LastContact()
+}
+
+// leaseVouched reports whether the transport vouches for the follower of s
+// in the leader lease.
+func (r *Raft) leaseVouched(s *followerReplication) bool {
+	lv, ok := r.trans.(WithLeaseVouch)
+	if !ok {
+		return false
+	}
+	s.peerLock.RLock()
+	peer := s.peer
+	s.peerLock.RUnlock()
+	return lv.LeaseVouch(peer.ID, peer.Address)
 }
 
 // allQuiesced reports whether the leader has quiesced every other voter, so

@@ -16,6 +16,8 @@ import (
 type vouchTransport struct {
 	*InmemTransport
 	sent atomic.Int64
+	// lease is what LeaseVouch answers for every follower.
+	lease atomic.Bool
 
 	mu      sync.Mutex
 	dead    map[ServerAddress]bool
@@ -77,7 +79,12 @@ func (v *vouchTransport) revive(addr ServerAddress) {
 	v.mu.Unlock()
 }
 
-var _ WithQuiescence = (*vouchTransport)(nil)
+func (v *vouchTransport) LeaseVouch(ServerID, ServerAddress) bool { return v.lease.Load() }
+
+var (
+	_ WithQuiescence = (*vouchTransport)(nil)
+	_ WithLeaseVouch = (*vouchTransport)(nil)
+)
 
 type quiesceCluster struct {
 	rafts  []*Raft
@@ -337,4 +344,32 @@ func TestQuiescedFollowerRestartedLearnsTheCommitIndex(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	c.waitQuiet(t)
+}
+
+// A leader whose followers' answers stop (here: cut off, with an entry to
+// replicate, so nothing is quiesced) keeps its lease while the transport
+// vouches for them in it, and steps down once it stops.
+func TestLeaseVouchKeepsTheLeaderWhileItLasts(t *testing.T) {
+	c := newQuiesceCluster(t, 3)
+	c.waitQuiet(t)
+	leader, lt := c.rafts[c.leader], c.trans[c.leader]
+	lt.lease.Store(true)
+	for i, tr := range c.trans {
+		if i != c.leader {
+			lt.Disconnect(tr.LocalAddr())
+		}
+	}
+	leader.Apply([]byte("unreplicated"), 0) // wakes the followers' replication; never committed
+	time.Sleep(10 * leader.config().LeaderLeaseTimeout)
+	if leader.State() != Leader {
+		t.Fatalf("the leader stepped down while its transport vouched for its followers in the lease: %v", leader.State())
+	}
+	lt.lease.Store(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for leader.State() == Leader {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader kept leading 5s after its followers stopped answering and the lease vouch ended")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -119,6 +119,17 @@ type WithQuiescence interface {
 	HeartbeatTick(addr ServerAddress, interval time.Duration) <-chan struct{}
 }
 
+// WithLeaseVouch is a transport that may stand in for a follower's
+// answers in its leader's lease (a MiniKafka patch; see contactedAt): while
+// its node runs many elections at once, answers queue behind them past the
+// lease timeout although the follower's node keeps answering, and leaders
+// stepping down for want of a quorum only add elections.
+type WithLeaseVouch interface {
+	// LeaseVouch reports whether the leader may count the follower with id
+	// at addr as contacted now.
+	LeaseVouch(id ServerID, addr ServerAddress) bool
+}
+
 // WithCampaignGate is a transport that bounds how many of its node's
 // groups campaign at once (a MiniKafka patch; see campaign_gate.go).
 type WithCampaignGate interface {
