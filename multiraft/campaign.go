@@ -44,8 +44,8 @@ func (h *Host) ReleaseCampaigns(ctx context.Context, batch []*Group) int {
 		}
 	}
 	if len(preferred) > h.tun.CampaignsInFlight {
-		h.electing.Add(1)
-		defer h.electing.Add(-1)
+		h.beginElecting()
+		defer h.endElecting()
 	}
 	type campaign struct {
 		g     *Group

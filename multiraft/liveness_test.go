@@ -228,9 +228,9 @@ func TestVouchesLastLongerWhileElecting(t *testing.T) {
 	}
 }
 
-// While the Host runs many elections, a leader's lease counts a follower
-// whose node the Host vouches for as contacted; otherwise the lease is
-// raft's own.
+// While the Host runs many elections, and for a while after, a leader's
+// lease counts a follower whose node the Host vouches for as contacted;
+// otherwise the lease is raft's own.
 func TestLeaseVouchOnlyWhileElectingAndVouched(t *testing.T) {
 	net := newTestNet(t, nil)
 	h := net.start(1)
@@ -239,14 +239,23 @@ func TestLeaseVouchOnlyWhileElectingAndVouched(t *testing.T) {
 	if tr.LeaseVouch("follower", "peer") {
 		t.Fatal("vouched for a follower in the lease while not electing")
 	}
-	h.electing.Add(1)
-	defer h.electing.Add(-1)
+	h.beginElecting()
 	if !tr.LeaseVouch("follower", "peer") {
 		t.Fatal("did not vouch in the lease for a follower whose node answers, while electing")
 	}
 	if tr.LeaseVouch("other", "unknown") {
 		t.Fatal("vouched in the lease for a follower on a node never heard from")
 	}
+	h.endElecting()
+	if !tr.LeaseVouch("follower", "peer") {
+		t.Fatal("stopped vouching in the lease the moment the elections ended")
+	}
+	h.electingEnded.Store(time.Now().Add(-3 * h.tun.LivenessTimeout).UnixNano())
+	if tr.LeaseVouch("follower", "peer") {
+		t.Fatal("still vouching in the lease 3 x LivenessTimeout after the elections ended")
+	}
+	h.beginElecting()
+	defer h.endElecting()
 	h.live.lost("peer")
 	if tr.LeaseVouch("follower", "peer") {
 		t.Fatal("vouched in the lease for a follower whose node was lost")

@@ -51,9 +51,9 @@ func (f *failover) markBusy() {
 	if busy != f.busy {
 		f.busy = busy
 		if busy {
-			f.h.electing.Add(1)
+			f.h.beginElecting()
 		} else {
-			f.h.electing.Add(-1)
+			f.h.endElecting()
 		}
 	}
 }
