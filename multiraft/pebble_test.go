@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -735,5 +737,62 @@ func TestPebbleSeparatesLargeEntries(t *testing.T) {
 	}
 	if m := pl.db.Metrics(); m.BlobFiles.LiveCount != 0 || m.BlobFiles.LiveSize != 0 {
 		t.Fatalf("blob files left after every entry was deleted: %d files, %d bytes", m.BlobFiles.LiveCount, m.BlobFiles.LiveSize)
+	}
+}
+
+// rangeDels counts the range deletions the DB holds.
+func rangeDels(t *testing.T, pl *pebbleLog) int {
+	t.Helper()
+	n := 0
+	err := pl.db.ScanInternal(context.Background(), block.CategoryUnknown, nil, nil,
+		func(*pebble.InternalKey, pebble.LazyValue, pebble.IteratorLevel) error { return nil },
+		func([]byte, []byte, pebble.SeqNum) error { n++; return nil },
+		nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A new group's dir (no marker) clears what a lost dir left under the
+// group's name, and writes no range deletion when nothing was left:
+// one per new group made opening thousands of replicas quadratic.
+func TestBindClearsOnlyWhatALostDirLeft(t *testing.T) {
+	pl, err := openPebbleLog(t.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.release()
+	for i := range 50 {
+		v, err := pl.open(fmt.Sprintf("new-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(v.bind(t.TempDir()), v.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rangeDels(t, pl); n != 0 {
+		t.Fatalf("binding 50 new groups wrote %d range deletions, want 0", n)
+	}
+	v, err := pl.open("lost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(v.StoreLogs(testLogs(1, 5)), v.SetUint64([]byte("CurrentTerm"), 7), v.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = pl.open("lost"); err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if err := v.bind(t.TempDir()); err != nil { // its dir was lost: no marker
+		t.Fatal(err)
+	}
+	if first, _ := v.FirstIndex(); first != 0 {
+		t.Fatalf("a lost dir's entries from %d survived the new group's bind", first)
+	}
+	if term, _ := v.GetUint64([]byte("CurrentTerm")); term != 0 {
+		t.Fatalf("a lost dir's term %d survived the new group's bind", term)
 	}
 }

@@ -238,6 +238,28 @@ func (v *pebbleView) SetWriteCaching(flush time.Duration) { v.flush.Store(int64(
 // Close unregisters the view; the DB stays open for other groups.
 func (v *pebbleView) Close() error { return v.pl.closeView(v) }
 
+// holdsKeys reports whether the DB holds any key of the group.
+func (v *pebbleView) holdsKeys() (bool, error) {
+	var held bool
+	err := v.pl.read(func() error {
+		for _, r := range [][2][]byte{{v.logLo, v.logHi}, {v.stLo, v.stHi}} {
+			it, err := v.pl.db.NewIter(&pebble.IterOptions{LowerBound: r[0], UpperBound: r[1]})
+			if err != nil {
+				return err
+			}
+			held = it.First()
+			if err := it.Close(); err != nil || held {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
+	}
+	return held, nil
+}
+
 // clear deletes every key of the group, fsynced.
 func (v *pebbleView) clear() error {
 	b := v.pl.db.NewBatch()
