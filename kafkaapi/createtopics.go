@@ -112,8 +112,8 @@ func (s *Server) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 	if int64(rt.NumPartitions) > int64(lim.partitions) || lim.partitions < 1 {
 		// Kafka's controller refuses such a request as an excessively
 		// large batch operation: POLICY_VIOLATION.
-		return CreatedTopic{}, fmt.Errorf("%w: %d partitions asked, %d left of the %d one request may create",
-			kerr.PolicyViolation, rt.NumPartitions, max(lim.partitions, 0), s.cfg.MaxCreatePartitions)
+		return CreatedTopic{}, fmt.Errorf("%w: %d partitions asked; one CreateTopics request may create at most %d in all (%d left in this one)",
+			kerr.PolicyViolation, rt.NumPartitions, s.cfg.MaxCreatePartitions, max(lim.partitions, 0))
 	}
 	// The backend decides on the live brokers it knows; this only spares
 	// it a request the cluster view already rules out.

@@ -161,6 +161,9 @@ func TestCreateTopicsPartitionCap(t *testing.T) {
 			t.Errorf("%s: error %d, want %d", resp.Topics[i].Topic, got, want)
 		}
 	}
+	if m := resp.Topics[1].ErrorMessage; m == nil || !strings.Contains(*m, "at most 10 in all (4 left") {
+		t.Errorf("five: message %v, want one naming the limit of 10 and the 4 left", m)
+	}
 	if n := h.fb.createCount(); n != 2 {
 		t.Fatalf("backend called %d times, want 2", n)
 	}

@@ -42,6 +42,9 @@ func createTopic(ctx context.Context, cl *kgo.Client, name string, parts, rf int
 				return fmt.Errorf("topic %s already exists; use another -topic or start from an empty cluster (make cluster-stop clean cluster)", name)
 			}
 			if !kerr.IsRetriable(err) {
+				if msg := resp.Topics[0].ErrorMessage; msg != nil {
+					return fmt.Errorf("create topic %s: %w (%s)", name, err, *msg)
+				}
 				return fmt.Errorf("create topic %s: %w", name, err)
 			}
 		}
