@@ -44,8 +44,10 @@ func (h *Host) ReleaseCampaigns(ctx context.Context, batch []*Group) int {
 		}
 	}
 	if len(preferred) > h.tun.CampaignsInFlight {
-		h.beginElecting()
-		defer h.endElecting()
+		h.electing.Add(1)
+		h.beginMany()
+		defer h.endMany()
+		defer h.electing.Add(-1)
 	}
 	type campaign struct {
 		g     *Group

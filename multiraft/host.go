@@ -55,12 +55,13 @@ type Host struct {
 	inbound    map[*yamux.Session]struct{}
 	closed     bool
 
-	stats         counters
-	live          liveness            // what the Host vouches for (liveness.go)
-	turns         chan struct{}       // campaign turns taken (turns.go)
-	electing      atomic.Int32        // loops running many elections (livenessLoop)
-	electingEnded atomic.Int64        // when (UnixNano) electing last fell to zero (LeaseVouch)
-	onCommit      func(time.Duration) // Config.OnCommit
+	stats        counters
+	live         liveness            // what the Host vouches for (liveness.go)
+	turns        chan struct{}       // campaign turns taken (turns.go)
+	electing     atomic.Int32        // loops running many elections (livenessLoop)
+	manyElecting atomic.Int32        // of them, loops with more elections than run at once (LeaseVouch)
+	manyEnded    atomic.Int64        // when (UnixNano) manyElecting last fell to zero
+	onCommit     func(time.Duration) // Config.OnCommit
 	// catchUp paces what leaders send to throttled members
 	// (Tuning.CatchUpRate); nil when unbounded.
 	catchUp *rate.Limiter

@@ -276,29 +276,33 @@ func (t *transport) HeartbeatTick(addr raft.ServerAddress, interval time.Duratio
 	return t.h.heartbeatTick(string(addr), interval)
 }
 
-// beginElecting and endElecting count a loop running many elections in
-// electing; the end of the last one is stamped for LeaseVouch.
-func (h *Host) beginElecting() { h.electing.Add(1) }
+// beginMany and endMany count a loop running more elections than run at
+// once (after a large loss, or for a large new topic) in manyElecting; the
+// end of the last one is stamped for LeaseVouch.
+func (h *Host) beginMany() { h.manyElecting.Add(1) }
 
-func (h *Host) endElecting() {
-	if h.electing.Add(-1) == 0 {
-		h.electingEnded.Store(time.Now().UnixNano())
+func (h *Host) endMany() {
+	if h.manyElecting.Add(-1) == 0 {
+		h.manyEnded.Store(time.Now().UnixNano())
 	}
 }
 
-// LeaseVouch implements raft.WithLeaseVouch: while this Host runs many
-// elections, and for twice LivenessTimeout after, a leader counts a
-// follower whose node it vouches for as contacted. At 10,000 partitions
-// the two survivors of a kill -9 (2 vCPUs for both) answered each other's
-// groups more than a lease timeout late 2.5 s into their elections while
-// their pings still answered, and 1,800 of the 3,333 new leaders stepped
-// down, which put the last partition's fail-over past 10 s; without the
-// time after, 700 stepped down the moment the elections ended. A follower
-// that stops answering pings (livenessTimeout) loses the vouch and the
-// lease applies.
+// LeaseVouch implements raft.WithLeaseVouch: while this Host runs more
+// elections than run at once, and for twice LivenessTimeout after, a
+// leader counts a follower whose node it vouches for as contacted. At
+// 10,000 partitions the two survivors of a kill -9 (2 vCPUs for both)
+// answered each other's groups more than a lease timeout late 2.5 s into
+// their elections while their pings still answered, and 1,800 of the 3,333
+// new leaders stepped down, which put the last partition's fail-over past
+// 10 s; without the time after, 700 stepped down the moment the elections
+// ended. A follower that stops answering pings (livenessTimeout) loses the
+// vouch and the lease applies. Small losses keep raft's lease: with it after
+// every loss, make e2e's KIP-848 group waited out a member's 45 s session
+// timeout after a coordinator kill in 3 of 4 runs (0 in 19 before; the
+// cause is not found).
 func (t *transport) LeaseVouch(id raft.ServerID, addr raft.ServerAddress) bool {
 	h := t.h
-	if h.electing.Load() == 0 && time.Since(time.Unix(0, h.electingEnded.Load())) > 2*h.tun.LivenessTimeout {
+	if h.manyElecting.Load() == 0 && time.Since(time.Unix(0, h.manyEnded.Load())) > 2*h.tun.LivenessTimeout {
 		return false
 	}
 	alive, _ := t.Vouch(id, addr)

@@ -239,23 +239,23 @@ func TestLeaseVouchOnlyWhileElectingAndVouched(t *testing.T) {
 	if tr.LeaseVouch("follower", "peer") {
 		t.Fatal("vouched for a follower in the lease while not electing")
 	}
-	h.beginElecting()
+	h.beginMany()
 	if !tr.LeaseVouch("follower", "peer") {
 		t.Fatal("did not vouch in the lease for a follower whose node answers, while electing")
 	}
 	if tr.LeaseVouch("other", "unknown") {
 		t.Fatal("vouched in the lease for a follower on a node never heard from")
 	}
-	h.endElecting()
+	h.endMany()
 	if !tr.LeaseVouch("follower", "peer") {
 		t.Fatal("stopped vouching in the lease the moment the elections ended")
 	}
-	h.electingEnded.Store(time.Now().Add(-3 * h.tun.LivenessTimeout).UnixNano())
+	h.manyEnded.Store(time.Now().Add(-3 * h.tun.LivenessTimeout).UnixNano())
 	if tr.LeaseVouch("follower", "peer") {
 		t.Fatal("still vouching in the lease 3 x LivenessTimeout after the elections ended")
 	}
-	h.beginElecting()
-	defer h.endElecting()
+	h.beginMany()
+	defer h.endMany()
 	h.live.lost("peer")
 	if tr.LeaseVouch("follower", "peer") {
 		t.Fatal("vouched in the lease for a follower whose node was lost")

@@ -42,18 +42,30 @@ type failover struct {
 	seconds   int       // of them, by the second member in line
 	since     time.Time // the last loss
 	busy      bool      // counted in Host.electing
+	large     bool      // a loss since the last idle time orphaned more groups than run at once
+	many      bool      // counted in Host.manyElecting: busy and large
 }
 
 // markBusy counts the loop in Host.electing while it has elections to
-// run or members held.
+// run or members held, and in Host.manyElecting while those follow a large
+// loss.
 func (f *failover) markBusy() {
 	busy := len(f.pending)+len(f.running)+len(f.held) > 0
 	if busy != f.busy {
 		f.busy = busy
 		if busy {
-			f.h.beginElecting()
+			f.h.electing.Add(1)
 		} else {
-			f.h.endElecting()
+			f.h.electing.Add(-1)
+		}
+	}
+	f.large = f.large && busy
+	if many := busy && f.large; many != f.many {
+		f.many = many
+		if many {
+			f.h.beginMany()
+		} else {
+			f.h.endMany()
 		}
 	}
 }
@@ -87,6 +99,7 @@ const (
 func (f *failover) lose(lost int32, now time.Time) {
 	succ := f.h.successors(lost, now)
 	if len(succ) > f.h.tun.SuccessorsInFlight {
+		f.large = true
 		for _, s := range succ {
 			f.hold(s.g, s.lost)
 		}

@@ -181,3 +181,27 @@ func TestHeldMemberReleasedWhenItsElectionFailed(t *testing.T) {
 		t.Fatalf("released with heartbeat timeout %v, want %v", got, g.normal.HeartbeatTimeout)
 	}
 }
+
+// The failover loop counts in manyElecting, which LeaseVouch follows, only
+// while it works on a loss larger than the elections that run at once;
+// every loss counts in electing.
+func TestOnlyALargeLossCountsAsMany(t *testing.T) {
+	h := newTestNet(t, nil).start(1)
+	f := &failover{h: h, held: map[*Group]heldMember{}}
+	f.pending = []successor{{}}
+	f.markBusy()
+	if h.electing.Load() != 1 || h.manyElecting.Load() != 0 {
+		t.Fatalf("a small loss: electing %d, many %d; want 1 and 0", h.electing.Load(), h.manyElecting.Load())
+	}
+	f.large = true
+	f.markBusy()
+	if h.manyElecting.Load() != 1 {
+		t.Fatalf("a large loss: many %d, want 1", h.manyElecting.Load())
+	}
+	f.pending = nil
+	f.markBusy()
+	if h.electing.Load() != 0 || h.manyElecting.Load() != 0 || f.large || h.manyEnded.Load() == 0 {
+		t.Fatalf("done: electing %d, many %d, large %v, end stamped %v; want 0, 0, false, true",
+			h.electing.Load(), h.manyElecting.Load(), f.large, h.manyEnded.Load() != 0)
+	}
+}
