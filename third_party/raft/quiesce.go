@@ -27,9 +27,9 @@ import (
 // follower goes quiet again, since its leader may not know it woke. A
 // quiesced follower that campaigns anyway (its transport saw the leader
 // fail for a heartbeat timeout, the leader's did not) sends its leader a
-// vote request, on which the leader heartbeats it again. A leader that
-// stops leading counts down as a follower and campaigns, and a vote request
-// of a newer term wakes every follower.
+// vote request, on which the leader heartbeats and replicates to it
+// again. A leader that stops leading counts down as a follower and
+// campaigns, and a vote request of a newer term wakes every follower.
 
 // followerQuiesce is a quiesced follower's leader.
 type followerQuiesce struct {
@@ -260,15 +260,20 @@ func (r *Raft) leaseTimer(interval time.Duration) (<-chan time.Time, <-chan stru
 	return time.After(interval), nil
 }
 
-// wakeQuiescedPeer heartbeats the follower id again if this leader has
-// quiesced it: it asks for votes, so it counts down, whatever the leader
-// thought (see the top of this file).
+// wakeQuiescedPeer heartbeats and replicates to the follower id again if
+// this leader has quiesced it: it asks for votes, so it counts down,
+// whatever the leader thought (see the top of this file). It may hold a
+// newer term, from an election it lost while the leader was out of reach:
+// only replicate looks at the term in an answer (heartbeat does not), and
+// it waits for a liveness change while the follower is quiesced, so it is
+// woken here to send at once.
 func (r *Raft) wakeQuiescedPeer(id ServerID) {
 	if r.getState() != Leader {
 		return
 	}
 	if s := r.leaderState.replState[id]; s != nil && s.quiesced.Swap(false) {
 		asyncNotifyCh(s.wakeCh)
+		asyncNotifyCh(s.triggerCh)
 	}
 }
 

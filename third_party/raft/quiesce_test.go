@@ -68,6 +68,18 @@ func (v *vouchTransport) kill(addr ServerAddress) {
 	v.Disconnect(addr)
 }
 
+// unvouch stops vouching for addr but keeps the route to it: the
+// transport missed the peer's answers for a while (it was paused) and
+// still reaches it.
+func (v *vouchTransport) unvouch(addr ServerAddress) {
+	v.mu.Lock()
+	v.dead[addr] = true
+	v.epoch++
+	close(v.changed)
+	v.changed = make(chan struct{})
+	v.mu.Unlock()
+}
+
 // revive vouches for addr again in a new epoch, as a transport does when a
 // restarted node's session comes up.
 func (v *vouchTransport) revive(addr ServerAddress) {
@@ -369,6 +381,44 @@ func TestLeaseVouchKeepsTheLeaderWhileItLasts(t *testing.T) {
 	for leader.State() == Leader {
 		if time.Now().After(deadline) {
 			t.Fatal("the leader kept leading 5s after its followers stopped answering and the lease vouch ended")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A follower the leader has quiesced can come back from a lost election
+// with a newer term than the leader's, its leader's node still vouched for
+// by every other: while the leader was paused, the follower's pre-vote
+// passed and its vote did not. It then asks the leader for pre-votes,
+// which the leader refuses as it has a leader, itself. Heartbeats cannot
+// settle it (raft ignores the term in their answers); the leader must
+// replicate to the follower again, learn the newer term there and step
+// down, so the group elects again. make test's e2e once saw a follower
+// campaign for 30 s so.
+func TestQuiescedFollowerWithANewerTermIsHeard(t *testing.T) {
+	c := newQuiesceCluster(t, 3)
+	if err := c.rafts[c.leader].Apply([]byte("x"), time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitQuiet(t)
+	f := (c.leader + 1) % 3
+	term := c.rafts[c.leader].CurrentTerm()
+	c.rafts[f].setCurrentTerm(term + 1)
+	c.trans[f].unvouch(c.trans[c.leader].LocalAddr())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l := -1
+		for i, r := range c.rafts {
+			if r.State() == Leader {
+				l = i
+			}
+		}
+		if l >= 0 && c.rafts[l].CurrentTerm() > term {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no leader in a newer term 5s after follower %d came back with term %d: leader %d, term %d; follower %v",
+				f, term+1, l, term, c.rafts[f].State())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
