@@ -8,7 +8,9 @@
 // Last it prints each node's peak RSS over the whole run (VmHWM, read
 // before the node is stopped).
 // Optionally it then kills one node with SIGKILL and times, per partition
-// that node led, how long until a produce to it is acknowledged again.
+// that node led, how long until a produce to it is acknowledged again; or
+// (-delete) it deletes the topics while producing to a canary topic and
+// times the deletion.
 //
 //	make cluster && go run ./internal/scalecheck -partitions 1000 -kill 2; make cluster-stop
 //
@@ -39,6 +41,7 @@ type options struct {
 	settle     time.Duration
 	idle       time.Duration
 	kill       int
+	delete     bool
 	pause      time.Duration
 	timeout    time.Duration
 }
@@ -54,6 +57,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 5*time.Second, "wait after every partition is led before sampling (leader rebalancing)")
 	flag.DurationVar(&o.idle, "idle", 20*time.Second, "how long to sample the idle cluster")
 	flag.IntVar(&o.kill, "kill", 0, "after sampling, SIGKILL node N (1-based, in -pids order) and time the fail-over of the partitions it led; 0: no")
+	flag.BoolVar(&o.delete, "delete", false, "after sampling (and -pause), delete the topics while producing to a small canary topic, and time the deletion; not with -kill")
 	flag.DurationVar(&o.pause, "pause", 0, "after sampling (before -kill), SIGSTOP each node in turn for this long, then time until every partition is led again; 0: no")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.Parse()
@@ -103,6 +107,9 @@ func run(o options) error {
 			return err
 		}
 	}
+	if o.delete {
+		return deleteAndTime(ctx, o, cl, pids, names)
+	}
 	if o.kill == 0 {
 		return nil
 	}
@@ -115,6 +122,9 @@ func (o options) validate() error {
 	}
 	if len(o.pidFiles) != len(o.brokers) {
 		return fmt.Errorf("%d pid files for %d brokers", len(o.pidFiles), len(o.brokers))
+	}
+	if o.delete && o.kill != 0 {
+		return fmt.Errorf("-delete and -kill %d: choose one", o.kill)
 	}
 	if o.kill < 0 || o.kill > len(o.brokers) {
 		return fmt.Errorf("-kill %d: there are %d nodes", o.kill, len(o.brokers))
