@@ -796,3 +796,55 @@ func TestBindClearsOnlyWhatALostDirLeft(t *testing.T) {
 		t.Fatalf("a lost dir's term %d survived the new group's bind", term)
 	}
 }
+
+// Removing groups deletes their keys one by one, with no range deletion,
+// when they hold few: a range deletion per removed group made every read
+// cost as much as all of them until the memtable was flushed. A group with
+// more keys than that is still removed whole, with a range deletion.
+func TestRemoveDeletesSmallGroupsKeyByKey(t *testing.T) {
+	pl, err := openPebbleLog(t.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.release()
+	fill := func(name string, entries uint64) {
+		t.Helper()
+		v, err := pl.open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(v.StoreLogs(testLogs(1, entries)), v.SetUint64([]byte("CurrentTerm"), 7), v.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := func(name string) {
+		t.Helper()
+		v, err := pl.open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		if held, err := v.holdsKeys(); err != nil || held {
+			t.Fatalf("group %s still holds keys after its removal (%v)", name, err)
+		}
+	}
+	for i := range 20 {
+		name := fmt.Sprintf("small-%d", i)
+		fill(name, 5)
+		if err := pl.remove(name); err != nil {
+			t.Fatal(err)
+		}
+		gone(name)
+	}
+	if n := rangeDels(t, pl); n != 0 {
+		t.Fatalf("removing 20 groups of 6 keys wrote %d range deletions, want 0", n)
+	}
+	fill("big", clearPointKeys+10)
+	if err := pl.remove("big"); err != nil {
+		t.Fatal(err)
+	}
+	gone("big")
+	if n := rangeDels(t, pl); n != 1 {
+		t.Fatalf("removing a group of %d log entries wrote %d range deletions, want 1", clearPointKeys+10, n)
+	}
+}

@@ -260,12 +260,43 @@ func (v *pebbleView) holdsKeys() (bool, error) {
 	return held, nil
 }
 
-// clear deletes every key of the group, fsynced.
+// clearPointKeys is the most keys of a range clear deletes one by one.
+const clearPointKeys = 1024
+
+// clear deletes every key of the group, fsynced: key by key where a range
+// holds at most clearPointKeys, else with a range deletion. Until a flush,
+// Pebble fragments every range deletion in the memtable again on each
+// read after a new one, so a range deletion per removed group made each
+// read cost as much as all the groups removed so far: removing a
+// 10,000-partition topic's replicas spent a tenth of a node's CPU there.
 func (v *pebbleView) clear() error {
 	b := v.pl.db.NewBatch()
-	_ = b.DeleteRange(v.logLo, v.logHi, nil)
-	_ = b.DeleteRange(v.stLo, v.stHi, nil)
-	if err := v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, pebble.Sync) }); err != nil {
+	err := v.pl.read(func() error {
+		for _, r := range [][2][]byte{{v.logLo, v.logHi}, {v.stLo, v.stHi}} {
+			it, err := v.pl.db.NewIter(&pebble.IterOptions{LowerBound: r[0], UpperBound: r[1]})
+			if err != nil {
+				return err
+			}
+			n := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				if n++; n > clearPointKeys {
+					_ = b.DeleteRange(r[0], r[1], nil)
+					break
+				}
+				_ = b.Delete(it.Key(), nil) // the batch copies the key
+			}
+			if err := it.Close(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, pebble.Sync) })
+	} else {
+		_ = b.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("multiraft: clear raft log %q: %w", v.name, err)
 	}
 	return nil

@@ -112,12 +112,15 @@ type Set[E any] struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the loops Start launches
 
-	// mu guards reps and closed. Opening a replica (disk and Raft start-up)
-	// happens outside the lock, on the reconcile goroutine only (and on
-	// the caller's, in OpenFromDisk, before Start).
-	mu     sync.RWMutex
-	reps   map[tp]*Replica[E]
-	closed bool
+	// mu guards reps, removing and closed. Opening a replica (disk and
+	// Raft start-up) happens outside the lock, on the reconcile goroutine
+	// only (and on the caller's, in OpenFromDisk, before Start).
+	mu   sync.RWMutex
+	reps map[tp]*Replica[E]
+	// removing holds the directory names (DirName) of the replicas taken
+	// out of reps whose removal is under way, with their topic ids.
+	removing map[string]metadata.TopicID
+	closed   bool
 
 	// files holds the replicas' segment and journal files open, at most
 	// Config.MaxOpenFiles of them.
@@ -129,7 +132,8 @@ type Set[E any] struct {
 // New makes the Set; it starts nothing (OpenFromDisk, Start).
 func New[E any](ctx context.Context, cfg Config, deps Deps[E]) *Set[E] {
 	s := &Set[E]{cfg: cfg, deps: deps, logger: deps.Logger, reps: map[tp]*Replica[E]{},
-		files: vfs.NewFileCache(cfg.MaxOpenFiles), cleanSlots: make(chan struct{}, max(cfg.CleanerThreads, 1))}
+		removing: map[string]metadata.TopicID{},
+		files:    vfs.NewFileCache(cfg.MaxOpenFiles), cleanSlots: make(chan struct{}, max(cfg.CleanerThreads, 1))}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	return s
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +21,8 @@ const canaryTopic = "scalecheck-canary"
 // deleteAndTime deletes the measured topics while a producer writes to a
 // small canary topic, one record at a time: it reports how long
 // DeleteTopics took to answer, until no node's Metadata names the topics,
-// and until the nodes are idle again (the replicas' removal done), with
-// the CPU the nodes spent on it, the longest wait for a canary
+// and until every node removed its replica directories, with the CPU the
+// nodes spent meanwhile, the longest wait for a canary
 // acknowledgement, and whether the canary's leaders changed.
 func deleteAndTime(ctx context.Context, o options, cl *kgo.Client, pids []int, names []string) error {
 	if err := createTopic(ctx, cl, canaryTopic, 3, o.rf); err != nil {
@@ -28,18 +32,18 @@ func deleteAndTime(ctx context.Context, o options, cl *kgo.Client, pids []int, n
 	if err != nil {
 		return err
 	}
-	cpu0 := make([]float64, len(pids))
-	for i, pid := range pids {
-		cpu0[i] = cpuSeconds(pid)
+	if left := replicaDirs(o.pidFiles, names); slices.Max(left) == 0 {
+		return fmt.Errorf("delete: no replica directory of the topics under %v (not make cluster's layout?)", o.pidFiles)
 	}
 	pctx, stop := context.WithCancel(ctx)
 	var maxGap atomic.Int64
 	var acked, failed atomic.Int64
 	done := make(chan struct{})
 	go func() { defer close(done); produceCanary(pctx, cl, &maxGap, &acked, &failed) }()
-	base := nodesCPU(pids, 2*time.Second) // the canary's own cost
-	fmt.Printf("delete: the nodes use %.3f cores with the canary producing, before the delete\n", base)
-
+	cpu0 := make([]float64, len(pids))
+	for i, pid := range pids {
+		cpu0[i] = cpuSeconds(pid)
+	}
 	t0 := time.Now()
 	res, err := kadm.NewClient(cl).DeleteTopics(ctx, names...)
 	if err == nil {
@@ -57,14 +61,17 @@ func deleteAndTime(ctx context.Context, o options, cl *kgo.Client, pids []int, n
 		return err
 	}
 	fmt.Printf("delete: no node's Metadata names the topics %v after DeleteTopics\n", time.Since(t0).Round(time.Millisecond))
-	idle := waitIdle(ctx, pids, base, t0)
+	removed, err := waitRemoved(ctx, o, names, t0)
 	stop()
 	<-done
+	if err != nil {
+		return err
+	}
 	var spent float64
 	for i, pid := range pids {
 		spent += cpuSeconds(pid) - cpu0[i]
 	}
-	fmt.Printf("delete: nodes idle again %v after DeleteTopics (%.1f CPU seconds in all)\n", idle.Round(time.Millisecond), spent)
+	fmt.Printf("delete: every node removed its replicas %v after DeleteTopics (%.1f CPU seconds of the nodes meanwhile)\n", removed.Round(time.Millisecond), spent)
 	after, err := allLeaders(ctx, cl, []string{canaryTopic})
 	if err != nil {
 		return err
@@ -126,28 +133,41 @@ func waitGone(ctx context.Context, o options, names []string) error {
 	}
 }
 
-// nodesCPU is the CPU the nodes used together over d, in cores.
-func nodesCPU(pids []int, d time.Duration) float64 {
-	var c0, c1 float64
-	for _, pid := range pids {
-		c0 += cpuSeconds(pid)
-	}
-	time.Sleep(d)
-	for _, pid := range pids {
-		c1 += cpuSeconds(pid)
-	}
-	return (c1 - c0) / d.Seconds()
-}
-
-// waitIdle waits, for at most two minutes, until the nodes use no more
-// than a tenth of a core above base over a second, and returns the time
-// from t0 to the start of that second.
-func waitIdle(ctx context.Context, pids []int, base float64, t0 time.Time) time.Duration {
-	for ctx.Err() == nil && time.Since(t0) < 2*time.Minute {
-		at := time.Since(t0)
-		if nodesCPU(pids, time.Second) <= base+0.1 {
-			return at
+// replicaDirs counts, per node, the replica directories of names left in
+// its partitions directory: the data directory is the pid file's name
+// without ".pid" (make cluster's layout).
+func replicaDirs(pidFiles, names []string) []int {
+	counts := make([]int, len(pidFiles))
+	for i, f := range pidFiles {
+		entries, _ := os.ReadDir(filepath.Join(strings.TrimSuffix(f, ".pid"), "partitions"))
+		for _, e := range entries {
+			for _, n := range names {
+				if strings.HasPrefix(e.Name(), n+"-") {
+					counts[i]++
+					break
+				}
+			}
 		}
 	}
-	return time.Since(t0)
+	return counts
+}
+
+// waitRemoved waits until no node holds a replica directory of names, and
+// returns the time from t0, printing the counts every 10 s.
+func waitRemoved(ctx context.Context, o options, names []string, t0 time.Time) (time.Duration, error) {
+	report := t0.Add(10 * time.Second)
+	for {
+		left := replicaDirs(o.pidFiles, names)
+		if slices.Max(left) == 0 {
+			return time.Since(t0), nil
+		}
+		if time.Now().After(report) {
+			fmt.Printf("  %v: replica directories left per node %v\n", time.Since(t0).Round(time.Second), left)
+			report = report.Add(10 * time.Second)
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("delete: replica directories left per node %v: %w", left, ctx.Err())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
