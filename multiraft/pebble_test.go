@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/minikafka/minikafka-go/logging"
 )
@@ -829,12 +830,17 @@ func TestRemoveDeletesSmallGroupsKeyByKey(t *testing.T) {
 		}
 	}
 	for i := range 20 {
-		name := fmt.Sprintf("small-%d", i)
-		fill(name, 5)
-		if err := pl.remove(name); err != nil {
-			t.Fatal(err)
-		}
-		gone(name)
+		fill(fmt.Sprintf("small-%d", i), 5)
+	}
+	var eg errgroup.Group // removals run in parallel (replicas.Set.removeWhere)
+	for i := range 20 {
+		eg.Go(func() error { return pl.remove(fmt.Sprintf("small-%d", i)) })
+	}
+	if err := eg.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		gone(fmt.Sprintf("small-%d", i))
 	}
 	if n := rangeDels(t, pl); n != 0 {
 		t.Fatalf("removing 20 groups of 6 keys wrote %d range deletions, want 0", n)

@@ -215,17 +215,23 @@ func (pl *pebbleLog) open(name string) (*pebbleView, error) {
 }
 
 // remove deletes every key of group name, durably; the group must not be
-// open.
+// open. A view registered meanwhile keeps the name (an open of it fails
+// with ErrGroupExists) and the DB open, so that removals run in parallel
+// and share their fsyncs.
 func (pl *pebbleLog) remove(name string) error {
 	pl.mu.Lock()
-	defer pl.mu.Unlock() // held across the commit: no view of name opens meanwhile
 	if pl.closed || pl.released {
+		pl.mu.Unlock()
 		return ErrClosed
 	}
 	if pl.views[name] != nil {
+		pl.mu.Unlock()
 		return fmt.Errorf("multiraft: remove the state of group %q: %w", name, ErrGroupExists)
 	}
-	return newPebbleView(pl, name).clear()
+	v := newPebbleView(pl, name)
+	pl.views[name] = v
+	pl.mu.Unlock()
+	return errors.Join(v.clear(), pl.closeView(v))
 }
 
 // closeView unregisters v, and closes the DB if it was the last view of a

@@ -147,6 +147,11 @@ func (s *Set[E]) removeWhere(why string, gone func(*Replica[E]) bool) {
 		}
 	}
 	s.mu.Unlock()
+	// One at a time, as Kafka deletes logs in the background: deleting a
+	// 10,000-partition topic on make scale's three nodes took 70 s so, and
+	// 34-43 s with 32 or 4 at once; but then a producer to another topic
+	// waited up to 0.4-0.7 s for an acknowledgement behind the removals'
+	// fsyncs (64 ms one at a time) and got a tenth of them or fewer.
 	for _, r := range out {
 		s.remove(r, why)
 		s.mu.Lock()

@@ -1,8 +1,9 @@
 // Command scalecheck measures a running local cluster under many
 // partitions. It creates N partitions with replication factor 3 (as one
 // topic, or as several topics one after another), reports how long until
-// every partition has a leader and how leaders spread over the nodes, then
-// samples each node process while idle: CPU, read/write syscalls per
+// every partition has a leader and how leaders spread over the nodes, waits
+// until each is led by its preferred replica (the nodes' leader
+// rebalancing), then samples each node process while idle: CPU, read/write syscalls per
 // second, open file descriptors, the load average, and how many partitions
 // changed leader epoch meanwhile (an idle cluster should have none).
 // Last it prints each node's peak RSS over the whole run (VmHWM, read
@@ -54,7 +55,7 @@ func main() {
 	flag.IntVar(&o.partitions, "partitions", 1000, "partitions in all")
 	flag.IntVar(&o.topics, "topics", 1, "create the partitions as this many equal topics, one after another, each once the previous one is led")
 	flag.IntVar(&o.rf, "rf", 3, "replication factor")
-	flag.DurationVar(&o.settle, "settle", 5*time.Second, "wait after every partition is led before sampling (leader rebalancing)")
+	flag.DurationVar(&o.settle, "settle", 5*time.Second, "wait after every partition is led by its preferred replica (at most a minute) before sampling")
 	flag.DurationVar(&o.idle, "idle", 20*time.Second, "how long to sample the idle cluster")
 	flag.IntVar(&o.kill, "kill", 0, "after sampling, SIGKILL node N (1-based, in -pids order) and time the fail-over of the partitions it led; 0: no")
 	flag.BoolVar(&o.delete, "delete", false, "after sampling (and -pause), delete the topics while producing to a small canary topic, and time the deletion; not with -kill")
@@ -96,6 +97,9 @@ func run(o options) error {
 	}
 	names, err := createAll(ctx, cl, o)
 	if err != nil {
+		return err
+	}
+	if err := waitPreferred(ctx, cl, names, time.Minute); err != nil {
 		return err
 	}
 	time.Sleep(o.settle)

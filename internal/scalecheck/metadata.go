@@ -123,3 +123,58 @@ func countPartitions(ctx context.Context, cl *kgo.Client) (int, error) {
 	}
 	return n, nil
 }
+
+// offPreferred counts the partitions of topics whose leader is not their
+// preferred replica (the first of their replicas), and those without a
+// leader.
+func offPreferred(ctx context.Context, cl *kgo.Client, topics []string) (int, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, mt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	off := 0
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+				off++
+			}
+		}
+	}
+	return off, nil
+}
+
+// waitPreferred waits, for at most limit, until every partition of topics
+// is led by its preferred replica: nodes hand leadership back to them
+// every leader_rebalance_interval, and the idle sample that follows
+// should not count those moves. It prints how long that took.
+func waitPreferred(ctx context.Context, cl *kgo.Client, topics []string, limit time.Duration) error {
+	start := time.Now()
+	first := -1
+	for {
+		off, err := offPreferred(ctx, cl, topics)
+		if err != nil {
+			return err
+		}
+		if first < 0 {
+			first = off
+		}
+		if off == 0 {
+			if first > 0 {
+				fmt.Printf("leaders: %d partitions were not led by their preferred replica; all are after %v more\n",
+					first, time.Since(start).Round(time.Millisecond))
+			}
+			return nil
+		}
+		if time.Since(start) > limit {
+			fmt.Printf("leaders: %d partitions still not led by their preferred replica after %v; sampling anyway\n", off, limit)
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
