@@ -86,13 +86,7 @@ func allLeaders(ctx context.Context, cl *kgo.Client, topics []string, brokers ..
 		defer c.Close()
 		cl = c
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	for _, t := range topics {
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, mt)
-	}
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := topicsMetadata(ctx, cl, topics)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +102,17 @@ func allLeaders(ctx context.Context, cl *kgo.Client, topics []string, brokers ..
 		}
 	}
 	return out, nil
+}
+
+// topicsMetadata asks cl for the Metadata of topics.
+func topicsMetadata(ctx context.Context, cl *kgo.Client, topics []string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, mt)
+	}
+	return req.RequestWith(ctx, cl)
 }
 
 // countPartitions counts every partition of every topic in the cluster.
@@ -128,13 +133,7 @@ func countPartitions(ctx context.Context, cl *kgo.Client) (int, error) {
 // preferred replica (the first of their replicas), and those without a
 // leader.
 func offPreferred(ctx context.Context, cl *kgo.Client, topics []string) (int, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	for _, t := range topics {
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, mt)
-	}
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := topicsMetadata(ctx, cl, topics)
 	if err != nil {
 		return 0, err
 	}
