@@ -60,3 +60,37 @@ func TestDeletedTopicIDForgottenOnceReplicasAreGone(t *testing.T) {
 		t.Fatal("the topic had no id")
 	}
 }
+
+// A node removes a deleted topic's replicas in the background: a topic
+// created meanwhile has its replica opened and led at once, not after the
+// last removal (10,000 of them take a node about a minute). The new
+// topic's replica is led while the deleted topic's directories are still
+// being removed.
+func TestNewTopicOpensWhileADeletedTopicIsRemoved(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	cl := c.Client(t)
+	const parts = 400
+	createTopic(t, cl, "big", parts, 1)
+	bigDirs := func() int {
+		dirs, _ := filepath.Glob(filepath.Join(c.DataDir(1), "partitions", "big-*"))
+		return len(dirs)
+	}
+	if leader, _ := c.Leader("big", parts-1, 60*time.Second); leader != 1 {
+		t.Fatalf("big-%d: leader %d", parts-1, leader)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if resp, err := kadm.NewClient(cl).DeleteTopics(ctx, "big"); err != nil || resp["big"].Err != nil {
+		t.Fatalf("DeleteTopics: %v %v", err, resp["big"].Err)
+	}
+	createTopic(t, cl, "next", 1, 1)
+	if leader, _ := c.Leader("next", 0, 30*time.Second); leader != 1 {
+		t.Fatalf("next-0: leader %d", leader)
+	}
+	left := bigDirs()
+	if left == 0 {
+		t.Fatalf("the new topic was led only once all %d replicas of the deleted one were removed", parts)
+	}
+	eventually(t, 60*time.Second, "the deleted topic's replicas removed", func() bool { return bigDirs() == 0 })
+	t.Logf("the new topic was led with %d of %d replica directories of the deleted topic left", left, parts)
+}

@@ -43,6 +43,7 @@ func (s *Set[E]) reconcileLoop() {
 		case <-s.ctx.Done():
 			return
 		case <-watch:
+		case <-s.reconcileKick: // a removal freed a directory
 		case <-time.After(s.cfg.Tuning.ReconcileRetry): // retry failed opens
 		}
 	}
@@ -123,9 +124,9 @@ func count[T comparable](s []T, v T) int {
 	return n
 }
 
-// removeDeleted closes the replicas of deleted topics and removes their
-// data, before a new topic of the same name may open a replica in the same
-// directory. A replica is removed only when the metadata names its topic
+// removeDeleted removes the replicas of deleted topics (removeWhere); a
+// new topic of the same name opens its replica in the same directory
+// only after. A replica is removed only when the metadata names its topic
 // id as deleted, never merely because the id is unknown (a node's
 // metadata may be behind its disk).
 func (s *Set[E]) removeDeleted(state *metadata.Snapshot) {
@@ -134,29 +135,84 @@ func (s *Set[E]) removeDeleted(state *metadata.Snapshot) {
 	})
 }
 
-// removeWhere closes the replicas for which gone holds, forgets them and
-// removes their data, saying why in the log.
+// removal is a replica queued for removal, and why.
+type removal[E any] struct {
+	r   *Replica[E]
+	why string
+}
+
+// removeWhere forgets the replicas for which gone holds and queues them
+// for removerLoop, which closes them and removes their data; until then
+// their directories stay taken (beingRemoved). It does not wait: deleting
+// a topic of 10,000 partitions takes a node about a minute, and the
+// reconcile pass that calls it opens other topics' replicas meanwhile.
 func (s *Set[E]) removeWhere(why string, gone func(*Replica[E]) bool) {
-	var out []*Replica[E]
 	s.mu.Lock()
 	for key, r := range s.reps {
 		if gone(r) {
-			out = append(out, r)
 			delete(s.reps, key)
 			s.removing[DirName(r.info.Topic, r.info.Partition)] = r.id
+			s.removals = append(s.removals, removal[E]{r: r, why: why})
 		}
 	}
 	s.mu.Unlock()
-	// One at a time, as Kafka deletes logs in the background: deleting a
-	// 10,000-partition topic on make scale's three nodes took 70 s so, and
-	// 34-43 s with 32 or 4 at once; but then a producer to another topic
-	// waited up to 0.4-0.7 s for an acknowledgement behind the removals'
-	// fsyncs (64 ms one at a time) and got a tenth of them or fewer.
-	for _, r := range out {
-		s.remove(r, why)
+	kick(s.removeKick)
+}
+
+// beingRemoved reports whether the directory of topic/p still holds a
+// replica queued for removal or being removed.
+func (s *Set[E]) beingRemoved(topic string, p int32) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.removing[DirName(topic, p)]
+	return ok
+}
+
+// removerLoop removes the queued replicas one at a time, as Kafka deletes
+// logs in the background: deleting a 10,000-partition topic on make
+// scale's three nodes took 70 s so, and 34-43 s with 32 or 4 at once; but
+// then a producer to another topic waited up to 0.4-0.7 s for an
+// acknowledgement behind the removals' fsyncs (64 ms one at a time) and
+// got a tenth of them or fewer. When the Set closes it closes the replicas
+// still queued and leaves their data: the next start opens them from disk
+// and removes them again. It is owned by the Set (Start, Close).
+func (s *Set[E]) removerLoop() {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		var next removal[E]
+		if len(s.removals) > 0 {
+			next = s.removals[0]
+			s.removals = slices.Delete(s.removals, 0, 1)
+		}
+		s.mu.Unlock()
+		if next.r == nil {
+			select {
+			case <-s.removeKick:
+				continue
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		r := next.r
+		if s.ctx.Err() != nil {
+			<-r.ready
+			_ = r.rep.Close()
+			continue
+		}
+		s.remove(r, next.why)
 		s.mu.Lock()
 		delete(s.removing, DirName(r.info.Topic, r.info.Partition))
 		s.mu.Unlock()
+		kick(s.reconcileKick)
+	}
+}
+
+// kick notifies ch (capacity 1) without blocking.
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 

@@ -118,9 +118,15 @@ type Set[E any] struct {
 	mu   sync.RWMutex
 	reps map[tp]*Replica[E]
 	// removing holds the directory names (DirName) of the replicas taken
-	// out of reps whose removal is under way, with their topic ids.
+	// out of reps whose removal is queued or under way, with their topic
+	// ids; removals is the queue, in order (removerLoop).
 	removing map[string]metadata.TopicID
+	removals []removal[E]
 	closed   bool
+
+	// removeKick wakes removerLoop; reconcileKick wakes reconcileLoop when
+	// a removal ends (a replica may wait for its directory). Capacity 1.
+	removeKick, reconcileKick chan struct{}
 
 	// files holds the replicas' segment and journal files open, at most
 	// Config.MaxOpenFiles of them.
@@ -132,18 +138,19 @@ type Set[E any] struct {
 // New makes the Set; it starts nothing (OpenFromDisk, Start).
 func New[E any](ctx context.Context, cfg Config, deps Deps[E]) *Set[E] {
 	s := &Set[E]{cfg: cfg, deps: deps, logger: deps.Logger, reps: map[tp]*Replica[E]{},
-		removing: map[string]metadata.TopicID{},
-		files:    vfs.NewFileCache(cfg.MaxOpenFiles), cleanSlots: make(chan struct{}, max(cfg.CleanerThreads, 1))}
+		removing: map[string]metadata.TopicID{}, removeKick: make(chan struct{}, 1), reconcileKick: make(chan struct{}, 1),
+		files: vfs.NewFileCache(cfg.MaxOpenFiles), cleanSlots: make(chan struct{}, max(cfg.CleanerThreads, 1))}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	return s
 }
 
-// Start launches the reconcile and reassignment loops, which run until
-// New's context ends or Close.
+// Start launches the reconcile, reassignment and removal loops, which run
+// until New's context ends or Close.
 func (s *Set[E]) Start() {
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.reconcileLoop()
 	go s.reassignLoop()
+	go s.removerLoop()
 }
 
 // Get returns the open replica of topic/p.
@@ -218,8 +225,8 @@ func (s *Set[E]) OpenFromDisk() error {
 // campaigning until the batch it came with is released
 // (multiraft.Host.ReleaseCampaigns).
 func (s *Set[E]) open(info Info) (*Replica[E], error) {
-	if _, ok := s.Get(info.Topic, info.Partition); ok {
-		return nil, nil
+	if _, ok := s.Get(info.Topic, info.Partition); ok || s.beingRemoved(info.Topic, info.Partition) {
+		return nil, nil // open, or its directory is not free yet: the pass is incomplete and runs again
 	}
 	dir := s.dir(info.Topic, info.Partition)
 	if err := writeInfo(s.fs(), dir, info); err != nil {
@@ -310,5 +317,15 @@ func (s *Set[E]) Close() error {
 		all = append(all, err)
 	}
 	s.wg.Wait()
+	// Removals queued after removerLoop ended (by a reconcile pass that
+	// was finishing) are closed here; their data stays for the next start.
+	s.mu.Lock()
+	left := s.removals
+	s.removals = nil
+	s.mu.Unlock()
+	for _, q := range left {
+		<-q.r.ready
+		all = append(all, q.r.rep.Close())
+	}
 	return errors.Join(all...)
 }
