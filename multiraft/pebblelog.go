@@ -216,8 +216,8 @@ func (pl *pebbleLog) open(name string) (*pebbleView, error) {
 
 // remove deletes every key of group name, durably; the group must not be
 // open. A view registered meanwhile keeps the name (an open of it fails
-// with ErrGroupExists) and the DB open, so that removals run in parallel
-// and share their fsyncs.
+// with ErrGroupExists) and the DB open, so the store's lock is not held
+// across the fsync: other groups open meanwhile.
 func (pl *pebbleLog) remove(name string) error {
 	pl.mu.Lock()
 	if pl.closed || pl.released {

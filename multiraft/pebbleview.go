@@ -238,33 +238,12 @@ func (v *pebbleView) SetWriteCaching(flush time.Duration) { v.flush.Store(int64(
 // Close unregisters the view; the DB stays open for other groups.
 func (v *pebbleView) Close() error { return v.pl.closeView(v) }
 
-// holdsKeys reports whether the DB holds any key of the group.
-func (v *pebbleView) holdsKeys() (bool, error) {
-	var held bool
-	err := v.pl.read(func() error {
-		for _, r := range [][2][]byte{{v.logLo, v.logHi}, {v.stLo, v.stHi}} {
-			it, err := v.pl.db.NewIter(&pebble.IterOptions{LowerBound: r[0], UpperBound: r[1]})
-			if err != nil {
-				return err
-			}
-			held = it.First()
-			if err := it.Close(); err != nil || held {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
-	}
-	return held, nil
-}
-
 // clearPointKeys is the most keys of a range clear deletes one by one.
 const clearPointKeys = 1024
 
 // clear deletes every key of the group, fsynced: key by key where a range
-// holds at most clearPointKeys, else with a range deletion. Until a flush,
+// holds at most clearPointKeys, else with a range deletion; a group with
+// no key costs no write (a new group's bind clears). Until a flush,
 // Pebble fragments every range deletion in the memtable again on each
 // read after a new one, so a range deletion per removed group made each
 // read cost as much as all the groups removed so far: removing a
@@ -291,9 +270,10 @@ func (v *pebbleView) clear() error {
 		}
 		return nil
 	})
-	if err == nil {
+	switch {
+	case err == nil && !b.Empty():
 		err = v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, pebble.Sync) })
-	} else {
+	default:
 		_ = b.Close()
 	}
 	if err != nil {

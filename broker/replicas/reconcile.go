@@ -173,17 +173,17 @@ func (s *Set[E]) beingRemoved(topic string, p int32) bool {
 // scale's three nodes took 70 s so, and 34-43 s with 32 or 4 at once; but
 // then a producer to another topic waited up to 0.4-0.7 s for an
 // acknowledgement behind the removals' fsyncs (64 ms one at a time) and
-// got a tenth of them or fewer. When the Set closes it closes the replicas
-// still queued and leaves their data: the next start opens them from disk
-// and removes them again. It is owned by the Set (Start, Close).
+// got a tenth of them or fewer. It leaves the replicas still queued when
+// the Set closes, for Close. It is owned by the Set (Start, Close).
 func (s *Set[E]) removerLoop() {
 	defer s.wg.Done()
-	for {
+	for s.ctx.Err() == nil {
 		s.mu.Lock()
 		var next removal[E]
 		if len(s.removals) > 0 {
 			next = s.removals[0]
-			s.removals = slices.Delete(s.removals, 0, 1)
+			s.removals[0] = removal[E]{} // keep no closed replica alive
+			s.removals = s.removals[1:]
 		}
 		s.mu.Unlock()
 		if next.r == nil {
@@ -195,11 +195,6 @@ func (s *Set[E]) removerLoop() {
 			}
 		}
 		r := next.r
-		if s.ctx.Err() != nil {
-			<-r.ready
-			_ = r.rep.Close()
-			continue
-		}
 		s.remove(r, next.why)
 		s.mu.Lock()
 		delete(s.removing, DirName(r.info.Topic, r.info.Partition))

@@ -317,8 +317,8 @@ func (s *Set[E]) Close() error {
 		all = append(all, err)
 	}
 	s.wg.Wait()
-	// Removals queued after removerLoop ended (by a reconcile pass that
-	// was finishing) are closed here; their data stays for the next start.
+	// The removals removerLoop left are closed here, their data kept: the
+	// next start opens them from disk and removes them again.
 	s.mu.Lock()
 	left := s.removals
 	s.removals = nil

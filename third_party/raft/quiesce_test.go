@@ -60,12 +60,7 @@ func (v *vouchTransport) HeartbeatTick(ServerAddress, time.Duration) <-chan stru
 // kill stops vouching for addr and cuts the route to it, as a transport
 // does when a node dies.
 func (v *vouchTransport) kill(addr ServerAddress) {
-	v.mu.Lock()
-	v.dead[addr] = true
-	v.epoch++
-	close(v.changed)
-	v.changed = make(chan struct{})
-	v.mu.Unlock()
+	v.unvouch(addr)
 	v.Disconnect(addr)
 }
 
