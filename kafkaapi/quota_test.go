@@ -75,13 +75,15 @@ func TestProduceOverQuotaThrottledAndMuted(t *testing.T) {
 	src.set("slow", quota.Produce, 1000)
 	c := h.dial()
 	big := makeBatch(1, strings.Repeat("x", 12000)) // ~12 kB: 1.2 kB/s over 10 s
+	// The mute starts when the server reads the request, so the wait is
+	// measured from before it was sent, not from the answer.
+	sent := time.Now()
 	resp := c.roundTripAs("slow", produceRequest(9, -1, "t", map[int32][]byte{0: big})).(*kmsg.ProduceResponse)
-	answered := time.Now()
 	if resp.ThrottleMillis <= 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("throttle %d ms, error %d; want a throttle and no error", resp.ThrottleMillis, resp.Topics[0].Partitions[0].ErrorCode)
 	}
 	c.roundTripAs("slow", apiVersionsRequest(3))
-	if waited := time.Since(answered); waited < time.Duration(resp.ThrottleMillis)*time.Millisecond {
+	if waited := time.Since(sent); waited < time.Duration(resp.ThrottleMillis)*time.Millisecond {
 		t.Fatalf("next request answered after %v, within the %d ms throttle", waited, resp.ThrottleMillis)
 	}
 	other := h.dial().roundTripAs("fast", produceRequest(9, -1, "t", map[int32][]byte{0: big})).(*kmsg.ProduceResponse)
