@@ -32,7 +32,7 @@ test: fmt-check vet test-deps
 # patches' own tests run in make test; make raft-test also runs raft's
 # whole suite, twice (the second time with ParallelLeaderWrite on), and
 # make raft-diff prints the patches against the release.
-RAFT_PATCH_TESTS := Quiesce|LeaseVouch|CampaignGate|LeadershipTransferRacingShutdown|ApplyRacingShutdown|LogCacheDeleteRange|ParallelLeaderWrite
+RAFT_PATCH_TESTS := Quiesce|StaleSnapshot|LeaseVouch|CampaignGate|LeadershipTransferRacingShutdown|ApplyRacingShutdown|LogCacheDeleteRange|ParallelLeaderWrite
 RAFT_VERSION     := v1.8.0
 .PHONY: raft-test raft-diff
 raft-test:

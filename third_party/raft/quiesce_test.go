@@ -4,7 +4,9 @@
 package raft
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -20,20 +22,70 @@ type vouchTransport struct {
 	// lease is what LeaseVouch answers for every follower.
 	lease atomic.Bool
 
-	mu      sync.Mutex
-	dead    map[ServerAddress]bool
+	mu   sync.Mutex
+	dead map[ServerAddress]bool
+	// held are the AppendEntries to a peer that reads them late (holding),
+	// each failed for the sender at once.
+	holding map[ServerAddress]bool
+	held    map[ServerAddress][]*AppendEntriesRequest
 	epoch   uint64
 	changed chan struct{}
 }
 
 func newVouchTransport(addr ServerAddress) *vouchTransport {
 	_, t := NewInmemTransport(addr)
-	return &vouchTransport{InmemTransport: t, dead: map[ServerAddress]bool{}, epoch: 1, changed: make(chan struct{})}
+	return &vouchTransport{InmemTransport: t, dead: map[ServerAddress]bool{},
+		holding: map[ServerAddress]bool{}, held: map[ServerAddress][]*AppendEntriesRequest{},
+		epoch: 1, changed: make(chan struct{})}
 }
+
+var errAnswerLate = errors.New("answer late")
 
 func (v *vouchTransport) AppendEntries(id ServerID, target ServerAddress, args *AppendEntriesRequest, resp *AppendEntriesResponse) error {
 	v.sent.Add(1)
+	v.mu.Lock()
+	if v.holding[target] {
+		late := *args // the heartbeat loop reuses its request
+		v.held[target] = append(v.held[target], &late)
+		v.mu.Unlock()
+		return errAnswerLate
+	}
+	v.mu.Unlock()
 	return v.InmemTransport.AppendEntries(id, target, args, resp)
+}
+
+// InstallSnapshot to a peer whose calls are held fails at once, and the
+// peer never reads it: a stream cut off by the sender's timeout.
+func (v *vouchTransport) InstallSnapshot(id ServerID, target ServerAddress, args *InstallSnapshotRequest, resp *InstallSnapshotResponse, data io.Reader) error {
+	v.mu.Lock()
+	holding := v.holding[target]
+	v.mu.Unlock()
+	if holding {
+		return errAnswerLate
+	}
+	return v.InmemTransport.InstallSnapshot(id, target, args, resp, data)
+}
+
+// hold makes the AppendEntries to addr fail at once and reach it only on
+// release, as calls to a paused node time out and it reads them on
+// SIGCONT.
+func (v *vouchTransport) hold(addr ServerAddress) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.holding[addr] = true
+}
+
+// release delivers the calls held for addr in order, runs then, and lets
+// calls through again.
+func (v *vouchTransport) release(id ServerID, addr ServerAddress, then func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, args := range v.held[addr] {
+		_ = v.InmemTransport.AppendEntries(id, addr, args, new(AppendEntriesResponse))
+	}
+	then()
+	delete(v.held, addr)
+	delete(v.holding, addr)
 }
 
 // AppendEntriesPipeline is not supported, as by a transport without
@@ -100,13 +152,20 @@ type quiesceCluster struct {
 	fsms   []*MockFSM
 	confs  []*Config
 	stores []*InmemStore
-	snaps  []*InmemSnapshotStore
+	snaps  []SnapshotStore
 	leader int
 }
 
 // newQuiesceCluster starts n servers over vouching transports and waits
 // for a leader.
 func newQuiesceCluster(t *testing.T, n int, tune ...func(*Config)) *quiesceCluster {
+	t.Helper()
+	return newQuiesceClusterWith(t, n, func() SnapshotStore { return NewInmemSnapshotStore() }, tune...)
+}
+
+// newQuiesceClusterWith is newQuiesceCluster with snapshot stores from
+// snapStore.
+func newQuiesceClusterWith(t *testing.T, n int, snapStore func() SnapshotStore, tune ...func(*Config)) *quiesceCluster {
 	t.Helper()
 	c := &quiesceCluster{}
 	var servers []Server
@@ -127,7 +186,7 @@ func newQuiesceCluster(t *testing.T, n int, tune ...func(*Config)) *quiesceClust
 			f(conf)
 		}
 		store := NewInmemStore()
-		snaps := NewInmemSnapshotStore()
+		snaps := snapStore()
 		fsm := &MockFSM{}
 		if err := BootstrapCluster(conf, store, store, snaps, tr, Configuration{Servers: servers}); err != nil {
 			t.Fatal(err)

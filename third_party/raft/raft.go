@@ -1559,7 +1559,11 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 			prevLogTerm = lastTerm
 		} else {
 			var prevLog Log
-			if err := r.logs.GetLog(a.PrevLogEntry, &prevLog); err != nil {
+			if err := r.logs.GetLog(a.PrevLogEntry, &prevLog); err == nil {
+				prevLogTerm = prevLog.Term
+			} else if term, ok := r.compactedTerm(a.PrevLogEntry, a.PrevLogTerm); ok {
+				prevLogTerm = term
+			} else {
 				r.logger.Warn("failed to get previous log",
 					"previous-index", a.PrevLogEntry,
 					"last-index", lastIdx,
@@ -1567,7 +1571,6 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				resp.NoRetryBackoff = true
 				return
 			}
-			prevLogTerm = prevLog.Term
 		}
 
 		if a.PrevLogTerm != prevLogTerm {
@@ -1592,6 +1595,9 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				break
 			}
 			var storeEntry Log
+			if _, ok := r.compactedTerm(entry.Index, entry.Term); ok {
+				continue // a duplicate of a committed entry
+			}
 			if err := r.logs.GetLog(entry.Index, &storeEntry); err != nil {
 				r.logger.Warn("failed to get log entry",
 					"index", entry.Index,
@@ -1940,6 +1946,11 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 		r.setLeader(r.trans.DecodePeer(req.Addr), ServerID(req.ID))
 	} else {
 		r.setLeader(r.trans.DecodePeer(req.Leader), ServerID(req.ID))
+	}
+	if r.holdsSnapshot(req) { // stale_snapshot.go
+		resp.Success = true
+		r.setLastContact()
+		return
 	}
 
 	// Create a new snapshot
