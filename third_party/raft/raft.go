@@ -1595,10 +1595,10 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				break
 			}
 			var storeEntry Log
-			if _, ok := r.compactedTerm(entry.Index, entry.Term); ok {
-				continue // a duplicate of a committed entry
-			}
 			if err := r.logs.GetLog(entry.Index, &storeEntry); err != nil {
+				if _, ok := r.compactedTerm(entry.Index, entry.Term); ok {
+					continue // a duplicate of a committed entry
+				}
 				r.logger.Warn("failed to get log entry",
 					"index", entry.Index,
 					"error", err)
@@ -1947,11 +1947,6 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 	} else {
 		r.setLeader(r.trans.DecodePeer(req.Leader), ServerID(req.ID))
 	}
-	if r.holdsSnapshot(req) { // stale_snapshot.go
-		resp.Success = true
-		r.setLastContact()
-		return
-	}
 
 	// Create a new snapshot
 	var reqConfiguration Configuration
@@ -1966,6 +1961,11 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 			return
 		}
 		reqConfigurationIndex = req.LastLogIndex
+	}
+	if r.holdsSnapshot(req) { // stale_snapshot.go
+		resp.Success = true
+		r.setLastContact()
+		return
 	}
 	version := getSnapshotVersion(r.protocolVersion)
 	sink, err := r.snapshots.Create(version, req.LastLogIndex, req.LastLogTerm,
