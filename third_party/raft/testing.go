@@ -694,9 +694,11 @@ func (c *cluster) getConfiguration(r *Raft) Configuration {
 // EnsureSamePeers makes sure all the rafts have the same set of peers.
 func (c *cluster) EnsureSamePeers(t *testing.T) {
 	limit := time.Now().Add(c.longstopTimeout)
-	peerSet := c.getConfiguration(c.rafts[0])
 
 CHECK:
+	// Read again on each check: the first server may be the one still
+	// learning the newest configuration (MiniKafka: upstream read it once).
+	peerSet := c.getConfiguration(c.rafts[0])
 	for i, raft := range c.rafts {
 		if i == 0 {
 			continue
