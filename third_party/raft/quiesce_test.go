@@ -248,6 +248,13 @@ func (c *quiesceCluster) waitQuiet(t *testing.T) {
 // transport, which the others vouch for in a new epoch.
 func (c *quiesceCluster) restart(t *testing.T, i int) {
 	t.Helper()
+	c.stop(t, i)
+	c.start(t, i)
+}
+
+// stop shuts server i down; the others lose it.
+func (c *quiesceCluster) stop(t *testing.T, i int) {
+	t.Helper()
 	if err := c.rafts[i].Shutdown().Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -257,6 +264,12 @@ func (c *quiesceCluster) restart(t *testing.T, i int) {
 			tr.kill(addr)
 		}
 	}
+}
+
+// start starts server i again on its stores, with a new FSM.
+func (c *quiesceCluster) start(t *testing.T, i int) {
+	t.Helper()
+	addr := c.trans[i].LocalAddr()
 	tr := newVouchTransport(addr)
 	for j, other := range c.trans {
 		if j != i {

@@ -51,3 +51,31 @@ func (r *Raft) holdsSnapshot(req *InstallSnapshotRequest) bool {
 		"snapshot-index", req.LastLogIndex, "applied-index", r.getLastApplied())
 	return true
 }
+
+// dropConflictingLog discards the whole log when it holds an entry at the
+// installed snapshot's last index with another term (Raft's InstallSnapshot
+// rule): its entries from there on are an old leader's, never committed,
+// and those below it are covered by the snapshot. Upstream kept the entry
+// past the compaction, refused the next AppendEntries at that index and
+// was sent the snapshot again, forever.
+func (r *Raft) dropConflictingLog(req *InstallSnapshotRequest) error {
+	var entry Log
+	if err := r.logs.GetLog(req.LastLogIndex, &entry); err != nil || entry.Term == req.LastLogTerm {
+		return nil
+	}
+	first, err := r.logs.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := r.logs.LastIndex()
+	if err != nil {
+		return err
+	}
+	r.logger.Warn("discarding a log that conflicts with the installed snapshot",
+		"index", req.LastLogIndex, "ours", entry.Term, "snapshot", req.LastLogTerm)
+	if err := r.logs.DeleteRange(first, last); err != nil {
+		return err
+	}
+	r.setLastLog(req.LastLogIndex, req.LastLogTerm)
+	return nil
+}

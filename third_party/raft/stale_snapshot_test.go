@@ -214,3 +214,39 @@ func (c *quiesceCluster) setTrailing(t *testing.T, i int, n uint64) {
 		t.Fatal(err)
 	}
 }
+
+// A follower whose log holds, at a snapshot's last index, an entry of
+// another term (an old leader's, never committed) discards its log when it
+// installs the snapshot. Upstream kept that entry past the compaction,
+// refused the next AppendEntries at that index and was sent the snapshot
+// again, forever.
+func TestStaleSnapshotConflictingEntryIsDiscarded(t *testing.T) {
+	c := staleSnapshotCluster(t)
+	c.applyN(t, "a", 10)
+	f := (c.leader + 1) % 3
+	c.waitApplied(t, f, len(c.fsms[c.leader].Logs()))
+	c.stop(t, f)
+	last, _ := c.stores[f].LastIndex()
+	term := c.rafts[c.leader].CurrentTerm()
+	for i := range uint64(5) { // written by an old leader of this term, never sent
+		if err := c.stores[f].StoreLog(&Log{Index: last + 1 + i, Term: term, Type: LogCommand, Data: []byte("lost")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := 3 - f - c.leader
+	if err := c.rafts[c.leader].LeadershipTransferToServer(c.rafts[other].localID, c.trans[other].LocalAddr()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.leader = c.waitLeader(t, c.leader)
+	c.applyN(t, "b", 2) // the new term's entries at last+1 (its no-op) to last+3
+	c.setTrailing(t, c.leader, 0)
+	if err := c.rafts[c.leader].Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := c.rafts[c.leader].getLastSnapshot(); snap <= last || snap > last+5 {
+		t.Fatalf("the leader's snapshot at %d is not among the follower's entries %d..%d", snap, last+1, last+5)
+	}
+	c.applyN(t, "c", 5)
+	c.start(t, f)
+	c.waitEqual(t, "after the follower came back")
+}
