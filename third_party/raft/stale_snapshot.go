@@ -76,6 +76,8 @@ func (r *Raft) dropConflictingLog(req *InstallSnapshotRequest) error {
 	if err := r.logs.DeleteRange(first, last); err != nil {
 		return err
 	}
-	r.setLastLog(req.LastLogIndex, req.LastLogTerm)
+	// An empty log, as a new follower's: the snapshot is the last entry
+	// (getLastEntry), and the compaction after finds nothing to delete.
+	r.setLastLog(0, 0)
 	return nil
 }
