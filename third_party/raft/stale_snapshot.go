@@ -20,7 +20,9 @@ package raft
 // so committed; every leader holds them (Leader Completeness). Hence:
 // such an entry matches whatever the leader sends for its index, and a
 // snapshot no newer than the follower's applied index is already part of
-// its state.
+// its state. A snapshot that is newer but ends on an entry of another term
+// in the follower's log (an old leader's, never committed) replaces the
+// whole log (dropConflictingLog).
 
 // compactedTerm reports whether index is an entry this server compacted
 // into its newest snapshot, and its term: the snapshot's for the snapshot's
@@ -44,11 +46,12 @@ func (r *Raft) compactedTerm(index, leaderTerm uint64) (uint64, bool) {
 // includes the snapshot req offers, so that it answers success without
 // restoring it: restoring would take back the entries it applied since.
 func (r *Raft) holdsSnapshot(req *InstallSnapshotRequest) bool {
-	if applied := r.getLastApplied(); req.LastLogIndex > applied {
+	applied := r.getLastApplied()
+	if req.LastLogIndex > applied {
 		return false
 	}
 	r.logger.Info("ignoring a snapshot the applied state already holds",
-		"snapshot-index", req.LastLogIndex, "applied-index", r.getLastApplied())
+		"snapshot-index", req.LastLogIndex, "applied-index", applied)
 	return true
 }
 
