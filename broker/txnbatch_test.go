@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
@@ -77,4 +78,62 @@ func transactionErr(p *kgo.Client, commit bool, vals []string) error {
 		return fmt.Errorf("produce: %w", err)
 	}
 	return p.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+}
+
+// TestTransactionsV2BackToBackNeverRetried: transactions-v2 producers
+// (franz-go's default: no AddPartitionsToTxn; each partition's leader adds
+// it to the transaction with the coordinator) run transactions back to
+// back over partitions led by every node, while their coordinators are
+// spread over the nodes too. No Produce of theirs may need a retry: a
+// producer's next transaction waits at its coordinator for the previous
+// one's markers, and those must not queue behind such waits on another
+// node. They did, on one connection between two nodes, and each node
+// could hold the other's markers until the coordinator gave up
+// (CONCURRENT_TRANSACTIONS after 500 ms); franz-go then refreshes its
+// metadata before it retries, at most every MetadataMinAge (5s by default;
+// 10 ms here so that the test sees each retry as a Metadata request).
+func TestTransactionsV2BackToBackNeverRetried(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	createTopic(t, c.Client(t), "tx-v2", 6, 3)
+	const producers, txns, per = 8, 6, 24
+	var wg sync.WaitGroup
+	for p := range producers {
+		kc := &keyCounter{}
+		cl := c.Client(t, kgo.TransactionalID(fmt.Sprintf("v2-%d", p)), kgo.DefaultProduceTopic("tx-v2"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(10*time.Millisecond), kgo.WithHooks(kc))
+		wg.Go(func() {
+			var before int
+			for i := range txns {
+				if err := spreadTransaction(cl, 6, seq(fmt.Sprintf("p%d-t%d", p, i), per)); err != nil {
+					t.Errorf("producer %d, transaction %d: %v", p, i, err)
+					return
+				}
+				if i == 0 { // the first produced to the topic loads its metadata
+					before = kc.count(kmsg.Metadata)
+				}
+			}
+			if n := kc.count(kmsg.Metadata) - before; n > 0 {
+				t.Errorf("producer %d retried Produce requests: %d metadata refreshes in %d transactions after its first", p, n, txns-1)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// spreadTransaction commits vals in one transaction, round robin over
+// partitions 0..parts-1.
+func spreadTransaction(cl *kgo.Client, parts int, vals []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	recs := make([]*kgo.Record, len(vals))
+	for i, v := range vals {
+		recs[i] = &kgo.Record{Value: []byte(v), Partition: int32(i % parts)}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	return cl.EndTransaction(ctx, kgo.TryCommit)
 }

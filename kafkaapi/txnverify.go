@@ -126,8 +126,10 @@ func (s *Server) verifyTxnBatches(ctx context.Context, req *kmsg.ProduceRequest,
 // from v11 TRANSACTION_ABORTABLE (KIP-890: the producer can abort and go
 // on); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, and an answer that
 // leaves the outcome open (no coordinator, one loading or writing the
-// markers) is NOT_ENOUGH_REPLICAS, which producers retry; a failure to
-// reach the coordinator is NETWORK_EXCEPTION, retried too.
+// markers) is NOT_ENOUGH_REPLICAS, which producers retry, except that
+// from v12 the coordinator's CONCURRENT_TRANSACTIONS is answered as it is
+// (Kafka 4.0, KAFKA-18662); a failure to reach the coordinator is
+// NETWORK_EXCEPTION, retried too.
 func verifyError(err error, version int16) error {
 	var ke *kerr.Error
 	switch {
@@ -137,6 +139,9 @@ func verifyError(err error, version int16) error {
 		return fmt.Errorf("%w: the partition was not added to the transaction", kerr.InvalidTxnState)
 	case errors.Is(err, kerr.ProducerFenced):
 		return fmt.Errorf("%w: %w", kerr.InvalidProducerEpoch, err)
+	case errors.Is(err, kerr.ConcurrentTransactions) && version >= 12:
+		// Kafka 4.0 answers it as it is from v12 (KAFKA-18662).
+		return fmt.Errorf("%w: the previous transaction is still being completed", kerr.ConcurrentTransactions)
 	case errors.Is(err, kerr.ConcurrentTransactions), errors.Is(err, kerr.CoordinatorLoadInProgress),
 		errors.Is(err, kerr.CoordinatorNotAvailable), errors.Is(err, kerr.NotCoordinator):
 		return fmt.Errorf("%w: unable to verify that the partition was added to the transaction: %w", kerr.NotEnoughReplicas, err)

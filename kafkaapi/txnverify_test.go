@@ -124,6 +124,11 @@ func TestVerifyErrorTranslation(t *testing.T) {
 	if got := ErrorCode(verifyError(kerr.ProducerFenced, 12)); got != kerr.InvalidProducerEpoch.Code {
 		t.Errorf("v12 fenced: code %d", got)
 	}
+	// From v12 (transactions v2) a transaction still completing is
+	// answered as it is (Kafka 4.0, KAFKA-18662).
+	if got := ErrorCode(verifyError(kerr.ConcurrentTransactions, 12)); got != kerr.ConcurrentTransactions.Code {
+		t.Errorf("v12 concurrent transactions: code %d, want CONCURRENT_TRANSACTIONS", got)
+	}
 	if got := ErrorCode(verifyError(context.DeadlineExceeded, 9)); got != kerr.RequestTimedOut.Code {
 		t.Errorf("deadline: %d", got)
 	}

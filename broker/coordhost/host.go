@@ -165,10 +165,11 @@ func (h *Host) Txns() ([]kafkaapi.TxnCoordinator, error) {
 }
 
 // RequestNode sends req to another node over the Kafka client the marker
-// writer keeps for it (made on first use, kept until Close), once more if
-// the first attempt fails on a stale connection (requestNode).
+// writer keeps for such requests (made on first use, kept until Close;
+// not the markers' own), once more if the first attempt fails on a stale
+// connection (requestNode).
 func (h *Host) RequestNode(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
-	cl, err := h.markers.client(node)
+	cl, err := h.markers.client(node, false)
 	if err != nil {
 		return nil, err
 	}

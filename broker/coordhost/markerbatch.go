@@ -103,7 +103,7 @@ func (w *markerWriter) sendBatch(leader int32, batch []*queuedMarker) []error {
 		}
 		return errs
 	}
-	cl, err := w.client(leader)
+	cl, err := w.client(leader, true)
 	if err != nil {
 		return fail(err)
 	}

@@ -24,11 +24,11 @@ import (
 type markerWriter struct {
 	h *Host
 
-	// mu guards clients, queues and closed: one Kafka client per remote
-	// leader, keyed by its Kafka address, kept until the node stops, and
-	// the markers waiting for each remote leader, by node id.
+	// mu guards clients, queues and closed: two Kafka clients per remote
+	// node (clientKey), kept until the node stops, and the markers waiting
+	// for each remote leader, by node id.
 	mu      sync.Mutex
-	clients map[string]*kgo.Client
+	clients map[clientKey]*kgo.Client
 	queues  map[int32]*markerQueue
 	closed  bool
 	// senders counts the goroutines sending queued markers (send).
@@ -38,7 +38,7 @@ type markerWriter struct {
 var _ txncoord.Markers = (*markerWriter)(nil)
 
 func newMarkerWriter(h *Host) *markerWriter {
-	return &markerWriter{h: h, clients: make(map[string]*kgo.Client), queues: make(map[int32]*markerQueue)}
+	return &markerWriter{h: h, clients: make(map[clientKey]*kgo.Client), queues: make(map[int32]*markerQueue)}
 }
 
 // WriteMarkers implements txncoord.Markers. Partitions of deleted topics
@@ -130,8 +130,23 @@ func staleConn(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// client returns the Kafka client of a node, made on first use.
-func (w *markerWriter) client(node int32) (*kgo.Client, error) {
+// clientKey names a Kafka client to another node: its Kafka address, and
+// whether it carries this node's markers or its other requests (Host.
+// RequestNode: verifications, AddPartitionsToTxn of transactions v2). They
+// need connections of their own, as Kafka's marker and AddPartitionsToTxn
+// senders have: a node answers a connection's requests in order, and a
+// coordinator holds an AddPartitionsToTxn while the previous transaction's
+// markers are written, so a marker queued behind one on the same
+// connection waited for the coordinator to give up, and two nodes could
+// each hold the other's markers that way (CompletionWait, 500 ms, each).
+type clientKey struct {
+	addr    string
+	markers bool
+}
+
+// client returns a Kafka client of a node, made on first use: the
+// markers' one or the other requests' (clientKey).
+func (w *markerWriter) client(node int32, markers bool) (*kgo.Client, error) {
 	b, ok := w.h.deps.Meta.State().Broker(node)
 	if !ok {
 		return nil, fmt.Errorf("node %d: %w", node, kerr.BrokerNotAvailable)
@@ -141,16 +156,20 @@ func (w *markerWriter) client(node int32) (*kgo.Client, error) {
 	if w.closed {
 		return nil, fmt.Errorf("%w: the node is stopping", kerr.NotCoordinator)
 	}
-	if cl := w.clients[b.KafkaAddr]; cl != nil {
+	key := clientKey{addr: b.KafkaAddr, markers: markers}
+	if cl := w.clients[key]; cl != nil {
 		return cl, nil
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(b.KafkaAddr), kgo.ClientID("minikafka-txn-coordinator")},
-		w.h.deps.ClientOpts()...)
+	id := "minikafka-broker"
+	if markers {
+		id = "minikafka-txn-coordinator"
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(b.KafkaAddr), kgo.ClientID(id)}, w.h.deps.ClientOpts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("coordhost: client of node %d: %w", node, err)
 	}
-	w.clients[b.KafkaAddr] = cl
+	w.clients[key] = cl
 	return cl, nil
 }
 
