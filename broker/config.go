@@ -167,9 +167,13 @@ type Config struct {
 	// store keeps it; the metadata group always uses boltdb.
 	PartitionLogStore multiraft.LogStore
 
-	SegmentBytes    int64 // partition log segment size
-	ProducerWindow  int   // batches remembered per producer (Kafka: 5)
-	MaxRequestBytes int32 // largest Kafka request frame accepted
+	SegmentBytes int64 // partition log segment size
+	// PageCacheKeepBytes is how much of each partition's newest log data
+	// stays in the OS page cache once fsynced; older data is dropped from
+	// it (seglog.Options.CacheKeepBytes). Negative: never dropped.
+	PageCacheKeepBytes int64
+	ProducerWindow     int   // batches remembered per producer (Kafka: 5)
+	MaxRequestBytes    int32 // largest Kafka request frame accepted
 	// PartitionMaxOpenFiles bounds the partition log segment files and
 	// applied-index journals the node holds open at once (a vfs.FileCache
 	// its replicas share): past it the least recently used are closed and
@@ -450,6 +454,7 @@ func DefaultConfig() Config {
 		MetaRaft:                      multiraft.DefaultTiming(),
 		PartitionLogStore:             multiraft.LogStorePebble,
 		SegmentBytes:                  seglog.DefaultSegmentBytes,
+		PageCacheKeepBytes:            seglog.DefaultCacheKeepBytes,
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,

@@ -161,6 +161,8 @@ func (c *Config) validateLimits() error {
 	switch {
 	case c.SegmentBytes < topicconfig.MinSegmentBytes:
 		return bad("segment_bytes", c.SegmentBytes, "must be at least 1 MiB")
+	case c.PageCacheKeepBytes < -1 || c.PageCacheKeepBytes == 0:
+		return bad("log_page_cache_keep_bytes", c.PageCacheKeepBytes, "must be -1 (never drop) or positive")
 	case c.ProducerWindow < 1 || c.ProducerWindow > 1000:
 		return bad("producer_window", c.ProducerWindow, "must be in 1..1000")
 	case c.MaxRequestBytes < 1<<20:

@@ -66,6 +66,7 @@ func keys() []key {
 		{"transactional_id_expiration_ms", d.TransactionalIDExpirationMs, "how long a transactional id without an open transaction is remembered (transactional.id.expiration.ms)"},
 		{"transaction_remove_expired_interval", d.TxnRemoveExpiredInterval, "how often transaction coordinators forget transactional ids idle past transactional_id_expiration_ms (transaction.remove.expired.transaction.cleanup.interval.ms)"},
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
+		{"log_page_cache_keep_bytes", d.PageCacheKeepBytes, "bytes of each partition's newest log data kept in the OS page cache once fsynced; older data is dropped from it so that new writes reuse its pages (-1: never drop, as Kafka)"},
 		{"partition_max_open_files", d.PartitionMaxOpenFiles, "most partition log segment and journal files the node holds open at once; past it the least recently used are closed (fsynced first if written since their last fsync) and reopened on their next use (0 = no bound; else at least 16)"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
@@ -304,6 +305,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.GroupShare = shareMembershipConfig(g)
 	c.ShareGroups = shareGroupConfig(g)
 	c.SegmentBytes = g.int64("segment_bytes")
+	c.PageCacheKeepBytes = g.int64("log_page_cache_keep_bytes")
 	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
 	mrb := g.int("max_request_bytes")

@@ -103,6 +103,8 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "cluster without seeds", args: []string{"--bootstrap-expect", "3"}, key: "join", value: "[]"},
 		{name: "bind all without advertised", args: []string{"--kafka-addr", "0.0.0.0:9092"}, key: "advertised_kafka_addr"},
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
+		{name: "page cache keep zero", args: []string{"--log-page-cache-keep-bytes", "0"}, key: "log_page_cache_keep_bytes", value: "0"},
+		{name: "page cache keep below -1", env: []string{"MINIKAFKA_LOG_PAGE_CACHE_KEEP_BYTES", "-2"}, key: "log_page_cache_keep_bytes", value: "-2"},
 		{name: "negative log rate", args: []string{"--log-rate-limit", "-1"}, key: "log_rate_limit", value: "-1"},
 		{name: "log rate interval zero", env: []string{"MINIKAFKA_LOG_RATE_INTERVAL", "0s"}, key: "log_rate_interval", value: "0s"},
 		{name: "too few open files", args: []string{"--partition-max-open-files", "8"}, key: "partition_max_open_files", value: "8"},
@@ -328,6 +330,12 @@ func TestStorageKeys(t *testing.T) {
 	}
 	if d := broker.DefaultStorage(); o.Storage != d || o.PartitionRaft.SnapshotBytes != 32<<20 || o.PartitionRaft.TrailingBytes != 8<<20 {
 		t.Fatalf("defaults: %+v, raft %d/%d", o.Storage, o.PartitionRaft.SnapshotBytes, o.PartitionRaft.TrailingBytes)
+	}
+	if o.PageCacheKeepBytes != 8<<20 {
+		t.Fatalf("log_page_cache_keep_bytes default %d, want 8 MiB", o.PageCacheKeepBytes)
+	}
+	if o, err := loadConfig([]string{"--node-id", "1", "--log-page-cache-keep-bytes", "-1"}, env(), &bytes.Buffer{}); err != nil || o.PageCacheKeepBytes != -1 {
+		t.Fatalf("--log-page-cache-keep-bytes -1: %d, %v", o.PageCacheKeepBytes, err)
 	}
 	o, err = loadConfig([]string{"--config", p, "--storage-min-free-percent", "2.5"},
 		env("MINIKAFKA_STORAGE_SPACE_ALERT_FREE_THRESHOLD_BYTES", "2147483648"), &bytes.Buffer{})

@@ -156,6 +156,18 @@ func (h *Handle) Truncate(size int64) error {
 	return f.Truncate(size)
 }
 
+// DropCache asks the kernel to drop the file's clean cached pages of
+// [off, off+n), so that new writes can reuse them (see seglog's
+// Options.CacheKeepBytes); pages not yet written back stay.
+func (h *Handle) DropCache(off, n int64) error {
+	f, err := h.acquire()
+	if err != nil {
+		return err
+	}
+	defer h.release(false)
+	return dropCache(f, off, n)
+}
+
 // Pin keeps the file open until Unpin, so that the calls in between cannot
 // fail to open it; it returns the open's error. Pins nest.
 func (h *Handle) Pin() error {

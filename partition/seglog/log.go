@@ -62,6 +62,16 @@ type Options struct {
 	// otherwise write (hundreds of MB, competing with the Raft log's
 	// fsyncs). Appends never wait for it. Default 8 MiB; negative: never.
 	FlushBytes int64
+	// CacheKeepBytes: after each Sync, segment data written more than this
+	// many bytes before the log's end is dropped from the OS page cache
+	// (posix_fadvise DONTNEED), so that new writes reuse those pages
+	// rather than take fresh ones, which a VM that hands free memory back
+	// to its host (virtio-balloon free page reporting) faults in again on
+	// the first write: that fault cost more server CPU than everything
+	// else a record costs (docs/performance.md). Readers of the newest
+	// bytes still find them cached; older ones read from the disk, as
+	// Redpanda's do. Default 8 MiB; negative: never drop.
+	CacheKeepBytes int64
 	// SegmentAge rolls the active segment at the first append after it
 	// has been open this long (Kafka's segment.ms), so that retention can
 	// delete a quiet partition's data. Zero: never by age.
@@ -83,6 +93,7 @@ const (
 	DefaultSegmentBytes       = 128 << 20
 	DefaultIndexIntervalBytes = 4096
 	DefaultFlushBytes         = 8 << 20
+	DefaultCacheKeepBytes     = 8 << 20
 )
 
 // maxRetainedBuf bounds the AppendAt copy buffer the Log keeps between
@@ -104,6 +115,9 @@ func (o Options) resolve() (Options, error) {
 	}
 	if o.FlushBytes == 0 {
 		o.FlushBytes = DefaultFlushBytes
+	}
+	if o.CacheKeepBytes == 0 {
+		o.CacheKeepBytes = DefaultCacheKeepBytes
 	}
 	if o.Logger == nil {
 		o.Logger = logging.Discard()

@@ -23,6 +23,7 @@ func (l *Log) Sync() error {
 	type pending struct {
 		s           *segment
 		data, index bool
+		drop        int64 // the data below it is synced and may leave the page cache
 	}
 	l.syncSem <- struct{}{}
 	defer func() { <-l.syncSem }()
@@ -36,11 +37,14 @@ func (l *Log) Sync() error {
 		return l.serr
 	}
 	var todo []pending
-	for _, s := range l.segs {
+	after := int64(0) // bytes of the segments after this one
+	for i := len(l.segs) - 1; i >= 0; i-- {
+		s := l.segs[i]
 		if s.dataDirty || s.indexDirty {
-			todo = append(todo, pending{s, s.dataDirty, s.indexDirty})
+			todo = append(todo, pending{s, s.dataDirty, s.indexDirty, l.dropBelow(s, after)})
 			s.dataDirty, s.indexDirty = false, false
 		}
+		after += s.size
 	}
 	dir := l.dirDirty
 	l.dirDirty = false
@@ -52,6 +56,7 @@ func (l *Log) Sync() error {
 		if err = p.s.syncParts(p.data, p.index, l.fsync); err != nil {
 			break
 		}
+		l.dropCache(p.s, p.drop)
 	}
 	if err == nil && dir {
 		if err = l.opts.FS.SyncDir(l.dir); err != nil {
@@ -67,6 +72,34 @@ func (l *Log) Sync() error {
 	defer l.wmu.Unlock()
 	return l.failSync(err)
 }
+
+// dropBelow is where the part of s that Sync may drop from the page cache
+// ends: everything more than Options.CacheKeepBytes before the log's end,
+// after bytes lie in later segments. The caller holds wmu.
+func (l *Log) dropBelow(s *segment, after int64) int64 {
+	if l.opts.CacheKeepBytes < 0 {
+		return 0
+	}
+	return max(0, s.size-max(0, l.opts.CacheKeepBytes-after))
+}
+
+// dropCache drops s's synced bytes below end from the page cache, unless
+// less than dropMin of them is left to drop. It is advice: a failure is
+// logged and changes nothing else. The caller holds syncSem and truncMu
+// (shared).
+func (l *Log) dropCache(s *segment, end int64) {
+	if end-s.dropped < dropMin {
+		return
+	}
+	if err := s.f.DropCache(s.dropped, end-s.dropped); err != nil {
+		l.logger.Debug("dropping synced segment data from the page cache", "err", err)
+		return
+	}
+	s.dropped = end
+}
+
+// dropMin is the least a Sync drops from a segment's page cache at once.
+const dropMin = 1 << 20
 
 // failSync records a failed fsync and returns the sticky error. After a
 // failed fsync the kernel may have dropped the dirty pages and marked them

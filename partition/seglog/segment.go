@@ -39,6 +39,10 @@ type segment struct {
 	// Guarded by Log.wmu.
 	dataDirty  bool // written or truncated since the last fsync
 	indexDirty bool // index file written since the last fsync
+
+	// dropped is how much of the file Sync has dropped from the page
+	// cache (Options.CacheKeepBytes); guarded by Log.syncSem.
+	dropped int64
 }
 
 func segmentName(base int64, suffix string) string {
