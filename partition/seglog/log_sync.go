@@ -37,14 +37,13 @@ func (l *Log) Sync() error {
 		return l.serr
 	}
 	var todo []pending
-	after := int64(0) // bytes of the segments after this one
-	for i := len(l.segs) - 1; i >= 0; i-- {
-		s := l.segs[i]
+	after := l.bytes // less each segment in turn: the bytes after it
+	for _, s := range l.segs {
+		after -= s.size
 		if s.dataDirty || s.indexDirty {
 			todo = append(todo, pending{s, s.dataDirty, s.indexDirty, l.dropBelow(s, after)})
 			s.dataDirty, s.indexDirty = false, false
 		}
-		after += s.size
 	}
 	dir := l.dirDirty
 	l.dirDirty = false
