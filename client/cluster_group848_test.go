@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,10 +31,17 @@ type kip848Member struct {
 
 func startKIP848Member(t *testing.T, seeds []string, group, topic string) *kip848Member {
 	t.Helper()
-	g, err := client.NewGroupConsumer(client.Brokers(seeds...), client.ConsumerGroup(group), client.ConsumeTopics(topic),
-		client.GroupProtocol(client.GroupProtocolConsumer), client.GroupRemoteAssignor(client.UniformAssignor),
-		client.ConsumeResetOffset(client.AtStart()), client.AutoCommitInterval(200*time.Millisecond),
-		client.FetchMaxWait(100*time.Millisecond))
+	return startClusterMember(t, seeds, group, topic,
+		client.GroupProtocol(client.GroupProtocolConsumer), client.GroupRemoteAssignor(client.UniformAssignor))
+}
+
+// startClusterMember starts a group member reading topic from the start,
+// with extra options on top.
+func startClusterMember(t *testing.T, seeds []string, group, topic string, extra ...client.Opt) *kip848Member {
+	t.Helper()
+	g, err := client.NewGroupConsumer(append([]client.Opt{client.Brokers(seeds...), client.ConsumerGroup(group),
+		client.ConsumeTopics(topic), client.ConsumeResetOffset(client.AtStart()),
+		client.AutoCommitInterval(200 * time.Millisecond), client.FetchMaxWait(100 * time.Millisecond)}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,5 +192,56 @@ func TestClusterGroupConsumerProtocolCoordinatorHalt(t *testing.T) {
 	waitFor(t, "the new member to read the third batch", func() bool { return len(m.values()) >= len(third) })
 	if got := slices.Sorted(slices.Values(m.values())); !slices.Equal(got, slices.Sorted(slices.Values(third))) {
 		t.Fatalf("new member read %v, want exactly %v", got, third)
+	}
+}
+
+// TestClusterGroupStaticMemberRestart: a classic static member closes
+// without leaving; restarted with the same GroupInstanceID, it takes its
+// place and partitions back in the same generation (no rebalance), and
+// continues after what it committed. a is alone in generation 1 before b
+// joins, so a's last JoinGroup carried generation 1 and the restarted a's
+// carries none: Kafka's coordinator compares the selected protocol, not
+// the subscription bytes (kfake compares the bytes, so this runs against
+// our broker).
+func TestClusterGroupStaticMemberRestart(t *testing.T) {
+	const topic, group, parts = "static", "gstatic", 4
+	c := startCluster(t, map[string]int32{topic: parts})
+	seeds := c.Seeds()
+	a := startClusterMember(t, seeds, group, topic, client.GroupInstanceID("x"))
+	waitFor(t, "a to own every partition", func() bool { return owns(a.g, topic) == parts })
+	b := startClusterMember(t, seeds, group, topic, client.GroupInstanceID("y"))
+	waitFor(t, "a 2/2 split", func() bool { return owns(a.g, topic) == 2 && owns(b.g, topic) == 2 })
+	first := produceValues(t, seeds, topic, parts, "first", 2)
+	waitFor(t, "every record read", func() bool { return len(a.values())+len(b.values()) == len(first) })
+	aParts := a.g.Assigned()
+	_, gen := a.g.Member()
+	if gen < 2 {
+		t.Fatalf("a's generation %d after b joined, want at least 2", gen)
+	}
+	a.close(t)
+
+	a2 := startClusterMember(t, seeds, group, topic, client.GroupInstanceID("x"))
+	waitFor(t, "a back", func() bool { return owns(a2.g, topic) == 2 })
+	if got := a2.g.Assigned(); fmt.Sprint(got) != fmt.Sprint(aParts) {
+		t.Fatalf("restarted member owns %v, want %v", got, aParts)
+	}
+	if _, gen2 := a2.g.Member(); gen2 != gen {
+		t.Fatalf("generation %d after the restart, want %d (no rebalance)", gen2, gen)
+	}
+	if _, genB := b.g.Member(); genB != gen {
+		t.Fatalf("b's generation %d, want %d", genB, gen)
+	}
+	second := produceValues(t, seeds, topic, parts, "second", 1)
+	var want []string
+	for _, v := range second {
+		for _, p := range aParts[topic] {
+			if strings.HasPrefix(v, fmt.Sprintf("second-%d-", p)) {
+				want = append(want, v)
+			}
+		}
+	}
+	waitFor(t, "a2 to read its new records", func() bool { return len(a2.values()) >= len(want) })
+	if got := slices.Sorted(slices.Values(a2.values())); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Fatalf("restarted member read %v, want only %v", got, want)
 	}
 }

@@ -439,42 +439,6 @@ func TestGroupConsumerOptions(t *testing.T) {
 	}
 }
 
-// TestGroupStaticMemberRestart: a static member closes without leaving;
-// restarted with the same GroupInstanceID, it takes its place and
-// partitions back in the same generation (no rebalance), and continues
-// after what it committed.
-func TestGroupStaticMemberRestart(t *testing.T) {
-	kc := newGroupKfake(t, 4, "t")
-	opts := groupOpts(kc, "g", "t", GroupInstanceID("x"))
-	a := startMember(t, opts...)
-	b := startMember(t, groupOpts(kc, "g", "t", GroupInstanceID("y"))...)
-	checkFor(t, "a 2/2 split", func() bool { return assignedCount(a.g) == 2 && assignedCount(b.g) == 2 })
-	produceEach(t, kc, "t", 4, 0, 2)
-	checkFor(t, "8 records", func() bool { return a.count()+b.count() == 8 })
-	aParts := a.g.Assigned()
-	_, gen := a.g.Member()
-	a.close(t)
-
-	a2 := startMember(t, opts...)
-	checkFor(t, "a back", func() bool { return assignedCount(a2.g) == 2 })
-	if got := a2.g.Assigned(); fmt.Sprint(got) != fmt.Sprint(aParts) {
-		t.Fatalf("restarted member owns %v, want %v", got, aParts)
-	}
-	if _, gen2 := a2.g.Member(); gen2 != gen {
-		t.Fatalf("generation %d after the restart, want %d (no rebalance)", gen2, gen)
-	}
-	if _, genB := b.g.Member(); genB != gen {
-		t.Fatalf("b's generation %d, want %d", genB, gen)
-	}
-	produceEach(t, kc, "t", 4, 2, 1)
-	checkFor(t, "2 new records", func() bool { return a2.count() == 2 })
-	for _, r := range a2.records() {
-		if r.Offset != 2 {
-			t.Fatalf("restarted member read %s[%d]@%d, want offset 2 only", r.Topic, r.Partition, r.Offset)
-		}
-	}
-}
-
 // TestGroupRebalanceUnderAutoCommit: members join and leave while records
 // are being read, with AutoCommit. No record is skipped (the members
 // together read every offset), and after they close the group's committed
