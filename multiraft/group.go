@@ -149,7 +149,10 @@ func (h *Host) Open(spec GroupSpec) (*Group, error) {
 	g.wg.Add(3)
 	go g.forwardLeadership()
 	go g.runTiming(rc, hold)
-	go g.trimLoop(g.logs.kick)
+	if g.logs.budget != nil {
+		g.logs.budget.register(g.logs)
+	}
+	go g.trimLoop(g.logs.kick, g.logs.budgetKick)
 	return g, nil
 }
 
@@ -224,6 +227,9 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 	if spec.Timing.SnapshotBytes > 0 {
 		g.logs.limit, g.logs.step = spec.Timing.SnapshotBytes+spec.Timing.TrailingBytes, spec.Timing.SnapshotBytes
 		g.logs.keep = g.keepFrom
+		if v, ok := store.(*pebbleView); ok {
+			g.logs.budget, g.logs.budgetKick = v.pl.budget, make(chan struct{}, 1)
+		}
 	}
 	logs, err := raft.NewLogCache(256, g.logs)
 	if err != nil {
@@ -447,6 +453,9 @@ func (g *Group) Close() error {
 	g.closeOnce.Do(func() {
 		close(g.stop)
 		g.wg.Wait()
+		if g.logs.budget != nil {
+			g.logs.budget.remove(g.logs)
+		}
 		err := g.raft.Shutdown().Error()
 		// The transport first: its Close waits for the heartbeats being
 		// handled, which may still write raft's term to the store.

@@ -30,6 +30,8 @@ type testNet struct {
 	tls func(id int32) *TLS
 	// logs, when set, takes every node's log lines from Debug up.
 	logs io.Writer
+	// logMemTable is every node's Config.LogMemTable (0: the default).
+	logMemTable int64
 
 	mu    sync.Mutex // guards addrs and hosts
 	addrs map[int32]string
@@ -85,7 +87,7 @@ func (n *testNet) start(id int32) *Host {
 	var err error
 	for range 50 { // a restarted node's port may linger for a moment
 		h, err = Listen(Config{NodeID: id, BindAddr: bind, Resolve: n.resolve, Logger: logger, Tuning: tun,
-			LogDir: filepath.Join(n.base, fmt.Sprint(id), "raftlog"), TLS: sec})
+			LogDir: filepath.Join(n.base, fmt.Sprint(id), "raftlog"), LogMemTable: n.logMemTable, TLS: sec})
 		if err == nil {
 			break
 		}

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -26,7 +27,7 @@ import (
 const entryOverhead = 32
 
 // sizedLog is a raft.LogStore that keeps the size of each entry it holds,
-// in index order. Its mutex guards first, sizes, total and base: raft
+// in index order. Its mutex guards first, sizes, total, base and counted: raft
 // writes from its own goroutine and the trimmer reads from another.
 type sizedLog struct {
 	raft.LogStore
@@ -36,12 +37,21 @@ type sizedLog struct {
 	// none): Group.keepFrom.
 	keep func() uint64
 	kick chan struct{} // the trimmer's, buffered 1
+	// budget, if set, is the node-wide bound this log counts toward; its
+	// loop sends on budgetKick (buffered 1) when this log is to trim.
+	budget     *logBudget
+	budgetKick chan struct{}
+	held       atomic.Int64 // total, for the budget's loop
+	budgetBase atomic.Int64 // held when the budget last picked or trimmed this log
 
 	mu    sync.Mutex
 	first uint64  // index of sizes[0]
 	sizes []int64 // the known entries' sizes, contiguous from first
 	total int64   // sum of sizes
 	base  int64   // total after the last trim, or at the last kick since
+	// counted: budget counts total (countIn), between the group's start
+	// and its Close.
+	counted bool
 }
 
 func entrySize(l *raft.Log) int64 { return int64(len(l.Data) + len(l.Extensions) + entryOverhead) }
@@ -56,28 +66,28 @@ func (s *sizedLog) StoreLogs(logs []*raft.Log) error {
 	if err := s.LogStore.StoreLogs(logs); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range logs {
-		next := s.first + uint64(len(s.sizes))
-		switch {
-		case len(s.sizes) == 0 || l.Index > next || l.Index < s.first:
-			s.first, s.sizes, s.total = l.Index, s.sizes[:0], 0
-		case l.Index < next:
-			s.dropFrom(l.Index)
+	s.change(func() {
+		for _, l := range logs {
+			next := s.first + uint64(len(s.sizes))
+			switch {
+			case len(s.sizes) == 0 || l.Index > next || l.Index < s.first:
+				s.first, s.sizes, s.total = l.Index, s.sizes[:0], 0
+			case l.Index < next:
+				s.dropFrom(l.Index)
+			}
+			sz := entrySize(l)
+			s.sizes = append(s.sizes, sz)
+			s.total += sz
 		}
-		sz := entrySize(l)
-		s.sizes = append(s.sizes, sz)
-		s.total += sz
-	}
-	// Past the limit and a step past the last trim (or kick), kick.
-	if s.limit > 0 && s.total > s.limit && s.total > s.base+s.step {
-		s.base = s.total
-		select {
-		case s.kick <- struct{}{}:
-		default: // a trim is pending already
+		// Past the limit and a step past the last trim (or kick), kick.
+		if s.limit > 0 && s.total > s.limit && s.total > s.base+s.step {
+			s.base = s.total
+			select {
+			case s.kick <- struct{}{}:
+			default: // a trim is pending already
+			}
 		}
-	}
+	})
 	return nil
 }
 
@@ -100,10 +110,18 @@ func (s *sizedLog) DeleteRange(lo, hi uint64) error {
 	if err := s.LogStore.DeleteRange(lo, hi); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.change(func() { s.forget(lo, hi, head, held) })
+	return nil
+}
+
+// forget drops the sizes of deleted entries lo..hi: a head (held: short
+// of what raft asked, for a follower) or a suffix. Under s.mu.
+func (s *sizedLog) forget(lo, hi uint64, head, held bool) {
+	if head {
+		defer func() { s.budgetBase.Store(s.total) }()
+	}
 	if len(s.sizes) == 0 {
-		return nil
+		return
 	}
 	last := s.first + uint64(len(s.sizes)) - 1
 	switch {
@@ -126,7 +144,35 @@ func (s *sizedLog) DeleteRange(lo, hi uint64) error {
 	case lo > s.first && lo <= last:
 		s.dropFrom(lo)
 	}
-	return nil
+}
+
+// change runs f under s.mu and tells the budget, after, how f changed
+// the bytes held.
+func (s *sizedLog) change(f func()) {
+	s.mu.Lock()
+	before := s.total
+	f()
+	after, counted := s.total, s.counted
+	s.held.Store(after)
+	s.mu.Unlock()
+	if counted && after != before {
+		s.budget.add(after - before)
+	}
+}
+
+// countIn makes the budget count s's bytes (on) or stop counting them.
+func (s *sizedLog) countIn(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counted == on {
+		return
+	}
+	s.counted = on
+	if on {
+		s.budget.add(s.total)
+	} else {
+		s.budget.add(-s.total)
+	}
 }
 
 // dropFrom forgets the sizes from index i on; i is in the known range.
@@ -176,33 +222,50 @@ func (s *sizedLog) bytes() int64 {
 }
 
 // trimLoop is the group's trimmer: on each kick it bounds raft's
-// TrailingLogs by TrailingBytes and takes a snapshot. Owned by the Group;
-// it ends at Close.
-func (g *Group) trimLoop(kick <-chan struct{}) {
+// TrailingLogs by TrailingBytes and takes a snapshot; on a kick of the
+// node-wide budget, by a quarter of the log's bytes if that is less, and
+// tells the budget when done. Owned by the Group; it ends at Close.
+func (g *Group) trimLoop(kick, budgetKick <-chan struct{}) {
 	defer g.wg.Done()
 	t := g.spec.Timing
 	for {
+		keep, byBudget := t.TrailingBytes, false
 		select {
 		case <-g.stop:
 			return
 		case <-kick:
+		case <-budgetKick:
+			keep, byBudget = min(keep, g.logs.bytes()/4), true
 		}
-		n := min(g.logs.trailing(t.TrailingBytes), t.TrailingLogs)
-		if err := g.setTrailingLogs(n); err != nil {
-			g.log.Warn("could not bound the entries kept after a snapshot", "err", err)
-			continue
+		ok := g.trim(min(g.logs.trailing(keep), t.TrailingLogs))
+		if byBudget {
+			g.logs.budget.trimmed(g.logs)
 		}
-		f := g.raft.Snapshot()
-		done := make(chan error, 1)
-		go func() { done <- f.Error() }() // ends when raft answers, which it does at shutdown too
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-				g.log.Warn("snapshot to trim the raft log failed", "err", err, "log_bytes", g.logs.bytes())
-			}
-		case <-g.stop:
+		if !ok {
 			return
 		}
+	}
+}
+
+// trim sets raft's TrailingLogs to n and takes a snapshot, after which
+// raft deletes the older entries. It reports false if the group closed
+// meanwhile.
+func (g *Group) trim(n uint64) bool {
+	if err := g.setTrailingLogs(n); err != nil {
+		g.log.Warn("could not bound the entries kept after a snapshot", "err", err)
+		return true
+	}
+	f := g.raft.Snapshot()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }() // ends when raft answers, which it does at shutdown too
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			g.log.Warn("snapshot to trim the raft log failed", "err", err, "log_bytes", g.logs.bytes())
+		}
+		return true
+	case <-g.stop:
+		return false
 	}
 }
 

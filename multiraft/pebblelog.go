@@ -24,11 +24,13 @@ import (
 // is closed: a Host closed before its groups (a simulated crash) leaves
 // their raft running on the DB until they close.
 type pebbleLog struct {
-	db     *pebble.DB
-	id     string // random, kept in the DB: a group dir's marker names it
-	log    *slog.Logger
-	watch  *stallWatch // its write stalls
-	health *health     // failed or full (pebblefail.go)
+	db         *pebble.DB
+	id         string // random, kept in the DB: a group dir's marker names it
+	log        *slog.Logger
+	watch      *stallWatch   // its write stalls
+	health     *health       // failed or full (pebblefail.go)
+	budget     *logBudget    // the bound on its groups' entries (logbudget.go)
+	budgetDone chan struct{} // closed as the budget's loop ends
 
 	mu       sync.Mutex             // guards views, released and closed
 	views    map[string]*pebbleView // the open groups, by name
@@ -84,8 +86,10 @@ func openPebbleLog(dir string, c pebbleConfig) (*pebbleLog, error) {
 		return nil, err
 	}
 	pl := &pebbleLog{db: db, id: id, log: logger, watch: watch, health: h, views: map[string]*pebbleView{},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		budget: newLogBudget(int64(opts.MemTableSize)), budgetDone: make(chan struct{})}
 	go pl.flusher()
+	go pl.budget.loop(pl.stop, pl.budgetDone)
 	return pl, nil
 }
 
@@ -270,6 +274,7 @@ func (pl *pebbleLog) release() error {
 func (pl *pebbleLog) closeDB() error {
 	close(pl.stop)
 	<-pl.done
+	<-pl.budgetDone
 	pl.fmu.Lock()
 	dirty := pl.dirty
 	pl.fmu.Unlock()

@@ -1,0 +1,118 @@
+package multiraft
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// A node-wide bound on the Raft entries that the groups sharing the
+// Pebble log store hold together: half its memtable. Entries trimmed
+// while still in the memtable are never flushed; with twelve busy groups
+// each keeping its own SnapshotBytes + TrailingBytes (40 MiB by default),
+// flushing and compacting live entries took 18% of a node's CPU and the
+// flushes put 100 ms on the p99 (docs/performance.md). Over the bound,
+// the group holding most is trimmed as if over its own SnapshotBytes,
+// keeping a quarter of its entries (at most TrailingBytes); the next is
+// picked once that trim is done. A group is picked only while it holds
+// at least minTrim bytes more than after its last trim by the budget, so
+// many groups holding a little each are left to Pebble rather than
+// snapshotted over and over for a few bytes each.
+type logBudget struct {
+	limit   int64
+	minTrim int64
+	total   atomic.Int64  // bytes the registered logs hold
+	wake    chan struct{} // the loop's, buffered 1
+
+	mu      sync.Mutex // guards logs and pending
+	logs    map[*sizedLog]struct{}
+	pending *sizedLog // kicked; its trim is not done yet
+}
+
+func newLogBudget(memTable int64) *logBudget {
+	limit := memTable / 2
+	return &logBudget{limit: limit, minTrim: max(limit/32, 64<<10), wake: make(chan struct{}, 1),
+		logs: map[*sizedLog]struct{}{}}
+}
+
+// register counts s from now on; it must trim on s.budgetKick.
+func (b *logBudget) register(s *sizedLog) {
+	b.mu.Lock()
+	b.logs[s] = struct{}{}
+	b.mu.Unlock()
+	s.countIn(true)
+}
+
+// remove stops counting s (its group closes).
+func (b *logBudget) remove(s *sizedLog) {
+	b.mu.Lock()
+	delete(b.logs, s)
+	if b.pending == s {
+		b.pending = nil
+	}
+	b.mu.Unlock()
+	s.countIn(false)
+}
+
+// add counts a change of a registered log's bytes.
+func (b *logBudget) add(delta int64) {
+	if b.total.Add(delta) > b.limit {
+		b.poke()
+	}
+}
+
+// trimmed is a log's trimmer telling that the trim it was kicked for is
+// done (or failed).
+func (b *logBudget) trimmed(s *sizedLog) {
+	b.mu.Lock()
+	if b.pending == s {
+		b.pending = nil
+	}
+	b.mu.Unlock()
+	b.poke()
+}
+
+func (b *logBudget) poke() {
+	select {
+	case b.wake <- struct{}{}:
+	default: // the loop has a wake-up pending already
+	}
+}
+
+// loop kicks the trim of the largest log while the total is over the
+// limit, one at a time, until stop is closed. Owned by the pebbleLog.
+func (b *logBudget) loop(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-b.wake:
+		}
+		b.mu.Lock()
+		if b.pending == nil && b.total.Load() > b.limit {
+			if s := b.largestLocked(); s != nil {
+				b.pending = s
+				s.budgetBase.Store(s.held.Load())
+				select {
+				case s.budgetKick <- struct{}{}:
+				default: // its trimmer has one to take already
+				}
+			}
+		}
+		b.mu.Unlock()
+	}
+}
+
+// largestLocked is the registered log holding most bytes, of those
+// holding at least minTrim more than after their last budget trim.
+func (b *logBudget) largestLocked() *sizedLog {
+	var best *sizedLog
+	var most int64
+	for s := range b.logs {
+		held := s.held.Load()
+		if held-s.budgetBase.Load() >= b.minTrim && held > most {
+			best, most = s, held
+		}
+	}
+	return best
+}
