@@ -6,17 +6,15 @@ import (
 )
 
 // A node-wide bound on the Raft entries that the groups sharing the
-// Pebble log store hold together: half its memtable. Entries trimmed
-// while still in the memtable are never flushed; with twelve busy groups
-// each keeping its own SnapshotBytes + TrailingBytes (40 MiB by default),
-// flushing and compacting live entries took 18% of a node's CPU and the
-// flushes put 100 ms on the p99 (docs/performance.md). Over the bound,
-// the group holding most is trimmed as if over its own SnapshotBytes,
-// keeping a quarter of its entries (at most TrailingBytes); the next is
-// picked once that trim is done. A group is picked only while it holds
-// at least minTrim bytes more than after its last trim by the budget, so
-// many groups holding a little each are left to Pebble rather than
-// snapshotted over and over for a few bytes each.
+// Pebble log store hold together: a quarter of its memtable, so that
+// entries are mostly trimmed before a flush writes them out (measured in
+// docs/performance.md: each group keeping its own 40 MiB, twelve busy
+// groups made Pebble flush and compact live entries). Over the bound, the
+// group holding most trims as if over its own SnapshotBytes, keeping a
+// quarter of its entries (at most TrailingBytes); the next is picked once
+// that trim is done. A group is picked only while it holds minTrim bytes
+// more than after its last trim by the budget, so that many groups holding
+// a little each are left to Pebble, not snapshotted for a few bytes each.
 type logBudget struct {
 	limit   int64
 	minTrim int64
@@ -29,7 +27,7 @@ type logBudget struct {
 }
 
 func newLogBudget(memTable int64) *logBudget {
-	limit := memTable / 2
+	limit := memTable / 4
 	return &logBudget{limit: limit, minTrim: max(limit/32, 64<<10), wake: make(chan struct{}, 1),
 		logs: map[*sizedLog]struct{}{}}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // budgetNet starts node 1 with the pebble store and a 2 MiB memtable (a
-// budget of 1 MiB, trims of at least 64 KiB), and opens groups that
+// budget of 512 KiB, trims of at least 64 KiB), and opens groups that
 // would never trim by their own bounds.
 func budgetNet(t *testing.T, groups int) []*Group {
 	n := newTestNet(t, nil)
@@ -45,9 +45,9 @@ func heldBy(gs []*Group) (total int64) {
 }
 
 // Groups that share the node's log store hold about the budget together,
-// half the memtable, though each alone stays far under its own bound:
-// 4 MiB proposed to four groups, at most 1 MiB (plus what arrives while a
-// snapshot is taken) kept.
+// a quarter of the memtable, though each alone stays far under its own
+// bound: 4 MiB proposed to four groups, at most 512 KiB (plus what
+// arrives while a snapshot is taken) kept.
 func TestLogBudgetBoundsTheGroupsTogether(t *testing.T) {
 	gs := budgetNet(t, 4)
 	budget := gs[0].logs.budget
@@ -70,7 +70,7 @@ func TestLogBudgetBoundsTheGroupsTogether(t *testing.T) {
 func TestLogBudgetLeavesSmallGroups(t *testing.T) {
 	gs := budgetNet(t, 20)
 	budget := gs[0].logs.budget
-	proposeEach(t, gs, 14, 4<<10) // 20 x 57 KiB: over 1 MiB, each under 64 KiB
+	proposeEach(t, gs, 14, 4<<10) // 20 x 57 KiB: over 512 KiB, each under 64 KiB
 	if heldBy(gs) <= budget.limit {
 		t.Fatalf("the groups hold %d bytes, not over the budget %d", heldBy(gs), budget.limit)
 	}
