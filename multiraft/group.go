@@ -223,14 +223,7 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 		snaps = durable.WrapSnapshots(snaps)
 	}
 	g.guard = &guardedStore{logStore: store, stop: g.stop, log: g.log}
-	g.logs = &sizedLog{LogStore: g.guard, kick: make(chan struct{}, 1)}
-	if spec.Timing.SnapshotBytes > 0 {
-		g.logs.limit, g.logs.step = spec.Timing.SnapshotBytes+spec.Timing.TrailingBytes, spec.Timing.SnapshotBytes
-		g.logs.keep = g.keepFrom
-		if v, ok := store.(*pebbleView); ok {
-			g.logs.budget, g.logs.budgetKick = v.pl.budget, make(chan struct{}, 1)
-		}
-	}
+	g.logs = g.sizedLog(store)
 	logs, err := raft.NewLogCache(256, g.logs)
 	if err != nil {
 		return fail(fmt.Errorf("multiraft: %w", err))

@@ -221,6 +221,21 @@ func (s *sizedLog) bytes() int64 {
 	return s.total
 }
 
+// sizedLog is raft's view of the group's store: it counts the entries'
+// bytes and trims by them (logtrim.go), within the node-wide budget when
+// the store is the node's Pebble DB (logbudget.go).
+func (g *Group) sizedLog(store logStore) *sizedLog {
+	s := &sizedLog{LogStore: g.guard, kick: make(chan struct{}, 1)}
+	t := g.spec.Timing
+	if t.SnapshotBytes > 0 {
+		s.limit, s.step, s.keep = t.SnapshotBytes+t.TrailingBytes, t.SnapshotBytes, g.keepFrom
+		if v, ok := store.(*pebbleView); ok {
+			s.budget, s.budgetKick = v.pl.budget, make(chan struct{}, 1)
+		}
+	}
+	return s
+}
+
 // trimLoop is the group's trimmer: on each kick it bounds raft's
 // TrailingLogs by TrailingBytes and takes a snapshot; on a kick of the
 // node-wide budget, by a quarter of the log's bytes if that is less, and
