@@ -151,6 +151,7 @@ func (a *adminSource) State() metrics.State {
 	s.LeaderChanges = p.host.Stats().LeaderChanges
 	s.WALFsync = p.host.WALFsyncLatency()
 	s.LogStalls = p.host.LogStoreStalls()
+	s.LogBudget = p.host.LogBudget()
 	s.Disk = p.disk()
 	return s
 }

@@ -47,6 +47,9 @@ var (
 	descQueuedWaiting   = desc("kafka_queued_request_waiting", "Kafka connections that stopped reading to wait for room in queued_max_request_bytes.")
 	descLogStalls       = desc("raft_log_write_stalls_total", "Write stalls of the node-wide Raft log store (pebble): while one lasts no partition on the node commits.")
 	descLogStallTime    = desc("raft_log_write_stall_seconds_total", "Time the node-wide Raft log store's ended write stalls lasted.")
+	descBudgetHeld      = desc("raft_log_budget_bytes", "Bytes of Raft entries the partition groups sharing the node-wide Raft log store (pebble) hold together.")
+	descBudgetLimit     = desc("raft_log_budget_limit_bytes", "What they may hold together: a quarter of the store's memtable; past it the group holding most trims first.")
+	descBudgetTrims     = desc("raft_log_budget_trims_total", "Trims (snapshots) the node-wide Raft log budget asked of the group holding most.")
 	descWALFsync        = desc("raft_wal_fsync_duration_seconds", "Duration of each fsync of the node-wide Raft log store's write-ahead log (pebble log store).")
 	descReady           = desc("ready", "1 if /readyz answers 200, else 0.")
 	descDiskTotal       = desc("storage_disk_total_bytes", "Size of the filesystem holding the node's data directory.")
@@ -66,6 +69,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descLogSize, descLogStart, descLogEnd, descLeader, descURP, descReplicaLag, descURPCount, descLeaderCount,
 		descLeaderChanges, descGroupCommitted, descGroupLag, descConns, descConnsAccepted, descConnsRefused,
 		descRequestPanics, descQueued, descQueuedMax, descQueuedWaiting, descLogStalls, descLogStallTime, descWALFsync, descReady,
+		descBudgetHeld, descBudgetLimit, descBudgetTrims,
 		descDiskTotal, descDiskFree, descDiskReserve, descDiskAlertAt, descDiskAlert,
 		descCleanings, descCleanerRead, descCleanerWritten, descTombstonesGone, descDirtyRatio, descCleanerLag,
 		descBrokerUp, descBrokerDownSince, descOffline} {
@@ -130,6 +134,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descQueuedWaiting, float64(s.Requests.QueuedWaiting))
 	counter(descLogStalls, float64(s.LogStalls.Count))
 	counter(descLogStallTime, s.LogStalls.Time.Seconds())
+	if b := s.LogBudget; b.Limit > 0 {
+		gauge(descBudgetHeld, float64(b.Held))
+		gauge(descBudgetLimit, float64(b.Limit))
+		counter(descBudgetTrims, float64(b.Trims))
+	}
 	if h := walFsync(s.WALFsync); h != nil {
 		ch <- h
 	}

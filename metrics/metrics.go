@@ -109,6 +109,8 @@ type State struct {
 	// LogStalls is what the Raft log store's write stalls cost so far
 	// (multiraft.Host.LogStoreStalls).
 	LogStalls multiraft.WriteStalls
+	// LogBudget is the node-wide Raft log budget (multiraft.Host.LogBudget).
+	LogBudget multiraft.LogBudget
 	// Disk is the data disk's space; zero Total when unknown.
 	Disk Disk
 }

@@ -234,7 +234,14 @@ func TestMetricsCountProduceAndConsume(t *testing.T) {
 	if got := sum(scrapes, `minikafka_log_fsync_duration_seconds_count`) + sum(scrapes, `minikafka_raft_wal_fsync_duration_seconds_count`); got == 0 {
 		t.Error("no fsync observed")
 	}
-	for _, name := range []string{"minikafka_raft_log_write_stalls_total ", "minikafka_raft_log_write_stall_seconds_total "} {
+	if got := sum(scrapes, `minikafka_raft_log_budget_limit_bytes`); got <= 0 {
+		t.Errorf("Raft log budget %v, want the node's (a quarter of its memtable)", got)
+	}
+	if got := sum(scrapes, `minikafka_raft_log_budget_bytes`); got <= 0 {
+		t.Errorf("Raft log bytes held %v, want some after producing", got)
+	}
+	for _, name := range []string{"minikafka_raft_log_write_stalls_total ", "minikafka_raft_log_write_stall_seconds_total ",
+		"minikafka_raft_log_budget_trims_total "} {
 		if !strings.Contains(scrapes[0].text, "\n"+name) {
 			t.Errorf("%s missing from /metrics", name)
 		}

@@ -19,6 +19,7 @@ type logBudget struct {
 	limit   int64
 	minTrim int64
 	total   atomic.Int64  // bytes the registered logs hold
+	trims   atomic.Uint64 // trims kicked
 	wake    chan struct{} // the loop's, buffered 1
 
 	mu      sync.Mutex // guards logs and pending
@@ -90,6 +91,7 @@ func (b *logBudget) loop(stop <-chan struct{}, done chan<- struct{}) {
 		if b.pending == nil && b.total.Load() > b.limit {
 			if s := b.largestLocked(); s != nil {
 				b.pending = s
+				b.trims.Add(1)
 				s.budgetBase.Store(s.held.Load())
 				select {
 				case s.budgetKick <- struct{}{}:
@@ -113,4 +115,23 @@ func (b *logBudget) largestLocked() *sizedLog {
 		}
 	}
 	return best
+}
+
+// LogBudget is what the groups sharing the node's Pebble log store hold
+// of their budget (Host.LogBudget).
+type LogBudget struct {
+	Held, Limit int64  // bytes of entries held; the budget
+	Trims       uint64 // trims the budget asked of the group holding most
+}
+
+// LogBudget reports the node-wide Raft log budget; zero before a pebble
+// group opened the store.
+func (h *Host) LogBudget() LogBudget {
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	if h.plog == nil {
+		return LogBudget{}
+	}
+	b := h.plog.budget
+	return LogBudget{Held: b.total.Load(), Limit: b.limit, Trims: b.trims.Load()}
 }

@@ -59,8 +59,8 @@ func TestLogBudgetBoundsTheGroupsTogether(t *testing.T) {
 			t.Errorf("group %s kept no entry", g.spec.Name)
 		}
 	}
-	if got := budget.total.Load(); got != heldBy(gs) {
-		t.Errorf("budget counts %d bytes, the groups hold %d", got, heldBy(gs))
+	if got := gs[0].h.LogBudget(); got.Held != heldBy(gs) || got.Limit != 512<<10 || got.Trims == 0 {
+		t.Errorf("LogBudget %+v; the groups hold %d bytes, the budget is 512 KiB, and it trimmed", got, heldBy(gs))
 	}
 }
 
