@@ -52,12 +52,19 @@ func (b *logBudget) remove(s *sizedLog) {
 	s.countIn(false)
 }
 
-// add counts a change of a registered log's bytes.
-func (b *logBudget) add(delta int64) {
-	if b.total.Add(delta) > b.limit {
+// add counts a change of a registered log's bytes. Over the bound, it
+// wakes the loop as the total crosses it, then only for a log the loop
+// could pick (eligible): with none to pick, each store would otherwise
+// cost a scan of every registered log.
+func (b *logBudget) add(delta int64, eligible bool) {
+	if n := b.total.Add(delta); n > b.limit && (eligible || n-delta <= b.limit) {
 		b.poke()
 	}
 }
+
+// eligible reports whether the loop may pick a log holding held bytes,
+// base after its last budget trim.
+func (b *logBudget) eligible(held, base int64) bool { return held-base >= b.minTrim }
 
 // trimmed is a log's trimmer telling that the trim it was kicked for is
 // done (or failed).
@@ -110,7 +117,7 @@ func (b *logBudget) largestLocked() *sizedLog {
 	var most int64
 	for s := range b.logs {
 		held := s.held.Load()
-		if held-s.budgetBase.Load() >= b.minTrim && held > most {
+		if b.eligible(held, s.budgetBase.Load()) && held > most {
 			best, most = s, held
 		}
 	}

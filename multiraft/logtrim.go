@@ -156,7 +156,7 @@ func (s *sizedLog) change(f func()) {
 	s.held.Store(after)
 	s.mu.Unlock()
 	if counted && after != before {
-		s.budget.add(after - before)
+		s.budget.add(after-before, s.budget.eligible(after, s.budgetBase.Load()))
 	}
 }
 
@@ -169,9 +169,9 @@ func (s *sizedLog) countIn(on bool) {
 	}
 	s.counted = on
 	if on {
-		s.budget.add(s.total)
+		s.budget.add(s.total, s.budget.eligible(s.total, s.budgetBase.Load()))
 	} else {
-		s.budget.add(-s.total)
+		s.budget.add(-s.total, false)
 	}
 }
 
