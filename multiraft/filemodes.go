@@ -72,11 +72,26 @@ func chmodNew(name string, f vfs.File, err error) (vfs.File, error) {
 	return f, nil
 }
 
-// openSnapshots is raft's file snapshot store in dir/snapshots, made
+// openSnapshots opens the group's snapshot store: for an FSM that keeps
+// its own state (a partition), whose snapshots are small and frequent, one
+// file per snapshot (snapFiles), wrapped by the FSM; for the others
+// (metadata), raft's own store.
+func (g *Group) openSnapshots(hl hclog.Logger, durable DurableFSM) (raft.SnapshotStore, error) {
+	if durable == nil {
+		return openRaftSnapshots(g.spec.Dir, hl, g.log)
+	}
+	s, err := openSnapFiles(g.spec.Dir, 2, hl, g.log)
+	if err != nil {
+		return nil, err
+	}
+	return durable.WrapSnapshots(s), nil
+}
+
+// openRaftSnapshots is raft's file snapshot store in dir/snapshots, made
 // dirMode before raft sees it, with every snapshot it completes given
 // dirMode and fileMode: raft makes them 0755 and 0666 less the umask, and
 // the metadata group's snapshots hold SCRAM keys.
-func openSnapshots(dir string, hl hclog.Logger, log *slog.Logger) (raft.SnapshotStore, error) {
+func openRaftSnapshots(dir string, hl hclog.Logger, log *slog.Logger) (raft.SnapshotStore, error) {
 	snapDir := filepath.Join(dir, "snapshots") // raft's name for it
 	if err := os.MkdirAll(snapDir, dirMode); err != nil {
 		return nil, err

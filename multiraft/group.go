@@ -215,12 +215,9 @@ func (g *Group) start() (normal raft.ReloadableConfig, hold bool, err error) {
 		_ = store.Close()
 		return normal, false, err
 	}
-	var snaps raft.SnapshotStore
-	if snaps, err = openSnapshots(spec.Dir, hl, g.log); err != nil {
+	snaps, err := g.openSnapshots(hl, durable)
+	if err != nil {
 		return fail(fmt.Errorf("multiraft: snapshot store: %w", err))
-	}
-	if isDurable {
-		snaps = durable.WrapSnapshots(snaps)
 	}
 	g.guard = &guardedStore{logStore: store, stop: g.stop, log: g.log}
 	g.logs = g.sizedLog(store)

@@ -297,7 +297,7 @@ func testReplicaGroupFailover(t *testing.T, store multiraft.LogStore) {
 	g.identical()
 	// The rejoined replica could only have caught up from a snapshot:
 	// raft stored the one it received.
-	if snaps, _ := filepath.Glob(filepath.Join(g.base, fmt.Sprint(oldID), "snapshots", "*", "meta.json")); len(snaps) == 0 {
+	if snaps, _ := filepath.Glob(filepath.Join(g.base, fmt.Sprint(oldID), "snapshots", "*.snap")); len(snaps) == 0 {
 		t.Fatalf("rejoined replica did not catch up from a snapshot (none stored; leader applied %d)", applied)
 	}
 	// The newest batch is still in the producer window on every replica,

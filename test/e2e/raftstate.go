@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,8 +20,9 @@ func RaftLastIndex(dataDir, replicaDir string) (uint64, error) {
 }
 
 // NewestSnapshotIndex returns the Raft index of the newest complete
-// snapshot in <replicaDir>/snapshots (0 if there is none). It reads only
-// the snapshots' meta.json files, so the node may be running.
+// snapshot in <replicaDir>/snapshots (0 if there is none): one file per
+// snapshot, or a directory of raft's store from an older version. It reads
+// only their metadata, so the node may be running.
 func NewestSnapshotIndex(replicaDir string) (uint64, error) {
 	entries, err := os.ReadDir(filepath.Join(replicaDir, "snapshots"))
 	if os.IsNotExist(err) {
@@ -31,6 +33,15 @@ func NewestSnapshotIndex(replicaDir string) (uint64, error) {
 	}
 	var newest uint64
 	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".snap") {
+			meta, err := multiraft.ReadSnapshotFileMeta(filepath.Join(replicaDir, "snapshots", e.Name()))
+			if err == nil {
+				newest = max(newest, meta.Index)
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return 0, fmt.Errorf("e2e: snapshot %s: %w", e.Name(), err)
+			}
+			continue
+		}
 		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
 			continue // being written
 		}
