@@ -2,8 +2,10 @@ package multiraft
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -20,24 +22,10 @@ func (h *Host) openGroups() []*Group {
 	return out
 }
 
-// liveTarget returns the first of members, other than this node, whose
-// node is up (PeerUp): a member that can take a leadership now.
-func (h *Host) liveTarget(members []int32) (int32, bool) {
-	for _, m := range members {
-		if m == h.id {
-			continue
-		}
-		if _, up := h.nodeUp(m); up {
-			return m, true
-		}
-	}
-	return 0, false
-}
-
 // HandOver hands every leadership this node holds to another member, all
-// at once, bounded by ctx: to the
-// first other member in the group's order whose node is up, and not at
-// all when none is (raft's own pick could be a node that is down, and the
+// at once, bounded by ctx: each to the first other member in the group's
+// order whose node is up and that takes it (handOver), and to none when no
+// such member does (raft's own pick could be a node that is down, and the
 // group would then wait out its election timeout for nothing). A node
 // stopping gracefully calls it first.
 //
@@ -48,21 +36,56 @@ func (h *Host) HandOver(ctx context.Context) {
 	h.draining.Store(true)
 	var eg errgroup.Group
 	for _, g := range h.openGroups() {
-		if !g.IsLeader() {
-			continue
+		if g.IsLeader() {
+			eg.Go(func() error { h.handOver(ctx, g); return nil })
 		}
-		to, ok := h.liveTarget(g.Members())
-		if !ok {
-			continue
-		}
-		eg.Go(func() error {
-			if err := g.TransferLeadership(ctx, to); err != nil {
-				g.log.Debug("hand-over failed", "to", to, "err", err)
-			}
-			return nil
-		})
 	}
 	_ = eg.Wait()
+}
+
+// handOver offers g's leadership to its other members whose node is up
+// (PeerUp), in the group's order, until one takes it or this member no
+// longer leads. A node that just died looks up until its session's end is
+// read, a hung one until the session's keepalive fails: the transfer to
+// it fails, and without an offer to the next member the group stayed with
+// this stopping node, left to raft's election timeout (or, its quorum
+// gone with this node, to no leader at all).
+func (h *Host) handOver(ctx context.Context, g *Group) {
+	for _, m := range g.Members() {
+		if m == h.id {
+			continue
+		}
+		if _, up := h.nodeUp(m); !up {
+			continue
+		}
+		err := transferLeadership(ctx, g, m)
+		if err == nil || !g.IsLeader() || ctx.Err() != nil {
+			return
+		}
+		g.log.Debug("hand-over failed; offering the next member", "to", m, "err", err)
+	}
+}
+
+// transferRetry is how long a transfer waits for raft to finish an
+// earlier one of the same group before it asks again.
+const transferRetry = 10 * time.Millisecond
+
+// transferLeadership is g.TransferLeadership, asked again while raft is
+// still busy with an earlier transfer of g: raft answers a failed transfer
+// before it clears its flag, so the offer to the next member may come
+// first.
+func transferLeadership(ctx context.Context, g *Group, to int32) error {
+	for {
+		err := g.TransferLeadership(ctx, to)
+		if !errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(transferRetry):
+		}
+	}
 }
 
 // rebalanceLoop hands leadership back to each group's preferred member
