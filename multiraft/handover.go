@@ -26,7 +26,8 @@ func (h *Host) openGroups() []*Group {
 // at once, bounded by ctx: each to the first other member in the group's
 // order whose node is up and that takes it (handOver), and to none when no
 // such member does (raft's own pick could be a node that is down, and the
-// group would then wait out its election timeout for nothing). A node
+// group would then wait out its election timeout for nothing). It returns
+// once this node knows each group's new leader (awaitSuccessor). A node
 // stopping gracefully calls it first.
 //
 // From then on the node refuses leaderships offered to it: another
@@ -45,11 +46,12 @@ func (h *Host) HandOver(ctx context.Context) {
 
 // handOver offers g's leadership to its other members whose node is up
 // (PeerUp), in the group's order, until one takes it or this member no
-// longer leads. A node that just died looks up until its session's end is
-// read, a hung one until the session's keepalive fails: the transfer to
-// it fails, and without an offer to the next member the group stayed with
-// this stopping node, left to raft's election timeout (or, its quorum
-// gone with this node, to no leader at all).
+// longer leads, and then waits for the group's new leader (awaitSuccessor).
+// A node that just died looks up until its session's end is read, a hung
+// one until the session's keepalive fails: the transfer to it fails, and
+// without an offer to the next member the group stayed with this stopping
+// node, left to raft's election timeout (or, its quorum gone with this
+// node, to no leader at all).
 func (h *Host) handOver(ctx context.Context, g *Group) {
 	for _, m := range g.Members() {
 		if m == h.id {
@@ -59,16 +61,45 @@ func (h *Host) handOver(ctx context.Context, g *Group) {
 			continue
 		}
 		err := transferLeadership(ctx, g, m)
-		if err == nil || !g.IsLeader() || ctx.Err() != nil {
+		if err == nil || !g.IsLeader() {
+			h.awaitSuccessor(ctx, g, m)
+			return
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		g.log.Debug("hand-over failed; offering the next member", "to", m, "err", err)
 	}
 }
 
-// transferRetry is how long a transfer waits for raft to finish an
-// earlier one of the same group before it asks again.
-const transferRetry = 10 * time.Millisecond
+// awaitSuccessor waits until g's member here knows a leader other than
+// this node. raft counts a transfer done as soon as this leader steps
+// down, and it steps down on the candidate's answer to an append, in the
+// candidate's newer term, which may come before the candidate's vote
+// request: a node that closed its groups then refused that vote, and in a
+// group with another member down the candidate could not be elected. The
+// wait ends early when to's node is no longer up, and lasts an election
+// timeout at most (raft's own bound on a transfer), within ctx.
+func (h *Host) awaitSuccessor(ctx context.Context, g *Group, to int32) {
+	deadline := time.Now().Add(g.spec.Timing.ElectionTimeout)
+	for {
+		if l, _, ok := g.Leader(); ok && l != h.id {
+			return
+		}
+		if _, up := h.nodeUp(to); !up || g.raft.State() == raft.Shutdown || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(handOverPoll):
+		}
+	}
+}
+
+// handOverPoll is how often a hand-over looks again: for raft to finish an
+// earlier transfer of the same group, or for the group's new leader.
+const handOverPoll = 10 * time.Millisecond
 
 // transferLeadership is g.TransferLeadership, asked again while raft is
 // still busy with an earlier transfer of g: raft answers a failed transfer
@@ -83,7 +114,7 @@ func transferLeadership(ctx context.Context, g *Group, to int32) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(transferRetry):
+		case <-time.After(handOverPoll):
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/yamux"
 )
@@ -63,4 +64,56 @@ func stallSession(t *testing.T, h *Host, addr string) {
 	for _, st := range stale {
 		_ = st.Close()
 	}
+}
+
+// A hand-over is over once this node knows its successor leads, not when
+// raft counts the transfer done: raft does once this leader steps down,
+// and an answer from the candidate, already in its newer term, makes it
+// step down before the candidate's vote request arrives. The node then
+// closed its groups, the vote request found none, and the candidate, with
+// the third member down, could not be elected: the cause of
+// TestShutdownHandsLeadershipsToLiveNodes's rare failure in broker. Here
+// node 3's vote requests to node 1 wait until node 1 has stepped down.
+func TestHandOverWaitsForTheNewLeader(t *testing.T) {
+	n := newTestNet(t, func(tu *Tuning) {
+		tu.RebalanceInterval = -1
+		tu.DisableQuiescence = true // node 1 replicates each CommitTimeout
+		tu.CallTimeout = 10 * time.Second
+	})
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+	gs := ledByNode1(t, n, []string{"gw"}, [][]int32{{1, 2, 3}}, slowTiming())[0]
+	n.stop(2)
+	addr1, _ := n.resolve(1)
+	votes, err := n.host(3).peer(addr1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range cap(votes.elections) { // node 3's election calls to node 1 wait
+		votes.elections <- struct{}{}
+	}
+	type known struct {
+		leader int32
+		ok     bool
+		term   uint64
+	}
+	handedOver := make(chan known, 1)
+	ctx := testCtx(t)
+	go func() {
+		n.host(1).HandOver(ctx)
+		l, _, ok := gs[0].Leader()
+		handedOver <- known{l, ok, gs[0].Epoch()}
+	}()
+	waitFor(t, "node 1 to step down", func() bool { return !gs[0].IsLeader() })
+	for range cap(votes.elections) {
+		votes.releaseCall(callRequestVote)
+	}
+	if k := <-handedOver; !k.ok || k.leader != 3 {
+		t.Fatalf("HandOver returned while node 1 knew leader %d (known %v) in term %d, node 3 in term %d: "+
+			"node 1 would stop before giving node 3 its vote", k.leader, k.ok, k.term, gs[2].Epoch())
+	}
+	_ = gs[0].Close() // node 1 stops, as broker's Node does after HandOver
+	waitFor(t, "node 3 to lead", gs[2].IsLeader)
 }
