@@ -79,8 +79,9 @@ func openSnapFiles(dir string, retain int, hl hclog.Logger, log *slog.Logger) (*
 	for _, e := range entries {
 		name := e.Name()
 		switch {
-		case strings.HasSuffix(name, snapTmpSuffix):
-			if err := os.Remove(filepath.Join(s.dir, name)); err != nil {
+		case strings.HasSuffix(name, snapTmpSuffix), e.IsDir() && strings.HasSuffix(name, ".tmp"):
+			// Ours, or raft's store's, half written when the process stopped.
+			if err := os.RemoveAll(filepath.Join(s.dir, name)); err != nil {
 				return nil, err
 			}
 		case strings.HasSuffix(name, snapSuffix):
