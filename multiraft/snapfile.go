@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -125,24 +126,8 @@ func (s *snapFiles) adoptLegacy() error {
 // sortSnaps orders the snapshots newest first, as raft's stores do.
 func (s *snapFiles) sortSnaps() {
 	slices.SortFunc(s.snaps, func(a, b snapEntry) int {
-		if c := compareUint(b.meta.Term, a.meta.Term); c != 0 {
-			return c
-		}
-		if c := compareUint(b.meta.Index, a.meta.Index); c != 0 {
-			return c
-		}
-		return compareUint(b.seq, a.seq)
+		return cmp.Or(cmp.Compare(b.meta.Term, a.meta.Term), cmp.Compare(b.meta.Index, a.meta.Index), cmp.Compare(b.seq, a.seq))
 	})
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (s *snapFiles) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
