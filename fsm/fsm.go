@@ -424,6 +424,19 @@ func (f *FSM) Close() error {
 	return err
 }
 
+// Discard is Close without the checkpoint, for an FSM whose directory is
+// removed next: its journal is closed and nothing is synced.
+func (f *FSM) Discard() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	f.Stop()
+	err := f.journal.close()
+	f.notify()
+	return err
+}
+
 // applyTrim moves the log start offset up to offset, the same on every
 // replica. The new start is made durable before any segment goes: the log
 // is synced and a checkpoint at this entry records the start, so that

@@ -233,3 +233,33 @@ func TestReplicaAdmitRefusesClientBatchesOnly(t *testing.T) {
 		t.Fatalf("produce after Admit lets writes in: offset %d, want 3", off)
 	}
 }
+
+// Discard, for a replica whose directory goes next, syncs nothing: with
+// every sync failing it succeeds without one, where Close (the control)
+// must sync and fails.
+func TestReplicaDiscardSyncsNothing(t *testing.T) {
+	for _, discard := range []bool{false, true} {
+		ff := vfs.Faulty(nil)
+		g := newGroupFS(t, 1, ff)
+		for i := range 5 {
+			g.produce(idemBatch(t, 7, int32(i), fmt.Sprint("v", i)))
+		}
+		id, r := g.leader()
+		ff.Fail(vfs.OpSync|vfs.OpWrite|vfs.OpCreate|vfs.OpRename, syscall.EIO)
+		var err error
+		if discard {
+			err = r.Discard()
+		} else {
+			err = r.Close()
+		}
+		delete(g.reps, id) // closed here; the cleanup closes the host alone
+		g.hosts[id].Close()
+		switch {
+		case discard && (err != nil || ff.Failures() != 0):
+			t.Fatalf("Discard: %v after %d failed storage operations; want none", err, ff.Failures())
+		case !discard && (err == nil || ff.Failures() == 0):
+			t.Fatalf("Close with failing syncs: %v after %d failed operations; want a failure", err, ff.Failures())
+		}
+		ff.Heal()
+	}
+}

@@ -214,7 +214,7 @@ func kick(ch chan struct{}) {
 // remove closes r and removes its data, saying why in the log.
 func (s *Set[E]) remove(r *Replica[E], why string) {
 	<-r.ready
-	if err := r.rep.Close(); err != nil {
+	if err := r.rep.Discard(); err != nil {
 		r.logger.Warn("closing a replica to remove", "why", why, "err", err)
 	}
 	dir := s.dir(r.info.Topic, r.info.Partition)

@@ -404,7 +404,13 @@ func (l *Log) roll(base int64) (*segment, error) {
 
 // Close writes the active segment's index, syncs, and closes the files.
 // It waits for running reads; every later call returns ErrClosed.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.close(true) }
+
+// Discard is Close for a log whose directory is removed next: the open
+// segment's index is not written and nothing is synced.
+func (l *Log) Discard() error { return l.close(false) }
+
+func (l *Log) close(durable bool) error {
 	l.stopFlusher()
 	// syncSem: a running Sync's fsync result must be known (and a failure
 	// recorded) before Close syncs and reports.
@@ -418,10 +424,12 @@ func (l *Log) Close() error {
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
 	var errs []error
-	if l.werr == nil && l.serr == nil {
+	if durable && l.werr == nil && l.serr == nil {
 		errs = append(errs, l.segs[len(l.segs)-1].writeIndex())
 	}
-	errs = append(errs, l.syncLocked())
+	if durable {
+		errs = append(errs, l.syncLocked())
+	}
 	for _, s := range l.segs {
 		errs = append(errs, s.f.Close())
 	}
