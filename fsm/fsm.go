@@ -432,6 +432,9 @@ func (f *FSM) Discard() error {
 	}
 	f.closed = true
 	f.Stop()
+	if f.cleaner != nil {
+		_ = f.cleaner.wait() // a cleaning, given up at Stop, ends before the log closes
+	}
 	err := f.journal.close()
 	f.notify()
 	return err
