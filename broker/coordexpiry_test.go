@@ -2,11 +2,14 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
@@ -266,7 +269,29 @@ func TestTransactionalIDsExpireOnEveryReplica(t *testing.T) {
 
 // transactOnce commits one transaction of transactional id id to topic and
 // returns the producer id it ran under.
+//
+// With a short transactional.id.expiration.ms the id may expire, rightly,
+// between the client's InitProducerId and its AddPartitionsToTxn when a
+// loaded machine stalls the client that long (the id is Empty meanwhile):
+// the produce then fails with INVALID_PRODUCER_ID_MAPPING, and a new
+// client starts again, as an application would.
 func transactOnce(t *testing.T, c *testcluster.Cluster, id, topic string) int64 {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		pid, err := tryTransactOnce(t, c, id, topic)
+		if err == nil {
+			return pid
+		}
+		if !errors.Is(err, kerr.InvalidProducerIDMapping) || attempt == 3 {
+			t.Fatalf("produce in %s's transaction: %v", id, err)
+		}
+		t.Logf("%s expired between its InitProducerId and its first produce (%v); again", id, err)
+	}
+}
+
+// tryTransactOnce is one attempt of transactOnce; it returns the error of
+// the produce and fails t on any other.
+func tryTransactOnce(t *testing.T, c *testcluster.Cluster, id, topic string) (int64, error) {
 	t.Helper()
 	p, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
 	if err != nil {
@@ -279,7 +304,7 @@ func transactOnce(t *testing.T, c *testcluster.Cluster, id, topic string) int64 
 		t.Fatal(err)
 	}
 	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(id)}).FirstErr(); err != nil {
-		t.Fatalf("produce in %s's transaction: %v", id, err)
+		return 0, err
 	}
 	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit %s: %v", id, err)
@@ -288,7 +313,7 @@ func transactOnce(t *testing.T, c *testcluster.Cluster, id, topic string) int64 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pid
+	return pid, nil
 }
 
 // txnOnEvery reports whether every running node's replica view holds id
@@ -300,4 +325,31 @@ func txnOnEvery(c *testcluster.Cluster, id string, want bool) bool {
 		}
 	}
 	return true
+}
+
+// An id whose InitProducerId is answered and whose producer then stays
+// idle past transactional.id.expiration.ms expires while Empty, as in
+// Kafka: its AddPartitionsToTxn gets INVALID_PRODUCER_ID_MAPPING. (What
+// transactOnce retries when a loaded machine stalls a client that long.)
+func TestTransactionalIDExpiresBeforeItsFirstAdd(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
+		cfg.TransactionalIDExpirationMs, cfg.TxnRemoveExpiredInterval = 500, 50*time.Millisecond
+	})
+	cl := c.Client(t, v1Versions())
+	createTopic(t, cl, "idle", 1, 1)
+	id := kmsg.StringPtr("idle-tx")
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = id, 60_000
+	ir := txnRequest(t, cl, init, func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode })
+	wantCode(t, "InitProducerId", ir.ErrorCode, nil)
+	eventually(t, 30*time.Second, "the idle id expired", func() bool { return txnOnEvery(c, "idle-tx", false) })
+
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = *id, ir.ProducerID, ir.ProducerEpoch
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = "idle", []int32{0}
+	add.Topics = append(add.Topics, at)
+	ar := txnRequest(t, cl, add, func(r *kmsg.AddPartitionsToTxnResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })
+	wantCode(t, "AddPartitionsToTxn after the id expired", ar.Topics[0].Partitions[0].ErrorCode, kerr.InvalidProducerIDMapping)
 }
