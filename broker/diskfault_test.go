@@ -59,8 +59,9 @@ func fetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) []byte {
 	return out
 }
 
-// tryFetchFrom is fetchFrom that returns a partition error instead of
-// failing (a node that just restarted may not lead yet).
+// tryFetchFrom is fetchFrom that returns a request or partition error
+// instead of failing: a node that just restarted may not lead yet, nor
+// know the topic's id (its metadata still loading).
 func tryFetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) ([]byte, error) {
 	t.Helper()
 	var out []byte
@@ -69,7 +70,7 @@ func tryFetchFrom(t *testing.T, cl *kgo.Client, node int32, topic string) ([]byt
 		resp, err := fetchFromBroker(ctx, cl.Broker(int(node)), topic, offset, 0)
 		cancel()
 		if err != nil {
-			t.Fatalf("fetch from node %d: %v", node, err)
+			return nil, fmt.Errorf("fetch from node %d: %w", node, err)
 		}
 		p := resp.Topics[0].Partitions[0]
 		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
