@@ -403,39 +403,35 @@ func (f *FSM) Stop() { f.stopOnce.Do(func() { close(f.stop) }) }
 
 // Close checkpoints the applied state so that a restart replays nothing.
 // Call it after raft has shut down; it does not close the log.
-func (f *FSM) Close() error {
+func (f *FSM) Close() error { return f.close(true) }
+
+// Discard is Close without the checkpoint, for an FSM whose directory is
+// removed next: its journal is closed and nothing is synced.
+func (f *FSM) Discard() error { return f.close(false) }
+
+func (f *FSM) close(durable bool) error {
 	if f.closed {
 		return nil
 	}
 	f.closed = true
 	f.Stop() // a cleaning retrying a failed write gives up
-	err := f.checkpoint(checkpoint{
-		index: f.applied.Load(), term: f.appliedTerm,
-		start: f.log.StartOffset(), end: f.log.EndOffset(),
-		table: f.table.AppendEncode(nil),
-	})
-	if errors.Is(err, errRestoring) || errors.Is(err, errCleaningAbandoned) {
-		err = nil // the next start restores raft's snapshot, or replays the cleaning, again
+	var err error
+	switch {
+	case durable:
+		err = f.checkpoint(checkpoint{ // waits for the cleanings first
+			index: f.applied.Load(), term: f.appliedTerm,
+			start: f.log.StartOffset(), end: f.log.EndOffset(),
+			table: f.table.AppendEncode(nil),
+		})
+		if errors.Is(err, errRestoring) || errors.Is(err, errCleaningAbandoned) {
+			err = nil // the next start restores raft's snapshot, or replays the cleaning, again
+		}
+	case f.cleaner != nil:
+		_ = f.cleaner.wait() // a cleaning, given up at Stop, ends before the log closes
 	}
 	if jerr := f.journal.close(); err == nil {
 		err = jerr
 	}
-	f.notify()
-	return err
-}
-
-// Discard is Close without the checkpoint, for an FSM whose directory is
-// removed next: its journal is closed and nothing is synced.
-func (f *FSM) Discard() error {
-	if f.closed {
-		return nil
-	}
-	f.closed = true
-	f.Stop()
-	if f.cleaner != nil {
-		_ = f.cleaner.wait() // a cleaning, given up at Stop, ends before the log closes
-	}
-	err := f.journal.close()
 	f.notify()
 	return err
 }

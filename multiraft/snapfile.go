@@ -54,12 +54,16 @@ type snapEntry struct {
 }
 
 const (
-	snapSuffix    = ".snap"
-	snapTmpSuffix = ".snap.tmp"
+	snapSuffix    = SnapshotFileSuffix
+	snapTmpSuffix = SnapshotFileSuffix + ".tmp"
 	snapMagic     = "MKSN"
 	snapTrailer   = 8 + 4 + 4 + 4 + 4
 	maxSnapMeta   = 64 << 20 // a corrupt length must not make us allocate without limit
 )
+
+// SnapshotFileSuffix ends the name of a partition group's snapshot file
+// in its snapshots directory.
+const SnapshotFileSuffix = ".snap"
 
 // ErrSnapshotFileCorrupt means a snapshot file failed its checks.
 var ErrSnapshotFileCorrupt = errors.New("multiraft: corrupt snapshot file")
@@ -108,6 +112,9 @@ func openSnapFiles(dir string, retain int, hl hclog.Logger, log *slog.Logger) (*
 	return s, nil
 }
 
+// path is the file of snapshot id with suffix (snapSuffix or snapTmpSuffix).
+func (s *snapFiles) path(id, suffix string) string { return filepath.Join(s.dir, id+suffix) }
+
 // adoptLegacy lists the snapshots of raft's store beside ours.
 func (s *snapFiles) adoptLegacy() error {
 	if err := s.legacy.ReapSnapshots(); err != nil {
@@ -140,7 +147,7 @@ func (s *snapFiles) Create(version raft.SnapshotVersion, index, term uint64, con
 	seq := s.seq
 	s.mu.Unlock()
 	id := fmt.Sprintf("%d-%d-%d", term, index, seq)
-	fh, err := os.OpenFile(filepath.Join(s.dir, id+snapTmpSuffix), os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileMode)
+	fh, err := os.OpenFile(s.path(id, snapTmpSuffix), os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +186,7 @@ func (s *snapFiles) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	if e.legacy {
 		return s.legacy.Open(id)
 	}
-	fh, err := os.Open(filepath.Join(s.dir, id+snapSuffix))
+	fh, err := os.Open(s.path(id, snapSuffix))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -208,7 +215,7 @@ func (s *snapFiles) add(e snapEntry) error {
 	for _, old := range s.snaps[min(len(s.snaps), s.retain):] {
 		if old.legacy {
 			errs = append(errs, os.RemoveAll(filepath.Join(s.dir, old.meta.ID)))
-		} else if err := os.Remove(filepath.Join(s.dir, old.meta.ID+snapSuffix)); !errors.Is(err, os.ErrNotExist) {
+		} else if err := os.Remove(s.path(old.meta.ID, snapSuffix)); !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -243,11 +250,11 @@ func (k *snapSink) Close() error {
 		return nil
 	}
 	k.closed = true
-	tmp := filepath.Join(k.store.dir, k.meta.ID+snapTmpSuffix)
+	tmp := k.store.path(k.meta.ID, snapTmpSuffix)
 	if err := k.finish(); err != nil {
 		return errors.Join(err, os.Remove(tmp))
 	}
-	if err := os.Rename(tmp, filepath.Join(k.store.dir, k.meta.ID+snapSuffix)); err != nil {
+	if err := os.Rename(tmp, k.store.path(k.meta.ID, snapSuffix)); err != nil {
 		return errors.Join(err, os.Remove(tmp))
 	}
 	if err := syncDir(k.store.dir); err != nil {
@@ -281,7 +288,7 @@ func (k *snapSink) Cancel() error {
 		return nil
 	}
 	k.closed = true
-	return errors.Join(k.fh.Close(), os.Remove(filepath.Join(k.store.dir, k.meta.ID+snapTmpSuffix)))
+	return errors.Join(k.fh.Close(), os.Remove(k.store.path(k.meta.ID, snapTmpSuffix)))
 }
 
 func encodeSnapTrailer(meta raft.SnapshotMeta, stateCRC uint32) ([]byte, error) {

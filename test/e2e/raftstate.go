@@ -33,7 +33,7 @@ func NewestSnapshotIndex(replicaDir string) (uint64, error) {
 	}
 	var newest uint64
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".snap") {
+		if strings.HasSuffix(e.Name(), multiraft.SnapshotFileSuffix) {
 			meta, err := multiraft.ReadSnapshotFileMeta(filepath.Join(replicaDir, "snapshots", e.Name()))
 			if err == nil {
 				newest = max(newest, meta.Index)
