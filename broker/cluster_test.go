@@ -187,10 +187,11 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 		if err != nil && !(errors.As(err, &opErr) && opErr.Op == "dial") {
 			t.Fatalf("produce: %v", err)
 		}
-		// A halted leader that the metadata still names cannot be dialled:
-		// asked again once the metadata has moved on.
-		if err != nil || resp.Topics[0].Partitions[0].ErrorCode == kerr.NotLeaderForPartition.Code ||
-			resp.Topics[0].Partitions[0].ErrorCode == kerr.LeaderNotAvailable.Code {
+		// A halted leader that the metadata still names cannot be dialled,
+		// and a node that has just restarted may lead the partition before
+		// its metadata knows the topic (UNKNOWN_TOPIC_ID): asked again once
+		// the metadata has moved on, as a Kafka client does.
+		if err != nil || staleMetadata(resp.Topics[0].Partitions[0].ErrorCode) {
 			cl.ForceMetadataRefresh()
 			select {
 			case <-ctx.Done():
@@ -201,6 +202,17 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 		}
 		return resp.Topics[0].Partitions[0]
 	}
+}
+
+// staleMetadata reports whether code is one a Kafka client answers by
+// refreshing its metadata and sending again (InvalidMetadataException).
+func staleMetadata(code int16) bool {
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.LeaderNotAvailable.Code,
+		kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code:
+		return true
+	}
+	return false
 }
 
 // Bad input each gets its own answer; the node stays up and the stored

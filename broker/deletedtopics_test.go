@@ -3,12 +3,16 @@ package broker_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
@@ -63,13 +67,14 @@ func TestDeletedTopicIDForgottenOnceReplicasAreGone(t *testing.T) {
 
 // A node removes a deleted topic's replicas in the background: a topic
 // created meanwhile has its replica opened and led at once, not after the
-// last removal (10,000 of them take a node about a minute). The new
-// topic's replica is led while the deleted topic's directories are still
-// being removed.
+// last removal (10,000 of them take a node about a minute). The removals
+// are held at their first file operation until the new topic is led.
 func TestNewTopicOpensWhileADeletedTopicIsRemoved(t *testing.T) {
-	c := testcluster.Start(t, 1)
+	held := &removalGate{FS: vfs.OS, prefix: "big-", open: make(chan struct{})}
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.PartitionFS = held })
+	t.Cleanup(held.release) // before the cluster's own cleanup closes the node
 	cl := c.Client(t)
-	const parts = 400
+	const parts = 8
 	createTopic(t, cl, "big", parts, 1)
 	bigDirs := func() int {
 		dirs, _ := filepath.Glob(filepath.Join(c.DataDir(1), "partitions", "big-*"))
@@ -87,10 +92,27 @@ func TestNewTopicOpensWhileADeletedTopicIsRemoved(t *testing.T) {
 	if leader, _ := c.Leader("next", 0, 30*time.Second); leader != 1 {
 		t.Fatalf("next-0: leader %d", leader)
 	}
-	left := bigDirs()
-	if left == 0 {
-		t.Fatalf("the new topic was led only once all %d replicas of the deleted one were removed", parts)
+	if left := bigDirs(); left != parts {
+		t.Fatalf("%d of %d replica directories of the deleted topic left while its removal was held", left, parts)
 	}
+	held.release()
 	eventually(t, 60*time.Second, "the deleted topic's replicas removed", func() bool { return bigDirs() == 0 })
-	t.Logf("the new topic was led with %d of %d replica directories of the deleted topic left", left, parts)
 }
+
+// removalGate is a file system whose removals of files in the partition
+// directories named with prefix wait until release.
+type removalGate struct {
+	vfs.FS
+	prefix string
+	open   chan struct{}
+	once   sync.Once
+}
+
+func (g *removalGate) Remove(name string) error {
+	if strings.HasPrefix(filepath.Base(filepath.Dir(name)), g.prefix) {
+		<-g.open
+	}
+	return g.FS.Remove(name)
+}
+
+func (g *removalGate) release() { g.once.Do(func() { close(g.open) }) }
