@@ -2,6 +2,7 @@ package kafkaapi
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -66,6 +67,14 @@ func (s *Server) startShareFetch(req *kmsg.ShareFetchRequest, rc requestInfo) re
 			s.releaseSession(ctx, sg, k, parts)
 		case !renew:
 			s.shareFetchPoll(ctx, sg, k, req, rc.received, parts, &out)
+			if out.stale {
+				// The member's deliveries so far are void: it opens a new
+				// session, and drops the acknowledgements of the old one.
+				if parts, err := sg.ShareSessions().Close(k); err == nil {
+					s.releaseSession(ctx, sg, k, parts)
+				}
+				return fail(kerr.ShareSessionNotFound)
+			}
 			s.shareLeaderHints(ctx, &out)
 		default:
 			s.shareFetchAcknowledge(ctx, sg, k, &out, renew)
@@ -150,6 +159,9 @@ type shareFetchOut struct {
 	resp *kmsg.ShareFetchResponse
 	idx  map[sharepart.TopicPartition][2]int // topic and partition index
 	acks []shareAcks                         // acknowledgements not applied yet
+	// stale: a partition was loaded again since the session acquired
+	// from it (sharepart.ErrSessionStale); the session must end.
+	stale bool
 }
 
 // takeAcks removes and returns tp's acknowledgements not applied yet.
@@ -248,6 +260,9 @@ func (s *Server) shareFetchPoll(ctx context.Context, sg ShareGroups, k sharepart
 	}()
 	for {
 		got, errored, watches := s.sharePass(ctx, sg, k, int(max(req.ShareSessionEpoch, 0)), parts, maxRecords, maxBytes, out)
+		if out.stale {
+			return
+		}
 		// Those of partitions the pass did not acquire from, before waiting.
 		s.shareFetchAcknowledge(ctx, sg, k, out, false)
 		if got > 0 || errored || len(watches) == 0 || ctx.Err() != nil || !time.Now().Before(deadline) {
@@ -279,7 +294,11 @@ func (s *Server) sharePass(ctx context.Context, sg ShareGroups, k sharepart.Sess
 		released := sg.ShareManager().Released(sp.key)
 		seenReleased := released.C()
 		acks := out.takeAcks(tp)
-		data, ranges, ackErr, err := shareAcquire(ctx, sg, k.Member, sp, acks, maxRecords-got, maxBytes-bytes)
+		data, ranges, ackErr, err := shareAcquire(ctx, sg, k, tp, sp, acks, maxRecords-got, maxBytes-bytes)
+		if errors.Is(err, sharepart.ErrSessionStale) {
+			out.stale = true
+			return got, true, nil
+		}
 		if len(acks) > 0 {
 			out.part(tp).AcknowledgeErrorCode = ErrorCode(ackErr)
 		}
@@ -301,19 +320,29 @@ func (s *Server) sharePass(ctx context.Context, sg ShareGroups, k sharepart.Sess
 	return got, errored, watches
 }
 
-// shareAcquire applies member's acknowledgements of one share partition
-// (ackErr: the last set's error) and acquires up to maxRecords records
-// from the whole batches, within maxBytes, that the log holds from the
-// partition's first acquirable offset; one snapshot commit holds both.
-func shareAcquire(ctx context.Context, sg ShareGroups, member string, sp sharePart, acks []shareAcks, maxRecords, maxBytes int) (data []byte, ranges []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, ackErr, err error) {
+// shareAcquire applies the session k's acknowledgements of share
+// partition tp (ackErr: the last set's error) and acquires up to
+// maxRecords records from the whole batches, within maxBytes, that the
+// log holds from the partition's first acquirable offset; one snapshot
+// commit holds both. It does neither, and returns
+// sharepart.ErrSessionStale, if the partition was loaded again since the
+// session acquired from it.
+func shareAcquire(ctx context.Context, sg ShareGroups, k sharepart.SessionKey, tp sharepart.TopicPartition, sp sharePart, acks []shareAcks, maxRecords, maxBytes int) (data []byte, ranges []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, ackErr, err error) {
 	var readErr error
+	sessions := sg.ShareSessions()
 	err = sg.ShareManager().Do(ctx, sp.key, sp.p, func(p *sharepart.Partition, now int64) error {
+		if err := sessions.CheckGeneration(k, tp, p.Generation()); err != nil {
+			return err
+		}
 		for _, a := range acks {
 			if ackErr = shareAckCheck(a, false); ackErr == nil {
-				ackErr = shareError(p.AcknowledgeAll(member, a.acks, now))
+				ackErr = shareError(p.AcknowledgeAll(k.Member, a.acks, now))
 			}
 		}
-		data, ranges, readErr = shareReadAcquire(p, now, member, sp, maxRecords, maxBytes)
+		data, ranges, readErr = shareReadAcquire(p, now, k.Member, sp, maxRecords, maxBytes)
+		if len(ranges) > 0 {
+			sessions.Acquired(k, tp, p.Generation())
+		}
 		return nil // the acknowledgements are committed whatever the read did
 	})
 	switch {

@@ -112,7 +112,7 @@ func shareError(err error) error {
 		return fmt.Errorf("%w: %w", kerr.InvalidRecordState, err)
 	case errors.Is(err, sharepart.ErrInvalidAck), errors.Is(err, sharepart.ErrSessionTooLarge):
 		return fmt.Errorf("%w: %w", kerr.InvalidRequest, err)
-	case errors.Is(err, sharepart.ErrSessionNotFound):
+	case errors.Is(err, sharepart.ErrSessionNotFound), errors.Is(err, sharepart.ErrSessionStale):
 		return kerr.ShareSessionNotFound
 	case errors.Is(err, sharepart.ErrSessionEpoch):
 		return kerr.InvalidShareSessionEpoch

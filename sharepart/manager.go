@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -52,6 +53,7 @@ type Manager struct {
 	// mu guards parts (not the entries, which have their own locks).
 	mu    sync.Mutex
 	parts map[Key]*entry
+	gens  atomic.Uint64 // the last Partition.Generation given
 }
 
 // entry is one share partition; mu serialises its operations, including
@@ -101,6 +103,7 @@ func (m *Manager) Do(ctx context.Context, key Key, log Log, fn func(p *Partition
 			e.p = nil
 			return err
 		}
+		p.gen = m.gens.Add(1)
 		e.p, e.epoch = p, epoch
 	}
 	now := m.cfg.Now().UnixMilli()
@@ -143,6 +146,7 @@ func (m *Manager) Reset(ctx context.Context, key Key, log Log, start int64) erro
 	}
 	if start >= 0 {
 		e.p, e.epoch = New(m.cfg.Partition, start, s.StateEpoch), epoch
+		e.p.gen = m.gens.Add(1)
 	}
 	e.released.Fire() // records below the old start may be there to acquire
 	return nil

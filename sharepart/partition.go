@@ -69,7 +69,13 @@ type Partition struct {
 	recs       []rec // recs[i] is offset start+i; start+len(recs) is SPEO
 	stateEpoch int32
 	dirty      bool
+	gen        uint64 // which load this is (Generation)
 }
+
+// Generation names this load of the share partition: the Manager gives
+// each load its own, so that a session can tell the deliveries it made
+// from those of an earlier load (Sessions.CheckGeneration).
+func (p *Partition) Generation() uint64 { return p.gen }
 
 // AcquiredRange is a range of records acquired together, with their delivery
 // count.

@@ -18,6 +18,10 @@ var (
 	// ErrSessionTooLarge: a session naming more than MaxSessionPartitions
 	// partitions (INVALID_REQUEST).
 	ErrSessionTooLarge = errors.New("sharepart: too many partitions in a share session")
+	// ErrSessionStale: a partition the session acquired from has been
+	// loaded again since (Partition.Generation); the session ends and its
+	// member opens a new one (SHARE_SESSION_NOT_FOUND).
+	ErrSessionStale = errors.New("sharepart: share partition reloaded since the session acquired from it")
 )
 
 // MaxSessionPartitions bounds the partitions one share session names.
@@ -46,6 +50,9 @@ type Sessions struct {
 type session struct {
 	epoch int32 // the epoch the next request must carry
 	parts []TopicPartition
+	// gens is the Generation of each partition the session acquired
+	// from: its member's acknowledgements name those deliveries.
+	gens map[TopicPartition]uint64
 	id    uint64 // which opening of the key's session this is
 	// detach, if set, stops watching the connection that opened the
 	// session (Attach); called when the session ends otherwise.
@@ -127,6 +134,9 @@ func (s *Sessions) Next(k SessionKey, epoch int32, add, forget []TopicPartition)
 		return nil, ErrSessionEpoch
 	}
 	ss.parts = slices.DeleteFunc(ss.parts, func(tp TopicPartition) bool { return slices.Contains(forget, tp) })
+	for _, tp := range forget {
+		delete(ss.gens, tp)
+	}
 	if err := ss.add(add); err != nil {
 		return nil, err
 	}
@@ -148,6 +158,36 @@ func (s *Sessions) Close(k SessionKey) ([]TopicPartition, error) {
 	ss.end()
 	delete(s.m, k)
 	return ss.parts, nil
+}
+
+// CheckGeneration returns ErrSessionStale if k's session acquired from tp
+// in a Generation other than gen. A share partition loaded again (a new
+// leader epoch, or a failed write) holds the session's acquired records
+// as available; were the session to go on, its member could acquire a
+// record again and its acknowledgement of the earlier delivery would
+// settle the new one (Kafka's acknowledgements name offsets, not
+// deliveries). Call it under the partition's lock (Manager.Do).
+func (s *Sessions) CheckGeneration(k SessionKey, tp TopicPartition, gen uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.m[k]; ss != nil {
+		if g, ok := ss.gens[tp]; ok && g != gen {
+			return ErrSessionStale
+		}
+	}
+	return nil
+}
+
+// Acquired records that k's session acquired from tp in Generation gen.
+func (s *Sessions) Acquired(k SessionKey, tp TopicPartition, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.m[k]; ss != nil {
+		if ss.gens == nil {
+			ss.gens = make(map[TopicPartition]uint64)
+		}
+		ss.gens[tp] = gen
+	}
 }
 
 // add merges parts into the session, kept sorted.
