@@ -373,12 +373,15 @@ func (n *Node) GossipAddr() string { return n.members.LocalAddr() }
 func (n *Node) RaftStats() multiraft.Stats { return n.host.Stats() }
 
 // WaitReady blocks until the node knows the cluster (the metadata group has
-// a leader and this node is registered) or ctx ends.
+// a leader, this node is registered, and its metadata replica has applied
+// every entry it knows to be committed, as Ready requires) or ctx ends. A
+// restarted node that serves before that may not know a topic yet.
 func (n *Node) WaitReady(ctx context.Context) error {
 	for {
 		s := n.meta.State()
 		_, registered := s.Broker(n.cfg.NodeID)
-		if s.Initialized() && s.HasProducerIDKey() && registered && n.meta.LeaderID() >= 0 {
+		r := n.meta.Replication()
+		if s.Initialized() && s.HasProducerIDKey() && registered && n.meta.LeaderID() >= 0 && r.AppliedIndex >= r.CommitIndex {
 			return nil
 		}
 		select {
