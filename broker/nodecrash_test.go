@@ -44,8 +44,8 @@ var nodeCrashPoints = []nodeCrashPoint{
 	{"raft WAL sync", 1, 40, func(k vfs.Op, p string) bool { return k == vfs.OpSync && isRaftWAL(p) }},
 	{"segment sync", 2, 3, func(k vfs.Op, p string) bool { return k == vfs.OpSync && isSegment(p) }},
 	{"segment roll", 3, 2, func(k vfs.Op, p string) bool { return k == vfs.OpCreate && isSegment(p) }},
-	{"checkpoint rename", 4, 3, func(k vfs.Op, p string) bool {
-		return k == vfs.OpRename && strings.HasPrefix(filepath.Base(p), "checkpoint")
+	{"checkpoint sync", 4, 3, func(k vfs.Op, p string) bool {
+		return k == vfs.OpSync && strings.HasPrefix(filepath.Base(p), "checkpoint")
 	}},
 	{"any operation", 5, 1500, func(vfs.Op, string) bool { return true }},
 }

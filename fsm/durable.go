@@ -20,7 +20,7 @@ import (
 // the FSM's durable state is:
 //
 //   - checkpoint: applied index and term, log start and end, producer table;
-//     written atomically (temp file, fsync, rename, fsync dir) after syncing
+//     written durably to one of two slot files (cpslots.go) after syncing
 //     the log, at every snapshot, after a restore, on Close, at every trim
 //     before its segments are deleted (so the start it set is never lost),
 //     and at every producer expiry that removed producers (the batch
@@ -128,34 +128,11 @@ func (f *FSM) checkpoint(c checkpoint) error {
 	if err := f.log.Sync(); err != nil {
 		return fmt.Errorf("fsm: sync log: %w", err)
 	}
-	if err := writeFileAtomic(f.fs, filepath.Join(f.dir, checkpointFile), c.encode()); err != nil {
+	if err := f.cpSlots.write(f.fs, f.dir, c.encode()); err != nil {
 		return fmt.Errorf("fsm: write checkpoint: %w", err)
 	}
 	f.cpIndex, f.cpEnd = c.index, c.end
 	return nil
-}
-
-func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
-	tmp := path + ".tmp"
-	fh, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, vfs.FileMode)
-	if err != nil {
-		return err
-	}
-	if _, err := fh.Write(data); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Sync(); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
 }
 
 // journalRecord is one applied point.
@@ -250,15 +227,13 @@ func readJournal(fsys vfs.FS, dir string) ([]journalRecord, error) {
 // recover loads the newest consistent applied state (see the comment at the
 // top of this file).
 func (f *FSM) recover(window int) error {
-	cp := checkpoint{start: f.log.StartOffset(), end: f.log.StartOffset()}
-	hasCheckpoint := false
-	if b, err := vfs.ReadFile(f.fs, filepath.Join(f.dir, checkpointFile)); err == nil {
-		if cp, err = decodeCheckpoint(b); err != nil {
-			return err
-		}
-		hasCheckpoint = true
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("fsm: read checkpoint: %w", err)
+	cp, hasCheckpoint, slots, err := readCheckpoint(f.fs, f.dir)
+	if err != nil {
+		return err
+	}
+	f.cpSlots = slots
+	if !hasCheckpoint {
+		cp = checkpoint{start: f.log.StartOffset(), end: f.log.StartOffset()}
 	}
 	logEnd := f.log.EndOffset()
 	if logEnd < cp.end || f.log.StartOffset() > cp.end {
@@ -325,7 +300,7 @@ func (f *FSM) recover(window int) error {
 func (f *FSM) forget() error {
 	f.cpMu.Lock()
 	defer f.cpMu.Unlock()
-	if err := f.fs.Remove(filepath.Join(f.dir, checkpointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := f.cpSlots.remove(f.fs, f.dir); err != nil {
 		return fmt.Errorf("fsm: forget checkpoint: %w", err)
 	}
 	if err := f.journal.close(); err != nil {

@@ -2,10 +2,13 @@ package fsm
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/producerstate"
 )
 
@@ -22,18 +25,23 @@ func DowngradeCheckpoint(dir string) error { return downgradeCheckpoint(dir, 1) 
 // it. Producers without batches, which format 2 cannot hold, are left out.
 func DowngradeCheckpointV2(dir string) error { return downgradeCheckpoint(dir, 2) }
 
-// downgradeCheckpoint rewrites the checkpoint in dir with its producer
-// table in format (1 or 2): format 2 adds each producer's last timestamp
-// and cannot hold a producer without batches.
+// downgradeCheckpoint rewrites the newest checkpoint in dir with its
+// producer table in format (1 or 2), in the single file those nodes
+// wrote, and removes the slot files: format 2 adds each producer's last
+// timestamp and cannot hold a producer without batches.
 func downgradeCheckpoint(dir string, format byte) error {
 	path := filepath.Join(dir, checkpointFile)
-	b, err := os.ReadFile(path)
+	cp, ok, _, err := readCheckpoint(vfs.OS, dir)
 	if err != nil {
 		return err
 	}
-	cp, err := decodeCheckpoint(b)
-	if err != nil {
-		return err
+	if !ok {
+		return os.ErrNotExist
+	}
+	for slot := range cpSlotFiles {
+		if err := os.Remove(filepath.Join(dir, cpSlotName(slot))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	t, err := producerstate.Decode(cp.table)
 	if err != nil {

@@ -53,7 +53,7 @@ type session struct {
 	// gens is the Generation of each partition the session acquired
 	// from: its member's acknowledgements name those deliveries.
 	gens map[TopicPartition]uint64
-	id    uint64 // which opening of the key's session this is
+	id   uint64 // which opening of the key's session this is
 	// detach, if set, stops watching the connection that opened the
 	// session (Attach); called when the session ends otherwise.
 	detach func()
