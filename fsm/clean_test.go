@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/fsm"
+	"github.com/minikafka/minikafka-go/partition/compact"
 	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -249,4 +251,65 @@ func TestCleaningWaitsForASlot(t *testing.T) {
 	if runs, _ := r.f.Cleanings(); runs != 1 || len(slots) != 0 {
 		t.Fatalf("after the slot was freed: %d cleanings, %d slots held; want 1, 0", runs, len(slots))
 	}
+}
+
+// Discard while a cleaning waits for a slot held by another replica's:
+// Discard stops the FSM first, so the cleaning gives up without running
+// and Discard returns instead of waiting for the slot; no checkpoint is
+// written and the log's bytes stay as they were.
+func TestDiscardGivesUpAWaitingCleaning(t *testing.T) {
+	slots := make(chan struct{}, 1)
+	dir := t.TempDir()
+	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), CleanSlots: slots}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []*raft.Log
+	for i := range 300 {
+		entries = append(entries, produce(uint64(i+1), 1, batch(-1, -1, -1, fmt.Sprintf("k%d", i%10), "v")))
+	}
+	f.ApplyBatch(entries)
+	slots <- struct{}{} // another replica's cleaning holds the only slot
+	f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(l.EndOffset(), 1000, 500))})
+	r := &replica{t: t, dir: dir, log: l, f: f}
+	before, cpsBefore := r.logBytes(), checkpointFiles(t, dir)
+
+	done := make(chan error, 1)
+	go func() { done <- f.Discard() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Discard: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		<-slots // let the cleaning go, so that the test can end
+		t.Fatal("Discard waited for the slot the queued cleaning wanted")
+	}
+	if _, st := f.Cleanings(); st != (compact.Stats{}) || !bytes.Equal(r.logBytes(), before) {
+		t.Fatalf("the queued cleaning ran after Discard: %+v", st)
+	}
+	if cps := checkpointFiles(t, dir); cps != cpsBefore {
+		t.Fatalf("Discard wrote a checkpoint: before %q, after %q", cpsBefore, cps)
+	}
+}
+
+// checkpointFiles is the names and contents of the FSM's checkpoint files
+// under dir (the clean command wrote one when it was applied).
+func checkpointFiles(t *testing.T, dir string) string {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(dir, "fsm", "checkpoint*"))
+	var out []byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(append(append(out, n...), 0), b...)
+	}
+	return string(out)
 }
