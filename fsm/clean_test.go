@@ -224,24 +224,8 @@ func TestMarkerRemovalSurvivesACrash(t *testing.T) {
 // free, and gives the slot back.
 func TestCleaningWaitsForASlot(t *testing.T) {
 	slots := make(chan struct{}, 1)
-	dir := t.TempDir()
-	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), CleanSlots: slots}, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{t: t, dir: dir, log: l, f: f}
+	r := cleaningWaitingForASlot(t, slots)
 	defer r.close()
-	var entries []*raft.Log
-	for i := range 300 {
-		entries = append(entries, produce(uint64(i+1), 1, batch(-1, -1, -1, fmt.Sprintf("k%d", i%10), "v")))
-	}
-	r.f.ApplyBatch(entries)
-	slots <- struct{}{} // another replica's cleaning holds the only slot
-	r.f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(r.log.EndOffset(), 1000, 500))})
 	time.Sleep(50 * time.Millisecond)
 	if runs, _ := r.f.Cleanings(); runs != 0 {
 		t.Fatalf("%d cleanings ran while the only slot was taken", runs)
@@ -259,24 +243,9 @@ func TestCleaningWaitsForASlot(t *testing.T) {
 // written and the log's bytes stay as they were.
 func TestDiscardGivesUpAWaitingCleaning(t *testing.T) {
 	slots := make(chan struct{}, 1)
-	dir := t.TempDir()
-	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), CleanSlots: slots}, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var entries []*raft.Log
-	for i := range 300 {
-		entries = append(entries, produce(uint64(i+1), 1, batch(-1, -1, -1, fmt.Sprintf("k%d", i%10), "v")))
-	}
-	f.ApplyBatch(entries)
-	slots <- struct{}{} // another replica's cleaning holds the only slot
-	f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(l.EndOffset(), 1000, 500))})
-	r := &replica{t: t, dir: dir, log: l, f: f}
+	r := cleaningWaitingForASlot(t, slots)
+	defer r.log.Close()
+	f, dir := r.f, r.dir
 	before, cpsBefore := r.logBytes(), checkpointFiles(t, dir)
 
 	done := make(chan error, 1)
@@ -296,6 +265,29 @@ func TestDiscardGivesUpAWaitingCleaning(t *testing.T) {
 	if cps := checkpointFiles(t, dir); cps != cpsBefore {
 		t.Fatalf("Discard wrote a checkpoint: before %q, after %q", cpsBefore, cps)
 	}
+}
+
+// cleaningWaitingForASlot is a replica whose FSM has CleanSlots slots and
+// a cleaning queued behind "another replica's", which holds the only one.
+func cleaningWaitingForASlot(t *testing.T, slots chan struct{}) *replica {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), CleanSlots: slots}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []*raft.Log
+	for i := range 300 {
+		entries = append(entries, produce(uint64(i+1), 1, batch(-1, -1, -1, fmt.Sprintf("k%d", i%10), "v")))
+	}
+	f.ApplyBatch(entries)
+	slots <- struct{}{} // another replica's cleaning holds the only slot
+	f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(l.EndOffset(), 1000, 500))})
+	return &replica{t: t, dir: dir, log: l, f: f}
 }
 
 // checkpointFiles is the names and contents of the FSM's checkpoint files
