@@ -47,10 +47,8 @@ func (n *Node) Ready() error {
 	if _, registered := s.Broker(n.cfg.NodeID); !s.Initialized() || !registered || n.meta.LeaderID() < 0 {
 		return ErrNotJoined
 	}
-	// raft's applied index, not the FSM's: no-op and configuration
-	// entries never reach the FSM.
-	if r := n.meta.Replication(); r.AppliedIndex < r.CommitIndex {
-		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, r.AppliedIndex, r.CommitIndex)
+	if err := n.metadataBehind(); err != nil {
+		return err
 	}
 	missing := 0
 	for _, p := range s.PartitionsOn(n.cfg.NodeID) {
@@ -62,6 +60,16 @@ func (n *Node) Ready() error {
 		return fmt.Errorf("%w: %d to open", ErrReplicasNotOpen, missing)
 	}
 	return n.diskReady()
+}
+
+// metadataBehind is ErrMetadataBehind while the metadata replica has not
+// applied every entry it knows to be committed: raft's applied index, not
+// the FSM's, since no-op and configuration entries never reach the FSM.
+func (n *Node) metadataBehind() error {
+	if r := n.meta.Replication(); r.AppliedIndex < r.CommitIndex {
+		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, r.AppliedIndex, r.CommitIndex)
+	}
+	return nil
 }
 
 // adminSource is what the metrics registry and the admin pages read of

@@ -380,8 +380,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	for {
 		s := n.meta.State()
 		_, registered := s.Broker(n.cfg.NodeID)
-		r := n.meta.Replication()
-		if s.Initialized() && s.HasProducerIDKey() && registered && n.meta.LeaderID() >= 0 && r.AppliedIndex >= r.CommitIndex {
+		if s.Initialized() && s.HasProducerIDKey() && registered && n.meta.LeaderID() >= 0 && n.metadataBehind() == nil {
 			return nil
 		}
 		select {

@@ -27,6 +27,10 @@ const cpSlotFiles = 2
 
 func cpSlotName(slot int) string { return checkpointFile + "." + strconv.Itoa(slot) }
 
+// checkpointNames are the checkpoint's files: the slots in order, then the
+// single file of older nodes.
+var checkpointNames = []string{cpSlotName(0), cpSlotName(1), checkpointFile}
+
 // cpSlots is where the next checkpoint goes; guarded by FSM.cpMu.
 type cpSlots struct {
 	next   int               // the slot the next write replaces
@@ -73,7 +77,7 @@ func (s *cpSlots) write(fsys vfs.FS, dir string, data []byte) error {
 
 // remove deletes every checkpoint file; the caller syncs the directory.
 func (s *cpSlots) remove(fsys vfs.FS, dir string) error {
-	for _, name := range []string{checkpointFile, cpSlotName(0), cpSlotName(1)} {
+	for _, name := range checkpointNames {
 		if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -95,7 +99,7 @@ func readCheckpoint(fsys vfs.FS, dir string) (checkpoint, bool, cpSlots, error) 
 		present, invalid int
 		firstErr         error
 	)
-	for i, name := range []string{cpSlotName(0), cpSlotName(1), checkpointFile} {
+	for i, name := range checkpointNames {
 		b, err := vfs.ReadFile(fsys, filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -216,9 +216,9 @@ type FSM struct {
 	txnDirty bool // the table's aborted index changed since the last publish; FSM goroutine
 
 	// cpMu serializes checkpoint writes (Persist runs beside the FSM
-	// goroutine) and guards cpSlots, cpIndex and cpEnd, the index and log end of
-	// the newest checkpoint, and restoring, set while Restore rewrites the
-	// log (no checkpoint may be written then).
+	// goroutine) and guards cpSlots, cpIndex and cpEnd (the index and log
+	// end of the newest checkpoint), and restoring, set while Restore
+	// rewrites the log (no checkpoint may be written then).
 	cpMu      sync.Mutex
 	cpIndex   uint64
 	cpEnd     int64

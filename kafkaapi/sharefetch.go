@@ -73,7 +73,7 @@ func (s *Server) startShareFetch(req *kmsg.ShareFetchRequest, rc requestInfo) re
 				if parts, err := sg.ShareSessions().Close(k); err == nil {
 					s.releaseSession(ctx, sg, k, parts)
 				}
-				return fail(kerr.ShareSessionNotFound)
+				return fail(shareError(sharepart.ErrSessionStale))
 			}
 			s.shareLeaderHints(ctx, &out)
 		default:
