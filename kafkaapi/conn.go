@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -48,6 +49,10 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 
 	// mute holds the reader back while the client is throttled (quotas).
 	mute := new(muteGate)
+	// work runs the requests started on goroutines of their own
+	// (requestInfo.startAsync); the connection ends after them.
+	var work sync.WaitGroup
+	defer work.Wait() // after cancel: their context is the connection's
 
 	var writeErr error
 	writerDone := make(chan struct{})
@@ -58,7 +63,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, lc Listener) {
 		}
 	}()
 
-	readErr := s.readLoop(ctx, nc, queue, slots, sess.auth, mute)
+	readErr := s.readLoop(ctx, nc, queue, slots, sess.auth, mute, &work)
 	close(queue)
 	drain := errors.Is(readErr, ErrProtocol)
 	if !drain {
@@ -145,7 +150,7 @@ func lingerClose(nc net.Conn) {
 // On a SASL listener, requests before authentication go to startSASL
 // instead, in frames of at most maxSASLFrame bytes. While mute holds (a
 // throttled client), the next request is left unread.
-func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started, slots chan<- struct{}, auth *connAuth, mute *muteGate) error {
+func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started, slots chan<- struct{}, auth *connAuth, mute *muteGate, work *sync.WaitGroup) error {
 	br := bufio.NewReaderSize(nc, 64<<10)
 	host := remoteHost(nc)
 	for {
@@ -169,7 +174,7 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 		case <-ctx.Done(): // the writer stopped or the server is closing
 			return ctx.Err()
 		}
-		rc := requestInfo{host: host, conn: ctx, mute: mute}
+		rc := requestInfo{host: host, conn: ctx, mute: mute, work: work}
 		st, err := s.readRequest(ctx, nc, br, size, rc, func(frame []byte, rc requestInfo) (started, error) {
 			if pending {
 				return s.startSASL(frame, rc, auth)

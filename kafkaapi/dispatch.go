@@ -2,6 +2,7 @@ package kafkaapi
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -126,6 +127,9 @@ type requestInfo struct {
 	// request's part in client quotas (nil without Config.Quotas).
 	mute  *muteGate
 	quota *reqQuota
+	// work owns the goroutines of the connection's requests started by
+	// startAsync (nil without a connection).
+	work *sync.WaitGroup
 }
 
 // connContext is the connection's context, or a background one.
@@ -134,6 +138,35 @@ func (rc requestInfo) connContext() context.Context {
 		return context.Background()
 	}
 	return rc.conn
+}
+
+// startAsync runs work on a goroutine of its own at once and answers
+// with its response when the connection's turn comes, so that the next
+// requests start meanwhile instead of waiting for it, as the writer
+// answers in order: for what other nodes send many of on one connection
+// (a partition leader's AddPartitionsToTxn). At most MaxInFlight run per
+// connection (the reader's slots); the connection waits for them before
+// it ends, and their context ends with it. Without a connection (work
+// nil) work runs when the answer is due.
+func (rc requestInfo) startAsync(work func(ctx context.Context) kmsg.Response) responder {
+	if rc.work == nil {
+		return func(ctx context.Context) (kmsg.Response, error) { return work(ctx), nil }
+	}
+	ctx := rc.connContext()
+	var resp kmsg.Response
+	done := make(chan struct{})
+	rc.work.Go(func() {
+		defer close(done)
+		resp = work(ctx)
+	})
+	return func(ctx context.Context) (kmsg.Response, error) {
+		select {
+		case <-done:
+			return resp, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // startAPI begins a decoded request on the connection's reader. It must
@@ -176,7 +209,7 @@ func (s *Server) startAPI(req kmsg.Request, rc requestInfo) responder {
 	case *kmsg.WriteTxnMarkersRequest:
 		return s.startWriteTxnMarkers(rc.connContext(), req, received)
 	case *kmsg.AddPartitionsToTxnRequest:
-		return s.startAddPartitionsToTxn(req, received)
+		return s.startAddPartitionsToTxn(req, rc)
 	case *kmsg.AddOffsetsToTxnRequest:
 		return s.startAddOffsetsToTxn(req, received)
 	case *kmsg.EndTxnRequest:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/minikafka/minikafka-go/acl"
 )
@@ -79,9 +80,9 @@ func (s *Server) txnCoordinator(ctx context.Context, id string, op acl.Operation
 // startAddPartitionsToTxn answers AddPartitionsToTxn 0-3, and v4 with
 // startAddPartitionsToTxnBrokers; a routing error is every partition's
 // error.
-func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ time.Time) responder {
+func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, rc requestInfo) responder {
 	if req.Version >= 4 {
-		return s.startAddPartitionsToTxnBrokers(req)
+		return rc.startAsync(func(ctx context.Context) kmsg.Response { return s.addPartitionsToTxnBrokers(ctx, req) })
 	}
 	return func(ctx context.Context) (kmsg.Response, error) {
 		c, err := s.txnCoordinator(ctx, req.TransactionalID, acl.OpWrite)
@@ -111,42 +112,58 @@ func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, _ 
 	}
 }
 
-// startAddPartitionsToTxnBrokers answers AddPartitionsToTxn v4-5, which
-// partition leaders send to verify transactions (KIP-890): each
-// transaction goes to its coordinator on this node, and a routing error
+// addPartitionsToTxnBrokers answers AddPartitionsToTxn v4-5, which
+// partition leaders send to verify transactions (KIP-890). It runs as the
+// request arrives (startAsync), and its transactions at once, up to
+// brokersTxnsAtOnce: a coordinator may hold one until the previous
+// transaction's markers are written, and the requests and transactions
+// behind it, of other producers, need not wait for that. Each transaction
+// goes to its coordinator on this node, and a routing error
 // (NOT_COORDINATOR, ...) is each of its partitions' error. As in Kafka,
 // v4 needs CLUSTER_ACTION on the cluster (else the response's error is
 // CLUSTER_AUTHORIZATION_FAILED).
-func (s *Server) startAddPartitionsToTxnBrokers(req *kmsg.AddPartitionsToTxnRequest) responder {
-	return func(ctx context.Context) (kmsg.Response, error) {
-		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-		if !s.authorizeCluster(ctx, acl.OpClusterAction) {
-			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-			return resp, nil
-		}
-		for i := range req.Transactions {
-			t := &req.Transactions[i]
-			c, err := s.txnCoordinator(ctx, t.TransactionalID, 0)
-			if err == nil {
-				resp.Transactions = append(resp.Transactions, c.AddPartitionsToTxnTransaction(ctx, t, req.Version))
-				continue
-			}
-			rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
-			rt.TransactionalID = t.TransactionalID
-			for _, tt := range t.Topics {
-				topic := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
-				topic.Topic = tt.Topic
-				for _, p := range tt.Partitions {
-					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-					rp.Partition, rp.ErrorCode = p, ErrorCode(err)
-					topic.Partitions = append(topic.Partitions, rp)
-				}
-				rt.Topics = append(rt.Topics, topic)
-			}
-			resp.Transactions = append(resp.Transactions, rt)
-		}
-		return resp, nil
+func (s *Server) addPartitionsToTxnBrokers(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if !s.authorizeCluster(ctx, acl.OpClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp
 	}
+	resp.Transactions = make([]kmsg.AddPartitionsToTxnResponseTransaction, len(req.Transactions))
+	var g errgroup.Group
+	g.SetLimit(brokersTxnsAtOnce)
+	for i := range req.Transactions {
+		g.Go(func() error {
+			resp.Transactions[i] = s.addBrokersTxn(ctx, &req.Transactions[i], req.Version)
+			return nil
+		})
+	}
+	g.Wait()
+	return resp
+}
+
+// brokersTxnsAtOnce bounds the transactions of one AddPartitionsToTxn
+// v4-5 served at once.
+const brokersTxnsAtOnce = 16
+
+// addBrokersTxn answers one transaction of an AddPartitionsToTxn v4-5.
+func (s *Server) addBrokersTxn(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction, version int16) kmsg.AddPartitionsToTxnResponseTransaction {
+	c, err := s.txnCoordinator(ctx, t.TransactionalID, 0)
+	if err == nil {
+		return c.AddPartitionsToTxnTransaction(ctx, t, version)
+	}
+	rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
+	rt.TransactionalID = t.TransactionalID
+	for _, tt := range t.Topics {
+		topic := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+		topic.Topic = tt.Topic
+		for _, p := range tt.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+			rp.Partition, rp.ErrorCode = p, ErrorCode(err)
+			topic.Partitions = append(topic.Partitions, rp)
+		}
+		rt.Topics = append(rt.Topics, topic)
+	}
+	return rt
 }
 
 func (s *Server) startAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest, _ time.Time) responder {
