@@ -146,23 +146,35 @@ func (rc requestInfo) connContext() context.Context {
 // answers in order: for what other nodes send many of on one connection
 // (a partition leader's AddPartitionsToTxn). At most MaxInFlight run per
 // connection (the reader's slots); the connection waits for them before
-// it ends, and their context ends with it. Without a connection (work
-// nil) work runs when the answer is due.
-func (rc requestInfo) startAsync(work func(ctx context.Context) kmsg.Response) responder {
+// it ends, and their context ends with it. A panic in work, or in the
+// goroutines work runs f on with guarded, is guarded as on the reader and
+// the writer (Server.guard): work's error then closes the connection when
+// the answer is due. Without a connection (work nil) work runs when the
+// answer is due.
+func (s *Server) startAsync(rc requestInfo, key kmsg.Key, work func(ctx context.Context, guarded func(f func() error) error) (kmsg.Response, error)) responder {
+	guarded := func(f func() error) error { return s.guard(int16(key), rc.host, f) }
+	run := func(ctx context.Context) (resp kmsg.Response, err error) {
+		err = guarded(func() error {
+			resp, err = work(ctx, guarded)
+			return err
+		})
+		return resp, err
+	}
 	if rc.work == nil {
-		return func(ctx context.Context) (kmsg.Response, error) { return work(ctx), nil }
+		return run
 	}
 	ctx := rc.connContext()
 	var resp kmsg.Response
+	var err error
 	done := make(chan struct{})
 	rc.work.Go(func() {
 		defer close(done)
-		resp = work(ctx)
+		resp, err = run(ctx)
 	})
 	return func(ctx context.Context) (kmsg.Response, error) {
 		select {
 		case <-done:
-			return resp, nil
+			return resp, err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

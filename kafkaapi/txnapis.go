@@ -82,7 +82,9 @@ func (s *Server) txnCoordinator(ctx context.Context, id string, op acl.Operation
 // error.
 func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, rc requestInfo) responder {
 	if req.Version >= 4 {
-		return rc.startAsync(func(ctx context.Context) kmsg.Response { return s.addPartitionsToTxnBrokers(ctx, req) })
+		return s.startAsync(rc, kmsg.AddPartitionsToTxn, func(ctx context.Context, guarded func(func() error) error) (kmsg.Response, error) {
+			return s.addPartitionsToTxnBrokers(ctx, req, guarded)
+		})
 	}
 	return func(ctx context.Context) (kmsg.Response, error) {
 		c, err := s.txnCoordinator(ctx, req.TransactionalID, acl.OpWrite)
@@ -118,27 +120,28 @@ func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, rc
 // brokersTxnsAtOnce: a coordinator may hold one until the previous
 // transaction's markers are written, and the requests and transactions
 // behind it, of other producers, need not wait for that. Each transaction
-// goes to its coordinator on this node, and a routing error
-// (NOT_COORDINATOR, ...) is each of its partitions' error. As in Kafka,
-// v4 needs CLUSTER_ACTION on the cluster (else the response's error is
-// CLUSTER_AUTHORIZATION_FAILED).
-func (s *Server) addPartitionsToTxnBrokers(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
+// goes to its coordinator on this node (on a goroutine run by guarded),
+// and a routing error (NOT_COORDINATOR, ...) is each of its partitions'
+// error. As in Kafka, v4 needs CLUSTER_ACTION on the cluster (else the
+// response's error is CLUSTER_AUTHORIZATION_FAILED).
+func (s *Server) addPartitionsToTxnBrokers(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest, guarded func(func() error) error) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if !s.authorizeCluster(ctx, acl.OpClusterAction) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp
+		return resp, nil
 	}
 	resp.Transactions = make([]kmsg.AddPartitionsToTxnResponseTransaction, len(req.Transactions))
 	var g errgroup.Group
 	g.SetLimit(brokersTxnsAtOnce)
 	for i := range req.Transactions {
 		g.Go(func() error {
-			resp.Transactions[i] = s.addBrokersTxn(ctx, &req.Transactions[i], req.Version)
-			return nil
+			return guarded(func() error {
+				resp.Transactions[i] = s.addBrokersTxn(ctx, &req.Transactions[i], req.Version)
+				return nil
+			})
 		})
 	}
-	g.Wait()
-	return resp
+	return resp, g.Wait() // a panic's error: the connection closes
 }
 
 // brokersTxnsAtOnce bounds the transactions of one AddPartitionsToTxn

@@ -2,7 +2,9 @@ package kafkaapi
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,7 +12,8 @@ import (
 )
 
 // heldCoordinator answers the brokers' AddPartitionsToTxn at once, except
-// for the transactional id "held", which it holds until release closes.
+// for the transactional id "held", which it holds until release closes,
+// and "boom", for which it panics.
 type heldCoordinator struct {
 	TxnCoordinator // nil: only AddPartitionsToTxnTransaction is called
 	release        chan struct{}
@@ -19,6 +22,9 @@ type heldCoordinator struct {
 }
 
 func (c *heldCoordinator) AddPartitionsToTxnTransaction(ctx context.Context, t *kmsg.AddPartitionsToTxnRequestTransaction, _ int16) kmsg.AddPartitionsToTxnResponseTransaction {
+	if t.TransactionalID == "boom" {
+		panic("boom")
+	}
 	if t.TransactionalID == "held" {
 		select {
 		case <-c.release:
@@ -106,4 +112,24 @@ func TestBrokersAddPartitionsToTxnDoNotWaitForOneHeld(t *testing.T) {
 			t.Fatalf("response %d: error %d, transactions %v, want %v", want.corr, resp.ErrorCode, ids, want.ids)
 		}
 	}
+}
+
+// A panic serving a brokers' AddPartitionsToTxn, which runs on a goroutine
+// of its own, is guarded as one on the connection's reader or writer: the
+// connection closes, the panic is counted and logged with its stack, and
+// the server goes on serving.
+func TestBrokersAddPartitionsToTxnPanicClosesOnlyItsConnection(t *testing.T) {
+	logs := &logRecords{}
+	coord := &heldCoordinator{release: make(chan struct{})}
+	h := startServerWith(t, Config{Logger: slog.New(logs)}, func(fb *fakeBackend) Backend { return heldTxnBackend{fb, coord} })
+	c := h.dial()
+	c.send(brokersAddRequest("boom"))
+	c.requireClosed()
+	if got := h.srv.Requests().Panics; got != 1 {
+		t.Fatalf("panics counted: %d, want 1", got)
+	}
+	if st := logs.stacks(); len(st) != 1 || !strings.Contains(st[0], "heldCoordinator).AddPartitionsToTxnTransaction") {
+		t.Fatalf("logged stacks %q, want one through the coordinator", st)
+	}
+	h.requireServing()
 }
