@@ -85,9 +85,13 @@
 // client's order, and first verifies a transactional batch its partition
 // does not know as verified, which waits for the coordinator's answer, as
 // Kafka reads no more of a connection until its request is answered);
-// every other API does its work when its turn to be
-// answered comes, on the writer, so it observes the effects of all earlier
-// requests on the connection. Config.MaxInFlight bounds started but
+// WriteTxnMarkers proposes its markers when started, and the brokers'
+// AddPartitionsToTxn (v4-5) runs from its start on a goroutine of its own
+// (startAsync), as partition leaders send many of them on one connection
+// and one may wait for a transaction's markers. Every other API does its
+// work when its turn to be answered comes, on the writer, so it observes
+// the effects of all earlier requests on the connection. The answers
+// always go in arrival order. Config.MaxInFlight bounds started but
 // unanswered requests; when it is reached the reader stops reading, which
 // pushes back on the client through TCP.
 //
