@@ -77,9 +77,9 @@ func (s *Server) txnCoordinator(ctx context.Context, id string, op acl.Operation
 	return s.backend.TxnCoordinator(ctx, id)
 }
 
-// startAddPartitionsToTxn answers AddPartitionsToTxn 0-3, and v4 with
-// startAddPartitionsToTxnBrokers; a routing error is every partition's
-// error.
+// startAddPartitionsToTxn answers AddPartitionsToTxn 0-3, and v4-5 with
+// addPartitionsToTxnBrokers from its start (startAsync); a routing error
+// is every partition's error.
 func (s *Server) startAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest, rc requestInfo) responder {
 	if req.Version >= 4 {
 		return s.startAsync(rc, kmsg.AddPartitionsToTxn, func(ctx context.Context, guarded func(func() error) error) (kmsg.Response, error) {
