@@ -13,29 +13,21 @@ package clusters
 
 import (
 	"fmt"
-	"net"
+
+	"github.com/minikafka/minikafka-go/internal/loopports"
 )
 
-// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a
-// moment ago. Another process may take one before it is used; a cluster
-// that then fails to start says which address was busy.
+// FreePorts returns n distinct ports of 127.0.0.1, free for TCP and UDP a
+// moment ago, from below the kernel's ephemeral range (internal/loopports):
+// a port the kernel handed out for a listener on :0 is also a source port
+// it hands to outgoing connections, and one of those once took a node's
+// gossip port before the node bound it.
 func FreePorts(n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("clusters: free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ps, err := loopports.FreeN(n)
+	if err != nil {
+		return nil, fmt.Errorf("clusters: %w", err)
 	}
-	return ports, nil
+	return ps, nil
 }
 
 func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
