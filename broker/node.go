@@ -408,18 +408,7 @@ func (n *Node) Halt() { n.stop(context.Background(), false) }
 // PartitionLeader reports the leader and leader epoch of a partition as
 // this node sees them (its own replica if it has one, else the metadata).
 func (n *Node) PartitionLeader(topic string, p int32) (leader, epoch int32, ok bool) {
-	view := n.backend.Cluster()
-	for _, t := range view.Topics {
-		if t.Name != topic {
-			continue
-		}
-		for _, pv := range t.Partitions {
-			if pv.Partition == p {
-				return pv.Leader, pv.LeaderEpoch, pv.Leader >= 0
-			}
-		}
-	}
-	return -1, -1, false
+	return n.backend.PartitionLeader(topic, p)
 }
 
 // stop shuts down; graceful hands leaderships away first, otherwise the

@@ -244,22 +244,15 @@ func (b *Backend) Cluster() kafkaapi.ClusterView {
 // replica being added is not in sync yet.
 func (b *Backend) partitionView(topic string, i int32, p metadata.Partition, move metadata.Reassignment,
 	alive map[int32]bool, now time.Time) kafkaapi.PartitionView {
-	pv := kafkaapi.PartitionView{Partition: i, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas)}
+	pv := kafkaapi.PartitionView{Partition: i, Replicas: slices.Clone(p.Replicas)}
 	inSync := func(r int32) bool { return alive[r] && !slices.Contains(move.Adding(), r) }
-	// A local replica knows the leader first hand.
-	if lr, ok := b.deps.Replica(topic, i); ok {
-		if id, epoch, ok := lr.Partition().LeaderAndEpoch(); ok {
-			pv.Leader, pv.LeaderEpoch = id, epoch
-		} else {
-			pv.Leader = -1
-		}
+	lr, local := b.deps.Replica(topic, i)
+	pv.Leader, pv.LeaderEpoch = leaderOf(p, lr, local, func(id int32) bool { return alive[id] })
+	if local {
 		if rep := lr.Partition().Group().Replication(); rep.Leader {
 			led := rep.ISR(b.cfg.NodeID, now, b.cfg.ReplicaLagMax, inSync)
 			inSync = func(r int32) bool { return slices.Contains(led, r) }
 		}
-	}
-	if pv.Leader >= 0 && !alive[pv.Leader] {
-		pv.Leader = -1
 	}
 	for _, r := range p.Replicas {
 		if inSync(r) {
@@ -269,6 +262,41 @@ func (b *Backend) partitionView(topic string, i int32, p metadata.Partition, mov
 		}
 	}
 	return pv
+}
+
+// PartitionLeader is the leader and leader epoch of topic/i as Cluster
+// shows them, found for that partition alone: coordinators ask it for each
+// transaction's verification and markers and each group request, and
+// Cluster builds every partition's view (its cost grew with the cluster's
+// partitions).
+func (b *Backend) PartitionLeader(topic string, i int32) (leader, epoch int32, ok bool) {
+	p, found := b.deps.Meta.State().Partition(topic, i)
+	if !found {
+		return -1, -1, false
+	}
+	lr, local := b.deps.Replica(topic, i)
+	leader, epoch = leaderOf(p, lr, local, func(id int32) bool {
+		return slices.ContainsFunc(b.deps.Members(), func(m membership.NodeMeta) bool { return m.ID == id })
+	})
+	return leader, epoch, leader >= 0
+}
+
+// leaderOf is a partition's leader and epoch: a local replica's, which
+// knows first hand, else the metadata's; -1 while it has none or gossip
+// does not see the leader alive.
+func leaderOf(p metadata.Partition, lr Replica, local bool, alive func(int32) bool) (leader, epoch int32) {
+	leader, epoch = p.Leader, p.LeaderEpoch
+	if local {
+		if id, e, ok := lr.Partition().LeaderAndEpoch(); ok {
+			leader, epoch = id, e
+		} else {
+			leader = -1
+		}
+	}
+	if leader >= 0 && !alive(leader) {
+		leader = -1
+	}
+	return leader, epoch
 }
 
 // downBrokers are the registered brokers that gossip does not see alive,
