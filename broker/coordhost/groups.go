@@ -11,6 +11,7 @@ import (
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/kafkaapi"
+	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition"
 	"github.com/minikafka/minikafka-go/record"
 )
@@ -78,11 +79,20 @@ func (h *Host) groupConfig() groupcoord.Config {
 }
 
 // topicInfos lists the cluster's topics for consumer group assignors.
+// Each KIP-848 and share heartbeat asks it (for the subscribed topics'
+// metadata hash), so it reads names, ids and counts without copying any
+// topic's partitions.
 func (h *Host) topicInfos() []groupcoord.TopicInfo {
-	topics := h.deps.Meta.State().Topics()
-	out := make([]groupcoord.TopicInfo, 0, len(topics))
-	for _, t := range topics {
-		out = append(out, groupcoord.TopicInfo{Name: t.Name, ID: groupcoord.TopicID(t.ID), Partitions: int32(len(t.Partitions))})
+	return topicInfos(h.deps.Meta.State())
+}
+
+func topicInfos(state *metadata.Snapshot) []groupcoord.TopicInfo {
+	names := state.TopicNames()
+	out := make([]groupcoord.TopicInfo, 0, len(names))
+	for _, name := range names {
+		id, _ := state.TopicID(name)
+		n, _ := state.TopicPartitions(name)
+		out = append(out, groupcoord.TopicInfo{Name: name, ID: groupcoord.TopicID(id), Partitions: n})
 	}
 	return out
 }
