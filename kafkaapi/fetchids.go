@@ -103,30 +103,16 @@ func notReplicaError(rp *kmsg.FetchRequestTopicPartition) error {
 // connection's listener, as Kafka's KafkaApis.getCurrentLeader does.
 // names are the topics' names, in resp's order.
 func (s *Server) addCurrentLeaders(ctx context.Context, resp *kmsg.FetchResponse, names []string) {
-	var view *ClusterView
-	var topics topicIndex
+	hints := leaderHints{s: s, ctx: ctx}
 	for ti := range resp.Topics {
 		for pi := range resp.Topics[ti].Partitions {
 			sp := &resp.Topics[ti].Partitions[pi]
 			if sp.ErrorCode != kerr.NotLeaderForPartition.Code && sp.ErrorCode != kerr.FencedLeaderEpoch.Code {
 				continue
 			}
-			if view == nil {
-				v := s.cluster(ctx)
-				view, topics = &v, indexTopics(v.Topics)
-			}
-			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1
-			t := topics[names[ti]]
-			if t == nil {
-				continue
-			}
-			i := slices.IndexFunc(t.Partitions, func(p PartitionView) bool { return p.Partition == sp.Partition })
-			if i < 0 {
-				continue
-			}
-			pv := t.Partitions[i]
-			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = pv.Leader, pv.LeaderEpoch
-			addFetchBroker(resp, view.Brokers, pv.Leader)
+			leader, epoch := hints.leader(names[ti], sp.Partition)
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
+			addFetchBroker(resp, hints.brokers(), leader)
 		}
 	}
 }

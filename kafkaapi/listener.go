@@ -72,7 +72,12 @@ func withListener(ctx context.Context, name string) context.Context {
 
 // cluster is Backend.Cluster as seen through the connection's listener.
 func (s *Server) cluster(ctx context.Context) ClusterView {
-	view := s.backend.Cluster()
+	return onConnListener(ctx, s.backend.Cluster())
+}
+
+// onConnListener is view with the brokers' endpoints on the connection's
+// listener.
+func onConnListener(ctx context.Context, view ClusterView) ClusterView {
 	name, _ := ctx.Value(listenerKey{}).(string)
 	if name == "" {
 		return view

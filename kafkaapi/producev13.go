@@ -70,7 +70,7 @@ func (s *Server) addLeaderHints(ctx context.Context, resp *kmsg.ProduceResponse)
 	if resp.Version < 10 {
 		return
 	}
-	var view *ClusterView
+	hints := leaderHints{s: s, ctx: ctx}
 	var leaders []int32
 	for ti := range resp.Topics {
 		rt := &resp.Topics[ti]
@@ -79,11 +79,7 @@ func (s *Server) addLeaderHints(ctx context.Context, resp *kmsg.ProduceResponse)
 			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
 				continue
 			}
-			if view == nil {
-				v := s.cluster(ctx)
-				view = &v
-			}
-			leader, epoch := leaderOf(view, rt.Topic, rp.Partition)
+			leader, epoch := hints.leader(rt.Topic, rp.Partition)
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
 			if leader >= 0 && !slices.Contains(leaders, leader) {
 				leaders = append(leaders, leader)
@@ -92,11 +88,12 @@ func (s *Server) addLeaderHints(ctx context.Context, resp *kmsg.ProduceResponse)
 	}
 	slices.Sort(leaders)
 	for _, id := range leaders {
-		i := slices.IndexFunc(view.Brokers, func(b Broker) bool { return b.NodeID == id })
+		brokers := hints.brokers()
+		i := slices.IndexFunc(brokers, func(b Broker) bool { return b.NodeID == id })
 		if i < 0 {
 			continue
 		}
-		b := view.Brokers[i]
+		b := brokers[i]
 		nb := kmsg.NewProduceResponseBroker()
 		nb.NodeID, nb.Host, nb.Port = b.NodeID, b.Host, b.Port
 		if b.Rack != "" {
@@ -104,19 +101,4 @@ func (s *Server) addLeaderHints(ctx context.Context, resp *kmsg.ProduceResponse)
 		}
 		resp.Brokers = append(resp.Brokers, nb)
 	}
-}
-
-// leaderOf is a partition's leader and leader epoch in view, -1 and -1 if
-// unknown.
-func leaderOf(view *ClusterView, topic string, partition int32) (int32, int32) {
-	i := slices.IndexFunc(view.Topics, func(t TopicView) bool { return t.Name == topic })
-	if i < 0 {
-		return -1, -1
-	}
-	for _, p := range view.Topics[i].Partitions {
-		if p.Partition == partition {
-			return p.Leader, p.LeaderEpoch
-		}
-	}
-	return -1, -1
 }

@@ -182,18 +182,15 @@ func ackTypes(ts []int8) []sharepart.AckType {
 // shareLeader is the leader hint of a partition this node does not lead:
 // its leader, epoch and, if live, endpoint.
 func (s *Server) shareLeader(ctx context.Context, topicID [16]byte, partition int32) (leader, epoch int32, b *Broker) {
-	v := s.cluster(ctx)
-	t := findTopicID(v.Topics, topicID)
-	if t == nil {
+	name, ok := s.topicName(topicID)
+	if !ok {
 		return -1, -1, nil
 	}
-	i := slices.IndexFunc(t.Partitions, func(p PartitionView) bool { return p.Partition == partition })
-	if i < 0 {
-		return -1, -1, nil
+	hints := leaderHints{s: s, ctx: ctx}
+	leader, epoch = hints.leader(name, partition)
+	brokers := hints.brokers()
+	if j := slices.IndexFunc(brokers, func(b Broker) bool { return b.NodeID == leader }); j >= 0 {
+		b = &brokers[j]
 	}
-	pv := t.Partitions[i]
-	if j := slices.IndexFunc(v.Brokers, func(b Broker) bool { return b.NodeID == pv.Leader }); j >= 0 {
-		b = &v.Brokers[j]
-	}
-	return pv.Leader, pv.LeaderEpoch, b
+	return leader, epoch, b
 }

@@ -184,7 +184,10 @@ type Backend struct {
 	shares *shares // the share partitions this node leads, and its share sessions
 }
 
-var _ kafkaapi.Backend = (*Backend)(nil)
+var (
+	_ kafkaapi.Backend      = (*Backend)(nil)
+	_ kafkaapi.LeaderLookup = (*Backend)(nil)
+)
 
 // New makes the Backend; it starts nothing.
 func New(cfg Config, deps Deps) *Backend {
@@ -213,6 +216,26 @@ func (b *Backend) alive() map[int32]bool {
 func (b *Backend) Cluster() kafkaapi.ClusterView {
 	state := b.deps.Meta.State()
 	alive := b.alive()
+	view := b.brokersView(state, alive)
+	now := time.Now()
+	for _, t := range state.Topics() {
+		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID, Internal: metadata.IsInternal(t.Name)}
+		for i, p := range t.Partitions {
+			move, _ := state.Reassignment(t.Name, int32(i))
+			tv.Partitions = append(tv.Partitions, b.partitionView(t.Name, int32(i), p, move, alive, now))
+		}
+		view.Topics = append(view.Topics, tv)
+	}
+	return view
+}
+
+// ClusterBrokers is Cluster without its topics (kafkaapi.LeaderLookup).
+func (b *Backend) ClusterBrokers() kafkaapi.ClusterView {
+	return b.brokersView(b.deps.Meta.State(), b.alive())
+}
+
+// brokersView is Cluster's view of the brokers.
+func (b *Backend) brokersView(state *metadata.Snapshot, alive map[int32]bool) kafkaapi.ClusterView {
 	view := kafkaapi.ClusterView{ClusterID: state.ClusterID(), ControllerID: b.deps.Meta.LeaderID()}
 	for _, br := range state.Brokers() {
 		// The controller is alive as far as Raft knows even when gossip
@@ -226,15 +249,6 @@ func (b *Backend) Cluster() kafkaapi.ClusterView {
 		}
 	}
 	view.Down = b.downBrokers(state, alive)
-	now := time.Now()
-	for _, t := range state.Topics() {
-		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID, Internal: metadata.IsInternal(t.Name)}
-		for i, p := range t.Partitions {
-			move, _ := state.Reassignment(t.Name, int32(i))
-			tv.Partitions = append(tv.Partitions, b.partitionView(t.Name, int32(i), p, move, alive, now))
-		}
-		view.Topics = append(view.Topics, tv)
-	}
 	return view
 }
 
