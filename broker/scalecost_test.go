@@ -15,13 +15,14 @@ import (
 
 // A request about one partition or one coordinator costs about the same
 // whatever else the cluster holds: a transaction (its verification and
-// markers look up leaders), FindCoordinator and a KIP-848 heartbeat, before and after a topic
-// of many partitions is created beside them. Lookups that built the whole
-// cluster view per call made each transaction cost thousands of
-// allocations more per thousand partitions (d110e93, a656cd5), and each heartbeat
-// copied every topic's partitions (4466082); this is
-// the scenario that finds that kind. Allocations are counted for the
-// whole process, the client's included, so the bound is loose.
+// markers look up leaders), FindCoordinator, a KIP-848 heartbeat and a
+// Metadata request for one topic, before and after a topic of many
+// partitions is created beside them. Lookups that built the whole cluster
+// view per call made each transaction cost thousands of allocations more
+// per thousand partitions (d110e93, a656cd5), and each heartbeat copied
+// every topic's partitions (4466082); this is the scenario that finds
+// that kind. Allocations are counted for the whole process, the client's
+// included, so the bound is loose.
 func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates hundreds of partitions")
@@ -91,6 +92,17 @@ func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 		{"FindCoordinator group", findCoordinator(0, "g")},
 		{"FindCoordinator transaction", findCoordinator(1, "scale-cost")},
 		{"ConsumerGroupHeartbeat", heartbeat},
+		{"Metadata for one topic", func() error {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr("work")
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, admin)
+			if err == nil && (len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0) {
+				err = fmt.Errorf("topics %+v", resp.Topics)
+			}
+			return err
+		}},
 	}
 	base := make([]float64, len(kinds))
 	for i, k := range kinds {

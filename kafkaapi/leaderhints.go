@@ -7,13 +7,16 @@ import "context"
 // requests that name a coordinator or answer a partition's leader
 // (FindCoordinator, the leader hints of Produce and Fetch errors) use it
 // when the backend has it: their cost then does not grow with the
-// cluster's partitions, which a leadership change answers in bulk.
+// cluster's partitions, which a leadership change answers in bulk. A
+// Metadata request that names its topics reads only those.
 type LeaderLookup interface {
 	// PartitionLeader is topic/p's leader and leader epoch as Cluster
 	// shows them; ok is false while it has no live leader.
 	PartitionLeader(topic string, p int32) (leader, epoch int32, ok bool)
 	// ClusterBrokers is Cluster without its topics.
 	ClusterBrokers() ClusterView
+	// TopicView is one topic of Cluster's view.
+	TopicView(name string) (TopicView, bool)
 }
 
 // brokersView is s.cluster's brokers (Topics may be nil or not).

@@ -27,6 +27,15 @@ func (b lookupElsewhere) ClusterBrokers() ClusterView {
 	return v
 }
 
+func (b lookupElsewhere) TopicView(name string) (TopicView, bool) {
+	for _, tv := range b.leaderElsewhere.Cluster().Topics {
+		if tv.Name == name {
+			return tv, true
+		}
+	}
+	return TopicView{}, false
+}
+
 // TopicNameByID is the backend's own (TopicIDs), as the node's is.
 func (b lookupElsewhere) TopicNameByID(id [16]byte) (string, bool) {
 	if t := findTopicID(b.leaderElsewhere.Cluster().Topics, id); t != nil {
@@ -45,9 +54,10 @@ func (b lookupElsewhere) PartitionLeader(topic string, p int32) (int32, int32, b
 	return -1, -1, false
 }
 
-// With a LeaderLookup backend, the leader hints of Produce and Fetch and
-// FindCoordinator's endpoint are what Cluster's view gives, without
-// building it: its cost grows with the cluster's partitions.
+// With a LeaderLookup backend, the leader hints of Produce and Fetch,
+// FindCoordinator's endpoint and a Metadata request that names its topics
+// are what Cluster's view gives, without building it: its cost grows with
+// the cluster's partitions.
 func TestLeaderHintsWithoutTheClusterView(t *testing.T) {
 	calls := new(atomic.Int32)
 	h := startServerWith(t, Config{}, func(fb *fakeBackend) Backend {
@@ -90,6 +100,26 @@ func TestLeaderHintsWithoutTheClusterView(t *testing.T) {
 	fc := c.roundTrip(findCoordinatorRequest(0, "g")).(*kmsg.FindCoordinatorResponse)
 	if fc.ErrorCode != 0 || fc.NodeID != 2 || fc.Host != "node2.example" || fc.Port != 9093 {
 		t.Fatalf("find coordinator: %+v", fc)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	byName, byID := kmsg.NewMetadataRequestTopic(), kmsg.NewMetadataRequestTopic()
+	byName.Topic, byID.TopicID = kmsg.StringPtr("t"), id
+	missing := kmsg.NewMetadataRequestTopic()
+	missing.Topic = kmsg.StringPtr("nope")
+	md.Topics = []kmsg.MetadataRequestTopic{byName, missing}
+	mr := c.roundTrip(md).(*kmsg.MetadataResponse)
+	if len(mr.Topics) != 2 || len(mr.Topics[0].Partitions) != 2 || mr.Topics[0].Partitions[1].Leader != 2 ||
+		mr.Topics[0].Partitions[1].LeaderEpoch != 7 || mr.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("metadata: %+v", mr.Topics)
+	}
+	if !slices.ContainsFunc(mr.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == 2 && b.Host == "node2.example" }) {
+		t.Fatalf("metadata brokers %+v", mr.Brokers)
+	}
+	md.Topics = []kmsg.MetadataRequestTopic{byID}
+	mr = c.roundTrip(md).(*kmsg.MetadataResponse)
+	if len(mr.Topics) != 1 || mr.Topics[0].Topic == nil || *mr.Topics[0].Topic != "t" || len(mr.Topics[0].Partitions) != 2 {
+		t.Fatalf("metadata by id: %+v", mr.Topics)
 	}
 	if n := calls.Load(); n != 0 {
 		t.Fatalf("Cluster built %d times", n)

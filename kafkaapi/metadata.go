@@ -20,13 +20,14 @@ import (
 // 0, as Kafka's brokers leave it: it would ask the client to rebootstrap.
 func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
-		view := s.cluster(ctx)
-		resp := req.ResponseKind().(*kmsg.MetadataResponse)
-		fillBrokers(resp, view)
-		defer s.fillAuthorizedOps(ctx, req, resp)
 		// null asks for every topic; so does an empty list in v0, which
 		// has no null.
-		if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+		view := s.metadataView(ctx, all)
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		fillBrokers(resp, view.ClusterView)
+		defer s.fillAuthorizedOps(ctx, req, resp)
+		if all {
 			for i := range view.Topics {
 				if s.authorizeTopic(ctx, acl.OpDescribe, view.Topics[i].Name) {
 					resp.Topics = append(resp.Topics, topicMetadata(&view.Topics[i]))
@@ -38,11 +39,10 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		// Topics are answered in request order, each name once.
 		allowCreate := s.backend.AutoCreateTopics() && (req.Version < 4 || req.AllowAutoTopicCreation)
 		created := false
-		byName := indexTopics(view.Topics)
 		seen := make(map[string]bool, len(req.Topics))
 		for _, rt := range req.Topics {
 			if rt.Topic == nil { // v10+: by topic id
-				t := findTopicID(view.Topics, rt.TopicID)
+				t := view.byID(rt.TopicID)
 				if t != nil && !s.authorizeTopic(ctx, acl.OpDescribe, t.Name) {
 					resp.Topics = append(resp.Topics, topicError(nil, rt.TopicID, kerr.TopicAuthorizationFailed))
 				} else if t != nil && !seen[t.Name] {
@@ -62,7 +62,7 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 				resp.Topics = append(resp.Topics, topicError(&name, [16]byte{}, kerr.TopicAuthorizationFailed))
 				continue
 			}
-			if t := byName[name]; t != nil {
+			if t := view.byName(name); t != nil {
 				resp.Topics = append(resp.Topics, topicMetadata(t))
 				continue
 			}
@@ -73,19 +73,53 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 		if created {
 			// A topic created just now may already have leaders; if so,
 			// spare the client a retry.
-			byName = indexTopics(s.backend.Cluster().Topics)
+			view = s.metadataView(ctx, false)
 			for i := range resp.Topics {
 				rt := &resp.Topics[i]
 				if rt.ErrorCode != kerr.LeaderNotAvailable.Code || rt.Topic == nil {
 					continue
 				}
-				if t := byName[*rt.Topic]; t != nil && len(t.Partitions) > 0 {
+				if t := view.byName(*rt.Topic); t != nil && len(t.Partitions) > 0 {
 					*rt = topicMetadata(t)
 				}
 			}
 		}
 		return resp, nil
 	}
+}
+
+// metadataView is what a Metadata request reads: the brokers, and its
+// topics by name or id. With a LeaderLookup backend, a request that names
+// its topics builds only those, not every partition's view.
+type metadataView struct {
+	ClusterView
+	byName func(name string) *TopicView
+	byID   func(id [16]byte) *TopicView
+}
+
+func (s *Server) metadataView(ctx context.Context, all bool) metadataView {
+	l, ok := s.backend.(LeaderLookup)
+	if all || !ok {
+		v := metadataView{ClusterView: s.cluster(ctx)}
+		idx := indexTopics(v.Topics)
+		v.byName = func(name string) *TopicView { return idx[name] }
+		v.byID = func(id [16]byte) *TopicView { return findTopicID(v.Topics, id) }
+		return v
+	}
+	v := metadataView{ClusterView: onConnListener(ctx, l.ClusterBrokers())}
+	v.byName = func(name string) *TopicView {
+		if t, ok := l.TopicView(name); ok {
+			return &t
+		}
+		return nil
+	}
+	v.byID = func(id [16]byte) *TopicView {
+		if name, ok := s.topicName(id); ok {
+			return v.byName(name)
+		}
+		return nil
+	}
+	return v
 }
 
 // fillAuthorizedOps answers v8+'s request for the operations the client

@@ -219,14 +219,28 @@ func (b *Backend) Cluster() kafkaapi.ClusterView {
 	view := b.brokersView(state, alive)
 	now := time.Now()
 	for _, t := range state.Topics() {
-		tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID, Internal: metadata.IsInternal(t.Name)}
-		for i, p := range t.Partitions {
-			move, _ := state.Reassignment(t.Name, int32(i))
-			tv.Partitions = append(tv.Partitions, b.partitionView(t.Name, int32(i), p, move, alive, now))
-		}
-		view.Topics = append(view.Topics, tv)
+		view.Topics = append(view.Topics, b.topicView(state, t, alive, now))
 	}
 	return view
+}
+
+// TopicView is one topic of Cluster's view (kafkaapi.LeaderLookup).
+func (b *Backend) TopicView(name string) (kafkaapi.TopicView, bool) {
+	state := b.deps.Meta.State()
+	t, ok := state.Topic(name)
+	if !ok {
+		return kafkaapi.TopicView{}, false
+	}
+	return b.topicView(state, t, b.alive(), time.Now()), true
+}
+
+func (b *Backend) topicView(state *metadata.Snapshot, t metadata.Topic, alive map[int32]bool, now time.Time) kafkaapi.TopicView {
+	tv := kafkaapi.TopicView{Name: t.Name, ID: t.ID, Internal: metadata.IsInternal(t.Name)}
+	for i, p := range t.Partitions {
+		move, _ := state.Reassignment(t.Name, int32(i))
+		tv.Partitions = append(tv.Partitions, b.partitionView(t.Name, int32(i), p, move, alive, now))
+	}
+	return tv
 }
 
 // ClusterBrokers is Cluster without its topics (kafkaapi.LeaderLookup).
