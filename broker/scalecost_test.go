@@ -15,14 +15,14 @@ import (
 
 // A request about one partition or one coordinator costs about the same
 // whatever else the cluster holds: a transaction (its verification and
-// markers look up leaders), FindCoordinator, a KIP-848 heartbeat and a
-// Metadata request for one topic, before and after a topic of many
-// partitions is created beside them. Lookups that built the whole cluster
-// view per call made each transaction cost thousands of allocations more
-// per thousand partitions (d110e93, a656cd5), and each heartbeat copied
-// every topic's partitions (4466082); this is the scenario that finds
-// that kind. Allocations are counted for the whole process, the client's
-// included, so the bound is loose.
+// markers look up leaders), FindCoordinator, a KIP-848 heartbeat, a
+// Metadata request for one topic and an OffsetCommit by topic id, before
+// and after a topic of many partitions is created beside them. Lookups
+// that built the whole cluster view per call made each transaction cost
+// thousands of allocations more per thousand partitions, and each
+// heartbeat copied every topic's partitions; this is the scenario that
+// finds that kind. Allocations are counted for the whole process, the
+// client's included, so the bound is loose.
 func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates hundreds of partitions")
@@ -84,6 +84,29 @@ func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 		}
 		return err
 	}
+	commitByID := func() error { // OffsetCommit v10 (KIP-848) names topics by id
+		md := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("work")
+		md.Topics = append(md.Topics, mt)
+		mresp, err := md.RequestWith(ctx, admin)
+		if err != nil || len(mresp.Topics) != 1 {
+			return fmt.Errorf("metadata: %v", err)
+		}
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.Generation = 10, "scale-simple", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.TopicID = mresp.Topics[0].TopicID
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, admin)
+		if err == nil && (len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0) {
+			err = fmt.Errorf("commit answered %+v", resp.Topics)
+		}
+		return err
+	}
 	kinds := []struct {
 		name string
 		op   func() error
@@ -92,6 +115,7 @@ func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 		{"FindCoordinator group", findCoordinator(0, "g")},
 		{"FindCoordinator transaction", findCoordinator(1, "scale-cost")},
 		{"ConsumerGroupHeartbeat", heartbeat},
+		{"Metadata and OffsetCommit by topic id", commitByID},
 		{"Metadata for one topic", func() error {
 			req := kmsg.NewPtrMetadataRequest()
 			rt := kmsg.NewMetadataRequestTopic()

@@ -2,6 +2,7 @@ package kafkaapi
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,10 +93,24 @@ func TestConsumerGroupAPIsACLs(t *testing.T) {
 
 // OffsetCommit and OffsetFetch v10 name topics by id: known ids reach the
 // coordinator by name and come back by id; unknown ids are
-// UNKNOWN_TOPIC_ID.
+// UNKNOWN_TOPIC_ID. A LeaderLookup backend maps them without Cluster's
+// view (every KIP-848 member commits every few seconds).
 func TestOffsetsByTopicID(t *testing.T) {
+	t.Run("cluster view", func(t *testing.T) { testOffsetsByTopicID(t, false) })
+	t.Run("lookup", func(t *testing.T) { testOffsetsByTopicID(t, true) })
+}
+
+func testOffsetsByTopicID(t *testing.T, lookup bool) {
 	coord := &fakeCoordinator{}
-	h, c := withGroups(t, fakeGroups{coord: coord})
+	calls := new(atomic.Int32)
+	h := startServerWith(t, Config{}, func(fb *fakeBackend) Backend {
+		if lookup {
+			return lookupElsewhere{leaderElsewhere{fb}, calls}
+		}
+		return fb
+	})
+	h.fb.set(func(b *fakeBackend) { b.groups = fakeGroups{coord: coord} })
+	c := h.dial()
 	h.fb.addTopic("t", 2)
 	var id [16]byte
 	for _, tv := range h.fb.Cluster().Topics {
@@ -134,5 +149,8 @@ func TestOffsetsByTopicID(t *testing.T) {
 	}
 	if got := coord.fetched[len(coord.fetched)-1]; len(got) != 1 || got[0].Topic != "t" {
 		t.Fatalf("the coordinator was asked for %+v, want t by name", got)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("Cluster built %d times", n)
 	}
 }

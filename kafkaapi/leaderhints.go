@@ -17,6 +17,8 @@ type LeaderLookup interface {
 	ClusterBrokers() ClusterView
 	// TopicView is one topic of Cluster's view.
 	TopicView(name string) (TopicView, bool)
+	// TopicIDByName is a topic's id; ok is false if no topic has the name.
+	TopicIDByName(name string) (id [16]byte, ok bool)
 }
 
 // brokersView is s.cluster's brokers (Topics may be nil or not).

@@ -44,6 +44,11 @@ func (b lookupElsewhere) TopicNameByID(id [16]byte) (string, bool) {
 	return "", false
 }
 
+func (b lookupElsewhere) TopicIDByName(name string) ([16]byte, bool) {
+	t, ok := b.TopicView(name)
+	return t.ID, ok
+}
+
 func (b lookupElsewhere) PartitionLeader(topic string, p int32) (int32, int32, bool) {
 	for _, tv := range b.leaderElsewhere.Cluster().Topics {
 		if i := slices.IndexFunc(tv.Partitions, func(pv PartitionView) bool { return pv.Partition == p }); tv.Name == topic && i >= 0 {

@@ -12,21 +12,29 @@ import (
 // translated to names on the way in and back on the way out; an id no
 // topic has is UNKNOWN_TOPIC_ID.
 
-// topicIDIndex maps the cluster's topic ids to names and back.
+// topicIDIndex maps the cluster's topic ids to names and back: with a
+// LeaderLookup backend one topic at a time (an OffsetCommit v10 comes
+// from every KIP-848 member every few seconds), else from Cluster's view.
 type topicIDIndex struct {
-	byID   map[[16]byte]string
-	byName map[string][16]byte
+	name func(id [16]byte) (string, bool)
+	id   func(name string) ([16]byte, bool)
 }
 
 func (s *Server) topicIDIndex(ctx context.Context) topicIDIndex {
+	if l, ok := s.backend.(LeaderLookup); ok {
+		return topicIDIndex{name: s.topicName, id: l.TopicIDByName}
+	}
 	view := s.cluster(ctx)
-	ix := topicIDIndex{byID: make(map[[16]byte]string, len(view.Topics)), byName: make(map[string][16]byte, len(view.Topics))}
+	byID, byName := make(map[[16]byte]string, len(view.Topics)), make(map[string][16]byte, len(view.Topics))
 	for _, t := range view.Topics {
 		if t.ID != ([16]byte{}) {
-			ix.byID[t.ID], ix.byName[t.Name] = t.Name, t.ID
+			byID[t.ID], byName[t.Name] = t.Name, t.ID
 		}
 	}
-	return ix
+	return topicIDIndex{
+		name: func(id [16]byte) (string, bool) { n, ok := byID[id]; return n, ok },
+		id:   func(name string) ([16]byte, bool) { id, ok := byName[name]; return id, ok },
+	}
 }
 
 // commitByID answers an OffsetCommit v10: the topics it names by id go to
@@ -37,7 +45,7 @@ func (s *Server) commitByID(ctx context.Context, req *kmsg.OffsetCommitRequest) 
 	named.Topics = nil
 	var unknown []kmsg.OffsetCommitResponseTopic
 	for _, t := range req.Topics {
-		name, ok := ix.byID[t.TopicID]
+		name, ok := ix.name(t.TopicID)
 		if !ok {
 			rt := offsetCommitErrors(t, kerr.UnknownTopicID)
 			rt.TopicID = t.TopicID
@@ -49,7 +57,7 @@ func (s *Server) commitByID(ctx context.Context, req *kmsg.OffsetCommitRequest) 
 	}
 	resp := s.commitOffsets(ctx, &named)
 	for i := range resp.Topics {
-		resp.Topics[i].TopicID = ix.byName[resp.Topics[i].Topic]
+		resp.Topics[i].TopicID, _ = ix.id(resp.Topics[i].Topic)
 	}
 	resp.Topics = append(resp.Topics, unknown...)
 	return resp
@@ -64,7 +72,7 @@ func (s *Server) fetchByID(ctx context.Context, g kmsg.OffsetFetchRequestGroup, 
 		topics = make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(g.Topics))
 	}
 	for _, t := range g.Topics {
-		name, ok := ix.byID[t.TopicID]
+		name, ok := ix.name(t.TopicID)
 		if !ok {
 			rt := kmsg.NewOffsetFetchResponseGroupTopic()
 			rt.TopicID = t.TopicID
@@ -82,7 +90,7 @@ func (s *Server) fetchByID(ctx context.Context, g kmsg.OffsetFetchRequestGroup, 
 	out := fetch(topics)
 	kept := out.Topics[:0]
 	for _, t := range out.Topics {
-		id, ok := ix.byName[t.Topic]
+		id, ok := ix.id(t.Topic)
 		if !ok && g.Topics == nil {
 			continue // a deleted topic's offsets cannot be named by id
 		}

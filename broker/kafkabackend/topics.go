@@ -181,3 +181,10 @@ var _ kafkaapi.TopicIDs = (*Backend)(nil)
 func (b *Backend) TopicNameByID(id [16]byte) (string, bool) {
 	return b.deps.Meta.State().TopicNameByID(metadata.TopicID(id))
 }
+
+// TopicIDByName is a topic's id (kafkaapi.LeaderLookup); a topic without
+// one is not found by id either.
+func (b *Backend) TopicIDByName(name string) ([16]byte, bool) {
+	id, ok := b.deps.Meta.State().TopicID(name)
+	return [16]byte(id), ok && id != (metadata.TopicID{})
+}
