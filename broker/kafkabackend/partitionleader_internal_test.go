@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
+	"github.com/minikafka/minikafka-go/internal/metatest"
 	"github.com/minikafka/minikafka-go/membership"
 	"github.com/minikafka/minikafka-go/metadata"
 )
@@ -29,29 +30,13 @@ func (m stateMeta) NewProducerID(context.Context) (metadata.ProducerIdentity, er
 // brokers 1 and 2 alive.
 func leaderBackend(t testing.TB, n int) *Backend {
 	t.Helper()
-	assignment := make([][]int32, n)
-	for i := range assignment {
-		assignment[i] = []int32{int32(i%3 + 1), int32((i+1)%3 + 1), int32((i+2)%3 + 1)}
-	}
-	cmds := []metadata.Command{
-		metadata.InitCluster{ClusterID: "c"},
-		metadata.RegisterBroker{ID: 1, KafkaAddr: "127.0.0.1:1", RaftAddr: "127.0.0.1:2"},
-		metadata.RegisterBroker{ID: 2, KafkaAddr: "127.0.0.1:3", RaftAddr: "127.0.0.1:4"},
-		metadata.RegisterBroker{ID: 3, KafkaAddr: "127.0.0.1:5", RaftAddr: "127.0.0.1:6"},
-		metadata.CreateTopic{Name: "big", Partitions: int32(n), ReplicationFactor: 3, Assignment: assignment},
-	}
+	var leaders []metadata.Command
 	for i := range n {
 		if l := int32(i % 4); l > 0 {
-			cmds = append(cmds, metadata.SetPartitionLeader{Topic: "big", Partition: int32(i), Leader: l, Epoch: int32(i + 1)})
+			leaders = append(leaders, metadata.SetPartitionLeader{Topic: "big", Partition: int32(i), Leader: l, Epoch: int32(i + 1)})
 		}
 	}
-	s := &metadata.Snapshot{}
-	for i, c := range cmds {
-		var err error
-		if s, _, err = s.Apply(uint64(i+1), c); err != nil {
-			t.Fatalf("Apply(%#v): %v", c, err)
-		}
-	}
+	s := metatest.State(t, []metatest.Topic{{Name: "big", Partitions: n}}, leaders...)
 	return New(Config{NodeID: 1}, Deps{
 		Meta:    stateMeta{s},
 		Members: func() []membership.NodeMeta { return []membership.NodeMeta{{ID: 1}, {ID: 2}} },

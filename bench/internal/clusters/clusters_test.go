@@ -34,22 +34,6 @@ func TestNATSConfigParses(t *testing.T) {
 	}
 }
 
-func TestFreePortsDistinct(t *testing.T) {
-	ps, err := FreePorts(9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int]bool{}
-	for _, p := range ps {
-		if p <= 0 || seen[p] {
-			t.Fatalf("ports %v", ps)
-		}
-		seen[p] = true
-	}
-}
-
-// "{id}" in a node argument becomes each node's own id, wherever it
-// appears and however often; other arguments pass unchanged.
 func TestNodeArgsSubstituteID(t *testing.T) {
 	args := []string{"--debug-addr", "127.0.0.1:606{id}", "--raft-log-store", "pebble", "--x", "{id}-{id}"}
 	for id, want := range map[int][]string{
