@@ -88,10 +88,19 @@ type kgoShareMember struct {
 }
 
 // newKgoShareMember makes member id of group, consuming topic; it does
-// not poll until run.
+// not poll until run. Acknowledgements the broker refused or kgo could
+// not deliver are logged: a record accepted by the test can then come
+// back, and the log says why.
 func newKgoShareMember(t *testing.T, c *testcluster.Cluster, id, group, topic string, opts ...kgo.Opt) *kgoShareMember {
 	t.Helper()
-	opts = append([]kgo.Opt{kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID(id)}, opts...)
+	logAcks := kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+		for _, r := range rs {
+			if r.Err != nil {
+				t.Logf("%s: acknowledgements of %s/%d at %v: %v", id, r.Topic, r.Partition, time.Now().Format("15:04:05.000"), r.Err)
+			}
+		}
+	})
+	opts = append([]kgo.Opt{kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID(id), logAcks}, opts...)
 	return &kgoShareMember{id: id, cl: c.Client(t, opts...)}
 }
 
@@ -208,7 +217,8 @@ func checkHandOvers(t *testing.T, ds []kgoDelivery, expired func(prev, next kgoD
 			case prev.ack == 0 && !expired(prev, next):
 				t.Fatalf("p%d offset %d: redelivered to %s at %v while %s's lock (polled %v) held", k.p, k.off, next.member, next.polled, prev.member, prev.polled)
 			case prev.ack != 0 && prev.ack != kgo.AckRelease:
-				t.Fatalf("p%d offset %d: redelivered to %s (count %d) after %s's %v", k.p, k.off, next.member, next.count, prev.member, prev.ack)
+				t.Fatalf("p%d offset %d: redelivered to %s (count %d, polled %s) after %s's %v at %s", k.p, k.off, next.member, next.count,
+					next.polled.Format("15:04:05.000"), prev.member, prev.ack, prev.acked.Format("15:04:05.000"))
 			}
 		}
 	}
