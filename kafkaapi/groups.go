@@ -140,7 +140,7 @@ func (s *Server) findCoordinator(ctx context.Context, key string, keyType int8, 
 	if err != nil {
 		return fail(err)
 	}
-	for _, b := range s.brokersView(ctx).Brokers {
+	for _, b := range s.metadataView(ctx, false).Brokers {
 		if b.NodeID == node {
 			c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
 			return c

@@ -21,51 +21,35 @@ type LeaderLookup interface {
 	TopicIDByName(name string) (id [16]byte, ok bool)
 }
 
-// brokersView is s.cluster's brokers (Topics may be nil or not).
-func (s *Server) brokersView(ctx context.Context) ClusterView {
-	if l, ok := s.backend.(LeaderLookup); ok {
-		return onConnListener(ctx, l.ClusterBrokers())
-	}
-	return s.cluster(ctx)
-}
-
 // leaderHints answers partitions' leaders and the brokers for one
-// response's hints, reading the backend once on first need.
+// response's hints, reading the backend once on first need: a
+// LeaderLookup asks for each partition alone, other backends read
+// metadataView's topics.
 type leaderHints struct {
-	s      *Server
-	ctx    context.Context
-	read   bool
-	view   ClusterView
-	topics topicIndex // without a LeaderLookup
+	s    *Server
+	ctx  context.Context
+	read bool
+	view metadataView
 }
 
 func (h *leaderHints) load() {
-	if h.read {
-		return
+	if !h.read {
+		h.read, h.view = true, h.s.metadataView(h.ctx, false)
 	}
-	h.read = true
-	if _, ok := h.s.backend.(LeaderLookup); ok {
-		h.view = h.s.brokersView(h.ctx)
-		return
-	}
-	h.view = h.s.cluster(h.ctx)
-	h.topics = indexTopics(h.view.Topics)
 }
 
 // leader is topic/p's leader and leader epoch, -1 and -1 if unknown.
 func (h *leaderHints) leader(topic string, p int32) (int32, int32) {
-	h.load()
 	if l, ok := h.s.backend.(LeaderLookup); ok {
 		leader, epoch, _ := l.PartitionLeader(topic, p)
 		return leader, epoch
 	}
-	t := h.topics[topic]
-	if t == nil {
-		return -1, -1
-	}
-	for _, pv := range t.Partitions {
-		if pv.Partition == p {
-			return pv.Leader, pv.LeaderEpoch
+	h.load()
+	if t := h.view.byName(topic); t != nil {
+		for _, pv := range t.Partitions {
+			if pv.Partition == p {
+				return pv.Leader, pv.LeaderEpoch
+			}
 		}
 	}
 	return -1, -1

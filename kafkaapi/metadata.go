@@ -89,8 +89,9 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 }
 
 // metadataView is what a Metadata request reads: the brokers, and its
-// topics by name or id. With a LeaderLookup backend, a request that names
-// its topics builds only those, not every partition's view.
+// topics by name or id (FindCoordinator and the leader hints read it too).
+// With a LeaderLookup backend, a request that names its topics builds
+// only those, not every partition's view.
 type metadataView struct {
 	ClusterView
 	byName func(name string) *TopicView
