@@ -21,6 +21,14 @@ import (
 // for a second. Entries stored before the group opened are not counted: a
 // restarted group's first trim by bytes comes once its new entries pass
 // the bound, or earlier through SnapshotThreshold.
+//
+// Raft checks its own SnapshotThreshold only every SnapshotInterval (one
+// to two minutes): a group of small entries (a coordinator's records)
+// held thousands between checks, which filled the node's log budget, made
+// the busiest group trim in small steps and reached sstables, where
+// compactions rewrote them. So a sizedLog that trims by bytes also kicks
+// once SnapshotThreshold entries were stored since its last trim (or kick),
+// as they are stored.
 
 // entryOverhead approximates what a stored entry costs besides its Data
 // and Extensions (key, index, term, type, time).
@@ -33,6 +41,9 @@ type sizedLog struct {
 	raft.LogStore
 	limit int64 // TrailingBytes + SnapshotBytes; 0: never kick
 	step  int64 // SnapshotBytes
+	// stepN is SnapshotThreshold: entries stored since baseN that kick
+	// (0: none).
+	stepN int
 	// keep, if set, is the oldest entry a head deletion must leave (0:
 	// none): Group.keepFrom.
 	keep func() uint64
@@ -49,6 +60,7 @@ type sizedLog struct {
 	sizes []int64 // the known entries' sizes, contiguous from first
 	total int64   // sum of sizes
 	base  int64   // total after the last trim, or at the last kick since
+	baseN int     // len(sizes) after the last trim, or at the last kick since
 	// counted: budget counts total (countIn), between the group's start
 	// and its Close.
 	counted bool
@@ -71,7 +83,7 @@ func (s *sizedLog) StoreLogs(logs []*raft.Log) error {
 			next := s.first + uint64(len(s.sizes))
 			switch {
 			case len(s.sizes) == 0 || l.Index > next || l.Index < s.first:
-				s.first, s.sizes, s.total = l.Index, s.sizes[:0], 0
+				s.first, s.sizes, s.total, s.baseN = l.Index, s.sizes[:0], 0, 0
 			case l.Index < next:
 				s.dropFrom(l.Index)
 			}
@@ -79,9 +91,11 @@ func (s *sizedLog) StoreLogs(logs []*raft.Log) error {
 			s.sizes = append(s.sizes, sz)
 			s.total += sz
 		}
-		// Past the limit and a step past the last trim (or kick), kick.
-		if s.limit > 0 && s.total > s.limit && s.total > s.base+s.step {
-			s.base = s.total
+		// Past the limit and a step past the last trim (or kick), or
+		// stepN entries past it, kick.
+		byBytes := s.total > s.limit && s.total > s.base+s.step
+		if s.limit > 0 && (byBytes || s.stepN > 0 && len(s.sizes) >= s.baseN+s.stepN) {
+			s.base, s.baseN = s.total, len(s.sizes)
 			select {
 			case s.kick <- struct{}{}:
 			default: // a trim is pending already
@@ -118,7 +132,7 @@ func (s *sizedLog) DeleteRange(lo, hi uint64) error {
 // of what raft asked, for a follower) or a suffix. Under s.mu.
 func (s *sizedLog) forget(lo, hi uint64, head, held bool) {
 	if head {
-		defer func() { s.budgetBase.Store(s.total) }()
+		defer func() { s.budgetBase.Store(s.total); s.baseN = len(s.sizes) }()
 	}
 	if len(s.sizes) == 0 {
 		return
@@ -229,6 +243,7 @@ func (g *Group) sizedLog(store logStore) *sizedLog {
 	t := g.spec.Timing
 	if t.SnapshotBytes > 0 {
 		s.limit, s.step, s.keep = t.SnapshotBytes+t.TrailingBytes, t.SnapshotBytes, g.keepFrom
+		s.stepN = int(t.SnapshotThreshold)
 		if v, ok := store.(*pebbleView); ok {
 			s.budget, s.budgetKick = v.pl.budget, make(chan struct{}, 1)
 		}

@@ -119,6 +119,81 @@ func TestSizedLogCounts(t *testing.T) {
 	}
 }
 
+// A sizedLog kicks once stepN entries were stored since its last trim or
+// kick, however few bytes they hold: raft would wait for its
+// SnapshotInterval to count them.
+func TestSizedLogKicksByCount(t *testing.T) {
+	s := &sizedLog{LogStore: raft.NewInmemStore(), kick: make(chan struct{}, 1), limit: 1 << 30, step: 1 << 29, stepN: 4}
+	next := uint64(1)
+	store := func(n int) {
+		t.Helper()
+		for ; n > 0; n-- {
+			if err := s.StoreLogs([]*raft.Log{{Index: next, Term: 1, Data: []byte{1}}}); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+	}
+	kicked := func() bool {
+		select {
+		case <-s.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	if store(3); kicked() {
+		t.Fatal("kicked after 3 entries, want 4")
+	}
+	if store(1); !kicked() {
+		t.Fatal("not kicked after 4 entries")
+	}
+	if store(3); kicked() {
+		t.Fatal("kicked again 3 entries after the kick")
+	}
+	if err := s.DeleteRange(1, 5); err != nil { // the trim: 2 entries stay
+		t.Fatal(err)
+	}
+	if store(3); kicked() {
+		t.Fatal("kicked 3 entries after the trim")
+	}
+	if store(1); !kicked() {
+		t.Fatal("not kicked 4 entries after the trim")
+	}
+}
+
+// A group of small entries is trimmed once SnapshotThreshold of them
+// arrive, not a SnapshotInterval later: what stays is about TrailingLogs
+// plus SnapshotThreshold entries.
+func TestLogTrimmedByCountAsStored(t *testing.T) {
+	n := newTestNet(t, nil)
+	n.store = LogStorePebble
+	n.start(1)
+	timing := fastTiming()
+	timing.SnapshotThreshold, timing.TrailingLogs, timing.SnapshotInterval = 32, 8, time.Hour
+	timing.SnapshotBytes, timing.TrailingBytes = 64<<20, 16<<20
+	g, _ := n.open(1, "count", []int32{1}, timing, false)
+	leaderOf(t, []*Group{g})
+	for v := uint64(1); v <= 200; v++ {
+		if _, _, err := g.Propose(binary.BigEndian.AppendUint64(nil, v), 5*time.Second).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const slack = 8 // what arrives while a snapshot is taken
+	var first, last uint64
+	waitFor(t, "the log trimmed", func() bool {
+		var err error
+		if first, err = g.store.FirstIndex(); err != nil {
+			t.Fatal(err)
+		}
+		if last, err = g.store.LastIndex(); err != nil {
+			t.Fatal(err)
+		}
+		return last-first+1 <= timing.TrailingLogs+timing.SnapshotThreshold+slack
+	})
+	t.Logf("keeps entries %d..%d", first, last)
+}
+
 // A group whose entries are large trims its log by their bytes, long
 // before SnapshotThreshold entries: what stays is about TrailingBytes
 // plus SnapshotBytes, on every log store.

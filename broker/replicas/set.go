@@ -251,7 +251,7 @@ func (s *Set[E]) open(info Info) (*Replica[E], error) {
 			Members:  info.Replicas,
 			Join:     info.Join,
 			Dir:      dir,
-			Timing:   s.cfg.Raft,
+			Timing:   timingFor(info.Topic, s.cfg.Raft),
 			LogStore: s.cfg.LogStore,
 			Hold:     true,
 			OnLeader: func(leader bool, term uint64) { s.onLeader(r, leader, term) },
