@@ -100,7 +100,7 @@ func newCommand(kind byte) any {
 // sane peer redials).
 func (h *Host) decodeCall(node int32, kind byte, group string, payload []byte) (cmd any, refused []byte) {
 	cmd = newCommand(kind)
-	if err := decodeMsgpack(payload, cmd); err != nil {
+	if err := decodePayload(payload, cmd); err != nil {
 		return nil, appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error())))
 	}
 	if err := h.checkSender(node, cmd.(raft.WithRPCHeader).GetRPCHeader()); err != nil {
@@ -184,7 +184,7 @@ func (h *Host) serveRPC(st io.Reader, node int32, kind byte, group string, paylo
 	}
 	b, at := frame.Begin(make([]byte, 0, 128))
 	b = append(b, statusOK)
-	b, err := appendMsgpack(b, r.Response)
+	b, err := appendPayload(b, r.Response)
 	if err != nil {
 		return appendResponse(nil, statusRemoteError, []byte(truncate("encode response: "+err.Error()))), more
 	}

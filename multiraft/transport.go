@@ -271,7 +271,7 @@ func (t *transport) call(id raft.ServerID, target raft.ServerAddress, kind byte,
 func (p *peer) result(body []byte, resp any) error {
 	switch status, payload := body[0], body[1:]; status {
 	case statusOK:
-		return decodeMsgpack(payload, resp)
+		return decodePayload(payload, resp)
 	case statusUnknownGroup:
 		return ErrUnknownGroup
 	case statusNoResponse:

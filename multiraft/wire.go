@@ -13,7 +13,7 @@ import (
 	"github.com/minikafka/minikafka-go/internal/frame"
 )
 
-// The wire protocol, version 1.
+// The wire protocol, version 2.
 //
 // A connection starts with a handshake. The dialer sends handshakeMagic and
 // protocolVersion; the acceptor answers with one status byte and, after
@@ -37,15 +37,16 @@ import (
 //	request:  byte kind, uvarint-length group name, payload
 //	response: byte status, payload
 //
-// The payload of a Raft RPC and of its response is raft's own msgpack
-// encoding of the struct (as raft's NetworkTransport sends it). A
+// The payload of an AppendEntries call and of its response is the binary
+// form of aecodec.go; of the other Raft RPCs, raft's own msgpack encoding
+// of the struct (as raft's NetworkTransport sends it). A
 // heartbeat frame (callHeartbeats, no group name) carries the heartbeats of
 // many groups in the compact form of appendHeartbeats, answered with
 // appendHeartbeatResults. Frames are read with internal/frame; anything
 // malformed closes the stream.
 const (
 	handshakeMagic  = "MKRP"
-	protocolVersion = 1
+	protocolVersion = 2 // 2: AppendEntries in aecodec.go's form
 
 	handshakeOK          byte = 0
 	handshakeUnsupported byte = 1
@@ -158,13 +159,13 @@ func validName(name string) error {
 	return nil
 }
 
-// appendRequest appends a call's request frame with req in msgpack.
+// appendRequest appends a call's request frame with req (appendPayload).
 func appendRequest(b []byte, kind byte, group string, req any) ([]byte, error) {
 	b = slices.Grow(b, frame.HeaderSize+2+len(group)+sizeHint(req))
 	b, at := frame.Begin(b)
 	b = append(b, kind)
 	b = appendString(b, group)
-	b, err := appendMsgpack(b, req)
+	b, err := appendPayload(b, req)
 	if err != nil {
 		return nil, fmt.Errorf("multiraft: encode request: %w", err)
 	}

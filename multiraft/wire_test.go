@@ -48,7 +48,7 @@ func TestHeartbeatFrameRoundTrip(t *testing.T) {
 	}
 }
 
-// Raft's own structs survive the msgpack round trip, entries included.
+// A request frame carries raft's struct, entries included.
 func TestRequestRoundTrip(t *testing.T) {
 	req := &raft.AppendEntriesRequest{Term: 5, PrevLogEntry: 9, PrevLogTerm: 4, LeaderCommitIndex: 8,
 		Entries: []*raft.Log{{Index: 10, Term: 5, Type: raft.LogCommand, Data: []byte("hello"), AppendedAt: time.Unix(1e9, 5).UTC()}}}
@@ -62,7 +62,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		t.Fatalf("parseRequest: %d %q %v", kind, group, err)
 	}
 	var got raft.AppendEntriesRequest
-	if err := decodeMsgpack(payload, &got); err != nil {
+	if err := decodePayload(payload, &got); err != nil {
 		t.Fatal(err)
 	}
 	e := got.Entries[0]
