@@ -180,7 +180,14 @@ func TestLogTrimmedByCountAsStored(t *testing.T) {
 		}
 	}
 	const slack = 8 // what arrives while a snapshot is taken
-	var first, last uint64
+	first, last := waitTrimmed(t, g, timing.TrailingLogs+timing.SnapshotThreshold+slack)
+	t.Logf("keeps entries %d..%d", first, last)
+}
+
+// waitTrimmed waits until g's store holds at most bound entries and
+// returns their span.
+func waitTrimmed(t *testing.T, g *Group, bound uint64) (first, last uint64) {
+	t.Helper()
 	waitFor(t, "the log trimmed", func() bool {
 		var err error
 		if first, err = g.store.FirstIndex(); err != nil {
@@ -189,9 +196,9 @@ func TestLogTrimmedByCountAsStored(t *testing.T) {
 		if last, err = g.store.LastIndex(); err != nil {
 			t.Fatal(err)
 		}
-		return last-first+1 <= timing.TrailingLogs+timing.SnapshotThreshold+slack
+		return last-first+1 <= bound
 	})
-	t.Logf("keeps entries %d..%d", first, last)
+	return first, last
 }
 
 // A group whose entries are large trims its log by their bytes, long
@@ -218,17 +225,7 @@ func TestLogTrimmedByBytes(t *testing.T) {
 			// The bound, plus what arrives while a snapshot is taken.
 			const slack = 8
 			bound := (timing.SnapshotBytes+timing.TrailingBytes)/(size+entryOverhead) + slack
-			var first, last uint64
-			waitFor(t, "the log trimmed", func() bool {
-				var err error
-				if first, err = g.store.FirstIndex(); err != nil {
-					t.Fatal(err)
-				}
-				if last, err = g.store.LastIndex(); err != nil {
-					t.Fatal(err)
-				}
-				return last-first+1 <= uint64(bound)
-			})
+			first, last := waitTrimmed(t, g, uint64(bound))
 			t.Logf("%s keeps entries %d..%d of %d bytes each (bound %d entries)", store, first, last, size, bound)
 			if kept := g.logs.bytes(); kept > timing.SnapshotBytes+timing.TrailingBytes+slack*(size+entryOverhead) {
 				t.Errorf("the log holds %d bytes, over %d + %d", kept, timing.SnapshotBytes, timing.TrailingBytes)
