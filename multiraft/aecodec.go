@@ -29,7 +29,8 @@ import (
 //	byte     flags (flagSuccess, flagNoRetryBackoff, flagQuiesced)
 //
 // where bytes is a uvarint length and that many bytes. A decoded request
-// keeps no reference to its payload: its byte fields share one copy.
+// keeps no reference to its payload (its byte fields share one copy),
+// unless it is served from a frame buffer of its own (decodeAERequestIn).
 
 // aeQuiesce flags a request that asks its follower to quiesce.
 const aeQuiesce byte = 1 << 0
@@ -94,12 +95,19 @@ func appendAERequest(b []byte, r *raft.AppendEntriesRequest) []byte {
 
 // aeCopier hands out copies of a payload's byte fields from one
 // allocation sized to the payload, so that a request costs one allocation
-// for all its bytes, not one per field.
-type aeCopier struct{ buf []byte }
+// for all its bytes, not one per field; or, with alias, the fields
+// themselves.
+type aeCopier struct {
+	buf   []byte
+	alias bool
+}
 
 func (c *aeCopier) copy(p []byte) []byte {
 	if len(p) == 0 {
 		return nil
+	}
+	if c.alias {
+		return p[:len(p):len(p)]
 	}
 	if c.buf == nil {
 		return append([]byte(nil), p...)
@@ -115,8 +123,18 @@ func (d *decoder) rpcHeader(c *aeCopier) raft.RPCHeader {
 }
 
 func decodeAERequest(b []byte, r *raft.AppendEntriesRequest) error {
+	return decodeAERequestWith(b, r, aeCopier{buf: make([]byte, 0, len(b))})
+}
+
+// decodeAERequestIn decodes a request whose byte fields may refer to b:
+// the caller hands b over (a follower's frame, read into a buffer of its
+// own, saves a copy of every entry).
+func decodeAERequestIn(b []byte, r *raft.AppendEntriesRequest) error {
+	return decodeAERequestWith(b, r, aeCopier{alias: true})
+}
+
+func decodeAERequestWith(b []byte, r *raft.AppendEntriesRequest, c aeCopier) error {
 	d := decoder{b: b}
-	c := aeCopier{buf: make([]byte, 0, len(b))}
 	*r = raft.AppendEntriesRequest{RPCHeader: d.rpcHeader(&c), Term: d.uvarint(), Leader: c.copy(d.bytes(maxField)),
 		PrevLogEntry: d.uvarint(), PrevLogTerm: d.uvarint(), LeaderCommitIndex: d.uvarint()}
 	flags := d.byte()

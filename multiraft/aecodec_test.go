@@ -48,6 +48,18 @@ func TestAppendEntriesRoundTrip(t *testing.T) {
 	if string(got.Entries[0].Data) != "batch" || string(got.ID) != "2" {
 		t.Fatal("the decoded request refers to its payload")
 	}
+	// Decoded in place (a follower's own frame buffer), the fields are
+	// the payload's bytes: no copy.
+	payload, _ = appendPayload(nil, req)
+	var in raft.AppendEntriesRequest
+	if err := decodeAERequestIn(payload, &in); err != nil || string(in.Entries[0].Data) != "batch" {
+		t.Fatalf("in place: %+v, %v", in, err)
+	}
+	clear(payload)
+	if string(in.Entries[0].Data) == "batch" {
+		t.Fatal("the request decoded in place holds a copy")
+	}
+	payload, _ = appendPayload(nil, req)
 	if err := decodePayload(payload[:len(payload)/2], new(raft.AppendEntriesRequest)); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("a truncated request: %v, want ErrProtocol", err)
 	}

@@ -40,7 +40,7 @@ func (h *Host) serveStream(st *yamux.Stream, node int32) {
 // peer closes it, a call is malformed, or a call's sender is not node.
 func (h *Host) serveCalls(st *yamux.Stream, node int32) {
 	defer st.Close()
-	var buf []byte // the stream's request buffer, reused unless a heartbeat frame's entries alias it
+	var buf []byte // the stream's request buffer, reused unless the decoded request aliases it (heartbeats, AppendEntries)
 	for {
 		body, err := frame.ReadInto(st, 1, uint32(h.tun.MaxFrame), buf)
 		if err != nil {
@@ -59,6 +59,9 @@ func (h *Host) serveCalls(st *yamux.Stream, node int32) {
 			more = true
 		)
 		buf = body[:0]
+		if kind == callAppendEntries {
+			buf = nil // the request's entries alias body (decodeCall)
+		}
 		if kind == callHeartbeats {
 			buf = nil
 			var results []byte
@@ -100,7 +103,11 @@ func newCommand(kind byte) any {
 // sane peer redials).
 func (h *Host) decodeCall(node int32, kind byte, group string, payload []byte) (cmd any, refused []byte) {
 	cmd = newCommand(kind)
-	if err := decodePayload(payload, cmd); err != nil {
+	decode := decodePayload
+	if kind == callAppendEntries {
+		decode = func(b []byte, v any) error { return decodeAERequestIn(b, v.(*raft.AppendEntriesRequest)) }
+	}
+	if err := decode(payload, cmd); err != nil {
 		return nil, appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error())))
 	}
 	if err := h.checkSender(node, cmd.(raft.WithRPCHeader).GetRPCHeader()); err != nil {
