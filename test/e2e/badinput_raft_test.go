@@ -17,12 +17,12 @@ import (
 )
 
 // The Raft port's wire format, as multiraft/wire.go defines it (version
-// 1): a handshake, a yamux session, streams that open with a frame
+// 2): a handshake, a yamux session, streams that open with a frame
 // {version, kind} and then carry request frames {call kind, uvarint-length
 // group name, payload}, each answered {status, payload}.
 const (
 	raftMagic        = "MKRP"
-	raftVersion      = 1
+	raftVersion      = 2
 	raftStreamCalls  = 1
 	raftCallAppend   = 1
 	raftCallHearts   = 6
@@ -129,22 +129,18 @@ type raftForgery struct {
 }
 
 // raftForgeries are calls that claim far more than they hold. The
-// AppendEntries payloads are msgpack maps as raft encodes
-// AppendEntriesRequest; the node must refuse them without allocating
-// for the claim.
+// AppendEntries payloads are in the binary form of multiraft/aecodec.go;
+// the node must refuse them without allocating for the claim.
 func raftForgeries() []raftForgery {
-	// {"Entries": array32 of 2^32-1, holding one {"Index": 1}}
-	entries := []byte{0x81, 0xa7}
-	entries = append(entries, "Entries"...)
-	entries = append(entries, 0xdd, 0xff, 0xff, 0xff, 0xff, 0x81, 0xa5)
-	entries = append(entries, "Index"...)
-	entries = append(entries, 0x01)
-	// {"Entries": [{"Data": bin32 of 4 GiB-256, holding 16 bytes}]}
-	data := []byte{0x81, 0xa7}
-	data = append(data, "Entries"...)
-	data = append(data, 0x91, 0x81, 0xa4)
-	data = append(data, "Data"...)
-	data = append(data, 0xc6, 0xff, 0xff, 0xff, 0x00)
+	// The request's fields before its entries: ProtocolVersion 0, no ID,
+	// Addr or Leader, Term 1, the three indexes 0, no flags.
+	head := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0}
+	// 2^32-1 entries, holding one {Index 1, Term 1}.
+	entries := binary.AppendUvarint(append([]byte(nil), head...), 1<<32-1)
+	entries = append(entries, 1, 1, 0, 0, 0, 0)
+	// One entry whose Data claims 4 GiB-256, holding 16 bytes.
+	data := append(append([]byte(nil), head...), 1, 1, 1, 0)
+	data = binary.AppendUvarint(data, 1<<32-256)
 	data = append(data, make([]byte, 16)...)
 	// A heartbeat frame announcing 5,000,000 heartbeats and holding none.
 	hearts := binary.AppendUvarint(nil, 5_000_000)

@@ -84,7 +84,7 @@ func TestSecureClusterUnderFaults(t *testing.T) {
 	must(t, err)
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
-	_, _ = nc.Write([]byte("MKRP\x01"))
+	_, _ = nc.Write(append([]byte(raftMagic), raftVersion))
 	reply, _ := io.ReadAll(nc)
 	if len(reply) > 0 && reply[0] != 0x15 { // 0x15: a TLS alert record
 		t.Fatalf("a plain connection to the Raft port was answered %x", reply)
