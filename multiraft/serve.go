@@ -40,7 +40,7 @@ func (h *Host) serveStream(st *yamux.Stream, node int32) {
 // peer closes it, a call is malformed, or a call's sender is not node.
 func (h *Host) serveCalls(st *yamux.Stream, node int32) {
 	defer st.Close()
-	var buf []byte // the stream's request buffer, reused unless the decoded request aliases it (heartbeats, AppendEntries)
+	var buf []byte // the stream's request buffer, reused unless the decoded request aliases it
 	for {
 		body, err := frame.ReadInto(st, 1, uint32(h.tun.MaxFrame), buf)
 		if err != nil {
@@ -59,11 +59,10 @@ func (h *Host) serveCalls(st *yamux.Stream, node int32) {
 			more = true
 		)
 		buf = body[:0]
-		if kind == callAppendEntries {
-			buf = nil // the request's entries alias body (decodeCall)
+		if aliasesBody(kind) {
+			buf = nil
 		}
 		if kind == callHeartbeats {
-			buf = nil
 			var results []byte
 			if results, err = h.serveHeartbeats(payload, node); err != nil {
 				h.log.Debug("call stream closed", "err", err)
@@ -80,6 +79,11 @@ func (h *Host) serveCalls(st *yamux.Stream, node int32) {
 		_ = st.SetWriteDeadline(time.Time{})
 	}
 }
+
+// aliasesBody reports whether a call of kind, decoded, refers to its
+// frame's body (a heartbeat's entries, an AppendEntries' fields), so that
+// the body is not read over by the stream's next call.
+func aliasesBody(kind byte) bool { return kind == callHeartbeats || kind == callAppendEntries }
 
 // newCommand returns the request a call of kind decodes into.
 func newCommand(kind byte) any {
@@ -103,11 +107,13 @@ func newCommand(kind byte) any {
 // sane peer redials).
 func (h *Host) decodeCall(node int32, kind byte, group string, payload []byte) (cmd any, refused []byte) {
 	cmd = newCommand(kind)
-	decode := decodePayload
-	if kind == callAppendEntries {
-		decode = func(b []byte, v any) error { return decodeAERequestIn(b, v.(*raft.AppendEntriesRequest)) }
+	var err error
+	if ae, ok := cmd.(*raft.AppendEntriesRequest); ok {
+		err = decodeAERequestIn(payload, ae) // serveCalls hands the body over: aliasesBody
+	} else {
+		err = decodePayload(payload, cmd)
 	}
-	if err := decode(payload, cmd); err != nil {
+	if err != nil {
 		return nil, appendResponse(nil, statusRemoteError, []byte(truncate("bad request: "+err.Error())))
 	}
 	if err := h.checkSender(node, cmd.(raft.WithRPCHeader).GetRPCHeader()); err != nil {
