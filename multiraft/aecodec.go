@@ -165,6 +165,8 @@ func decodeAERequestWith(b []byte, r *raft.AppendEntriesRequest, c aeCopier) err
 	return nil
 }
 
+// appendAEResponse appends a response in the form above; a heartbeat
+// response's entries use it too (appendHeartbeatResults).
 func appendAEResponse(b []byte, r *raft.AppendEntriesResponse) []byte {
 	b = appendRPCHeader(b, &r.RPCHeader)
 	b = binary.AppendUvarint(b, r.Term)
@@ -184,16 +186,21 @@ func appendAEResponse(b []byte, r *raft.AppendEntriesResponse) []byte {
 
 func decodeAEResponse(b []byte, r *raft.AppendEntriesResponse) error {
 	d := decoder{b: b}
-	var c aeCopier // two small fields: each its own copy
-	*r = raft.AppendEntriesResponse{RPCHeader: d.rpcHeader(&c), Term: d.uvarint(), LastLog: d.uvarint()}
-	flags := d.byte()
-	if flags&^(flagSuccess|flagNoRetryBackoff|flagQuiesced) != 0 && d.err == nil {
-		d.fail(fmt.Sprintf("unknown flags 0x%02x", flags))
-	}
-	r.Success, r.NoRetryBackoff, r.Quiesced = flags&flagSuccess != 0, flags&flagNoRetryBackoff != 0, flags&flagQuiesced != 0
+	d.aeResponse(r, &aeCopier{}) // two small fields: each its own copy
 	if err := d.end(); err != nil {
 		*r = raft.AppendEntriesResponse{}
 		return err
 	}
 	return nil
+}
+
+// aeResponse reads what appendAEResponse wrote into r, its byte fields
+// through c.
+func (d *decoder) aeResponse(r *raft.AppendEntriesResponse, c *aeCopier) {
+	*r = raft.AppendEntriesResponse{RPCHeader: d.rpcHeader(c), Term: d.uvarint(), LastLog: d.uvarint()}
+	flags := d.byte()
+	if flags&^(flagSuccess|flagNoRetryBackoff|flagQuiesced) != 0 && d.err == nil {
+		d.fail(fmt.Sprintf("unknown flags 0x%02x", flags))
+	}
+	r.Success, r.NoRetryBackoff, r.Quiesced = flags&flagSuccess != 0, flags&flagNoRetryBackoff != 0, flags&flagQuiesced != 0
 }

@@ -306,9 +306,10 @@ const (
 const hbQuiesce byte = 1 << 0
 
 // appendHeartbeatResults appends the payload of a heartbeat response: a
-// uvarint count, then per heartbeat a status byte and, for statusOK,
-// varint ProtocolVersion, bytes ID and Addr, uvarint Term and LastLog, a
-// flags byte; for statusRemoteError the error text.
+// uvarint count, then per heartbeat a status byte and, for statusOK, the
+// response as appendAEResponse writes it (varint ProtocolVersion, bytes ID
+// and Addr, uvarint Term and LastLog, a flags byte); for
+// statusRemoteError the error text.
 func appendHeartbeatResults(b []byte, results []hbResult) []byte {
 	b = binary.AppendUvarint(b, uint64(len(results)))
 	for i := range results {
@@ -316,22 +317,7 @@ func appendHeartbeatResults(b []byte, results []hbResult) []byte {
 		b = append(b, r.status)
 		switch r.status {
 		case statusOK:
-			b = binary.AppendVarint(b, int64(r.resp.ProtocolVersion))
-			b = appendString(b, r.resp.ID)
-			b = appendString(b, r.resp.Addr)
-			b = binary.AppendUvarint(b, r.resp.Term)
-			b = binary.AppendUvarint(b, r.resp.LastLog)
-			var flags byte
-			if r.resp.Success {
-				flags |= flagSuccess
-			}
-			if r.resp.NoRetryBackoff {
-				flags |= flagNoRetryBackoff
-			}
-			if r.resp.Quiesced {
-				flags |= flagQuiesced
-			}
-			b = append(b, flags)
+			b = appendAEResponse(b, &r.resp)
 		case statusRemoteError:
 			b = appendString(b, truncate(r.msg))
 		}
@@ -354,18 +340,7 @@ func parseHeartbeatResults(payload []byte, want int) ([]hbResult, error) {
 		switch {
 		case d.err != nil:
 		case r.status == statusOK:
-			r.resp.ProtocolVersion = raft.ProtocolVersion(d.varint())
-			r.resp.ID = d.bytes(maxField)
-			r.resp.Addr = d.bytes(maxField)
-			r.resp.Term = d.uvarint()
-			r.resp.LastLog = d.uvarint()
-			flags := d.byte()
-			if flags&^(flagSuccess|flagNoRetryBackoff|flagQuiesced) != 0 && d.err == nil {
-				d.fail(fmt.Sprintf("unknown flags 0x%02x", flags))
-			}
-			r.resp.Success = flags&flagSuccess != 0
-			r.resp.NoRetryBackoff = flags&flagNoRetryBackoff != 0
-			r.resp.Quiesced = flags&flagQuiesced != 0
+			d.aeResponse(&r.resp, &aeCopier{alias: true})
 		case r.status == statusRemoteError:
 			r.msg = string(d.bytes(maxField))
 		case r.status >= statusCount:
