@@ -86,10 +86,12 @@
 // does not know as verified, which waits for the coordinator's answer, as
 // Kafka reads no more of a connection until its request is answered);
 // WriteTxnMarkers proposes its markers when started, and the brokers'
-// AddPartitionsToTxn (v4-5) runs from its start on a goroutine of its own
-// (startAsync), as partition leaders send many of them on one connection
-// and one may wait for a transaction's markers. Every other API does its
-// work when its turn to be answered comes, on the writer, so it observes
+// AddPartitionsToTxn (v4-5), ReadShareGroupState and WriteShareGroupState
+// run from their start on goroutines of their own (startAsync), as
+// partition leaders send many of them on one connection and one may wait
+// for a transaction's markers or a coordinator's commit (one node's
+// writes of one share partition go one at a time). Every other API does
+// its work when its turn to be answered comes, on the writer, so it observes
 // the effects of all earlier requests on the connection. The answers
 // always go in arrival order. Config.MaxInFlight bounds started but
 // unanswered requests; when it is reached the reader stops reading, which

@@ -45,9 +45,11 @@ func (s *Server) shareStates(ctx context.Context) (ShareStates, error) {
 
 // startReadShareGroupState answers ReadShareGroupState v0, an inter-node
 // request (CLUSTER_ACTION). A share partition with no state is answered
-// with StartOffset -1.
-func (s *Server) startReadShareGroupState(req *kmsg.ReadShareGroupStateRequest) responder {
-	return func(ctx context.Context) (kmsg.Response, error) {
+// with StartOffset -1. Like a write, it runs as it arrives (startAsync):
+// data partitions' leaders send many on one connection, and one held at
+// a loading or moving coordinator must not hold those behind it.
+func (s *Server) startReadShareGroupState(req *kmsg.ReadShareGroupStateRequest, rc requestInfo) responder {
+	return s.startAsync(rc, kmsg.ReadShareGroupState, func(ctx context.Context, _ func(func() error) error) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
 		st, fail := s.shareStates(ctx)
 		for _, t := range req.Topics {
@@ -77,14 +79,15 @@ func (s *Server) startReadShareGroupState(req *kmsg.ReadShareGroupStateRequest) 
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
-	}
+	})
 }
 
 // startWriteShareGroupState answers WriteShareGroupState v0-1, an
 // inter-node request (CLUSTER_ACTION): each partition's state batches
-// are its whole snapshot.
-func (s *Server) startWriteShareGroupState(req *kmsg.WriteShareGroupStateRequest) responder {
-	return func(ctx context.Context) (kmsg.Response, error) {
+// are its whole snapshot. It runs as it arrives (startAsync), as each
+// write waits for a commit.
+func (s *Server) startWriteShareGroupState(req *kmsg.WriteShareGroupStateRequest, rc requestInfo) responder {
+	return s.startAsync(rc, kmsg.WriteShareGroupState, func(ctx context.Context, _ func(func() error) error) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
 		st, fail := s.shareStates(ctx)
 		for _, t := range req.Topics {
@@ -112,7 +115,7 @@ func (s *Server) startWriteShareGroupState(req *kmsg.WriteShareGroupStateRequest
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
-	}
+	})
 }
 
 // startShareAPI starts a request of the share-group APIs, or returns nil
@@ -124,9 +127,9 @@ func (s *Server) startShareAPI(req kmsg.Request, rc requestInfo) responder {
 	case *kmsg.ShareAcknowledgeRequest:
 		return s.startShareAcknowledge(req)
 	case *kmsg.ReadShareGroupStateRequest:
-		return s.startReadShareGroupState(req)
+		return s.startReadShareGroupState(req, rc)
 	case *kmsg.WriteShareGroupStateRequest:
-		return s.startWriteShareGroupState(req)
+		return s.startWriteShareGroupState(req, rc)
 	case *kmsg.DescribeShareGroupOffsetsRequest:
 		return s.startDescribeShareGroupOffsets(req)
 	case *kmsg.AlterShareGroupOffsetsRequest:
