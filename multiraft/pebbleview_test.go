@@ -1,0 +1,136 @@
+package multiraft
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/raft"
+
+	"github.com/minikafka/minikafka-go/logging"
+)
+
+// The last index a view keeps as it stores and deletes is always the one
+// Pebble holds, through what raft does to a log (appends, a compacted
+// head, a conflicting suffix dropped, a gap after an installed snapshot,
+// the whole log dropped) and a concurrent reader.
+func TestPebbleViewLastIndexFollowsTheStore(t *testing.T) {
+	pl, err := openPebbleLog(t.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.release()
+	v, err := pl.open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() { // a reader beside the writer, as raft's snapshot goroutine is
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if _, err := v.LastIndex(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	})
+	defer func() { close(stop); readers.Wait() }()
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	var held []uint64 // the indexes the log holds, ascending, by the model
+	for step := range 2000 {
+		first, last := uint64(1), uint64(0)
+		if len(held) > 0 {
+			first, last = held[0], held[len(held)-1]
+		}
+		switch op := rng.IntN(10); {
+		case op < 5 || len(held) == 0: // append, after a gap now and then (an installed snapshot)
+			next := last + 1 + uint64(rng.IntN(2))*uint64(rng.IntN(20))
+			n := uint64(1 + rng.IntN(8))
+			if err := v.StoreLogs(testLogs(next, next+n-1)); err != nil {
+				t.Fatal(err)
+			}
+			for i := next; i < next+n; i++ {
+				held = append(held, i)
+			}
+		case op < 8: // a compacted head
+			to := first + uint64(rng.IntN(int(last-first+1)))
+			if err := v.DeleteRange(first, to); err != nil {
+				t.Fatal(err)
+			}
+			held = slices.DeleteFunc(held, func(i uint64) bool { return i <= to })
+		case op < 9: // a conflicting suffix
+			from := first + uint64(rng.IntN(int(last-first+1)))
+			if err := v.DeleteRange(from, last); err != nil {
+				t.Fatal(err)
+			}
+			held = slices.DeleteFunc(held, func(i uint64) bool { return i >= from })
+		default: // the whole log
+			if err := v.DeleteRange(first, last); err != nil {
+				t.Fatal(err)
+			}
+			held = held[:0]
+		}
+		want := uint64(0)
+		if len(held) > 0 {
+			want = held[len(held)-1]
+		}
+		got, err1 := v.LastIndex()
+		stored, err2 := v.edge(false)
+		if err1 != nil || err2 != nil || got != want || stored != want {
+			t.Fatalf("step %d: LastIndex %d (%v), Pebble holds up to %d (%v), want %d", step, got, err1, stored, err2, want)
+		}
+	}
+}
+
+// BenchmarkLastIndex: a group's last index as a view keeps it, against
+// reading it from Pebble, at twelve partitions' peak: entries of about
+// 90 KiB, a memtable holding many groups' range deletions.
+func BenchmarkLastIndex(b *testing.B) {
+	pl, err := openPebbleLog(b.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pl.release()
+	v, err := pl.open("g")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer v.Close()
+	data := make([]byte, 90<<10)
+	for i := uint64(1); i <= 200; i++ {
+		l := testLogs(i, i)[0]
+		l.Data = data
+		if err := v.StoreLogs([]*raft.Log{l}); err != nil {
+			b.Fatal(err)
+		}
+		if i > 8 {
+			if err := v.DeleteRange(i-8, i-8); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("kept", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := v.LastIndex(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pebble", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := v.edge(false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
