@@ -1,6 +1,7 @@
 package multiraft
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -17,16 +18,7 @@ import (
 // head, a conflicting suffix dropped, a gap after an installed snapshot,
 // the whole log dropped) and a concurrent reader.
 func TestPebbleViewLastIndexFollowsTheStore(t *testing.T) {
-	pl, err := openPebbleLog(t.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.release()
-	v, err := pl.open("g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
+	v := openTestView(t, pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
@@ -96,16 +88,7 @@ func TestPebbleViewLastIndexFollowsTheStore(t *testing.T) {
 // reading it from Pebble, at twelve partitions' peak: entries of about
 // 90 KiB, a memtable holding many groups' range deletions.
 func BenchmarkLastIndex(b *testing.B) {
-	pl, err := openPebbleLog(b.TempDir(), pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pl.release()
-	v, err := pl.open("g")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer v.Close()
+	v := openTestView(b, pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 	data := make([]byte, 90<<10)
 	for i := uint64(1); i <= 200; i++ {
 		l := testLogs(i, i)[0]
@@ -133,4 +116,25 @@ func BenchmarkLastIndex(b *testing.B) {
 			}
 		}
 	})
+}
+
+// openTestView opens a DB of cfg in a temporary directory and its view of
+// group "g", both closed when tb ends.
+func openTestView(tb testing.TB, cfg pebbleConfig) *pebbleView {
+	tb.Helper()
+	pl, err := openPebbleLog(tb.TempDir(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, err := pl.open("g")
+	if err != nil {
+		_ = pl.release()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := errors.Join(v.Close(), pl.release()); err != nil {
+			tb.Error(err)
+		}
+	})
+	return v
 }
