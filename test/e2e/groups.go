@@ -26,6 +26,8 @@ type MemberConfig struct {
 	// the coordinator assigns, and the session and heartbeat settings are
 	// the broker's.
 	ServerSide bool
+	// Logger, if set, receives the client's log (kgo.WithLogger).
+	Logger kgo.Logger
 }
 
 // Member is one franz-go group consumer in the test process. It commits
@@ -78,6 +80,9 @@ func StartMember(cfg MemberConfig, h *GroupHistory) (*Member, error) {
 	}
 	if cfg.ServerSide {
 		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	if cfg.Logger != nil {
+		opts = append(opts, kgo.WithLogger(cfg.Logger))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -221,6 +226,24 @@ func (m *Member) Errors() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.errs.sorted()
+}
+
+// FirstErrors is the first error of each class the member saw, whole, one
+// per line.
+func (m *Member) FirstErrors() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.errs.firsts()
+}
+
+// GroupSessionFailing is the longest time the member's client reported its
+// group session failing without a pause of burstGap (kgo injects an
+// ErrGroupSession fetch error every few failed heartbeat sessions), and
+// that error's class.
+func (m *Member) GroupSessionFailing() (time.Duration, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.errs.longestBurst("fetch", "group session: ")
 }
 
 // Name is the member's name.
