@@ -28,6 +28,9 @@ type MemberConfig struct {
 	ServerSide bool
 	// Logger, if set, receives the client's log (kgo.WithLogger).
 	Logger kgo.Logger
+	// Opts are more client options, applied after the member's own (a
+	// test's hooks).
+	Opts []kgo.Opt
 }
 
 // Member is one franz-go group consumer in the test process. It commits
@@ -84,6 +87,7 @@ func StartMember(cfg MemberConfig, h *GroupHistory) (*Member, error) {
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(cfg.Logger))
 	}
+	opts = append(opts, cfg.Opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
