@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -119,6 +120,9 @@ func (m *Member) loop(ctx context.Context) {
 			if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
 				m.noteErr("fetch", fe.Err)
 			}
+			if coordinatorUnreachable(fe.Err) {
+				m.cl.ForceMetadataRefresh()
+			}
 		}
 		m.mu.Lock()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -129,6 +133,22 @@ func (m *Member) loop(ctx context.Context) {
 		m.commit(nil)
 		m.cl.AllowRebalance()
 	}
+}
+
+// coordinatorUnreachable reports whether err is the client saying that
+// its group session fails because the coordinator it has cached cannot be
+// dialled. franz-go v1.22.3 does not look a KIP-848 group's coordinator up
+// again after a failed dial (the Java consumer's KAFKA-17293): a member
+// that joined through a coordinator killed before its OffsetFetch retries
+// the dead address in a loop until the new coordinator's session timeout
+// fences it. A metadata refresh that no longer lists the dead node makes
+// the client find the new coordinator, as the Java consumer does at once.
+func coordinatorUnreachable(err error) bool {
+	if _, ok := errors.AsType[*kgo.ErrGroupSession](err); !ok {
+		return false
+	}
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "dial"
 }
 
 // commit commits, synchronously, the pending offsets of ps (nil: of every
