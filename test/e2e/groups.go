@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -26,6 +27,11 @@ type MemberConfig struct {
 	// the coordinator assigns, and the session and heartbeat settings are
 	// the broker's.
 	ServerSide bool
+	// Logger, if set, receives the client's log (kgo.WithLogger).
+	Logger kgo.Logger
+	// Opts are more client options, applied after the member's own (a
+	// test's hooks).
+	Opts []kgo.Opt
 }
 
 // Member is one franz-go group consumer in the test process. It commits
@@ -79,6 +85,10 @@ func StartMember(cfg MemberConfig, h *GroupHistory) (*Member, error) {
 	if cfg.ServerSide {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
+	if cfg.Logger != nil {
+		opts = append(opts, kgo.WithLogger(cfg.Logger))
+	}
+	opts = append(opts, cfg.Opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
@@ -110,6 +120,9 @@ func (m *Member) loop(ctx context.Context) {
 			if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
 				m.noteErr("fetch", fe.Err)
 			}
+			if coordinatorUnreachable(fe.Err) {
+				m.cl.ForceMetadataRefresh()
+			}
 		}
 		m.mu.Lock()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -120,6 +133,22 @@ func (m *Member) loop(ctx context.Context) {
 		m.commit(nil)
 		m.cl.AllowRebalance()
 	}
+}
+
+// coordinatorUnreachable reports whether err is the client saying that
+// its group session fails because the coordinator it has cached cannot be
+// dialled. franz-go v1.22.3 does not look a KIP-848 group's coordinator up
+// again after a failed dial (the Java consumer's KAFKA-17293): a member
+// that joined through a coordinator killed before its OffsetFetch retries
+// the dead address in a loop until the new coordinator's session timeout
+// fences it. A metadata refresh that no longer lists the dead node makes
+// the client find the new coordinator, as the Java consumer does at once.
+func coordinatorUnreachable(err error) bool {
+	if _, ok := errors.AsType[*kgo.ErrGroupSession](err); !ok {
+		return false
+	}
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "dial"
 }
 
 // commit commits, synchronously, the pending offsets of ps (nil: of every
@@ -221,6 +250,24 @@ func (m *Member) Errors() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.errs.sorted()
+}
+
+// FirstErrors is the first error of each class the member saw, whole, one
+// per line.
+func (m *Member) FirstErrors() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.errs.firsts()
+}
+
+// GroupSessionFailing is the longest time the member's client reported its
+// group session failing without a pause of burstGap (kgo injects an
+// ErrGroupSession fetch error every few failed heartbeat sessions), and
+// that error's class.
+func (m *Member) GroupSessionFailing() (time.Duration, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.errs.longestBurst("fetch", "group session: ")
 }
 
 // Name is the member's name.

@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/metadata"
@@ -123,8 +126,10 @@ func (g *groupRun) startMembers(t *testing.T, round int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := range groupMembers {
-		m, err := StartMember(MemberConfig{Brokers: g.c.Seeds(), Group: testGroup, Topic: g.topic,
-			Name: fmt.Sprintf("r%dm%d", round, i), Round: round, ServerSide: g.serverSide}, g.gh)
+		cfg := MemberConfig{Brokers: g.c.Seeds(), Group: testGroup, Topic: g.topic,
+			Name: fmt.Sprintf("r%dm%d", round, i), Round: round, ServerSide: g.serverSide}
+		cfg.Logger = memberLogger(t, cfg.Name)
+		m, err := StartMember(cfg, g.gh)
 		if err != nil {
 			t.Fatalf("start member: %v", err)
 		}
@@ -157,9 +162,34 @@ func (g *groupRun) closeMembers(ctx context.Context, t *testing.T) {
 			t.Logf("member %s: leave group: %v", m.Name(), errs[i])
 		}
 		if e := m.Errors(); len(e) > 0 {
-			t.Logf("member %s errors: %v", m.Name(), e)
+			t.Logf("member %s errors: %v; the first of each, whole:%s", m.Name(), e, m.FirstErrors())
+		}
+		if d, class := m.GroupSessionFailing(); d > maxGroupSessionFailing {
+			t.Errorf("member %s: its group session failed for %v on end (%s), want at most %v",
+				m.Name(), d.Round(time.Millisecond), class, maxGroupSessionFailing)
 		}
 	}
+}
+
+// maxGroupSessionFailing bounds how long a member's client may report its
+// group session failing without a pause (Member.GroupSessionFailing): a
+// member whose coordinator died finds the new one once the cluster drops
+// the dead node from Metadata, after gossip's failure detection (about
+// 4.5 s, at most about 7.5 s); the 45 s session timeout must never be what
+// ends it.
+const maxGroupSessionFailing = 10 * time.Second
+
+// memberLogger is a kgo logger (level info) writing to name.log in the directory
+// MINIKAFKA_E2E_KGO_LOGS names, or nil when it is unset.
+func memberLogger(t *testing.T, name string) kgo.Logger {
+	dir := os.Getenv("MINIKAFKA_E2E_KGO_LOGS")
+	if dir == "" {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(dir, name+".log"))
+	must(t, err)
+	t.Cleanup(func() { f.Close() })
+	return kgo.BasicLogger(f, kgo.LogLevelInfo, func() string { return time.Now().Format("15:04:05.000 ") })
 }
 
 // observe records the group's committed offsets (OffsetFetch).

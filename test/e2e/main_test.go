@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/minikafka/minikafka-go/internal/testcluster"
 )
 
 // nodeBinary is the minikafka-node built by TestMain.
@@ -36,7 +38,7 @@ func run(m *testing.M) int {
 		fmt.Print(runSummary.String())
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(testcluster.GoleakOptions()...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			return 1
 		}
