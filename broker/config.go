@@ -318,6 +318,10 @@ type Tuning struct {
 	ProduceEnqueue time.Duration
 	// ReadyPoll is how often WaitReady looks again without a change.
 	ReadyPoll time.Duration
+	// MetadataCatchUp bounds how long a starting node holds the Kafka
+	// requests it receives until its metadata has caught up with the
+	// cluster's (Controller.CatchUp); past it, it serves what it knows.
+	MetadataCatchUp time.Duration
 	// GossipLeave bounds announcing a graceful departure to gossip.
 	GossipLeave time.Duration
 	// ReplicaLagMax is how long a follower may go without answering its
@@ -379,6 +383,7 @@ func (t *Tuning) validate() error {
 		{Name: "reassign_step", V: &t.ReassignStep, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "produce_enqueue", V: &t.ProduceEnqueue, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "ready_poll", V: &t.ReadyPoll, Def: 50 * time.Millisecond, Min: time.Millisecond},
+		{Name: "metadata_catch_up", V: &t.MetadataCatchUp, Def: 30 * time.Second, Min: time.Millisecond},
 		{Name: "gossip_leave", V: &t.GossipLeave, Def: 2 * time.Second},
 		{Name: "replica_lag_max", V: &t.ReplicaLagMax, Def: 10 * time.Second, Min: time.Millisecond},
 		{Name: "disk_check_interval", V: &t.DiskCheckInterval, Def: time.Second, Min: time.Millisecond},
