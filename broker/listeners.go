@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/minikafka/minikafka-go/internal/scram"
 	"github.com/minikafka/minikafka-go/kafkaapi"
@@ -258,4 +261,66 @@ func advertisedListeners(ls []ListenerConfig) string {
 		out[i] = metadata.Listener{Name: l.Name, Addr: l.AdvertisedAddr}
 	}
 	return metadata.FormatListeners(out)
+}
+
+// serveKafka starts the Kafka front end on the bound listener.
+func (n *Node) serveKafka() error {
+	var err error
+	n.kafka, err = kafkaapi.New(n.backend, kafkaapi.Config{
+		MaxRequestBytes:       n.cfg.MaxRequestBytes,
+		QueuedMaxRequestBytes: n.cfg.QueuedMaxRequestBytes,
+		MaxConnections:        n.cfg.MaxConnections,
+		MaxConnectionsPerIP:   n.cfg.MaxConnectionsPerIP,
+		ConnectionsMaxIdle:    n.cfg.ConnectionsMaxIdle,
+		Logger:                n.logger,
+		Observer:              n.metrics,
+		Quotas:                n.newQuotas(),
+
+		DisableTxnPartitionVerification: !n.cfg.TxnPartitionVerification,
+
+		FailedAuthenticationDelay:     noneIfZero(n.cfg.ConnectionFailedAuthenticationDelay),
+		MaxFailedAuthenticationsPerIP: noneIfZero(n.cfg.MaxFailedAuthenticationsPerIP),
+		FailedAuthenticationsWindow:   n.cfg.FailedAuthenticationsWindow,
+	})
+	if err != nil {
+		return err
+	}
+	kls := make([]kafkaapi.Listener, len(n.kafkaLns))
+	for i, lc := range n.cfg.Listeners {
+		if kls[i], err = lc.kafkaListener(); err != nil {
+			return fmt.Errorf("broker: listener %s: %w", lc.Name, err)
+		}
+	}
+	caughtUp := make(chan struct{})
+	n.wg.Go(func() { defer close(caughtUp); n.awaitMetadata() })
+	for i, ln := range n.kafkaLns {
+		kl := kls[i]
+		n.wg.Go(func() {
+			<-caughtUp // until then connections wait in the listener's backlog
+			if err := n.kafka.ServeListener(n.ctx, ln, kl); err != nil && !errors.Is(err, kafkaapi.ErrServerClosed) {
+				n.logger.Error("kafka listener stopped", "listener", kl.Name, "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+// awaitMetadata returns once the node's metadata has caught up with the
+// cluster's (Controller.CatchUp), the node stops, or Tuning.MetadataCatchUp
+// passes. A node that served before would answer from what it knew when
+// it stopped: a topic created meanwhile would not exist for it. Past the
+// bound (no metadata quorum) it serves what it knows, which Kafka's broker
+// never does, so that partitions whose own groups have a quorum stay
+// reachable.
+func (n *Node) awaitMetadata() {
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Tuning.MetadataCatchUp)
+	defer cancel()
+	start := time.Now()
+	if err := n.meta.CatchUp(ctx); err != nil {
+		if n.ctx.Err() == nil {
+			n.logger.Warn("serving Kafka requests before the metadata caught up", "waited", time.Since(start), "err", err)
+		}
+		return
+	}
+	n.logger.Debug("metadata caught up; serving Kafka requests", "waited", time.Since(start))
 }
