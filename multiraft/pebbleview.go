@@ -93,12 +93,13 @@ func (v *pebbleView) stored(index uint64) {
 	v.lastMu.Unlock()
 }
 
-// deleted notes that the entries up to max, or every entry (all), may be
-// deleted: a deletion that reaches the last entry makes the next
-// LastIndex read it from Pebble (what is left below it is not known here).
-func (v *pebbleView) deleted(max uint64, all bool) {
+// deleted notes that the entries up to upTo may be deleted (math.MaxUint64:
+// any entry, or what the store holds is not known): a deletion that
+// reaches the last entry makes the next LastIndex read it from Pebble
+// (what is left below it is not known here).
+func (v *pebbleView) deleted(upTo uint64) {
 	v.lastMu.Lock()
-	if all || max >= v.last {
+	if upTo >= v.last {
 		v.lastKnown = false
 	}
 	v.lastMu.Unlock()
@@ -181,7 +182,7 @@ func (v *pebbleView) StoreLogs(logs []*raft.Log) error {
 	}
 	// The batch belongs to the write from here on (pebbleLog.write).
 	if err := v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, opts) }); err != nil {
-		v.deleted(0, true) // what the store holds is not known
+		v.deleted(math.MaxUint64) // what the store holds is not known
 		return fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 	}
 	top := uint64(0)
@@ -219,7 +220,7 @@ func (v *pebbleView) DeleteRange(min, max uint64) error {
 	end := append(v.logKey(max), 0) // the least key above max's
 	start := v.logKey(min)
 	err = v.pl.write(func() error { return v.pl.db.DeleteRange(start, end, opts) })
-	v.deleted(max, false) // also after an error: the deletion may have happened
+	v.deleted(max) // also after an error: the deletion may have happened
 	if err != nil {
 		return fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 	}
@@ -320,7 +321,7 @@ func (v *pebbleView) clear() error {
 	switch {
 	case err == nil && !b.Empty():
 		err = v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, pebble.Sync) })
-		v.deleted(0, true)
+		v.deleted(math.MaxUint64)
 	default:
 		_ = b.Close()
 	}
