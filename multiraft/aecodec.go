@@ -17,7 +17,7 @@ import (
 //	uvarint  Term
 //	bytes    Leader
 //	uvarint  PrevLogEntry, PrevLogTerm, LeaderCommitIndex
-//	byte     flags (aeQuiesce)
+//	byte     flags (flagQuiesce)
 //	uvarint  entry count, then per entry:
 //	         uvarint Index, Term; byte Type; bytes Data, Extensions;
 //	         varint AppendedAt in Unix nanoseconds, 0 for the zero time
@@ -31,9 +31,6 @@ import (
 // where bytes is a uvarint length and that many bytes. A decoded request
 // keeps no reference to its payload (its byte fields share one copy),
 // unless it is served from a frame buffer of its own (decodeAERequestIn).
-
-// aeQuiesce flags a request that asks its follower to quiesce.
-const aeQuiesce byte = 1 << 0
 
 // appendPayload appends a Raft RPC's request or response: AppendEntries in
 // the binary form above, anything else in raft's msgpack.
@@ -74,7 +71,7 @@ func appendAERequest(b []byte, r *raft.AppendEntriesRequest) []byte {
 	b = binary.AppendUvarint(b, r.LeaderCommitIndex)
 	var flags byte
 	if r.Quiesce {
-		flags |= aeQuiesce
+		flags |= flagQuiesce
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, uint64(len(r.Entries)))
@@ -138,10 +135,10 @@ func decodeAERequestWith(b []byte, r *raft.AppendEntriesRequest, c aeCopier) err
 	*r = raft.AppendEntriesRequest{RPCHeader: d.rpcHeader(&c), Term: d.uvarint(), Leader: c.copy(d.bytes(maxField)),
 		PrevLogEntry: d.uvarint(), PrevLogTerm: d.uvarint(), LeaderCommitIndex: d.uvarint()}
 	flags := d.byte()
-	if flags&^aeQuiesce != 0 && d.err == nil {
+	if flags&^flagQuiesce != 0 && d.err == nil {
 		d.fail(fmt.Sprintf("unknown AppendEntries flags 0x%02x", flags))
 	}
-	r.Quiesce = flags&aeQuiesce != 0
+	r.Quiesce = flags&flagQuiesce != 0
 	// An entry takes 6 bytes at least: count bounds what is allocated by
 	// what arrived.
 	n := d.count(len(b) / 6)

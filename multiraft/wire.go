@@ -240,7 +240,7 @@ func fitsHeartbeat(a *raft.AppendEntriesRequest) bool {
 //	bytes   RPCHeader.ID, RPCHeader.Addr
 //	uvarint Term
 //	bytes   Leader
-//	byte    flags (hbQuiesce)
+//	byte    flags (flagQuiesce)
 //
 // where str and bytes are a uvarint length and that many bytes.
 func appendHeartbeats(b []byte, entries []hbEntry) []byte {
@@ -257,7 +257,7 @@ func appendHeartbeats(b []byte, entries []hbEntry) []byte {
 		b = appendString(b, e.req.Leader)
 		var flags byte
 		if e.req.Quiesce {
-			flags |= hbQuiesce
+			flags |= flagQuiesce
 		}
 		b = append(b, flags)
 	}
@@ -283,10 +283,10 @@ func parseHeartbeats(payload []byte, max int) ([]hbEntry, error) {
 		e.req.Term = d.uvarint()
 		e.req.Leader = d.bytes(maxField)
 		flags := d.byte()
-		if flags&^hbQuiesce != 0 && d.err == nil {
+		if flags&^flagQuiesce != 0 && d.err == nil {
 			d.fail(fmt.Sprintf("unknown heartbeat flags 0x%02x", flags))
 		}
-		e.req.Quiesce = flags&hbQuiesce != 0
+		e.req.Quiesce = flags&flagQuiesce != 0
 		entries = append(entries, e)
 	}
 	if err := d.end(); err != nil {
@@ -302,8 +302,9 @@ const (
 	flagQuiesced       byte = 1 << 2
 )
 
-// hbQuiesce flags a heartbeat that asks its follower to quiesce.
-const hbQuiesce byte = 1 << 0
+// flagQuiesce flags an AppendEntries request, whole (aecodec.go) or as a
+// heartbeat, that asks its follower to quiesce.
+const flagQuiesce byte = 1 << 0
 
 // appendHeartbeatResults appends the payload of a heartbeat response: a
 // uvarint count, then per heartbeat a status byte and, for statusOK, the
