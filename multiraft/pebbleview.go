@@ -1,6 +1,7 @@
 package multiraft
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,14 +29,14 @@ type pebbleView struct {
 	// 0 means every StoreLogs is synced.
 	flush atomic.Int64
 
-	// lastMu guards last and lastKnown: the group's last index, kept as
-	// entries are stored and read from Pebble again after a deletion that
-	// reaches it. Reading it from Pebble seeks over the memtable's range
-	// deletions and copies the last entry's value: raft asks for it twice
-	// per snapshot, 3% of the servers' CPU at twelve partitions' peak.
-	lastMu    sync.Mutex
-	last      uint64
-	lastKnown bool
+	// edgesMu guards spans, the indexes the group's log holds, kept as
+	// entries are stored and deleted and read from Pebble again once not
+	// known. Reading the first or last index from Pebble seeks over the
+	// memtable's range deletions: raft asks for the last index twice per
+	// snapshot and the first once, 3% and 1% of the servers' CPU at twelve
+	// partitions' peak.
+	edgesMu sync.Mutex
+	spans   logSpans
 }
 
 var (
@@ -70,63 +71,84 @@ func (v *pebbleView) logKey(index uint64) []byte {
 }
 
 // FirstIndex is the index of the group's first entry, 0 if none.
-func (v *pebbleView) FirstIndex() (uint64, error) { return v.edge(true) }
+func (v *pebbleView) FirstIndex() (uint64, error) {
+	first, _, err := v.edges()
+	return first, err
+}
 
 // LastIndex is the index of the group's last entry, 0 if none.
 func (v *pebbleView) LastIndex() (uint64, error) {
-	v.lastMu.Lock() // held across the read: a store meanwhile updates what it reads
-	defer v.lastMu.Unlock()
-	if v.lastKnown {
-		return v.last, nil
-	}
-	last, err := v.edge(false)
-	if err == nil {
-		v.last, v.lastKnown = last, true
-	}
+	_, last, err := v.edges()
 	return last, err
 }
 
-// stored notes an entry stored at index (keys are only added).
-func (v *pebbleView) stored(index uint64) {
-	v.lastMu.Lock()
-	v.last = max(v.last, index)
-	v.lastMu.Unlock()
-}
-
-// deleted notes that the entries up to upTo may be deleted (math.MaxUint64:
-// any entry, or what the store holds is not known): a deletion that
-// reaches the last entry makes the next LastIndex read it from Pebble
-// (what is left below it is not known here).
-func (v *pebbleView) deleted(upTo uint64) {
-	v.lastMu.Lock()
-	if upTo >= v.last {
-		v.lastKnown = false
+// edges is the group's first and last index, from spans, read from Pebble
+// if not known.
+func (v *pebbleView) edges() (first, last uint64, err error) {
+	v.edgesMu.Lock() // held across the read: a store meanwhile updates what it reads
+	defer v.edgesMu.Unlock()
+	if v.spans.known {
+		first, last = v.spans.edges()
+		return first, last, nil
 	}
-	v.lastMu.Unlock()
+	runs, first, last, err := v.readSpans()
+	if err == nil {
+		v.spans.set(runs)
+	}
+	return first, last, err
 }
 
-func (v *pebbleView) edge(first bool) (uint64, error) {
-	var index uint64
-	err := v.pl.read(func() error {
+// stored notes entries stored at indexes lo..hi.
+func (v *pebbleView) stored(lo, hi uint64) {
+	v.edgesMu.Lock()
+	v.spans.add(lo, hi)
+	v.edgesMu.Unlock()
+}
+
+// deleted notes the entries lo..hi deleted.
+func (v *pebbleView) deleted(lo, hi uint64) {
+	v.edgesMu.Lock()
+	v.spans.remove(lo, hi)
+	v.edgesMu.Unlock()
+}
+
+// forget notes that what the store holds is not known (a write that may
+// or may not have happened): the next FirstIndex or LastIndex reads Pebble.
+func (v *pebbleView) forget() {
+	v.edgesMu.Lock()
+	v.spans.forget()
+	v.edgesMu.Unlock()
+}
+
+// readSpans reads the runs of indexes the group's log holds from Pebble
+// (nil runs if there are more than maxLogSpans), and its first and last
+// index. It reads keys only: raft reads every entry after its snapshot
+// at start anyway.
+func (v *pebbleView) readSpans() (runs []span, first, last uint64, err error) {
+	err = v.pl.read(func() error {
 		it, err := v.pl.db.NewIter(&pebble.IterOptions{LowerBound: v.logLo, UpperBound: v.logHi})
 		if err != nil {
 			return err
 		}
-		var ok bool
-		if first {
-			ok = it.First()
-		} else {
-			ok = it.Last()
-		}
-		if ok {
-			index = binary.BigEndian.Uint64(it.Key()[len(v.logLo):])
+		for ok := it.First(); ok; ok = it.Next() {
+			i := binary.BigEndian.Uint64(it.Key()[len(v.logLo):])
+			switch n := len(runs); {
+			case n > 0 && runs[n-1].hi+1 == i:
+				runs[n-1].hi = i
+			case n <= maxLogSpans:
+				runs = append(runs, span{i, i})
+			}
+			first, last = cmp.Or(first, i), i
 		}
 		return it.Close()
 	})
 	if err != nil {
-		return 0, fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
+		return nil, 0, 0, fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 	}
-	return index, nil
+	if len(runs) > maxLogSpans {
+		runs = nil
+	}
+	return runs, first, last, nil
 }
 
 // GetLog reads the entry at index into l; raft.ErrLogNotFound if there is
@@ -182,14 +204,16 @@ func (v *pebbleView) StoreLogs(logs []*raft.Log) error {
 	}
 	// The batch belongs to the write from here on (pebbleLog.write).
 	if err := v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, opts) }); err != nil {
-		v.deleted(math.MaxUint64) // what the store holds is not known
+		v.forget()
 		return fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 	}
-	top := uint64(0)
+	lo, hi := uint64(math.MaxUint64), uint64(0)
 	for _, l := range logs {
-		top = max(top, l.Index)
+		lo, hi = min(lo, l.Index), max(hi, l.Index)
 	}
-	v.stored(top)
+	if len(logs) > 0 {
+		v.stored(lo, hi)
+	}
 	if flush > 0 {
 		v.pl.noteUnsynced(flush)
 	}
@@ -220,10 +244,11 @@ func (v *pebbleView) DeleteRange(min, max uint64) error {
 	end := append(v.logKey(max), 0) // the least key above max's
 	start := v.logKey(min)
 	err = v.pl.write(func() error { return v.pl.db.DeleteRange(start, end, opts) })
-	v.deleted(max) // also after an error: the deletion may have happened
 	if err != nil {
+		v.forget() // the deletion may have happened
 		return fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
 	}
+	v.deleted(min, max)
 	return nil
 }
 
@@ -321,7 +346,7 @@ func (v *pebbleView) clear() error {
 	switch {
 	case err == nil && !b.Empty():
 		err = v.pl.write(func() error { defer b.Close(); return v.pl.db.Apply(b, pebble.Sync) })
-		v.deleted(math.MaxUint64)
+		v.forget()
 	default:
 		_ = b.Close()
 	}

@@ -13,11 +13,11 @@ import (
 	"github.com/minikafka/minikafka-go/logging"
 )
 
-// The last index a view keeps as it stores and deletes is always the one
-// Pebble holds, through what raft does to a log (appends, a compacted
-// head, a conflicting suffix dropped, a gap after an installed snapshot,
-// the whole log dropped) and a concurrent reader.
-func TestPebbleViewLastIndexFollowsTheStore(t *testing.T) {
+// The first and last index a view keeps as it stores and deletes are
+// always the ones Pebble holds, through what raft does to a log (appends,
+// a compacted head, a conflicting suffix dropped, a gap after an installed
+// snapshot, the whole log dropped) and a concurrent reader.
+func TestPebbleViewEdgesFollowTheStore(t *testing.T) {
 	v := openTestView(t, pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 
 	stop := make(chan struct{})
@@ -28,7 +28,9 @@ func TestPebbleViewLastIndexFollowsTheStore(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				if _, err := v.LastIndex(); err != nil {
+				_, err1 := v.FirstIndex()
+				_, err2 := v.LastIndex()
+				if err := errors.Join(err1, err2); err != nil {
 					t.Error(err)
 					return
 				}
@@ -72,22 +74,26 @@ func TestPebbleViewLastIndexFollowsTheStore(t *testing.T) {
 			}
 			held = held[:0]
 		}
-		want := uint64(0)
+		var wantFirst, wantLast uint64
 		if len(held) > 0 {
-			want = held[len(held)-1]
+			wantFirst, wantLast = held[0], held[len(held)-1]
 		}
-		got, err1 := v.LastIndex()
-		stored, err2 := v.edge(false)
-		if err1 != nil || err2 != nil || got != want || stored != want {
-			t.Fatalf("step %d: LastIndex %d (%v), Pebble holds up to %d (%v), want %d", step, got, err1, stored, err2, want)
+		first, err1 := v.FirstIndex()
+		last, err2 := v.LastIndex()
+		_, storedFirst, storedLast, err3 := v.readSpans()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if first != wantFirst || last != wantLast || storedFirst != wantFirst || storedLast != wantLast {
+			t.Fatalf("step %d: view %d..%d, Pebble holds %d..%d, want %d..%d", step, first, last, storedFirst, storedLast, wantFirst, wantLast)
 		}
 	}
 }
 
-// BenchmarkLastIndex: a group's last index as a view keeps it, against
-// reading it from Pebble, at twelve partitions' peak: entries of about
+// BenchmarkLogEdges: a group's first and last index as a view keeps
+// them, against reading the group's log from Pebble, at twelve partitions' peak: entries of about
 // 90 KiB, a memtable holding many groups' range deletions.
-func BenchmarkLastIndex(b *testing.B) {
+func BenchmarkLogEdges(b *testing.B) {
 	v := openTestView(b, pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
 	data := make([]byte, 90<<10)
 	for i := uint64(1); i <= 200; i++ {
@@ -104,14 +110,14 @@ func BenchmarkLastIndex(b *testing.B) {
 	}
 	b.Run("kept", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := v.LastIndex(); err != nil {
+			if _, _, err := v.edges(); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("pebble", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := v.edge(false); err != nil {
+			if _, _, _, err := v.readSpans(); err != nil {
 				b.Fatal(err)
 			}
 		}
