@@ -270,3 +270,45 @@ func clusterKill(ctx context.Context, t *testing.T, c *Cluster, w *Workload, sum
 	t.Logf("whole cluster killed and restarted; every partition writable after %v", time.Since(t0).Round(time.Millisecond))
 	heal(ctx, t, c, w, topic)
 }
+
+// TestSecondFaultAfterANodeReturns kills -9 a follower of a partition,
+// writes on for 14 s, restarts it and, once the cluster is ready, kills
+// the partition's other follower. The returned node must serve within
+// seconds and the partition commit on with it: its leaders (the metadata
+// group's and the partition's) must replicate to it as soon as it answers,
+// not when raft's backoff, grown to 10 s while it was away, runs out (a
+// metadata leader's kept the returned node from serving for 7 s).
+func TestSecondFaultAfterANodeReturns(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	c := startCluster(ctx, t)
+	const topic = "second-fault"
+	l := startLoad(ctx, t, c, WorkloadConfig{Topic: topic}, 1, 100)
+	w, sum := l.w, l.sum
+	ld, err := c.Leader(ctx, topic, 0)
+	must(t, err)
+	away, other := otherNode(ld.Node), otherNode(ld.Node, otherNode(ld.Node))
+	must(t, c.Kill(away))
+	sum.Fault("follower-kill")
+	select {
+	case <-time.After(14 * time.Second): // raft's backoff then waits 10 s, from about 10 s after the kill
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	started := time.Now()
+	must(t, c.StartNode(ctx, away))
+	must(t, c.WaitReady(ctx, topic))
+	t0 := time.Now()
+	must(t, c.Kill(other))
+	sum.Fault("follower-kill")
+	must(t, w.WaitAcked(ctx, 0, t0, 1))
+	ready, took := t0.Sub(started), time.Since(t0)
+	t.Logf("node %d back after 14 s: started and the cluster ready in %v; node %d killed then: first acknowledgement %v after the kill",
+		away, ready.Round(time.Millisecond), other, took.Round(time.Millisecond))
+	if ready > 3*time.Second || took > 2*time.Second {
+		t.Errorf("the returned node's start to a ready cluster took %v (want at most 3 s), the second kill to an acknowledgement %v (want at most 2 s)", ready, took)
+	}
+	must(t, c.StartNode(ctx, other))
+	must(t, c.WaitReady(ctx, topic))
+	heal(ctx, t, c, w, topic)
+	l.finish(ctx, t)
+}

@@ -591,3 +591,37 @@ func TestQuiescePausedLeadersSettle(t *testing.T) {
 	}
 	c.waitQuiet(t)
 }
+
+// A follower that comes back after a long absence is replicated to as soon
+// as the transport vouches for it again, not when the backoff that grew
+// while it was away (to seconds here) runs out.
+func TestQuiesceBackoffEndsWhenAFollowerReturns(t *testing.T) {
+	c := newQuiesceCluster(t, 3)
+	f := (c.leader + 1) % 3
+	c.stop(t, f)
+	away := time.Now().Add(7 * time.Second)
+	n := 0
+	for ; time.Now().Before(away); n++ {
+		if err := c.rafts[c.leader].Apply([]byte("x"), time.Second).Error(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.start(t, f)
+	back := time.Now()
+	for {
+		c.fsms[f].Lock()
+		applied := len(c.fsms[f].logs)
+		c.fsms[f].Unlock()
+		if applied >= n {
+			break
+		}
+		if time.Since(back) > 10*time.Second {
+			t.Fatalf("the returned follower applied %d of %d entries in 10s", applied, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if took := time.Since(back); took > 1500*time.Millisecond {
+		t.Fatalf("the returned follower caught up %v after its start", took)
+	}
+}

@@ -225,10 +225,18 @@ func (r *Raft) replicateTo(s *followerReplication, lastIndex uint64) (shouldStop
 	var peer Server
 
 START:
-	// Prevent an excessive retry rate on errors
+	// Prevent an excessive retry rate on errors. A transport that vouches
+	// for peers (MiniKafka patch) ends the wait when a peer's liveness
+	// changes: a follower that comes back is caught up at once, not after
+	// a backoff that grew to seconds while it was away.
 	if s.failures > 0 {
+		var changed <-chan struct{}
+		if q := r.quiescer(); q != nil {
+			changed = q.LivenessChanged()
+		}
 		select {
 		case <-time.After(backoff(failureWait, s.failures, maxFailureScale)):
+		case <-changed:
 		case <-r.shutdownCh:
 		}
 	}

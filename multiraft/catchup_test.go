@@ -1,0 +1,39 @@
+package multiraft
+
+import (
+	"testing"
+	"time"
+)
+
+// A follower that comes back after a long absence is caught up as soon as
+// its node answers again, not only after raft's replication backoff, which
+// grows to about 10 s while the follower stays away: until then the group
+// has one replica to spare fewer than it seems.
+func TestReturnedFollowerCaughtUpAtOnce(t *testing.T) {
+	n := newTestNet(t, nil)
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+	members := []int32{1, 2, 3}
+	groups := ledByNode1(t, n, []string{"g"}, [][]int32{members}, fastTiming())[0]
+	n.stop(3)
+	if err := groups[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	away := time.Now().Add(12 * time.Second) // the backoff reaches 5 s
+	for v := uint64(1); time.Now().Before(away); v++ {
+		propose(t, groups[:2], v)
+		time.Sleep(20 * time.Millisecond)
+	}
+	n.start(3)
+	back := time.Now()
+	g3, _ := n.open(3, "g", members, fastTiming(), false)
+	want := groups[0].LastIndex()
+	waitFor(t, "node 3 to catch up", func() bool { return g3.LastIndex() >= want })
+	took := time.Since(back)
+	t.Logf("node 3 caught up %v after its start", took)
+	if took > 2*time.Second {
+		t.Fatalf("node 3 caught up only %v after its start", took)
+	}
+}
