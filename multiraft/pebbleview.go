@@ -120,9 +120,9 @@ func (v *pebbleView) forget() {
 	v.edgesMu.Unlock()
 }
 
-// readSpans reads the runs of indexes the group's log holds from Pebble
-// (nil runs if there are more than maxLogSpans), and its first and last
-// index. It reads keys only: raft reads every entry after its snapshot
+// readSpans reads the runs of indexes the group's log holds from Pebble,
+// the first maxLogSpans+1 of them if there are more (logSpans.set then
+// forgets them), and its first and last index. It reads keys only: raft reads every entry after its snapshot
 // at start anyway.
 func (v *pebbleView) readSpans() (runs []span, first, last uint64, err error) {
 	err = v.pl.read(func() error {
@@ -144,9 +144,6 @@ func (v *pebbleView) readSpans() (runs []span, first, last uint64, err error) {
 	})
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("multiraft: raft log %q: %w", v.name, err)
-	}
-	if len(runs) > maxLogSpans {
-		runs = nil
 	}
 	return runs, first, last, nil
 }

@@ -144,3 +144,26 @@ func openTestView(tb testing.TB, cfg pebbleConfig) *pebbleView {
 	})
 	return v
 }
+
+// A log of more runs than a view keeps (each entry after a gap) still has
+// the right edges, read from Pebble each time, and is never taken for an
+// empty one.
+func TestPebbleViewEdgesOfManyRuns(t *testing.T) {
+	v := openTestView(t, pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
+	for i := uint64(1); i <= 2*maxLogSpans; i++ {
+		if err := v.StoreLogs(testLogs(3*i, 3*i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.forget() // as after a start: the view reads Pebble
+	for range 2 {
+		first, err1 := v.FirstIndex()
+		last, err2 := v.LastIndex()
+		if err := errors.Join(err1, err2); err != nil || first != 3 || last != 6*maxLogSpans {
+			t.Fatalf("edges %d..%d (%v), want 3..%d", first, last, err, 6*maxLogSpans)
+		}
+	}
+	if v.spans.known {
+		t.Fatalf("the view keeps %d runs, more than maxLogSpans", len(v.spans.runs))
+	}
+}
