@@ -302,3 +302,47 @@ func TestParallelLeaderWriteCompactsOnlyStored(t *testing.T) {
 		}
 	}
 }
+
+// A leader's heartbeats reach its followers through the transport's fast
+// path (processHeartbeat), beside their main loops, which set up and
+// settle a writer whenever they lead. A heartbeat neither reads nor writes
+// the log, so it must not touch the writer; run with -race, while
+// leadership moves from one server to the next.
+func TestParallelLeaderWriteHeartbeatsBesideLeaderChanges(t *testing.T) {
+	c := newGatedCluster(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, l := range c.rafts {
+				if l.State() != Leader {
+					continue
+				}
+				for _, f := range c.rafts {
+					if f == l {
+						continue
+					}
+					hb := &AppendEntriesRequest{RPCHeader: l.getRPCHeader(), Term: l.getCurrentTerm(),
+						Leader: l.trans.EncodePeer(l.localID, l.localAddr)}
+					resp := make(chan RPCResponse, 1)
+					f.processHeartbeat(RPC{Command: hb, RespChan: resp})
+					<-resp
+				}
+			}
+		}
+	})
+	for range 150 {
+		l := c.leader(t)
+		if err := c.rafts[l].Apply([]byte("x"), time.Second).Error(); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.rafts[l].LeadershipTransfer().Error()
+	}
+	close(stop)
+	wg.Wait()
+}

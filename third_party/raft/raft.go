@@ -1542,7 +1542,12 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		r.setCurrentTerm(a.Term)
 		resp.Term = a.Term
 	}
-	_ = r.settleLeaderWrites() // leader_write.go: before this RPC writes the log
+	if len(a.Entries) > 0 || a.PrevLogEntry > 0 || a.LeaderCommitIndex > 0 {
+		// leader_write.go: before this RPC reads or writes the log. A
+		// heartbeat does neither, and comes through the transport's fast
+		// path (processHeartbeat), beside the main loop that owns the writer.
+		_ = r.settleLeaderWrites()
+	}
 
 	// Save the current leader
 	if len(a.Addr) > 0 {
