@@ -31,10 +31,8 @@ type pebbleView struct {
 
 	// edgesMu guards spans, the indexes the group's log holds, kept as
 	// entries are stored and deleted and read from Pebble again once not
-	// known. Reading the first or last index from Pebble seeks over the
-	// memtable's range deletions: raft asks for the last index twice per
-	// snapshot and the first once, 3% and 1% of the servers' CPU at twelve
-	// partitions' peak.
+	// known: reading the first or last index from Pebble seeks over the
+	// memtable's range deletions, and raft asks for both at every snapshot.
 	edgesMu sync.Mutex
 	spans   logSpans
 }

@@ -276,8 +276,8 @@ func clusterKill(ctx context.Context, t *testing.T, c *Cluster, w *Workload, sum
 // the partition's other follower. The returned node must serve within
 // seconds and the partition commit on with it: its leaders (the metadata
 // group's and the partition's) must replicate to it as soon as it answers,
-// not when raft's backoff, grown to 10 s while it was away, runs out (a
-// metadata leader's kept the returned node from serving for 7 s).
+// not when raft's backoff, grown to 10 s while it was away, runs out: the
+// node serves only once its metadata caught up.
 func TestSecondFaultAfterANodeReturns(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	c := startCluster(ctx, t)
