@@ -13,10 +13,7 @@ import (
 // leaderships over when a node stops, and get them back by rebalancing.
 func TestCampaignsHandOverAndRebalance(t *testing.T) {
 	n := newTestNet(t, func(tu *Tuning) { tu.RebalanceInterval, tu.RebalanceFirst = 100*time.Millisecond, 100*time.Millisecond })
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	const groups = 12
 	timing := slowTiming() // no election here is raft's own
 	batches := map[int32][]*Group{}
@@ -72,10 +69,7 @@ func TestCampaignsHandOverAndRebalance(t *testing.T) {
 func TestHoldLastsWhilePreferredWillCampaign(t *testing.T) {
 	const holdMax = 3 * time.Second
 	n := newTestNet(t, func(tu *Tuning) { tu.CampaignHold, tu.CampaignHoldMax = 2, holdMax })
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	timing := fastTiming() // hold bound: 2 x 200ms
 	var gs []*Group
 	for id := int32(2); id <= 3; id++ { // node 1, preferred and up, never releases its member

@@ -11,10 +11,7 @@ import (
 // has one replica to spare fewer than it seems.
 func TestReturnedFollowerCaughtUpAtOnce(t *testing.T) {
 	n := newTestNet(t, nil)
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	members := []int32{1, 2, 3}
 	groups := ledByNode1(t, n, []string{"g"}, [][]int32{members}, fastTiming())[0]
 	n.stop(3)

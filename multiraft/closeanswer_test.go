@@ -16,10 +16,7 @@ import (
 // a node whose metadata controller waited for one never finished stopping.
 func TestProposalsRacingCloseAreAnswered(t *testing.T) {
 	net := newTestNet(t, nil)
-	for id := int32(1); id <= 3; id++ {
-		net.start(id)
-	}
-	net.watchAll()
+	net.startWatched()
 	for round := range 5 {
 		name := fmt.Sprintf("g%d", round)
 		var gs []*Group

@@ -57,10 +57,7 @@ func slowTiming() Timing {
 // group at once, without raft's heartbeat timeout (30 s here).
 func TestLostLeaderReplacedBySuccessorAtOnce(t *testing.T) {
 	n := newTestNet(t, nil)
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	members := [][]int32{{1, 2, 3}, {1, 3, 2}}
 	groups := ledByNode1(t, n, []string{"ga", "gb"}, members, slowTiming())
 	before := groups[0][1].Epoch()

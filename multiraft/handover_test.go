@@ -19,10 +19,7 @@ import (
 // TestShutdownHandsLeadershipsToLiveNodes under load.
 func TestHandOverPassesOverADownNodeThatLooksUp(t *testing.T) {
 	n := newTestNet(t, func(tu *Tuning) { tu.RebalanceInterval = -1 })
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	gs := ledByNode1(t, n, []string{"gh"}, [][]int32{{1, 2, 3}}, slowTiming())[0]
 	h := n.host(1)
 	addr, _ := n.resolve(2)
@@ -80,10 +77,7 @@ func TestHandOverWaitsForTheNewLeader(t *testing.T) {
 		tu.DisableQuiescence = true // node 1 replicates each CommitTimeout
 		tu.CallTimeout = 10 * time.Second
 	})
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	gs := ledByNode1(t, n, []string{"gw"}, [][]int32{{1, 2, 3}}, slowTiming())[0]
 	n.stop(2)
 	addr1, _ := n.resolve(1)

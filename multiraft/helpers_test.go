@@ -120,6 +120,14 @@ func (n *testNet) host(id int32) *Host {
 	return n.hosts[id]
 }
 
+// startWatched starts nodes 1 to 3, each watching the others.
+func (n *testNet) startWatched() {
+	for id := int32(1); id <= 3; id++ {
+		n.start(id)
+	}
+	n.watchAll()
+}
+
 // watchAll makes every host watch every other.
 func (n *testNet) watchAll() {
 	n.mu.Lock()

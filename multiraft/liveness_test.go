@@ -16,10 +16,7 @@ func quietNet(t *testing.T, n int, tune func(*Tuning)) (*testNet, [][]*Group) {
 			tune(tun)
 		}
 	})
-	for id := int32(1); id <= 3; id++ {
-		net.start(id)
-	}
-	net.watchAll()
+	net.startWatched()
 	groups := make([][]*Group, n)
 	for i := range groups {
 		for id := int32(1); id <= 3; id++ {

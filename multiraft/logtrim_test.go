@@ -292,10 +292,7 @@ func TestPebbleWALScalesWithMemTable(t *testing.T) {
 func TestTrimKeepsEntriesForALaggingFollower(t *testing.T) {
 	n := newTestNet(t, nil)
 	n.store = LogStorePebble
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	timing := fastTiming()
 	timing.SnapshotThreshold, timing.SnapshotInterval = 1<<20, time.Hour
 	timing.SnapshotBytes, timing.TrailingBytes = 32<<10, 8<<10

@@ -73,10 +73,7 @@ func TestLargeLossElectsAFewAtATime(t *testing.T) {
 		tun.CampaignSlot = 5 * time.Second // a slow run stalls no successor for that long
 		tun.RebalanceInterval = -1
 	})
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	timing := fastTiming()
 	timing.HeartbeatTimeout, timing.ElectionTimeout = time.Second, time.Second // a steady start under -race
 	c := &candidacies{events: map[int32][]candidacy{}}
@@ -147,10 +144,7 @@ func TestLargeLossElectsAFewAtATime(t *testing.T) {
 // a transfer's: a group whose successor's election failed waited that long.
 func TestHeldMemberReleasedWhenItsElectionFailed(t *testing.T) {
 	n := newTestNet(t, func(tun *Tuning) { tun.RebalanceInterval = -1 })
-	for id := int32(1); id <= 3; id++ {
-		n.start(id)
-	}
-	n.watchAll()
+	n.startWatched()
 	g := ledByNode1(t, n, []string{"g"}, [][]int32{{1, 2, 3}}, fastTiming())[0][1]
 	waitFor(t, "the new group's campaign hold to end", func() bool { return !g.held() })
 	n.stop(1)
