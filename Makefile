@@ -26,7 +26,6 @@ fmt-check:
 test: fmt-check vet test-deps
 	$(GO) test -race -count=1 -p 3 -timeout 14m ./...
 	cd third_party/raft && $(GO) test -race -count=1 -run '$(RAFT_PATCH_TESTS)' .
-	cd third_party/yamux && $(GO) test -race -count=1 -run 'SendBatch' .
 	cd bench && $(GO) test -race -count=1 ./...
 
 # hashicorp/raft as patched in third_party/raft (its MINIKAFKA.md): the
@@ -42,16 +41,6 @@ raft-test:
 raft-diff:
 	@$(GO) mod download github.com/hashicorp/raft@$(RAFT_VERSION) >/dev/null 2>&1 || true; \
 	diff -ru -x MINIKAFKA.md "$$($(GO) env GOMODCACHE)/github.com/hashicorp/raft@$(RAFT_VERSION)" third_party/raft || true
-
-# hashicorp/yamux as patched in third_party/yamux (its MINIKAFKA.md): the
-# patch's tests run in make test, yamux's whole suite in make yamux-test.
-YAMUX_VERSION := v0.1.2
-.PHONY: yamux-test yamux-diff
-yamux-test:
-	cd third_party/yamux && $(GO) test -race -count=1 .
-yamux-diff:
-	@$(GO) mod download github.com/hashicorp/yamux@$(YAMUX_VERSION) >/dev/null 2>&1 || true; \
-	diff -ru -x MINIKAFKA.md "$$($(GO) env GOMODCACHE)/github.com/hashicorp/yamux@$(YAMUX_VERSION)" third_party/yamux || true
 
 # What the interop tests need besides Go: librdkafka as Debian's kcat and
 # python3-confluent-kafka, and the Node.js clients pinned by

@@ -104,5 +104,3 @@ require (
 )
 
 replace github.com/hashicorp/raft => ./third_party/raft
-
-replace github.com/hashicorp/yamux => ./third_party/yamux

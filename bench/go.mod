@@ -102,5 +102,3 @@ replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.
 // The node's patched raft, as in the main module: bench's cluster tests
 // build the node's packages.
 replace github.com/hashicorp/raft => ../third_party/raft
-
-replace github.com/hashicorp/yamux => ../third_party/yamux

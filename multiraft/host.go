@@ -295,7 +295,7 @@ func (h *Host) serveConn(raw net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	sess, err := yamux.Server(c, h.yamux)
+	sess, err := yamux.Server(&coalescingConn{Conn: c}, h.yamux)
 	if err != nil {
 		_ = c.Close()
 		return

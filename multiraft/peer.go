@@ -189,7 +189,7 @@ func (p *peer) dial(deadline time.Time) (*yamux.Session, uint64, error) {
 		_ = c.Close()
 		return nil, 0, p.fail("dial", err)
 	}
-	sess, err := yamux.Client(c, p.h.yamux)
+	sess, err := yamux.Client(&coalescingConn{Conn: c}, p.h.yamux)
 	if err != nil {
 		_ = c.Close()
 		return nil, 0, p.fail("dial", err)
