@@ -56,8 +56,10 @@ func TestBuildAllocatesTheBatchOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	// The records' slice, each record's header slice, and the buffer.
-	if want := float64(1 + len(b.recs) + 1); allocs > want {
+	// The records' slice, each record's header slice, the buffer (unless
+	// the pool had one), and the pool's own per-P array, which it makes
+	// again after a collection. Growing by doubling would make ten more.
+	if want := float64(1 + len(b.recs) + 2); allocs > want {
 		t.Fatalf("build made %.0f allocations, want at most %.0f", allocs, want)
 	}
 	if len(wire) < 1000*1024 {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -9,14 +10,18 @@ import (
 
 // BenchmarkProduce produces the same records through our producer and
 // through franz-go's against the same kfake cluster: idempotent, acks=all,
-// default batching, one Flush at the end.
+// default batching, one Flush at the end; values of 100 B and 1 KiB.
 func BenchmarkProduce(b *testing.B) {
 	kc := newKfake(b, 1, 3, "bench")
-	value := make([]byte, 100)
-	ctx := context.Background()
+	for _, size := range []int{100, 1024} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) { benchProduce(b, kc.ListenAddrs(), make([]byte, size)) })
+	}
+}
 
+func benchProduce(b *testing.B, addrs []string, value []byte) {
+	ctx := context.Background()
 	b.Run("minikafka", func(b *testing.B) {
-		p, err := NewProducer(Brokers(kc.ListenAddrs()...), BlockOnBufferFull())
+		p, err := NewProducer(Brokers(addrs...), BlockOnBufferFull())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,7 +37,7 @@ func BenchmarkProduce(b *testing.B) {
 		}
 	})
 	b.Run("franz-go", func(b *testing.B) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic("bench"))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("bench"))
 		if err != nil {
 			b.Fatal(err)
 		}

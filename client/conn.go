@@ -221,7 +221,6 @@ func (c *conn) connect(ctx context.Context) net.Conn {
 // outgoing is one write's worth of queued requests, reused across writes.
 type outgoing struct {
 	buf         []byte       // the frames to write, in queue order
-	frame       []byte       // scratch space for one frame
 	unsupported []failedCall // requests no common version fits: never written
 	noResp      []*call      // requests the broker will not answer (acks=0)
 }
@@ -247,10 +246,7 @@ func (c *conn) encodeQueuedLocked(out *outgoing, now time.Time) {
 		cl.req.SetVersion(v)
 		c.corr++
 		cl.corr = c.corr
-		// AppendRequest writes the frame's size at the start of the
-		// slice it is given, so each frame is built on its own.
-		out.frame = c.fmt.AppendRequest(out.frame[:0], cl.req, cl.corr)
-		out.buf = append(out.buf, out.frame...)
+		out.buf = appendFrame(out.buf, c.fmt, cl.req, cl.corr)
 		if cl.noResponse() {
 			out.noResp = append(out.noResp, cl)
 			continue
@@ -259,6 +255,19 @@ func (c *conn) encodeQueuedLocked(out *outgoing, now time.Time) {
 		c.pending = append(c.pending, cl)
 	}
 	c.armTimerLocked(now)
+}
+
+// appendFrame appends req's frame to buf. AppendRequest writes the
+// frame's size at the start of the slice it is given, so it is given the
+// empty tail of buf: within buf's capacity the frame is built in place,
+// and a produce request's batches are copied once, not twice.
+func appendFrame(buf []byte, f *kmsg.RequestFormatter, req kmsg.Request, corr int32) []byte {
+	start := len(buf)
+	frame := f.AppendRequest(buf[start:], req, corr)
+	if start < cap(buf) && len(frame) > 0 && &frame[0] == &buf[:start+1][start] {
+		return buf[:start+len(frame)] // built in place
+	}
+	return append(buf, frame...) // AppendRequest outgrew buf
 }
 
 // write writes the encoded frames. A request without a response completes

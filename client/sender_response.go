@@ -21,6 +21,7 @@ func (p *Producer) handleProduce(r produceReq, resp kmsg.Response, err error) {
 		b.inflight = false
 		ps.inflight--
 		if b.done {
+			p.recycleWireLocked(b)
 			continue // failed while in flight (fenced or closed)
 		}
 		switch {
@@ -49,6 +50,7 @@ func (p *Producer) handleProduce(r produceReq, resp kmsg.Response, err error) {
 				refresh = true
 			}
 		}
+		p.recycleWireLocked(b)
 		p.popDoneLocked(ps)
 	}
 	p.mu.Unlock()
