@@ -65,8 +65,13 @@ func (n *Node) Ready() error {
 // metadataBehind is ErrMetadataBehind while the metadata replica has not
 // applied every entry it knows to be committed: raft's applied index, not
 // the FSM's, since no-op and configuration entries never reach the FSM.
+// A leader whose commit index is behind what it applied has restarted
+// from a snapshot and not yet committed in its term (raft starts the
+// commit index at 0): entries after the snapshot, an ACL for one, are not
+// applied yet, so it is behind too.
 func (n *Node) metadataBehind() error {
-	if r := n.meta.Replication(); r.AppliedIndex < r.CommitIndex {
+	r := n.meta.Replication()
+	if r.AppliedIndex < r.CommitIndex || n.meta.LeaderID() == n.cfg.NodeID && r.CommitIndex < r.AppliedIndex {
 		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, r.AppliedIndex, r.CommitIndex)
 	}
 	return nil
