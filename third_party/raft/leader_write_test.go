@@ -341,7 +341,10 @@ func TestParallelLeaderWriteHeartbeatsBesideLeaderChanges(t *testing.T) {
 	})
 	for range 150 {
 		l := c.leader(t)
-		if err := c.rafts[l].Apply([]byte("x"), time.Second).Error(); err != nil {
+		// Leadership may move on its own between leader() and Apply; only
+		// the race detector's verdict matters here.
+		if err := c.rafts[l].Apply([]byte("x"), time.Second).Error(); err != nil &&
+			!errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrLeadershipLost) {
 			t.Fatal(err)
 		}
 		_ = c.rafts[l].LeadershipTransfer().Error()
