@@ -344,7 +344,7 @@ func TestParallelLeaderWriteHeartbeatsBesideLeaderChanges(t *testing.T) {
 		// Leadership may move on its own between leader() and Apply; only
 		// the race detector's verdict matters here.
 		if err := c.rafts[l].Apply([]byte("x"), time.Second).Error(); err != nil &&
-			!errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrLeadershipLost) {
+			!errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrLeadershipLost) && !errors.Is(err, ErrLeadershipTransferInProgress) {
 			t.Fatal(err)
 		}
 		_ = c.rafts[l].LeadershipTransfer().Error()
