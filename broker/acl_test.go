@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -287,10 +288,58 @@ func TestACLsSurviveSnapshotRestart(t *testing.T) {
 	}
 }
 
+// A metadata follower restarted from a snapshot, with a committed ACL in
+// its log after that snapshot, is ready only once it has applied it: raft
+// starts its commit index at 0, and its leader's heartbeat makes the
+// leader known before an AppendEntries says what is committed.
+func TestACLsSurviveFollowerSnapshotRestart(t *testing.T) {
+	c, tlsCfg := aclCluster(t, 3, func(cfg *broker.Config) {
+		cfg.MetaRaft.SnapshotThreshold = 8
+		cfg.MetaRaft.SnapshotInterval = 50 * time.Millisecond
+	})
+	adm := kadm.NewClient(userClient(t, c, tlsCfg, "admin", "admin-secret"))
+	var f int
+	for id := 1; id <= 3 && f == 0; id++ {
+		if c.Node(id).MetadataLeader() != int32(id) {
+			f = id
+		}
+	}
+	acls := 0
+	create := func() {
+		acls++
+		mustCreateACLs(t, adm, kadm.NewACLs().Allow("User:alice").Groups(fmt.Sprintf("g%d", acls)).
+			Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	}
+	before := nodeSnapshots(c, f)
+	eventually(t, 30*time.Second, "a follower's metadata snapshot", func() bool {
+		create()
+		for _, s := range nodeSnapshots(c, f) {
+			if !slices.Contains(before, s) {
+				return true
+			}
+		}
+		return false
+	})
+	create() // one committed entry after the snapshot, too few for another
+	c.StopNode(f)
+	c.StartNode(f)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Node(f).WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Node(f).ACLCount(); n != acls {
+		t.Fatalf("node %d ready with %d ACLs after the restart, want %d", f, n, acls)
+	}
+}
+
 // snapshots lists node 1's metadata snapshots on disk (raft names each
 // by term, index and time, so a new one has a new path).
-func snapshots(c *testcluster.Cluster) []string {
-	m, _ := filepath.Glob(filepath.Join(c.DataDir(1), "meta", "snapshots", "*", "meta.json"))
+func snapshots(c *testcluster.Cluster) []string { return nodeSnapshots(c, 1) }
+
+// nodeSnapshots lists node id's metadata snapshots on disk.
+func nodeSnapshots(c *testcluster.Cluster, id int) []string {
+	m, _ := filepath.Glob(filepath.Join(c.DataDir(id), "meta", "snapshots", "*", "meta.json"))
 	return m
 }
 

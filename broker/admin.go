@@ -63,15 +63,20 @@ func (n *Node) Ready() error {
 }
 
 // metadataBehind is ErrMetadataBehind while the metadata replica has not
-// applied every entry it knows to be committed: raft's applied index, not
-// the FSM's, since no-op and configuration entries never reach the FSM.
-// A leader whose commit index is behind what it applied has restarted
-// from a snapshot and not yet committed in its term (raft starts the
-// commit index at 0): entries after the snapshot, an ACL for one, are not
-// applied yet, so it is behind too.
-func (n *Node) metadataBehind() error {
-	r := n.meta.Replication()
-	if r.AppliedIndex < r.CommitIndex || n.meta.LeaderID() == n.cfg.NodeID && r.CommitIndex < r.AppliedIndex {
+// applied every entry it knows to be committed (replicaBehind).
+func (n *Node) metadataBehind() error { return replicaBehind(n.meta.Replication()) }
+
+// replicaBehind is ErrMetadataBehind unless r's applied index equals its
+// commit index: raft's applied index, not the FSM's, since no-op and
+// configuration entries never reach the FSM. A commit index below the
+// applied one means a member restarted from a snapshot and not yet told
+// what is committed (raft starts the commit index at 0): a leader until it
+// commits in its term, a follower until an AppendEntries carries its
+// leader's commit index (a heartbeat, which makes the leader known, does
+// not). Until then the entries after the snapshot, an ACL for one, are
+// unapplied.
+func replicaBehind(r multiraft.Replication) error {
+	if r.AppliedIndex != r.CommitIndex {
 		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, r.AppliedIndex, r.CommitIndex)
 	}
 	return nil

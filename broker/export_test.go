@@ -66,3 +66,7 @@ func (n *Node) MetadataState() *metadata.Snapshot { return n.meta.State() }
 
 // TokensEnabled reports whether a node with c serves delegation tokens.
 func TokensEnabled(c *Config) bool { return c.tokensConfig().Enabled }
+
+// MetadataLeader is the metadata group's leader as this node knows it, or
+// -1.
+func (n *Node) MetadataLeader() int32 { return n.meta.LeaderID() }
