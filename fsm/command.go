@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/minikafka/minikafka-go/internal/frame"
 )
 
 // CmdType is the first byte of every command in a partition's Raft log.
@@ -90,7 +92,7 @@ var ErrShortCommand = errors.New("fsm: malformed command")
 
 // EncodeProduce returns the command that appends batch.
 func EncodeProduce(batch []byte) []byte {
-	cmd := make([]byte, 1+len(batch))
+	cmd := frame.Alloc(1 + len(batch)) // every byte is written below
 	cmd[0] = byte(CmdProduce)
 	copy(cmd[1:], batch)
 	return cmd
@@ -105,7 +107,7 @@ const produceAtHeader = 1 + 8 + 1
 // EncodeProduceAt returns the command that appends batch at the leader
 // time nowMs, with flags (FlagLogAppendTime).
 func EncodeProduceAt(batch []byte, nowMs int64, flags byte) []byte {
-	cmd := make([]byte, produceAtHeader+len(batch))
+	cmd := frame.Alloc(produceAtHeader + len(batch)) // every byte is written below
 	cmd[0] = byte(CmdProduceAt)
 	binary.BigEndian.PutUint64(cmd[1:], uint64(nowMs))
 	cmd[9] = flags

@@ -42,9 +42,10 @@ func peekFrameSize(br *bufio.Reader, maxBytes int32) (int32, error) {
 }
 
 // readFrameBody reads the frame of size bytes (peekFrameSize) into memory
-// of exactly that size: the budget already holds it.
+// of exactly that size: the budget already holds it. The memory is not
+// cleared first (frame.Alloc): the read fills it or the body is dropped.
 func readFrameBody(r io.Reader, size int32) ([]byte, error) {
-	return frame.ReadInto(r, uint32(size), uint32(size), make([]byte, size))
+	return frame.ReadInto(r, uint32(size), uint32(size), frame.Alloc(int(size)))
 }
 
 // requestHeader is the part of a request header the server uses.

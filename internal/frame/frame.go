@@ -57,11 +57,12 @@ func ReadInto(r io.Reader, lo, hi uint32, buf []byte) ([]byte, error) {
 		}
 		return buf, nil
 	}
-	buf = make([]byte, 0, min(n, chunk))
+	// Alloc: every byte up to len(buf) is read before buf is returned.
+	buf = Alloc(int(min(n, chunk)))[:0]
 	for uint32(len(buf)) < n {
 		step := min(n-uint32(len(buf)), chunk)
 		if uint32(cap(buf)-len(buf)) < step {
-			grown := make([]byte, len(buf), len(buf)+int(max(step, uint32(len(buf)))))
+			grown := Alloc(len(buf) + int(max(step, uint32(len(buf)))))[:len(buf)]
 			copy(grown, buf)
 			buf = grown
 		}
