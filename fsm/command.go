@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/minikafka/minikafka-go/internal/frame"
+	"github.com/minikafka/minikafka-go/internal/nozero"
 )
 
 // CmdType is the first byte of every command in a partition's Raft log.
@@ -92,7 +92,7 @@ var ErrShortCommand = errors.New("fsm: malformed command")
 
 // EncodeProduce returns the command that appends batch.
 func EncodeProduce(batch []byte) []byte {
-	cmd := frame.Alloc(1 + len(batch)) // every byte is written below
+	cmd := nozero.Bytes(1 + len(batch)) // every byte is written below
 	cmd[0] = byte(CmdProduce)
 	copy(cmd[1:], batch)
 	return cmd
@@ -107,7 +107,7 @@ const produceAtHeader = 1 + 8 + 1
 // EncodeProduceAt returns the command that appends batch at the leader
 // time nowMs, with flags (FlagLogAppendTime).
 func EncodeProduceAt(batch []byte, nowMs int64, flags byte) []byte {
-	cmd := frame.Alloc(produceAtHeader + len(batch)) // every byte is written below
+	cmd := nozero.Bytes(produceAtHeader + len(batch)) // every byte is written below
 	cmd[0] = byte(CmdProduceAt)
 	binary.BigEndian.PutUint64(cmd[1:], uint64(nowMs))
 	cmd[9] = flags

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/internal/frame"
+	"github.com/minikafka/minikafka-go/internal/nozero"
 )
 
 // minRequestHeader is the smallest request header: api key, api version and
@@ -43,9 +44,9 @@ func peekFrameSize(br *bufio.Reader, maxBytes int32) (int32, error) {
 
 // readFrameBody reads the frame of size bytes (peekFrameSize) into memory
 // of exactly that size: the budget already holds it. The memory is not
-// cleared first (frame.Alloc): the read fills it or the body is dropped.
+// cleared first (nozero.Bytes): the read fills it or the body is dropped.
 func readFrameBody(r io.Reader, size int32) ([]byte, error) {
-	return frame.ReadInto(r, uint32(size), uint32(size), frame.Alloc(int(size)))
+	return frame.ReadInto(r, uint32(size), uint32(size), nozero.Bytes(int(size)))
 }
 
 // requestHeader is the part of a request header the server uses.

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+
+	"github.com/minikafka/minikafka-go/internal/nozero"
 )
 
 // HeaderSize is the length prefix's size in bytes.
@@ -57,12 +59,12 @@ func ReadInto(r io.Reader, lo, hi uint32, buf []byte) ([]byte, error) {
 		}
 		return buf, nil
 	}
-	// Alloc: every byte up to len(buf) is read before buf is returned.
-	buf = Alloc(int(min(n, chunk)))[:0]
+	// nozero: every byte up to len(buf) is read before buf is returned.
+	buf = nozero.Bytes(int(min(n, chunk)))[:0]
 	for uint32(len(buf)) < n {
 		step := min(n-uint32(len(buf)), chunk)
 		if uint32(cap(buf)-len(buf)) < step {
-			grown := Alloc(len(buf) + int(max(step, uint32(len(buf)))))[:len(buf)]
+			grown := nozero.Bytes(len(buf) + int(max(step, uint32(len(buf)))))[:len(buf)]
 			copy(grown, buf)
 			buf = grown
 		}

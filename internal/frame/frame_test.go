@@ -5,6 +5,9 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/minikafka/minikafka-go/internal/nozero"
+	"github.com/minikafka/minikafka-go/internal/nozero/nozerotest"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -58,5 +61,25 @@ func TestReadIntoReusesTheBuffer(t *testing.T) {
 	}
 	if _, err := ReadInto(bytes.NewReader(Append(nil, []byte("hello"))[:7]), 1, 100, buf); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("truncated into a buffer: %v", err)
+	}
+}
+
+// Frames read into uncleared memory hold exactly the bytes sent, in one
+// chunk and across several, whatever the memory held before.
+func TestReadHoldsOnlyTheFramesBytes(t *testing.T) {
+	for _, n := range []int{5, chunk - 1, chunk + 7, 3*chunk + 11} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i % 251)
+		}
+		nozerotest.DirtyHeap()
+		got, err := Read(bytes.NewReader(Append(nil, body)), 1, 4*chunk)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("%d-byte frame: %d bytes read, equal %v, err %v", n, len(got), bytes.Equal(got, body), err)
+		}
+		got, err = ReadInto(bytes.NewReader(Append(nil, body)), uint32(n), uint32(n), nozero.Bytes(n))
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("%d-byte frame into nozero.Bytes: equal %v, err %v", n, bytes.Equal(got, body), err)
+		}
 	}
 }

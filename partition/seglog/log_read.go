@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/minikafka/minikafka-go/internal/nozero"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -56,7 +57,9 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 	}
 	l.mu.RUnlock()
 
-	buf := make([]byte, total)
+	// Every byte up to off is read from the files before it is returned,
+	// and nothing past off is (cut from the capacity too).
+	buf := nozero.Bytes(int(total))
 	var off int64
 	for _, p := range parts {
 		dst := buf[off : off+p.n]
@@ -74,7 +77,7 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 		}
 		off += p.n
 	}
-	return buf[:off], nil
+	return buf[:off:off], nil
 }
 
 // wholeBatches is the length of the run of whole batches at the start of b.
