@@ -96,9 +96,9 @@ const (
 	DefaultCacheKeepBytes     = 8 << 20
 )
 
-// maxRetainedBuf bounds the AppendAt copy buffer the Log keeps between
-// calls; larger batches use a one-off buffer.
-const maxRetainedBuf = 1 << 20
+// rewrittenHead is the part of a batch that AppendAt rewrites: the base
+// offset, the batch length (unchanged) and the partition leader epoch.
+const rewrittenHead = 16
 
 func (o Options) resolve() (Options, error) {
 	switch {
@@ -161,15 +161,15 @@ type Log struct {
 	syncSem chan struct{}
 
 	// wmu serializes the writer's methods (Append, AppendAt, TruncateTo,
-	// Reset, Sync, Close). It guards wbuf, dirDirty, werr, serr and the
+	// Reset, Sync, Close). It guards whead, dirDirty, werr, serr and the
 	// segments' dirty flags, and lets the writer read mu-guarded fields
 	// without mu, since only a wmu holder changes them.
 	wmu      sync.Mutex
-	wbuf     []byte // AppendAt's reusable copy of the batch
-	dirDirty bool   // files created or removed since the last directory fsync
-	werr     error  // sticky: a failed write could not be undone
-	serr     error  // sticky until reopen: an fsync failed (wraps ErrSyncFailed)
-	unsynced int64  // bytes appended since the flusher was last kicked
+	whead    [rewrittenHead]byte // AppendAt's rewritten head of the batch
+	dirDirty bool                // files created or removed since the last directory fsync
+	werr     error               // sticky: a failed write could not be undone
+	serr     error               // sticky until reopen: an fsync failed (wraps ErrSyncFailed)
+	unsynced int64               // bytes appended since the flusher was last kicked
 	// activeSince is when the active segment was created (or the log
 	// opened), for Options.SegmentAge: a local layout choice, not
 	// replicated state, so the wall clock is fine here.
@@ -270,7 +270,7 @@ func (l *Log) Append(batch []byte) error {
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	return l.appendLocked(batch, h)
+	return l.appendLocked(batch, nil, h)
 }
 
 // AppendAt writes one whole batch with its base offset and partition
@@ -288,25 +288,20 @@ func (l *Log) AppendAt(batch []byte, baseOffset int64, leaderEpoch int32) error 
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	var b []byte
-	if len(batch) <= maxRetainedBuf {
-		if cap(l.wbuf) < len(batch) {
-			l.wbuf = make([]byte, len(batch))
-		}
-		b = l.wbuf[:len(batch)]
-	} else {
-		b = make([]byte, len(batch))
-	}
-	copy(b, batch)
-	record.SetBaseOffset(b, baseOffset)
-	record.SetLeaderEpoch(b, leaderEpoch)
+	// The rewritten head and the rest of the caller's bytes go out in one
+	// vectored write: no copy of the whole batch.
+	head := l.whead[:]
+	copy(head, batch)
+	record.SetBaseOffset(head, baseOffset)
+	record.SetLeaderEpoch(head, leaderEpoch)
 	h.BaseOffset, h.PartitionLeaderEpoch = baseOffset, leaderEpoch
-	return l.appendLocked(b, h)
+	return l.appendLocked(head, batch[len(head):], h)
 }
 
-// appendLocked writes b, whose header is h, at the end of the log with one
-// write call and then publishes it. The caller holds wmu.
-func (l *Log) appendLocked(b []byte, h record.Header) error {
+// appendLocked writes the batch head+rest, whose header is h, at the end
+// of the log with one write call and then publishes it. The caller holds
+// wmu.
+func (l *Log) appendLocked(head, rest []byte, h record.Header) error {
 	if err := l.writerErr(); err != nil {
 		return err
 	}
@@ -315,7 +310,7 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 		return &OffsetMismatchError{Got: h.BaseOffset, Want: l.end}
 	}
 	s := l.segs[len(l.segs)-1]
-	n := int64(len(b))
+	n := int64(len(head) + len(rest))
 	if s.size > 0 && (s.size+n > l.opts.SegmentBytes || h.BaseOffset-s.base > math.MaxUint32 || l.segmentAged()) {
 		var err error
 		if s, err = l.roll(h.BaseOffset); err != nil {
@@ -329,7 +324,7 @@ func (l *Log) appendLocked(b []byte, h record.Header) error {
 		return fmt.Errorf("partition: append: %w", err)
 	}
 	defer s.f.Unpin()
-	if _, err := s.f.WriteAt(b, s.size); err != nil {
+	if _, err := s.f.WriteAtv([][]byte{head, rest}, s.size); err != nil {
 		// Readers never look past s.size, but a later roll would seal
 		// the stray bytes into the middle of the log: cut them off.
 		if terr := s.f.Truncate(s.size); terr != nil {
