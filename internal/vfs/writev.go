@@ -22,7 +22,9 @@ func writeAtv(f File, bufs [][]byte, off int64) (int, error) {
 	return total, nil
 }
 
-// WriteAtv writes bufs one after another at off (see writeAtv).
+// WriteAtv writes bufs one after another at off (see writeAtv). Like
+// WriteAt it is not for a file opened with O_APPEND, where pwritev would
+// append instead of writing at off.
 func (h *Handle) WriteAtv(bufs [][]byte, off int64) (int, error) {
 	f, err := h.acquire()
 	if err != nil {
