@@ -27,12 +27,14 @@ func writevAt(f File, bufs [][]byte, off int64) (n int, ok bool, err error) {
 		}); cerr != nil {
 			return n, true, cerr
 		}
-		if errors.Is(err, unix.EINTR) {
+		switch {
+		case errors.Is(err, unix.EINTR):
 			err = nil
 			continue
-		}
-		if err == nil && got == 0 {
-			err = io.ErrShortWrite
+		case err != nil: // got is -1: nothing more was written
+			return n, true, err
+		case got == 0:
+			return n, true, io.ErrShortWrite
 		}
 		n += got
 		bufs = skipWritten(bufs, got)

@@ -49,3 +49,34 @@ func TestWriteAtvWritesBuffersInOrder(t *testing.T) {
 		})
 	}
 }
+
+// A refused write reports the error and no bytes written, on an OS file
+// and on ours alike.
+func TestWriteAtvRefusedWritesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fsys vfs.FS
+		dir  string
+	}{{"os", vfs.OS, t.TempDir()}, {"mem", vfs.NewStrictMem(), "/d"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := filepath.Join(tc.dir, "seg")
+			if err := tc.fsys.MkdirAll(tc.dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if f, err := tc.fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644); err != nil {
+				t.Fatal(err)
+			} else {
+				f.Close()
+			}
+			f, err := tc.fsys.OpenFile(name, os.O_RDONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := vfs.NewFileCache(0).Adopt(tc.fsys, f, vfs.HandleOptions{Flag: os.O_RDONLY})
+			defer h.Close()
+			if n, err := h.WriteAtv([][]byte{[]byte("head"), []byte("rest")}, 0); err == nil || n != 0 {
+				t.Fatalf("WriteAtv on a read-only file = %d, %v; want 0 and an error", n, err)
+			}
+		})
+	}
+}
