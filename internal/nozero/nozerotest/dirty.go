@@ -18,7 +18,6 @@ func DirtyHeap() {
 			keep[i][j] = Pattern
 		}
 	}
-	runtime.KeepAlive(keep)
-	keep = nil
+	runtime.KeepAlive(keep) // filled for certain; unreachable from here on
 	runtime.GC()
 }
