@@ -70,3 +70,6 @@ func TokensEnabled(c *Config) bool { return c.tokensConfig().Enabled }
 // MetadataLeader is the metadata group's leader as this node knows it, or
 // -1.
 func (n *Node) MetadataLeader() int32 { return n.meta.LeaderID() }
+
+// MetaAppliedIndex is the metadata replica's applied index.
+func (n *Node) MetaAppliedIndex() uint64 { return n.meta.Replication().AppliedIndex }
