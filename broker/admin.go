@@ -66,18 +66,15 @@ func (n *Node) Ready() error {
 // applied every entry it knows to be committed (replicaBehind).
 func (n *Node) metadataBehind() error { return replicaBehind(n.meta.Replication()) }
 
-// replicaBehind is ErrMetadataBehind unless r's applied index equals its
-// commit index: raft's applied index, not the FSM's, since no-op and
-// configuration entries never reach the FSM. A commit index below the
-// applied one means a member restarted from a snapshot and not yet told
-// what is committed (raft starts the commit index at 0): a leader until it
-// commits in its term, a follower until an AppendEntries carries its
-// leader's commit index (a heartbeat, which makes the leader known, does
-// not). Until then the entries after the snapshot, an ACL for one, are
-// unapplied.
+// replicaBehind is ErrMetadataBehind while r may have committed entries
+// still to apply (multiraft.Replication.Behind): raft's applied index, not
+// the FSM's, since no-op and configuration entries never reach the FSM.
+// Until then an entry after the replica's snapshot, an ACL for one, may
+// be unapplied.
 func replicaBehind(r multiraft.Replication) error {
-	if r.AppliedIndex != r.CommitIndex {
-		return fmt.Errorf("%w: applied index %d, commit index %d", ErrMetadataBehind, r.AppliedIndex, r.CommitIndex)
+	if r.Behind() {
+		return fmt.Errorf("%w: applied index %d, commit index %d, leader's commit index %d",
+			ErrMetadataBehind, r.AppliedIndex, r.CommitIndex, r.LeaderCommit)
 	}
 	return nil
 }

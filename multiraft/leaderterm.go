@@ -27,6 +27,17 @@ func (t *transport) noteLeader(req *raft.AppendEntriesRequest) {
 	}
 }
 
+// noteCommit records the commit index an AppendEntries carried, if it is
+// the highest yet.
+func (t *transport) noteCommit(req *raft.AppendEntriesRequest) {
+	for {
+		cur := t.leaderCommit.Load()
+		if req.LeaderCommitIndex <= cur || t.leaderCommit.CompareAndSwap(cur, req.LeaderCommitIndex) {
+			return
+		}
+	}
+}
+
 // LeaderEpoch returns the group's leader with the term it leads in, as a
 // consistent pair: this member while it leads, else the sender of the
 // latest AppendEntries if that was in this member's current term. raft

@@ -35,9 +35,26 @@ type Replication struct {
 	// AppliedIndex is the last entry raft has handed to the FSM (no-op and
 	// configuration entries included).
 	AppliedIndex uint64
+	// LeaderCommit is the highest commit index a leader's AppendEntries
+	// has brought this member since its group opened (0: none yet).
+	LeaderCommit uint64
 	// Followers are the other members, by node id; only a leader knows
 	// them (nil otherwise).
 	Followers []FollowerProgress
+}
+
+// Behind reports whether this member may have committed entries still to
+// apply. A leader's commit index is the group's. A follower's stops at the
+// last entry it got, and starts at 0 when it opens (its snapshot's index
+// is applied, not known committed), so a follower is behind until it has
+// applied up to the highest commit index its leaders have sent it: one
+// AppendEntries carries only MaxAppendEntries of what a restarted follower
+// lacks, and a heartbeat carries no commit index at all.
+func (r Replication) Behind() bool {
+	if r.AppliedIndex != r.CommitIndex {
+		return true
+	}
+	return !r.Leader && (r.LeaderCommit == 0 || r.AppliedIndex < r.LeaderCommit)
 }
 
 // InSync reports whether f keeps up: it answered within maxLag, and it
@@ -120,7 +137,7 @@ func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp
 // member leads, each other member's progress.
 func (g *Group) Replication() Replication {
 	r := Replication{Leader: g.IsLeader(), CommitIndex: g.raft.CommitIndex(), LastIndex: g.raft.LastIndex(),
-		AppliedIndex: g.raft.AppliedIndex()}
+		AppliedIndex: g.raft.AppliedIndex(), LeaderCommit: g.trans.leaderCommit.Load()}
 	if !r.Leader {
 		return r
 	}

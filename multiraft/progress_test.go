@@ -56,3 +56,28 @@ func TestISR(t *testing.T) {
 		t.Fatalf("ISR = %v, want [1 2]", got)
 	}
 }
+
+// A member is behind while it applies what is committed, while it has
+// applied more than it knows to be committed (restored from a snapshot,
+// before it hears a commit index), and, as a follower, until it has applied
+// what its leaders said was committed.
+func TestReplicationBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Replication
+		want bool
+	}{
+		{"caught up", Replication{CommitIndex: 40, AppliedIndex: 40, LeaderCommit: 40}, false},
+		{"caught up leader", Replication{Leader: true, CommitIndex: 40, AppliedIndex: 40, LeaderCommit: 12}, false},
+		{"applying", Replication{CommitIndex: 41, AppliedIndex: 40, LeaderCommit: 41}, true},
+		{"restored leader", Replication{Leader: true, CommitIndex: 0, AppliedIndex: 40}, true},
+		{"restored follower", Replication{CommitIndex: 0, AppliedIndex: 40}, true},
+		{"follower given part of what is committed", Replication{CommitIndex: 44, AppliedIndex: 44, LeaderCommit: 300}, true},
+		{"follower told nothing yet", Replication{}, true},
+		{"new leader", Replication{Leader: true}, false},
+	} {
+		if got := tc.r.Behind(); got != tc.want {
+			t.Errorf("%s: %+v.Behind() = %v, want %v", tc.name, tc.r, got, tc.want)
+		}
+	}
+}

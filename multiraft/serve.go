@@ -146,6 +146,7 @@ func (h *Host) serveRPC(st io.Reader, node int32, kind byte, group string, paylo
 	switch req := cmd.(type) {
 	case *raft.AppendEntriesRequest:
 		t.noteLeader(req)
+		t.noteCommit(req)
 	case *raft.RequestVoteRequest:
 		answered = t.watchTransferVote(req)
 	}

@@ -44,6 +44,9 @@ type transport struct {
 	view       atomic.Pointer[raftView]       // what the heartbeat guard reads of it; nil: handle inline
 	throttled  sync.Map                       // raft.ServerID -> true: members catching up, paced (members.go)
 	leaderSeen atomic.Pointer[leaderTerm]     // the newest term's leader an AppendEntries came from (leaderterm.go)
+	// leaderCommit is the highest LeaderCommitIndex an AppendEntries
+	// brought (Replication.Behind): any leader's is committed for good.
+	leaderCommit atomic.Uint64
 
 	// progress is the followers' progress while the group leads here.
 	progress progress
