@@ -170,13 +170,8 @@ type Config struct {
 	// stays in the OS page cache once fsynced; older data is dropped from
 	// it (seglog.Options.CacheKeepBytes). Negative: never dropped.
 	PageCacheKeepBytes int64
-	// LogWriteBehindBytes gathers each partition log's appends into
-	// writes of up to this many bytes, each batch waiting at most
-	// seglog.DefaultWriteBehindDelay (seglog.Options.WriteBehindBytes).
-	// 0: every batch is written as it is applied.
-	LogWriteBehindBytes int64
-	ProducerWindow      int   // batches remembered per producer (Kafka: 5)
-	MaxRequestBytes     int32 // largest Kafka request frame accepted
+	ProducerWindow     int   // batches remembered per producer (Kafka: 5)
+	MaxRequestBytes    int32 // largest Kafka request frame accepted
 	// PartitionMaxOpenFiles bounds the partition log segment files and
 	// applied-index journals the node holds open at once (a vfs.FileCache
 	// its replicas share): past it the least recently used are closed and
@@ -289,14 +284,6 @@ const logPrecision = time.Millisecond
 // (memory and idle CPU per replica).
 const DefaultMaxNodeReplicas = 12_000
 
-// DefaultLogWriteBehindBytes is Config.LogWriteBehindBytes' default: about
-// the size of one partition's Raft entry at a busy single partition, where
-// a write of this size already costs the kernel its least per byte.
-const DefaultLogWriteBehindBytes = 1 << 20
-
-// maxLogWriteBehindBytes bounds Config.LogWriteBehindBytes.
-const maxLogWriteBehindBytes = 64 << 20
-
 // NodeCapacityConfig is the broker config (DescribeConfigs of a broker)
 // that reports max_partition_replicas_per_node.
 const NodeCapacityConfig = kafkabackend.NodeCapacityConfig
@@ -357,7 +344,6 @@ func DefaultConfig() Config {
 		PartitionLogStore:             multiraft.LogStorePebble,
 		SegmentBytes:                  seglog.DefaultSegmentBytes,
 		PageCacheKeepBytes:            seglog.DefaultCacheKeepBytes,
-		LogWriteBehindBytes:           DefaultLogWriteBehindBytes,
 		ProducerWindow:                5,
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,

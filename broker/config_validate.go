@@ -163,8 +163,6 @@ func (c *Config) validateLimits() error {
 		return bad("segment_bytes", c.SegmentBytes, "must be at least 1 MiB")
 	case c.PageCacheKeepBytes < -1 || c.PageCacheKeepBytes == 0:
 		return bad("log_page_cache_keep_bytes", c.PageCacheKeepBytes, "must be -1 (never drop) or positive")
-	case c.LogWriteBehindBytes < 0 || c.LogWriteBehindBytes > maxLogWriteBehindBytes:
-		return bad("log_write_behind_bytes", c.LogWriteBehindBytes, "must be in 0..67108864 (0: write each batch as it is applied)")
 	case c.ProducerWindow < 1 || c.ProducerWindow > 1000:
 		return bad("producer_window", c.ProducerWindow, "must be in 1..1000")
 	case c.MaxRequestBytes < 1<<20:

@@ -24,7 +24,7 @@ func (n *Node) newReplicaSet() *replicas.Set[coordhost.State] {
 	c := n.cfg
 	return replicas.New(n.ctx, replicas.Config{
 		NodeID: c.NodeID, Dir: n.partitionsDir(), Raft: c.PartitionRaft, LogStore: c.PartitionLogStore,
-		SegmentBytes: c.SegmentBytes, CacheKeepBytes: c.PageCacheKeepBytes, WriteBehindBytes: c.LogWriteBehindBytes, FS: c.PartitionFS, MaxOpenFiles: c.PartitionMaxOpenFiles,
+		SegmentBytes: c.SegmentBytes, CacheKeepBytes: c.PageCacheKeepBytes, FS: c.PartitionFS, MaxOpenFiles: c.PartitionMaxOpenFiles,
 		ProducerWindow: c.ProducerWindow, MaxProducers: c.MaxProducers, CleanerThreads: c.CleanerThreads,
 		Tuning: replicas.Tuning{ReconcileRetry: c.Tuning.ReconcileRetry, OpenParallelism: c.Tuning.OpenParallelism,
 			ReassignInterval: c.Tuning.ReassignInterval, ReassignStep: c.Tuning.ReassignStep,

@@ -35,11 +35,10 @@ type Config struct {
 	// FSM state; MaxOpenFiles bounds the segment and journal files held
 	// open across all replicas.
 	SegmentBytes int64
-	// CacheKeepBytes and WriteBehindBytes are seglog.Options' of every log.
-	CacheKeepBytes   int64
-	WriteBehindBytes int64
-	FS               vfs.FS
-	MaxOpenFiles     int
+	// CacheKeepBytes is seglog.Options.CacheKeepBytes of every log.
+	CacheKeepBytes int64
+	FS             vfs.FS
+	MaxOpenFiles   int
 	// ProducerWindow is the batches remembered per producer;
 	// MaxProducers bounds each partition's producer table.
 	ProducerWindow int
@@ -257,7 +256,7 @@ func (s *Set[E]) open(info Info) (*Replica[E], error) {
 			Hold:     true,
 			OnLeader: func(leader bool, term uint64) { s.onLeader(r, leader, term) },
 		},
-		Log:            seglog.Options{SegmentBytes: s.cfg.SegmentBytes, CacheKeepBytes: s.cfg.CacheKeepBytes, WriteBehindBytes: s.cfg.WriteBehindBytes, FS: s.cfg.FS, Files: s.files, OnFsync: s.deps.OnFsync},
+		Log:            seglog.Options{SegmentBytes: s.cfg.SegmentBytes, CacheKeepBytes: s.cfg.CacheKeepBytes, FS: s.cfg.FS, Files: s.files, OnFsync: s.deps.OnFsync},
 		ProducerWindow: s.cfg.ProducerWindow,
 		MaxProducers:   s.cfg.MaxProducers,
 		Records:        sink,

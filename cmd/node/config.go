@@ -67,7 +67,6 @@ func keys() []key {
 		{"transaction_remove_expired_interval", d.TxnRemoveExpiredInterval, "how often transaction coordinators forget transactional ids idle past transactional_id_expiration_ms (transaction.remove.expired.transaction.cleanup.interval.ms)"},
 		{"segment_bytes", d.SegmentBytes, "partition log segment size in bytes"},
 		{"log_page_cache_keep_bytes", d.PageCacheKeepBytes, "bytes of each partition's newest log data kept in the OS page cache once fsynced; older data is dropped from it so that new writes reuse its pages (-1: never drop, as Kafka)"},
-		{"log_write_behind_bytes", d.LogWriteBehindBytes, "each partition log's appends are gathered into writes of up to this many bytes, a batch waiting at most 50 ms or until it is read or synced: fewer, larger writes cost the kernel less per byte (0: write each batch as it is applied)"},
 		{"partition_max_open_files", d.PartitionMaxOpenFiles, "most partition log segment and journal files the node holds open at once; past it the least recently used are closed (fsynced first if written since their last fsync) and reopened on their next use (0 = no bound; else at least 16)"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
@@ -307,7 +306,6 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.ShareGroups = shareGroupConfig(g)
 	c.SegmentBytes = g.int64("segment_bytes")
 	c.PageCacheKeepBytes = g.int64("log_page_cache_keep_bytes")
-	c.LogWriteBehindBytes = g.int64("log_write_behind_bytes")
 	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
 	mrb := g.int("max_request_bytes")

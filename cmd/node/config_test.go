@@ -105,8 +105,6 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "tiny segment", args: []string{"--segment-bytes", "10"}, key: "segment_bytes", value: "10"},
 		{name: "page cache keep zero", args: []string{"--log-page-cache-keep-bytes", "0"}, key: "log_page_cache_keep_bytes", value: "0"},
 		{name: "page cache keep below -1", env: []string{"MINIKAFKA_LOG_PAGE_CACHE_KEEP_BYTES", "-2"}, key: "log_page_cache_keep_bytes", value: "-2"},
-		{name: "write behind negative", args: []string{"--log-write-behind-bytes", "-1"}, key: "log_write_behind_bytes", value: "-1"},
-		{name: "write behind above 64 MiB", env: []string{"MINIKAFKA_LOG_WRITE_BEHIND_BYTES", "67108865"}, key: "log_write_behind_bytes", value: "67108865"},
 		{name: "negative log rate", args: []string{"--log-rate-limit", "-1"}, key: "log_rate_limit", value: "-1"},
 		{name: "log rate interval zero", env: []string{"MINIKAFKA_LOG_RATE_INTERVAL", "0s"}, key: "log_rate_interval", value: "0s"},
 		{name: "too few open files", args: []string{"--partition-max-open-files", "8"}, key: "partition_max_open_files", value: "8"},

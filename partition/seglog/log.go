@@ -72,15 +72,6 @@ type Options struct {
 	// bytes still find them cached; older ones read from the disk, as
 	// Redpanda's do. Default 8 MiB; negative: never drop.
 	CacheKeepBytes int64
-	// WriteBehindBytes, if positive, makes AppendAt gather batches in
-	// memory and write them out together once this many bytes wait,
-	// WriteBehindDelay after the first of them, or when a reader, Sync or
-	// another writer's method needs them on file (log_behind.go). Zero:
-	// each batch is written as it is appended.
-	WriteBehindBytes int64
-	// WriteBehindDelay bounds how long an appended batch waits in memory
-	// (default 50 ms when WriteBehindBytes is set).
-	WriteBehindDelay time.Duration
 	// SegmentAge rolls the active segment at the first append after it
 	// has been open this long (Kafka's segment.ms), so that retention can
 	// delete a quiet partition's data. Zero: never by age.
@@ -103,7 +94,6 @@ const (
 	DefaultIndexIntervalBytes = 4096
 	DefaultFlushBytes         = 8 << 20
 	DefaultCacheKeepBytes     = 8 << 20
-	DefaultWriteBehindDelay   = 50 * time.Millisecond
 )
 
 // rewrittenHead is the part of a batch that AppendAt rewrites: the base
@@ -122,14 +112,6 @@ func (o Options) resolve() (Options, error) {
 		o.IndexIntervalBytes = DefaultIndexIntervalBytes
 	case o.IndexIntervalBytes < 0:
 		return o, fmt.Errorf("%w: IndexIntervalBytes %d is negative", ErrInvalidOptions, o.IndexIntervalBytes)
-	}
-	switch {
-	case o.WriteBehindBytes < 0:
-		return o, fmt.Errorf("%w: WriteBehindBytes %d is negative", ErrInvalidOptions, o.WriteBehindBytes)
-	case o.WriteBehindDelay < 0:
-		return o, fmt.Errorf("%w: WriteBehindDelay %v is negative", ErrInvalidOptions, o.WriteBehindDelay)
-	case o.WriteBehindDelay == 0:
-		o.WriteBehindDelay = DefaultWriteBehindDelay
 	}
 	if o.FlushBytes == 0 {
 		o.FlushBytes = DefaultFlushBytes
@@ -188,7 +170,6 @@ type Log struct {
 	werr     error               // sticky: a failed write could not be undone
 	serr     error               // sticky until reopen: an fsync failed (wraps ErrSyncFailed)
 	unsynced int64               // bytes appended since the flusher was last kicked
-	behind   writeBehind         // appended batches not yet written (log_behind.go)
 	// activeSince is when the active segment was created (or the log
 	// opened), for Options.SegmentAge: a local layout choice, not
 	// replicated state, so the wall clock is fine here.
@@ -197,9 +178,8 @@ type Log struct {
 	// The background flusher (nil channels when FlushBytes < 0): appends
 	// kick it through flushKick (never blocking); Close closes flushStop
 	// and waits for flushDone.
-	flushKick  chan struct{}
-	behindKick chan struct{} // the first batch of a write-behind run waits (buffered 1)
-	flushStop  chan struct{}
+	flushKick chan struct{}
+	flushStop chan struct{}
 	flushDone chan struct{}
 	stopOnce  sync.Once
 
@@ -217,9 +197,7 @@ type Log struct {
 	mu     sync.RWMutex
 	segs   []*segment // in offset order; only the last one may be empty
 	start  int64      // log start offset: >= segs[0].base, <= end
-	end    int64      // the end of the batches on file: what readers may read up to
-	wend   int64      // EndOffset: end, plus the batches waiting to be written (log_behind.go)
-	wbytes int64      // the bytes of the batches waiting
+	end    int64      // log end offset: next offset to assign
 	bytes  int64      // sum of segment sizes
 	closed bool
 }
@@ -244,17 +222,14 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	last := l.segs[len(l.segs)-1]
-	l.start, l.end, l.wend = l.segs[0].base, last.next, last.next
+	l.start, l.end = l.segs[0].base, last.next
 	l.activeSince = time.Now()
 	for _, s := range l.segs {
 		l.bytes += s.size
 	}
 	l.logger.Debug("log opened", "start", l.segs[0].base, "end", l.end, "segments", len(l.segs), "bytes", l.bytes)
-	if opts.FlushBytes > 0 || opts.WriteBehindBytes > 0 {
-		if opts.FlushBytes > 0 {
-			l.flushKick = make(chan struct{}, 1)
-		}
-		l.behindKick = make(chan struct{}, 1)
+	if opts.FlushBytes > 0 {
+		l.flushKick = make(chan struct{}, 1)
 		l.flushStop = make(chan struct{})
 		l.flushDone = make(chan struct{})
 		go l.flusher()
@@ -272,20 +247,17 @@ func (l *Log) StartOffset() int64 {
 }
 
 // EndOffset is the log end offset: the offset the next batch must start at.
-// Every read method first writes out what waits (log_behind.go), so a
-// reader may ask for any offset below it.
 func (l *Log) EndOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.wend
+	return l.end
 }
 
-// Size is the number of bytes of batches across all segments, with those
-// waiting to be written.
+// Size is the number of bytes of batches across all segments.
 func (l *Log) Size() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.bytes + l.wbytes
+	return l.bytes
 }
 
 // Append writes one whole batch whose base offset must equal EndOffset.
@@ -326,42 +298,25 @@ func (l *Log) AppendAt(batch []byte, baseOffset int64, leaderEpoch int32) error 
 	return l.appendLocked(head, batch[len(head):], h)
 }
 
-// appendLocked appends the batch head+rest, whose header is h: with
-// write-behind it joins the batches waiting (log_behind.go), else it is
-// written at the end of the log with one write call and published. The
-// caller holds wmu.
+// appendLocked writes the batch head+rest, whose header is h, at the end
+// of the log with one write call and then publishes it. The caller holds
+// wmu.
 func (l *Log) appendLocked(head, rest []byte, h record.Header) error {
 	if err := l.writerErr(); err != nil {
 		return err
 	}
-	if h.BaseOffset != l.wend {
-		return &OffsetMismatchError{Got: h.BaseOffset, Want: l.wend}
+	switch {
+	case h.BaseOffset != l.end:
+		return &OffsetMismatchError{Got: h.BaseOffset, Want: l.end}
 	}
 	s := l.segs[len(l.segs)-1]
 	n := int64(len(head) + len(rest))
-	if size := s.size + l.behind.bytes; size > 0 && (size+n > l.opts.SegmentBytes || h.BaseOffset-s.base > math.MaxUint32 || l.segmentAged()) {
-		if err := l.writeOutLocked(); err != nil {
-			return err
-		}
+	if s.size > 0 && (s.size+n > l.opts.SegmentBytes || h.BaseOffset-s.base > math.MaxUint32 || l.segmentAged()) {
 		var err error
 		if s, err = l.roll(h.BaseOffset); err != nil {
 			return err
 		}
 	}
-	if l.opts.WriteBehindBytes > 0 {
-		return l.stash(head, rest, h, n)
-	}
-	if err := l.writeLocked(s, [][]byte{head, rest}); err != nil {
-		return err
-	}
-	l.noteUnsynced(n)
-	l.publish(s, []waiting{{h, n}})
-	return nil
-}
-
-// writeLocked writes bufs at the end of the active segment s in one call.
-// A failed write is cut off again. The caller holds wmu.
-func (l *Log) writeLocked(s *segment, bufs [][]byte) error {
 	// Pinned, the file stays open for the write and for the cut after a
 	// failed one; failing to reopen it writes nothing and leaves the log
 	// usable.
@@ -369,7 +324,7 @@ func (l *Log) writeLocked(s *segment, bufs [][]byte) error {
 		return fmt.Errorf("partition: append: %w", err)
 	}
 	defer s.f.Unpin()
-	if _, err := s.f.WriteAtv(bufs, s.size); err != nil {
+	if _, err := s.f.WriteAtv([][]byte{head, rest}, s.size); err != nil {
 		// Readers never look past s.size, but a later roll would seal
 		// the stray bytes into the middle of the log: cut them off.
 		if terr := s.f.Truncate(s.size); terr != nil {
@@ -378,39 +333,24 @@ func (l *Log) writeLocked(s *segment, bufs [][]byte) error {
 		return fmt.Errorf("partition: append: %w", err)
 	}
 	s.dataDirty = true
-	return nil
-}
-
-// noteUnsynced counts n appended bytes toward the flusher's next Sync.
-// The caller holds wmu.
-func (l *Log) noteUnsynced(n int64) {
-	if l.flushKick == nil {
-		return
-	}
-	if l.unsynced += n; l.unsynced >= l.opts.FlushBytes {
-		l.unsynced = 0
-		select {
-		case l.flushKick <- struct{}{}:
-		default: // a kick is pending already
+	if l.flushKick != nil {
+		if l.unsynced += n; l.unsynced >= l.opts.FlushBytes {
+			l.unsynced = 0
+			select {
+			case l.flushKick <- struct{}{}:
+			default: // a kick is pending already
+			}
 		}
 	}
-}
-
-// publish shows readers the batches just written at the end of the active
-// segment s. The caller holds wmu.
-func (l *Log) publish(s *segment, batches []waiting) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, b := range batches {
-		s.idx.note(uint32(b.h.BaseOffset-s.base), uint32(s.size), b.h.MaxTimestamp, l.opts.IndexIntervalBytes)
-		s.idx.noteEpoch(uint32(b.h.BaseOffset-s.base), b.h.PartitionLeaderEpoch)
-		s.size += b.n
-		s.next = b.h.NextOffset()
-		l.bytes += b.n
-	}
+	s.idx.note(uint32(h.BaseOffset-s.base), uint32(s.size), h.MaxTimestamp, l.opts.IndexIntervalBytes)
+	s.idx.noteEpoch(uint32(h.BaseOffset-s.base), h.PartitionLeaderEpoch)
+	s.size += n
+	s.next = h.NextOffset()
 	l.end = s.next
-	l.wend = max(l.wend, l.end)
-	l.wbytes = l.behind.bytes
+	l.bytes += n
+	l.mu.Unlock()
+	return nil
 }
 
 // writerErr is why the writer's methods must refuse now: the log is
@@ -479,10 +419,6 @@ func (l *Log) close(durable bool) error {
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
 	var errs []error
-	if durable {
-		errs = append(errs, l.writeOutLocked())
-	}
-	l.dropWaiting()
 	if durable && l.werr == nil && l.serr == nil {
 		errs = append(errs, l.segs[len(l.segs)-1].writeIndex())
 	}

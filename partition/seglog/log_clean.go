@@ -242,9 +242,6 @@ func (l *Log) recoverSwaps() error {
 func (l *Log) RollBefore(offset int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if err := l.writeOutLocked(); err != nil {
-		return err
-	}
 	if err := l.writerErr(); err != nil {
 		return err
 	}

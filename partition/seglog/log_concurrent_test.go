@@ -3,7 +3,6 @@ package seglog
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -13,19 +12,10 @@ import (
 // TestConcurrentReadersDuringWrites runs readers of every kind while one
 // writer appends (rolling segments) and now and then truncates a few
 // batches and appends them again. Every read must return whole, valid,
-// contiguous batches equal to the ones written at those offsets; with
-// write-behind too, where every read first writes out what waits.
+// contiguous batches equal to the ones written at those offsets.
 func TestConcurrentReadersDuringWrites(t *testing.T) {
-	for _, behind := range []int64{0, 1500} {
-		t.Run(fmt.Sprintf("write_behind=%d", behind), func(t *testing.T) {
-			concurrentReadersDuringWrites(t, Options{SegmentBytes: 4000, IndexIntervalBytes: 200, WriteBehindBytes: behind})
-		})
-	}
-}
-
-func concurrentReadersDuringWrites(t *testing.T, opts Options) {
 	dir := t.TempDir()
-	l := openLog(t, dir, opts)
+	l := openLog(t, dir, Options{SegmentBytes: 4000, IndexIntervalBytes: 200})
 	h := makeHistory(600, 0, 30)
 	want := h.concat(0, len(h.batches))
 	pos := make(map[int64]int) // base offset -> byte position in want

@@ -12,9 +12,6 @@ package seglog
 // answer is a function of the stored batches alone: the same on every
 // replica and after a restart.
 func (l *Log) EpochEndOffset(epoch int32) (floor int32, end int64, err error) {
-	if err := l.settle(); err != nil {
-		return -1, -1, err
-	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {

@@ -22,9 +22,6 @@ const headerChunk = 256
 // EndOffset gives an *OffsetRangeError. The returned slice is the caller's;
 // Read allocates up to maxBytes (or one batch), so the caller bounds it.
 func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
-	if err := l.settle(); err != nil {
-		return nil, err
-	}
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
 	k, s, e, size, err := l.locate(offset)
@@ -100,9 +97,6 @@ func wholeBatches(b []byte) int {
 // be a batch boundary in [StartOffset, EndOffset]. It may run next to
 // Append; TruncateTo, Reset and Close wait until it returns.
 func (l *Log) CopyTo(w io.Writer, end int64) (int64, error) {
-	if err := l.settle(); err != nil {
-		return 0, err
-	}
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
 	type part struct {
@@ -168,10 +162,6 @@ func (l *Log) CopyTo(w io.Writer, end int64) (int64, error) {
 // while the loop body runs, so the body may call any method.
 func (l *Log) Batches(from int64) iter.Seq2[record.Header, error] {
 	return func(yield func(record.Header, error) bool) {
-		if err := l.settle(); err != nil {
-			yield(record.Header{}, err)
-			return
-		}
 		stop := l.EndOffset()
 		next := from
 		var hs []record.Header
@@ -226,10 +216,6 @@ func (l *Log) headers(offset, stop int64, out []record.Header) ([]record.Header,
 // no batch qualifies, and also when the log is closed or cannot be read
 // (logged at Warn).
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, maxTS int64, ok bool) {
-	if err := l.settle(); err != nil {
-		l.logger.Warn("offset for timestamp: cannot write out appended batches", "err", err)
-		return 0, 0, false
-	}
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
 	start := l.StartOffset()

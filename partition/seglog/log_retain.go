@@ -62,9 +62,6 @@ func (l *Log) segmentAged() bool {
 func (l *Log) AdvanceStart(offset int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if err := l.writeOutLocked(); err != nil {
-		return err
-	}
 	if err := l.writerErr(); err != nil {
 		return err
 	}
@@ -107,9 +104,6 @@ func (l *Log) AdvanceStart(offset int64) error {
 // below end, from the first stored batch on (what CopyTo(w, end) writes).
 // end must be a batch boundary in [StartOffset, EndOffset].
 func (l *Log) SizeBelow(end int64) (int64, error) {
-	if err := l.settle(); err != nil {
-		return 0, err
-	}
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
 	k, s, e, size, err := l.locate(end)

@@ -3,7 +3,6 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Sync makes everything written before it was called durable: the segment
@@ -36,10 +35,6 @@ func (l *Log) Sync() error {
 	case l.serr != nil:
 		l.wmu.Unlock()
 		return l.serr
-	}
-	if err := l.writeOutLocked(); err != nil {
-		l.wmu.Unlock()
-		return err
 	}
 	var todo []pending
 	after := l.bytes // less each segment in turn: the bytes after it
@@ -138,19 +133,9 @@ func (l *Log) syncLocked() error {
 	return nil
 }
 
-// flusher runs Sync whenever appends kick it, and writes out batches that
-// waited WriteBehindDelay, until Close stops it.
+// flusher runs Sync whenever appends kick it, until Close stops it.
 func (l *Log) flusher() {
 	defer close(l.flushDone)
-	var (
-		timer *time.Timer
-		due   <-chan time.Time // nil while no write-out is due
-	)
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		select {
 		case <-l.flushStop:
@@ -159,11 +144,6 @@ func (l *Log) flusher() {
 			if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
 				l.logger.Warn("background sync failed", "err", err)
 			}
-		case <-l.behindKick:
-			timer, due = l.behindTimer(timer, due)
-		case <-due:
-			due = nil
-			l.writeOutDue()
 		}
 	}
 }

@@ -23,9 +23,6 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.werr != nil {
 		return l.werr
 	}
-	if err := l.writeOutLocked(); err != nil {
-		return err
-	}
 	if offset < l.start || offset > l.end {
 		return &OffsetRangeError{Offset: offset, Start: l.start, End: l.end}
 	}
@@ -72,7 +69,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	clear(dropped)
 	l.segs = l.segs[:k+1]
 	s.size, s.next, s.idx = pos, offset, idx
-	l.end, l.wend = offset, offset
+	l.end = offset
 	l.mu.Unlock()
 	l.logger.Info("log truncated", "from_end", oldEnd, "to_end", offset, "deleted_segments", len(dropped))
 	return errors.Join(errs...)
@@ -133,10 +130,9 @@ func (l *Log) Reset(start int64) error {
 		errs = append(errs, old.remove())
 	}
 	l.activeSince = time.Now()
-	l.dropWaiting()
 	l.mu.Lock()
 	l.segs = []*segment{s}
-	l.start, l.end, l.wend, l.bytes, l.wbytes = start, start, start, 0, 0
+	l.start, l.end, l.bytes = start, start, 0
 	l.mu.Unlock()
 	l.werr = nil // the files a failed write left behind are gone
 	l.logger.Info("log reset", "start", start)
