@@ -41,10 +41,26 @@ func (f Fault) String() string {
 	return fmt.Sprintf("%7.1fs %-18s %-40s healed %.1fs", f.At.Seconds(), f.Kind, f.Detail, f.Healed.Seconds())
 }
 
+// cluster is what the nemesis uses of an e2e.Cluster.
+type cluster interface {
+	Running() []int
+	Net() *e2e.Net
+	Kill(id int) error
+	StartNode(ctx context.Context, id int) error
+	Stop(ctx context.Context, id int) error
+	Pause(ctx context.Context, id int) error
+	Resume(id int) error
+	WaitReady(ctx context.Context, topics ...string) error
+	Leader(ctx context.Context, topic string, partition int32) (e2e.PartitionLeader, error)
+	OffsetsPartitionLeader(ctx context.Context, group string) (int32, e2e.PartitionLeader, error)
+	TxnStatePartitionLeader(ctx context.Context, txnID string) (int32, e2e.PartitionLeader, error)
+}
+
 // Nemesis injects one fault at a time into a partitionable e2e.Cluster:
 // each held 2-5 s, then healed, the cluster ready again, and 2-4 s of calm.
 type Nemesis struct {
-	c      *e2e.Cluster
+	c      cluster
+	kinds  []string // the kinds dealt (faultKinds)
 	topic  string
 	parts  int32
 	keys   []string // transactional ids and groups whose coordinators it may kill
@@ -60,8 +76,13 @@ type Nemesis struct {
 
 // StartNemesis starts injecting faults until Stop.
 func StartNemesis(c *e2e.Cluster, topic string, parts int32, keys []string, seed uint64) *Nemesis {
+	return startNemesis(c, faultKinds, topic, parts, keys, seed)
+}
+
+// startNemesis is StartNemesis dealing only kinds.
+func startNemesis(c cluster, kinds []string, topic string, parts int32, keys []string, seed uint64) *Nemesis {
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Nemesis{c: c, topic: topic, parts: parts, keys: keys, rng: rand.New(rand.NewPCG(seed, 29)),
+	n := &Nemesis{c: c, kinds: kinds, topic: topic, parts: parts, keys: keys, rng: rand.New(rand.NewPCG(seed, 29)),
 		start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(n.done)
@@ -87,13 +108,17 @@ func (n *Nemesis) run(ctx context.Context) {
 			return
 		}
 		if len(deck) == 0 {
-			deck = append(deck, faultKinds...)
+			deck = append(deck, n.kinds...)
 			n.rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
 		}
 		kind := deck[0]
 		deck = deck[1:]
 		f := Fault{Kind: kind, At: time.Since(n.start)}
-		heal, err := n.inject(ctx, &f)
+		// A fault begun runs its course: Stop during a graceful restart
+		// must not cut the node's shutdown short (and call it a hang).
+		ictx, icancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		heal, err := n.inject(ictx, &f)
+		icancel()
 		if err != nil {
 			n.fail(fmt.Errorf("inject %s: %w", kind, err))
 			continue
