@@ -56,6 +56,10 @@ type cluster interface {
 	TxnStatePartitionLeader(ctx context.Context, txnID string) (int32, e2e.PartitionLeader, error)
 }
 
+// faultStepBound bounds a fault's inject and, apart, its heal with the
+// cluster ready again; neither is cut short by Stop.
+const faultStepBound = 2 * time.Minute
+
 // Nemesis injects one fault at a time into a partitionable e2e.Cluster:
 // each held 2-5 s, then healed, the cluster ready again, and 2-4 s of calm.
 type Nemesis struct {
@@ -116,7 +120,7 @@ func (n *Nemesis) run(ctx context.Context) {
 		f := Fault{Kind: kind, At: time.Since(n.start)}
 		// A fault begun runs its course: Stop during a graceful restart
 		// must not cut the node's shutdown short (and call it a hang).
-		ictx, icancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ictx, icancel := context.WithTimeout(context.Background(), faultStepBound)
 		heal, err := n.inject(ictx, &f)
 		icancel()
 		if err != nil {
@@ -125,7 +129,7 @@ func (n *Nemesis) run(ctx context.Context) {
 		}
 		// The hold is not cut short by Stop: every fault gets its time.
 		time.Sleep(2*time.Second + time.Duration(n.rng.Int64N(int64(3*time.Second))))
-		hctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		hctx, cancel := context.WithTimeout(context.Background(), faultStepBound)
 		err = heal(hctx)
 		if err == nil {
 			err = n.c.WaitReady(hctx, n.topic)

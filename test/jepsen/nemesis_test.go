@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,14 +15,12 @@ import (
 // does (calling that a hang).
 type stopCluster struct {
 	stopping chan struct{} // closed when the first Stop begins
+	once     sync.Once     // closes stopping
 	stopped  atomic.Int32  // Stops that ran their course
-	once     atomic.Bool
 }
 
 func (c *stopCluster) Stop(ctx context.Context, id int) error {
-	if c.once.CompareAndSwap(false, true) {
-		close(c.stopping)
-	}
+	c.once.Do(func() { close(c.stopping) })
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
