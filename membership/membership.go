@@ -24,7 +24,9 @@ type Membership struct {
 	events *dispatcher
 	name   string // memberlist node name, NodeName(cfg.Meta.ID)
 
-	// Set in New after binding; read-only afterwards.
+	// Set in New after binding; read-only afterwards. memberlist runs the
+	// delegate from Create on, so New writes localAddr under mu and the
+	// delegate reads it under mu.
 	localAddr string         // advertised gossip ip:port
 	bindAddr  netip.AddrPort // bound gossip ip:port (ip may be unspecified)
 
@@ -101,7 +103,9 @@ func New(cfg Config) (*Membership, error) {
 	}
 	m.ml = ml
 	self := ml.LocalNode()
+	m.mu.Lock()
 	m.localAddr = self.Address()
+	m.mu.Unlock()
 	// memberlist wrote the port it bound into mc when asked for port 0.
 	bindIP, _, _ := parseIPPort(cfg.BindAddr, false)
 	m.bindAddr = netip.AddrPortFrom(bindIP, uint16(mc.BindPort))
