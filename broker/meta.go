@@ -2,6 +2,7 @@ package broker
 
 import (
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
 	"github.com/minikafka/minikafka-go/membership"
@@ -36,19 +37,26 @@ func (n *Node) openController(f *metadata.FSM) (*controller.Controller, error) {
 // addrBook resolves node ids to Raft addresses for every group: the
 // metadata registry first, then gossip. Groups fall back to the address in
 // their configuration when both fail.
+//
+// The Raft host accepts streams and dials peers, resolving their ids,
+// before gossip starts: members is set and read atomically.
 type addrBook struct {
 	fsm     *metadata.FSM
-	members *membership.Membership // nil until gossip starts
+	members atomic.Pointer[membership.Membership] // nil until gossip starts
 }
+
+// setMembers hands gossip to the book once it has started.
+func (a *addrBook) setMembers(m *membership.Membership) { a.members.Store(m) }
 
 func (a *addrBook) resolve(id int32) (string, bool) {
 	if b, ok := a.fsm.State().Broker(id); ok {
 		return b.RaftAddr, true
 	}
-	if a.members == nil {
+	members := a.members.Load()
+	if members == nil {
 		return "", false
 	}
-	m, ok := a.members.Lookup(id)
+	m, ok := members.Lookup(id)
 	return m.RaftAddr, ok
 }
 

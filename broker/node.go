@@ -240,7 +240,7 @@ func (n *Node) startGossip() error {
 	if err != nil {
 		return fmt.Errorf("broker: gossip_addr %s: %w", cfg.GossipAddr, err)
 	}
-	n.addrs.members = n.members
+	n.addrs.setMembers(n.members)
 	if len(cfg.Join) > 0 {
 		n.wg.Add(1)
 		go func() {
