@@ -74,16 +74,14 @@ const (
 	probeStall = 50 * time.Millisecond
 )
 
-// diskSummary lays the probe's stalls beside the run's empty windows.
+// diskSummary lays the probe's stalls beside the run's stalls.
 func diskSummary(pr diskprobe.Result, res load.Result) report.DiskProbe {
-	var empty []int
-	for i, sl := range res.Timeline {
-		if sl.Records == 0 && time.Duration(i+1)*load.SlotWidth <= res.Elapsed {
-			empty = append(empty, i)
-		}
+	windows := make([]diskprobe.Window, len(res.Stalls))
+	for i, sp := range res.Stalls {
+		windows[i] = diskprobe.Window{From: res.Start.Add(sp.From), To: res.Start.Add(sp.To)}
 	}
 	return report.DiskProbe{MaxSync: pr.Max, Stalls: len(pr.Stalls),
-		EmptyOnStalled: diskprobe.Overlapping(pr.Stalls, res.Start, load.SlotWidth, empty)}
+		GapsOnStall: diskprobe.Overlapping(pr.Stalls, windows)}
 }
 
 // measure makes one run and adds it to the report.
@@ -148,9 +146,9 @@ func (b *bench) noteRun(name string, info report.RunInfo, res load.Result, runEr
 	if info.Elections > 0 {
 		b.bar.note("%s: leadership changed %d time(s) during the run", name, info.Elections)
 	}
-	if res.EmptySlots > 0 {
-		b.bar.note("%s: %d window(s) of 100 ms without an ack, longest gap %v; %d during a disk stall (slowest probe sync %v)",
-			name, res.EmptySlots, res.LongestGap.Round(time.Millisecond), info.Disk.EmptyOnStalled, info.Disk.MaxSync.Round(time.Millisecond))
+	if res.StallCount > 0 {
+		b.bar.note("%s: %d gap(s) of over 100 ms without an ack, longest %v; %d during a disk stall (slowest probe sync %v)",
+			name, res.StallCount, res.LongestGap.Round(time.Millisecond), info.Disk.GapsOnStall, info.Disk.MaxSync.Round(time.Millisecond))
 	}
 	// Half load is half of our fsync client's peak; when only the cached
 	// system of ours runs, half of its.

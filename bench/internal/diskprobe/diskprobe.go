@@ -99,15 +99,15 @@ func (p *Probe) Stop() Result {
 	return p.res
 }
 
-// Overlapping counts the empty slots (slot i covers [start+i*width,
-// start+(i+1)*width)) that a stall overlaps.
-func Overlapping(stalls []Stall, start time.Time, width time.Duration, empty []int) int {
+// Window is a stretch of time without an acknowledgement.
+type Window struct{ From, To time.Time }
+
+// Overlapping counts the windows that a stall overlaps.
+func Overlapping(stalls []Stall, windows []Window) int {
 	n := 0
-	for _, i := range empty {
-		from := start.Add(time.Duration(i) * width)
-		to := from.Add(width)
+	for _, w := range windows {
 		for _, s := range stalls {
-			if s.Start.Before(to) && s.End().After(from) {
+			if s.Start.Before(w.To) && s.End().After(w.From) {
 				n++
 				break
 			}

@@ -24,22 +24,22 @@ func TestProbeSyncsAndCleansUp(t *testing.T) {
 
 func TestOverlapping(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	w := 100 * time.Millisecond
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	stalls := []Stall{
-		{Start: t0.Add(150 * time.Millisecond), Took: 120 * time.Millisecond}, // slots 1 and 2
-		{Start: t0.Add(790 * time.Millisecond), Took: 10 * time.Millisecond},  // ends at slot 8's start
+		{Start: at(150), Took: 120 * time.Millisecond}, // 150 to 270
+		{Start: at(790), Took: 10 * time.Millisecond},  // 790 to 800
 	}
 	for _, tc := range []struct {
-		empty []int
-		want  int
+		windows []Window
+		want    int
 	}{
-		{[]int{0}, 0},
-		{[]int{1, 2}, 2},
-		{[]int{3, 8}, 0},
-		{[]int{7}, 1},
+		{[]Window{{at(0), at(120)}}, 0},
+		{[]Window{{at(100), at(200)}, {at(230), at(400)}}, 2},
+		{[]Window{{at(300), at(400)}, {at(800), at(950)}}, 0}, // the second starts as the stall ends
+		{[]Window{{at(700), at(850)}}, 1},
 	} {
-		if got := Overlapping(stalls, t0, w, tc.empty); got != tc.want {
-			t.Errorf("Overlapping(%v) = %d, want %d", tc.empty, got, tc.want)
+		if got := Overlapping(stalls, tc.windows); got != tc.want {
+			t.Errorf("Overlapping(%v) = %d, want %d", tc.windows, got, tc.want)
 		}
 	}
 	if _, err := Start(t.TempDir(), 0, time.Second); err == nil {

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,16 +81,27 @@ type Result struct {
 	// last one may be partial): acks and the slowest ack in each, to show
 	// stalls that percentiles hide.
 	Timeline []Slot
-	// EmptySlots is the number of whole SlotWidth slots of the measured
-	// window in which no record was acknowledged.
-	EmptySlots int
+	// Stalls are the spans of the measured window longer than SlotWidth
+	// without an acknowledgement (from its start to the first ack, between
+	// two acks, from the last ack to its end): each holds a SlotWidth
+	// window, wherever it starts, in which nothing was acknowledged. At
+	// most maxStalls are kept; StallCount counts them all.
+	Stalls     []Span
+	StallCount int
 	// LongestGap is the longest time in the measured window without an
 	// acknowledgement, counting from the window's start and to its end.
 	LongestGap time.Duration
 }
 
-// SlotWidth is the width of a Timeline slot.
+// SlotWidth is the width of a Timeline slot, and the least gap between
+// acknowledgements that counts as a stall.
 const SlotWidth = 100 * time.Millisecond
+
+// Span is a stretch of the measured window, as offsets from its start.
+type Span struct{ From, To time.Duration }
+
+// maxStalls bounds the stalls a run keeps for the disk probe's verdict.
+const maxStalls = 10000
 
 // Slot is what was acknowledged in one SlotWidth of the measured window.
 type Slot struct {
@@ -222,6 +234,10 @@ type meter struct {
 	slots     []slot
 	lastAck   atomic.Int64 // latest ack in the measured window, ns after t0
 	maxGap    atomic.Int64 // longest ns between acks in the measured window
+
+	smu    sync.Mutex // guards stalls and nstall (taken only for a stall)
+	stalls []Span
+	nstall int
 }
 
 type slot struct {
@@ -264,6 +280,9 @@ func (m *meter) gap(off int64) {
 		}
 		if m.lastAck.CompareAndSwap(prev, off) {
 			raise(&m.maxGap, off-prev)
+			if off-prev > int64(SlotWidth) {
+				m.noteStall(Span{time.Duration(prev), time.Duration(off)})
+			}
 			return
 		}
 	}
@@ -279,6 +298,16 @@ func raise(a *atomic.Int64, v int64) {
 	}
 }
 
+// noteStall records a gap of more than SlotWidth between acks.
+func (m *meter) noteStall(sp Span) {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	m.nstall++
+	if len(m.stalls) < maxStalls {
+		m.stalls = append(m.stalls, sp)
+	}
+}
+
 // collect copies what the acks recorded into res: counts, latency, errors,
 // the timeline of the measured window (res.Elapsed, set by measure) and
 // its stalls.
@@ -286,18 +315,21 @@ func (m *meter) collect(res *Result) {
 	res.Records, res.Bytes = m.records.Load(), m.records.Load()*m.size
 	res.Latency = m.lat.Snapshot()
 	res.Errors = m.errors.Load()
-	whole := min(int(res.Elapsed/SlotWidth), len(m.slots))
 	n := min(int((res.Elapsed+SlotWidth-1)/SlotWidth), len(m.slots))
 	for i := range n {
 		sl := Slot{Records: m.slots[i].records.Load(), Max: time.Duration(m.slots[i].max.Load())}
 		res.Timeline = append(res.Timeline, sl)
-		if i < whole && sl.Records == 0 {
-			res.EmptySlots++
-		}
 	}
 	if res.Elapsed > 0 {
-		res.LongestGap = time.Duration(max(m.maxGap.Load(), int64(res.Elapsed)-m.lastAck.Load()))
+		last := m.lastAck.Load()
+		res.LongestGap = time.Duration(max(m.maxGap.Load(), int64(res.Elapsed)-last))
+		if res.Elapsed-time.Duration(last) > SlotWidth {
+			m.noteStall(Span{time.Duration(last), res.Elapsed})
+		}
 	}
+	m.smu.Lock()
+	res.Stalls, res.StallCount = slices.Clone(m.stalls), m.nstall
+	m.smu.Unlock()
 	if e := m.firstErr.Load(); e != nil {
 		res.FirstErr = *e
 	}

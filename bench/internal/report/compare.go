@@ -172,7 +172,7 @@ func (r *Report) stallAim() Comparison {
 			continue
 		}
 		runs++
-		c.Ours += float64(run.EmptyWindows)
+		c.Ours += float64(run.AckGaps)
 		gap = max(gap, run.LongestGapMs)
 		if run.Stalled() {
 			stalled++
@@ -182,7 +182,7 @@ func (r *Report) stallAim() Comparison {
 	if runs == 0 {
 		missing = "not run"
 	}
-	c.Figure = fmt.Sprintf("%.0f window(s) in %d of %d runs; longest gap %.0f ms", c.Ours, stalled, runs, gap)
+	c.Figure = fmt.Sprintf("%.0f gap(s) over 100 ms in %d of %d runs; longest %.0f ms", c.Ours, stalled, runs, gap)
 	return judge(c, c.Ours == 0, missing)
 }
 

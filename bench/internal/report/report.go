@@ -87,18 +87,18 @@ type Run struct {
 	// changed during the run (from the leader epochs); -1 when unknown.
 	Elections int64  `json:"elections"`
 	Errors    uint64 `json:"errors"`
-	// EmptyWindows is how many whole 100ms windows of the measured period
-	// had no acknowledgement; LongestGapMs the longest time without one.
-	EmptyWindows int     `json:"empty_100ms_windows"`
+	// AckGaps is how many times the measured period went more than 100 ms
+	// without an acknowledgement (each such gap holds a 100 ms window,
+	// wherever it starts, without one); LongestGapMs the longest.
+	AckGaps      int     `json:"ack_gaps_over_100ms"`
 	LongestGapMs float64 `json:"longest_ack_gap_ms"`
 	// DiskMaxSyncMs is the slowest 4 KiB fdatasync a probe made on the
 	// servers' disk during the measured window (every 50 ms; 0 when not
 	// probed), DiskStalls how many took 50 ms or more, and
-	// EmptyWindowsOnStall how many of the empty windows such a sync
-	// overlapped.
-	DiskMaxSyncMs       float64 `json:"disk_max_sync_ms,omitempty"`
-	DiskStalls          int     `json:"disk_stalls,omitempty"`
-	EmptyWindowsOnStall int     `json:"empty_windows_on_disk_stall,omitempty"`
+	// AckGapsOnDiskStall how many of those gaps such a sync overlapped.
+	DiskMaxSyncMs      float64 `json:"disk_max_sync_ms,omitempty"`
+	DiskStalls         int     `json:"disk_stalls,omitempty"`
+	AckGapsOnDiskStall int     `json:"ack_gaps_on_disk_stall,omitempty"`
 	// Timeline is [records acked, slowest ack in ms] per 100ms of the
 	// measured window: stalls show up here.
 	Timeline [][2]float64 `json:"timeline_100ms,omitempty"`
@@ -168,9 +168,9 @@ type RunInfo struct {
 
 // DiskProbe is what a disk probe saw during a run (see Run).
 type DiskProbe struct {
-	MaxSync        time.Duration
-	Stalls         int
-	EmptyOnStalled int
+	MaxSync     time.Duration
+	Stalls      int
+	GapsOnStall int
 }
 
 // Add appends a run built from a load result; runErr is the error load.Run
@@ -185,8 +185,8 @@ func (r *Report) Add(in RunInfo, res load.Result, runErr error) {
 		P50ms: ms(res.Latency.Quantile(0.50)), P99ms: ms(res.Latency.Quantile(0.99)),
 		P999ms: ms(res.Latency.Quantile(0.999)), MaxMs: ms(res.Latency.Max), MeanMs: ms(res.Latency.Mean()),
 		ServerCPU: res.ServerCPU, ClientCPU: res.ClientCPU, OtherCPU: res.OtherCPU, Errors: res.Errors,
-		Elections: in.Elections, EmptyWindows: res.EmptySlots, LongestGapMs: ms(res.LongestGap),
-		DiskMaxSyncMs: ms(in.Disk.MaxSync), DiskStalls: in.Disk.Stalls, EmptyWindowsOnStall: in.Disk.EmptyOnStalled,
+		Elections: in.Elections, AckGaps: res.StallCount, LongestGapMs: ms(res.LongestGap),
+		DiskMaxSyncMs: ms(in.Disk.MaxSync), DiskStalls: in.Disk.Stalls, AckGapsOnDiskStall: in.Disk.GapsOnStall,
 	}
 	for _, sl := range res.Timeline {
 		run.Timeline = append(run.Timeline, [2]float64{float64(sl.Records), ms(sl.Max)})
@@ -232,7 +232,7 @@ func (r *Report) PartitionCounts() []int {
 }
 
 // Stalled reports whether the run had a 100ms window without an ack.
-func (run Run) Stalled() bool { return run.EmptyWindows > 0 }
+func (run Run) Stalled() bool { return run.AckGaps > 0 }
 
 // Sizes returns the record sizes measured, largest first.
 func (r *Report) Sizes() []int {

@@ -46,10 +46,10 @@ func sample() *Report {
 	add(Ours, Peak, 100, 1, 0, 0, result(100, 100, time.Millisecond), nil)
 	add(JSAlways, Peak, 100, 1, 0, -1, result(10, 100, time.Millisecond), os.ErrDeadlineExceeded)
 	many := result(7500, 1024, 5*time.Millisecond)
-	many.EmptySlots, many.LongestGap = 3, 420*time.Millisecond
+	many.StallCount, many.LongestGap = 3, 420*time.Millisecond
 	r.Add(RunInfo{System: Ours, Mode: Peak, Size: 1024, Partitions: 12, Window: 4096,
 		Leaders: map[string]int{"1": 4, "2": 5, "3": 3},
-		Disk:    DiskProbe{MaxSync: 380 * time.Millisecond, Stalls: 2, EmptyOnStalled: 3}}, many, nil)
+		Disk:    DiskProbe{MaxSync: 380 * time.Millisecond, Stalls: 2, GapsOnStall: 3}}, many, nil)
 	r.Compare()
 	return r
 }
@@ -140,7 +140,7 @@ func TestStallAim(t *testing.T) {
 	r := sample()
 	r.Runs = slices.DeleteFunc(r.Runs, func(run Run) bool { return run.Partitions == 12 })
 	r.Compare()
-	if c := r.stallAim(); c.Status != "met" || c.Figure != "0 window(s) in 0 of 5 runs; longest gap 0 ms" {
+	if c := r.stallAim(); c.Status != "met" || c.Figure != "0 gap(s) over 100 ms in 0 of 5 runs; longest 0 ms" {
 		t.Fatalf("no stalls: %+v", c)
 	}
 	r.Runs = slices.DeleteFunc(r.Runs, func(run Run) bool { return minikafka(run.System) })
@@ -172,8 +172,8 @@ func TestTableShowsRatiosAndVerdicts(t *testing.T) {
 		"STALLS: 1 run(s)",
 		"1 and 12 partition(s)",
 		"longest gap 420 ms",
-		"disk: slowest probe sync 380 ms, 3 of 3 empty window(s) during a sync of 50 ms or more", // the disk beside it
-		"NOT RUN: ours-cached, 12 partition(s): refused",                                         // a system that could not be set up
+		"disk: slowest probe sync 380 ms, 3 of 3 gap(s) during a sync of 50 ms or more", // the disk beside it
+		"NOT RUN: ours-cached, 12 partition(s): refused",                                // a system that could not be set up
 		"PARTITIONS:", "2.50x", // the scaling of ours
 	} {
 		if !strings.Contains(out, want) {

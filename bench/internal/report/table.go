@@ -73,24 +73,24 @@ func diskNote(run Run) string {
 	if run.DiskMaxSyncMs == 0 {
 		return ""
 	}
-	return fmt.Sprintf("disk: slowest probe sync %.0f ms, %d of %d empty window(s) during a sync of 50 ms or more\t",
-		run.DiskMaxSyncMs, run.EmptyWindowsOnStall, run.EmptyWindows)
+	return fmt.Sprintf("disk: slowest probe sync %.0f ms, %d of %d gap(s) during a sync of 50 ms or more\t",
+		run.DiskMaxSyncMs, run.AckGapsOnDiskStall, run.AckGaps)
 }
 
-// writeStalls lists the runs that had a 100ms window without an ack.
+// writeStalls lists the runs that went over 100 ms without an ack.
 func (r *Report) writeStalls(w io.Writer) {
 	var lines []string
 	for _, run := range r.Runs {
 		if run.Stalled() {
-			lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%d partition(s)\t%d window(s) of 100 ms without an ack\tlongest gap %.0f ms\t%s",
-				r.SystemByKey(run.System).Name, run.Mode, SizeLabel(run.RecordBytes), run.Partitions, run.EmptyWindows, run.LongestGapMs, diskNote(run)))
+			lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%d partition(s)\t%d gap(s) of over 100 ms without an ack\tlongest gap %.0f ms\t%s",
+				r.SystemByKey(run.System).Name, run.Mode, SizeLabel(run.RecordBytes), run.Partitions, run.AckGaps, run.LongestGapMs, diskNote(run)))
 		}
 	}
 	if len(lines) == 0 {
-		fmt.Fprintln(w, "\nSTALLS: none (every 100 ms window of every measured period had an acknowledgement)")
+		fmt.Fprintln(w, "\nSTALLS: none (no measured period went over 100 ms without an acknowledgement)")
 		return
 	}
-	fmt.Fprintf(w, "\nSTALLS: %d run(s) had 100 ms windows without an acknowledgement (column \"no-ack 100ms\")\n", len(lines))
+	fmt.Fprintf(w, "\nSTALLS: %d run(s) went over 100 ms without an acknowledgement (column \"no-ack 100ms\": how many times)\n", len(lines))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, l := range lines {
 		fmt.Fprintln(tw, l)
@@ -223,7 +223,7 @@ func (r *Report) row(tw *tabwriter.Writer, run Run, ratio string) {
 	if run.Elections >= 0 {
 		elections = fmt.Sprint(run.Elections)
 	}
-	empty := fmt.Sprint(run.EmptyWindows)
+	empty := fmt.Sprint(run.AckGaps)
 	if run.Stalled() {
 		empty += " STALL"
 	}
