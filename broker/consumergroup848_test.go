@@ -37,18 +37,12 @@ func describe848(t *testing.T, adm *kadm.Client, group string) kadm.DescribedCon
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for {
-		ds, err := adm.DescribeConsumerGroups(ctx, group)
-		if err == nil {
-			return ds[group]
-		}
-		// As a client would: a coordinator still being found or loaded
-		// (COORDINATOR_NOT_AVAILABLE on a fresh cluster) is asked again.
-		if !kerr.IsRetriable(err) || ctx.Err() != nil {
-			t.Fatalf("describe %s: %v", group, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var ds kadm.DescribedConsumerGroups
+	whileRetriable(ctx, t, "describe "+group, func() (err error) {
+		ds, err = adm.DescribeConsumerGroups(ctx, group)
+		return err
+	})
+	return ds[group]
 }
 
 // Two kgo members with kgo.ServerSideBalancer split a 4-partition topic

@@ -104,6 +104,23 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// whileRetriable calls f again while it returns a retriable Kafka error
+// (a coordinator or leader not yet known, as on a fresh cluster), as a
+// client would, and fails the test on any other error or once ctx ends.
+func whileRetriable(ctx context.Context, t testing.TB, what string, f func() error) {
+	t.Helper()
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if !kerr.IsRetriable(err) || ctx.Err() != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func values(n int, prefix string) []*kgo.Record {
 	recs := make([]*kgo.Record, n)
 	for i := range recs {

@@ -215,20 +215,18 @@ func TestDeleteRecords(t *testing.T) {
 		t.Helper()
 		o := kadm.Offsets{}
 		o.Add(kadm.Offset{Topic: "delrec", Partition: 0, At: offset})
-		for {
+		var d kadm.DeleteRecordsResponse
+		whileRetriable(ctx, t, fmt.Sprintf("DeleteRecords(%d)", offset), func() error {
 			r, err := adm.DeleteRecords(ctx, o)
-			d, _ := r.Lookup("delrec", 0)
-			if err == nil && !kerr.IsRetriable(d.Err) {
-				return d
+			if err != nil {
+				return err
 			}
-			if err == nil {
-				err = d.Err
+			if d, _ = r.Lookup("delrec", 0); kerr.IsRetriable(d.Err) {
+				return d.Err
 			}
-			if !kerr.IsRetriable(err) || ctx.Err() != nil {
-				t.Fatalf("DeleteRecords(%d): %v", offset, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
+		return d
 	}
 	if d := del(4); d.Err != nil || d.LowWatermark != 4 {
 		t.Fatalf("DeleteRecords(4) = %d, %v", d.LowWatermark, d.Err)
