@@ -11,7 +11,7 @@ import (
 // budget is the node-wide bound on the bytes of requests read and not yet
 // answered (Config.QueuedMaxRequestBytes), in two halves: frames, charged
 // before a frame is read, and costs, charged once the frame is read and
-// its cost known (requestCost), before it is decoded.
+// its cost known (RequestCost), before it is decoded.
 //
 // The halves keep it free of deadlock: a reader holding a frame may wait
 // for costs, but whoever holds costs has started its request and needs
@@ -34,13 +34,13 @@ type charge struct{ frame, cost int64 }
 func newBudget(limit int64) *budget {
 	b := &budget{limit: limit}
 	b.frames.free = limit / 2
-	b.costs.free = limit - limit/2
+	b.costs.free = MaxRequestCost(limit)
 	return b
 }
 
 // maxFrame and maxCost are the most one request may take of each half.
 func (b *budget) maxFrame() int64 { return b.limit / 2 }
-func (b *budget) maxCost() int64  { return b.limit - b.limit/2 }
+func (b *budget) maxCost() int64  { return MaxRequestCost(b.limit) }
 
 func (b *budget) takeFrame(ctx context.Context, n int64) error { return b.take(ctx, &b.frames, n) }
 func (b *budget) takeCost(ctx context.Context, n int64) error  { return b.take(ctx, &b.costs, n) }
@@ -137,6 +137,11 @@ func (p *pool) grantLocked() {
 		e = next
 	}
 }
+
+// MaxRequestCost is the most a request may cost besides its frame
+// (RequestCost) under Config.QueuedMaxRequestBytes of queued: half of it,
+// the other half being for frames.
+func MaxRequestCost(queued int64) int64 { return queued - queued/2 }
 
 // RequestCostError is a request whose estimated cost besides its frame
 // (see Config.QueuedMaxRequestBytes) passes the half of the budget for

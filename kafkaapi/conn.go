@@ -194,7 +194,7 @@ func (s *Server) readLoop(ctx context.Context, nc net.Conn, queue chan<- started
 // readRequest reads the frame of size bytes whose size prefix is next in
 // br and starts its request, once the node's budget
 // (Config.QueuedMaxRequestBytes) holds the frame, and then what decoding
-// and serving it costs (requestCost). The started request carries its
+// and serving it costs (RequestCost). The started request carries its
 // charge, for the writer to release once it is answered.
 func (s *Server) readRequest(ctx context.Context, nc net.Conn, br *bufio.Reader, size int32, rc requestInfo,
 	start func([]byte, requestInfo) (started, error)) (st started, err error) {
@@ -221,7 +221,7 @@ func (s *Server) readRequest(ctx context.Context, nc net.Conn, br *bufio.Reader,
 		key = h.Key
 	}
 	err = s.guard(key, rc.host, func() error {
-		cost := requestCost(frame)
+		cost := RequestCost(frame)
 		if cost > s.queued.maxCost() {
 			return &RequestCostError{Key: key, Size: len(frame), Cost: cost, Max: s.queued.maxCost()}
 		}

@@ -11,7 +11,7 @@ import (
 // its arrays into structs much larger than their wire bytes (an empty
 // topic entry of a flexible request, 3 bytes on the wire, becomes a
 // 64-byte struct; an unknown tagged field, 2 bytes, a map entry of about
-// 80), and serving it builds a response. requestCost estimates that cost,
+// 80), and serving it builds a response. RequestCost estimates that cost,
 // so that the queued-bytes budget (Config.QueuedMaxRequestBytes) bounds
 // memory, not frames. TestRequestCostBoundsDecoding checks the estimates
 // against what decoding allocates.
@@ -83,11 +83,13 @@ var scanners = map[kmsg.Key]func(w *wireScan, version int16){
 	kmsg.SyncGroup: (*wireScan).syncGroup,
 }
 
-// requestCost estimates the memory that decoding and serving the request
-// in frame costs besides the frame. The APIs in scanners cost what their
-// entries cost (a Produce's records nothing more: kmsg keeps them in the
-// frame); other requests decodeFactor times their frame.
-func requestCost(frame []byte) int64 {
+// RequestCost estimates the memory that decoding and serving the request
+// in frame (its header and body, without the size prefix) costs besides
+// the frame. The APIs in scanners cost what their entries cost (a
+// Produce's records nothing more: kmsg keeps them in the frame); other
+// requests decodeFactor times their frame. A Server closes the connection
+// of a request that costs more than MaxRequestCost (RequestCostError).
+func RequestCost(frame []byte) int64 {
 	h, err := peekHeader(frame)
 	if err == nil {
 		if c, ok := scanCost(h, frame); ok {

@@ -105,7 +105,7 @@ func amplifying(n int) []shape {
 	return out
 }
 
-// Decoding never allocates more than requestCost charges, for any API
+// Decoding never allocates more than RequestCost charges, for any API
 // and version, in the shapes that amplify most.
 func TestRequestCostBoundsDecoding(t *testing.T) {
 	if raceEnabled {
@@ -130,7 +130,7 @@ func TestRequestCostBoundsDecoding(t *testing.T) {
 			}
 		})
 		runtime.KeepAlive(req)
-		cost := requestCost(s.frame)
+		cost := RequestCost(s.frame)
 		if int64(got) > cost {
 			t.Errorf("%s: decoding %d bytes allocated %d, more than the %d charged", s.name, len(s.frame), got, cost)
 		}
@@ -198,8 +198,8 @@ func TestScannedRequestCosts(t *testing.T) {
 		}
 	}
 	big := produceRequest(9, -1, "t", map[int32][]byte{0: makeBatch(1, string(make([]byte, 1<<20)))})
-	if f := requestFrame(big); requestCost(f) > 8<<10 {
-		t.Errorf("a Produce of one 1 MiB batch costs %d bytes besides its frame", requestCost(f))
+	if f := requestFrame(big); RequestCost(f) > 8<<10 {
+		t.Errorf("a Produce of one 1 MiB batch costs %d bytes besides its frame", RequestCost(f))
 	}
 	// A group's subscription and assignment bytes stay in the frame: a
 	// member with a 4 MiB subscription must not be refused.
@@ -213,8 +213,8 @@ func TestScannedRequestCosts(t *testing.T) {
 		sync.Group = "g"
 		sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: make([]byte, 4<<20)}}
 		for _, req := range []kmsg.Request{join, sync} {
-			if f := requestFrame(req); requestCost(f) > 64<<10 {
-				t.Errorf("%s v%d with 4 MiB of member bytes costs %d besides its frame", kmsg.NameForKey(req.Key()), req.GetVersion(), requestCost(f))
+			if f := requestFrame(req); RequestCost(f) > 64<<10 {
+				t.Errorf("%s v%d with 4 MiB of member bytes costs %d besides its frame", kmsg.NameForKey(req.Key()), req.GetVersion(), RequestCost(f))
 			}
 		}
 	}
@@ -222,7 +222,7 @@ func TestScannedRequestCosts(t *testing.T) {
 		a, _ := lookupAPI(req.Key())
 		req.SetVersion(a.max)
 		f := requestFrame(req)
-		cost := requestCost(f)
+		cost := RequestCost(f)
 		t.Logf("%s v%d of 100,000 partitions: frame %d bytes, cost %d (%.1fx)", kmsg.NameForKey(req.Key()), req.GetVersion(), len(f), cost, float64(cost)/float64(len(f)))
 		if cost > DefaultQueuedMaxRequestBytes/2 || cost > 45<<20 {
 			t.Errorf("it does not fit the default budget's half for costs (%d bytes), or costs more than the 45 MiB documented", DefaultQueuedMaxRequestBytes/2)

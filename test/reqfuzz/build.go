@@ -27,6 +27,7 @@ type request struct {
 	inRange      bool   // a served key at an advertised version
 	acks0        bool   // an unmutated acks=0 Produce: no answer is due
 	last         bool   // its size prefix lies: nothing may follow it on its TCP connection
+	overCost     bool   // clean, but costs the node more than it admits (kafkaapi.RequestCost): it closes the connection
 }
 
 // clean reports whether the request is well-formed, at a version the

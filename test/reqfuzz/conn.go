@@ -92,12 +92,13 @@ func pipeline(ctx context.Context, node int, addr string, frames []*request, api
 }
 
 // culprit is the index of the request that made the node close segment
-// s: the oldest unanswered one that is not clean or is an acks=0
-// Produce (answers to those before it can be lost to the reset of a
-// connection closed with unread input), else the oldest unanswered.
+// s: the oldest unanswered one that is not clean, is an acks=0 Produce
+// or costs more than the node admits (answers to those before it can be
+// lost to the reset of a connection closed with unread input), else the
+// oldest unanswered.
 func (o *outcome) culprit(s segment) int {
 	for i := s.next; i < s.sent; i++ {
-		if fr := o.frames[i]; !fr.clean() || fr.acks0 {
+		if fr := o.frames[i]; !fr.clean() || fr.acks0 || fr.overCost {
 			return i
 		}
 	}

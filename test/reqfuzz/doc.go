@@ -26,7 +26,10 @@
 //     is a request that once found a defect.
 //  3. Run rounds (Runner.Round; it returns the protocol violations: an
 //     answer that does not decode, or not to its own length, to a
-//     version the node does not serve, out of order, or over 64 MiB).
+//     version the node does not serve, out of order, or over 64 MiB; a
+//     connection closed while every request unanswered on it was one the
+//     node admits: well-formed, at an advertised version, within its
+//     cost bound, kafkaapi.RequestCost).
 //     After each, Runner.Check asks every node for ApiVersions, scans
 //     their logs for panics, reads the reference topic back with a fresh
 //     franz-go consumer, resends the raw batch (a duplicate must answer

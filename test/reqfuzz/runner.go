@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/test/e2e"
 )
 
@@ -41,6 +42,10 @@ type Config struct {
 	RSSBound int64         // most resident memory (VmHWM) a node may reach, in bytes
 	OutDir   string        // a failing round's requests are saved here as a case file
 	Logf     func(format string, args ...any)
+	// MaxRequestCost is the most a request may cost the targets besides
+	// its frame (kafkaapi.MaxRequestCost of their queued_max_request_bytes);
+	// 0 is that of the default.
+	MaxRequestCost int64
 }
 
 // Runner runs rounds of requests against the targets and checks them.
@@ -57,6 +62,9 @@ type Runner struct {
 
 // NewRunner asks the first target which APIs it serves.
 func NewRunner(ctx context.Context, cfg Config, ref *Reference) (*Runner, error) {
+	if cfg.MaxRequestCost == 0 {
+		cfg.MaxRequestCost = kafkaapi.MaxRequestCost(kafkaapi.DefaultQueuedMaxRequestBytes)
+	}
 	r := &Runner{cfg: cfg, ref: ref, Stats: NewStats(), round: -1, logOffsets: map[int]int64{}}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -91,6 +99,7 @@ func (r *Runner) Round(ctx context.Context, n int) []Violation {
 	for c := range r.cfg.Conns {
 		t := r.cfg.Targets[c%len(r.cfg.Targets)]
 		frames := roundFrames(r.cfg.Seed, n, c, r.cfg.PerConn, r.apis)
+		markOverCost(frames, r.cfg.MaxRequestCost)
 		wg.Go(func() {
 			r.outcomes[c] = pipeline(ctx, t.ID, t.Addr, frames, r.apis, r.cfg.Linger, r.Stats)
 		})
@@ -102,6 +111,14 @@ func (r *Runner) Round(ctx context.Context, n int) []Violation {
 		fresh = append(fresh, r.Stats.outcome(o)...)
 	}
 	return fresh
+}
+
+// markOverCost marks the clean frames that cost a node more than limit
+// besides their frame (kafkaapi.RequestCost): it closes their connection.
+func markOverCost(frames []*request, limit int64) {
+	for _, fr := range frames {
+		fr.overCost = fr.clean() && kafkaapi.RequestCost(fr.b[4:]) > limit
+	}
 }
 
 // Check checks the targets after a round: each one's process runs,

@@ -26,16 +26,20 @@ type Stats struct {
 	codes        map[int16]int // error codes in answers, at any depth
 	serverClosed int           // connections the node closed
 	// closedAfter counts, per API, closes where every unanswered request
-	// was clean (and none an acks=0 Produce, which Kafka answers with a
-	// close when it fails): the oldest is the suspect.
+	// was clean and within the cost bound (and none an acks=0 Produce,
+	// which Kafka answers with a close when it fails): the oldest is the
+	// suspect, and each such close a violation.
 	closedAfter   map[int16]int
-	closedExample map[int16]bigAnswer  // per API, the first such request
-	lingering     int                  // requests unanswered at a round's end, the connection open
-	violations    map[string]Violation // the first of each kind, API and version
-	counts        map[string]int       // violations per key
-	peakRSS       map[int]int64        // per node: the largest VmHWM read
-	lastRSS       map[int]int64        // per node: VmRSS at the last check
-	largest       []bigAnswer          // the largest answers, largest first
+	closedExample map[int16]bigAnswer // per API, the first such request
+	// closedOverCost counts, per API, closes after a clean request that
+	// costs more than the node admits: closes by design.
+	closedOverCost map[int16]int
+	lingering      int                  // requests unanswered at a round's end, the connection open
+	violations     map[string]Violation // the first of each kind, API and version
+	counts         map[string]int       // violations per key
+	peakRSS        map[int]int64        // per node: the largest VmHWM read
+	lastRSS        map[int]int64        // per node: VmRSS at the last check
+	largest        []bigAnswer          // the largest answers, largest first
 }
 
 // bigAnswer is a large answer and its request.
@@ -49,7 +53,7 @@ const maxLargest = 8
 
 // NewStats returns empty counters.
 func NewStats() *Stats {
-	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]bigAnswer{},
+	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]bigAnswer{}, closedOverCost: map[int16]int{},
 		violations: map[string]Violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}, lastRSS: map[int]int64{}}
 }
 
@@ -94,15 +98,26 @@ func (s *Stats) outcome(o *outcome) []Violation {
 			s.lingering += len(u)
 			continue
 		}
-		for _, fr := range o.frames[seg.start:min(o.culprit(seg)+1, seg.sent)] {
+		c := o.culprit(seg)
+		for _, fr := range o.frames[seg.start:min(c+1, seg.sent)] {
 			s.sentFrame(fr)
 		}
 		s.serverClosed++
-		if c := o.culprit(seg); c < seg.sent && o.frames[c].clean() && !o.frames[c].acks0 {
-			s.closedAfter[o.frames[c].key]++
-			if _, ok := s.closedExample[o.frames[c].key]; !ok {
-				s.closedExample[o.frames[c].key] = bigAnswer{node: o.node, fr: o.frames[c]}
+		if c >= seg.sent {
+			continue
+		}
+		switch fr := o.frames[c]; {
+		case fr.overCost:
+			s.closedOverCost[fr.key]++
+		case fr.clean() && !fr.acks0:
+			s.closedAfter[fr.key]++
+			if _, ok := s.closedExample[fr.key]; !ok {
+				s.closedExample[fr.key] = bigAnswer{node: o.node, fr: fr}
 			}
+			// Kafka answers such a request; it closes a connection for a
+			// request it cannot read or will never admit.
+			o.violate("closed the connection after requests it admits", fr,
+				"every request unanswered was well-formed, at an advertised version and within the cost bound")
 		}
 	}
 	var fresh []Violation
@@ -165,8 +180,15 @@ func (s *Stats) String() string {
 		fmt.Fprintf(&b, "  %5d %-40s %d\n", c, name, s.codes[c])
 	}
 	fmt.Fprintf(&b, "connections closed by the server: %d; requests left unanswered at a round's end: %d\n", s.serverClosed, s.lingering)
+	if len(s.closedOverCost) > 0 {
+		b.WriteString("  closes after a well-formed request that costs more than the node admits (kafkaapi.RequestCost), per API:")
+		for _, k := range slices.Sorted(maps.Keys(s.closedOverCost)) {
+			fmt.Fprintf(&b, " %s %d;", kmsg.NameForKey(k), s.closedOverCost[k])
+		}
+		b.WriteString("\n")
+	}
 	if len(s.closedAfter) > 0 {
-		b.WriteString("  closes after a well-formed request at an advertised version (not acks=0), per API, with the first:\n")
+		b.WriteString("  closes after a well-formed request at an advertised version (not acks=0, within the cost bound), per API, with the first:\n")
 		for _, k := range slices.Sorted(maps.Keys(s.closedAfter)) {
 			fmt.Fprintf(&b, "    %s %d: %s\n", kmsg.NameForKey(k), s.closedAfter[k], s.closedExample[k].fr.desc)
 		}
