@@ -34,12 +34,16 @@ type Stats struct {
 	// closedOverCost counts, per API, closes after a clean request that
 	// costs more than the node admits: closes by design.
 	closedOverCost map[int16]int
-	lingering      int                  // requests unanswered at a round's end, the connection open
-	violations     map[string]Violation // the first of each kind, API and version
-	counts         map[string]int       // violations per key
-	peakRSS        map[int]int64        // per node: the largest VmHWM read
-	lastRSS        map[int]int64        // per node: VmRSS at the last check
-	largest        []bigAnswer          // the largest answers, largest first
+	lingering      int // requests unanswered at a round's end, the connection open
+	// lingerHead counts, per API, the oldest of those per connection
+	// (answers go in order: it holds the rest); lingerExample is the first.
+	lingerHead    map[int16]int
+	lingerExample map[int16]bigAnswer
+	violations    map[string]Violation // the first of each kind, API and version
+	counts        map[string]int       // violations per key
+	peakRSS       map[int]int64        // per node: the largest VmHWM read
+	lastRSS       map[int]int64        // per node: VmRSS at the last check
+	largest       []bigAnswer          // the largest answers, largest first
 }
 
 // bigAnswer is a large answer and its request.
@@ -54,6 +58,7 @@ const maxLargest = 8
 // NewStats returns empty counters.
 func NewStats() *Stats {
 	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]bigAnswer{}, closedOverCost: map[int16]int{},
+		lingerHead: map[int16]int{}, lingerExample: map[int16]bigAnswer{},
 		violations: map[string]Violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}, lastRSS: map[int]int64{}}
 }
 
@@ -96,6 +101,12 @@ func (s *Stats) outcome(o *outcome) []Violation {
 				s.sentFrame(fr)
 			}
 			s.lingering += len(u)
+			if len(u) > 0 {
+				s.lingerHead[u[0].key]++
+				if _, ok := s.lingerExample[u[0].key]; !ok {
+					s.lingerExample[u[0].key] = bigAnswer{node: o.node, fr: u[0]}
+				}
+			}
 			continue
 		}
 		c := o.culprit(seg)
@@ -180,6 +191,12 @@ func (s *Stats) String() string {
 		fmt.Fprintf(&b, "  %5d %-40s %d\n", c, name, s.codes[c])
 	}
 	fmt.Fprintf(&b, "connections closed by the server: %d; requests left unanswered at a round's end: %d\n", s.serverClosed, s.lingering)
+	if len(s.lingerHead) > 0 {
+		b.WriteString("  the oldest unanswered on its connection, per API, with the first:\n")
+		for _, k := range slices.Sorted(maps.Keys(s.lingerHead)) {
+			fmt.Fprintf(&b, "    %s %d: %s\n", kmsg.NameForKey(k), s.lingerHead[k], s.lingerExample[k].fr.desc)
+		}
+	}
 	if len(s.closedOverCost) > 0 {
 		b.WriteString("  closes after a well-formed request that costs more than the node admits (kafkaapi.RequestCost), per API:")
 		for _, k := range slices.Sorted(maps.Keys(s.closedOverCost)) {
@@ -218,7 +235,8 @@ func (s *Stats) Rounds() int {
 }
 
 // Examples are, as cases, the first request of each API after which a
-// node closed the connection though it was well-formed, and the
+// node closed the connection though it was well-formed, the first of
+// each API left unanswered at the head of its connection, and the
 // requests of the largest answers: the requests a reader of the summary
 // wants to replay.
 func (s *Stats) Examples() map[string]*Case {
@@ -230,6 +248,9 @@ func (s *Stats) Examples() map[string]*Case {
 	}
 	for k, c := range s.closedExample {
 		out["closed-"+kmsg.NameForKey(k)] = one(c.node, c.fr, "a node closed the connection after")
+	}
+	for k, c := range s.lingerExample {
+		out["unanswered-"+kmsg.NameForKey(k)] = one(c.node, c.fr, "a node had not answered by the round's end")
 	}
 	for i, a := range s.largest {
 		out[fmt.Sprintf("largest-%d", i+1)] = one(a.node, a.fr, fmt.Sprintf("answered with %d bytes", a.size))
