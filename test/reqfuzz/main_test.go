@@ -124,6 +124,9 @@ func saveHeap(t *testing.T, dir string, id int) {
 	b, err := io.ReadAll(resp.Body)
 	path := filepath.Join(dir, fmt.Sprintf("node%d-%s.heap", id, time.Now().Format("150405")))
 	if err == nil {
+		err = os.MkdirAll(dir, 0o755) // a run's first finding may come before anything else is saved
+	}
+	if err == nil {
 		err = os.WriteFile(path, b, 0o644)
 	}
 	if err != nil {
