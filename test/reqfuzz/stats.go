@@ -29,21 +29,19 @@ type Stats struct {
 	// was clean and within the cost bound (and none an acks=0 Produce,
 	// which Kafka answers with a close when it fails): the oldest is the
 	// suspect, and each such close a violation.
-	closedAfter   map[int16]int
-	closedExample map[int16]bigAnswer // per API, the first such request
+	closedAfter perAPI
 	// closedOverCost counts, per API, closes after a clean request that
 	// costs more than the node admits: closes by design.
 	closedOverCost map[int16]int
 	lingering      int // requests unanswered at a round's end, the connection open
 	// lingerHead counts, per API, the oldest of those per connection
-	// (answers go in order: it holds the rest); lingerExample is the first.
-	lingerHead    map[int16]int
-	lingerExample map[int16]bigAnswer
-	violations    map[string]Violation // the first of each kind, API and version
-	counts        map[string]int       // violations per key
-	peakRSS       map[int]int64        // per node: the largest VmHWM read
-	lastRSS       map[int]int64        // per node: VmRSS at the last check
-	largest       []bigAnswer          // the largest answers, largest first
+	// (answers go in order: it holds the rest).
+	lingerHead perAPI
+	violations map[string]Violation // the first of each kind, API and version
+	counts     map[string]int       // violations per key
+	peakRSS    map[int]int64        // per node: the largest VmHWM read
+	lastRSS    map[int]int64        // per node: VmRSS at the last check
+	largest    []bigAnswer          // the largest answers, largest first
 }
 
 // bigAnswer is a large answer and its request.
@@ -52,13 +50,39 @@ type bigAnswer struct {
 	fr         *request
 }
 
+// perAPI counts requests of one kind per API and keeps the first of each.
+type perAPI struct {
+	n     map[int16]int
+	first map[int16]bigAnswer
+}
+
+func newPerAPI() perAPI { return perAPI{n: map[int16]int{}, first: map[int16]bigAnswer{}} }
+
+func (p perAPI) add(node int, fr *request) {
+	p.n[fr.key]++
+	if _, ok := p.first[fr.key]; !ok {
+		p.first[fr.key] = bigAnswer{node: node, fr: fr}
+	}
+}
+
+// write lists the counts under what, if any, with each API's first.
+func (p perAPI) write(b *strings.Builder, what string) {
+	if len(p.n) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  %s, per API, with the first:\n", what)
+	for _, k := range slices.Sorted(maps.Keys(p.n)) {
+		fmt.Fprintf(b, "    %s %d: %s\n", kmsg.NameForKey(k), p.n[k], p.first[k].fr.desc)
+	}
+}
+
 // maxLargest is how many of the largest answers the summary lists.
 const maxLargest = 8
 
 // NewStats returns empty counters.
 func NewStats() *Stats {
-	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedAfter: map[int16]int{}, closedExample: map[int16]bigAnswer{}, closedOverCost: map[int16]int{},
-		lingerHead: map[int16]int{}, lingerExample: map[int16]bigAnswer{},
+	return &Stats{sent: map[int16]int{}, codes: map[int16]int{}, closedOverCost: map[int16]int{},
+		closedAfter: newPerAPI(), lingerHead: newPerAPI(),
 		violations: map[string]Violation{}, counts: map[string]int{}, peakRSS: map[int]int64{}, lastRSS: map[int]int64{}}
 }
 
@@ -102,10 +126,7 @@ func (s *Stats) outcome(o *outcome) []Violation {
 			}
 			s.lingering += len(u)
 			if len(u) > 0 {
-				s.lingerHead[u[0].key]++
-				if _, ok := s.lingerExample[u[0].key]; !ok {
-					s.lingerExample[u[0].key] = bigAnswer{node: o.node, fr: u[0]}
-				}
+				s.lingerHead.add(o.node, u[0])
 			}
 			continue
 		}
@@ -121,10 +142,7 @@ func (s *Stats) outcome(o *outcome) []Violation {
 		case fr.overCost:
 			s.closedOverCost[fr.key]++
 		case fr.clean() && !fr.acks0:
-			s.closedAfter[fr.key]++
-			if _, ok := s.closedExample[fr.key]; !ok {
-				s.closedExample[fr.key] = bigAnswer{node: o.node, fr: fr}
-			}
+			s.closedAfter.add(o.node, fr)
 			// Kafka answers such a request; it closes a connection for a
 			// request it cannot read or will never admit.
 			o.violate("closed the connection after requests it admits", fr,
@@ -191,12 +209,7 @@ func (s *Stats) String() string {
 		fmt.Fprintf(&b, "  %5d %-40s %d\n", c, name, s.codes[c])
 	}
 	fmt.Fprintf(&b, "connections closed by the server: %d; requests left unanswered at a round's end: %d\n", s.serverClosed, s.lingering)
-	if len(s.lingerHead) > 0 {
-		b.WriteString("  the oldest unanswered on its connection, per API, with the first:\n")
-		for _, k := range slices.Sorted(maps.Keys(s.lingerHead)) {
-			fmt.Fprintf(&b, "    %s %d: %s\n", kmsg.NameForKey(k), s.lingerHead[k], s.lingerExample[k].fr.desc)
-		}
-	}
+	s.lingerHead.write(&b, "the oldest unanswered on its connection")
 	if len(s.closedOverCost) > 0 {
 		b.WriteString("  closes after a well-formed request that costs more than the node admits (kafkaapi.RequestCost), per API:")
 		for _, k := range slices.Sorted(maps.Keys(s.closedOverCost)) {
@@ -204,12 +217,7 @@ func (s *Stats) String() string {
 		}
 		b.WriteString("\n")
 	}
-	if len(s.closedAfter) > 0 {
-		b.WriteString("  closes after a well-formed request at an advertised version (not acks=0, within the cost bound), per API, with the first:\n")
-		for _, k := range slices.Sorted(maps.Keys(s.closedAfter)) {
-			fmt.Fprintf(&b, "    %s %d: %s\n", kmsg.NameForKey(k), s.closedAfter[k], s.closedExample[k].fr.desc)
-		}
-	}
+	s.closedAfter.write(&b, "closes after a well-formed request at an advertised version (not acks=0, within the cost bound)")
 	b.WriteString("peak RSS per node (VmHWM), and RSS at the last check:")
 	for _, id := range slices.Sorted(maps.Keys(s.peakRSS)) {
 		fmt.Fprintf(&b, " node %d %.1f MiB, %.1f MiB;", id, float64(s.peakRSS[id])/(1<<20), float64(s.lastRSS[id])/(1<<20))
@@ -246,10 +254,10 @@ func (s *Stats) Examples() map[string]*Case {
 	one := func(node int, fr *request, what string) *Case {
 		return &Case{Comments: []string{what + ": " + fr.desc}, Conns: []Conn{{Node: node, Frames: [][]byte{fr.b}}}}
 	}
-	for k, c := range s.closedExample {
+	for k, c := range s.closedAfter.first {
 		out["closed-"+kmsg.NameForKey(k)] = one(c.node, c.fr, "a node closed the connection after")
 	}
-	for k, c := range s.lingerExample {
+	for k, c := range s.lingerHead.first {
 		out["unanswered-"+kmsg.NameForKey(k)] = one(c.node, c.fr, "a node had not answered by the round's end")
 	}
 	for i, a := range s.largest {

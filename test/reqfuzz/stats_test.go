@@ -71,8 +71,8 @@ func TestUnansweredCounted(t *testing.T) {
 	s := NewStats()
 	frames := []*request{{key: int16(kmsg.Metadata)}, {key: int16(kmsg.Fetch)}, {key: int16(kmsg.Metadata)}}
 	s.outcome(&outcome{node: 1, frames: frames, segs: []segment{{next: 1, sent: 3}}})
-	if s.lingering != 2 || s.lingerHead[int16(kmsg.Fetch)] != 1 || s.lingerHead[int16(kmsg.Metadata)] != 0 {
-		t.Errorf("unanswered %d, oldest per API %v; want 2 and only Fetch once", s.lingering, s.lingerHead)
+	if s.lingering != 2 || s.lingerHead.n[int16(kmsg.Fetch)] != 1 || s.lingerHead.n[int16(kmsg.Metadata)] != 0 {
+		t.Errorf("unanswered %d, oldest per API %v; want 2 and only Fetch once", s.lingering, s.lingerHead.n)
 	}
 	if ex := s.Examples()["unanswered-Fetch"]; ex == nil || len(ex.Conns) != 1 {
 		t.Errorf("no example case for the unanswered Fetch: %v", ex)
