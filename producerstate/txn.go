@@ -49,7 +49,8 @@ func (t *Table) maybeBegin(h record.Header, e *entry) {
 // producer and coordinator epochs may be written (Kafka's
 // appendEndTxnMarker checks): an epoch below the recorded one, or a
 // negative one, is Fenced; a coordinator epoch below the last marker's is
-// CoordinatorFenced; anything else is Append, with or without an open
+// CoordinatorFenced (an unknown producer's is -1, so one below that
+// always is); anything else is Append, with or without an open
 // transaction (a marker that ends nothing is still written, as Kafka
 // does). It does not change the table.
 func (t *Table) ValidateMarker(pid int64, epoch int16, coordinatorEpoch int32) Result {
@@ -61,8 +62,12 @@ func (t *Table) ValidateMarker(pid int64, epoch int16, coordinatorEpoch int32) R
 		}
 		return r
 	}
-	if e != nil && coordinatorEpoch < e.coordEpoch {
-		return Result{Verdict: CoordinatorFenced, CoordinatorEpoch: e.coordEpoch}
+	last := int32(-1) // an unknown producer's, as Kafka's new entry
+	if e != nil {
+		last = e.coordEpoch
+	}
+	if coordinatorEpoch < last {
+		return Result{Verdict: CoordinatorFenced, CoordinatorEpoch: last}
 	}
 	// The table's limit is not applied: markers come from the coordinator,
 	// not from clients, and the entry a marker makes fences the
@@ -90,9 +95,13 @@ func (t *Table) ValidateMarkerV2(pid int64, epoch int16, coordinatorEpoch int32)
 // it to the aborted index if m aborts it, and takes m's epoch (a new one
 // empties the batch window, so the next batch starts at sequence 0) and
 // coordinator epoch. It reports whether a transaction ended. An unknown
-// producer gets an entry with no batches.
+// producer gets an entry with no batches. A marker without a producer id
+// (negative, as Kafka's hasProducerId) changes nothing, nor does one
+// ValidateMarker never accepts (a negative epoch, a coordinator epoch
+// below -1), which only an older node's log can hold: the table stays
+// one that Decode reads back.
 func (t *Table) RecordMarker(m Marker) bool {
-	if m.Epoch < 0 {
+	if m.ProducerID < 0 || m.Epoch < 0 || m.CoordinatorEpoch < -1 {
 		return false
 	}
 	e := t.producers[m.ProducerID]
