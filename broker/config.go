@@ -225,7 +225,8 @@ type Config struct {
 	// __transaction_state too, as Kafka does (on by default).
 	CleanInternalTopics bool
 	// CleanerThreads bounds the cleanings running at once on this node
-	// (Kafka's log.cleaner.threads): each holds up to 256 MiB in memory.
+	// (Kafka's log.cleaner.threads): each streams the log and holds the
+	// keys of what it cleans (broker/replicas maxCleanBytes).
 	CleanerThreads int
 	MaxProducers   int
 

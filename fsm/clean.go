@@ -1,9 +1,9 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
+	"iter"
 	"log/slog"
 	"sync"
 	"time"
@@ -46,8 +46,8 @@ type CleanResult struct {
 type cleanable interface {
 	RollBefore(offset int64) error
 	Segments() []seglog.SegmentInfo
-	SealedBytes(base int64) ([]byte, int64, error)
-	ReplaceSegments(base, next int64, data []byte) error
+	SealedBatches(bases ...int64) iter.Seq2[[]byte, error]
+	NewReplacement(base, next int64) (*seglog.Replacement, error)
 }
 
 func (f *FSM) applyClean(body []byte, index uint64) *CleanResult {
@@ -249,8 +249,9 @@ func (e *cleanStorageError) Unwrap() error { return e.err }
 
 // clean cleans the sealed segments holding offsets in [start, upTo): the
 // batches below the one holding start and from upTo on stay as they are,
-// the ones between are cleaned (compact.CleanAll), and the segments are
-// swapped for one holding the result.
+// the ones between are cleaned (compact.CleanTo), and the segments are
+// swapped for one holding the result. It streams: its memory is the
+// keys' map and a few buffers, whatever the segments' size.
 func (t cleanTask) clean() (compact.Stats, error) {
 	segs := t.log.Segments()
 	first, last := -1, -1
@@ -268,60 +269,40 @@ func (t cleanTask) clean() (compact.Stats, error) {
 	if first < 0 {
 		return compact.Stats{}, nil
 	}
-	var data []byte
+	// Reading and writing the files fails on storage (retried); a batch
+	// that does not parse fails on the data, as on every replica.
+	var be *seglog.BoundaryError
+	storage := func(err error) error {
+		if err == nil || errors.As(err, &be) || errors.Is(err, seglog.ErrBadReplacement) {
+			return err
+		}
+		return &cleanStorageError{err}
+	}
+	var bases []int64
 	for _, s := range segs[first : last+1] {
-		b, _, err := t.log.SealedBytes(s.Base)
-		var be *seglog.BoundaryError
-		if errors.As(err, &be) {
-			return compact.Stats{}, err // the segments moved under it: not storage
-		}
-		if err != nil {
-			return compact.Stats{}, &cleanStorageError{err}
-		}
-		data = append(data, b...)
+		bases = append(bases, s.Base)
 	}
-	prefix, middle, suffix, err := split(data, t.start, t.upTo)
-	if err != nil {
-		return compact.Stats{}, err
+	batches := func(yield func([]byte, error) bool) {
+		for b, err := range t.log.SealedBatches(bases...) {
+			if !yield(b, storage(err)) || err != nil {
+				return
+			}
+		}
 	}
-	out, st, err := compact.CleanAll(append([]byte(nil), prefix...), compact.Batches(middle), t.params)
+	keep := func(h record.Header) bool { return h.NextOffset() <= t.start || h.BaseOffset >= t.upTo }
+	r, err := t.log.NewReplacement(segs[first].Base, segs[last].Next)
 	if err != nil {
+		return compact.Stats{}, &cleanStorageError{err}
+	}
+	defer r.Abort() // after Commit, nothing
+	st, changed, err := compact.CleanTo(batches, t.params, keep, func(b []byte) error { return storage(r.Add(b)) })
+	if err != nil || !changed {
 		return st, err
 	}
-	out = append(out, suffix...)
-	if bytes.Equal(out, data) {
-		return st, nil
-	}
-	if err := t.log.ReplaceSegments(segs[first].Base, segs[last].Next, out); err != nil {
+	if err := r.Commit(); err != nil {
 		return st, &cleanStorageError{err}
 	}
 	return st, nil
-}
-
-// split cuts a run of batches into those wholly below start, those from
-// the one holding start up to upTo, and the rest.
-func split(data []byte, start, upTo int64) (prefix, middle, suffix []byte, err error) {
-	i, j := -1, len(data)
-	pos := 0
-	for rest := data; len(rest) > 0; {
-		b, r, h, err := record.Next(rest)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if i < 0 && h.NextOffset() > start {
-			i = pos
-		}
-		if h.BaseOffset >= upTo {
-			j = pos
-			break
-		}
-		pos += len(b)
-		rest = r
-	}
-	if i < 0 {
-		i = j
-	}
-	return data[:i], data[i:j], data[j:], nil
 }
 
 // Cleanings returns how many cleanings this FSM has run and what they did.

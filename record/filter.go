@@ -69,11 +69,11 @@ func Filter(dst, b []byte, o FilterOptions) (out []byte, kept int, err error) {
 	}
 	_, has := h.DeleteHorizon()
 	horizon := o.DeleteHorizon >= 0 && (tombstone || o.HorizonAlways) && !has
-	var raw []byte
+	var raw []byte // the kept records, when they must be rewritten or compressed
 	for i, r := range raws {
 		if horizon {
 			raw = rebase(raw, r, keptRecs[i].Timestamp-o.DeleteHorizon)
-		} else {
+		} else if codec != CompressionNone {
 			raw = append(raw, r...)
 		}
 	}
@@ -90,9 +90,17 @@ func Filter(dst, b []byte, o FilterOptions) (out []byte, kept int, err error) {
 		attrs &^= AttrCompressionMask // nothing to decompress: Kafka writes an empty batch uncompressed
 	}
 	binary.BigEndian.PutUint16(dst[start+offAttributes:], uint16(attrs))
-	if codec == CompressionNone || kept == 0 {
+	switch {
+	case codec == CompressionNone && !horizon:
+		for _, r := range raws { // as they are: no copy between
+			dst = append(dst, r...)
+		}
+	case codec == CompressionNone || kept == 0:
 		dst = append(dst, raw...)
-	} else if dst, err = Compress(dst, codec, raw); err != nil {
+	default:
+		dst, err = Compress(dst, codec, raw)
+	}
+	if err != nil {
 		return dst[:start], 0, err
 	}
 	FinishBatch(dst[start:])

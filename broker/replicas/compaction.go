@@ -181,9 +181,10 @@ func (r *Replica[E]) firstTimestamp(offset int64) (int64, bool) {
 	return h.FirstTimestamp, err == nil
 }
 
-// maxCleanBytes bounds what one cleaning covers: every replica holds the
-// cleaned range in memory while it cleans it (fsm/clean.go). A log whose
-// segments from the start pass it is cleaned only that far.
+// maxCleanBytes bounds what one cleaning covers: every replica streams
+// the range (fsm/clean.go) but holds a map of its keys, up to one entry a
+// record. A log whose segments from the start pass it is cleaned only
+// that far.
 const maxCleanBytes = 256 << 20
 
 // boundedPoint is the base of the first segment from the one holding

@@ -86,7 +86,7 @@ func keys() []key {
 		{"log_retention_check_interval", d.RetentionCheckInterval, "how often partition leaders apply retention.ms and retention.bytes"},
 		{"log_cleaner_backoff", d.CleanerBackoff, "how often partition leaders clean the partitions of topics with cleanup.policy=compact (log.cleaner.backoff.ms)"},
 		{"replica_lag_time_max", d.Tuning.ReplicaLagMax, "a follower that has not answered its partition leader, or not caught up with it, for this long leaves the ISR (replica.lag.time.max.ms): Metadata, the status page, /metrics and the console report the partition under-replicated"},
-		{"log_cleaner_threads", d.CleanerThreads, "cleanings that run at once on this node (log.cleaner.threads); each holds up to 256 MiB in memory"},
+		{"log_cleaner_threads", d.CleanerThreads, "cleanings that run at once on this node (log.cleaner.threads); each streams the log through 2 MiB of buffers and holds the keys of the up to 256 MiB it cleans"},
 		{"log_cleaner_internal_topics", d.CleanInternalTopics, "also clean __consumer_offsets and __transaction_state, as Kafka does; false keeps every record of them"},
 		{"producer_id_expiration_check_interval", d.ProducerExpirationCheckInterval, "how often partition leaders forget producers idle past producer.id.expiration.ms"},
 		{"max_producers_per_partition", d.MaxProducers, "most idempotent producers one partition tracks (the same on every node)"},

@@ -34,6 +34,7 @@
 package compact
 
 import (
+	"bytes"
 	"iter"
 	"sort"
 
@@ -201,67 +202,120 @@ func cleanMarker(dst, b []byte, h record.Header, live bool, p Params) ([]byte, S
 // them first (batches is walked twice), and appends the result to dst,
 // with a gap for each run of batches that went.
 func CleanAll(dst []byte, batches iter.Seq2[[]byte, error], p Params) ([]byte, Stats, error) {
-	m, err := Build(batches, p)
-	if err != nil {
-		return dst, Stats{}, err
+	st, _, err := CleanTo(batches, p, nil, func(b []byte) error { dst = append(dst, b...); return nil })
+	return dst, st, err
+}
+
+// CleanTo is CleanAll handing the result to emit one batch at a time
+// (valid only during the call), so that its memory is the Map and a batch
+// whatever the log's size. The batches keep reports pass unchanged and
+// count neither in the Map nor in the Stats (nil: none). changed reports
+// whether the result differs from the input.
+func CleanTo(batches iter.Seq2[[]byte, error], p Params, keep func(record.Header) bool,
+	emit func([]byte) error) (total Stats, changed bool, err error) {
+	cleaned := func(yield func([]byte, error) bool) {
+		for b, err := range batches {
+			if err == nil && keep != nil {
+				if h, herr := record.ParseHeader(b); herr == nil && keep(h) {
+					continue
+				}
+			}
+			if !yield(b, err) || err != nil {
+				return
+			}
+		}
 	}
-	live := map[int64]bool{} // producer id → a record of its transaction since its last marker is kept
-	var total Stats
-	var gap struct {
+	m, err := Build(cleaned, p)
+	if err != nil {
+		return Stats{}, false, err
+	}
+	c := streamCleaner{m: m, p: p, emit: emit, live: map[int64]bool{}}
+	for b, err := range batches {
+		if err != nil {
+			return c.total, c.changed, err
+		}
+		if err := c.add(b, keep); err != nil {
+			return c.total, c.changed, err
+		}
+	}
+	return c.total, c.changed, c.closeGap()
+}
+
+// streamCleaner is one CleanTo's state between batches.
+type streamCleaner struct {
+	m       Map
+	p       Params
+	emit    func([]byte) error
+	live    map[int64]bool // producer id → a record of its transaction since its last marker is kept
+	out     []byte         // the current batch's result
+	total   Stats
+	changed bool
+	gap     struct { // the run of batches that went, not yet emitted
 		open      bool
 		base      int64
 		next      int64
 		epoch     int32
 		timestamp int64
 	}
-	closeGap := func() {
-		if gap.open {
-			dst = record.AppendGap(dst, gap.base, gap.next, gap.epoch, gap.timestamp)
-			total.BatchesOut++
-			total.BytesOut += int64(record.HeaderSize) // one gap batch (or more past 2^31 offsets)
-			gap.open = false
+}
+
+// add cleans batch b (or passes it when keep says so) and emits what is
+// due: the gap before it and its result.
+func (c *streamCleaner) add(b []byte, keep func(record.Header) bool) error {
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		return err
+	}
+	if keep != nil && keep(h) {
+		if err := c.closeGap(); err != nil {
+			return err
+		}
+		return c.emit(b[:h.Size()])
+	}
+	var st Stats
+	if h.IsControl() {
+		c.out, st, err = cleanMarker(c.out[:0], b, h, c.live[h.ProducerID], c.p)
+		delete(c.live, h.ProducerID)
+	} else {
+		c.out, st, err = Clean(c.out[:0], b, c.m, c.p)
+		if h.IsTransactional() && st.RecordsOut > 0 {
+			c.live[h.ProducerID] = true
 		}
 	}
-	for b, err := range batches {
-		if err != nil {
-			return dst, total, err
+	if err != nil {
+		return err
+	}
+	c.total.Add(st)
+	if len(c.out) == 0 { // the whole batch went
+		if !c.gap.open {
+			c.gap.open, c.gap.base = true, h.BaseOffset
 		}
-		h, err := record.ParseHeader(b)
-		if err != nil {
-			return dst, total, err
-		}
-		before := len(dst)
-		var st Stats
-		if h.IsControl() {
-			dst, st, err = cleanMarker(dst, b, h, live[h.ProducerID], p)
-			delete(live, h.ProducerID)
-		} else {
-			dst, st, err = Clean(dst, b, m, p)
-			if h.IsTransactional() && st.RecordsOut > 0 {
-				live[h.ProducerID] = true
-			}
-		}
-		if err != nil {
-			return dst, total, err
-		}
-		total.Add(st)
-		if len(dst) == before { // the whole batch went
-			if !gap.open {
-				gap.open, gap.base = true, h.BaseOffset
-			}
-			gap.next, gap.epoch, gap.timestamp = h.NextOffset(), h.PartitionLeaderEpoch, h.MaxTimestamp
-			continue
-		}
-		// The kept batch goes after the gap before it.
-		if gap.open {
-			kept := append([]byte(nil), dst[before:]...)
-			dst = dst[:before]
-			closeGap()
-			dst = append(dst, kept...)
+		c.gap.next, c.gap.epoch, c.gap.timestamp = h.NextOffset(), h.PartitionLeaderEpoch, h.MaxTimestamp
+		return nil
+	}
+	if !bytes.Equal(c.out, b[:h.Size()]) {
+		c.changed = true
+	}
+	if err := c.closeGap(); err != nil { // the kept batch goes after the gap before it
+		return err
+	}
+	return c.emit(c.out)
+}
+
+// closeGap emits the open gap, if any.
+func (c *streamCleaner) closeGap() error {
+	if !c.gap.open {
+		return nil
+	}
+	c.gap.open, c.changed = false, true
+	c.total.BatchesOut++
+	c.total.BytesOut += int64(record.HeaderSize) // one gap batch (or more past 2^31 offsets)
+	for gap := record.AppendGap(nil, c.gap.base, c.gap.next, c.gap.epoch, c.gap.timestamp); len(gap) > 0; gap = gap[record.HeaderSize:] {
+		if err := c.emit(gap[:record.HeaderSize]); err != nil {
+			return err
 		}
 	}
-	closeGap()
-	return dst, total, nil
+	return nil
 }
 
 // Batches walks the batches of log, a run of whole batches.

@@ -3,12 +3,11 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"os"
+	"iter"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/minikafka/minikafka-go/internal/vfs"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -43,37 +42,6 @@ func parseSwapName(name string) (base, next int64, ok bool) {
 	return base, next, err1 == nil && err2 == nil && base >= 0 && base <= next
 }
 
-// SealedBytes returns the bytes of the sealed segment that starts at base
-// and the offset after it.
-func (l *Log) SealedBytes(base int64) ([]byte, int64, error) {
-	l.truncMu.RLock()
-	defer l.truncMu.RUnlock()
-	l.mu.RLock()
-	if l.closed {
-		l.mu.RUnlock()
-		return nil, 0, ErrClosed
-	}
-	var s *segment
-	for i, t := range l.segs[:len(l.segs)-1] {
-		if t.base == base {
-			s = l.segs[i]
-		}
-	}
-	var size, next int64
-	if s != nil {
-		size, next = s.size, s.next
-	}
-	l.mu.RUnlock()
-	if s == nil {
-		return nil, 0, &BoundaryError{Offset: base}
-	}
-	b := make([]byte, size)
-	if _, err := s.f.ReadAt(b, 0); err != nil {
-		return nil, 0, fmt.Errorf("partition: read segment: %w", err)
-	}
-	return b, next, nil
-}
-
 // checkReplacement checks that data is whole, intact batches spanning
 // exactly [base, next).
 func checkReplacement(data []byte, base, next int64) error {
@@ -98,16 +66,48 @@ func checkReplacement(data []byte, base, next int64) error {
 // [base, next) for one segment holding data, which must be whole, intact
 // batches spanning the same offsets (what compact.CleanAll makes of
 // them). Crash-safe: after a crash the log holds either the old segments
-// or the new one. It waits for running reads; appends wait for it.
+// or the new one. It waits for running reads; appends wait for the swap.
+// NewReplacement does the same with the bytes given batch by batch.
 func (l *Log) ReplaceSegments(base, next int64, data []byte) error {
 	if err := checkReplacement(data, base, next); err != nil {
 		return err
 	}
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	if err := l.writerErr(); err != nil {
+	r, err := l.NewReplacement(base, next)
+	if err != nil {
 		return err
 	}
+	for b, err := range batchesOf(data) {
+		if err == nil {
+			err = r.Add(b)
+		}
+		if err != nil {
+			r.Abort()
+			return err
+		}
+	}
+	return r.Commit()
+}
+
+// batchesOf walks the batches of data, which checkReplacement passed.
+func batchesOf(data []byte) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for rest := data; len(rest) > 0; {
+			b, r, _, err := record.Next(rest)
+			if !yield(b, err) || err != nil {
+				return
+			}
+			rest = r
+		}
+	}
+}
+
+// swapIn swaps the durable cleaned file for the sealed segments of
+// [base, next): renamed to the swap file (the swap is now decided), the
+// segments deleted, the swap renamed into place. A cleaned file that
+// cannot go in is deleted.
+func (l *Log) swapIn(cleaned string, base, next int64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	first, last := -1, -1
 	for i, s := range l.segs[:len(l.segs)-1] {
 		if s.base == base {
@@ -118,15 +118,15 @@ func (l *Log) ReplaceSegments(base, next int64, data []byte) error {
 			break
 		}
 	}
-	if first < 0 || last < 0 {
+	fsys := l.opts.FS
+	if err := l.writerErr(); err != nil || first < 0 || last < 0 {
+		fsys.Remove(cleaned)
+		if err != nil {
+			return err
+		}
 		return &BoundaryError{Offset: base}
 	}
-	fsys := l.opts.FS
-	cleaned := filepath.Join(l.dir, segmentName(base, cleanedSuffix))
 	swap := filepath.Join(l.dir, swapName(base, next))
-	if err := writeSynced(fsys, cleaned, data, l.fsync); err != nil {
-		return err
-	}
 	if err := fsys.Rename(cleaned, swap); err != nil {
 		return fmt.Errorf("partition: swap segments: %w", err)
 	}
@@ -176,22 +176,6 @@ func (l *Log) finishSwap(swap string, base int64) (*segment, error) {
 		return nil, errors.Join(err, &CorruptError{Path: s.path, Err: errors.New("the swapped segment does not scan")})
 	}
 	return s, nil
-}
-
-// writeSynced writes data to a new file at path and fsyncs it.
-func writeSynced(fsys vfs.FS, path string, data []byte, fsync func(vfs.File) error) error {
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, vfs.FileMode)
-	if err != nil {
-		return fmt.Errorf("partition: write cleaned segment: %w", err)
-	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		err = fsync(f)
-	}
-	if err = errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("partition: write cleaned segment: %w", err)
-	}
-	return nil
 }
 
 // recoverSwaps, at Open, finishes every swap a crash interrupted (deletes

@@ -47,9 +47,9 @@ func cleanedLog(t *testing.T, dir string) (*Log, []byte, int64, int64) {
 	base, next := segs[1].Base, segs[2].Next
 	var old []byte
 	for _, s := range segs[1:3] {
-		b, n, err := l.SealedBytes(s.Base)
+		b, n, err := sealedBytes(l, s.Base)
 		if err != nil || n != s.Next {
-			t.Fatalf("SealedBytes(%d): next %d, %v", s.Base, n, err)
+			t.Fatalf("sealedBytes(%d): next %d, %v", s.Base, n, err)
 		}
 		old = append(old, b...)
 	}
@@ -90,7 +90,7 @@ func TestReplaceSegmentsRefuses(t *testing.T) {
 	h := makeHistory(60, 0, 3)
 	appendAll(t, l, h.batches)
 	segs := l.Segments()
-	b, next, err := l.SealedBytes(segs[0].Base)
+	b, next, err := sealedBytes(l, segs[0].Base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestReplaceSegmentsCrash(t *testing.T) {
 	l := openLog(t, dir, smallOpts())
 	appendAll(t, l, h.batches)
 	segs := l.Segments()
-	old, next, err := l.SealedBytes(segs[1].Base)
+	old, next, err := sealedBytes(l, segs[1].Base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestReplaceSegmentsCrashAtEveryStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		segs := l.Segments()
-		old, next, err := l.SealedBytes(segs[1].Base)
+		old, next, err := sealedBytes(l, segs[1].Base)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,202 @@
+package seglog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+
+	"github.com/minikafka/minikafka-go/internal/vfs"
+	"github.com/minikafka/minikafka-go/record"
+)
+
+// streamChunk is what SealedBatches reads at a time and what a
+// Replacement buffers before it writes: a cleaning's memory, whatever
+// the segments' size.
+const streamChunk = 1 << 20
+
+// SealedBatches walks the batches of the sealed segments that start at
+// bases, in turn, reading streamChunk bytes at a time (more for a larger
+// batch) into one buffer. Each batch is valid until the next step. A
+// segment that is no longer sealed at its base yields a *BoundaryError;
+// a closed log ErrClosed.
+func (l *Log) SealedBatches(bases ...int64) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		var buf []byte
+		for _, base := range bases {
+			s, err := l.sealed(base)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for off, lo, hi := int64(0), 0, 0; off < s.size || lo < hi; {
+				n := batchLen(buf[lo:hi])
+				if hi-lo < record.LogOverhead || hi-lo < n {
+					if buf, lo, hi, err = l.readMore(s, buf, lo, hi, &off, max(streamChunk, n)); err != nil {
+						yield(nil, err)
+						return
+					}
+					continue
+				}
+				if !yield(buf[lo:lo+n], nil) {
+					return
+				}
+				lo += n
+			}
+		}
+	}
+}
+
+// batchLen is the size of the batch b starts with, or 0 before its length
+// field.
+func batchLen(b []byte) int {
+	if len(b) < record.LogOverhead {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(b[8:12])) + record.LogOverhead
+}
+
+// sealed finds the sealed segment that starts at base.
+func (l *Log) sealed(base int64) (*segment, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if s.base == base {
+			return s, nil
+		}
+	}
+	return nil, &BoundaryError{Offset: base}
+}
+
+// readMore moves buf[lo:hi] to the front and reads bytes of s from *off
+// after it, up to need in all, under truncMu as every reader.
+func (l *Log) readMore(s *segment, buf []byte, lo, hi int, off *int64, need int) ([]byte, int, int, error) {
+	if cap(buf) < need {
+		buf = append(make([]byte, 0, need), buf[lo:hi]...)
+	} else {
+		buf = append(buf[:0], buf[lo:hi]...)
+	}
+	n := len(buf)
+	want := int(min(int64(need-n), s.size-*off))
+	if want <= 0 {
+		return nil, 0, 0, fmt.Errorf("partition: read segment %d: %w", s.base, io.ErrUnexpectedEOF)
+	}
+	buf = buf[:n+want]
+	l.truncMu.RLock()
+	defer l.truncMu.RUnlock()
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return nil, 0, 0, ErrClosed
+	}
+	if _, err := s.f.ReadAt(buf[n:], *off); err != nil {
+		return nil, 0, 0, fmt.Errorf("partition: read segment: %w", err)
+	}
+	*off += int64(want)
+	return buf, 0, n + want, nil
+}
+
+// Replacement is the cleaned form of the sealed segments of [base, next),
+// written as it is made: Add appends whole batches, Commit swaps them in
+// for the segments, Abort drops them. Its memory is one buffer whatever
+// the segments' size, and appends do not wait while it is written.
+type Replacement struct {
+	l          *Log
+	base, next int64
+	path       string
+	f          vfs.File
+	buf        []byte
+	off        int64 // bytes written to f
+	at         int64 // the offset the next batch must start at
+	err        error // sticky
+}
+
+// NewReplacement starts the replacement of the sealed segments of
+// [base, next) (see ReplaceSegments).
+func (l *Log) NewReplacement(base, next int64) (*Replacement, error) {
+	path := filepath.Join(l.dir, segmentName(base, cleanedSuffix))
+	f, err := l.opts.FS.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, vfs.FileMode)
+	if err != nil {
+		return nil, fmt.Errorf("partition: write cleaned segment: %w", err)
+	}
+	return &Replacement{l: l, base: base, next: next, path: path, f: f, at: base, buf: make([]byte, 0, streamChunk)}, nil
+}
+
+// Add appends b, one whole, intact batch starting where the last ended.
+func (r *Replacement) Add(b []byte) error {
+	if r.err != nil {
+		return r.err
+	}
+	_, rest, h, err := record.Next(b)
+	if err == nil {
+		_, err = record.Check(b)
+	}
+	if err != nil || len(rest) != 0 || h.BaseOffset != r.at {
+		r.err = fmt.Errorf("%w: batch at %d (want %d): %v", ErrBadReplacement, h.BaseOffset, r.at, err)
+		return r.err
+	}
+	r.at = h.NextOffset()
+	if len(r.buf)+len(b) > streamChunk {
+		r.flush()
+	}
+	if len(b) > streamChunk {
+		r.write(b)
+	} else {
+		r.buf = append(r.buf, b...)
+	}
+	return r.err
+}
+
+func (r *Replacement) flush() {
+	r.write(r.buf)
+	r.buf = r.buf[:0]
+}
+
+func (r *Replacement) write(b []byte) {
+	if r.err != nil || len(b) == 0 {
+		return
+	}
+	if _, err := r.f.WriteAt(b, r.off); err != nil {
+		r.err = fmt.Errorf("partition: write cleaned segment: %w", err)
+	}
+	r.off += int64(len(b))
+}
+
+// Commit makes the replacement durable and swaps it in, crash-safe: after
+// a crash the log holds either the old segments or the new one. It
+// waits for running reads; appends wait for the swap, not the writing.
+func (r *Replacement) Commit() error {
+	r.flush()
+	if r.err == nil && (r.at != r.next || r.off == 0) {
+		r.err = fmt.Errorf("%w: ends at %d, want %d", ErrBadReplacement, r.at, r.next)
+	}
+	if r.err == nil {
+		r.err = r.l.fsync(r.f)
+	}
+	err := errors.Join(r.err, r.f.Close())
+	r.err = errReplacementDone
+	if err != nil {
+		r.l.opts.FS.Remove(r.path)
+		return err
+	}
+	return r.l.swapIn(r.path, r.base, r.next)
+}
+
+// Abort drops an uncommitted replacement.
+func (r *Replacement) Abort() {
+	if r.err != errReplacementDone {
+		r.err = errReplacementDone
+		r.f.Close()
+		r.l.opts.FS.Remove(r.path)
+	}
+}
+
+// errReplacementDone marks a Replacement committed or aborted.
+var errReplacementDone = errors.New("partition: replacement already committed or aborted")
