@@ -65,7 +65,7 @@ func writeSegLog(b *testing.B, dir string, log []byte) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for batch, err := range compact.Batches(log) {
+	for batch, err := range record.Batches(log) {
 		if err == nil {
 			err = l.Append(batch)
 		}
@@ -135,7 +135,7 @@ func loadView(dir string) (v *groupcoord.View, l *seglog.Log, replay time.Durati
 func BenchmarkOffsetsLoad(b *testing.B) {
 	for _, commits := range []int{10_000, 1_000_000} {
 		raw, nowMs := benchOffsetsLog(b, commits)
-		cleaned, _, err := compact.CleanAll(nil, compact.Batches(raw),
+		cleaned, _, err := compact.CleanAll(nil, record.Batches(raw),
 			compact.Params{NowMs: nowMs, DeleteRetentionMs: loadRetention})
 		if err != nil {
 			b.Fatal(err)

@@ -27,6 +27,7 @@ package record
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"iter"
 	"math"
 )
 
@@ -237,6 +238,20 @@ func Next(b []byte) (batch, rest []byte, h Header, err error) {
 		return nil, b, h, &LengthError{Length: h.Length, Have: len(b) - LogOverhead}
 	}
 	return b[:n], b[n:], h, nil
+}
+
+// Batches walks the batches of log, a run of whole batches (Next on each),
+// stopping at the first error.
+func Batches(log []byte) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for rest := log; len(rest) > 0; {
+			b, next, _, err := Next(rest)
+			if !yield(b, err) || err != nil {
+				return
+			}
+			rest = next
+		}
+	}
 }
 
 // SetBaseOffset rewrites the base offset in place. The CRC stays valid.

@@ -65,7 +65,7 @@ func BenchmarkClean(b *testing.B) {
 			var st Stats
 			for b.Loop() {
 				var err error
-				if dst, st, err = CleanAll(dst[:0], Batches(log), p); err != nil {
+				if dst, st, err = CleanAll(dst[:0], record.Batches(log), p); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -77,7 +77,7 @@ func BenchmarkClean(b *testing.B) {
 			b.SetBytes(int64(len(log)))
 			for b.Loop() {
 				dst = dst[:0]
-				for batch, err := range Batches(log) {
+				for batch, err := range record.Batches(log) {
 					if err != nil {
 						b.Fatal(err)
 					}

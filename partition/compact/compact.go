@@ -317,16 +317,3 @@ func (c *streamCleaner) closeGap() error {
 	}
 	return nil
 }
-
-// Batches walks the batches of log, a run of whole batches.
-func Batches(log []byte) iter.Seq2[[]byte, error] {
-	return func(yield func([]byte, error) bool) {
-		for rest := log; len(rest) > 0; {
-			b, next, _, err := record.Next(rest)
-			if !yield(b, err) || err != nil {
-				return
-			}
-			rest = next
-		}
-	}
-}

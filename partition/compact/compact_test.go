@@ -62,7 +62,7 @@ func read(t *testing.T, log []byte) []record.Record {
 	t.Helper()
 	var out []record.Record
 	next := int64(0)
-	for b, err := range Batches(log) {
+	for b, err := range record.Batches(log) {
 		if err == nil {
 			_, err = record.Check(b)
 		}
@@ -118,7 +118,7 @@ func TestLatestVersionPerKey(t *testing.T) {
 
 	// A first cleaning at 1000 sets the horizon to 1500; one at 1499 keeps
 	// the tombstones, one at 1500 removes them.
-	first, _, err := CleanAll(nil, Batches(l.log), Params{NowMs: 1000, DeleteRetentionMs: 500})
+	first, _, err := CleanAll(nil, record.Batches(l.log), Params{NowMs: 1000, DeleteRetentionMs: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestLatestVersionPerKey(t *testing.T) {
 		now        int64
 		tombstones int
 	}{{1499, 20}, {1500, 0}} {
-		out, st, err := CleanAll(nil, Batches(first), Params{NowMs: c.now, DeleteRetentionMs: 500})
+		out, st, err := CleanAll(nil, record.Batches(first), Params{NowMs: c.now, DeleteRetentionMs: 500})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestLatestVersionPerKey(t *testing.T) {
 			t.Fatalf("cleaning at %d: %d live, %d tombstones (removed %d); want 180, %d", c.now, live, dead, st.TombstonesRemoved, c.tombstones)
 		}
 		var lastBatch record.Header
-		for b := range Batches(out) {
+		for b := range record.Batches(out) {
 			lastBatch, _ = record.ParseHeader(b)
 		}
 		if lastBatch.NextOffset() != end && c.tombstones > 0 {
@@ -168,19 +168,19 @@ func TestCleanIsDeterministicAndIdempotent(t *testing.T) {
 		l.batch(record.PlainBatch(i%5), kv{fmt.Sprintf("k%d", i%17), fmt.Sprint(i)}, kv{fmt.Sprintf("k%d", i%5), ""})
 	}
 	p := Params{NowMs: 1000, DeleteRetentionMs: 100}
-	a, _, err := CleanAll(nil, Batches(l.log), p)
+	a, _, err := CleanAll(nil, record.Batches(l.log), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, _ := CleanAll(nil, Batches(l.log), p)
-	c, st, _ := CleanAll(nil, Batches(a), p)
+	b, _, _ := CleanAll(nil, record.Batches(l.log), p)
+	c, st, _ := CleanAll(nil, record.Batches(a), p)
 	read(t, a)
 	if !bytes.Equal(a, b) || !bytes.Equal(a, c) {
 		t.Fatalf("cleanings differ: %d, %d and %d bytes (again: %+v)", len(a), len(b), len(c), st)
 	}
 	gaps, kept := 0, 0
 	prevGap := false
-	for b := range Batches(a) {
+	for b := range record.Batches(a) {
 		h, _ := record.ParseHeader(b)
 		isGap := h.NumRecords == 0 && !h.Idempotent()
 		if isGap && prevGap {
@@ -214,7 +214,7 @@ func TestAbortedAndKeyless(t *testing.T) {
 	l.marker(10, record.ControlCommit)
 	l.batch(record.PlainBatch(0), kv{"", "no key"}, kv{"", "no key either"})
 	p := Params{Aborted: []producerstate.AbortedTxn{{ProducerID: 9, FirstOffset: aborted, LastOffset: abortMarker}}}
-	out, st, err := CleanAll(nil, Batches(l.log), p)
+	out, st, err := CleanAll(nil, record.Batches(l.log), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestAbortedAndKeyless(t *testing.T) {
 		t.Fatalf("kept %q, aborted removed %d; want the committed and keyless records", got, st.AbortedRemoved)
 	}
 	markers := 0
-	for b := range Batches(out) {
+	for b := range record.Batches(out) {
 		if h, _ := record.ParseHeader(b); h.IsControl() {
 			markers++
 		}
@@ -246,13 +246,13 @@ func TestProducersLastBatchStaysEmpty(t *testing.T) {
 	last := l.batch(idem, kv{"k", "2"}, kv{"j", "1"})
 	l.batch(record.PlainBatch(0), kv{"k", "3"}, kv{"j", "2"})
 	p := Params{KeepEmpty: func(h record.Header) bool { return h.ProducerID == 3 && h.BaseOffset == last }}
-	out, _, err := CleanAll(nil, Batches(l.log), p)
+	out, _, err := CleanAll(nil, record.Batches(l.log), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	read(t, out)
 	var bases []int64
-	for b := range Batches(out) {
+	for b := range record.Batches(out) {
 		h, _ := record.ParseHeader(b)
 		bases = append(bases, h.BaseOffset)
 		if h.BaseOffset == last && (h.NumRecords != 0 || h.LastSequence() != 2 || h.NextOffset() != last+2) {
@@ -284,7 +284,7 @@ func TestMarkersGoAfterTheirHorizon(t *testing.T) {
 	l.batch(record.PlainBatch(0), kv{"a", "2"})
 	aborted := []producerstate.AbortedTxn{{ProducerID: 9, FirstOffset: first, LastOffset: abortMarker}}
 	markersAt := func(log []byte) (bases []int64, horizons int) {
-		for b := range Batches(log) {
+		for b := range record.Batches(log) {
 			h, _ := record.ParseHeader(b)
 			if h.IsControl() {
 				if _, err := record.ParseEndTxnMarker(b); err != nil {
@@ -309,7 +309,7 @@ func TestMarkersGoAfterTheirHorizon(t *testing.T) {
 		{1499, []int64{superseded, kept, abortMarker}, 2, 0},
 		{1500, []int64{kept}, 0, 2},
 	} {
-		out, st, err := CleanAll(nil, Batches(log), Params{NowMs: c.now, DeleteRetentionMs: 500, Aborted: aborted})
+		out, st, err := CleanAll(nil, record.Batches(log), Params{NowMs: c.now, DeleteRetentionMs: 500, Aborted: aborted})
 		if err != nil {
 			t.Fatal(err)
 		}

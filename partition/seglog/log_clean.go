@@ -3,7 +3,6 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"iter"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,7 +75,7 @@ func (l *Log) ReplaceSegments(base, next int64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	for b, err := range batchesOf(data) {
+	for b, err := range record.Batches(data) {
 		if err == nil {
 			err = r.Add(b)
 		}
@@ -86,19 +85,6 @@ func (l *Log) ReplaceSegments(base, next int64, data []byte) error {
 		}
 	}
 	return r.Commit()
-}
-
-// batchesOf walks the batches of data, which checkReplacement passed.
-func batchesOf(data []byte) iter.Seq2[[]byte, error] {
-	return func(yield func([]byte, error) bool) {
-		for rest := data; len(rest) > 0; {
-			b, r, _, err := record.Next(rest)
-			if !yield(b, err) || err != nil {
-				return
-			}
-			rest = r
-		}
-	}
 }
 
 // swapIn swaps the durable cleaned file for the sealed segments of
