@@ -27,15 +27,15 @@ func (l *Log) SealedBatches(bases ...int64) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
 		var buf []byte
 		for _, base := range bases {
-			s, err := l.sealed(base)
+			s, size, err := l.sealed(base)
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for off, lo, hi := int64(0), 0, 0; off < s.size || lo < hi; {
+			for off, lo, hi := int64(0), 0, 0; off < size || lo < hi; {
 				n := batchLen(buf[lo:hi])
 				if hi-lo < record.LogOverhead || hi-lo < n {
-					if buf, lo, hi, err = l.readMore(s, buf, lo, hi, &off, max(streamChunk, n)); err != nil {
+					if buf, lo, hi, err = l.readMore(s, size, buf, lo, hi, &off, max(streamChunk, n)); err != nil {
 						yield(nil, err)
 						return
 					}
@@ -59,31 +59,32 @@ func batchLen(b []byte) int {
 	return int(binary.BigEndian.Uint32(b[8:12])) + record.LogOverhead
 }
 
-// sealed finds the sealed segment that starts at base.
-func (l *Log) sealed(base int64) (*segment, error) {
+// sealed finds the sealed segment that starts at base, and its size.
+func (l *Log) sealed(base int64) (*segment, int64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	for _, s := range l.segs[:len(l.segs)-1] {
 		if s.base == base {
-			return s, nil
+			return s, s.size, nil
 		}
 	}
-	return nil, &BoundaryError{Offset: base}
+	return nil, 0, &BoundaryError{Offset: base}
 }
 
-// readMore moves buf[lo:hi] to the front and reads bytes of s from *off
-// after it, up to need in all, under truncMu as every reader.
-func (l *Log) readMore(s *segment, buf []byte, lo, hi int, off *int64, need int) ([]byte, int, int, error) {
+// readMore moves buf[lo:hi] to the front and reads bytes of s (of size
+// bytes) from *off after it, up to need in all, under truncMu as every
+// reader.
+func (l *Log) readMore(s *segment, size int64, buf []byte, lo, hi int, off *int64, need int) ([]byte, int, int, error) {
 	if cap(buf) < need {
 		buf = append(make([]byte, 0, need), buf[lo:hi]...)
 	} else {
 		buf = append(buf[:0], buf[lo:hi]...)
 	}
 	n := len(buf)
-	want := int(min(int64(need-n), s.size-*off))
+	want := int(min(int64(need-n), size-*off))
 	if want <= 0 {
 		return nil, 0, 0, fmt.Errorf("partition: read segment %d: %w", s.base, io.ErrUnexpectedEOF)
 	}
