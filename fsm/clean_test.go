@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -333,5 +334,52 @@ func TestCleaningMemoryIsBounded(t *testing.T) {
 	t.Logf("cleaning a %d-byte log allocated %d bytes", logSize, alloc)
 	if alloc > uint64(logSize)/4 {
 		t.Fatalf("cleaning a %d-byte log allocated %d bytes, want at most a quarter of it", logSize, alloc)
+	}
+}
+
+// A cleaning of a log whose start was trimmed into a segment leaves the
+// batches below the start as they are and cleans the rest, the same on
+// replicas whose segments differ.
+func TestCleaningBelowATrimmedStart(t *testing.T) {
+	a, b := openSized(t, 4096), openSized(t, 1500)
+	var entries []*raft.Log
+	add := func(data []byte) {
+		entries = append(entries, &raft.Log{Index: uint64(len(entries) + 1), Term: 1, Type: raft.LogCommand, Data: data})
+	}
+	for v := range 10 {
+		for k := range 100 {
+			add(fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("k%03d", k), fmt.Sprintf("v%d", v))))
+		}
+	}
+	add(fsm.EncodeTrim(333))
+	add(fsm.EncodeClean(1000, 1000, 500))
+	for _, r := range []*replica{a, b} {
+		applyAll(r.f, entries, 9)
+		r.f.WaitCleanings()
+		if runs, st := r.f.Cleanings(); runs != 1 || st.RecordsOut != 100 {
+			t.Fatalf("%d cleanings kept %d records, want 1 keeping 100", runs, st.RecordsOut)
+		}
+		if r.log.StartOffset() != 333 || r.log.EndOffset() != 1000 {
+			t.Fatalf("log [%d, %d), want [333, 1000)", r.log.StartOffset(), r.log.EndOffset())
+		}
+	}
+	// From the start on (below it, each replica's first segment keeps
+	// what its own layout held).
+	from := func(r *replica) (out []string) {
+		for _, rec := range r.records() {
+			if rec.Offset >= 333 {
+				out = append(out, fmt.Sprintf("%d %s %s", rec.Offset, rec.Key, rec.Value))
+			}
+		}
+		return out
+	}
+	got := from(a)
+	if !slices.Equal(got, from(b)) || len(got) != 100 {
+		t.Fatalf("the replicas differ after cleaning, or kept %d records, want 100", len(got))
+	}
+	for i, rec := range got {
+		if want := fmt.Sprintf("%d k%03d v9", 900+i, i); rec != want {
+			t.Fatalf("kept %q, want %q", rec, want)
+		}
 	}
 }
