@@ -56,6 +56,11 @@ func TestChecksCatchChanges(t *testing.T) {
 	}
 	must(t, r.RestartExited(ctx))
 	must(t, r.Check(ctx))
+	pid, _ = h.c.Pid(1)
+	must(t, r.CrashRestart(ctx, 0))
+	if now, _ := h.c.Pid(1); now == pid {
+		t.Errorf("CrashRestart left the node running as pid %d", pid)
+	}
 
 	r.ref.dupOffset++
 	if err := r.ref.CheckDuplicate(ctx); err == nil {
@@ -70,5 +75,15 @@ func TestChecksCatchChanges(t *testing.T) {
 	must(t, cl.ProduceSync(ctx, &kgo.Record{Topic: RefTopic, Partition: 1, Value: []byte("extra")}).FirstErr())
 	if err := r.ref.CheckData(ctx); err == nil || !strings.Contains(err.Error(), "partition 1") {
 		t.Errorf("with a record added to partition 1: %v, want an error naming partition 1", err)
+	}
+}
+
+// CrashRestart reports a node that does not start again.
+func TestCrashRestartReportsAFailedStart(t *testing.T) {
+	refused := errors.New("exited while starting")
+	r := &Runner{cfg: Config{Logf: t.Logf, Targets: []Target{{ID: 2, Kill: func() error { return nil },
+		Restart: func(context.Context) error { return refused }}}}}
+	if err := r.CrashRestart(context.Background(), 3); !errors.Is(err, refused) {
+		t.Fatalf("CrashRestart: %v, want the start's error", err)
 	}
 }

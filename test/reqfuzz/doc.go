@@ -34,7 +34,9 @@
 //     their logs for panics, reads the reference topic back with a fresh
 //     franz-go consumer, resends the raw batch (a duplicate must answer
 //     its first offset), and reads every node's peak resident memory
-//     against the bound.
+//     against the bound. Every Config.CrashEvery rounds,
+//     Runner.CrashRestart kills a node (kill -9), starts it again and
+//     runs the checks: it must reopen its state.
 //  4. On a failed check, report Runner.Failure: the seed, the round and
 //     the request that preceded the failure on each connection; the round
 //     is saved as a case file. If a node exited or logged a panic,

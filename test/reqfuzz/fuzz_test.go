@@ -28,7 +28,7 @@ func TestReqFuzz(t *testing.T) {
 	defer cancel()
 	h := startHarness(ctx, t, 1, Config{
 		Seed: seedFromEnv(t, shortSeed), Conns: 4, PerConn: 25, Linger: 2 * time.Second,
-		RSSBound: rssBound(t), OutDir: outDir(),
+		RSSBound: rssBound(t), OutDir: outDir(), CrashEvery: 15,
 	})
 	replayRegressions(ctx, t, h)
 	fuzz(ctx, t, h, d, false)
@@ -51,7 +51,7 @@ func TestReqFuzzLong(t *testing.T) {
 	defer watchdog.Stop()
 	h := startHarness(ctx, t, 3, Config{
 		Seed: seedFromEnv(t, 0), Conns: 6, PerConn: 30, Linger: 2 * time.Second,
-		RSSBound: rssBound(t), OutDir: outDir(),
+		RSSBound: rssBound(t), OutDir: outDir(), CrashEvery: 20,
 	})
 	replayRegressions(ctx, t, h)
 	fuzz(ctx, t, h, d, true)
@@ -131,6 +131,9 @@ func fuzz(ctx context.Context, t *testing.T, h *harness, d time.Duration, keepGo
 			t.Errorf("reqfuzz: seed %d round %d: %s: %s\nrequest: %s", r.cfg.Seed, n, v.Key(), v.detail, violationRequest(v))
 		}
 		err := r.Check(ctx)
+		if every := r.cfg.CrashEvery; err == nil && every > 0 && (n+1)%every == 0 {
+			err = r.CrashRestart(ctx, n/every)
+		}
 		if err == nil {
 			continue
 		}

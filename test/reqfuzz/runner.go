@@ -42,6 +42,9 @@ type Config struct {
 	RSSBound int64         // most resident memory (VmHWM) a node may reach, in bytes
 	OutDir   string        // a failing round's requests are saved here as a case file
 	Logf     func(format string, args ...any)
+	// CrashEvery kills a node at once and restarts it after every
+	// CrashEvery rounds, the nodes in turn (CrashRestart); 0: never.
+	CrashEvery int
 	// MaxRequestCost is the most a request may cost the targets besides
 	// its frame (kafkaapi.MaxRequestCost of their queued_max_request_bytes);
 	// 0 is that of the default.

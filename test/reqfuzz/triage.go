@@ -26,6 +26,23 @@ func (r *Runner) RestartExited(ctx context.Context) error {
 	return nil
 }
 
+// CrashRestart kills the k-th target (modulo their number) at once, as
+// kill -9 does, starts it again and runs the checks: a node must reopen
+// whatever state the rounds left it and lose nothing acknowledged. A
+// node once wrote a producer-state checkpoint it could not read back,
+// and so could not start again.
+func (r *Runner) CrashRestart(ctx context.Context, k int) error {
+	t := r.cfg.Targets[k%len(r.cfg.Targets)]
+	r.cfg.Logf("reqfuzz: kill -9 node %d and start it again", t.ID)
+	if err := t.Kill(); err != nil {
+		return fmt.Errorf("reqfuzz: kill node %d: %w", t.ID, err)
+	}
+	if err := t.Restart(ctx); err != nil {
+		return fmt.Errorf("node %d did not start again after kill -9: %w", t.ID, err)
+	}
+	return r.Check(ctx)
+}
+
 // Triage runs after a node exited or logged a panic during the last
 // round. It restarts the nodes that exited, then sends the round's
 // suspects one at a time, each alone on a new connection to the node it
