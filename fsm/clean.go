@@ -273,7 +273,7 @@ func (t cleanTask) clean() (compact.Stats, error) {
 	// that does not parse fails on the data, as on every replica.
 	var be *seglog.BoundaryError
 	storage := func(err error) error {
-		if err == nil || errors.As(err, &be) || errors.Is(err, seglog.ErrBadReplacement) {
+		if err == nil || errors.As(err, &be) || errors.Is(err, seglog.ErrBadReplacement) || errors.Is(err, record.ErrInvalidBatch) {
 			return err
 		}
 		return &cleanStorageError{err}

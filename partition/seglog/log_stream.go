@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"os"
 	"path/filepath"
@@ -35,6 +34,11 @@ func (l *Log) SealedBatches(bases ...int64) iter.Seq2[[]byte, error] {
 			for off, lo, hi := int64(0), 0, 0; off < size || lo < hi; {
 				n := batchLen(buf[lo:hi])
 				if hi-lo < record.LogOverhead || hi-lo < n {
+					if left := int64(hi-lo) + size - off; left < int64(max(n, record.LogOverhead)) {
+						// A batch cut by the segment's end: the data's fault.
+						yield(nil, &record.LengthError{Length: int32(max(n-record.LogOverhead, 0)), Have: int(left) - record.LogOverhead})
+						return
+					}
 					if buf, lo, hi, err = l.readMore(s, size, buf, lo, hi, &off, max(streamChunk, n)); err != nil {
 						yield(nil, err)
 						return
@@ -84,10 +88,7 @@ func (l *Log) readMore(s *segment, size int64, buf []byte, lo, hi int, off *int6
 		buf = append(buf[:0], buf[lo:hi]...)
 	}
 	n := len(buf)
-	want := int(min(int64(need-n), size-*off))
-	if want <= 0 {
-		return nil, 0, 0, fmt.Errorf("partition: read segment %d: %w", s.base, io.ErrUnexpectedEOF)
-	}
+	want := int(min(int64(need-n), size-*off)) // > 0: SealedBatches checked
 	buf = buf[:n+want]
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()

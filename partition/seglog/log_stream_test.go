@@ -116,3 +116,36 @@ func TestReplacementRefusesAndAborts(t *testing.T) {
 		t.Fatal("an aborted replacement changed the log")
 	}
 }
+
+// A batch whose length field runs past its segment's end is the data's
+// fault (record.ErrInvalidBatch), read without allocating that length.
+func TestSealedBatchesGarbledLength(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, smallOpts())
+	h := makeHistory(60, 0, 3)
+	appendAll(t, l, h.batches)
+	seg := l.Segments()[0]
+	f, err := os.OpenFile(filepath.Join(dir, segmentName(seg.Base, logSuffix)), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second batch's length field: 8 bytes into it.
+	if _, err := f.WriteAt([]byte{0x7f, 0xff, 0xff, 0xff}, int64(len(h.batches[0])+8)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	n := 0
+	for _, err := range l.SealedBatches(seg.Base) {
+		if err != nil {
+			if !errors.Is(err, record.ErrInvalidBatch) {
+				t.Fatalf("after %d batches: %v, want record.ErrInvalidBatch", n, err)
+			}
+			if n != 1 {
+				t.Fatalf("the error came after %d batches, want 1", n)
+			}
+			return
+		}
+		n++
+	}
+	t.Fatal("no error for a length past the segment's end")
+}
