@@ -118,6 +118,7 @@ type Replacement struct {
 	off        int64 // bytes written to f
 	at         int64 // the offset the next batch must start at
 	err        error // sticky
+	done       bool  // committed or aborted: the file is no longer ours
 }
 
 // NewReplacement starts the replacement of the sealed segments of
@@ -175,6 +176,10 @@ func (r *Replacement) write(b []byte) {
 // a crash the log holds either the old segments or the new one. It
 // waits for running reads; appends wait for the swap, not the writing.
 func (r *Replacement) Commit() error {
+	if r.done {
+		return errReplacementDone
+	}
+	r.done = true
 	r.flush()
 	if r.err == nil && (r.at != r.next || r.off == 0) {
 		r.err = fmt.Errorf("%w: ends at %d, want %d", ErrBadReplacement, r.at, r.next)
@@ -183,7 +188,7 @@ func (r *Replacement) Commit() error {
 		r.err = r.l.fsync(r.f)
 	}
 	err := errors.Join(r.err, r.f.Close())
-	r.err = errReplacementDone
+	r.err = errReplacementDone // for a later Add
 	if err != nil {
 		r.l.opts.FS.Remove(r.path)
 		return err
@@ -193,8 +198,8 @@ func (r *Replacement) Commit() error {
 
 // Abort drops an uncommitted replacement.
 func (r *Replacement) Abort() {
-	if r.err != errReplacementDone {
-		r.err = errReplacementDone
+	if !r.done {
+		r.done, r.err = true, errReplacementDone
 		r.f.Close()
 		r.l.opts.FS.Remove(r.path)
 	}
