@@ -47,6 +47,23 @@ func openSized(t *testing.T, segmentBytes int64) *replica {
 	return r
 }
 
+// versions are the produce entries, from index 1, of n versions of keys
+// keys ("v0" of "k000", "k001", ..., then "v1" of each, ...).
+func versions(n, keys int) []*raft.Log {
+	var entries []*raft.Log
+	for v := range n {
+		for k := range keys {
+			entries = appendEntry(entries, fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("k%03d", k), fmt.Sprintf("v%d", v))))
+		}
+	}
+	return entries
+}
+
+// appendEntry appends a command entry at the next index.
+func appendEntry(entries []*raft.Log, data []byte) []*raft.Log {
+	return append(entries, &raft.Log{Index: uint64(len(entries) + 1), Term: 1, Type: raft.LogCommand, Data: data})
+}
+
 // records reads back every record of the replica's log.
 func (r *replica) records() []record.Record {
 	r.t.Helper()
@@ -126,18 +143,10 @@ func TestCleanIsTheSameOnEveryReplica(t *testing.T) {
 // ends with the same bytes as one that never crashed: the applied-index
 // journal does not pass a cleaning that is not done.
 func TestCleaningSurvivesACrash(t *testing.T) {
-	var entries []*raft.Log
-	add := func(data []byte) {
-		entries = append(entries, &raft.Log{Index: uint64(len(entries) + 1), Term: 1, Type: raft.LogCommand, Data: data})
-	}
-	for v := range 10 {
-		for k := range 300 {
-			add(fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("k%03d", k), fmt.Sprintf("v%d", v))))
-		}
-	}
-	add(fsm.EncodeClean(3000, 1000, 500))
+	entries := versions(10, 300)
+	entries = appendEntry(entries, fsm.EncodeClean(3000, 1000, 500))
 	for k := range 5 {
-		add(fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("late%d", k), "x")))
+		entries = appendEntry(entries, fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("late%d", k), "x")))
 	}
 	ref := openSized(t, 4096)
 	applyAll(ref.f, entries, 64)
@@ -342,17 +351,8 @@ func TestCleaningMemoryIsBounded(t *testing.T) {
 // replicas whose segments differ.
 func TestCleaningBelowATrimmedStart(t *testing.T) {
 	a, b := openSized(t, 4096), openSized(t, 1500)
-	var entries []*raft.Log
-	add := func(data []byte) {
-		entries = append(entries, &raft.Log{Index: uint64(len(entries) + 1), Term: 1, Type: raft.LogCommand, Data: data})
-	}
-	for v := range 10 {
-		for k := range 100 {
-			add(fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("k%03d", k), fmt.Sprintf("v%d", v))))
-		}
-	}
-	add(fsm.EncodeTrim(333))
-	add(fsm.EncodeClean(1000, 1000, 500))
+	entries := appendEntry(versions(10, 100), fsm.EncodeTrim(333))
+	entries = appendEntry(entries, fsm.EncodeClean(1000, 1000, 500))
 	for _, r := range []*replica{a, b} {
 		applyAll(r.f, entries, 9)
 		r.f.WaitCleanings()
