@@ -41,26 +41,6 @@ func parseSwapName(name string) (base, next int64, ok bool) {
 	return base, next, err1 == nil && err2 == nil && base >= 0 && base <= next
 }
 
-// checkReplacement checks that data is whole, intact batches spanning
-// exactly [base, next).
-func checkReplacement(data []byte, base, next int64) error {
-	at := base
-	for rest := data; len(rest) > 0; {
-		b, r, h, err := record.Next(rest)
-		if err == nil {
-			_, err = record.Check(b)
-		}
-		if err != nil || h.BaseOffset != at {
-			return fmt.Errorf("%w: batch at %d (want %d): %v", ErrBadReplacement, h.BaseOffset, at, err)
-		}
-		at, rest = h.NextOffset(), r
-	}
-	if at != next || len(data) == 0 {
-		return fmt.Errorf("%w: ends at %d, want %d", ErrBadReplacement, at, next)
-	}
-	return nil
-}
-
 // ReplaceSegments swaps the sealed segments that together span exactly
 // [base, next) for one segment holding data, which must be whole, intact
 // batches spanning the same offsets (what compact.CleanAll makes of
@@ -68,16 +48,15 @@ func checkReplacement(data []byte, base, next int64) error {
 // or the new one. It waits for running reads; appends wait for the swap.
 // NewReplacement does the same with the bytes given batch by batch.
 func (l *Log) ReplaceSegments(base, next int64, data []byte) error {
-	if err := checkReplacement(data, base, next); err != nil {
-		return err
-	}
 	r, err := l.NewReplacement(base, next)
 	if err != nil {
 		return err
 	}
 	for b, err := range record.Batches(data) {
-		if err == nil {
-			err = r.Add(b)
+		if err != nil {
+			err = fmt.Errorf("%w: %v", ErrBadReplacement, err) // a torn batch
+		} else {
+			err = r.Add(b) // checks each batch, Commit the range's end
 		}
 		if err != nil {
 			r.Abort()
