@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -132,4 +133,54 @@ func TestMaxCompactionLag(t *testing.T) {
 		t.Fatalf("alter: %v %v", err, resps)
 	}
 	eventually(t, 30*time.Second, "the overdue records cleaned", func() bool { return countRecords(ctx, t, c, "lag", 0) == 200 })
+}
+
+// A partition with more keys to clean than a cleaning's map holds
+// (log_cleaner_dedupe_buffer_size) is cleaned in passes, each mapping
+// the keys from where the last ended, until one record of each key is
+// left, the same bytes on every replica. Before, every cleaning mapped
+// the log from its start under a fixed bound, so a log whose live part
+// passed it was never cleaned past it.
+func TestCompactionBeyondOneMap(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
+		cfg.CleanerBackoff = 100 * time.Millisecond
+		cfg.CleanerDedupeBufferSize = 1 << 20 // about 14,000 keys of 9 bytes
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.Client(t))
+	cfgs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact"), "segment.bytes": kadm.StringPtr("1048576")}
+	if resp, err := adm.CreateTopic(ctx, 1, 3, cfgs, "many-keys"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	const keys = 30000
+	p := c.Client(t, kgo.DefaultProduceTopic("many-keys"), kgo.ProducerBatchMaxBytes(16<<10)) // a map may pass its bound by a batch
+	for v := range 3 {
+		var recs []*kgo.Record
+		for k := range keys {
+			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "key-%05d", k), Value: fmt.Appendf(nil, "version %d", v)})
+		}
+		if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 2*time.Minute, "one record of each key", func() bool { return countRecords(ctx, t, c, "many-keys", 0) == keys })
+	eventually(t, time.Minute, "the same bytes on every replica", func() bool {
+		var first []byte
+		for i, n := range c.Running() {
+			log, _, ok := n.ReplicaLog("many-keys", 0)
+			if !ok || i > 0 && !bytes.Equal(log, first) {
+				return false
+			}
+			first = log
+		}
+		return true
+	})
+	// 90,000 offsets, each pass mapping about 14,000 of them.
+	if runs := c.Running()[0].ReplicaCleanings("many-keys", 0); runs < 6 {
+		t.Fatalf("%d cleanings, want a pass for each 14,000 keys", runs)
+	} else {
+		t.Logf("%d cleanings", runs)
+	}
 }

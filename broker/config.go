@@ -225,10 +225,14 @@ type Config struct {
 	// __transaction_state too, as Kafka does (on by default).
 	CleanInternalTopics bool
 	// CleanerThreads bounds the cleanings running at once on this node
-	// (Kafka's log.cleaner.threads): each streams the log and holds the
-	// keys of what it cleans (broker/replicas maxCleanBytes).
-	CleanerThreads int
-	MaxProducers   int
+	// (Kafka's log.cleaner.threads): each streams the log and holds a map
+	// of the keys of what it cleans. CleanerDedupeBufferSize bounds those
+	// maps together (Kafka's log.cleaner.dedupe.buffer.size): a cleaning
+	// whose dirty part holds more keys than its share cleans that far, and
+	// the next goes on from there.
+	CleanerThreads          int
+	CleanerDedupeBufferSize int64
+	MaxProducers            int
 
 	// LeaderRebalanceInterval is how often a node hands partitions it leads
 	// back to their preferred leader (the first replica). 0 disables it.
@@ -360,6 +364,7 @@ func DefaultConfig() Config {
 		CleanerBackoff:                  15 * time.Second,
 		CleanInternalTopics:             true,
 		CleanerThreads:                  1,
+		CleanerDedupeBufferSize:         128 << 20,
 		LogRetentionMs:                  7 * 24 * 3600 * 1000, // Kafka's defaults
 		LogRetentionBytes:               -1,
 		MessageMaxBytes:                 topicconfig.DefaultMaxMessageBytes,

@@ -73,3 +73,14 @@ func (n *Node) MetadataLeader() int32 { return n.meta.LeaderID() }
 
 // MetaAppliedIndex is the metadata replica's applied index.
 func (n *Node) MetaAppliedIndex() uint64 { return n.meta.Replication().AppliedIndex }
+
+// ReplicaCleanings is how many cleanings this node's replica of topic/p
+// has run since it started.
+func (n *Node) ReplicaCleanings(topic string, p int32) int {
+	lr, ok := n.reps.Get(topic, p)
+	if !ok {
+		return 0
+	}
+	runs, _ := lr.Partition().Cleanings()
+	return runs
+}

@@ -26,6 +26,7 @@ func (n *Node) newReplicaSet() *replicas.Set[coordhost.State] {
 		NodeID: c.NodeID, Dir: n.partitionsDir(), Raft: c.PartitionRaft, LogStore: c.PartitionLogStore,
 		SegmentBytes: c.SegmentBytes, CacheKeepBytes: c.PageCacheKeepBytes, FS: c.PartitionFS, MaxOpenFiles: c.PartitionMaxOpenFiles,
 		ProducerWindow: c.ProducerWindow, MaxProducers: c.MaxProducers, CleanerThreads: c.CleanerThreads,
+		CleanerMapBytes: c.CleanerDedupeBufferSize / int64(c.CleanerThreads),
 		Tuning: replicas.Tuning{ReconcileRetry: c.Tuning.ReconcileRetry, OpenParallelism: c.Tuning.OpenParallelism,
 			ReassignInterval: c.Tuning.ReassignInterval, ReassignStep: c.Tuning.ReassignStep,
 			Proposal: c.Tuning.ProduceEnqueue},

@@ -26,12 +26,15 @@ import (
 // command, so that a crash replays the command (cleaning is idempotent).
 
 // EncodeClean returns the command that cleans the log below upTo at the
-// leader's time nowMs, keeping tombstones for deleteRetentionMs.
-func EncodeClean(upTo, nowMs, deleteRetentionMs int64) []byte {
+// leader's time nowMs, keeping tombstones for deleteRetentionMs, mapping
+// the keys from dirtyFrom on into at most mapBytes (compact.Params; the
+// leader's CleanedTo vouches that the log below dirtyFrom is clean).
+func EncodeClean(upTo, nowMs, deleteRetentionMs, dirtyFrom, mapBytes int64) []byte {
 	b := []byte{byte(CmdClean)}
-	b = binary.BigEndian.AppendUint64(b, uint64(upTo))
-	b = binary.BigEndian.AppendUint64(b, uint64(nowMs))
-	return binary.BigEndian.AppendUint64(b, uint64(deleteRetentionMs))
+	for _, v := range []int64{upTo, nowMs, deleteRetentionMs, dirtyFrom, mapBytes} {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	return b
 }
 
 // CleanResult is what applying a CmdClean returns: the cleaning is queued,
@@ -54,6 +57,10 @@ func (f *FSM) applyClean(body []byte, index uint64) *CleanResult {
 	upTo := int64(binary.BigEndian.Uint64(body))
 	now := int64(binary.BigEndian.Uint64(body[8:]))
 	retention := int64(binary.BigEndian.Uint64(body[16:]))
+	var dirtyFrom, mapBytes int64 // an older leader's command maps the whole range
+	if len(body) == cleanBodySize {
+		dirtyFrom, mapBytes = int64(binary.BigEndian.Uint64(body[24:])), int64(binary.BigEndian.Uint64(body[32:]))
+	}
 	cl, ok := f.log.(cleanable)
 	if !ok || upTo <= f.log.StartOffset() {
 		return &CleanResult{}
@@ -74,7 +81,7 @@ func (f *FSM) applyClean(body []byte, index uint64) *CleanResult {
 			last[e.ProducerID] = e.Batches[n-1].BaseOffset
 		}
 	}
-	p := compact.Params{NowMs: now, DeleteRetentionMs: retention, Aborted: f.table.AbortedTxns(),
+	p := compact.Params{NowMs: now, DeleteRetentionMs: retention, Aborted: f.table.AbortedTxns(), DirtyFrom: dirtyFrom, MapBytes: mapBytes,
 		KeepEmpty: func(h record.Header) bool { b, ok := last[h.ProducerID]; return ok && b == h.BaseOffset }}
 	f.cleaner.enqueue(cleanTask{log: cl, start: f.log.StartOffset(), upTo: upTo, params: p, before: prev})
 	return &CleanResult{Queued: true}
@@ -117,11 +124,12 @@ type cleaner struct {
 	stop   <-chan struct{} // the FSM's: closed by Stop
 	slots  chan struct{}   // Config.CleanSlots; nil: no bound
 
-	mu        sync.Mutex  // guards queue, running, abandoned, stats and runs
+	mu        sync.Mutex  // guards queue, running, abandoned, cleanTo, stats and runs
 	idle      *sync.Cond  // signalled when the queue is empty and nothing runs
 	queue     []cleanTask // the first one runs; removed when done
 	running   bool
 	abandoned *journalRecord // the point before the first cleaning given up, if any
+	cleanTo   int64          // the log below is clean (no key twice) since this start
 	stats     compact.Stats  // of every cleaning so far
 	runs      int
 }
@@ -186,10 +194,13 @@ func (c *cleaner) run() {
 			continue
 		}
 		c.mu.Unlock()
-		st, err := c.cleanInSlot(t)
+		st, reached, err := c.cleanInSlot(t)
 		c.mu.Lock()
-		if errors.Is(err, ErrClosed) {
+		switch {
+		case errors.Is(err, ErrClosed):
 			c.abandoned = &t.before
+		case err == nil:
+			c.cleanTo = max(c.cleanTo, reached)
 		}
 		c.queue = c.queue[1:]
 		c.stats.Add(st)
@@ -202,40 +213,55 @@ func (c *cleaner) run() {
 
 // cleanInSlot runs t (cleanRetrying) once a slot is free; ErrClosed if
 // the FSM stops first.
-func (c *cleaner) cleanInSlot(t cleanTask) (compact.Stats, error) {
+func (c *cleaner) cleanInSlot(t cleanTask) (compact.Stats, int64, error) {
 	if c.slots != nil {
 		select {
 		case c.slots <- struct{}{}:
 			defer func() { <-c.slots }()
 		case <-c.stop:
-			return compact.Stats{}, ErrClosed
+			return compact.Stats{}, 0, ErrClosed
 		}
 	}
 	return c.cleanRetrying(t)
 }
 
+// cleanState is where the log is clean up to and whether a cleaning is
+// queued or running.
+func (c *cleaner) cleanState() (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cleanTo, c.running
+}
+
+// forgetClean drops the clean point: the log is about to be replaced.
+func (c *cleaner) forgetClean() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cleanTo = 0
+}
+
 // cleanRetrying runs t until it succeeds, fails on its data (the same on
 // every replica, so the bytes stay as they were on all of them), or the
 // FSM stops while storage fails or the log is closed (ErrClosed).
-func (c *cleaner) cleanRetrying(t cleanTask) (compact.Stats, error) {
+func (c *cleaner) cleanRetrying(t cleanTask) (compact.Stats, int64, error) {
 	for wait := retryMin; ; wait = min(2*wait, retryMax) {
-		st, err := t.clean()
+		res, err := t.clean()
 		var se *cleanStorageError
 		if errors.Is(err, seglog.ErrClosed) {
-			return compact.Stats{}, ErrClosed // the log closed under it: a shutdown, or a crash in tests
+			return compact.Stats{}, 0, ErrClosed // the log closed under it: a shutdown, or a crash in tests
 		}
 		if !errors.As(err, &se) {
 			if err != nil {
 				c.logger.Warn("cleaning failed on the log's data; the bytes stay as they are", "up_to", t.upTo, "err", err)
 			}
-			return st, err
+			return res.Stats, min(res.Reached, t.upTo), err
 		}
 		c.logger.Error("cleaning failed on storage; retrying", "up_to", t.upTo, "err", err)
 		tm := time.NewTimer(wait)
 		select {
 		case <-c.stop:
 			tm.Stop()
-			return compact.Stats{}, ErrClosed
+			return compact.Stats{}, 0, ErrClosed
 		case <-tm.C:
 		}
 	}
@@ -251,8 +277,9 @@ func (e *cleanStorageError) Unwrap() error { return e.err }
 // batches below the one holding start and from upTo on stay as they are,
 // the ones between are cleaned (compact.CleanTo), and the segments are
 // swapped for one holding the result. It streams: its memory is the
-// keys' map and a few buffers, whatever the segments' size.
-func (t cleanTask) clean() (compact.Stats, error) {
+// keys' map and a few buffers, whatever the segments' size. The result's
+// Reached is where the map's bound ended it.
+func (t cleanTask) clean() (compact.Result, error) {
 	segs := t.log.Segments()
 	first, last := -1, -1
 	for i, s := range segs {
@@ -267,7 +294,7 @@ func (t cleanTask) clean() (compact.Stats, error) {
 		}
 	}
 	if first < 0 {
-		return compact.Stats{}, nil
+		return compact.Result{Reached: t.upTo}, nil
 	}
 	// Reading and writing the files fails on storage (retried); a batch
 	// that does not parse fails on the data, as on every replica.
@@ -292,17 +319,17 @@ func (t cleanTask) clean() (compact.Stats, error) {
 	keep := func(h record.Header) bool { return h.NextOffset() <= t.start || h.BaseOffset >= t.upTo }
 	r, err := t.log.NewReplacement(segs[first].Base, segs[last].Next)
 	if err != nil {
-		return compact.Stats{}, &cleanStorageError{err}
+		return compact.Result{}, &cleanStorageError{err}
 	}
 	defer r.Abort() // after Commit, nothing
-	st, changed, err := compact.CleanTo(batches, t.params, keep, func(b []byte) error { return storage(r.Add(b)) })
-	if err != nil || !changed {
-		return st, err
+	res, err := compact.CleanTo(batches, t.params, keep, func(b []byte) error { return storage(r.Add(b)) })
+	if err != nil || !res.Changed {
+		return res, err
 	}
 	if err := r.Commit(); err != nil {
-		return st, &cleanStorageError{err}
+		return res, &cleanStorageError{err}
 	}
-	return st, nil
+	return res, nil
 }
 
 // Cleanings returns how many cleanings this FSM has run and what they did.
@@ -311,3 +338,11 @@ func (f *FSM) Cleanings() (int, compact.Stats) {
 	defer f.cleaner.mu.Unlock()
 	return f.cleaner.runs, f.cleaner.stats
 }
+
+// CleanedTo is where this replica's log is clean up to (no key twice
+// below it, as its cleanings since it started left it; 0 none), and
+// whether a cleaning is queued or running. A leader that proposes the
+// next cleaning when none is pending may map it from there
+// (EncodeClean's dirtyFrom): every replica has then cleaned as far, in
+// the same order.
+func (f *FSM) CleanedTo() (offset int64, pending bool) { return f.cleaner.cleanState() }

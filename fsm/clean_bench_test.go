@@ -101,7 +101,7 @@ func BenchmarkProduceDuringCleaning(b *testing.B) {
 			if cleaning {
 				cleanStart = time.Now()
 				res := f.ApplyBatch([]*raft.Log{{Index: idx, Term: 1, Type: raft.LogCommand,
-					Data: fsm.EncodeClean(1<<62, cbStartMs+int64(idx), cbRetentionMs)}})
+					Data: fsm.EncodeClean(1<<62, cbStartMs+int64(idx), cbRetentionMs, 0, 0)}})
 				if r, ok := res[0].(*fsm.CleanResult); !ok || !r.Queued {
 					b.Fatalf("the cleaning was not queued: %+v", res[0])
 				}

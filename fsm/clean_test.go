@@ -108,7 +108,7 @@ func TestCleanIsTheSameOnEveryReplica(t *testing.T) {
 		now        int64
 		tombstones int
 	}{{1000, 20}, {1499, 20}, {1500, 0}} {
-		add(fsm.EncodeClean(end, c.now, 500))
+		add(fsm.EncodeClean(end, c.now, 500, 0, 0))
 		for _, r := range []*replica{a, b} {
 			applyAll(r.f, entries, 7)
 			r.f.WaitCleanings()
@@ -144,7 +144,7 @@ func TestCleanIsTheSameOnEveryReplica(t *testing.T) {
 // journal does not pass a cleaning that is not done.
 func TestCleaningSurvivesACrash(t *testing.T) {
 	entries := versions(10, 300)
-	entries = appendEntry(entries, fsm.EncodeClean(3000, 1000, 500))
+	entries = appendEntry(entries, fsm.EncodeClean(3000, 1000, 500, 0, 0))
 	for k := range 5 {
 		entries = appendEntry(entries, fsm.EncodeProduce(batch(-1, -1, -1, fmt.Sprintf("late%d", k), "x")))
 	}
@@ -212,7 +212,7 @@ func TestMarkerRemovalSurvivesACrash(t *testing.T) {
 	})
 	end := r.log.EndOffset()
 	for _, now := range []int64{1000, 2000} { // the second is past the marker's horizon
-		r.f.ApplyBatch([]*raft.Log{command(next(), fsm.EncodeClean(end, now, 500))})
+		r.f.ApplyBatch([]*raft.Log{command(next(), fsm.EncodeClean(end, now, 500, 0, 0))})
 		r.f.WaitCleanings()
 	}
 	if _, st := r.f.Cleanings(); st.MarkersRemoved != 1 {
@@ -297,7 +297,7 @@ func cleaningWaitingForASlot(t *testing.T, slots chan struct{}) *replica {
 	}
 	f.ApplyBatch(entries)
 	slots <- struct{}{} // another replica's cleaning holds the only slot
-	f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(l.EndOffset(), 1000, 500))})
+	f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(l.EndOffset(), 1000, 500, 0, 0))})
 	return &replica{t: t, dir: dir, log: l, f: f}
 }
 
@@ -333,7 +333,7 @@ func TestCleaningMemoryIsBounded(t *testing.T) {
 	logSize := r.log.Size()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	applyAll(r.f, []*raft.Log{{Index: 6001, Term: 1, Type: raft.LogCommand, Data: fsm.EncodeClean(6000, 1000, 500)}}, 1)
+	applyAll(r.f, []*raft.Log{{Index: 6001, Term: 1, Type: raft.LogCommand, Data: fsm.EncodeClean(6000, 1000, 500, 0, 0)}}, 1)
 	r.f.WaitCleanings()
 	runtime.ReadMemStats(&after)
 	if runs, st := r.f.Cleanings(); runs != 1 || st.RecordsOut != 3000 {
@@ -352,7 +352,7 @@ func TestCleaningMemoryIsBounded(t *testing.T) {
 func TestCleaningBelowATrimmedStart(t *testing.T) {
 	a, b := openSized(t, 4096), openSized(t, 1500)
 	entries := appendEntry(versions(10, 100), fsm.EncodeTrim(333))
-	entries = appendEntry(entries, fsm.EncodeClean(1000, 1000, 500))
+	entries = appendEntry(entries, fsm.EncodeClean(1000, 1000, 500, 0, 0))
 	for _, r := range []*replica{a, b} {
 		applyAll(r.f, entries, 9)
 		r.f.WaitCleanings()

@@ -44,7 +44,8 @@ const (
 	CmdEndTxn
 	// CmdClean cleans the log below an offset (cleanup.policy=compact):
 	// [CmdClean][up to offset i64][leader time ms i64][delete.retention.ms
-	// i64]. See clean.go.
+	// i64][dirty from i64][map bytes i64]. See clean.go. Builds before the
+	// last two fields wrote and read only the first three.
 	CmdClean
 )
 
@@ -183,10 +184,13 @@ func bodySize(t CmdType) int {
 	case CmdEndTxn:
 		return 8 + 2 + 4 + 1 + 8
 	case CmdClean:
-		return 24
+		return cleanBodySize
 	}
 	return 8
 }
+
+// cleanBodySize is CmdClean's body; an older build's is 24 bytes.
+const cleanBodySize = 40
 
 // DecodeCommand splits a command into its type and body. The body aliases
 // data.
@@ -204,7 +208,7 @@ func DecodeCommand(data []byte) (CmdType, []byte, error) {
 		}
 		return t, data[1:], nil
 	case CmdTrim, CmdExpireProducers, CmdEndTxn, CmdClean:
-		if len(data) != 1+bodySize(t) || (t == CmdEndTxn && data[15] > endTxnCommit|endTxnV2) {
+		if len(data) != 1+bodySize(t) && !(t == CmdClean && len(data) == 1+24) || (t == CmdEndTxn && data[15] > endTxnCommit|endTxnV2) {
 			return t, nil, fmt.Errorf("%w: %s of %d bytes", ErrShortCommand, t, len(data))
 		}
 		return t, data[1:], nil

@@ -167,7 +167,7 @@ func cleaningEntries(r *faultReplica) (before, after []*raft.Log) {
 	}
 	r.f.ApplyBatch(before)
 	segs := r.log.Segments()
-	after = add(after, fsm.EncodeClean(segs[len(segs)-1].Base, 1000, 500))
+	after = add(after, fsm.EncodeClean(segs[len(segs)-1].Base, 1000, 500, 0, 0))
 	for i := range 5 {
 		after = add(after, fsm.EncodeProduce(batch(-1, -1, -1, "late", fmt.Sprint(i))))
 	}
@@ -282,8 +282,8 @@ func TestCleaningsAfterOneGivenUpAreReplayedInOrder(t *testing.T) {
 	ref.f.ApplyBatch(before)
 	segs := ref.log.Segments()
 	upTo := segs[len(segs)-1].Base
-	cleans := add(nil, fsm.EncodeClean(upTo, 1000, 500))
-	cleans = add(cleans, fsm.EncodeClean(upTo, 1200, 500))
+	cleans := add(nil, fsm.EncodeClean(upTo, 1000, 500, 0, 0))
+	cleans = add(cleans, fsm.EncodeClean(upTo, 1200, 500, 0, 0))
 	ref.f.ApplyBatch(cleans)
 	ref.f.WaitCleanings()
 	want := logBytes(t, ref.log)

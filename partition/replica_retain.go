@@ -48,19 +48,24 @@ func (r *Replica) ExpireProducers(ctx context.Context, now time.Time, ttl time.D
 // Clean has every replica clean its log below upTo (cleanup.policy=
 // compact) as of this leader's clock now, keeping tombstones for
 // deleteRetention; the cleaning itself runs after the apply, off the
-// apply path. This replica must lead. It reports whether a cleaning was
-// queued.
-func (r *Replica) Clean(ctx context.Context, upTo int64, now time.Time, deleteRetention time.Duration) (bool, error) {
+// apply path. Its map of keys covers the log from dirtyFrom on (which
+// CleanedTo must vouch for) and stops at mapBytes (0: no bound). This
+// replica must lead. It reports whether a cleaning was queued.
+func (r *Replica) Clean(ctx context.Context, upTo int64, now time.Time, deleteRetention time.Duration, dirtyFrom, mapBytes int64) (bool, error) {
 	if err := r.storageRefusal(); err != nil {
 		return false, err
 	}
-	cmd := fsm.EncodeClean(upTo, now.UnixMilli(), deleteRetention.Milliseconds())
+	cmd := fsm.EncodeClean(upTo, now.UnixMilli(), deleteRetention.Milliseconds(), dirtyFrom, mapBytes)
 	res, err := waitFor[*fsm.CleanResult](r.group.Propose(cmd, proposeTimeout(ctx)))
 	if err != nil {
 		return false, err
 	}
 	return res.Queued, res.Err
 }
+
+// CleanedTo is where this replica's log is clean up to and whether a
+// cleaning is pending (fsm.FSM.CleanedTo).
+func (r *Replica) CleanedTo() (offset int64, pending bool) { return r.fsm.CleanedTo() }
 
 // Cleanings returns how many cleanings this replica has run and what they
 // did.

@@ -9,7 +9,6 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
-	"github.com/minikafka/minikafka-go/topicconfig"
 )
 
 // CleanupCompact is the cleanup.policy under which the log is cleaned:
@@ -32,32 +31,38 @@ func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
 	if !r.compacted(internal) {
 		return
 	}
+	cleaned, pending := r.rep.CleanedTo()
+	if pending { // the next one maps from where this one ends
+		return
+	}
 	cfg := r.Config()
 	segs := r.rep.Segments()
-	upTo := r.cleanableTo(segs, cfg, now)
-	cleaned := r.cleaned.Load()
+	start := r.rep.LogStartOffset()
+	upTo := cleanablePoint(segs, r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
+	dirty := max(cleaned, start)
 	due := r.recleanAt.Load()
 	horizons := due > 0 && now.UnixMilli() >= due // tombstones' delete horizons have passed
-	if upTo <= r.rep.LogStartOffset() || !horizons &&
-		(upTo <= cleaned || dirtyRatio(segs, cleaned, upTo) < cfg.MinCleanableDirtyRatio &&
-			!overdue(segs, max(cleaned, r.rep.LogStartOffset()), upTo, now.UnixMilli(), cfg.MaxCompactionLagMs, r.firstTimestamp)) {
+	if upTo <= start || !horizons &&
+		(upTo <= dirty || dirtyRatio(segs, dirty, upTo) < cfg.MinCleanableDirtyRatio &&
+			!overdue(segs, dirty, upTo, now.UnixMilli(), cfg.MaxCompactionLagMs, r.firstTimestamp)) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Tuning.Proposal)
 	defer cancel()
-	queued, err := r.rep.Clean(ctx, upTo, now, time.Duration(cfg.DeleteRetentionMs)*time.Millisecond)
+	retention := time.Duration(cfg.DeleteRetentionMs) * time.Millisecond
+	queued, err := r.rep.Clean(ctx, upTo, now, retention, dirty, s.cfg.CleanerMapBytes)
 	if err != nil {
 		s.logger.Warn("compaction: clean failed", "topic", r.info.Topic, "partition", r.info.Partition, "up_to", upTo, "err", err)
 		return
 	}
-	r.cleaned.Store(upTo)
 	switch {
-	case upTo > cleaned: // new records: their tombstones' horizons pass after delete.retention.ms
+	case upTo > dirty: // new records: their tombstones' horizons pass after delete.retention.ms
 		r.recleanAt.Store(now.UnixMilli() + max(cfg.DeleteRetentionMs, 0) + 1)
 	case horizons:
 		r.recleanAt.Store(0)
 	}
-	s.logger.Debug("compaction: cleaning proposed", "topic", r.info.Topic, "partition", r.info.Partition, "up_to", upTo, "queued", queued)
+	s.logger.Debug("compaction: cleaning proposed", "topic", r.info.Topic, "partition", r.info.Partition,
+		"dirty_from", dirty, "up_to", upTo, "queued", queued)
 }
 
 // compacted reports whether the replica's log is cleaned: its topic's
@@ -70,30 +75,24 @@ func (r *Replica[E]) compacted(internal bool) bool {
 	return slices.Contains(r.Config().CleanupPolicy, CleanupCompact)
 }
 
-// cleanableTo is the offset a cleaning proposed now would reach: the
-// cleanable point, bounded by maxCleanBytes from the log start.
-func (r *Replica[E]) cleanableTo(segs []seglog.SegmentInfo, cfg topicconfig.Config, now time.Time) int64 {
-	upTo := cleanablePoint(segs, r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
-	return min(upTo, boundedPoint(segs, r.rep.LogStartOffset(), maxCleanBytes))
-}
-
 // dirtyPart is, for a replica of a compacted topic this node leads, its
 // log's segments and the part a cleaning proposed now would find dirty:
-// from dirty (the offset cleaned to since this node leads, or the log
-// start) to upTo. ok is false for any other replica.
+// from dirty (where its cleanings since it started left it clean, or the
+// log start) to upTo. ok is false for any other replica.
 func (r *Replica[E]) dirtyPart(now time.Time, internal bool) (segs []seglog.SegmentInfo, dirty, upTo int64, ok bool) {
 	if !r.rep.IsLeader() || !r.compacted(internal) {
 		return nil, 0, 0, false
 	}
 	segs = r.rep.Segments()
-	upTo = r.cleanableTo(segs, r.Config(), now)
-	return segs, max(r.cleaned.Load(), r.rep.LogStartOffset()), upTo, true
+	upTo = cleanablePoint(segs, r.rep.LastStableOffset(), now.UnixMilli(), r.Config().MinCompactionLagMs)
+	cleaned, _ := r.rep.CleanedTo()
+	return segs, max(cleaned, r.rep.LogStartOffset()), upTo, true
 }
 
 // DirtyRatio is, for a replica of a compacted topic this node leads (the
 // internal topics when internal says they are cleaned), the dirty ratio
 // the cleaner weighs against min.cleanable.dirty.ratio now: the bytes not
-// cleaned since this node leads over all the bytes below the point a
+// clean over all the bytes below the point a
 // cleaning would reach (dirtyRatio), 0 when nothing there is dirty. ok
 // is false for any other replica.
 func (r *Replica[E]) DirtyRatio(now time.Time, internal bool) (ratio float64, ok bool) {
@@ -181,31 +180,8 @@ func (r *Replica[E]) firstTimestamp(offset int64) (int64, bool) {
 	return h.FirstTimestamp, err == nil
 }
 
-// maxCleanBytes bounds what one cleaning covers: every replica streams
-// the range (fsm/clean.go) but holds a map of its keys, up to one entry a
-// record. A log whose segments from the start pass it is cleaned only
-// that far.
-const maxCleanBytes = 256 << 20
-
-// boundedPoint is the base of the first segment from the one holding
-// start on at which the bytes from there would pass limit (start itself,
-// cleaning nothing, if the first segment alone does); past the end if
-// none does.
-func boundedPoint(segs []seglog.SegmentInfo, start, limit int64) int64 {
-	var n int64
-	for _, s := range segs {
-		if s.Next <= start && !s.Active {
-			continue
-		}
-		if n += s.Bytes; n > limit {
-			return max(s.Base, start)
-		}
-	}
-	return math.MaxInt64
-}
-
 // dirtyRatio is the share of the bytes below upTo that lie at or above
-// cleaned (not cleaned since this node leads), by whole segments.
+// cleaned (not clean), by whole segments.
 func dirtyRatio(segs []seglog.SegmentInfo, cleaned, upTo int64) float64 {
 	var dirty, total int64
 	for _, s := range segs {

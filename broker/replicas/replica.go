@@ -57,10 +57,6 @@ type Replica[E any] struct {
 	logger *slog.Logger
 	// extra is the node's state of the replica (Deps.Attach).
 	extra E
-	// cleaned is, while this node leads, the offset the last cleaning it
-	// proposed reached (compaction.go); 0 after a restart or a leader
-	// change, which makes the next check clean everything once.
-	cleaned atomic.Int64
 	// recleanAt is when a cleaning is due regardless of dirt (Unix ms; 0
 	// none): delete.retention.ms after one that reached new records, whose
 	// tombstones' delete horizons then pass (compaction.go).

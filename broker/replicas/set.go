@@ -46,7 +46,11 @@ type Config struct {
 	// CleanerThreads bounds the cleanings (cleanup.policy=compact) running
 	// at once across the node's replicas (Kafka's log.cleaner.threads).
 	CleanerThreads int
-	Tuning         Tuning
+	// CleanerMapBytes bounds one cleaning's map of keys (its share of
+	// Kafka's log.cleaner.dedupe.buffer.size); a log with more keys in its
+	// dirty part is cleaned in several passes.
+	CleanerMapBytes int64
+	Tuning          Tuning
 }
 
 // Tuning is the Set's intervals and limits; every field must be set (the

@@ -86,7 +86,8 @@ func keys() []key {
 		{"log_retention_check_interval", d.RetentionCheckInterval, "how often partition leaders apply retention.ms and retention.bytes"},
 		{"log_cleaner_backoff", d.CleanerBackoff, "how often partition leaders clean the partitions of topics with cleanup.policy=compact (log.cleaner.backoff.ms)"},
 		{"replica_lag_time_max", d.Tuning.ReplicaLagMax, "a follower that has not answered its partition leader, or not caught up with it, for this long leaves the ISR (replica.lag.time.max.ms): Metadata, the status page, /metrics and the console report the partition under-replicated"},
-		{"log_cleaner_threads", d.CleanerThreads, "cleanings that run at once on this node (log.cleaner.threads); each streams the log through 2 MiB of buffers and holds the keys of the up to 256 MiB it cleans"},
+		{"log_cleaner_threads", d.CleanerThreads, "cleanings that run at once on this node (log.cleaner.threads); each streams the log through 2 MiB of buffers and holds a map of its keys"},
+		{"log_cleaner_dedupe_buffer_size", d.CleanerDedupeBufferSize, "bytes the cleanings' maps of keys hold together, about 64 and the key's length per key (log.cleaner.dedupe.buffer.size); a partition with more keys to clean is cleaned in several passes"},
 		{"log_cleaner_internal_topics", d.CleanInternalTopics, "also clean __consumer_offsets and __transaction_state, as Kafka does; false keeps every record of them"},
 		{"producer_id_expiration_check_interval", d.ProducerExpirationCheckInterval, "how often partition leaders forget producers idle past producer.id.expiration.ms"},
 		{"max_producers_per_partition", d.MaxProducers, "most idempotent producers one partition tracks (the same on every node)"},
@@ -356,6 +357,7 @@ func logKeys(g *getter, c *broker.Config) {
 	c.CleanerBackoff = g.duration("log_cleaner_backoff")
 	c.CleanInternalTopics = g.bool("log_cleaner_internal_topics")
 	c.CleanerThreads = g.int("log_cleaner_threads")
+	c.CleanerDedupeBufferSize = g.int64("log_cleaner_dedupe_buffer_size")
 	c.Tuning.ReplicaLagMax = g.duration("replica_lag_time_max")
 	c.LogRetentionMs = g.int64("log_retention_ms")
 	c.LogRetentionBytes = g.int64("log_retention_bytes")

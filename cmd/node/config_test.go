@@ -135,6 +135,7 @@ func TestInvalidConfigNamesKeyAndValue(t *testing.T) {
 		{name: "txn id expiration past int", yaml: "transactional_id_expiration_ms: 2147483648\n", key: "transactional_id_expiration_ms", value: "2147483648"},
 		{name: "txn id check never", args: []string{"--transaction-remove-expired-interval", "0s"}, key: "transaction_remove_expired_interval", value: "0s"},
 		{name: "no cleaner threads", args: []string{"--log-cleaner-threads", "0"}, key: "log_cleaner_threads", value: "0"},
+		{name: "a dedupe buffer too small", args: []string{"--log-cleaner-dedupe-buffer-size", "1000"}, key: "log_cleaner_dedupe_buffer_size", value: "1000"},
 		{name: "cleaner backoff zero", env: []string{"MINIKAFKA_LOG_CLEANER_BACKOFF", "0s"}, key: "log_cleaner_backoff", value: "0s"},
 		{name: "session bounds crossed", yaml: "group_min_session_timeout: 10s\ngroup_max_session_timeout: 5s\n", key: "group_max_session_timeout", value: "5s"},
 	}

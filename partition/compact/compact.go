@@ -24,6 +24,14 @@
 //     last (Params.KeepEmpty): then it stays, empty, spanning its offsets,
 //     so that an idempotent producer's sequence survives (record.Filter).
 //
+// A cleaning may map only the dirty part of what it cleans (Params.
+// DirtyFrom), as Kafka's does: below it the log must be clean already (no
+// key twice, as an earlier cleaning left it), and a record there goes
+// only if the map holds its key at a later offset. The result is then
+// the bytes a map of the whole range gives. The map is bounded
+// (Params.MapBytes): a cleaning whose dirty part holds more keys stops
+// mapping at a batch's end and cleans only that far (Result.Reached).
+//
 // Offsets never change: a batch keeps its base offset and last offset
 // delta, so the log's start and end and every later offset stay put.
 // CleanAll puts one batch of no records (record.AppendGap) where a run of
@@ -36,14 +44,20 @@ package compact
 import (
 	"bytes"
 	"iter"
+	"math"
 	"sort"
 
 	"github.com/minikafka/minikafka-go/producerstate"
 	"github.com/minikafka/minikafka-go/record"
 )
 
-// Map is each key's latest offset over the batches a cleaning covers.
+// Map is each key's latest offset over the batches a cleaning maps.
 type Map map[string]int64
+
+// MapEntryBytes is what a Map entry is counted to cost besides its key's
+// bytes (Params.MapBytes): a Go map slot of a string and an int64 at the
+// map's load, and the key's allocation.
+const MapEntryBytes = 64
 
 // Params are one cleaning's inputs besides the bytes.
 type Params struct {
@@ -57,6 +71,13 @@ type Params struct {
 	// KeepEmpty reports whether a batch whose records all go must stay,
 	// empty: it is its producer's last. Nil keeps none.
 	KeepEmpty func(record.Header) bool
+	// DirtyFrom is where the map begins: the batches ending at or below
+	// it are clean already (no key twice) and are not mapped. 0 maps all.
+	DirtyFrom int64
+	// MapBytes bounds the map (its keys' bytes plus MapEntryBytes each):
+	// mapping stops after the batch that takes it past, and the cleaning
+	// ends there. 0 is no bound.
+	MapBytes int64
 }
 
 // aborted reports whether the transactional data batch h belongs to an
@@ -97,37 +118,49 @@ func (s *Stats) Add(o Stats) {
 	s.MarkersRemoved += o.MarkersRemoved
 }
 
-// Build maps each key to the offset of its latest record in batches,
-// leaving out control batches and aborted transactions' batches.
-func Build(batches iter.Seq2[[]byte, error], p Params) (Map, error) {
-	m := Map{}
+// build maps each key to the offset of its latest record in the batches
+// from p.DirtyFrom on, leaving out control batches and aborted
+// transactions' batches. It stops after the batch that takes the map past
+// p.MapBytes; reached is that batch's next offset, math.MaxInt64 when
+// every batch was mapped.
+func build(batches iter.Seq2[[]byte, error], p Params) (m Map, reached int64, err error) {
+	m = Map{}
 	var recs []record.Record
+	var size int64
 	for b, err := range batches {
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		h, err := record.ParseHeader(b)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if h.IsControl() || p.aborted(h) {
+		if h.NextOffset() <= p.DirtyFrom || h.IsControl() || p.aborted(h) {
 			continue
 		}
 		if recs, err = record.AppendRecords(recs[:0], b); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, r := range recs {
-			if r.Key != nil {
-				m[string(r.Key)] = r.Offset
+			if r.Key == nil {
+				continue
 			}
+			if _, ok := m[string(r.Key)]; !ok {
+				size += int64(len(r.Key)) + MapEntryBytes
+			}
+			m[string(r.Key)] = r.Offset
+		}
+		if p.MapBytes > 0 && size > p.MapBytes {
+			return m, h.NextOffset(), nil
 		}
 	}
-	return m, nil
+	return m, math.MaxInt64, nil
 }
 
-// Clean appends batch b as the cleaning leaves it to dst: unchanged, with
-// fewer records, empty, or not at all.
-func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
+// clean appends batch b as the cleaning leaves it to dst: unchanged, with
+// fewer records, empty, or not at all. A record goes when m holds its key
+// at another offset; a key m lacks is one below p.DirtyFrom, clean.
+func clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
 	h, err := record.ParseHeader(b)
 	if err != nil {
 		return dst, Stats{}, err
@@ -148,7 +181,7 @@ func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
 			return false
 		case r.Key == nil:
 			return true
-		case m[string(r.Key)] != r.Offset:
+		case !latest(m, r):
 			return false
 		case r.Value == nil && dropTombstones:
 			st.TombstonesRemoved++
@@ -172,6 +205,13 @@ func Clean(dst, b []byte, m Map, p Params) ([]byte, Stats, error) {
 	}
 	st.BatchesOut, st.RecordsOut, st.BytesOut = 1, kept, int64(len(out)-start)
 	return out, st, nil
+}
+
+// latest reports whether r is its key's latest record: m holds its key at
+// its offset, or not at all.
+func latest(m Map, r record.Record) bool {
+	o, ok := m[string(r.Key)]
+	return !ok || o == r.Offset
 }
 
 // cleanMarker appends the marker batch b (header h) as the cleaning
@@ -202,21 +242,32 @@ func cleanMarker(dst, b []byte, h record.Header, live bool, p Params) ([]byte, S
 // them first (batches is walked twice), and appends the result to dst,
 // with a gap for each run of batches that went.
 func CleanAll(dst []byte, batches iter.Seq2[[]byte, error], p Params) ([]byte, Stats, error) {
-	st, _, err := CleanTo(batches, p, nil, func(b []byte) error { dst = append(dst, b...); return nil })
-	return dst, st, err
+	res, err := CleanTo(batches, p, nil, func(b []byte) error { dst = append(dst, b...); return nil })
+	return dst, res.Stats, err
+}
+
+// Result is what a CleanTo did.
+type Result struct {
+	Stats
+	// Changed reports whether the output differs from the input.
+	Changed bool
+	// Reached is where the cleaning ended, as Params.MapBytes bounds it:
+	// the batches from it on passed unchanged. math.MaxInt64 when none
+	// was left.
+	Reached int64
 }
 
 // CleanTo is CleanAll handing the result to emit one batch at a time
 // (valid only during the call), so that its memory is the Map and a batch
 // whatever the log's size. The batches keep reports pass unchanged and
-// count neither in the Map nor in the Stats (nil: none). changed reports
-// whether the result differs from the input.
+// count neither in the Map nor in the Stats (nil: none).
 func CleanTo(batches iter.Seq2[[]byte, error], p Params, keep func(record.Header) bool,
-	emit func([]byte) error) (total Stats, changed bool, err error) {
+	emit func([]byte) error) (Result, error) {
+	kept := func(h record.Header) bool { return keep != nil && keep(h) }
 	cleaned := func(yield func([]byte, error) bool) {
 		for b, err := range batches {
-			if err == nil && keep != nil {
-				if h, herr := record.ParseHeader(b); herr == nil && keep(h) {
+			if err == nil {
+				if h, herr := record.ParseHeader(b); herr == nil && kept(h) {
 					continue
 				}
 			}
@@ -225,20 +276,22 @@ func CleanTo(batches iter.Seq2[[]byte, error], p Params, keep func(record.Header
 			}
 		}
 	}
-	m, err := Build(cleaned, p)
+	m, reached, err := build(cleaned, p)
 	if err != nil {
-		return Stats{}, false, err
+		return Result{}, err
 	}
 	c := streamCleaner{m: m, p: p, emit: emit, live: map[int64]bool{}}
+	pass := func(h record.Header) bool { return kept(h) || h.BaseOffset >= reached }
 	for b, err := range batches {
 		if err != nil {
-			return c.total, c.changed, err
+			return c.result(reached), err
 		}
-		if err := c.add(b, keep); err != nil {
-			return c.total, c.changed, err
+		if err := c.add(b, pass); err != nil {
+			return c.result(reached), err
 		}
 	}
-	return c.total, c.changed, c.closeGap()
+	err = c.closeGap()
+	return c.result(reached), err
 }
 
 // streamCleaner is one CleanTo's state between batches.
@@ -266,7 +319,7 @@ func (c *streamCleaner) add(b []byte, keep func(record.Header) bool) error {
 	if err != nil {
 		return err
 	}
-	if keep != nil && keep(h) {
+	if keep(h) {
 		if err := c.closeGap(); err != nil {
 			return err
 		}
@@ -277,7 +330,7 @@ func (c *streamCleaner) add(b []byte, keep func(record.Header) bool) error {
 		c.out, st, err = cleanMarker(c.out[:0], b, h, c.live[h.ProducerID], c.p)
 		delete(c.live, h.ProducerID)
 	} else {
-		c.out, st, err = Clean(c.out[:0], b, c.m, c.p)
+		c.out, st, err = clean(c.out[:0], b, c.m, c.p)
 		if h.IsTransactional() && st.RecordsOut > 0 {
 			c.live[h.ProducerID] = true
 		}
@@ -300,6 +353,10 @@ func (c *streamCleaner) add(b []byte, keep func(record.Header) bool) error {
 		return err
 	}
 	return c.emit(c.out)
+}
+
+func (c *streamCleaner) result(reached int64) Result {
+	return Result{Stats: c.total, Changed: c.changed, Reached: reached}
 }
 
 // closeGap emits the open gap, if any.
