@@ -195,8 +195,8 @@ func (c *Config) validateLimits() error {
 		return bad("partition_max_open_files", c.PartitionMaxOpenFiles, "must be 0 (no bound) or at least 16")
 	case c.CleanerThreads < 1 || c.CleanerThreads > 64:
 		return bad("log_cleaner_threads", c.CleanerThreads, "must be in 1..64")
-	case c.CleanerDedupeBufferSize < 1<<20:
-		return bad("log_cleaner_dedupe_buffer_size", c.CleanerDedupeBufferSize, "must be at least 1 MiB")
+	case c.CleanerDedupeBufferSize < 64<<10:
+		return bad("log_cleaner_dedupe_buffer_size", c.CleanerDedupeBufferSize, "must be at least 64 KiB")
 	case c.CleanerBackoff < time.Millisecond:
 		return bad("log_cleaner_backoff", c.CleanerBackoff, "must be at least 1ms")
 	}

@@ -35,6 +35,50 @@ func TestCompactionUnderFaults(t *testing.T) {
 	}
 }
 
+// TestCompactionPassesUnderFaults: the same through leader kills, with
+// 3,000 keys and cleanings whose map holds about 950 of them
+// (log_cleaner_dedupe_buffer_size 64 KiB), so that cleaning a partition's
+// log takes several passes, each new leader mapping from where its own
+// replica's cleanings left the log clean. Once the writes stop every key
+// is stored once, and the checks of TestCompactionUnderFaults hold.
+func TestCompactionPassesUnderFaults(t *testing.T) {
+	ctx := testContext(t, 5*time.Minute)
+	c := startCluster(ctx, t, "--log-cleaner-backoff", "300ms", "--log-cleaner-dedupe-buffer-size", "65536")
+	const topic = "compacted-passes"
+	must(t, c.CreateTopicWith(ctx, topic, 2, 3, map[string]string{
+		"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.bytes": "1048576"}))
+	l := &load{c: c, topic: topic, sum: scenarioSummary(t)}
+	l.w = startWorkload(t, c, &l.h, WorkloadConfig{Topic: topic, Keys: 3000, Rate: 1000})
+	must(t, l.w.WaitAcked(ctx, -1, time.Time{}, 6000))
+	for i := range rounds(2, 4) {
+		leaderKill(ctx, t, c, l.w, &l.h, l.sum, topic, int32(i%2))
+		must(t, l.w.WaitAcked(ctx, -1, time.Now(), 4000))
+	}
+	stopWorkload(ctx, t, l.w)
+	deadline := time.Now().Add(time.Minute)
+	for twice := -1; twice != 0; {
+		logs, err := c.ReadPartitions(ctx, topic)
+		must(t, err)
+		twice = 0
+		for _, pl := range logs {
+			seen := map[string]bool{}
+			for _, r := range pl.Records {
+				if seen[string(r.Key)] {
+					twice++
+				}
+				seen[string(r.Key)] = true
+			}
+		}
+		if twice > 0 && time.Now().After(deadline) {
+			t.Fatalf("%d records of keys stored again later, a minute after the writes stopped", twice)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if v := l.verifyCompacted(ctx, t); v.Report.Superseded == 0 {
+		t.Fatal("no acknowledged record was cleaned away")
+	}
+}
+
 // verifyCompacted runs Cluster.VerifyCompacted on the load's topic and
 // fails the test on any problem.
 func (l *load) verifyCompacted(ctx context.Context, t *testing.T) *Verification {
