@@ -92,9 +92,9 @@ func (r *Replica[E]) dirtyPart(now time.Time, internal bool) (segs []seglog.Segm
 // DirtyRatio is, for a replica of a compacted topic this node leads (the
 // internal topics when internal says they are cleaned), the dirty ratio
 // the cleaner weighs against min.cleanable.dirty.ratio now: the bytes not
-// clean over all the bytes below the point a
-// cleaning would reach (dirtyRatio), 0 when nothing there is dirty. ok
-// is false for any other replica.
+// clean over all the bytes below the point a cleaning would reach
+// (dirtyRatio), 0 when nothing there is dirty. ok is false for any other
+// replica.
 func (r *Replica[E]) DirtyRatio(now time.Time, internal bool) (ratio float64, ok bool) {
 	segs, dirty, upTo, ok := r.dirtyPart(now, internal)
 	if !ok || upTo <= dirty {
