@@ -3,29 +3,18 @@ package fsm_test
 import (
 	"bytes"
 	"io"
-	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/minikafka/minikafka-go/fsm"
 	"github.com/minikafka/minikafka-go/partition/compact"
-	"github.com/minikafka/minikafka-go/partition/seglog"
 )
 
 // openSlotted is a replica whose cleanings wait for a slot of slots.
 func openSlotted(t *testing.T, slots chan struct{}) *replica {
 	t.Helper()
-	dir := t.TempDir()
-	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), CleanSlots: slots}, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{t: t, dir: dir, log: l, f: f}
+	r := openReplicaIn(t, t.TempDir(), 4096, slots)
 	t.Cleanup(func() { r.f.Close(); r.log.Close() })
 	return r
 }

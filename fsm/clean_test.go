@@ -33,16 +33,7 @@ func tombstone(key string) []byte {
 // openSized is a replica whose segments hold segmentBytes.
 func openSized(t *testing.T, segmentBytes int64) *replica {
 	t.Helper()
-	dir := t.TempDir()
-	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: segmentBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm")}, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{t: t, dir: dir, log: l, f: f}
+	r := openReplicaIn(t, t.TempDir(), segmentBytes, nil)
 	t.Cleanup(func() { r.f.Close(); r.log.Close() })
 	return r
 }
@@ -176,11 +167,18 @@ func TestCleaningSurvivesACrash(t *testing.T) {
 // openReplicaSized opens the replica in dir with segments of segmentBytes.
 func openReplicaSized(t *testing.T, dir string, segmentBytes int64) *replica {
 	t.Helper()
+	return openReplicaIn(t, dir, segmentBytes, nil)
+}
+
+// openReplicaIn opens the replica in dir with segments of segmentBytes,
+// its cleanings waiting for a slot of slots (nil: none).
+func openReplicaIn(t *testing.T, dir string, segmentBytes int64, slots chan struct{}) *replica {
+	t.Helper()
 	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: segmentBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm")}, l)
+	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), CleanSlots: slots}, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,23 +280,15 @@ func TestDiscardGivesUpAWaitingCleaning(t *testing.T) {
 // a cleaning queued behind "another replica's", which holds the only one.
 func cleaningWaitingForASlot(t *testing.T, slots chan struct{}) *replica {
 	t.Helper()
-	dir := t.TempDir()
-	l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{SegmentBytes: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsm.New(fsm.Config{Dir: filepath.Join(dir, "fsm"), CleanSlots: slots}, l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openReplicaIn(t, t.TempDir(), 4096, slots)
 	var entries []*raft.Log
 	for i := range 300 {
 		entries = append(entries, produce(uint64(i+1), 1, batch(-1, -1, -1, fmt.Sprintf("k%d", i%10), "v")))
 	}
-	f.ApplyBatch(entries)
+	r.f.ApplyBatch(entries)
 	slots <- struct{}{} // another replica's cleaning holds the only slot
-	f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(l.EndOffset(), 1000, 500, 0, 0))})
-	return &replica{t: t, dir: dir, log: l, f: f}
+	r.f.ApplyBatch([]*raft.Log{command(301, fsm.EncodeClean(r.log.EndOffset(), 1000, 500, 0, 0))})
+	return r
 }
 
 // checkpointFiles is the names and contents of the FSM's checkpoint files
