@@ -73,23 +73,11 @@ func (l *Log) ReplaceSegments(base, next int64, data []byte) error {
 func (l *Log) swapIn(cleaned string, base, next int64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	first, last := -1, -1
-	for i, s := range l.segs[:len(l.segs)-1] {
-		if s.base == base {
-			first = i
-		}
-		if first >= 0 && s.next == next {
-			last = i
-			break
-		}
-	}
 	fsys := l.opts.FS
-	if err := l.writerErr(); err != nil || first < 0 || last < 0 {
+	first, last, err := l.sealedRange(base, next)
+	if err != nil {
 		fsys.Remove(cleaned)
-		if err != nil {
-			return err
-		}
-		return &BoundaryError{Offset: base}
+		return err
 	}
 	swap := filepath.Join(l.dir, swapName(base, next))
 	if err := fsys.Rename(cleaned, swap); err != nil {

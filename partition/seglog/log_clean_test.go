@@ -3,6 +3,7 @@ package seglog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -155,53 +156,81 @@ func TestReplaceSegmentsCrash(t *testing.T) {
 // operation of a ReplaceSegments (and after its last, with a seeded
 // prefix of the unsynced changes kept) leaves, once the log is opened
 // again, either the old bytes or the cleaned bytes, whole: never a mix,
-// never a segment lost.
+// never a segment lost. So for a replacement of one segment (one file)
+// and of four, whose result passes a segment and goes in parts.
 func TestReplaceSegmentsCrashAtEveryStep(t *testing.T) {
 	h := makeHistory(120, 0, 11)
 	all := h.concat(0, len(h.batches))
 	const dir = "/log"
-	setup := func(m *vfs.MemFS) (l *Log, base, next int64, old, repl []byte) {
-		t.Helper()
-		opts := smallOpts()
-		opts.FS = m
-		l = openLog(t, dir, opts)
-		appendAll(t, l, h.batches)
-		if err := l.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		segs := l.Segments()
-		old, next, err := sealedBytes(l, segs[1].Base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l, segs[1].Base, next, old, thinned(t, old)
+	for _, span := range []int{1, 4} {
+		t.Run(fmt.Sprintf("segments=%d", span), func(t *testing.T) {
+			setup := func(m *vfs.MemFS) (l *Log, base, next int64, old, repl []byte) {
+				t.Helper()
+				opts := smallOpts()
+				opts.FS = m
+				l = openLog(t, dir, opts)
+				appendAll(t, l, h.batches)
+				if err := l.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				segs := l.Segments()
+				for _, s := range segs[1 : 1+span] {
+					b, _, err := sealedBytes(l, s.Base)
+					if err != nil {
+						t.Fatal(err)
+					}
+					old = append(old, b...)
+				}
+				return l, segs[1].Base, segs[span].Next, old, thinned(t, old)
+			}
+			m := vfs.NewStrictMem()
+			l, base, next, old, repl := setup(m)
+			cleaned := bytes.Replace(all, old, repl, 1)
+			ops := m.Ops()
+			if err := l.ReplaceSegments(base, next, repl); err != nil {
+				t.Fatal(err)
+			}
+			steps := m.Ops() - ops
+			parts := 0
+			for _, s := range l.Segments() {
+				if s.Base >= base && s.Next <= next {
+					parts++
+				}
+			}
+			if wantMany := int64(len(repl)) > smallOpts().SegmentBytes; wantMany != (parts > 1) {
+				t.Fatalf("%d bytes went in %d parts (segments of %d)", len(repl), parts, smallOpts().SegmentBytes)
+			}
+			l.Close()
+			became := crashEverySwapStep(t, steps, func(k int64) []byte {
+				m := vfs.NewStrictMemSeeded(uint64(k))
+				l, base, next, _, repl := setup(m)
+				if k <= steps {
+					m.CrashAt(m.Ops() + k)
+				}
+				err := l.ReplaceSegments(base, next, repl)
+				if k <= steps && err == nil {
+					t.Fatalf("step %d of %d: the armed crash did not fail the swap", k, steps)
+				}
+				m.Crash()
+				l.Close()
+				m.Restart()
+				opts := smallOpts()
+				opts.FS = m
+				return readAll(t, openLog(t, dir, opts), 0, 1<<20)
+			}, all, cleaned)
+			t.Logf("%d crash points in a swap of %d parts, each recovered whole; %d of them already cleaned", steps+1, parts, became)
+		})
 	}
-	m := vfs.NewStrictMem()
-	l, base, next, old, repl := setup(m)
-	cleaned := bytes.Replace(all, old, repl, 1)
-	ops := m.Ops()
-	if err := l.ReplaceSegments(base, next, repl); err != nil {
-		t.Fatal(err)
-	}
-	steps := m.Ops() - ops
-	l.Close()
-	became := int64(0) // crash points whose recovery holds the cleaned bytes
+}
+
+// crashEverySwapStep runs crash(k) for each of steps+1 crash points and
+// checks that each left the old bytes or the cleaned ones (the cleaned
+// after the last), some of each; it returns how many were cleaned.
+func crashEverySwapStep(t *testing.T, steps int64, crash func(k int64) []byte, all, cleaned []byte) int64 {
+	t.Helper()
+	became := int64(0)
 	for k := int64(1); k <= steps+1; k++ {
-		m := vfs.NewStrictMemSeeded(uint64(k))
-		l, base, next, _, repl := setup(m)
-		if k <= steps {
-			m.CrashAt(m.Ops() + k)
-		}
-		err := l.ReplaceSegments(base, next, repl)
-		if k <= steps && err == nil {
-			t.Fatalf("step %d of %d: the armed crash did not fail the swap", k, steps)
-		}
-		m.Crash()
-		l.Close()
-		m.Restart()
-		opts := smallOpts()
-		opts.FS = m
-		got := readAll(t, openLog(t, dir, opts), 0, 1<<20)
+		got := crash(k)
 		switch {
 		case bytes.Equal(got, cleaned):
 			became++
@@ -215,5 +244,56 @@ func TestReplaceSegmentsCrashAtEveryStep(t *testing.T) {
 	if became == 0 || became > steps {
 		t.Fatalf("%d of %d crash points ended cleaned: want some old, some cleaned", became, steps+1)
 	}
-	t.Logf("%d crash points in a swap, each recovered whole; %d of them already cleaned", steps+1, became)
+	return became
+}
+
+// A replacement spanning more offsets than a segment may (math.MaxUint32
+// past its base: gaps of removed batches make a few bytes span billions)
+// goes in parts, as appends roll, and reads back whole after a reopen.
+// Written as one file, its index could not hold the later batches, and
+// the swapped segment did not scan.
+func TestReplacementPastASegmentsOffsets(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{Logger: smallOpts().Logger})
+	first := newBatch(0, 1, 10, 1000)
+	gap := record.AppendGap(nil, 1, 7_000_000_001, 0, 1000) // four batches
+	last := newBatch(7_000_000_001, 1, 10, 1000)
+	var all []byte
+	for _, b := range append([][]byte{first}, splitBatches(t, gap)...) {
+		appendAll(t, l, [][]byte{b})
+		all = append(all, b...)
+	}
+	if err := l.RollBefore(l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, l, [][]byte{last})
+	segs := l.Segments()
+	if len(segs) < 3 {
+		t.Fatalf("%d segments: the appends did not roll on the offsets", len(segs))
+	}
+	sealed := segs[len(segs)-2]
+	if err := l.ReplaceSegments(0, sealed.Next, all); err != nil {
+		t.Fatalf("ReplaceSegments: %v", err)
+	}
+	want := append(append([]byte(nil), all...), last...)
+	if got := readAll(t, l, 0, 1<<20); !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes after the swap, want %d", len(got), len(want))
+	}
+	l.Close()
+	if got := readAll(t, openLog(t, dir, Options{Logger: smallOpts().Logger}), 0, 1<<20); !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes after a reopen, want %d", len(got), len(want))
+	}
+}
+
+// splitBatches is the batches of data, each its own slice.
+func splitBatches(t *testing.T, data []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for b, err := range record.Batches(data) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
 }

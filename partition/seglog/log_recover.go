@@ -26,6 +26,9 @@ import (
 // next one starts becomes the last: every later segment is deleted, since
 // a log must be one contiguous run of offsets. Every cut is logged at Warn.
 func (l *Log) loadSegments() error {
+	if err := l.recoverSwapsets(); err != nil { // first: its parts are cleaned files
+		return err
+	}
 	if err := l.recoverSwaps(); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -108,28 +109,51 @@ func (l *Log) readMore(s *segment, size int64, buf []byte, lo, hi int, off *int6
 // Replacement is the cleaned form of the sealed segments of [base, next),
 // written as it is made: Add appends whole batches, Commit swaps them in
 // for the segments, Abort drops them. Its memory is one buffer whatever
-// the segments' size, and appends do not wait while it is written.
+// the segments' size, and appends do not wait while it is written. It
+// writes one part while the bytes fit a segment (the log's SegmentBytes,
+// and offsets within math.MaxUint32 of the part's base, as appends roll),
+// and a part more for each segment's worth beyond (swapset.go).
 type Replacement struct {
 	l          *Log
 	base, next int64
-	path       string
-	f          vfs.File
+	limit      int64 // a part's bytes
+	parts      []replacementPart
 	buf        []byte
-	off        int64 // bytes written to f
 	at         int64 // the offset the next batch must start at
 	err        error // sticky
-	done       bool  // committed or aborted: the file is no longer ours
+	done       bool  // committed or aborted: the files are no longer ours
+}
+
+// replacementPart is one file of a Replacement; the last one is written.
+type replacementPart struct {
+	base int64
+	path string
+	f    vfs.File
+	off  int64 // bytes written to f
 }
 
 // NewReplacement starts the replacement of the sealed segments of
 // [base, next) (see ReplaceSegments).
 func (l *Log) NewReplacement(base, next int64) (*Replacement, error) {
-	path := filepath.Join(l.dir, segmentName(base, cleanedSuffix))
-	f, err := l.opts.FS.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, vfs.FileMode)
-	if err != nil {
-		return nil, fmt.Errorf("partition: write cleaned segment: %w", err)
+	l.wmu.Lock()
+	limit := l.opts.SegmentBytes
+	l.wmu.Unlock()
+	r := &Replacement{l: l, base: base, next: next, limit: limit, at: base, buf: make([]byte, 0, streamChunk)}
+	if err := r.newPart(base); err != nil {
+		return nil, err
 	}
-	return &Replacement{l: l, base: base, next: next, path: path, f: f, at: base, buf: make([]byte, 0, streamChunk)}, nil
+	return r, nil
+}
+
+// newPart starts the part whose first batch starts at base.
+func (r *Replacement) newPart(base int64) error {
+	path := filepath.Join(r.l.dir, segmentName(base, cleanedSuffix))
+	f, err := r.l.opts.FS.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, vfs.FileMode)
+	if err != nil {
+		return fmt.Errorf("partition: write cleaned segment: %w", err)
+	}
+	r.parts = append(r.parts, replacementPart{base: base, path: path, f: f})
+	return nil
 }
 
 // Add appends b, one whole, intact batch starting where the last ended.
@@ -146,6 +170,13 @@ func (r *Replacement) Add(b []byte) error {
 		return r.err
 	}
 	r.at = h.NextOffset()
+	cur := &r.parts[len(r.parts)-1]
+	if size := cur.off + int64(len(r.buf)); size > 0 && (size+int64(len(b)) > r.limit || h.BaseOffset-cur.base > math.MaxUint32) {
+		r.flush()
+		if r.err == nil {
+			r.err = r.newPart(h.BaseOffset)
+		}
+	}
 	if len(r.buf)+len(b) > streamChunk {
 		r.flush()
 	}
@@ -166,14 +197,15 @@ func (r *Replacement) write(b []byte) {
 	if r.err != nil || len(b) == 0 {
 		return
 	}
-	if _, err := r.f.WriteAt(b, r.off); err != nil {
+	p := &r.parts[len(r.parts)-1]
+	if _, err := p.f.WriteAt(b, p.off); err != nil {
 		r.err = fmt.Errorf("partition: write cleaned segment: %w", err)
 	}
-	r.off += int64(len(b))
+	p.off += int64(len(b))
 }
 
 // Commit makes the replacement durable and swaps it in, crash-safe: after
-// a crash the log holds either the old segments or the new one. It
+// a crash the log holds either the old segments or the new ones. It
 // waits for running reads; appends wait for the swap, not the writing.
 func (r *Replacement) Commit() error {
 	if r.done {
@@ -181,27 +213,41 @@ func (r *Replacement) Commit() error {
 	}
 	r.done = true
 	r.flush()
-	if r.err == nil && (r.at != r.next || r.off == 0) {
+	if r.err == nil && (r.at != r.next || r.parts[0].off == 0) {
 		r.err = fmt.Errorf("%w: ends at %d, want %d", ErrBadReplacement, r.at, r.next)
 	}
-	if r.err == nil {
-		r.err = r.l.fsync(r.f)
+	err := r.err
+	for _, p := range r.parts {
+		if err == nil {
+			err = r.l.fsync(p.f)
+		}
+		err = errors.Join(err, p.f.Close())
 	}
-	err := errors.Join(r.err, r.f.Close())
 	r.err = errReplacementDone // for a later Add
 	if err != nil {
-		r.l.opts.FS.Remove(r.path)
+		r.removeParts()
 		return err
 	}
-	return r.l.swapIn(r.path, r.base, r.next)
+	if len(r.parts) == 1 {
+		return r.l.swapIn(r.parts[0].path, r.base, r.next)
+	}
+	return r.l.swapInParts(r.parts, r.base, r.next)
 }
 
 // Abort drops an uncommitted replacement.
 func (r *Replacement) Abort() {
 	if !r.done {
 		r.done, r.err = true, errReplacementDone
-		r.f.Close()
-		r.l.opts.FS.Remove(r.path)
+		for _, p := range r.parts {
+			p.f.Close()
+		}
+		r.removeParts()
+	}
+}
+
+func (r *Replacement) removeParts() {
+	for _, p := range r.parts {
+		r.l.opts.FS.Remove(p.path)
 	}
 }
 
