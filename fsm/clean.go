@@ -3,10 +3,16 @@ package fsm
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
 	"iter"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/minikafka/minikafka-go/internal/vfs"
 
 	"github.com/minikafka/minikafka-go/partition/compact"
 	"github.com/minikafka/minikafka-go/partition/seglog"
@@ -123,6 +129,8 @@ type cleaner struct {
 	logger *slog.Logger
 	stop   <-chan struct{} // the FSM's: closed by Stop
 	slots  chan struct{}   // Config.CleanSlots; nil: no bound
+	fs     vfs.FS          // holds cleanedFile in dir
+	dir    string
 
 	mu        sync.Mutex  // guards queue, running, abandoned, cleanTo, stats and runs
 	idle      *sync.Cond  // signalled when the queue is empty and nothing runs
@@ -138,10 +146,36 @@ type cleaner struct {
 // up at Stop: it would claim an entry whose cleaning is not done.
 var errCleaningAbandoned = errors.New("fsm: a cleaning was given up; no checkpoint until the next start replays it")
 
-func newCleaner(logger *slog.Logger, stop <-chan struct{}, slots chan struct{}) *cleaner {
-	c := &cleaner{logger: logger, stop: stop, slots: slots}
+func newCleaner(logger *slog.Logger, stop <-chan struct{}, slots chan struct{}, fsys vfs.FS, dir string, end int64) *cleaner {
+	c := &cleaner{logger: logger, stop: stop, slots: slots, fs: fsys, dir: dir}
 	c.idle = sync.NewCond(&c.mu)
+	c.cleanTo = min(readCleaned(fsys, dir), end) // a recovery may have cut the log shorter
 	return c
+}
+
+// cleanedFile keeps where this replica's log is clean up to (CleanedTo)
+// across restarts, so that a leader's first cleaning after one need not
+// map the log from its start. It describes this replica's bytes, not
+// replicated state; it is written after each cleaning that moves it,
+// without fsync (a cleaning's swap is durable before), and one lost or
+// torn reads as 0.
+const cleanedFile = "cleaned"
+
+func readCleaned(fsys vfs.FS, dir string) int64 {
+	b, err := vfs.ReadFile(fsys, filepath.Join(dir, cleanedFile))
+	if err != nil || len(b) != 12 || crc32.Checksum(b[:8], crcTable) != binary.BigEndian.Uint32(b[8:]) {
+		return 0
+	}
+	return max(int64(binary.BigEndian.Uint64(b)), 0)
+}
+
+// writeCleaned records c.cleanTo; the caller holds mu.
+func (c *cleaner) writeCleaned() {
+	b := binary.BigEndian.AppendUint64(nil, uint64(c.cleanTo))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	if err := vfs.WriteFile(c.fs, filepath.Join(c.dir, cleanedFile), b, vfs.FileMode); err != nil {
+		c.logger.Warn("cannot record where the log is clean; the first cleaning after a restart maps it all", "err", err)
+	}
 }
 
 func (c *cleaner) enqueue(t cleanTask) {
@@ -199,8 +233,9 @@ func (c *cleaner) run() {
 		switch {
 		case errors.Is(err, ErrClosed):
 			c.abandoned = &t.before
-		case err == nil:
-			c.cleanTo = max(c.cleanTo, reached)
+		case err == nil && reached > c.cleanTo:
+			c.cleanTo = reached
+			c.writeCleaned()
 		}
 		c.queue = c.queue[1:]
 		c.stats.Add(st)
@@ -233,11 +268,20 @@ func (c *cleaner) cleanState() (int64, bool) {
 	return c.cleanTo, c.running
 }
 
-// forgetClean drops the clean point: the log is about to be replaced.
-func (c *cleaner) forgetClean() {
+// forgetClean drops the clean point, durably: the log is about to be
+// replaced.
+func (c *cleaner) forgetClean() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cleanTo = 0
+	err := c.fs.Remove(filepath.Join(c.dir, cleanedFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("fsm: forget the clean point: %w", err)
+	}
+	if err := c.fs.SyncDir(c.dir); err != nil {
+		return fmt.Errorf("fsm: forget the clean point: %w", err)
+	}
+	return nil
 }
 
 // cleanRetrying runs t until it succeeds, fails on its data (the same on
@@ -340,7 +384,7 @@ func (f *FSM) Cleanings() (int, compact.Stats) {
 }
 
 // CleanedTo is where this replica's log is clean up to (no key twice
-// below it, as its cleanings since it started left it; 0 none), and
+// below it, as its cleanings left it, kept across restarts; 0 none), and
 // whether a cleaning is queued or running. A leader that proposes the
 // next cleaning when none is pending may map it from there
 // (EncodeClean's dirtyFrom): every replica has then cleaned as far, in

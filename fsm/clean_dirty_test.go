@@ -3,6 +3,8 @@ package fsm_test
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -110,4 +112,46 @@ func snapshotBytes(t *testing.T, f *fsm.FSM) []byte {
 		t.Fatal(err)
 	}
 	return sink.Bytes()
+}
+
+// Where a replica's log is clean up to survives a restart (cleanedFile),
+// so that its first cleaning as a leader after one maps only what is
+// dirty; a torn record of it reads as nothing clean, and a restore
+// forgets it for good.
+func TestCleanedToSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	r := openReplicaSized(t, dir, 4096)
+	entries := appendEntry(versions(2, 50), fsm.EncodeClean(100, 1000, 500, 0, 0))
+	applyAll(r.f, entries, 16)
+	r.f.WaitCleanings()
+	r.close()
+	r = openReplicaSized(t, dir, 4096)
+	if to, _ := r.f.CleanedTo(); to != 100 {
+		t.Fatalf("after a restart the log is said clean to %d, want 100", to)
+	}
+	r.close()
+
+	name := filepath.Join(dir, "fsm", "cleaned")
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, b[:len(b)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = openReplicaSized(t, dir, 4096)
+	if to, _ := r.f.CleanedTo(); to != 0 {
+		t.Fatalf("a torn record reads as clean to %d", to)
+	}
+	applyAll(r.f, []*raft.Log{command(102, fsm.EncodeClean(100, 1000, 500, 0, 0))}, 1)
+	r.f.WaitCleanings()
+	if err := r.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, r.f)))); err != nil {
+		t.Fatal(err)
+	}
+	r.close()
+	r = openReplicaSized(t, dir, 4096)
+	defer r.close()
+	if to, _ := r.f.CleanedTo(); to != 0 {
+		t.Fatalf("after a restore and a restart the log is said clean to %d", to)
+	}
 }

@@ -259,7 +259,7 @@ func New(cfg Config, log Log) (*FSM, error) {
 	}
 	f.table.SetLimit(f.limit)
 	f.publish()
-	f.cleaner = newCleaner(logger, f.stop, cfg.CleanSlots)
+	f.cleaner = newCleaner(logger, f.stop, cfg.CleanSlots, fsys, cfg.Dir, f.log.EndOffset())
 	return f, nil
 }
 

@@ -75,12 +75,15 @@ func (r *replica) close() {
 
 // crash drops the FSM without its checkpoint, as kill -9 would; the log's
 // files are closed but everything written stays (the page cache survives a
-// process kill).
+// process kill). A cleaning under way finds the log closed and gives up;
+// crash waits for that, as a killed process leaves no goroutine that could
+// still remove its files under the replica opened next.
 func (r *replica) crash() {
 	r.t.Helper()
 	if err := r.log.Close(); err != nil {
 		r.t.Fatalf("log.Close: %v", err)
 	}
+	r.f.WaitCleanings()
 }
 
 func (r *replica) logBytes() []byte {

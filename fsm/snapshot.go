@@ -266,7 +266,9 @@ func (f *FSM) RestoreIfBehind(stored io.ReadCloser) (bool, error) {
 // been read from r.
 func (f *FSM) restore(h snapshotHeader, r io.Reader) error {
 	_ = f.cleaner.wait() // the log is about to be rewritten; the snapshot's checkpoint decides
-	f.cleaner.forgetClean()
+	if err := f.cleaner.forgetClean(); err != nil {
+		return err
+	}
 	table, err := producerstate.Decode(h.cp.table)
 	if err != nil {
 		return fmt.Errorf("%w: producer table: %w", ErrSnapshotCorrupt, err)
