@@ -120,6 +120,12 @@ func (l *Log) finishSwap(swap string, base int64) (*segment, error) {
 	if err := l.opts.FS.SyncDir(l.dir); err != nil {
 		return nil, fmt.Errorf("partition: swap segments: %w", err)
 	}
+	return l.openSwapped(base)
+}
+
+// openSwapped opens the segment of base just swapped in, building its
+// index.
+func (l *Log) openSwapped(base int64) (*segment, error) {
 	s, size, err := openSegment(l.files(), l.dir, base)
 	if err != nil {
 		return nil, err

@@ -155,13 +155,12 @@ func (l *Log) finishSwapset(base, next int64, bases []int64) ([]*segment, error)
 	}
 	var segs []*segment
 	for _, b := range bases {
-		s, size, err := openSegment(l.files(), l.dir, b)
+		s, err := l.openSwapped(b)
 		if err != nil {
+			for _, o := range segs {
+				o.f.Close()
+			}
 			return nil, err
-		}
-		if ok, err := l.loadSealed(s, size, true); err != nil || !ok {
-			s.f.Close()
-			return nil, errors.Join(err, &CorruptError{Path: s.path, Err: errors.New("the swapped segment does not scan")})
 		}
 		segs = append(segs, s)
 	}
