@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka-go/internal/vfs"
-
 	"github.com/minikafka/minikafka-go/partition/compact"
 	"github.com/minikafka/minikafka-go/partition/seglog"
 	"github.com/minikafka/minikafka-go/record"
