@@ -145,10 +145,10 @@ func build(batches iter.Seq2[[]byte, error], p Params) (m Map, reached int64, er
 			if r.Key == nil {
 				continue
 			}
-			if _, ok := m[string(r.Key)]; !ok {
+			n := len(m)
+			if m[string(r.Key)] = r.Offset; len(m) > n { // a new key: one lookup, not two
 				size += int64(len(r.Key)) + MapEntryBytes
 			}
-			m[string(r.Key)] = r.Offset
 		}
 		if p.MapBytes > 0 && size > p.MapBytes {
 			return m, h.NextOffset(), nil
