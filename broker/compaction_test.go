@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -158,8 +159,24 @@ func TestCompactionBeyondOneMap(t *testing.T) {
 		t.Fatalf("create topic: %v %v", err, resp.Err)
 	}
 	const keys = 30000
-	p := c.Client(t, kgo.DefaultProduceTopic("many-keys"), kgo.ProducerBatchMaxBytes(16<<10)) // a map may pass its bound by a batch
-	for v := range 3 {
+	produceVersions(ctx, t, c, "many-keys", keys, 3)
+	eventually(t, 2*time.Minute, "one record of each key", func() bool { return countRecords(ctx, t, c, "many-keys", 0) == keys })
+	eventually(t, time.Minute, "the same bytes on every replica", sameBytes(c, "many-keys"))
+	// 90,000 offsets, each pass mapping about 14,000 of them.
+	if runs, _ := c.Running()[0].ReplicaCleanings("many-keys", 0); runs < 6 {
+		t.Fatalf("%d cleanings, want a pass for each 14,000 keys", runs)
+	} else {
+		t.Logf("%d cleanings", runs)
+	}
+}
+
+// produceVersions writes versions records of each of keys keys to topic's
+// partition 0, in batches of at most 16 KiB (a map may pass its bound by
+// a batch).
+func produceVersions(ctx context.Context, t *testing.T, c *testcluster.Cluster, topic string, keys, versions int) {
+	t.Helper()
+	p := c.Client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(16<<10))
+	for v := range versions {
 		var recs []*kgo.Record
 		for k := range keys {
 			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "key-%05d", k), Value: fmt.Appendf(nil, "version %d", v)})
@@ -168,22 +185,79 @@ func TestCompactionBeyondOneMap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 2*time.Minute, "one record of each key", func() bool { return countRecords(ctx, t, c, "many-keys", 0) == keys })
-	eventually(t, time.Minute, "the same bytes on every replica", func() bool {
+}
+
+// sameBytes reports whether every running node holds the same bytes in
+// its replica of topic's partition 0.
+func sameBytes(c *testcluster.Cluster, topic string) func() bool {
+	return func() bool {
 		var first []byte
 		for i, n := range c.Running() {
-			log, _, ok := n.ReplicaLog("many-keys", 0)
+			log, _, ok := n.ReplicaLog(topic, 0)
 			if !ok || i > 0 && !bytes.Equal(log, first) {
 				return false
 			}
 			first = log
 		}
 		return true
+	}
+}
+
+// While a node gossips a build that refuses the cleanings of a dirty part
+// (an older one, mid rolling upgrade), leaders propose cleanings of whole
+// ranges, which every build applies: no cleaning's map is bounded, and the
+// replicas stay the same. Once it gossips this build, cleanings map dirty
+// parts under the bound again. Before, an older node refused every
+// cleaning and its replica diverged from the others.
+func TestCompactionWithAnOlderBuild(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
+		cfg.CleanerBackoff = 100 * time.Millisecond
+		cfg.CleanerDedupeBufferSize = 1 << 20 // about 14,000 keys of 9 bytes
 	})
-	// 90,000 offsets, each pass mapping about 14,000 of them.
-	if runs := c.Running()[0].ReplicaCleanings("many-keys", 0); runs < 6 {
-		t.Fatalf("%d cleanings, want a pass for each 14,000 keys", runs)
-	} else {
-		t.Logf("%d cleanings", runs)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	nodes := c.Running()
+	gossip := func(dirtyPart bool) {
+		if err := nodes[2].GossipCleanerBuild(ctx, dirtyPart); err != nil {
+			t.Fatal(err)
+		}
+		var older []int32
+		if !dirtyPart {
+			older = []int32{nodes[2].ID()}
+		}
+		eventually(t, 30*time.Second, "the gossiped build seen", func() bool {
+			return slices.Equal(nodes[0].OlderCleaners(), older) && slices.Equal(nodes[1].OlderCleaners(), older)
+		})
+	}
+	adm := kadm.NewClient(c.Client(t))
+	// 30,000 keys written under cleanup.policy=delete, then compacted: the
+	// first cleaning finds them all dirty, twice what one map holds.
+	cleanUp := func(keys int) (mapFull int) {
+		set := func(policy string) {
+			alter(t, ctx, adm.AlterTopicConfigs, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr(policy)}}, "mixed")
+		}
+		set("delete")
+		produceVersions(ctx, t, c, "mixed", 30000, 2)
+		set("compact")
+		eventually(t, 2*time.Minute, "one record of each key", func() bool { return countRecords(ctx, t, c, "mixed", 0) == keys })
+		eventually(t, time.Minute, "the same bytes on every replica", sameBytes(c, "mixed"))
+		for _, n := range nodes {
+			_, st := n.ReplicaCleanings("mixed", 0)
+			mapFull += st.MapFull
+		}
+		return mapFull
+	}
+	cfgs := map[string]*string{"min.cleanable.dirty.ratio": kadm.StringPtr("0.01")}
+	if resp, err := adm.CreateTopic(ctx, 1, 3, cfgs, "mixed"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	gossip(false)
+	if full := cleanUp(30000); full != 0 {
+		t.Fatalf("with a node of an older build, %d cleanings were bounded", full)
+	}
+	gossip(true)
+	if full := cleanUp(30000); full == 0 {
+		t.Fatal("with every node on this build, no cleaning was bounded")
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/minikafka/minikafka-go/kafkaapi"
 	"github.com/minikafka/minikafka-go/metadata"
+	"github.com/minikafka/minikafka-go/partition/compact"
 	"github.com/minikafka/minikafka-go/record"
 )
 
@@ -75,12 +76,23 @@ func (n *Node) MetadataLeader() int32 { return n.meta.LeaderID() }
 func (n *Node) MetaAppliedIndex() uint64 { return n.meta.Replication().AppliedIndex }
 
 // ReplicaCleanings is how many cleanings this node's replica of topic/p
-// has run since it started.
-func (n *Node) ReplicaCleanings(topic string, p int32) int {
+// has run since it started, and what they did.
+func (n *Node) ReplicaCleanings(topic string, p int32) (int, compact.Stats) {
 	lr, ok := n.reps.Get(topic, p)
 	if !ok {
-		return 0
+		return 0, compact.Stats{}
 	}
-	runs, _ := lr.Partition().Cleanings()
-	return runs
+	return lr.Partition().Cleanings()
 }
+
+// GossipCleanerBuild makes this node gossip a build that cleans dirty
+// parts (this one) or, with dirtyPart false, an older one.
+func (n *Node) GossipCleanerBuild(ctx context.Context, dirtyPart bool) error {
+	meta := n.members.Local()
+	meta.CleansDirtyPart = dirtyPart
+	return n.members.UpdateMeta(ctx, meta)
+}
+
+// OlderCleaners are the other nodes this node has last seen gossip a
+// build that refuses the cleanings of a dirty part.
+func (n *Node) OlderCleaners() []int32 { return n.olderCleaners.list() }

@@ -28,7 +28,7 @@ func (n *Node) housekeeping() {
 		run   func()
 	}{
 		{n.cfg.RetentionCheckInterval, func() { n.reps.Retain(time.Now()) }},
-		{n.cfg.CleanerBackoff, func() { n.reps.Compact(time.Now(), n.cfg.CleanInternalTopics) }},
+		{n.cfg.CleanerBackoff, func() { n.reps.Compact(time.Now(), n.cfg.CleanInternalTopics, n.cleansWhole()) }},
 		{n.cfg.ProducerExpirationCheckInterval, func() { n.reps.ExpireProducers(n.ProducerIDExpiration()) }},
 		{n.cfg.OffsetsRetentionCheckInterval, n.coords.ExpireOffsets},
 		{n.cfg.TxnRemoveExpiredInterval, n.coords.ExpireTransactionalIDs},

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/minikafka/minikafka-go/broker/controller"
@@ -77,11 +76,11 @@ type Node struct {
 	// is the Raft log store's memtable, sized to that disk.
 	disk        *diskguard.Guard
 	logMemTable int64
-	// fullNodes are the other live nodes that gossip a full disk, sorted
-	// (storage.go); diskFull is the same as a set, touched only on
-	// membership's event goroutine, which stores fullNodes.
-	fullNodes atomic.Pointer[[]int32]
-	diskFull  map[int32]bool
+	// fullNodes are the other live nodes that gossip a full disk
+	// (storage.go); olderCleaners the other nodes last seen on a build
+	// that refuses the cleanings of a dirty part (nodeset.go).
+	fullNodes     nodeSet
+	olderCleaners nodeSet
 
 	// started is set once start has succeeded, before Start returns; stop
 	// says "node stopped" only then (a failed start is reported by Start).
@@ -228,7 +227,7 @@ func (n *Node) startGossip() error {
 	var err error
 	n.members, err = membership.New(membership.Config{
 		Meta: membership.NodeMeta{ID: cfg.NodeID, KafkaAddr: cfg.AdvertisedKafkaAddr, RaftAddr: cfg.AdvertisedRaftAddr,
-			Listeners: n.gossipListeners(), DiskFull: n.disk.Refusing()},
+			Listeners: n.gossipListeners(), DiskFull: n.disk.Refusing(), CleansDirtyPart: true},
 		BindAddr:      cfg.GossipAddr,
 		AdvertiseAddr: cfg.AdvertisedGossip,
 		SourceIP:      cfg.GossipSourceAddr,
@@ -296,6 +295,7 @@ func (n *Node) onMemberEvent(ev membership.Event) {
 		}
 	}
 	n.noteDiskFull(ev)
+	n.noteCleanerBuild(ev)
 	n.down.note(ev, time.Now())
 	select {
 	case n.memberCh <- struct{}{}:

@@ -123,29 +123,11 @@ func (n *Node) onDiskChange(st diskguard.State) {
 }
 
 // noteDiskFull records whether the node of a membership event gossips a
-// full disk; it runs on membership's event goroutine, the only one that
-// touches diskFull.
+// full disk; it runs on membership's event goroutine.
 func (n *Node) noteDiskFull(ev membership.Event) {
 	id := ev.Node.ID
-	full := ev.Node.DiskFull && id != n.cfg.NodeID &&
-		(ev.Kind == membership.EventJoin || ev.Kind == membership.EventUpdate)
-	if full == n.diskFull[id] {
-		return
-	}
-	if n.diskFull == nil {
-		n.diskFull = map[int32]bool{}
-	}
-	if full {
-		n.diskFull[id] = true
-	} else {
-		delete(n.diskFull, id)
-	}
-	ids := make([]int32, 0, len(n.diskFull))
-	for id := range n.diskFull {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	n.fullNodes.Store(&ids)
+	n.fullNodes.set(id, ev.Node.DiskFull && id != n.cfg.NodeID &&
+		(ev.Kind == membership.EventJoin || ev.Kind == membership.EventUpdate))
 }
 
 // admitBatch is a partition replica's ReplicaConfig.Admit: a client's
@@ -156,12 +138,12 @@ func (n *Node) admitBatch(lr *localReplica) func(size int) error {
 		if err := n.disk.Admit(size); err != nil {
 			return err
 		}
-		full := n.fullNodes.Load()
-		if full == nil || len(*full) == 0 {
+		full := n.fullNodes.list()
+		if len(full) == 0 {
 			return nil
 		}
 		for _, m := range lr.Partition().Group().Members() {
-			if slices.Contains(*full, m) {
+			if slices.Contains(full, m) {
 				return fmt.Errorf("%w: node %d", ErrPeerDiskFull, m)
 			}
 		}
@@ -175,8 +157,8 @@ func (n *Node) refuseNewPartitions() error {
 	if err := n.disk.Admit(0); err != nil {
 		return err
 	}
-	if full := n.fullNodes.Load(); full != nil && len(*full) > 0 {
-		return fmt.Errorf("%w: node %d", ErrPeerDiskFull, (*full)[0])
+	if full := n.fullNodes.list(); len(full) > 0 {
+		return fmt.Errorf("%w: node %d", ErrPeerDiskFull, full[0])
 	}
 	return nil
 }

@@ -33,10 +33,17 @@ import (
 // EncodeClean returns the command that cleans the log below upTo at the
 // leader's time nowMs, keeping tombstones for deleteRetentionMs, mapping
 // the keys from dirtyFrom on into at most mapBytes (compact.Params; the
-// leader's CleanedTo vouches that the log below dirtyFrom is clean).
+// leader's CleanedTo vouches that the log below dirtyFrom is clean). A
+// cleaning that maps the whole range without a bound (both 0) is written
+// in the 24-byte form, which a build before the dirty part's fields
+// applies too; such a build refuses the longer one.
 func EncodeClean(upTo, nowMs, deleteRetentionMs, dirtyFrom, mapBytes int64) []byte {
+	fields := []int64{upTo, nowMs, deleteRetentionMs, dirtyFrom, mapBytes}
+	if dirtyFrom == 0 && mapBytes == 0 {
+		fields = fields[:3]
+	}
 	b := []byte{byte(CmdClean)}
-	for _, v := range []int64{upTo, nowMs, deleteRetentionMs, dirtyFrom, mapBytes} {
+	for _, v := range fields {
 		b = binary.BigEndian.AppendUint64(b, uint64(v))
 	}
 	return b

@@ -80,11 +80,16 @@ func TestCleaningsMapFromWhereTheLastEnded(t *testing.T) {
 }
 
 // A clean command of a build before the dirty part's fields (24 bytes of
-// body) still applies, mapping the whole range.
+// body) still applies, mapping the whole range; a cleaning of the whole
+// range without a bound is written in that form, which such a build
+// applies too.
 func TestOlderCleanCommand(t *testing.T) {
 	r := openSized(t, 4096)
 	entries := versions(2, 50)
 	cmd := fsm.EncodeClean(100, 1000, 500, 60, 1)[:1+24]
+	if whole := fsm.EncodeClean(100, 1000, 500, 0, 0); !bytes.Equal(whole, cmd) {
+		t.Fatalf("a whole cleaning is encoded as %x, want the older form %x", whole, cmd)
+	}
 	entries = appendEntry(entries, cmd)
 	applyAll(r.f, entries, 16)
 	r.f.WaitCleanings()

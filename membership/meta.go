@@ -28,6 +28,11 @@ type NodeMeta struct {
 	// refuses growth, and so do the leaders of partitions it replicates
 	// (storage_min_free_bytes). A flag bit, which older readers ignore.
 	DiskFull bool
+	// CleansDirtyPart says that the node's build applies the clean
+	// commands that map only a log's dirty part (fsm.EncodeClean's longer
+	// form); a node of an older build does not set it and refuses them, so
+	// a leader then proposes the form every build applies. A flag bit.
+	CleansDirtyPart bool
 }
 
 // Validate reports whether m can be advertised: a positive ID, both
@@ -42,7 +47,8 @@ func (m NodeMeta) Validate() error {
 //
 //	[0]    version (1)
 //	[1]    flags: bit 0 = leaving (set by Leave before the leave broadcast),
-//	       bit 1 = disk full (NodeMeta.DiskFull)
+//	       bit 1 = disk full (NodeMeta.DiskFull),
+//	       bit 2 = cleans a dirty part (NodeMeta.CleansDirtyPart)
 //	[2:6]  ID, int32 big-endian
 //	       uvarint length + KafkaAddr bytes
 //	       uvarint length + RaftAddr bytes
@@ -54,11 +60,12 @@ func (m NodeMeta) Validate() error {
 // clusters keep working. Version 1 itself has no trailing bytes, and version 0
 // is never valid. Unknown flag bits are ignored.
 const (
-	metaVersion1 = 1
-	metaVersion2 = 2
-	flagLeaving  = 1 << 0
-	flagDiskFull = 1 << 1
-	metaFixedLen = 6
+	metaVersion1    = 1
+	metaVersion2    = 2
+	flagLeaving     = 1 << 0
+	flagDiskFull    = 1 << 1
+	flagCleansDirty = 1 << 2
+	metaFixedLen    = 6
 )
 
 // wireMeta is NodeMeta plus the internal leave-intent flag, which lets the
@@ -84,6 +91,9 @@ func encodeMeta(w wireMeta) ([]byte, error) {
 	}
 	if w.DiskFull {
 		b[1] |= flagDiskFull
+	}
+	if w.CleansDirtyPart {
+		b[1] |= flagCleansDirty
 	}
 	binary.BigEndian.PutUint32(b[2:6], uint32(w.ID))
 	b = binary.AppendUvarint(b, uint64(len(w.KafkaAddr)))
@@ -116,6 +126,7 @@ func decodeMeta(b []byte) (wireMeta, error) {
 	}
 	w.leaving = b[1]&flagLeaving != 0
 	w.DiskFull = b[1]&flagDiskFull != 0
+	w.CleansDirtyPart = b[1]&flagCleansDirty != 0
 	w.ID = int32(binary.BigEndian.Uint32(b[2:6]))
 	rest := b[metaFixedLen:]
 	var err error

@@ -12,6 +12,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		{NodeMeta: testMeta(1)},
 		{NodeMeta: testMeta(2147483647), leaving: true},
 		{NodeMeta: NodeMeta{ID: 3, KafkaAddr: "a:1", RaftAddr: "b:2", DiskFull: true}, leaving: true},
+		{NodeMeta: NodeMeta{ID: 4, KafkaAddr: "a:1", RaftAddr: "b:2", CleansDirtyPart: true}},
 		{NodeMeta: NodeMeta{ID: 7, KafkaAddr: "[::1]:9092", RaftAddr: "node7:65535"}},
 	} {
 		b, err := encodeMeta(w)
@@ -45,6 +46,16 @@ func TestMetaEncodingLayout(t *testing.T) {
 	want = []byte{1, 2, 0, 0, 1, 2, 3, 'a', ':', '1', 3, 'b', ':', '2'}
 	if string(b) != string(want) {
 		t.Errorf("encoding with a full disk: got %v, want %v", b, want)
+	}
+	// A build that cleans a dirty part is flag bit 2; an older reader
+	// ignores it.
+	b, err = encodeMeta(wireMeta{NodeMeta: NodeMeta{ID: 258, KafkaAddr: "a:1", RaftAddr: "b:2", CleansDirtyPart: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []byte{1, 4, 0, 0, 1, 2, 3, 'a', ':', '1', 3, 'b', ':', '2'}
+	if string(b) != string(want) {
+		t.Errorf("encoding of a build that cleans a dirty part: got %v, want %v", b, want)
 	}
 }
 

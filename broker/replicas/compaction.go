@@ -20,14 +20,18 @@ const CleanupCompact = "compact"
 // an internal topic (compacted in Kafka: the coordinators' views keep the
 // latest record of each key), and whose log is dirty enough, as of now.
 // Like retention it is the leader's decision, with its clock, through
-// Raft. internal says whether the internal topics are cleaned.
-func (s *Set[E]) Compact(now time.Time, internal bool) {
+// Raft. internal says whether the internal topics are cleaned; whole
+// that a node of an older build is in the cluster, which refuses a
+// cleaning of a dirty part: each cleaning then maps its whole range, in
+// the form every build applies (fsm.EncodeClean), bounded as that build
+// bounds it (wholeCleanBytes).
+func (s *Set[E]) Compact(now time.Time, internal, whole bool) {
 	for _, r := range s.Led() {
-		s.compact(r, now, internal)
+		s.compact(r, now, internal, whole)
 	}
 }
 
-func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
+func (s *Set[E]) compact(r *Replica[E], now time.Time, internal, whole bool) {
 	if !r.compacted(internal) {
 		return
 	}
@@ -40,6 +44,11 @@ func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
 	start := r.rep.LogStartOffset()
 	upTo := cleanablePoint(segs, r.rep.LastStableOffset(), now.UnixMilli(), cfg.MinCompactionLagMs)
 	dirty := max(cleaned, start)
+	from, mapBytes := dirty, s.cfg.CleanerMapBytes
+	if whole {
+		from, mapBytes = 0, 0
+		upTo = min(upTo, boundedPoint(segs, start, wholeCleanBytes))
+	}
 	due := r.recleanAt.Load()
 	horizons := due > 0 && now.UnixMilli() >= due // tombstones' delete horizons have passed
 	if upTo <= start || !horizons &&
@@ -50,7 +59,7 @@ func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Tuning.Proposal)
 	defer cancel()
 	retention := time.Duration(cfg.DeleteRetentionMs) * time.Millisecond
-	queued, err := r.rep.Clean(ctx, upTo, now, retention, dirty, s.cfg.CleanerMapBytes)
+	queued, err := r.rep.Clean(ctx, upTo, now, retention, from, mapBytes)
 	if err != nil {
 		s.logger.Warn("compaction: clean failed", "topic", r.info.Topic, "partition", r.info.Partition, "up_to", upTo, "err", err)
 		return
@@ -62,7 +71,30 @@ func (s *Set[E]) compact(r *Replica[E], now time.Time, internal bool) {
 		r.recleanAt.Store(0)
 	}
 	s.logger.Debug("compaction: cleaning proposed", "topic", r.info.Topic, "partition", r.info.Partition,
-		"dirty_from", dirty, "up_to", upTo, "queued", queued)
+		"dirty_from", from, "up_to", upTo, "queued", queued)
+}
+
+// wholeCleanBytes bounds a cleaning of a whole range: every replica maps
+// the keys of all of it, up to one entry a record, so one whose segments
+// from the log start pass it is cleaned only that far, as a build before
+// the cleanings of a dirty part does.
+const wholeCleanBytes = 256 << 20
+
+// boundedPoint is the base of the first segment from the one holding
+// start on at which the bytes from there would pass limit (start itself,
+// cleaning nothing, if the first segment alone does); past the end if
+// none does.
+func boundedPoint(segs []seglog.SegmentInfo, start, limit int64) int64 {
+	var n int64
+	for _, s := range segs {
+		if s.Next <= start && !s.Active {
+			continue
+		}
+		if n += s.Bytes; n > limit {
+			return max(s.Base, start)
+		}
+	}
+	return math.MaxInt64
 }
 
 // compacted reports whether the replica's log is cleaned: its topic's

@@ -39,6 +39,29 @@ func TestCleanablePoint(t *testing.T) {
 	}
 }
 
+// A whole cleaning covers at most limit bytes of segments from the log start: it
+// stops at the segment that would pass it, and cleans nothing when the
+// first one alone does.
+func TestBoundedPoint(t *testing.T) {
+	segs := []seglog.SegmentInfo{
+		{Base: 0, Next: 100, Bytes: 1000},
+		{Base: 100, Next: 200, Bytes: 1000},
+		{Base: 200, Next: 250, Bytes: 500, Active: true},
+	}
+	for _, c := range []struct{ start, limit, want int64 }{
+		{0, 5000, math.MaxInt64}, // all of it fits
+		{0, 1500, 100},           // the second segment would pass
+		{150, 1400, 200},         // from the segment holding the start
+		{0, 999, 0},              // the first alone passes: nothing
+	} {
+		if got := boundedPoint(segs, c.start, c.limit); got != c.want {
+			t.Errorf("start %d, limit %d: %d, want %d", c.start, c.limit, got, c.want)
+		}
+	}
+}
+
+// A log whose first dirty record is older than max.compaction.lag.ms is
+// overdue: its age is the first timestamp of the batch where the dirty
 // A log whose first dirty record is older than max.compaction.lag.ms is
 // overdue: its age is the first timestamp of the batch where the dirty
 // part begins, in the first segment holding any of it below upTo.

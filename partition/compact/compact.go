@@ -103,6 +103,7 @@ type Stats struct {
 	TombstonesRemoved     int
 	AbortedRemoved        int // records of aborted transactions
 	MarkersRemoved        int // markers of transactions with no record left
+	MapFull               int // cleanings the map's bound ended before their range's end
 }
 
 // Add adds o's counts to s.
@@ -116,6 +117,7 @@ func (s *Stats) Add(o Stats) {
 	s.TombstonesRemoved += o.TombstonesRemoved
 	s.AbortedRemoved += o.AbortedRemoved
 	s.MarkersRemoved += o.MarkersRemoved
+	s.MapFull += o.MapFull
 }
 
 // build maps each key to the offset of its latest record in the batches
@@ -356,7 +358,11 @@ func (c *streamCleaner) add(b []byte, keep func(record.Header) bool) error {
 }
 
 func (c *streamCleaner) result(reached int64) Result {
-	return Result{Stats: c.total, Changed: c.changed, Reached: reached}
+	st := c.total
+	if reached < math.MaxInt64 {
+		st.MapFull = 1
+	}
+	return Result{Stats: st, Changed: c.changed, Reached: reached}
 }
 
 // closeGap emits the open gap, if any.

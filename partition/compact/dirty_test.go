@@ -117,6 +117,13 @@ func TestMapBytesBoundsACleaning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		wantFull := 0 // only a pass the bound ended counts a full map
+		if res.Reached != math.MaxInt64 {
+			wantFull = 1
+		}
+		if res.MapFull != wantFull {
+			t.Fatalf("pass %d reached %d and counts %d full maps", passes+1, res.Reached, res.MapFull)
+		}
 		if passes++; res.Reached != math.MaxInt64 && res.Reached != p.DirtyFrom+30 {
 			t.Fatalf("pass %d from %d reached %d, want three batches on", passes, p.DirtyFrom, res.Reached)
 		}
