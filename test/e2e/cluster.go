@@ -125,6 +125,15 @@ type Node struct {
 	// Guarded by Cluster.mu.
 	proc   *process // nil while not started
 	paused bool
+	binary string // the executable of its next start (SetBinary); "" is Options.Binary
+}
+
+// SetBinary makes node id's next starts run the executable bin (a node
+// of another build, as in a rolling upgrade).
+func (c *Cluster) SetBinary(id int, bin string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes[id-1].binary = bin
 }
 
 // process is one run of a node binary.
@@ -390,7 +399,11 @@ func (c *Cluster) spawn(id int) error {
 	}
 	defer logf.Close() // the child has its own descriptor
 	fmt.Fprintf(logf, "==== e2e: starting node %d at %s\n", id, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(c.opts.Binary, c.args(n)...)
+	bin := c.opts.Binary
+	if n.binary != "" {
+		bin = n.binary
+	}
+	cmd := exec.Command(bin, c.args(n)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
