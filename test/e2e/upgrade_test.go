@@ -10,7 +10,7 @@ import (
 
 // olderBuild is the last build that landed before the cleanings of a
 // dirty part (fsm's 40-byte clean command), which its nodes refuse.
-const olderBuild = "93888b7"
+const olderBuild = "93888b75e7450e5dd683fb7c86d988e85d77a553"
 
 // TestRollingUpgradeWithCompaction: a cluster of the older build serving
 // a compacted topic has one node upgraded under writes, with leadership
