@@ -49,8 +49,10 @@ func (r *Replica) ExpireProducers(ctx context.Context, now time.Time, ttl time.D
 // compact) as of this leader's clock now, keeping tombstones for
 // deleteRetention; the cleaning itself runs after the apply, off the
 // apply path. Its map of keys covers the log from dirtyFrom on (which
-// CleanedTo must vouch for) and stops at mapBytes (0: no bound). This
-// replica must lead. It reports whether a cleaning was queued.
+// CleanedTo must vouch for) and stops at mapBytes (0: no bound); both 0
+// is a cleaning of the whole range, which older builds apply too
+// (fsm.EncodeClean). This replica must lead. It reports whether a
+// cleaning was queued.
 func (r *Replica) Clean(ctx context.Context, upTo int64, now time.Time, deleteRetention time.Duration, dirtyFrom, mapBytes int64) (bool, error) {
 	if err := r.storageRefusal(); err != nil {
 		return false, err
