@@ -49,14 +49,16 @@ func BuildNode(ctx context.Context, dir string) (string, error) {
 }
 
 // Build builds the module's package pkg into dir/name and returns the
-// binary's path.
+// binary's path. -trimpath keeps directories out of the build cache's
+// keys, so that an older build of the module (buildOlder) reuses every
+// package it shares with this one.
 func Build(ctx context.Context, dir, pkg, name string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("e2e: go build %s: %w\n%s", pkg, err, out)

@@ -64,7 +64,7 @@ func buildOlder(ctx context.Context, t *testing.T) string {
 	for _, cmd := range []*exec.Cmd{
 		exec.CommandContext(ctx, "git", "-C", root, "archive", "-o", tar, olderBuild),
 		exec.CommandContext(ctx, "tar", "-xf", tar, "-C", src),
-		exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(src, "minikafka-node-older"), "./cmd/node"),
+		exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(src, "minikafka-node-older"), "./cmd/node"),
 	} {
 		cmd.Dir = src
 		if out, err := cmd.CombinedOutput(); err != nil {
