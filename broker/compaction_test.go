@@ -144,10 +144,7 @@ func TestMaxCompactionLag(t *testing.T) {
 // passed it was never cleaned past it.
 func TestCompactionBeyondOneMap(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
-		cfg.CleanerBackoff = 100 * time.Millisecond
-		cfg.CleanerDedupeBufferSize = 1 << 20 // about 14,000 keys of 9 bytes
-	})
+	c := startSmallMaps(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(c.Client(t))
@@ -211,10 +208,7 @@ func sameBytes(c *testcluster.Cluster, topic string) func() bool {
 // cleaning and its replica diverged from the others.
 func TestCompactionWithAnOlderBuild(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
-		cfg.CleanerBackoff = 100 * time.Millisecond
-		cfg.CleanerDedupeBufferSize = 1 << 20 // about 14,000 keys of 9 bytes
-	})
+	c := startSmallMaps(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	nodes := c.Running()
@@ -260,4 +254,13 @@ func TestCompactionWithAnOlderBuild(t *testing.T) {
 	if full := cleanUp(30000); full == 0 {
 		t.Fatal("with every node on this build, no cleaning was bounded")
 	}
+}
+
+// startSmallMaps starts three nodes whose leaders look for cleaning work
+// every 100 ms and map about 14,000 keys of 9 bytes a cleaning (1 MiB).
+func startSmallMaps(t *testing.T) *testcluster.Cluster {
+	return testcluster.Start(t, 3, func(cfg *broker.Config) {
+		cfg.CleanerBackoff = 100 * time.Millisecond
+		cfg.CleanerDedupeBufferSize = 1 << 20
+	})
 }

@@ -17,11 +17,8 @@ func TestCompactionUnderFaults(t *testing.T) {
 	ctx := testContext(t, 5*time.Minute)
 	c := startCluster(ctx, t, "--log-cleaner-backoff", "300ms")
 	const topic = "compacted"
-	must(t, c.CreateTopicWith(ctx, topic, 2, 3, map[string]string{
-		"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "delete.retention.ms": "1000"}))
-	l := &load{c: c, topic: topic, sum: scenarioSummary(t)}
-	l.w = startWorkload(t, c, &l.h, WorkloadConfig{Topic: topic, Keys: 20})
-	must(t, l.w.WaitAcked(ctx, -1, time.Time{}, 500))
+	l := startCompactedLoad(ctx, t, c, topic, 2, map[string]string{"min.cleanable.dirty.ratio": "0.1", "delete.retention.ms": "1000"},
+		WorkloadConfig{Keys: 20}, 500)
 	for i := range rounds(1, 6) {
 		leaderKill(ctx, t, c, l.w, &l.h, l.sum, topic, int32(i%2))
 		must(t, l.w.WaitAcked(ctx, -1, time.Now(), 300))
@@ -45,11 +42,8 @@ func TestCompactionPassesUnderFaults(t *testing.T) {
 	ctx := testContext(t, 5*time.Minute)
 	c := startCluster(ctx, t, "--log-cleaner-backoff", "300ms", "--log-cleaner-dedupe-buffer-size", "65536")
 	const topic = "compacted-passes"
-	must(t, c.CreateTopicWith(ctx, topic, 2, 3, map[string]string{
-		"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.bytes": "1048576"}))
-	l := &load{c: c, topic: topic, sum: scenarioSummary(t)}
-	l.w = startWorkload(t, c, &l.h, WorkloadConfig{Topic: topic, Keys: 3000, Rate: 1000})
-	must(t, l.w.WaitAcked(ctx, -1, time.Time{}, 6000))
+	l := startCompactedLoad(ctx, t, c, topic, 2, map[string]string{"min.cleanable.dirty.ratio": "0.01", "segment.bytes": "1048576"},
+		WorkloadConfig{Keys: 3000, Rate: 1000}, 6000)
 	for i := range rounds(2, 4) {
 		leaderKill(ctx, t, c, l.w, &l.h, l.sum, topic, int32(i%2))
 		must(t, l.w.WaitAcked(ctx, -1, time.Now(), 4000))
@@ -59,6 +53,21 @@ func TestCompactionPassesUnderFaults(t *testing.T) {
 	if v := l.verifyCompacted(ctx, t); v.Report.Superseded == 0 {
 		t.Fatal("no acknowledged record was cleaned away")
 	}
+}
+
+// startCompactedLoad creates topic with partitions of three replicas,
+// cleanup.policy=compact and configs, starts w on it and waits until
+// acked of its records are acknowledged.
+func startCompactedLoad(ctx context.Context, t *testing.T, c *Cluster, topic string, partitions int32,
+	configs map[string]string, w WorkloadConfig, acked int) *load {
+	t.Helper()
+	configs["cleanup.policy"] = "compact"
+	must(t, c.CreateTopicWith(ctx, topic, partitions, 3, configs))
+	l := &load{c: c, topic: topic, sum: scenarioSummary(t)}
+	w.Topic = topic
+	l.w = startWorkload(t, c, &l.h, w)
+	must(t, l.w.WaitAcked(ctx, -1, time.Time{}, acked))
+	return l
 }
 
 // waitKeysOnce waits until topic's partitions store each key once, and

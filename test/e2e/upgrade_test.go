@@ -31,11 +31,8 @@ func TestRollingUpgradeWithCompaction(t *testing.T) {
 		t.Fatalf("start cluster of the older build: %v", err)
 	}
 	const topic = "upgraded"
-	must(t, c.CreateTopicWith(ctx, topic, 3, 3, map[string]string{
-		"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.bytes": "1048576"}))
-	l := &load{c: c, topic: topic, sum: scenarioSummary(t)}
-	l.w = startWorkload(t, c, &l.h, WorkloadConfig{Topic: topic, Keys: 500, Rate: 1000})
-	must(t, l.w.WaitAcked(ctx, -1, time.Time{}, 3000))
+	l := startCompactedLoad(ctx, t, c, topic, 3, map[string]string{"min.cleanable.dirty.ratio": "0.01", "segment.bytes": "1048576"},
+		WorkloadConfig{Keys: 500, Rate: 1000}, 3000)
 	c.SetBinary(3, nodeBinary)
 	must(t, c.RestartNode(ctx, 3, topic))
 	must(t, l.w.WaitAcked(ctx, -1, time.Now(), 6000)) // cleanings led by the upgraded node
