@@ -240,5 +240,5 @@ func dirt(lr *localReplica, now time.Time, internal bool) *metrics.Dirt {
 func cleanerCounts(r *partition.Replica) metrics.CleanerCounts {
 	n, st := r.Cleanings()
 	return metrics.CleanerCounts{Cleanings: int64(n), BytesRead: st.BytesIn, BytesWritten: st.BytesOut,
-		TombstonesRemoved: int64(st.TombstonesRemoved)}
+		TombstonesRemoved: int64(st.TombstonesRemoved), MapFull: int64(st.MapFull)}
 }

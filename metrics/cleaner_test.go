@@ -40,6 +40,9 @@ func TestCleanerMetrics(t *testing.T) {
 		read := s.samples[partitionSeries("partition_cleaner_read_bytes_total", topic, 0)]
 		written := s.samples[partitionSeries("partition_cleaner_written_bytes_total", topic, 0)]
 		if s.samples[partitionSeries("partition_cleanings_total", topic, 0)] >= 1 && read > 0 && written > 0 && written < read {
+			if full, ok := s.samples[partitionSeries("partition_cleaner_map_full_total", topic, 0)]; !ok || full != 0 {
+				t.Fatalf("10 keys in a map of 128 MiB: map full %v times (reported: %v)", full, ok)
+			}
 			return
 		}
 		if ctx.Err() != nil {
@@ -122,4 +125,43 @@ func TestDirtMetrics(t *testing.T) {
 		t.Fatalf("alter: %v %v", err, resps)
 	}
 	await("the cleaning of the new duplicates", func(d dirt) bool { return d.cleanings > first.cleanings && d.ratio == 0 && d.lag == 0 })
+}
+
+// A cleaning whose map of keys fills before its range's end counts in
+// /metrics: 3,000 keys found dirty at once, in a map of about 950.
+func TestCleanerMapFullMetric(t *testing.T) {
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
+		cfg.CleanerBackoff = 100 * time.Millisecond
+		cfg.CleanerDedupeBufferSize = 64 << 10
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic = "full"
+	adm := kadm.NewClient(c.Client(t))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := range 3000 {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%04d", i)})
+	}
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4<<10))
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	alter := []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}
+	if resps, err := adm.AlterTopicConfigs(ctx, alter, topic); err != nil || resps[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, resps)
+	}
+	url := adminServers(t, c)[0]
+	for {
+		s := getScrape(t, url)
+		if s.samples[partitionSeries("partition_cleaner_map_full_total", topic, 0)] >= 1 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no full map in /metrics within a minute (%v cleanings)", s.samples[partitionSeries("partition_cleanings_total", topic, 0)])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -24,7 +24,8 @@ var (
 	descCleanerRead     = desc("partition_cleaner_read_bytes_total", "Bytes of record batches this node's replica's cleanings read.", tp...)
 	descCleanerWritten  = desc("partition_cleaner_written_bytes_total", "Bytes of record batches this node's replica's cleanings kept (wrote back).", tp...)
 	descTombstonesGone  = desc("partition_cleaner_tombstones_removed_total", "Tombstones this node's replica's cleanings removed after delete.retention.ms.", tp...)
-	descDirtyRatio      = desc("partition_dirty_ratio", "On the leader of a compacted partition: bytes of the log not cleaned since this node leads over all its bytes, below the point a cleaning may reach (weighed against min.cleanable.dirty.ratio).", tp...)
+	descCleanerMapFull  = desc("partition_cleaner_map_full_total", "Cleanings of this node's replica that its map of keys (log_cleaner_dedupe_buffer_size over log_cleaner_threads) ended before their range's end: the log took more passes.", tp...)
+	descDirtyRatio      = desc("partition_dirty_ratio", "On the leader of a compacted partition: bytes of the log past where this replica's cleanings left it clean over all its bytes, below the point a cleaning may reach (weighed against min.cleanable.dirty.ratio).", tp...)
 	descCleanerLag      = desc("partition_cleaner_lag_seconds", "On the leader of a compacted partition: age of the first dirty record below the point a cleaning may reach (bounded by max.compaction.lag.ms), 0 when none is dirty.", tp...)
 	descLogEnd          = desc("partition_log_end_offset", "High watermark of this node's replica: the offset after its last committed record.", tp...)
 	descLeader          = desc("partition_leader", "1 if this node leads the partition, else 0.", tp...)
@@ -71,7 +72,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descRequestPanics, descQueued, descQueuedMax, descQueuedWaiting, descLogStalls, descLogStallTime, descWALFsync, descReady,
 		descBudgetHeld, descBudgetLimit, descBudgetTrims,
 		descDiskTotal, descDiskFree, descDiskReserve, descDiskAlertAt, descDiskAlert,
-		descCleanings, descCleanerRead, descCleanerWritten, descTombstonesGone, descDirtyRatio, descCleanerLag,
+		descCleanings, descCleanerRead, descCleanerWritten, descTombstonesGone, descCleanerMapFull, descDirtyRatio, descCleanerLag,
 		descBrokerUp, descBrokerDownSince, descOffline} {
 		ch <- d
 	}
@@ -183,6 +184,7 @@ func cleanerSeries(ch chan<- prometheus.Metric, r Replica, p string) {
 		metric(descCleanerRead, prometheus.CounterValue, float64(cl.BytesRead))
 		metric(descCleanerWritten, prometheus.CounterValue, float64(cl.BytesWritten))
 		metric(descTombstonesGone, prometheus.CounterValue, float64(cl.TombstonesRemoved))
+		metric(descCleanerMapFull, prometheus.CounterValue, float64(cl.MapFull))
 	}
 	if d := r.Dirt; d != nil {
 		metric(descDirtyRatio, prometheus.GaugeValue, d.Ratio)

@@ -202,9 +202,10 @@ type Dirt struct {
 }
 
 // CleanerCounts are a replica's cleanings: how many ran, the bytes they
-// read and wrote, and the tombstones they removed.
+// read and wrote, the tombstones they removed, and how many their map's
+// bound ended early.
 type CleanerCounts struct {
-	Cleanings, BytesRead, BytesWritten, TombstonesRemoved int64
+	Cleanings, BytesRead, BytesWritten, TombstonesRemoved, MapFull int64
 }
 
 // GroupOffset is a group's committed offset of one partition; End is the
