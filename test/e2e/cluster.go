@@ -57,6 +57,12 @@ func Build(ctx context.Context, dir, pkg, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return BuildIn(ctx, root, dir, pkg, name)
+}
+
+// BuildIn is Build of the module whose source is in root (another
+// build's, as in a rolling upgrade).
+func BuildIn(ctx context.Context, root, dir, pkg, name string) (string, error) {
 	bin := filepath.Join(dir, name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, pkg)
 	cmd.Dir = root

@@ -61,12 +61,12 @@ func buildOlder(ctx context.Context, t *testing.T) string {
 	for _, cmd := range []*exec.Cmd{
 		exec.CommandContext(ctx, "git", "-C", root, "archive", "-o", tar, olderBuild),
 		exec.CommandContext(ctx, "tar", "-xf", tar, "-C", src),
-		exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(src, "minikafka-node-older"), "./cmd/node"),
 	} {
-		cmd.Dir = src
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build the older node: %v: %v\n%s", cmd.Args, err, out)
+			t.Fatalf("unpack the older build: %v: %v\n%s", cmd.Args, err, out)
 		}
 	}
-	return filepath.Join(src, "minikafka-node-older")
+	bin, err := BuildIn(ctx, src, src, "./cmd/node", "minikafka-node-older")
+	must(t, err)
+	return bin
 }
