@@ -46,7 +46,7 @@ func (s *nodeSet) list() []int32 {
 // membership.NodeMeta.CleansDirtyPart). A node seen leaving stays as it
 // was last seen: it may come back on the same build.
 func (n *Node) noteCleanerBuild(ev membership.Event) {
-	if ev.Node.ID == n.cfg.NodeID || ev.Kind != membership.EventJoin && ev.Kind != membership.EventUpdate {
+	if !n.otherAlive(ev) {
 		return
 	}
 	older := !ev.Node.CleansDirtyPart
@@ -55,6 +55,12 @@ func (n *Node) noteCleanerBuild(ev membership.Event) {
 			"node", ev.Node.ID)
 	}
 	n.olderCleaners.set(ev.Node.ID, older)
+}
+
+// otherAlive reports whether ev is another node's join or update: it
+// gossips its meta as it runs now.
+func (n *Node) otherAlive(ev membership.Event) bool {
+	return ev.Node.ID != n.cfg.NodeID && (ev.Kind == membership.EventJoin || ev.Kind == membership.EventUpdate)
 }
 
 // cleansWhole reports whether this node's leaders propose cleanings of

@@ -125,9 +125,7 @@ func (n *Node) onDiskChange(st diskguard.State) {
 // noteDiskFull records whether the node of a membership event gossips a
 // full disk; it runs on membership's event goroutine.
 func (n *Node) noteDiskFull(ev membership.Event) {
-	id := ev.Node.ID
-	n.fullNodes.set(id, ev.Node.DiskFull && id != n.cfg.NodeID &&
-		(ev.Kind == membership.EventJoin || ev.Kind == membership.EventUpdate))
+	n.fullNodes.set(ev.Node.ID, ev.Node.DiskFull && n.otherAlive(ev))
 }
 
 // admitBatch is a partition replica's ReplicaConfig.Admit: a client's
