@@ -31,7 +31,7 @@ func TestRollingUpgradeWithCompaction(t *testing.T) {
 		t.Fatalf("start cluster of the older build: %v", err)
 	}
 	const topic = "upgraded"
-	l := startCompactedLoad(ctx, t, c, topic, 3, map[string]string{"min.cleanable.dirty.ratio": "0.01", "segment.bytes": "1048576"},
+	l := startCompactedLoad(ctx, t, c, topic, 3, map[string]string{"min.cleanable.dirty.ratio": "0", "segment.bytes": "1048576"},
 		WorkloadConfig{Keys: 500, Rate: 1000}, 3000)
 	c.SetBinary(3, nodeBinary)
 	must(t, c.RestartNode(ctx, 3, topic))
