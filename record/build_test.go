@@ -229,6 +229,28 @@ func TestCompressRoundTripAndPoolReuse(t *testing.T) {
 	}
 }
 
+// LZ4 frames use 64 KiB blocks (the frame descriptor's BD byte, bits 4-6:
+// 4), as Kafka's producer writes them, and a batch larger than one block
+// still round-trips.
+func TestLZ4BlocksOf64KiB(t *testing.T) {
+	src := make([]byte, 300<<10)
+	for i := range src {
+		src[i] = byte(i * 7 / 5)
+	}
+	for range 2 { // a pooled writer keeps the option across Reset
+		c, err := Compress(nil, CompressionLZ4, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bd := c[5]; bd>>4&7 != 4 {
+			t.Fatalf("LZ4 block size index %d, want 4 (64 KiB)", bd>>4&7)
+		}
+		if d, err := Decompress(nil, CompressionLZ4, c); err != nil || !bytes.Equal(d, src) {
+			t.Fatalf("round trip: %v", err)
+		}
+	}
+}
+
 func FuzzAppendRecords(f *testing.F) {
 	for _, codec := range codecs {
 		b, _ := AppendBatch(nil, PlainBatch(codec), sampleRecords())

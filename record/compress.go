@@ -82,9 +82,17 @@ var (
 		return w
 	}}
 	gzipReaders sync.Pool // *gzip.Reader; a new one needs a valid stream
-	lz4Writers  = sync.Pool{New: func() any { return lz4.NewWriter(nil) }}
-	lz4Readers  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
-	zstdEncs    = sync.Pool{New: func() any {
+	// 64 KiB blocks, as Kafka's producer writes them: the library's default
+	// of 4 MiB took a 4 MiB buffer for every batch, however small.
+	lz4Writers = sync.Pool{New: func() any {
+		w := lz4.NewWriter(nil)
+		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
+			panic(err) // the option is constant
+		}
+		return w
+	}}
+	lz4Readers = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	zstdEncs   = sync.Pool{New: func() any {
 		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true), zstd.WithWindowSize(64<<10))
 		if err != nil {
 			panic(err) // the options are constant
