@@ -6,6 +6,7 @@ package testcluster
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/loopports"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
@@ -58,7 +60,14 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		cfg := broker.DefaultConfig()
 		cfg.NodeID = int32(i)
 		cfg.DataDir = filepath.Join(base, strconv.Itoa(i))
-		cfg.KafkaAddr, cfg.RaftAddr, cfg.GossipAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+		// Ports below the ephemeral range (loopports): a restart binds them
+		// again, and an ephemeral one may meanwhile be another connection's.
+		ports, err := loopports.FreeN(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])) }
+		cfg.KafkaAddr, cfg.RaftAddr, cfg.GossipAddr = addr(0), addr(1), addr(2)
 		cfg.BootstrapExpect = n
 		cfg.PartitionRaft, cfg.MetaRaft = Timing(), Timing()
 		cfg.LeaderRebalanceInterval = time.Second
