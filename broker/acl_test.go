@@ -58,6 +58,7 @@ func mustCreateACLs(t *testing.T, adm *kadm.Client, b *kadm.ACLBuilder) {
 // A SASL user allowed WRITE on topic a, not b, produces to a and is
 // refused b; a group it may not READ is refused; the super user passes.
 func TestACLProduceAndGroupAuthorization(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := aclCluster(t, 1)
 	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
 	adm := kadm.NewClient(admin)
@@ -126,6 +127,7 @@ func TestACLProduceAndGroupAuthorization(t *testing.T) {
 // ACLs round-trip through kadm, are seen on another node, survive a
 // restart; DENY beats ALLOW; prefixed patterns apply to their prefix.
 func TestACLAdminRoundTripAndSemantics(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := aclCluster(t, 3)
 	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
 	adm := kadm.NewClient(admin)
@@ -213,6 +215,7 @@ func TestACLAdminRoundTripAndSemantics(t *testing.T) {
 // prints it>: an ACL for User:CN=client lets the certificate's holder
 // write, and only where it says.
 func TestACLTLSClientCertificatePrincipal(t *testing.T) {
+	t.Parallel()
 	files, err := testcert.Write(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -264,6 +267,7 @@ func TestACLTLSClientCertificatePrincipal(t *testing.T) {
 // ACLs are in the metadata snapshot: a single node restarts from it with
 // them.
 func TestACLsSurviveSnapshotRestart(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := aclCluster(t, 1, func(cfg *broker.Config) {
 		cfg.MetaRaft.SnapshotThreshold = 1
 		cfg.MetaRaft.SnapshotInterval = 50 * time.Millisecond
@@ -294,6 +298,7 @@ func TestACLsSurviveSnapshotRestart(t *testing.T) {
 // starts its commit index at 0, and its leader's heartbeat makes the
 // leader known before an AppendEntries says what is committed.
 func TestACLsSurviveFollowerSnapshotRestart(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := aclCluster(t, 3, func(cfg *broker.Config) {
 		cfg.MetaRaft.SnapshotThreshold = 8
 		cfg.MetaRaft.SnapshotInterval = 50 * time.Millisecond
@@ -348,6 +353,7 @@ func nodeSnapshots(c *testcluster.Cluster, id int) []string {
 // commits; without WRITE on the id it is refused at InitProducerId. (One
 // node: its coordinator writes markers to its own partitions.)
 func TestACLTransactionalProducer(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := aclCluster(t, 1)
 	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
 	adm := kadm.NewClient(admin)
@@ -397,6 +403,7 @@ func TestACLTransactionalProducer(t *testing.T) {
 // transactional id and on topic a, sees an ongoing transaction over a and
 // b as one over a; the super user sees both.
 func TestACLDescribeTransactionsHidesTopics(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := aclCluster(t, 1)
 	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
 	adm := kadm.NewClient(admin)

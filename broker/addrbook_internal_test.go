@@ -14,6 +14,7 @@ import (
 // nothing or gossip's answer, and -race finds no unordered access (it
 // reported one when the book's reference was a plain field).
 func TestAddrBookResolvesWhileGossipStarts(t *testing.T) {
+	t.Parallel()
 	var a addrBook
 	a.fsm = metadata.NewFSM()
 	m, err := membership.New(membership.Config{

@@ -65,6 +65,7 @@ func describePages(t *testing.T, cl *kgo.Client, topics []string, limit int32) (
 // epoch, replicas, ISR); a named unknown topic and a cursor outside the
 // named topics are refused as Kafka refuses them.
 func TestDescribeTopicPartitionsPages(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	cl := c.Client(t)
 	createTopic(t, cl, "dtp-a", 3, 3)
@@ -142,6 +143,7 @@ func TestDescribeTopicPartitionsPages(t *testing.T) {
 // raw v4 request, the disk's total and usable bytes; a named partition
 // narrows the answer to it.
 func TestDescribeLogDirs(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
@@ -214,6 +216,7 @@ func TestDescribeLogDirs(t *testing.T) {
 // election of a partition with a leader, it is not needed; an unknown
 // partition is refused.
 func TestElectLeaders(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
 		cfg.DefaultReplicationFactor = 3
 		cfg.LeaderRebalanceInterval = 0 // only ElectLeaders moves leaders back
@@ -283,6 +286,7 @@ func TestElectLeaders(t *testing.T) {
 // transaction's first offset; a follower answers the same, as Kafka's
 // do; an unknown topic is refused.
 func TestDescribeProducers(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
@@ -352,6 +356,7 @@ func TestDescribeProducers(t *testing.T) {
 // DescribeClientQuotas (CLUSTER) and
 // DescribeProducers (READ on the topic); the super user is not.
 func TestAdminToolAPIsACLs(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := aclCluster(t, 1)
 	admin := userClient(t, c, tlsCfg, "admin", "admin-secret")
 	createTopic(t, admin, "acl-a", 1, 1)
@@ -430,6 +435,7 @@ func TestAdminToolAPIsACLs(t *testing.T) {
 // that match the leader's log, the controller as leader; another topic
 // is unknown.
 func TestDescribeQuorum(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -488,6 +494,7 @@ func controllerID(t *testing.T, cl *kgo.Client) int32 {
 // DescribeClientQuotas, through kadm: a cluster where no quota is set
 // describes none; a filter Kafka refuses is refused the same way.
 func TestDescribeClientQuotas(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1)
 	adm := kadm.NewClient(c.Client(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

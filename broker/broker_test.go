@@ -15,6 +15,7 @@ import (
 // 10,000 records to an auto-created topic and reads them back; after a
 // restart the node serves the same data.
 func TestSingleNodeProduceConsumeRestart(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1)
 	cl := c.Client(t, kgo.DefaultProduceTopic("first"), kgo.AllowAutoTopicCreation())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

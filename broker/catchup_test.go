@@ -21,6 +21,7 @@ import (
 // catch up from: a Metadata request waits, and once node 1 is back the
 // answer knows the topic created while node 3 was down.
 func TestRestartedNodeAnswersOnceItsMetadataCaughtUp(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	c.HaltNode(3)
 	cl := c.Client(t)
@@ -46,6 +47,7 @@ func TestRestartedNodeAnswersOnceItsMetadataCaughtUp(t *testing.T) {
 // Without a metadata quorum to catch up from, a starting node serves what
 // it knows once tuning.metadata_catch_up has passed.
 func TestNodeServesWithoutMetadataQuorumAfterTheBound(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	c.HaltNode(3)
 	c.HaltNode(2)

@@ -46,6 +46,7 @@ func quotaSummary(ctx context.Context, cl *kgo.Client, id int32) ([]string, erro
 // quotas and resolves them in Kafka's precedence, and a full restart
 // keeps them.
 func TestClientQuotasThroughKadm(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	adm := kadm.NewClient(cl)

@@ -27,6 +27,7 @@ import (
 // every node, and kgo produces idempotently and reads everything back in
 // order.
 func TestThreeNodesSpreadLeadersAndKeepOrder(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, kgo.DefaultProduceTopic("six"))
 	createTopic(t, cl, "six", 6, 3)
@@ -81,6 +82,7 @@ func TestThreeNodesSpreadLeadersAndKeepOrder(t *testing.T) {
 // timed assertion would fail for reasons that are not the broker's (the
 // e2e suite reports failover p50/max over many kills).
 func TestFailoverToNewLeader(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.PartitionRaft = multiraft.DefaultTiming() })
 	cl := c.Client(t, kgo.DefaultProduceTopic("fo"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "fo", 1, 3)
@@ -118,6 +120,7 @@ func TestFailoverToNewLeader(t *testing.T) {
 // producer id with epochs e and e+1; a produce with e after one with e+1 is
 // fenced.
 func TestTransactionalIDFencing(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "fence", 1, 3)
@@ -218,6 +221,7 @@ func staleMetadata(code int16) bool {
 // Bad input each gets its own answer; the node stays up and the stored
 // data is unchanged.
 func TestBadInputLeavesNodeAndDataIntact(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1)
 	cl := c.Client(t, kgo.DefaultProduceTopic("safe"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "safe", 1, 1)
@@ -349,6 +353,7 @@ func rawRequest(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
 // it gets POLICY_VIOLATION and creates nothing; the internal topic is
 // created regardless.
 func TestMaxPartitions(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.MaxPartitions, cfg.OffsetsTopicPartitions = 5, 4 })
 	cl := c.Client(t)
 	createTopic(t, cl, "three", 3, 1)
@@ -374,6 +379,7 @@ func TestMaxPartitions(t *testing.T) {
 // partitions get replicas on the nodes and leaders, take records, and the
 // old ones keep theirs; bad requests get Kafka's codes.
 func TestCreatePartitions(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "grow", 2, 3)
@@ -422,6 +428,7 @@ func TestCreatePartitions(t *testing.T) {
 // down removes its own when it returns, and the name takes a new topic
 // whose records are only its own.
 func TestDeleteTopicWithANodeDown(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "del", 2, 3)

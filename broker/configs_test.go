@@ -60,6 +60,7 @@ func everyNodeSays(t *testing.T, cl *kgo.Client, topic, name, value string, src 
 // cluster-wide, and refused when invalid; every node sees each change,
 // in DescribeConfigs and in Node.TopicConfig.
 func TestTopicConfigsOnThreeNodes(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	adm := kadm.NewClient(cl)

@@ -13,6 +13,7 @@ import (
 // interface on loopback, and a TLS one at its advertised host, trusting
 // the listener's certificate.
 func TestConsoleListenerChoice(t *testing.T) {
+	t.Parallel()
 	files, err := testcert.Write(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

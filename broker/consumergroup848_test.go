@@ -51,6 +51,7 @@ func describe848(t *testing.T, adm *kadm.Client, group string) kadm.DescribedCon
 // the same member ids, and no commit is lost; after they close, a new
 // member resumes after the commits.
 func TestConsumerGroup848SplitsFailsOverAndResumes(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, fastConsumerGroups)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
@@ -237,6 +238,7 @@ func (m *groupMember) pollRetry(t *testing.T) (int, map[int32]bool) {
 // SubscribedTopicRegex) is assigned every partition of the matching
 // topics, and of a matching topic created later, and none of the others.
 func TestConsumerGroup848Regex(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, fastConsumerGroups)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "rx-a", 2, 3)
@@ -282,6 +284,7 @@ func TestConsumerGroup848Regex(t *testing.T) {
 // group), and downgraded again when the KIP-848 member leaves (the
 // classic member then takes every partition in a classic rebalance).
 func TestConsumerGroup848OnlineMigration(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, fastConsumerGroups)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)

@@ -21,6 +21,7 @@ import (
 // every node once each has removed its replicas: the set of deleted ids
 // does not grow with every delete.
 func TestDeletedTopicIDForgottenOnceReplicasAreGone(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "gone", 2, 3)
@@ -70,6 +71,7 @@ func TestDeletedTopicIDForgottenOnceReplicasAreGone(t *testing.T) {
 // last removal (10,000 of them take a node about a minute). The removals
 // are held at their first file operation until the new topic is led.
 func TestNewTopicOpensWhileADeletedTopicIsRemoved(t *testing.T) {
+	t.Parallel()
 	held := &removalGate{FS: vfs.OS, prefix: "big-", open: make(chan struct{})}
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.PartitionFS = held })
 	t.Cleanup(held.release) // before the cluster's own cleanup closes the node

@@ -30,6 +30,7 @@ func describeCluster(t *testing.T, cl *kgo.Client, node int, fenced bool) *kmsg.
 // and at its registered address, only with IncludeFencedBrokers, as Kafka
 // lists a broker whose heartbeats stopped.
 func TestDescribeClusterListsStoppedNodeFenced(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	controller := describeCluster(t, cl, 1, true).ControllerID

@@ -21,6 +21,7 @@ import (
 // an unknown group "Group … not found.", all Dead; at v5 the same three are
 // Dead without an error; the classic group is described at both.
 func TestDescribeGroupsNonClassicVersions(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, fastConsumerGroups)
 	cl := c.Client(t)
 	v5 := kversion.Stable()

@@ -161,6 +161,7 @@ func checkHistory(t *testing.T, log, acked, maybe []string) {
 // committed and applies once space returns). After healing, produce works
 // again and every acknowledged record is in the log once, in order.
 func TestNodeDiskFull(t *testing.T) {
+	t.Parallel()
 	ff := vfs.Faulty(nil)
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.PartitionFS = ff })
 	// Shutdown waits for a produce in flight, which waits for the disk:
@@ -227,6 +228,7 @@ func TestNodeDiskFull(t *testing.T) {
 // waits on its failing disk (the wait gives up; the entry is committed),
 // and after it restarts on a healed disk the entry is applied, once.
 func TestNodeShutdownDuringDiskFault(t *testing.T) {
+	t.Parallel()
 	ff := vfs.Faulty(nil)
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.PartitionFS = ff })
 	t.Cleanup(ff.Heal)

@@ -117,6 +117,7 @@ func grantUserACL(ctx context.Context, t *testing.T, admin *kgo.Client, principa
 // with DESCRIBE_TOKENS; an expired token's login fails and the leader's
 // check removes it; a token survives a node's restart from a snapshot.
 func TestDelegationTokens(t *testing.T) {
+	t.Parallel()
 	c := tokenCluster(t, 2, func(cfg *broker.Config) {
 		cfg.MetaRaft.SnapshotThreshold = 1
 		cfg.MetaRaft.SnapshotInterval = 50 * time.Millisecond
@@ -251,6 +252,7 @@ func TestDelegationTokens(t *testing.T) {
 // Tokens need both the secret and a SASL listener; the secret's absence
 // is not a configuration error.
 func TestDelegationTokensNeedSecretAndSASL(t *testing.T) {
+	t.Parallel()
 	sasl := []broker.ListenerConfig{{Name: "PLAINTEXT", Addr: "127.0.0.1:0"}, {Name: "SASL_PLAINTEXT", Addr: "127.0.0.1:0"}}
 	for _, tc := range []struct {
 		secret    string

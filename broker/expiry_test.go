@@ -26,6 +26,7 @@ func rawProduce(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, topic stri
 // of order, a fresh start at sequence 0 is taken, and after a leader kill
 // the new leader knows the fresh start, not the old history.
 func TestProducerExpiryOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
 		cfg.ProducerIDExpirationMs = 2000
 		cfg.ProducerExpirationCheckInterval = 100 * time.Millisecond

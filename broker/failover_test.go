@@ -19,6 +19,7 @@ import (
 // elections can elect in time. Each partition's new leader is its first
 // replica other than the killed node, and nothing acknowledged is lost.
 func TestKilledLeadersReplacedWithoutWaitingForRaftTimeouts(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, slowPartitionRaft)
 	cl := c.Client(t, kgo.DefaultProduceTopic("lost"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	const parts = 6
@@ -100,6 +101,7 @@ func slowPartitionRaft(cfg *broker.Config) {
 // follower, may be the node that is down, and that transfer would only
 // fail after the election timeout.
 func TestShutdownHandsLeadershipsToLiveNodes(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 5, slowPartitionRaft, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	cl := c.Client(t)
 	const parts = 10

@@ -16,6 +16,7 @@ import (
 // leader's endpoint (KIP-951), as the follower's own replica knows them;
 // one that names an id no topic has answers UNKNOWN_TOPIC_ID.
 func TestFetchFromFollowerNamesLeader(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "led", 1, 3)

@@ -21,6 +21,7 @@ import (
 // metadata and partition snapshots taken; a data_dir made looser before is
 // tightened at start.
 func TestDataDirModes(t *testing.T) {
+	t.Parallel()
 	old := syscall.Umask(0o022)
 	t.Cleanup(func() { syscall.Umask(old) })
 	dataDir := filepath.Join(t.TempDir(), "node1")

@@ -111,6 +111,7 @@ func (m *groupMember) poll(t *testing.T) (int, map[int32]bool) {
 // commit and leave; a new member of the group resumes exactly after the
 // commits: nothing re-delivered, nothing skipped.
 func TestGroupSplitsCommitsAndResumes(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "g4", 4, 3)
@@ -194,6 +195,7 @@ func checkCommitted(t *testing.T, adm *kadm.Client, group, topic string, parts i
 // committed offset and the group's last generation at once, and commits
 // go on through it.
 func TestCoordinatorFailoverKeepsOffsets(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "f2", 2, 3)
@@ -240,6 +242,7 @@ func TestCoordinatorFailoverKeepsOffsets(t *testing.T) {
 // __consumer_offsets is the cluster's: listed as internal, closed to
 // client produce and to CreateTopics.
 func TestConsumerOffsetsIsInternal(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1)
 	cl := c.Client(t)
 	adm := kadm.NewClient(cl)
@@ -270,6 +273,7 @@ func TestConsumerOffsetsIsInternal(t *testing.T) {
 // Bad group requests over the wire each get Kafka's error code, and the
 // group and its committed offsets stay as they were.
 func TestGroupBadInputLeavesGroupIntact(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	// Kafka 4.0's versions: the commits below name topics, which
 	// OffsetCommit v10 no longer carries (it names them by id).

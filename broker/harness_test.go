@@ -17,8 +17,11 @@ import (
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
-// The slowest tests, which mostly wait on timers (expiries, timeouts,
-// cleanings), call t.Parallel so that they wait side by side.
+// The tests mostly wait on a cluster's timers (elections, expiries,
+// cleanings): one at a time they kept a quarter of a CPU busy. So most
+// call t.Parallel; those that do not either read the process's
+// allocation counts or need leaders that stay put, which a loaded machine
+// moves (see each).
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, testcluster.GoleakOptions()...)
 }

@@ -66,6 +66,7 @@ func lockedDownCluster(t *testing.T, n int) (*testcluster.Cluster, *tls.Config, 
 // SASL_SSL: the coordinator's markers and the leaders' verifications
 // reach the other nodes over SASL_SSL, authenticated as admin.
 func TestTransactionsOnlySASLSSL(t *testing.T) {
+	t.Parallel()
 	c, cliTLS, _ := lockedDownCluster(t, 3)
 	waitForUser(t, c, cliTLS, "admin", "admin-secret")
 	seeds := listenerAddrs(c, "SASL_SSL")
@@ -92,6 +93,7 @@ func TestTransactionsOnlySASLSSL(t *testing.T) {
 // 3 is refused by every node with CLUSTER_AUTHORIZATION_FAILED, and
 // broker 3's registration and the partition's leader are unchanged.
 func TestMetaRPCRefusesCommandsForAnotherNode(t *testing.T) {
+	t.Parallel()
 	c, cliTLS, dir := lockedDownCluster(t, 3)
 	waitForUser(t, c, cliTLS, "admin", "admin-secret")
 	admin := kscram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()
@@ -188,6 +190,7 @@ func brokersAndLeader(t *testing.T, cl *kgo.Client, topic string) (string, int32
 // hands out ids above metadata.ProducerIDKeyedBase that do not follow one
 // another.
 func TestProducerIDsAreKeyed(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1)
 	cl := c.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

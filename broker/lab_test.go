@@ -22,6 +22,7 @@ import (
 // and after every node restarts. (test/e2e runs it again with real
 // processes and kill -9.)
 func TestSeedLabOverTheWire(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "events", 2, 3)

@@ -16,6 +16,7 @@ import (
 // kadm's ListConfigResources on a 3-node cluster lists the topics and the
 // three brokers, and nothing for groups, which have no configs here.
 func TestListConfigResourcesKadm(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	adm := kadm.NewClient(cl)

@@ -64,6 +64,7 @@ var nodeCrashPoints = []nodeCrashPoint{
 // they were at the crash point. replica.json is on the FS: a restart that
 // lost it would not open the replica.
 func TestNodeStorageCrashKeepsAcknowledged(t *testing.T) {
+	t.Parallel()
 	for _, cp := range nodeCrashPoints {
 		t.Run(strings.ReplaceAll(cp.name, " ", "_"), func(t *testing.T) { testNodeStorageCrash(t, cp) })
 	}

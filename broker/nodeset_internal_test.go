@@ -12,6 +12,7 @@ import (
 // it gossips this build; seen leaving it stays listed (it may come back on
 // the same build); this node is never listed.
 func TestNoteCleanerBuild(t *testing.T) {
+	t.Parallel()
 	n := &Node{cfg: Config{NodeID: 1}, logger: logging.Discard()}
 	ev := func(kind membership.EventKind, id int32, dirtyPart bool) {
 		n.noteCleanerBuild(membership.Event{Kind: kind, Node: membership.NodeMeta{ID: id, CleansDirtyPart: dirtyPart}})

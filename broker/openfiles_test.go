@@ -39,6 +39,7 @@ func openUnder(t *testing.T, dir string) (int, []string) {
 // moment. Without the bound it holds two per partition (segment and
 // applied-index journal): 240.
 func TestNodeOpenFilesBounded(t *testing.T) {
+	t.Parallel()
 	const parts, limit, transient = 120, 16, 8
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.PartitionMaxOpenFiles = limit })
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))

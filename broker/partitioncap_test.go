@@ -71,6 +71,7 @@ func tallyCap(t *testing.T, codes []int16) (ok int) {
 // checks it at apply time; the creates past it get POLICY_VIOLATION with a
 // message that names the limit.
 func TestMaxPartitionsConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.MaxPartitions = 20 })
 	var mu sync.Mutex
 	var messages []string
@@ -113,6 +114,7 @@ func TestMaxPartitionsConcurrentCreates(t *testing.T) {
 // one-partition topic, under a max_partitions of 20 with 8 partitions
 // taken: at most 4 grow.
 func TestMaxPartitionsConcurrentGrowth(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.MaxPartitions = 20 })
 	cl := c.Client(t)
 	for i := range 8 {
@@ -144,6 +146,7 @@ func TestMaxPartitionsConcurrentGrowth(t *testing.T) {
 // 25 partition replicas: at most 2 succeed, and the refusals name the
 // capacity (max_partition_replicas_per_node).
 func TestNodeReplicaCapacityConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.MaxNodeReplicas = 25 })
 	var mu sync.Mutex
 	var messages []string

@@ -21,6 +21,7 @@ import (
 // record after a node's crash and restart, and a deleted topic's replicas
 // go, keys and dirs.
 func TestPebbleLogStoreCluster(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.PartitionLogStore = multiraft.LogStorePebble })
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "peb", 2, 3)

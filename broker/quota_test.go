@@ -238,6 +238,7 @@ func TestClientQuotaConsumerSettles(t *testing.T) {
 // topics that fit and gets THROTTLING_QUOTA_EXCEEDED, with a throttle, for
 // the next; a client id without the quota creates freely (KIP-599).
 func TestClientQuotaTopicMutations(t *testing.T) {
+	t.Parallel()
 	src := &clientQuotas{}
 	src.set("admin", "controller_mutation_rate", 0.1, true)
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.ClientQuotas = src })

@@ -12,6 +12,7 @@ import (
 // until then they refuse its id as claimed from two addresses, and it
 // keeps asking, as a Kafka broker retries its registration.
 func TestNodeRestartedAtNewAddressesJoins(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	old := c.Node(2).GossipAddr()
 	c.HaltNode(2)

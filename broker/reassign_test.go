@@ -27,6 +27,7 @@ import (
 // byte-identical; the node left out no longer holds the partition; and
 // with that node stopped the partition still takes writes.
 func TestReassignPartitionUnderLoad(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 4, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
@@ -97,6 +98,7 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 // Kafka's answers to bad reassignments, and a cancellation that returns a
 // partition to its replicas.
 func TestReassignErrorsAndCancel(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 4, func(cfg *broker.Config) { cfg.DefaultReplicationFactor = 3 })
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)

@@ -178,6 +178,7 @@ func checkStart(t *testing.T, c *testcluster.Cluster, cl *kgo.Client, adm *kadm.
 // TestRetentionBytesOnEveryReplica: retention.bytes deletes the oldest
 // segments on every replica, keeping at least that many bytes.
 func TestRetentionBytesOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, quickRetention)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	createWithConfigs(t, kadm.NewClient(cl), "ret-bytes", map[string]*string{
@@ -201,6 +202,7 @@ func TestRetentionBytesOnEveryReplica(t *testing.T) {
 // to an offset and then to the high watermark; an offset past the high
 // watermark is OFFSET_OUT_OF_RANGE and changes nothing.
 func TestDeleteRecords(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)

@@ -107,6 +107,7 @@ func waitForUser(t *testing.T, c *testcluster.Cluster, tlsCfg *tls.Config, user,
 // are in the replicated metadata); a wrong password is
 // SASL_AUTHENTICATION_FAILED.
 func TestSASLSSLWithFranzGo(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := secureCluster(t, 2)
 	waitForUser(t, c, tlsCfg, "admin", "admin-secret")
 
@@ -175,6 +176,7 @@ func TestSASLSSLWithFranzGo(t *testing.T) {
 // Users are managed with AlterUserScramCredentials and
 // DescribeUserScramCredentials, with Kafka's error codes.
 func TestScramCredentialAdmin(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := secureCluster(t, 1)
 	waitForUser(t, c, tlsCfg, "admin", "admin-secret")
 	admin := saslClient(t, listenerAddrs(c, "SASL_SSL"), tlsCfg, kscram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism())
@@ -269,6 +271,7 @@ func TestScramCredentialAdmin(t *testing.T) {
 
 // Credentials survive a metadata snapshot and a node restart from it.
 func TestScramCredentialsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := secureCluster(t, 1, func(cfg *broker.Config) {
 		cfg.MetaRaft.SnapshotThreshold = 1
 		cfg.MetaRaft.SnapshotInterval = 50 * time.Millisecond
@@ -290,6 +293,7 @@ func TestScramCredentialsSurviveRestart(t *testing.T) {
 // An SSL listener with client_auth required serves a client that shows a
 // certificate signed by tls_ca_file, and no other.
 func TestSSLClientAuthRequired(t *testing.T) {
+	t.Parallel()
 	files, err := testcert.Write(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -332,6 +336,7 @@ func TestSSLClientAuthRequired(t *testing.T) {
 // one IP (PLAIN), even the right password is refused from it (SCRAM), while
 // another IP logs in.
 func TestFailedAuthenticationsPerIP(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := secureCluster(t, 1, func(c *broker.Config) {
 		c.MaxFailedAuthenticationsPerIP, c.FailedAuthenticationsWindow = 2, time.Hour
 		c.ConnectionFailedAuthenticationDelay = 0 // none
@@ -370,6 +375,7 @@ func TestFailedAuthenticationsPerIP(t *testing.T) {
 // the user is still being created (a CI run once failed so: its logins
 // before the credential existed locked 127.0.0.1 out).
 func TestWaitForUserBeforeTheCredential(t *testing.T) {
+	t.Parallel()
 	c, tlsCfg := secureCluster(t, 1, func(c *broker.Config) {
 		c.MaxFailedAuthenticationsPerIP, c.FailedAuthenticationsWindow = 2, time.Hour
 		c.ConnectionFailedAuthenticationDelay = 0 // none

@@ -16,6 +16,7 @@ import (
 // rejected records past it. Released and in-flight records still lag.
 // Every node answers the same, and so does kadm.
 func TestShareGroupOffsetsLag(t *testing.T) {
+	t.Parallel()
 	c, cl, id, leaders := shareCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

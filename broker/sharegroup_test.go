@@ -83,6 +83,7 @@ func sharePartitions(r *kmsg.ShareGroupHeartbeatResponse) []int32 {
 // partition's leader) keeps the group, its epoch and the members' epochs
 // on the new coordinator, without anyone rejoining.
 func TestShareGroupHeartbeatDescribeAndFailover(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
 		cfg.GroupShare = groupcoord.ShareConfig{SessionTimeout: 30 * time.Second, HeartbeatInterval: 200 * time.Millisecond}
 	})

@@ -180,6 +180,7 @@ func sessionCode(ctx context.Context, t *testing.T, cl *kgo.Client, node int32, 
 // partition halts, its new leader keeps every acknowledgement and
 // redelivers exactly the records that were in flight.
 func TestShareGroupDeliveryAndFailover(t *testing.T) {
+	t.Parallel()
 	c, cl, topicID, leaders := shareCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -330,6 +331,7 @@ func wantAckCode(t *testing.T, codes map[int32]int16, want int16) {
 // holder can no longer acknowledge it; closing a session (epoch -1)
 // releases its member's records at once.
 func TestShareLockExpiryAndSessionClose(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
 		cfg.ShareGroups.ResetEarliest, cfg.ShareGroups.LockDuration = true, time.Second
 	})
@@ -376,6 +378,7 @@ func TestShareLockExpiryAndSessionClose(t *testing.T) {
 // writes of older leader epochs from then on (a deposed leader cannot
 // overwrite what its successor loaded), and serves what was written.
 func TestShareStateFencesOlderLeaders(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1)
 	cl := c.Client(t)
 	createTopic(t, cl, "fx", 1, 1)
@@ -448,6 +451,7 @@ func readShareState(ctx context.Context, t *testing.T, cl *kgo.Client, group str
 // of the share coordinator forgets its share partitions' state (at its
 // second pass, which still finds the topic missing).
 func TestShareStateOfDeletedTopicsEnds(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.ShareGroups.ResetEarliest = true })
 	cl := c.Client(t)
 	createTopic(t, cl, "gone", 1, 1)
@@ -488,6 +492,7 @@ func TestShareStateOfDeletedTopicsEnds(t *testing.T) {
 // forgets it (the next fetch starts where share.auto.offset.reset says);
 // both are refused while the group has a member.
 func TestShareGroupOffsetsResets(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.ShareGroups.ResetEarliest = true })
 	cl := c.Client(t, kgo.DefaultProduceTopic("rz"))
 	createTopic(t, cl, "rz", 1, 1)
@@ -555,6 +560,7 @@ func TestShareGroupOffsetsResets(t *testing.T) {
 // __share_group_state partition Kafka's hash of the key picks, from any
 // node.
 func TestFindShareCoordinatorNamesStateLeader(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

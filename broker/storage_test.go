@@ -68,6 +68,7 @@ func withFakeDisks(disks *fakeDisks) testcluster.Option {
 // DeleteRecords go on; once space is back, produce resumes without a
 // restart, and every acknowledged record is in the log once, in order.
 func TestNodeRefusesProduceBelowReserve(t *testing.T) {
+	t.Parallel()
 	disks := &fakeDisks{}
 	c := testcluster.Start(t, 1, withFakeDisks(disks))
 	cl := c.Client(t)
@@ -124,6 +125,7 @@ func TestNodeRefusesProduceBelowReserve(t *testing.T) {
 // gossips that its disk is below its reserve, and takes it again once
 // the follower has room.
 func TestLeaderRefusesProduceForAFullFollower(t *testing.T) {
+	t.Parallel()
 	disks := &fakeDisks{}
 	c := testcluster.Start(t, 3, withFakeDisks(disks))
 	cl := c.Client(t)
@@ -218,6 +220,7 @@ func (w *walFull) String() string { return "walFull" }
 // has room, produce works again without a restart and every acknowledged
 // record is in the log once, in order.
 func TestNodeRaftLogDiskFull(t *testing.T) {
+	t.Parallel()
 	full := &walFull{}
 	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
 		cfg.RaftLogFS = errorfs.Wrap(vfs.Default, full)

@@ -15,6 +15,7 @@ import (
 // stores the leader's time, not the producer's, and consumers (kgo) see
 // it as a LogAppendTime timestamp.
 func TestLogAppendTimeTopic(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createWithConfigs(t, kadm.NewClient(cl), "lat", map[string]*string{

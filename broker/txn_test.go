@@ -154,6 +154,7 @@ func pollValues(t *testing.T, cl *kgo.Client, want int, settle time.Duration) []
 // batches: verification is off, and its requests go at transactions v1's
 // versions (Produce v12+ would ask the coordinator to add the partition).
 func TestReadCommittedConsumerSeesOnlyCommitted(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.TxnPartitionVerification = false })
 	cl := c.Client(t, v1Versions())
 	createTopic(t, cl, "txn", 1, 3)

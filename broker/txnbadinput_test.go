@@ -50,6 +50,7 @@ func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 // send get Kafka's error codes and change nothing stored: the transaction
 // stays empty and the group's offsets unset.
 func TestTransactionBadInput(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "bad-in", 1, 3)

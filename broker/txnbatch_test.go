@@ -21,6 +21,7 @@ import (
 // transaction writes the previous one's Complete state. A read_committed
 // consumer sees exactly the committed records.
 func TestConcurrentTransactionsBackToBack(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "tx-many", 2, 3)
@@ -93,8 +94,12 @@ func transactionErr(p *kgo.Client, commit bool, vals []string) error {
 // metadata before it retries, at most every MetadataMinAge (5s by default;
 // 10 ms here so that the test sees each retry as a Metadata request).
 func TestTransactionsV2BackToBackNeverRetried(t *testing.T) {
+	// Not parallel: beside other clusters leaders moved, and each move is a
+	// retry (LEADER_NOT_AVAILABLE).
 	c := testcluster.Start(t, 3)
-	createTopic(t, c.Client(t), "tx-v2", 6, 3)
+	admin := c.Client(t)
+	createTopic(t, admin, "tx-v2", 6, 3)
+	waitPreferredLeaders(t, admin, "tx-v2") // else a leader moved by the rebalance is a retry
 	const producers, txns, per = 8, 6, 24
 	var wg sync.WaitGroup
 	for p := range producers {
@@ -136,4 +141,26 @@ func spreadTransaction(cl *kgo.Client, parts int, vals []string) error {
 		return fmt.Errorf("produce: %w", err)
 	}
 	return cl.EndTransaction(ctx, kgo.TryCommit)
+}
+
+// waitPreferredLeaders waits until each partition of topic is led by its
+// first replica, where the leader rebalance leaves it.
+func waitPreferredLeaders(t *testing.T, cl *kgo.Client, topic string) {
+	t.Helper()
+	eventually(t, time.Minute, "every partition led by its preferred replica", func() bool {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			return false
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 || len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+				return false
+			}
+		}
+		return true
+	})
 }

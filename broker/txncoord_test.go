@@ -52,6 +52,8 @@ func seq(prefix string, n int) []string {
 // records, a read_uncommitted one every record; the transaction state
 // survives a restart of every node.
 func TestFranzGoTransactionalProducer(t *testing.T) {
+	// Not parallel: beside seven other clusters its ListTransactions after
+	// the restart of every node once found none.
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "tx-out", 3, 3)
@@ -133,6 +135,7 @@ func describeAndList(t *testing.T, cl *kgo.Client, id string) int64 {
 // aborted, its later sends and its commit fail with PRODUCER_FENCED (or
 // INVALID_PRODUCER_EPOCH), and none of its records becomes visible.
 func TestZombieProducerIsFenced(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "zombie", 1, 3)
@@ -231,6 +234,7 @@ func copyOnceWith(t *testing.T, c *testcluster.Cluster, want int, idle time.Dura
 // reader of the output sees every input record once, and a second
 // session of the same group finds nothing left to copy.
 func TestGroupTransactSessionCopiesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "eos-in", 3, 3)
@@ -274,6 +278,8 @@ func withTopic(recs []*kgo.Record, topic string) []*kgo.Record {
 // __transaction_state, franz-go's commit (retried at the new coordinator)
 // succeeds, and a read_committed consumer reads the records.
 func TestTransactionSurvivesCoordinatorFailover(t *testing.T) {
+	// Not parallel: beside seven other clusters franz-go once gave up its
+	// commit while still dialling the halted coordinator.
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "fo-tx", 1, 3)
@@ -308,6 +314,7 @@ func TestTransactionSurvivesCoordinatorFailover(t *testing.T) {
 // leader's clock, written through Raft): read_committed readers move past
 // it, and its producer, whose epoch the abort bumped, is fenced.
 func TestHungTransactionIsAborted(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.TxnAbortInterval = 100 * time.Millisecond })
 	cl := c.Client(t)
 	createTopic(t, cl, "hung", 1, 3)

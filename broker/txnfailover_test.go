@@ -50,6 +50,7 @@ func commitTxnOffsets(t *testing.T, ctx context.Context, p, cl *kgo.Client, id, 
 // which a producer that sends offsets first would never see happen. The
 // committed transaction's offset is then the group's.
 func TestAddOffsetsToTxnCreatesOffsetsTopic(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	admin := c.Client(t)
 	createTopic(t, admin, "fresh", 1, 3)
@@ -83,6 +84,7 @@ func TestAddOffsetsToTxnCreatesOffsetsTopic(t *testing.T) {
 // gets as NETWORK_EXCEPTION and franz-go waits out a metadata refresh
 // for (5 s). The same goes for markers.
 func TestVerificationSurvivesCoordinatorRestart(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	admin := c.Client(t)
 	createTopic(t, admin, "verify", 1, 3)

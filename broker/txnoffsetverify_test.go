@@ -35,12 +35,20 @@ func addOffsetsToTxn(t *testing.T, cl *kgo.Client, id string, pid int64, epoch i
 	return txnRequest(t, cl, req, func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode }).ErrorCode
 }
 
-// endTxn ends the transaction and returns the error code.
+// endTxn ends the transaction and returns the error code. It retries
+// CONCURRENT_TRANSACTIONS, as clients do: a retry of an EndTxn whose
+// coordinator accepted it after the caller timed out gets that until the
+// markers are written.
 func endTxn(t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, commit bool) int16 {
 	t.Helper()
 	req := kmsg.NewPtrEndTxnRequest()
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
-	return txnRequest(t, cl, req, func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode }).ErrorCode
+	var code int16
+	eventually(t, 30*time.Second, "EndTxn past its markers", func() bool {
+		code = txnRequest(t, cl, req, func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode }).ErrorCode
+		return code != kerr.ConcurrentTransactions.Code
+	})
+	return code
 }
 
 // txnOffsetCommit sends a TxnOffsetCommit v3 of offset for topic's
@@ -108,6 +116,7 @@ func waitStableOffset(t *testing.T, cl *kgo.Client, group, topic string, want in
 // its verification with the coordinator) and leaves nothing pending: a
 // read_committed consumer's require_stable OffsetFetch is answered.
 func TestForgedTxnOffsetCommitIsRefused(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "forged", 1, 3)
@@ -130,6 +139,7 @@ func TestForgedTxnOffsetCommitIsRefused(t *testing.T) {
 // INVALID_PRODUCER_EPOCH. None leaves anything pending, and the commit of
 // the transaction that added the group takes effect with its marker.
 func TestTxnOffsetCommitNeedsAddOffsetsToTxn(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "needs-add", 1, 3)
@@ -169,6 +179,7 @@ func TestTxnOffsetCommitNeedsAddOffsetsToTxn(t *testing.T) {
 // through AddOffsetsToTxn and TxnOffsetCommit, verified) from copying its
 // input exactly once.
 func TestGroupTransactSessionAfterForgedCommit(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "eos-in", 3, 3)

@@ -87,6 +87,7 @@ func finalized(t *testing.T, cl *kgo.Client, node int32, feature string) int16 {
 // zombie's batch with an epoch from before a commit is fenced, both by the
 // coordinator (Produce v12) and by the partition's producer state.
 func TestTxnV2FranzGo(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	adm := kadm.NewClient(cl)
@@ -249,6 +250,7 @@ func maxProduce(v int16) *kversion.Versions {
 // AddPartitionsToTxn) is sent, every input is copied once, and a second
 // session of the group finds the offsets committed.
 func TestTxnV2GroupTransactSession(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	createTopic(t, cl, "eos-in", 3, 3)
@@ -282,6 +284,7 @@ func TestTxnV2GroupTransactSession(t *testing.T) {
 // AddPartitionsToTxn, the epoch does not move between its transactions,
 // and commits and aborts are read as such.
 func TestTxnV1ClientStillWorks(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	adm := kadm.NewClient(cl)
@@ -317,6 +320,7 @@ func TestTxnV1ClientStillWorks(t *testing.T) {
 // then runs transactions v1 (AddPartitionsToTxn) and still commits;
 // upgraded back to 2, a new producer runs v2 again.
 func TestUpdateFeaturesTransactionVersion(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t)
 	adm := kadm.NewClient(cl)

@@ -79,6 +79,7 @@ func logEnd(t *testing.T, cl *kgo.Client, topic string, p int32) int64 {
 // marker); a batch without the transactional id is
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 func TestTransactionalBatchForPartitionNotAdded(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Start(t, 3)
 	cl := c.Client(t, v1Versions()) // the transactions v1 requests the test was written for
 	createTopic(t, cl, "verify", 2, 3)

@@ -47,6 +47,7 @@ func everyReplicaFlushes(t *testing.T, c *testcluster.Cluster, topic string, flu
 // default once the cluster default is deleted. DescribeConfigs shows what the user set although the boltdb
 // store refuses to cache, which each replica logs once.
 func TestWriteCachingReachesEveryReplica(t *testing.T) {
+	t.Parallel()
 	logs := &testlog.Buffer{}
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
 		cfg.PartitionLogStore = multiraft.LogStoreBoltDB
