@@ -66,7 +66,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])) }
+		addr := func(k int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[k])) }
 		cfg.KafkaAddr, cfg.RaftAddr, cfg.GossipAddr = addr(0), addr(1), addr(2)
 		cfg.BootstrapExpect = n
 		cfg.PartitionRaft, cfg.MetaRaft = Timing(), Timing()
