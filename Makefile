@@ -25,7 +25,8 @@ fmt-check:
 # third package at a time shortens the run on a 2-core machine.
 # go test starts packages in the order given (and runs each once): the
 # longest first, so that no long one starts last and runs alone.
-SLOW_TEST_PKGS := ./broker ./test/e2e ./test/reqfuzz ./multiraft ./test/interop ./cmd/minikafka ./client
+SLOW_TEST_PKGS := ./broker ./test/e2e ./test/reqfuzz ./multiraft ./test/interop ./client ./cmd/minikafka \
+	./console ./test/jepsen ./test/readme ./test/netns ./metrics ./kafkaapi ./deploy
 test: fmt-check vet test-deps
 	$(GO) test -race -count=1 -p 3 -timeout 14m $(SLOW_TEST_PKGS) ./...
 	cd third_party/raft && $(GO) test -race -count=1 -run '$(RAFT_PATCH_TESTS)' .
