@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -148,16 +149,12 @@ func spreadTransaction(cl *kgo.Client, parts int, vals []string) error {
 func waitPreferredLeaders(t *testing.T, cl *kgo.Client, topic string) {
 	t.Helper()
 	eventually(t, time.Minute, "every partition led by its preferred replica", func() bool {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(context.Background(), cl)
-		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		td, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
+		if err != nil || td[topic].Err != nil || len(td[topic].Partitions) == 0 {
 			return false
 		}
-		for _, p := range resp.Topics[0].Partitions {
-			if p.ErrorCode != 0 || len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+		for _, p := range td[topic].Partitions {
+			if p.Err != nil || len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
 				return false
 			}
 		}
