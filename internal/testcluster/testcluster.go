@@ -6,7 +6,6 @@ package testcluster
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/minikafka/minikafka-go/broker"
-	"github.com/minikafka/minikafka-go/internal/loopports"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
@@ -60,14 +58,7 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		cfg := broker.DefaultConfig()
 		cfg.NodeID = int32(i)
 		cfg.DataDir = filepath.Join(base, strconv.Itoa(i))
-		// Ports below the ephemeral range (loopports): a restart binds them
-		// again, and an ephemeral one may meanwhile be another connection's.
-		ports, err := loopports.FreeN(3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := func(k int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[k])) }
-		cfg.KafkaAddr, cfg.RaftAddr, cfg.GossipAddr = addr(0), addr(1), addr(2)
+		cfg.KafkaAddr, cfg.RaftAddr, cfg.GossipAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		cfg.BootstrapExpect = n
 		cfg.PartitionRaft, cfg.MetaRaft = Timing(), Timing()
 		cfg.LeaderRebalanceInterval = time.Second
