@@ -85,6 +85,16 @@ func TestIdleGroupsGoQuiet(t *testing.T) {
 	if after := terms(t, groups); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("terms changed while idle: %v, then %v", before, after)
 	}
+	// Quiet followers send nothing, yet stay in the leaders' ISR.
+	for i, gs := range groups {
+		rep := gs[leaderOf(t, gs)].Replication()
+		for _, f := range rep.Followers {
+			if now := time.Now(); !rep.InSync(f, now, fastTiming().HeartbeatTimeout) {
+				t.Errorf("group %d: quiet follower %d out of sync: contact %v ago, match %d of %d",
+					i, f.Node, now.Sub(f.Contact), f.Match, rep.CommitIndex)
+			}
+		}
+	}
 	for _, gs := range groups {
 		propose(t, gs, 2) // a write wakes the group and commits
 	}

@@ -85,8 +85,9 @@ type progress struct {
 	peers map[raft.ServerID]*follower
 }
 
-// follower is a follower's progress and whether its last answer was to a
-// Quiesce heartbeat that quiesced it (no answers come while it stays so).
+// follower is a follower's progress and whether it is quiesced: it
+// answered a Quiesce heartbeat with Quiesced and was sent no entries since
+// (no answers come while it stays so).
 type follower struct {
 	FollowerProgress
 	quiet bool
@@ -119,7 +120,15 @@ func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp
 		p.peers[id] = f
 	}
 	f.Contact = now
-	f.quiet = req.Quiesce && resp.Quiesced
+	// As raft's leader and follower see it (quiesce.go): a Quiesce
+	// heartbeat's answer decides, and entries wake the follower. Anything
+	// else leaves it as it is: the answer to a commit-index append sent
+	// before the Quiesce heartbeat may arrive after it.
+	if req.Quiesce {
+		f.quiet = resp.Quiesced
+	} else if len(req.Entries) > 0 {
+		f.quiet = false
+	}
 	if len(req.Entries) == 0 && req.PrevLogEntry == 0 {
 		return // a heartbeat: no log position
 	}

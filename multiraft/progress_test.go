@@ -81,3 +81,40 @@ func TestReplicationBehind(t *testing.T) {
 		}
 	}
 }
+
+// The leader counts on a follower that answered a Quiesce heartbeat with
+// Quiesced until it sends it entries (quiesce.go); so does progress. An
+// answer to an append sent before that heartbeat, re-sending the commit
+// index and nothing new, can arrive after it: it must not end the
+// follower's quiescence, or an idle group's follower silently drops out of
+// the ISR for good (a CI failure of TestUnderReplicatedByMatchIndex).
+func TestLateCommitAnswerKeepsFollowerQuiet(t *testing.T) {
+	var p progress
+	t0 := time.Unix(1000, 0)
+	p.leading(t0)
+	id := ServerID(3)
+	ok := &raft.AppendEntriesResponse{Success: true}
+	quiet := func() bool { return p.peers[id].quiet }
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 3, Entries: []*raft.Log{{Index: 4}}, LeaderCommitIndex: 3}, ok, t0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, &raft.AppendEntriesResponse{Success: true, Quiesced: true}, t0)
+	if !quiet() {
+		t.Fatal("a Quiesced answer did not quiet the follower")
+	}
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 4, LeaderCommitIndex: 4}, ok, t0)
+	if !quiet() {
+		t.Fatal("the late answer to a commit-index append ended the follower's quiescence")
+	}
+	p.record(id, &raft.AppendEntriesRequest{Term: 2}, ok, t0) // a plain heartbeat
+	if !quiet() {
+		t.Fatal("a heartbeat without Quiesce ended the follower's quiescence")
+	}
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 4, Entries: []*raft.Log{{Index: 5}}, LeaderCommitIndex: 4}, ok, t0)
+	if quiet() {
+		t.Fatal("an append of entries left the follower quiet")
+	}
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, &raft.AppendEntriesResponse{Success: true, Quiesced: true}, t0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, ok, t0)
+	if quiet() {
+		t.Fatal("a Quiesce heartbeat answered without Quiesced left the follower quiet")
+	}
+}
