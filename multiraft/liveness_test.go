@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -266,5 +267,42 @@ func TestLeaseVouchOnlyWhileElectingAndVouched(t *testing.T) {
 	h.live.lost("peer")
 	if tr.LeaseVouch("follower", "peer") {
 		t.Fatal("vouched in the lease for a follower whose node was lost")
+	}
+}
+
+// A quiet follower whose node restarts without reopening its groups (a
+// replica that cannot open) leaves its leaders' ISR although the node is
+// vouched for again: the quiescence it answered belonged to the node's
+// previous session.
+func TestRestartedFollowerWithoutItsGroupsLeavesISR(t *testing.T) {
+	net, groups := quietNet(t, 4, nil)
+	waitFor(t, "every follower quiesced", func() bool { return allQuiet(groups) })
+	led := map[int32]bool{}
+	for _, gs := range groups {
+		led[int32(leaderOf(t, gs))+1] = true
+	}
+	victim := int32(3)
+	for id := int32(1); id <= 3; id++ {
+		if !led[id] {
+			victim = id
+		}
+	}
+	for _, gs := range groups {
+		if !gs[victim-1].IsLeader() {
+			_ = gs[victim-1].Close()
+		}
+	}
+	net.stop(victim)
+	net.start(victim)
+	net.watchAll()
+	for i, gs := range groups {
+		l := gs[leaderOf(t, gs)]
+		if l == gs[victim-1] {
+			continue
+		}
+		waitFor(t, fmt.Sprintf("group %d's leader to drop node %d from its ISR", i, victim), func() bool {
+			rep := l.Replication()
+			return !slices.Contains(rep.ISR(-1, time.Now(), fastTiming().HeartbeatTimeout, nil), victim)
+		})
 	}
 }

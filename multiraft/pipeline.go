@@ -237,7 +237,7 @@ func (pl *pipeline) read() {
 			*f.resp = raft.AppendEntriesResponse{} // raft reads it without looking at Error
 			f.err = err
 		} else {
-			pl.prog.record(pl.id, f.req, f.resp, time.Now())
+			pl.prog.record(pl.id, f.req, f.resp, time.Now(), 0) // appends: no Quiesce
 		}
 		close(f.done)
 		// Break before delivering: raft reads no more after a failure, and

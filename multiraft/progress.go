@@ -86,11 +86,13 @@ type progress struct {
 }
 
 // follower is a follower's progress and whether it is quiesced: it
-// answered a Quiesce heartbeat with Quiesced and was sent no entries since
-// (no answers come while it stays so).
+// answered a Quiesce heartbeat with Quiesced, in the Host's vouch epoch
+// quietEpoch, and was sent no entries since (no answers come while it
+// stays so).
 type follower struct {
 	FollowerProgress
-	quiet bool
+	quiet      bool
+	quietEpoch uint64
 }
 
 // leading starts a new leadership.
@@ -101,9 +103,10 @@ func (p *progress) leading(now time.Time) {
 	p.peers = nil
 }
 
-// record notes the answer to an AppendEntries sent to id: any success is
-// contact; one carrying a log position also moves Match and CaughtUp.
-func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, now time.Time) {
+// record notes the answer to an AppendEntries sent to id, while the Host
+// vouched for id in epoch: any success is contact; one carrying a log
+// position also moves Match and CaughtUp.
+func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, now time.Time, epoch uint64) {
 	node, ok := nodeOf(id)
 	if !resp.Success || !ok {
 		return
@@ -125,7 +128,7 @@ func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp
 	// else leaves it as it is: the answer to a commit-index append sent
 	// before the Quiesce heartbeat may arrive after it.
 	if req.Quiesce {
-		f.quiet = resp.Quiesced
+		f.quiet, f.quietEpoch = resp.Quiesced, epoch
 	} else if len(req.Entries) > 0 {
 		f.quiet = false
 	}
@@ -162,7 +165,7 @@ func (g *Group) Replication() Replication {
 		f := FollowerProgress{Node: m, CaughtUp: p.since, Contact: p.since}
 		if got := p.peers[ServerID(m)]; got != nil {
 			f = got.FollowerProgress
-			if got.quiet && g.vouched(m) {
+			if got.quiet && g.vouchedIn(m, got.quietEpoch) {
 				f.Contact = now
 			}
 		}
@@ -172,9 +175,10 @@ func (g *Group) Replication() Replication {
 	return r
 }
 
-// vouched reports whether the Host vouches for node's liveness (a quiesced
-// follower's stand-in for answers, as for raft's leader lease).
-func (g *Group) vouched(node int32) bool {
-	alive, _ := g.trans.Vouch(ServerID(node), "")
-	return alive
+// vouchedIn reports whether the Host vouches for node's liveness in epoch
+// (a quiesced follower's stand-in for answers, as for raft's leader): a
+// new epoch may be a restarted node, which forgot its quiescence.
+func (g *Group) vouchedIn(node int32, epoch uint64) bool {
+	alive, now := g.trans.Vouch(ServerID(node), "")
+	return alive && now == epoch
 }

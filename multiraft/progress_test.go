@@ -17,7 +17,7 @@ func TestInSyncNeedsContact(t *testing.T) {
 	p.leading(t0)
 	id := ServerID(2)
 	ok := &raft.AppendEntriesResponse{Success: true}
-	p.record(id, &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 5, Entries: []*raft.Log{{Index: 6}}, LeaderCommitIndex: 6}, ok, t0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 5, Entries: []*raft.Log{{Index: 6}}, LeaderCommitIndex: 6}, ok, t0, 0)
 	rep := Replication{Leader: true, CommitIndex: 6}
 	at := func(now time.Time) bool {
 		return rep.InSync(p.peers[id].FollowerProgress, now, lag)
@@ -28,16 +28,16 @@ func TestInSyncNeedsContact(t *testing.T) {
 	if at(t0.Add(lag + time.Millisecond)) {
 		t.Fatal("a follower silent for longer than the lag limit is still in sync")
 	}
-	p.record(id, &raft.AppendEntriesRequest{Term: 3}, ok, t0.Add(8*time.Second)) // a heartbeat
+	p.record(id, &raft.AppendEntriesRequest{Term: 3}, ok, t0.Add(8*time.Second), 0) // a heartbeat
 	if !at(t0.Add(lag + time.Second)) {
 		t.Fatal("a heartbeat answered within the lag limit does not keep the follower in sync")
 	}
-	p.record(id, &raft.AppendEntriesRequest{Term: 3}, &raft.AppendEntriesResponse{}, t0.Add(15*time.Second))
+	p.record(id, &raft.AppendEntriesRequest{Term: 3}, &raft.AppendEntriesResponse{}, t0.Add(15*time.Second), 0)
 	if at(t0.Add(19 * time.Second)) {
 		t.Fatal("a refused heartbeat counted as contact")
 	}
 	rep.CommitIndex = 9 // the follower no longer matches: CaughtUp decides too
-	p.record(id, &raft.AppendEntriesRequest{Term: 3}, ok, t0.Add(20*time.Second))
+	p.record(id, &raft.AppendEntriesRequest{Term: 3}, ok, t0.Add(20*time.Second), 0)
 	if at(t0.Add(21 * time.Second)) {
 		t.Fatal("a follower behind the commit index for longer than the lag limit is in sync because it answers heartbeats")
 	}
@@ -95,25 +95,25 @@ func TestLateCommitAnswerKeepsFollowerQuiet(t *testing.T) {
 	id := ServerID(3)
 	ok := &raft.AppendEntriesResponse{Success: true}
 	quiet := func() bool { return p.peers[id].quiet }
-	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 3, Entries: []*raft.Log{{Index: 4}}, LeaderCommitIndex: 3}, ok, t0)
-	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, &raft.AppendEntriesResponse{Success: true, Quiesced: true}, t0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 3, Entries: []*raft.Log{{Index: 4}}, LeaderCommitIndex: 3}, ok, t0, 0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, &raft.AppendEntriesResponse{Success: true, Quiesced: true}, t0, 0)
 	if !quiet() {
 		t.Fatal("a Quiesced answer did not quiet the follower")
 	}
-	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 4, LeaderCommitIndex: 4}, ok, t0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 4, LeaderCommitIndex: 4}, ok, t0, 0)
 	if !quiet() {
 		t.Fatal("the late answer to a commit-index append ended the follower's quiescence")
 	}
-	p.record(id, &raft.AppendEntriesRequest{Term: 2}, ok, t0) // a plain heartbeat
+	p.record(id, &raft.AppendEntriesRequest{Term: 2}, ok, t0, 0) // a plain heartbeat
 	if !quiet() {
 		t.Fatal("a heartbeat without Quiesce ended the follower's quiescence")
 	}
-	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 4, Entries: []*raft.Log{{Index: 5}}, LeaderCommitIndex: 4}, ok, t0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 4, Entries: []*raft.Log{{Index: 5}}, LeaderCommitIndex: 4}, ok, t0, 0)
 	if quiet() {
 		t.Fatal("an append of entries left the follower quiet")
 	}
-	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, &raft.AppendEntriesResponse{Success: true, Quiesced: true}, t0)
-	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, ok, t0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, &raft.AppendEntriesResponse{Success: true, Quiesced: true}, t0, 0)
+	p.record(id, &raft.AppendEntriesRequest{Term: 2, Quiesce: true}, ok, t0, 0)
 	if quiet() {
 		t.Fatal("a Quiesce heartbeat answered without Quiesced left the follower quiet")
 	}

@@ -133,7 +133,11 @@ func (t *transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, a
 		err = t.call(id, target, callAppendEntries, args, resp, nil, t.h.tun.CallTimeout)
 	}
 	if err == nil {
-		t.progress.record(id, args, resp, time.Now())
+		var epoch uint64 // only a Quiesce heartbeat's answer needs it
+		if args.Quiesce {
+			_, epoch = t.Vouch(id, target)
+		}
+		t.progress.record(id, args, resp, time.Now(), epoch)
 	}
 	return err
 }
