@@ -144,25 +144,7 @@ func TestQuietGroupsOfALostNodeGetLeaders(t *testing.T) {
 // of a restarted node stayed empty until the next metadata write).
 func TestRestartedFollowerOfQuietGroupsCatchesUp(t *testing.T) {
 	net, groups := quietNet(t, 8, nil)
-	waitFor(t, "every follower quiesced", func() bool { return allQuiet(groups) })
-	// A node that leads none of the groups, if there is one: the others
-	// keep their leaders and stay quiet.
-	led := map[int32]bool{}
-	for _, gs := range groups {
-		led[int32(leaderOf(t, gs))+1] = true
-	}
-	victim := int32(3)
-	for id := int32(1); id <= 3; id++ {
-		if !led[id] {
-			victim = id
-		}
-	}
-	for _, gs := range groups {
-		_ = gs[victim-1].Close()
-	}
-	net.stop(victim)
-	net.start(victim)
-	net.watchAll()
+	victim := restartQuietNode(t, net, groups)
 	fsms := make([]*countFSM, len(groups))
 	for i := range groups {
 		groups[i][victim-1], fsms[i] = net.open(victim, fmt.Sprintf("g%d", i), []int32{1, 2, 3}, fastTiming(), false)
@@ -276,6 +258,21 @@ func TestLeaseVouchOnlyWhileElectingAndVouched(t *testing.T) {
 // previous session.
 func TestRestartedFollowerWithoutItsGroupsLeavesISR(t *testing.T) {
 	net, groups := quietNet(t, 4, nil)
+	victim := restartQuietNode(t, net, groups)
+	for i, gs := range groups {
+		l := gs[leaderOf(t, gs)]
+		waitFor(t, fmt.Sprintf("group %d's leader to drop node %d from its ISR", i, victim), func() bool {
+			rep := l.Replication()
+			return !slices.Contains(rep.ISR(-1, time.Now(), fastTiming().HeartbeatTimeout, nil), victim)
+		})
+	}
+}
+
+// restartQuietNode waits until every follower is quiesced, then closes the
+// groups of a node that leads none of them, if there is one (the others
+// keep their leaders and stay quiet), and restarts its Host without them.
+func restartQuietNode(t *testing.T, net *testNet, groups [][]*Group) int32 {
+	t.Helper()
 	waitFor(t, "every follower quiesced", func() bool { return allQuiet(groups) })
 	led := map[int32]bool{}
 	for _, gs := range groups {
@@ -288,21 +285,10 @@ func TestRestartedFollowerWithoutItsGroupsLeavesISR(t *testing.T) {
 		}
 	}
 	for _, gs := range groups {
-		if !gs[victim-1].IsLeader() {
-			_ = gs[victim-1].Close()
-		}
+		_ = gs[victim-1].Close()
 	}
 	net.stop(victim)
 	net.start(victim)
 	net.watchAll()
-	for i, gs := range groups {
-		l := gs[leaderOf(t, gs)]
-		if l == gs[victim-1] {
-			continue
-		}
-		waitFor(t, fmt.Sprintf("group %d's leader to drop node %d from its ISR", i, victim), func() bool {
-			rep := l.Replication()
-			return !slices.Contains(rep.ISR(-1, time.Now(), fastTiming().HeartbeatTimeout, nil), victim)
-		})
-	}
+	return victim
 }
