@@ -73,13 +73,9 @@ type partitionInfo struct {
 
 func metadataOf(t *testing.T, cl *kgo.Client, topic string) map[int32]partitionInfo {
 	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := topicMetadata(ctx, cl, topic)
 	if err != nil {
 		t.Fatalf("Metadata: %v", err)
 	}
@@ -93,6 +89,16 @@ func metadataOf(t *testing.T, cl *kgo.Client, topic string) map[int32]partitionI
 		}
 	}
 	return out
+}
+
+// topicMetadata sends a Metadata request for topic alone with r (the
+// client, or one of its brokers).
+func topicMetadata(ctx context.Context, r kmsg.Requestor, topic string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	return req.RequestWith(ctx, r)
 }
 
 // eventually polls cond until it holds or d passes.

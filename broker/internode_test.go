@@ -168,13 +168,9 @@ func sendMeta(t *testing.T, h *multiraft.Host, addr string, cmd metadata.Command
 // topic's partition 0, as Metadata answers them.
 func brokersAndLeader(t *testing.T, cl *kgo.Client, topic string) (string, int32) {
 	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := topicMetadata(ctx, cl, topic)
 	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("Metadata: %+v, %v", resp, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
@@ -51,11 +50,7 @@ func shortISRs(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, 
 	t.Helper()
 	var short []string
 	for node := range int32(3) {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl.Broker(int(node+1)))
+		resp, err := topicMetadata(ctx, cl.Broker(int(node+1)), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
