@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -17,7 +19,8 @@ import (
 // whatever else the cluster holds: a transaction (its verification and
 // markers look up leaders), FindCoordinator, a KIP-848 heartbeat, a
 // Metadata request for one topic and an OffsetCommit by topic id, before
-// and after a topic of many partitions is created beside them. Lookups
+// and after a topic of many partitions is created beside them; so do the
+// admin requests that name their topics (adminRequests). Lookups
 // that built the whole cluster view per call made each transaction cost
 // thousands of allocations more per thousand partitions, and each
 // heartbeat copied every topic's partitions; this is the scenario that
@@ -107,10 +110,7 @@ func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 		}
 		return err
 	}
-	kinds := []struct {
-		name string
-		op   func() error
-	}{
+	kinds := []costKind{
 		{"transaction", func() error { return oneBatch(ctx, cl, true, value) }},
 		{"FindCoordinator group", findCoordinator(0, "g")},
 		{"FindCoordinator transaction", findCoordinator(1, "scale-cost")},
@@ -128,6 +128,7 @@ func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 			return err
 		}},
 	}
+	kinds = append(kinds, adminRequests(ctx, admin)...)
 	base := make([]float64, len(kinds))
 	for i, k := range kinds {
 		base[i] = measure(k.name, k.op)
@@ -139,5 +140,98 @@ func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 		if got > 1.2*base[i]+150 {
 			t.Errorf("%s: %.0f allocations per call beside 400 more partitions, %.0f before", k.name, got, base[i])
 		}
+	}
+}
+
+// costKind is one kind of request TestPerRequestCostDoesNotGrowWithPartitions
+// measures: op sends one and fails if the answer is not the expected one.
+type costKind struct {
+	name string
+	op   func() error
+}
+
+// adminRequests are the admin requests about one topic, the cluster or
+// the metadata quorum, each answered as a tool polling it would see:
+// none of them should read any other topic's partitions.
+func adminRequests(ctx context.Context, admin kmsg.Requestor) []costKind {
+	send := func(req kmsg.Request, codes func(kmsg.Response) []int16, ok ...int16) func() error {
+		return func() error {
+			resp, err := admin.Request(ctx, req)
+			if err != nil {
+				return err
+			}
+			for _, c := range codes(resp) {
+				if c != 0 && !slices.Contains(ok, c) {
+					return fmt.Errorf("%T: error code %d", resp, c)
+				}
+			}
+			return nil
+		}
+	}
+	cluster := kmsg.NewPtrDescribeClusterRequest()
+	quorum := kmsg.NewPtrDescribeQuorumRequest()
+	qt := kmsg.NewDescribeQuorumRequestTopic()
+	qt.Topic, qt.Partitions = "__cluster_metadata", []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
+	quorum.Topics = append(quorum.Topics, qt)
+	configs := kmsg.NewPtrDescribeConfigsRequest()
+	configs.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "work"}}
+	describe := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	describe.Topics, describe.ResponsePartitionLimit = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "work"}}, 2000
+	producers := kmsg.NewPtrDescribeProducersRequest()
+	producers.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "work", Partitions: []int32{0}}}
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.ValidateOnly = true
+	create.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "never-made", NumPartitions: 1, ReplicationFactor: 1}}
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	grow.ValidateOnly, grow.TimeoutMillis = true, 10000
+	grow.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "work", Count: 2}}
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TimeoutMillis = 10000
+	del.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("no-such-topic")}, {TopicID: [16]byte{1, 2, 3}}}
+	elect := kmsg.NewPtrElectLeadersRequest()
+	elect.TimeoutMillis = 10000
+	elect.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "work", Partitions: []int32{0}}}
+	shares := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	shares.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "scale-share",
+		Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "work", Partitions: []int32{0}}}}}
+	return []costKind{
+		{"DescribeCluster", send(cluster, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.DescribeClusterResponse).ErrorCode}
+		})},
+		{"DescribeQuorum", send(quorum, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.DescribeQuorumResponse).ErrorCode}
+		})},
+		{"DescribeConfigs of one topic", send(configs, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode}
+		})},
+		{"DescribeTopicPartitions of one topic", send(describe, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.DescribeTopicPartitionsResponse).Topics[0].ErrorCode}
+		})},
+		{"DescribeProducers", send(producers, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode}
+		})},
+		{"CreateTopics, validate only", send(create, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode}
+		})},
+		{"CreatePartitions, validate only", send(grow, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode}
+		})},
+		{"DeleteTopics of unknown topics", send(del, func(r kmsg.Response) []int16 {
+			ts := r.(*kmsg.DeleteTopicsResponse).Topics
+			return []int16{ts[0].ErrorCode, ts[1].ErrorCode}
+		}, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code)},
+		{"ElectLeaders of one partition", send(elect, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.ElectLeadersResponse).Topics[0].Partitions[0].ErrorCode}
+		}, kerr.ElectionNotNeeded.Code)},
+		{"DescribeShareGroupOffsets of one topic", send(shares, func(r kmsg.Response) []int16 {
+			g := r.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0]
+			codes := []int16{g.ErrorCode}
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					codes = append(codes, p.ErrorCode)
+				}
+			}
+			return codes
+		})},
 	}
 }

@@ -27,6 +27,7 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, mq *qu
 			count[rt.Topic]++
 		}
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		view := s.metadataView(ctx, false)
 		for _, rt := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic = rt.Topic
@@ -41,7 +42,7 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, mq *qu
 			case mq.Check() != nil:
 				err = kerr.ThrottlingQuotaExceeded
 			default:
-				before := partitionCount(s.backend.Cluster(), rt.Topic)
+				before := partitionCount(view.byName, rt.Topic)
 				err = s.backend.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
 				if err == nil && !req.ValidateOnly {
 					mq.Record(int(rt.Count) - before)

@@ -34,7 +34,7 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, mq *quota.Muta
 		for _, rt := range req.Topics {
 			count[rt.Topic]++
 		}
-		lim := createLimits{partitions: s.cfg.MaxCreatePartitions, brokers: len(s.backend.Cluster().Brokers), quota: mq}
+		lim := createLimits{partitions: s.cfg.MaxCreatePartitions, brokers: len(s.clusterBrokers().Brokers), quota: mq}
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 		clusterCreate := s.authorizeCluster(ctx, acl.OpCreate)

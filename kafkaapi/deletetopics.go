@@ -28,7 +28,7 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, mq *quota.Muta
 				topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
 			}
 		}
-		view := s.backend.Cluster()
+		view := s.metadataView(ctx, false)
 		names := make([]string, len(topics))
 		count := map[string]int{}
 		for i, t := range topics {
@@ -53,12 +53,13 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, mq *quota.Muta
 				err = kerr.ThrottlingQuotaExceeded
 			default:
 				rt.Topic = kmsg.StringPtr(name)
-				if rt.TopicID == [16]byte{} {
-					rt.TopicID = topicID(view, name)
+				tv := view.byName(name) // read before the topic is gone
+				if rt.TopicID == [16]byte{} && tv != nil {
+					rt.TopicID = tv.ID
 				}
 				err = s.backend.DeleteTopic(ctx, name)
-				if err == nil {
-					mq.Record(partitionCount(view, name))
+				if err == nil && tv != nil {
+					mq.Record(len(tv.Partitions))
 				}
 			}
 			if err != nil {
@@ -72,35 +73,21 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, mq *quota.Muta
 
 // resolveTopic is the name a DeleteTopics entry names: its name, or the
 // name of the topic with its id ("" if none).
-func resolveTopic(view ClusterView, t kmsg.DeleteTopicsRequestTopic) string {
+func resolveTopic(view metadataView, t kmsg.DeleteTopicsRequestTopic) string {
 	if t.Topic != nil {
 		return *t.Topic
 	}
-	for _, v := range view.Topics {
-		if v.ID == t.TopicID {
-			return v.Name
-		}
+	if v := view.byID(t.TopicID); v != nil {
+		return v.Name
 	}
 	return ""
 }
 
-// topicID is the id of the named topic, zero if unknown.
-func topicID(view ClusterView, name string) [16]byte {
-	for _, v := range view.Topics {
-		if v.Name == name {
-			return v.ID
-		}
-	}
-	return [16]byte{}
-}
-
-// partitionCount is the number of partitions of the named topic in view;
-// 0 if unknown.
-func partitionCount(view ClusterView, name string) int {
-	for _, v := range view.Topics {
-		if v.Name == name {
-			return len(v.Partitions)
-		}
+// partitionCount is the number of partitions of the named topic; 0 if
+// unknown.
+func partitionCount(byName topicByName, name string) int {
+	if v := byName(name); v != nil {
+		return len(v.Partitions)
 	}
 	return 0
 }

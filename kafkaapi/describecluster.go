@@ -61,7 +61,7 @@ func (s *Server) startDescribeCluster(req *kmsg.DescribeClusterRequest, _ time.T
 			resp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("unsupported endpoint type %d", req.EndpointType))
 			return resp, nil
 		}
-		view := s.cluster(ctx)
+		view := onConnListener(ctx, s.clusterBrokers())
 		resp.ClusterID = view.ClusterID
 		resp.EndpointType = endpointBrokers
 		for _, b := range view.Brokers {

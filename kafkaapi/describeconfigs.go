@@ -29,7 +29,7 @@ type ConfigEntry struct {
 func (s *Server) startDescribeConfigs(req *kmsg.DescribeConfigsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-		var view *ClusterView
+		var view *metadataView
 		for i := range req.Resources {
 			rr := &req.Resources[i]
 			r := kmsg.NewDescribeConfigsResponseResource()
@@ -43,10 +43,10 @@ func (s *Server) startDescribeConfigs(req *kmsg.DescribeConfigsRequest, _ time.T
 			case err != nil:
 			case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 				if view == nil {
-					v := s.backend.Cluster()
+					v := s.metadataView(ctx, false)
 					view = &v
 				}
-				configs, err = s.topicConfigs(view, rr.ResourceName)
+				configs, err = s.topicConfigs(view.byName, rr.ResourceName)
 			case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
 				configs, err = s.brokerConfigs(rr.ResourceName)
 			default:
@@ -84,11 +84,11 @@ func synonym(name, value string, source kmsg.ConfigSource) kmsg.DescribeConfigsR
 // (DYNAMIC_TOPIC_CONFIG), the cluster-wide default
 // (DYNAMIC_DEFAULT_BROKER_CONFIG), the node's static value
 // (STATIC_BROKER_CONFIG), Kafka's default (DEFAULT_CONFIG).
-func (s *Server) topicConfigs(view *ClusterView, topic string) ([]describedConfig, error) {
+func (s *Server) topicConfigs(byName topicByName, topic string) ([]describedConfig, error) {
 	if err := ValidateTopicName(topic); err != nil {
 		return nil, err
 	}
-	if _, ok := indexTopics(view.Topics)[topic]; !ok {
+	if byName(topic) == nil {
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	overrides, err := s.backend.TopicConfigs(topic)

@@ -91,7 +91,7 @@ func replicaStates(rs []QuorumReplica) []kmsg.DescribeQuorumResponseTopicPartiti
 // view lists.
 func (s *Server) quorumNodes(ctx context.Context, q QuorumView) []kmsg.DescribeQuorumResponseNode {
 	byID := map[int32]Broker{}
-	for _, b := range s.cluster(ctx).Brokers {
+	for _, b := range onConnListener(ctx, s.clusterBrokers()).Brokers {
 		byID[b.NodeID] = b
 	}
 	var out []kmsg.DescribeQuorumResponseNode

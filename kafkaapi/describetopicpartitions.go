@@ -32,7 +32,7 @@ var errCursorNotListed = fmt.Errorf("%w: the topic list must contain the cursor'
 func (s *Server) startDescribeTopicPartitions(req *kmsg.DescribeTopicPartitionsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
-		view := s.cluster(ctx)
+		view := s.metadataView(ctx, len(req.Topics) == 0)
 		names, err := describeTopicNames(req, view.Topics)
 		if err != nil {
 			for _, rt := range req.Topics {
@@ -42,7 +42,6 @@ func (s *Server) startDescribeTopicPartitions(req *kmsg.DescribeTopicPartitionsR
 		}
 		all := len(req.Topics) == 0
 		remaining := max(min(req.ResponsePartitionLimit, describePartitionLimit), 1)
-		byName := indexTopics(view.Topics)
 		var denied []kmsg.DescribeTopicPartitionsResponseTopic
 		for _, name := range names {
 			if !s.authorizeTopic(ctx, acl.OpDescribe, name) {
@@ -55,7 +54,7 @@ func (s *Server) startDescribeTopicPartitions(req *kmsg.DescribeTopicPartitionsR
 				resp.NextCursor = describeCursor(name, 0)
 				break
 			}
-			t := byName[name]
+			t := view.byName(name)
 			if t == nil {
 				if !all {
 					resp.Topics = append(resp.Topics, describedTopicError(name, s.topicOps(ctx, name), missingTopicError(name)))

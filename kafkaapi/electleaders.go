@@ -58,8 +58,9 @@ func (s *Server) startElectLeaders(req *kmsg.ElectLeadersRequest, _ time.Time) r
 		defer cancel()
 		all := req.Topics == nil
 		topics := req.Topics
+		view := s.metadataView(ctx, all)
 		if all {
-			for _, t := range s.backend.Cluster().Topics {
+			for _, t := range view.Topics {
 				rt := kmsg.NewElectLeadersRequestTopic()
 				rt.Topic = t.Name
 				for _, p := range t.Partitions {
@@ -68,7 +69,7 @@ func (s *Server) startElectLeaders(req *kmsg.ElectLeadersRequest, _ time.Time) r
 				topics = append(topics, rt)
 			}
 		}
-		errs := s.elect(ctx, topics, req.Version > 0 && req.ElectionType == electUnclean)
+		errs := s.elect(ctx, view.byName, topics, req.Version > 0 && req.ElectionType == electUnclean)
 		for i, t := range topics {
 			rt := kmsg.NewElectLeadersResponseTopic()
 			rt.Topic = t.Topic
@@ -85,16 +86,15 @@ func (s *Server) startElectLeaders(req *kmsg.ElectLeadersRequest, _ time.Time) r
 
 // elect runs each partition's election, a few at a time, and returns
 // their outcomes in request order.
-func (s *Server) elect(ctx context.Context, topics []kmsg.ElectLeadersRequestTopic, unclean bool) [][]error {
-	view := indexTopics(s.backend.Cluster().Topics)
+func (s *Server) elect(ctx context.Context, byName topicByName, topics []kmsg.ElectLeadersRequestTopic, unclean bool) [][]error {
 	le, _ := s.backend.(LeaderElection)
 	errs := make([][]error, len(topics))
 	slots := make(chan struct{}, electionsInFlight)
 	var wg sync.WaitGroup
 	for i, t := range topics {
 		errs[i] = make([]error, len(t.Partitions))
+		tv := byName(t.Topic)
 		for j, p := range t.Partitions {
-			tv := view[t.Topic]
 			switch {
 			case tv == nil || p < 0 || int(p) >= len(tv.Partitions):
 				errs[i][j] = kerr.UnknownTopicOrPartition

@@ -21,6 +21,15 @@ type LeaderLookup interface {
 	TopicIDByName(name string) (id [16]byte, ok bool)
 }
 
+// clusterBrokers is Cluster without its topics: a LeaderLookup backend
+// builds no partition's view for it.
+func (s *Server) clusterBrokers() ClusterView {
+	if l, ok := s.backend.(LeaderLookup); ok {
+		return l.ClusterBrokers()
+	}
+	return s.backend.Cluster()
+}
+
 // leaderHints answers partitions' leaders and the brokers for one
 // response's hints, reading the backend once on first need: a
 // LeaderLookup asks for each partition alone, other backends read

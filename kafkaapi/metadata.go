@@ -89,14 +89,18 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 }
 
 // metadataView is what a Metadata request reads: the brokers, and its
-// topics by name or id (FindCoordinator and the leader hints read it too).
-// With a LeaderLookup backend, a request that names its topics builds
-// only those, not every partition's view.
+// topics by name or id (FindCoordinator, the leader hints and the admin
+// requests that name their topics read it too). With a LeaderLookup
+// backend, a request that names its topics builds only those, not every
+// partition's view: such a request's cost does not grow with the cluster.
 type metadataView struct {
 	ClusterView
-	byName func(name string) *TopicView
+	byName topicByName
 	byID   func(id [16]byte) *TopicView
 }
+
+// topicByName finds a topic's view by its name; nil if there is none.
+type topicByName func(name string) *TopicView
 
 func (s *Server) metadataView(ctx context.Context, all bool) metadataView {
 	l, ok := s.backend.(LeaderLookup)
@@ -107,7 +111,7 @@ func (s *Server) metadataView(ctx context.Context, all bool) metadataView {
 		v.byID = func(id [16]byte) *TopicView { return findTopicID(v.Topics, id) }
 		return v
 	}
-	v := metadataView{ClusterView: onConnListener(ctx, l.ClusterBrokers())}
+	v := metadataView{ClusterView: onConnListener(ctx, s.clusterBrokers())}
 	v.byName = func(name string) *TopicView {
 		if t, ok := l.TopicView(name); ok {
 			return &t

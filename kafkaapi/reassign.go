@@ -63,7 +63,7 @@ func (s *Server) startAlterReassignments(req *kmsg.AlterPartitionAssignmentsRequ
 		}
 		var keep *keptFactors // v1 without AllowReplicationFactorChange
 		if !req.AllowReplicationFactorChange {
-			keep = s.keptFactors()
+			keep = s.keptFactors(ctx)
 		}
 		for _, t := range req.Topics {
 			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
@@ -110,15 +110,19 @@ func (s *Server) alterReassignment(ctx context.Context, topic string, p kmsg.Alt
 // move's target, else its replicas) passes. It reads this node's view;
 // the metadata group refuses any change of replication factor anyway, as
 // moves here keep it, so a stale view only changes which error answers.
+// Each topic is read once, on its first check, before any of its
+// partitions is moved.
 type keptFactors struct {
-	topics     topicIndex
+	byName     topicByName
+	topics     topicIndex // byName's answers so far, nil for none
 	registered map[int32]bool
 	heading    map[topicPart]int // the target length of moves in progress
 }
 
-func (s *Server) keptFactors() *keptFactors {
-	view := s.backend.Cluster()
-	k := &keptFactors{topics: indexTopics(view.Topics), registered: map[int32]bool{}, heading: map[topicPart]int{}}
+func (s *Server) keptFactors(ctx context.Context) *keptFactors {
+	view := s.clusterBrokers()
+	k := &keptFactors{byName: s.metadataView(ctx, false).byName, topics: topicIndex{},
+		registered: map[int32]bool{}, heading: map[topicPart]int{}}
 	for _, b := range view.Brokers {
 		k.registered[b.NodeID] = true
 	}
@@ -137,7 +141,11 @@ func (k *keptFactors) check(topic string, partition int32, target []int32) error
 	if k == nil {
 		return nil
 	}
-	t := k.topics[topic]
+	t, read := k.topics[topic]
+	if !read {
+		t = k.byName(topic)
+		k.topics[topic] = t
+	}
 	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
 		return nil
 	}

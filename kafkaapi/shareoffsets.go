@@ -2,6 +2,7 @@ package kafkaapi
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,7 +23,10 @@ func (s *Server) startDescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffs
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 		so, _ := s.backend.(ShareOffsets)
-		view := s.cluster(ctx)
+		// Every topic's view only when a group names none.
+		view := s.metadataView(ctx, slices.ContainsFunc(req.Groups, func(g kmsg.DescribeShareGroupOffsetsRequestGroup) bool {
+			return g.Topics == nil
+		}))
 		for _, g := range req.Groups {
 			rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 			rg.GroupID = g.GroupID
@@ -41,7 +45,7 @@ func (s *Server) startDescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffs
 }
 
 // describeShareOffsets answers one group's topics.
-func (s *Server) describeShareOffsets(ctx context.Context, so ShareOffsets, view ClusterView, g kmsg.DescribeShareGroupOffsetsRequestGroup) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
+func (s *Server) describeShareOffsets(ctx context.Context, so ShareOffsets, view metadataView, g kmsg.DescribeShareGroupOffsetsRequestGroup) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
 	all := g.Topics == nil
 	if all {
 		for _, t := range view.Topics {
@@ -55,14 +59,13 @@ func (s *Server) describeShareOffsets(ctx context.Context, so ShareOffsets, view
 			}
 		}
 	}
-	topics := indexTopics(view.Topics)
 	out := make([]kmsg.DescribeShareGroupOffsetsResponseGroupTopic, len(g.Topics))
 	var tps []sharepart.TopicPartition
 	var at [][2]int // of tps: the topic and partition answered
 	for i, t := range g.Topics {
 		out[i] = kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 		out[i].Topic = t.Topic
-		tv := topics[t.Topic]
+		tv := view.byName(t.Topic)
 		var code int16
 		switch {
 		case !all && !s.authorizeTopic(ctx, acl.OpDescribe, t.Topic):

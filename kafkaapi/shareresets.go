@@ -80,11 +80,11 @@ func groupOfOtherType(c GroupCoordinator, group string) bool {
 
 // shareResetTopic resolves a topic of a reset: TOPIC_AUTHORIZATION_FAILED
 // without READ on it, UNKNOWN_TOPIC_OR_PARTITION if it does not exist.
-func (s *Server) shareResetTopic(ctx context.Context, topics topicIndex, name string) (*TopicView, int16) {
+func (s *Server) shareResetTopic(ctx context.Context, byName topicByName, name string) (*TopicView, int16) {
 	if !s.authorizeTopic(ctx, acl.OpRead, name) {
 		return nil, kerr.TopicAuthorizationFailed.Code
 	}
-	if tv := topics[name]; tv != nil {
+	if tv := byName(name); tv != nil {
 		return tv, 0
 	}
 	return nil, kerr.UnknownTopicOrPartition.Code
@@ -100,7 +100,7 @@ func (s *Server) startAlterShareGroupOffsets(req *kmsg.AlterShareGroupOffsetsReq
 			resp.ErrorCode = ErrorCode(err)
 			return resp, nil
 		}
-		topics := indexTopics(s.cluster(ctx).Topics)
+		topics := s.metadataView(ctx, false).byName
 		resp.Topics = make([]kmsg.AlterShareGroupOffsetsResponseTopic, len(req.Topics))
 		var resets shareResets
 		for i, t := range req.Topics {
@@ -144,7 +144,7 @@ func (s *Server) startDeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 			resp.ErrorCode = ErrorCode(err)
 			return resp, nil
 		}
-		topics := indexTopics(s.cluster(ctx).Topics)
+		topics := s.metadataView(ctx, false).byName
 		resp.Topics = make([]kmsg.DeleteShareGroupOffsetsResponseTopic, len(req.Topics))
 		codes := make([][]int16, len(req.Topics))
 		var resets shareResets
