@@ -46,7 +46,8 @@ type Topics interface {
 	// kerr.TopicAlreadyExists, kerr.InvalidPartitions,
 	// kerr.InvalidReplicationFactor (for example more replicas than live
 	// brokers), kerr.NotController, kerr.RequestTimedOut; ctx carries the
-	// request's deadline.
+	// request's deadline. A TopicLeaders backend returns without waiting
+	// for the topic's leaders.
 	CreateTopic(ctx context.Context, spec TopicSpec, validateOnly bool) (CreatedTopic, error)
 
 	// CreatePartitions grows a topic to count partitions or, with

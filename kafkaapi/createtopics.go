@@ -38,6 +38,7 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, mq *quota.Muta
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 		clusterCreate := s.authorizeCluster(ctx, acl.OpCreate)
+		var made []string // created, their leaders awaited below
 		for i := range req.Topics {
 			rt := &req.Topics[i]
 			st := &resp.Topics[i]
@@ -53,6 +54,9 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, mq *quota.Muta
 				st.ErrorMessage = errorMessage(err)
 				continue
 			}
+			if !req.ValidateOnly {
+				made = append(made, rt.Topic)
+			}
 			st.TopicID = created.ID
 			st.NumPartitions = created.Partitions
 			st.ReplicationFactor = created.ReplicationFactor
@@ -66,7 +70,26 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, mq *quota.Muta
 				}
 			}
 		}
+		s.waitTopicLeaders(ctx, made)
 		return resp, nil
+	}
+}
+
+// TopicLeaders is a Backend whose CreateTopic returns once the topic is
+// created, without waiting for its partitions' first leaders: the server
+// waits once for every topic a request created, so that their elections
+// overlap (a request of a hundred topics took a hundred elections in turn).
+type TopicLeaders interface {
+	// WaitTopicLeaders returns once every partition of the topics has a
+	// leader, or after the backend's bound, or when ctx ends.
+	WaitTopicLeaders(ctx context.Context, topics []string)
+}
+
+// waitTopicLeaders waits for the new topics' leaders with a TopicLeaders
+// backend, so that the client's next Metadata finds them usable.
+func (s *Server) waitTopicLeaders(ctx context.Context, topics []string) {
+	if w, ok := s.backend.(TopicLeaders); ok && len(topics) > 0 {
+		w.WaitTopicLeaders(ctx, topics)
 	}
 }
 

@@ -161,6 +161,9 @@ func (s *Server) autoCreate(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	_, err := s.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: -1, ReplicationFactor: -1}, false)
+	if err == nil {
+		s.waitTopicLeaders(ctx, []string{name})
+	}
 	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
 		return kerr.LeaderNotAvailable
 	}

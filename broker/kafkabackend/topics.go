@@ -48,23 +48,24 @@ func (b *Backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 		return kafkaapi.CreatedTopic{}, err
 	}
 	t, _ := b.deps.Meta.State().Topic(spec.Name)
-	b.waitLeaders(ctx, spec.Name)
 	return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
 }
 
-// waitLeaders returns once every partition of topic has a leader, or
-// shortly, so that a client's next Metadata finds the topic usable.
-func (b *Backend) waitLeaders(ctx context.Context, topic string) {
+// WaitTopicLeaders returns once every partition of the topics has a
+// leader, or after Config.TopicLeaders (kafkaapi.TopicLeaders).
+func (b *Backend) WaitTopicLeaders(ctx context.Context, topics []string) {
 	wctx, cancel := context.WithTimeout(ctx, b.cfg.TopicLeaders)
 	defer cancel()
 	b.deps.Meta.WaitFor(wctx, func(s *metadata.Snapshot) bool {
-		t, ok := s.Topic(topic)
-		if !ok {
-			return false
-		}
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
+		for _, topic := range topics {
+			t, ok := s.Topic(topic)
+			if !ok {
 				return false
+			}
+			for _, p := range t.Partitions {
+				if p.Leader < 0 {
+					return false
+				}
 			}
 		}
 		return true
@@ -130,7 +131,7 @@ func (b *Backend) CreatePartitions(ctx context.Context, topic string, count int3
 	if _, err := b.deps.Meta.Propose(ctx, cmd); err != nil {
 		return err
 	}
-	b.waitLeaders(ctx, topic)
+	b.WaitTopicLeaders(ctx, []string{topic})
 	return nil
 }
 

@@ -1,0 +1,65 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka-go/broker"
+	"github.com/minikafka/minikafka-go/internal/testcluster"
+)
+
+// One CreateTopics request for many topics creates them all within the
+// request's own timeout, as a Kafka controller does in one batch (Kafka
+// Streams and infrastructure tools create dozens at once). Each topic used
+// to wait for its partitions' first election before the next one was
+// proposed, about 0.8 s each: a request of 150 topics ran out of its 30 s
+// with 37 of them led, the others answered without a leader. The topics
+// are proposed one by one and their leaders awaited once, together.
+func TestCreateTopicsOfManyTopicsInOneRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 100 Raft groups")
+	}
+	// The leaders' bound well inside the request's timeout: a loaded
+	// machine's elections must not fail the test, the order of waits must.
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.Tuning.TopicLeaders = 20 * time.Second })
+	admin := c.Client(t)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	const topics = 100
+	for i := range topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("many-%03d", i), 1, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(context.Background(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[int16]int{}
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != 0 {
+			failed[rt.ErrorCode]++
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("of %d topics, failed by error code: %v", topics, failed)
+	}
+	md := kmsg.NewPtrMetadataRequest() // every topic, with its leader
+	mresp, err := md.RequestWith(context.Background(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := 0
+	for _, mt := range mresp.Topics {
+		if len(mt.Partitions) == 1 && mt.Partitions[0].Leader >= 0 && mt.Topic != nil && len(*mt.Topic) == len("many-000") {
+			led++
+		}
+	}
+	if led != topics {
+		t.Errorf("%d of %d new topics have a leader after CreateTopics answered", led, topics)
+	}
+}
