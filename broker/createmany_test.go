@@ -3,6 +3,8 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +20,8 @@ import (
 // to wait for its partitions' first election before the next one was
 // proposed, about 0.8 s each: a request of 150 topics ran out of its 30 s
 // with 37 of them led, the others answered without a leader. The topics
-// are proposed one by one and their leaders awaited once, together.
+// are proposed one by one and their leaders awaited once, together; so
+// are the new partitions of one CreatePartitions request for many topics.
 func TestCreateTopicsOfManyTopicsInOneRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 100 Raft groups")
@@ -48,18 +51,47 @@ func TestCreateTopicsOfManyTopicsInOneRequest(t *testing.T) {
 	if len(failed) > 0 {
 		t.Fatalf("of %d topics, failed by error code: %v", topics, failed)
 	}
-	md := kmsg.NewPtrMetadataRequest() // every topic, with its leader
+	requireLed(t, admin, topics, 1, "CreateTopics")
+
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	grow.TimeoutMillis = 30000
+	for i := range topics {
+		grow.Topics = append(grow.Topics, kmsg.CreatePartitionsRequestTopic{Topic: fmt.Sprintf("many-%03d", i), Count: 2})
+	}
+	gresp, err := grow.RequestWith(context.Background(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range gresp.Topics {
+		if rt.ErrorCode != 0 {
+			failed[rt.ErrorCode]++
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("CreatePartitions of %d topics, failed by error code: %v", topics, failed)
+	}
+	requireLed(t, admin, topics, 2, "CreatePartitions")
+}
+
+// requireLed checks that each of the topics many-000... has parts
+// partitions, every one with a leader, once step answered.
+func requireLed(t *testing.T, admin kmsg.Requestor, topics, parts int, step string) {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest() // every topic, with its leaders
 	mresp, err := md.RequestWith(context.Background(), admin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	led := 0
 	for _, mt := range mresp.Topics {
-		if len(mt.Partitions) == 1 && mt.Partitions[0].Leader >= 0 && mt.Topic != nil && len(*mt.Topic) == len("many-000") {
+		if mt.Topic == nil || !strings.HasPrefix(*mt.Topic, "many-") || len(mt.Partitions) != parts {
+			continue
+		}
+		if !slices.ContainsFunc(mt.Partitions, func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader < 0 }) {
 			led++
 		}
 	}
 	if led != topics {
-		t.Errorf("%d of %d new topics have a leader after CreateTopics answered", led, topics)
+		t.Errorf("%d of %d topics have %d partitions, each with a leader, after %s answered", led, topics, parts, step)
 	}
 }

@@ -56,6 +56,7 @@ type Topics interface {
 	// the current one), kerr.InvalidReplicationFactor (fewer live brokers
 	// than the topic's replicas), kerr.PolicyViolation, kerr.InvalidRequest
 	// (a topic whose partitions cannot change); ctx carries the deadline.
+	// A TopicLeaders backend returns without waiting for the new leaders.
 	CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error
 
 	// DeleteTopic deletes a topic and its data on every replica. Expected

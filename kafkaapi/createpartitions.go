@@ -28,6 +28,7 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, mq *qu
 		}
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 		view := s.metadataView(ctx, false)
+		var grown []string // their new leaders awaited below
 		for _, rt := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic = rt.Topic
@@ -46,6 +47,7 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, mq *qu
 				err = s.backend.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
 				if err == nil && !req.ValidateOnly {
 					mq.Record(int(rt.Count) - before)
+					grown = append(grown, rt.Topic)
 				}
 			}
 			if err != nil {
@@ -53,6 +55,7 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, mq *qu
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
+		s.waitTopicLeaders(ctx, grown)
 		return resp, nil
 	}
 }

@@ -75,10 +75,11 @@ func (s *Server) startCreateTopics(req *kmsg.CreateTopicsRequest, mq *quota.Muta
 	}
 }
 
-// TopicLeaders is a Backend whose CreateTopic returns once the topic is
-// created, without waiting for its partitions' first leaders: the server
-// waits once for every topic a request created, so that their elections
-// overlap (a request of a hundred topics took a hundred elections in turn).
+// TopicLeaders is a Backend whose CreateTopic and CreatePartitions return
+// once the change is committed, without waiting for the new partitions'
+// first leaders: the server waits once for every topic a request created
+// or grew, so that their elections overlap (a request of a hundred topics
+// took a hundred elections in turn).
 type TopicLeaders interface {
 	// WaitTopicLeaders returns once every partition of the topics has a
 	// leader, or after the backend's bound, or when ctx ends.

@@ -128,11 +128,8 @@ func (b *Backend) CreatePartitions(ctx context.Context, topic string, count int3
 		}
 		return nil
 	}
-	if _, err := b.deps.Meta.Propose(ctx, cmd); err != nil {
-		return err
-	}
-	b.WaitTopicLeaders(ctx, []string{topic})
-	return nil
+	_, err = b.deps.Meta.Propose(ctx, cmd)
+	return err
 }
 
 // placeTopic checks that a topic can be created now and places its
