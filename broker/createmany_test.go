@@ -73,6 +73,31 @@ func TestCreateTopicsOfManyTopicsInOneRequest(t *testing.T) {
 	requireLed(t, admin, topics, 2, "CreatePartitions")
 }
 
+// A Metadata request naming many missing topics auto-creates them all
+// and waits once for their leaders, within a client's request timeout
+// (Java's request.timeout.ms, 30 s): each used to wait for its own first
+// election in turn, about 0.8 s each.
+func TestMetadataAutoCreatesManyTopicsInOneRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 60 Raft groups")
+	}
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) { cfg.Tuning.TopicLeaders = 20 * time.Second })
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	const topics = 60
+	for i := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("many-%03d", i))
+		req.Topics = append(req.Topics, rt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := req.RequestWith(ctx, c.Client(t)); err != nil {
+		t.Fatalf("Metadata auto-creating %d topics: %v", topics, err)
+	}
+	requireLed(t, c.Client(t), topics, 1, "Metadata")
+}
+
 // requireLed checks that each of the topics many-000... has parts
 // partitions, every one with a leader, once step answered.
 func requireLed(t *testing.T, admin kmsg.Requestor, topics, parts int, step string) {

@@ -38,7 +38,7 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 
 		// Topics are answered in request order, each name once.
 		allowCreate := s.backend.AutoCreateTopics() && (req.Version < 4 || req.AllowAutoTopicCreation)
-		created := false
+		var created []string // auto-created, their leaders awaited once below
 		seen := make(map[string]bool, len(req.Topics))
 		for _, rt := range req.Topics {
 			if rt.Topic == nil { // v10+: by topic id
@@ -67,12 +67,15 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 				continue
 			}
 			err := s.missingTopic(ctx, name, allowCreate)
-			created = created || errors.Is(err, kerr.LeaderNotAvailable)
+			if errors.Is(err, kerr.LeaderNotAvailable) {
+				created = append(created, name)
+			}
 			resp.Topics = append(resp.Topics, topicError(&name, [16]byte{}, err))
 		}
-		if created {
-			// A topic created just now may already have leaders; if so,
-			// spare the client a retry.
+		if len(created) > 0 {
+			// Topics created just now may have leaders after a moment; if
+			// so, spare the client a retry.
+			s.waitTopicLeaders(ctx, created)
 			view = s.metadataView(ctx, false)
 			for i := range resp.Topics {
 				rt := &resp.Topics[i]
@@ -161,9 +164,6 @@ func (s *Server) autoCreate(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	_, err := s.backend.CreateTopic(ctx, TopicSpec{Name: name, Partitions: -1, ReplicationFactor: -1}, false)
-	if err == nil {
-		s.waitTopicLeaders(ctx, []string{name})
-	}
 	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
 		return kerr.LeaderNotAvailable
 	}
