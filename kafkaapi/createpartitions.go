@@ -27,7 +27,7 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, mq *qu
 			count[rt.Topic]++
 		}
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-		view := s.metadataView(ctx, false)
+		topics := s.topics(ctx)
 		var grown []string // their new leaders awaited below
 		for _, rt := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
@@ -43,7 +43,7 @@ func (s *Server) startCreatePartitions(req *kmsg.CreatePartitionsRequest, mq *qu
 			case mq.Check() != nil:
 				err = kerr.ThrottlingQuotaExceeded
 			default:
-				before := partitionCount(view.byName, rt.Topic)
+				before := partitionCount(topics.byName, rt.Topic)
 				err = s.backend.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
 				if err == nil && !req.ValidateOnly {
 					mq.Record(int(rt.Count) - before)

@@ -28,11 +28,11 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, mq *quota.Muta
 				topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
 			}
 		}
-		view := s.metadataView(ctx, false)
+		lookup := s.topics(ctx)
 		names := make([]string, len(topics))
 		count := map[string]int{}
 		for i, t := range topics {
-			names[i] = resolveTopic(view, t)
+			names[i] = resolveTopic(lookup, t)
 			count[names[i]]++
 		}
 		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
@@ -53,7 +53,7 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, mq *quota.Muta
 				err = kerr.ThrottlingQuotaExceeded
 			default:
 				rt.Topic = kmsg.StringPtr(name)
-				tv := view.byName(name) // read before the topic is gone
+				tv := lookup.byName(name) // read before the topic is gone
 				if rt.TopicID == [16]byte{} && tv != nil {
 					rt.TopicID = tv.ID
 				}
@@ -73,11 +73,11 @@ func (s *Server) startDeleteTopics(req *kmsg.DeleteTopicsRequest, mq *quota.Muta
 
 // resolveTopic is the name a DeleteTopics entry names: its name, or the
 // name of the topic with its id ("" if none).
-func resolveTopic(view metadataView, t kmsg.DeleteTopicsRequestTopic) string {
+func resolveTopic(topics topicLookup, t kmsg.DeleteTopicsRequestTopic) string {
 	if t.Topic != nil {
 		return *t.Topic
 	}
-	if v := view.byID(t.TopicID); v != nil {
+	if v := topics.byID(t.TopicID); v != nil {
 		return v.Name
 	}
 	return ""

@@ -29,7 +29,7 @@ type ConfigEntry struct {
 func (s *Server) startDescribeConfigs(req *kmsg.DescribeConfigsRequest, _ time.Time) responder {
 	return func(ctx context.Context) (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-		var view *metadataView
+		var topics *topicLookup
 		for i := range req.Resources {
 			rr := &req.Resources[i]
 			r := kmsg.NewDescribeConfigsResponseResource()
@@ -42,11 +42,11 @@ func (s *Server) startDescribeConfigs(req *kmsg.DescribeConfigsRequest, _ time.T
 			switch {
 			case err != nil:
 			case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
-				if view == nil {
-					v := s.metadataView(ctx, false)
-					view = &v
+				if topics == nil {
+					tl := s.topics(ctx)
+					topics = &tl
 				}
-				configs, err = s.topicConfigs(view.byName, rr.ResourceName)
+				configs, err = s.topicConfigs(topics.byName, rr.ResourceName)
 			case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
 				configs, err = s.brokerConfigs(rr.ResourceName)
 			default:

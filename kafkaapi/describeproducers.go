@@ -37,7 +37,7 @@ func (s *Server) startDescribeProducers(req *kmsg.DescribeProducersRequest, _ ti
 		ctx, cancel := context.WithTimeout(ctx, producerStateWait)
 		defer cancel()
 		resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
-		view := s.metadataView(ctx, false)
+		topics := s.topics(ctx)
 		budget := describedProducersLimit
 		for _, t := range req.Topics {
 			rt := kmsg.NewDescribeProducersResponseTopic()
@@ -48,7 +48,7 @@ func (s *Server) startDescribeProducers(req *kmsg.DescribeProducersRequest, _ ti
 				topicErr = kerr.InvalidTopicException
 			case !s.authorizeTopic(ctx, acl.OpRead, t.Topic):
 				topicErr = kerr.TopicAuthorizationFailed
-			case view.byName(t.Topic) == nil:
+			case topics.byName(t.Topic) == nil:
 				topicErr = kerr.UnknownTopicOrPartition
 			}
 			for _, p := range t.Partitions {

@@ -92,12 +92,17 @@ func (s *Server) startMetadata(req *kmsg.MetadataRequest, _ time.Time) responder
 }
 
 // metadataView is what a Metadata request reads: the brokers, and its
-// topics by name or id (FindCoordinator, the leader hints and the admin
-// requests that name their topics read it too). With a LeaderLookup
-// backend, a request that names its topics builds only those, not every
-// partition's view: such a request's cost does not grow with the cluster.
+// topics by name or id (FindCoordinator and the leader hints read it too).
+// With a LeaderLookup backend, a request that names its topics builds
+// only those, not every partition's view: such a request's cost does not
+// grow with the cluster.
 type metadataView struct {
 	ClusterView
+	topicLookup
+}
+
+// topicLookup finds topics by name or id; nil if there is none.
+type topicLookup struct {
 	byName topicByName
 	byID   func(id [16]byte) *TopicView
 }
@@ -106,28 +111,38 @@ type metadataView struct {
 type topicByName func(name string) *TopicView
 
 func (s *Server) metadataView(ctx context.Context, all bool) metadataView {
-	l, ok := s.backend.(LeaderLookup)
-	if all || !ok {
+	if _, ok := s.backend.(LeaderLookup); all || !ok {
 		v := metadataView{ClusterView: s.cluster(ctx)}
 		idx := indexTopics(v.Topics)
 		v.byName = func(name string) *TopicView { return idx[name] }
 		v.byID = func(id [16]byte) *TopicView { return findTopicID(v.Topics, id) }
 		return v
 	}
-	v := metadataView{ClusterView: onConnListener(ctx, s.clusterBrokers())}
-	v.byName = func(name string) *TopicView {
+	return metadataView{ClusterView: onConnListener(ctx, s.clusterBrokers()), topicLookup: s.topics(ctx)}
+}
+
+// topics is the lookup of the admin requests that name their topics and
+// need no broker: a LeaderLookup backend reads each topic alone when
+// asked, others give one whole Cluster view.
+func (s *Server) topics(ctx context.Context) topicLookup {
+	l, ok := s.backend.(LeaderLookup)
+	if !ok {
+		return s.metadataView(ctx, true).topicLookup
+	}
+	var tl topicLookup
+	tl.byName = func(name string) *TopicView {
 		if t, ok := l.TopicView(name); ok {
 			return &t
 		}
 		return nil
 	}
-	v.byID = func(id [16]byte) *TopicView {
+	tl.byID = func(id [16]byte) *TopicView {
 		if name, ok := s.topicName(id); ok {
-			return v.byName(name)
+			return tl.byName(name)
 		}
 		return nil
 	}
-	return v
+	return tl
 }
 
 // fillAuthorizedOps answers v8+'s request for the operations the client

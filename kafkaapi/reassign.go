@@ -121,7 +121,7 @@ type keptFactors struct {
 
 func (s *Server) keptFactors(ctx context.Context) *keptFactors {
 	view := s.clusterBrokers()
-	k := &keptFactors{byName: s.metadataView(ctx, false).byName, topics: topicIndex{},
+	k := &keptFactors{byName: s.topics(ctx).byName, topics: topicIndex{},
 		registered: map[int32]bool{}, heading: map[topicPart]int{}}
 	for _, b := range view.Brokers {
 		k.registered[b.NodeID] = true

@@ -100,7 +100,7 @@ func (s *Server) startAlterShareGroupOffsets(req *kmsg.AlterShareGroupOffsetsReq
 			resp.ErrorCode = ErrorCode(err)
 			return resp, nil
 		}
-		topics := s.metadataView(ctx, false).byName
+		topics := s.topics(ctx).byName
 		resp.Topics = make([]kmsg.AlterShareGroupOffsetsResponseTopic, len(req.Topics))
 		var resets shareResets
 		for i, t := range req.Topics {
@@ -144,7 +144,7 @@ func (s *Server) startDeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 			resp.ErrorCode = ErrorCode(err)
 			return resp, nil
 		}
-		topics := s.metadataView(ctx, false).byName
+		topics := s.topics(ctx).byName
 		resp.Topics = make([]kmsg.DeleteShareGroupOffsetsResponseTopic, len(req.Topics))
 		codes := make([][]int16, len(req.Topics))
 		var resets shareResets
