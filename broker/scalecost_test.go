@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"testing"
@@ -51,15 +52,22 @@ func TestPerRequestCostDoesNotGrowWithPartitions(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 		}
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range ops {
-			if err := op(); err != nil {
-				t.Fatalf("%s: %v", name, err)
+		// The least of three rounds: a new topic's groups still settling
+		// (elections, leader reports) allocate beside one round under
+		// load, while a cost that grows with the cluster is in every one.
+		least := math.Inf(1)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range ops {
+				if err := op(); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
 			}
+			runtime.ReadMemStats(&after)
+			least = min(least, float64(after.Mallocs-before.Mallocs)/ops)
 		}
-		runtime.ReadMemStats(&after)
-		return float64(after.Mallocs-before.Mallocs) / ops
+		return least
 	}
 	findCoordinator := func(keyType int8, key string) func() error {
 		return func() error {
