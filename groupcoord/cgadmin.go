@@ -48,10 +48,6 @@ func (c *Coordinator) DescribeConsumerGroup(group string) kmsg.ConsumerGroupDesc
 		return out
 	}
 	op := c.opOn(group, g)
-	names := make(map[TopicID]string)
-	for name, t := range op.allTopics() {
-		names[t.ID] = name
-	}
 	out.State, out.Epoch, out.AssignmentEpoch = consumerState(g), g.Epoch, g.TargetEpoch
 	out.AssignorName = op.groupAssignor()
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
@@ -61,8 +57,8 @@ func (c *Coordinator) DescribeConsumerGroup(group string) kmsg.ConsumerGroupDesc
 		dm.ClientID, dm.ClientHost = m.ClientID, m.ClientHost
 		dm.SubscribedTopics = append([]string{}, m.Topics...)
 		dm.SubscribedTopicRegex = m.Regex
-		dm.Assignment = describeAssignment(m.Assigned, names)
-		dm.TargetAssignment = describeAssignment(m.Target, names)
+		dm.Assignment = describeAssignment(m.Assigned, op.topics)
+		dm.TargetAssignment = describeAssignment(m.Target, op.topics)
 		dm.MemberType = 1 // a consumer protocol member
 		if m.Classic != nil {
 			dm.MemberType = 0
@@ -72,11 +68,11 @@ func (c *Coordinator) DescribeConsumerGroup(group string) kmsg.ConsumerGroupDesc
 	return out
 }
 
-func describeAssignment(a Assignment, names map[TopicID]string) kmsg.Assignment {
+func describeAssignment(a Assignment, topics topicCache) kmsg.Assignment {
 	out := kmsg.NewAssignment()
 	for _, id := range a.sortedIDs() {
 		tp := kmsg.NewAssignmentTopicPartition()
-		tp.TopicID, tp.Topic, tp.Partitions = id, names[id], append([]int32{}, a[id]...)
+		tp.TopicID, tp.Topic, tp.Partitions = id, topics.name(id), append([]int32{}, a[id]...)
 		out.TopicPartitions = append(out.TopicPartitions, tp)
 	}
 	return out

@@ -146,9 +146,8 @@ func (op *consumerOp) updateClassic(m *ConsumerMember, req *kmsg.JoinGroupReques
 // member, which revoked everything before joining, owns none).
 func (op *consumerOp) ownedFrom(owned []kmsg.ConsumerMemberMetadataOwnedPartition) Assignment {
 	out := Assignment{}
-	topics := op.allTopics()
 	for _, o := range owned {
-		if t, ok := topics[o.Topic]; ok {
+		if t, ok := op.topics.get(o.Topic); ok {
 			out[t.ID] = append(out[t.ID], o.Partitions...)
 		}
 	}
@@ -210,12 +209,9 @@ func (c *Coordinator) classicAssignment(m *ConsumerMember) []byte {
 	if md := m.Classic.Protocols[0].Metadata; len(md) >= 2 {
 		a.Version = min(int16(md[0])<<8|int16(md[1]), 3)
 	}
-	names := make(map[TopicID]string)
-	for _, t := range c.cfg.Topics() {
-		names[t.ID] = t.Name
-	}
+	topics := newTopicCache(c.cfg.Topics)
 	for _, id := range m.Assigned.sortedIDs() {
-		if name, ok := names[id]; ok {
+		if name := topics.name(id); name != "" {
 			a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: name, Partitions: slices.Clone(m.Assigned[id])})
 		}
 	}

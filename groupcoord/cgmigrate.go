@@ -38,10 +38,7 @@ func (c *Coordinator) upgrade(g *group) (*ConsumerGroup, []Record, *kerr.Error) 
 		len(g.members) > c.cfg.Consumer.MaxSize {
 		return nil, nil, kerr.GroupIDNotFound
 	}
-	topics := make(map[string]TopicInfo)
-	for _, t := range c.cfg.Topics() {
-		topics[t.Name] = t
-	}
+	topics := newTopicCache(c.cfg.Topics)
 	cg := &ConsumerGroup{Epoch: g.generation, TargetEpoch: g.generation, Members: make(map[string]*ConsumerMember)}
 	for _, id := range g.memberIDs() {
 		cg.Members[id] = upgradedMember(g, g.members[id], topics)
@@ -82,7 +79,7 @@ func (c *Coordinator) retireClassic(g *group, generation int32) *kerr.Error {
 // upgradedMember is a classic member as a member of the consumer group:
 // its subscription and assignment read from the consumer protocol, its
 // generation as its epoch.
-func upgradedMember(g *group, m *member, topics map[string]TopicInfo) *ConsumerMember {
+func upgradedMember(g *group, m *member, topics topicCache) *ConsumerMember {
 	cm := &ConsumerMember{
 		ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
 		RebalanceTimeout: int32(m.rebalanceTimeout / time.Millisecond),
@@ -105,7 +102,7 @@ func upgradedMember(g *group, m *member, topics map[string]TopicInfo) *ConsumerM
 	var a kmsg.ConsumerMemberAssignment
 	if a.ReadFrom(m.assignment) == nil {
 		for _, t := range a.Topics {
-			if ti, ok := topics[t.Topic]; ok {
+			if ti, ok := topics.get(t.Topic); ok {
 				ps := append(cm.Assigned[ti.ID], t.Partitions...)
 				slices.Sort(ps)
 				cm.Assigned[ti.ID] = slices.Compact(ps)

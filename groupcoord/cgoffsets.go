@@ -136,12 +136,10 @@ func (c *Coordinator) relaxStaleCommit(req *kmsg.OffsetCommitRequest, generation
 	if !ok || generation >= m.Epoch {
 		return generation
 	}
-	ids := make(map[string]TopicID)
-	for _, t := range c.cfg.Topics() {
-		ids[t.Name] = t.ID
-	}
+	topics := newTopicCache(c.cfg.Topics)
 	for i, t := range req.Topics {
-		id, known := ids[t.Topic]
+		ti, known := topics.get(t.Topic)
+		id := ti.ID
 		for j, p := range t.Partitions {
 			if errs[i][j] != nil {
 				continue

@@ -31,7 +31,7 @@ type consumerOp struct {
 	downgradeTo *GroupMetadata
 
 	sendAssignment bool
-	topics         map[string]TopicInfo
+	topics         topicCache
 	// resolved maps the group's regexes to the topics they subscribe
 	// (regex.go); self is the member whose request this is, canDescribe
 	// its topic DESCRIBE permission (nil: every topic).
@@ -81,7 +81,7 @@ func (c *Coordinator) opOn(id string, g *ConsumerGroup) *consumerOp {
 	if resolved == nil {
 		resolved = make(map[string][]string)
 	}
-	return &consumerOp{c: c, id: id, g: g, resolved: resolved}
+	return &consumerOp{c: c, id: id, g: g, resolved: resolved, topics: newTopicCache(c.cfg.Topics)}
 }
 
 // records are the op's records, in the order they must be written.
@@ -278,7 +278,7 @@ func (op *consumerOp) finish() {
 	for i, id := range ids {
 		in[i] = assignMember{id: id, topics: op.memberTopics(g.Members[id]), current: g.Members[id].Target}
 	}
-	out := assign(op.groupAssignor(), in, op.allTopics())
+	out := assign(op.groupAssignor(), in, op.topics.subset(subscribed))
 	for _, id := range ids {
 		m := g.Members[id]
 		if !m.hasTarget || !sameAssignment(m.Target, out[id]) {

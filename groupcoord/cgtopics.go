@@ -44,15 +44,57 @@ func (c *Coordinator) keepRegexes(group string, resolved map[string][]string) {
 	c.regex.groups[group] = resolved
 }
 
-// allTopics is the cluster's topics by name, read once per op.
-func (op *consumerOp) allTopics() map[string]TopicInfo {
-	if op.topics == nil {
-		op.topics = make(map[string]TopicInfo)
-		for _, t := range op.c.cfg.Topics() {
-			op.topics[t.Name] = t
+// topicCache looks up the topics one op names, each name once, so that
+// the op sees one answer per topic and costs what it names, not the
+// cluster's size.
+type topicCache struct {
+	src    TopicSource
+	byName map[string]cachedTopic
+}
+
+type cachedTopic struct {
+	t  TopicInfo
+	ok bool
+}
+
+func newTopicCache(src TopicSource) topicCache {
+	return topicCache{src: src, byName: make(map[string]cachedTopic)}
+}
+
+// get returns the topic of that name, if it exists.
+func (c topicCache) get(name string) (TopicInfo, bool) {
+	e, seen := c.byName[name]
+	if !seen {
+		e.t, e.ok = c.src.Topic(name)
+		c.byName[name] = e
+	}
+	return e.t, e.ok
+}
+
+// byID returns the topic with that id, if it exists.
+func (c topicCache) byID(id TopicID) (TopicInfo, bool) {
+	t, ok := c.src.TopicByID(id)
+	if ok {
+		c.byName[t.Name] = cachedTopic{t, true}
+	}
+	return t, ok
+}
+
+// name is the name of the topic with that id ("" if there is none).
+func (c topicCache) name(id TopicID) string {
+	t, _ := c.byID(id)
+	return t.Name
+}
+
+// subset is the named topics that exist, by name, for the assignors.
+func (c topicCache) subset(names []string) map[string]TopicInfo {
+	out := make(map[string]TopicInfo, len(names))
+	for _, n := range names {
+		if t, ok := c.get(n); ok {
+			out[n] = t
 		}
 	}
-	return op.topics
+	return out
 }
 
 // resolveSelf resolves the regex of the op's own member, if it has one,
@@ -67,9 +109,9 @@ func (op *consumerOp) resolveSelf() {
 		return // validated when subscribed
 	}
 	var out []string
-	for name := range op.allTopics() {
-		if re.MatchString(name) && (op.canDescribe == nil || op.canDescribe(name)) {
-			out = append(out, name)
+	for _, t := range op.c.cfg.Topics.All() {
+		if re.MatchString(t.Name) && (op.canDescribe == nil || op.canDescribe(t.Name)) {
+			out = append(out, t.Name)
 		}
 	}
 	slices.Sort(out)
@@ -84,17 +126,16 @@ func (op *consumerOp) resolveSelf() {
 // memberTopics are the existing topics a member subscribes to, by name
 // or regex, sorted.
 func (op *consumerOp) memberTopics(m *ConsumerMember) []string {
-	topics := op.allTopics()
 	set := make(map[string]bool)
 	for _, t := range m.Topics {
-		if _, ok := topics[t]; ok {
+		if _, ok := op.topics.get(t); ok {
 			set[t] = true
 		}
 	}
 	if m.Regex != nil {
 		if ts, ok := op.resolved[*m.Regex]; ok {
 			for _, t := range ts {
-				if _, ok := topics[t]; ok {
+				if _, ok := op.topics.get(t); ok {
 					set[t] = true
 				}
 			}
@@ -111,9 +152,9 @@ func (op *consumerOp) keepTargetTopics(m *ConsumerMember, set map[string]bool) {
 	if err != nil {
 		return
 	}
-	for name, t := range op.allTopics() {
-		if _, held := m.Target[t.ID]; held && re.MatchString(name) {
-			set[name] = true
+	for id := range m.Target {
+		if t, ok := op.topics.byID(id); ok && re.MatchString(t.Name) {
+			set[t.Name] = true
 		}
 	}
 }
@@ -131,17 +172,17 @@ func (op *consumerOp) subscribedTopics() []string {
 // metadataHash identifies the subscribed topics' ids and partition
 // counts: when it changes, the group needs a new assignment (KIP-1101's
 // idea; the value is ours). 0 for no topics.
-func (op *consumerOp) metadataHash(names []string) int64 { return topicsHash(op.allTopics(), names) }
+func (op *consumerOp) metadataHash(names []string) int64 { return topicsHash(op.topics, names) }
 
-// topicsHash is metadataHash over the topics all holds (share groups
-// use it too).
-func topicsHash(all map[string]TopicInfo, names []string) int64 {
+// topicsHash is metadataHash over the topics the cache finds (share
+// groups use it too).
+func topicsHash(topics topicCache, names []string) int64 {
 	if len(names) == 0 {
 		return 0
 	}
 	h := fnv.New64a()
 	for _, n := range names {
-		t := all[n]
+		t, _ := topics.get(n)
 		h.Write([]byte(n))
 		h.Write(t.ID[:])
 		h.Write([]byte{byte(t.Partitions >> 24), byte(t.Partitions >> 16), byte(t.Partitions >> 8), byte(t.Partitions), 0})

@@ -18,6 +18,7 @@ func buildConsumerGroup(t *testing.T, h *harness) {
 	req := hb("g", "s", 0, []string{"u"}, nil)
 	req.InstanceID, req.RackID = kmsg.StringPtr("i"), kmsg.StringPtr("r1")
 	req.SubscribedTopicRegex = kmsg.StringPtr("t.*")
+	h.subscribesByRegex()
 	h.cgHeartbeat(req)
 	h.cgHeartbeat(hb("g", "x", 0, []string{"t"}, nil))
 	h.cgHeartbeat(hb("g", "x", -1, nil, nil))

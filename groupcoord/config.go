@@ -113,10 +113,10 @@ type Config struct {
 	// Share tunes the KIP-932 share groups (group.share.*).
 	Share ShareConfig
 
-	// Topics lists the cluster's topics for the consumer group assignors
-	// and regex subscriptions. Nil: no topics (consumer groups get empty
+	// Topics is the cluster's topics for the consumer and share group
+	// assignors and regex subscriptions. Nil: no topics (groups get empty
 	// assignments).
-	Topics func() []TopicInfo
+	Topics TopicSource
 
 	// Logger receives group lifecycle events at Info and Debug. Default
 	// slog.Default().
@@ -161,7 +161,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	if c.Topics == nil {
-		c.Topics = func() []TopicInfo { return nil }
+		c.Topics = TopicList(nil)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -177,6 +177,44 @@ type TopicInfo struct {
 	Name       string
 	ID         TopicID
 	Partitions int32
+}
+
+// TopicSource is the cluster's topics. Heartbeats, joins, commits and
+// describes look up only the topics they name, by name or id, so that
+// their cost does not grow with the cluster; only a regex subscription
+// reads every topic (All).
+type TopicSource interface {
+	Topic(name string) (TopicInfo, bool)
+	TopicByID(id TopicID) (TopicInfo, bool)
+	All() []TopicInfo
+}
+
+// TopicList is a TopicSource that lists every topic and searches the list
+// for one (for tests and small clusters).
+type TopicList func() []TopicInfo
+
+func (l TopicList) All() []TopicInfo {
+	if l == nil {
+		return nil
+	}
+	return l()
+}
+
+func (l TopicList) Topic(name string) (TopicInfo, bool) {
+	return l.find(func(t TopicInfo) bool { return t.Name == name })
+}
+
+func (l TopicList) TopicByID(id TopicID) (TopicInfo, bool) {
+	return l.find(func(t TopicInfo) bool { return t.ID == id })
+}
+
+func (l TopicList) find(match func(TopicInfo) bool) (TopicInfo, bool) {
+	for _, t := range l.All() {
+		if match(t) {
+			return t, true
+		}
+	}
+	return TopicInfo{}, false
 }
 
 // ConsumerConfig tunes KIP-848 consumer groups; zero fields take Kafka's

@@ -50,11 +50,12 @@ func newConsumerHarness(t testing.TB, session time.Duration) (*harness, *recLog)
 	h := &harness{t: t}
 	h.cfg = Config{
 		TopicExists: testTopicExists, MinSessionTimeout: 10 * time.Millisecond, MaxSessionTimeout: time.Minute,
-		InitialRebalanceDelay: -1, Topics: testTopics,
+		InitialRebalanceDelay: -1,
 		Consumer: ConsumerConfig{SessionTimeout: session, MinSessionTimeout: time.Millisecond, MaxSessionTimeout: time.Minute,
 			HeartbeatInterval: max(session/10, time.Millisecond), MinHeartbeatInterval: time.Millisecond},
 	}
 	h.cfg.Logger = slog.New(slog.DiscardHandler)
+	h.countTopicListing()
 	h.view = NewView()
 	rl := &recLog{testLog: &testLog{view: h.view}}
 	h.log = rl.testLog
@@ -252,6 +253,7 @@ func TestConsumerRegexSubscription(t *testing.T) {
 	h, rl := newConsumerHarness(t, 0)
 	req := hb("g", "a", 0, nil, nil)
 	req.SubscribedTopicRegex = kmsg.StringPtr("t|u")
+	h.subscribesByRegex()
 	onlyT := func(topic string) bool { return topic == "t" }
 	a := h.c.ConsumerGroupHeartbeat(context.Background(), "client", "/h", onlyT, req)
 	if got := assigned(a); count(got) != 4 || len(got[tID]) != 4 {

@@ -77,12 +77,45 @@ func (l *testLog) setBlock() (release func()) {
 
 // harness is a Coordinator on a testLog, with request helpers.
 type harness struct {
-	t    testing.TB
-	cfg  Config
-	log  *testLog
-	view *View
-	c    *Coordinator
+	t      testing.TB
+	cfg    Config
+	log    *testLog
+	view   *View
+	c      *Coordinator
+	topics *countingTopics // consumer and share harnesses' topics
 }
+
+// countingTopics is testTopics as the consumer and share harnesses'
+// TopicSource, counting the calls that list every topic: the harness
+// fails its test if any did, unless the test subscribes by regex (the
+// one request that must read every topic). So every test of a heartbeat,
+// join, commit or describe shows that it costs what it names, not the
+// cluster's size.
+type countingTopics struct {
+	TopicList
+	listed  atomic.Int32
+	byRegex atomic.Bool
+}
+
+func (c *countingTopics) All() []TopicInfo {
+	c.listed.Add(1)
+	return c.TopicList.All()
+}
+
+// countTopicListing gives the harness a countingTopics and checks it when
+// the test ends.
+func (h *harness) countTopicListing() {
+	h.topics = &countingTopics{TopicList: testTopics}
+	h.cfg.Topics = h.topics
+	h.t.Cleanup(func() {
+		if n := h.topics.listed.Load(); n > 0 && !h.topics.byRegex.Load() {
+			h.t.Errorf("every topic was listed %d times by a test without a regex subscription", n)
+		}
+	})
+}
+
+// subscribesByRegex lets the test's requests list every topic.
+func (h *harness) subscribesByRegex() { h.topics.byRegex.Store(true) }
 
 // topics that exist: every partition 0-7 of any topic except "nope".
 func testTopicExists(topic string, p int32) bool { return topic != "nope" && p >= 0 && p < 8 }

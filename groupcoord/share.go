@@ -171,7 +171,7 @@ func (c *Coordinator) shareFence(group, member string) {
 		c.mu.Unlock()
 		return
 	}
-	op := &shareOp{c: c, id: group, g: g}
+	op := &shareOp{c: c, id: group, g: g, topics: newTopicCache(c.cfg.Topics)}
 	op.remove(member)
 	op.finish()
 	err := c.append(c.ctx, op.records())

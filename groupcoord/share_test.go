@@ -21,9 +21,10 @@ func newShareHarness(t testing.TB, session time.Duration, maxSize int) (*harness
 	h := &harness{t: t}
 	h.cfg = Config{
 		TopicExists: testTopicExists, MinSessionTimeout: 10 * time.Millisecond, MaxSessionTimeout: time.Minute,
-		InitialRebalanceDelay: -1, Topics: testTopics, Logger: slog.New(slog.DiscardHandler),
+		InitialRebalanceDelay: -1, Logger: slog.New(slog.DiscardHandler),
 		Share: ShareConfig{SessionTimeout: session, HeartbeatInterval: max(session/10, time.Millisecond), MaxSize: maxSize},
 	}
+	h.countTopicListing()
 	h.view = NewView()
 	rl := &recLog{testLog: &testLog{view: h.view}}
 	h.log = rl.testLog

@@ -40,10 +40,7 @@ func (c *Coordinator) DescribeShareGroup(group string) kmsg.ShareGroupDescribeRe
 		out.ErrorCode, out.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		return out
 	}
-	names := make(map[TopicID]string)
-	for _, t := range c.cfg.Topics() {
-		names[t.ID] = t.Name
-	}
+	topics := newTopicCache(c.cfg.Topics)
 	out.GroupState, out.GroupEpoch, out.AssignmentEpoch = shareState(g), g.Epoch, g.TargetEpoch
 	out.Assignor = AssignorSimple
 	for _, id := range slices.Sorted(maps.Keys(g.Members)) {
@@ -54,7 +51,7 @@ func (c *Coordinator) DescribeShareGroup(group string) kmsg.ShareGroupDescribeRe
 		dm.SubscribedTopicNames = append([]string{}, m.Topics...)
 		for _, tid := range m.Assigned.sortedIDs() {
 			tp := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
-			tp.TopicID, tp.Topic, tp.Partitions = tid, names[tid], append([]int32{}, m.Assigned[tid]...)
+			tp.TopicID, tp.Topic, tp.Partitions = tid, topics.name(tid), append([]int32{}, m.Assigned[tid]...)
 			dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, tp)
 		}
 		out.Members = append(out.Members, dm)

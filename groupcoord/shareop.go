@@ -21,7 +21,7 @@ type shareOp struct {
 	pre    []Record
 	recs   []Record
 	gone   []string // members removed: their timers stop
-	topics map[string]TopicInfo
+	topics topicCache
 }
 
 // newShareOp starts an op on a share group, or on a new one if create:
@@ -29,7 +29,7 @@ type shareOp struct {
 // as Kafka answers (no migration between share and other groups).
 func (c *Coordinator) newShareOp(id string, create bool) (*shareOp, *kerr.Error, string) {
 	if g, ok := c.view.ShareGroup(id); ok {
-		return &shareOp{c: c, id: id, g: g}, nil, ""
+		return &shareOp{c: c, id: id, g: g, topics: newTopicCache(c.cfg.Topics)}, nil, ""
 	}
 	if c.otherGroupExists(id) {
 		return nil, kerr.GroupIDNotFound, "Group " + id + " is not a share group."
@@ -37,7 +37,8 @@ func (c *Coordinator) newShareOp(id string, create bool) (*shareOp, *kerr.Error,
 	if !create {
 		return nil, kerr.GroupIDNotFound, "Share group " + id + " not found."
 	}
-	return &shareOp{c: c, id: id, g: &ShareGroup{Members: make(map[string]*ShareMember)}, isNew: true}, nil, ""
+	return &shareOp{c: c, id: id, g: &ShareGroup{Members: make(map[string]*ShareMember)}, isNew: true,
+		topics: newTopicCache(c.cfg.Topics)}, nil, ""
 }
 
 // otherGroupExists reports whether id is a classic group (stored, with
@@ -127,7 +128,8 @@ func (op *shareOp) remove(memberID string) {
 // new target assignment if the group epoch is ahead of it.
 func (op *shareOp) finish() {
 	g := op.g
-	if h := topicsHash(op.allTopics(), op.subscribedTopics()); h != g.MetadataHash {
+	subscribed := op.subscribedTopics()
+	if h := topicsHash(op.topics, subscribed); h != g.MetadataHash {
 		g.MetadataHash = h
 		op.bump()
 	}
@@ -142,7 +144,7 @@ func (op *shareOp) finish() {
 	for i, id := range ids {
 		in[i] = assignMember{id: id, topics: op.memberTopics(g.Members[id]), current: g.Members[id].Target}
 	}
-	out := shareAssign(in, op.allTopics())
+	out := shareAssign(in, op.topics.subset(subscribed))
 	for _, id := range ids {
 		m := g.Members[id]
 		if !m.hasTarget || !sameAssignment(m.Target, out[id]) {
@@ -171,22 +173,11 @@ func (op *shareOp) reconcile(m *ShareMember) *ShareMember {
 	return next
 }
 
-// allTopics is the cluster's topics by name, read once per op.
-func (op *shareOp) allTopics() map[string]TopicInfo {
-	if op.topics == nil {
-		op.topics = make(map[string]TopicInfo)
-		for _, t := range op.c.cfg.Topics() {
-			op.topics[t.Name] = t
-		}
-	}
-	return op.topics
-}
-
 // memberTopics are the existing topics a member subscribes to, sorted.
 func (op *shareOp) memberTopics(m *ShareMember) []string {
 	var out []string
 	for _, t := range m.Topics {
-		if _, ok := op.allTopics()[t]; ok {
+		if _, ok := op.topics.get(t); ok {
 			out = append(out, t)
 		}
 	}

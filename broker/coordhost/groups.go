@@ -73,28 +73,48 @@ func (h *Host) groupConfig() groupcoord.Config {
 		},
 		Consumer: c.GroupConsumer,
 		Share:    c.GroupShare,
-		Topics:   h.topicInfos,
+		Topics:   metaTopics(h.deps.Meta.State),
 		Logger:   h.logger.With("component", "groupcoord"),
 	}
 }
 
-// topicInfos lists the cluster's topics for consumer group assignors.
-// Each KIP-848 and share heartbeat asks it (for the subscribed topics'
-// metadata hash), so it reads names, ids and counts without copying any
-// topic's partitions.
-func (h *Host) topicInfos() []groupcoord.TopicInfo {
-	return topicInfos(h.deps.Meta.State())
+// metaTopics is the group coordinators' TopicSource: the node's current
+// metadata state, read without copying any topic's partitions (every
+// KIP-848 and share heartbeat looks its subscribed topics up).
+type metaTopics func() *metadata.Snapshot
+
+func (state metaTopics) Topic(name string) (groupcoord.TopicInfo, bool) {
+	return topicInfo(state(), name)
 }
 
-func topicInfos(state *metadata.Snapshot) []groupcoord.TopicInfo {
-	names := state.TopicNames()
+func (state metaTopics) TopicByID(id groupcoord.TopicID) (groupcoord.TopicInfo, bool) {
+	s := state()
+	name, ok := s.TopicNameByID(metadata.TopicID(id))
+	if !ok {
+		return groupcoord.TopicInfo{}, false
+	}
+	return topicInfo(s, name)
+}
+
+// All lists every topic, sorted by name (regex subscriptions).
+func (state metaTopics) All() []groupcoord.TopicInfo {
+	s := state()
+	names := s.TopicNames()
 	out := make([]groupcoord.TopicInfo, 0, len(names))
 	for _, name := range names {
-		id, _ := state.TopicID(name)
-		n, _ := state.TopicPartitions(name)
-		out = append(out, groupcoord.TopicInfo{Name: name, ID: groupcoord.TopicID(id), Partitions: n})
+		t, _ := topicInfo(s, name)
+		out = append(out, t)
 	}
 	return out
+}
+
+func topicInfo(s *metadata.Snapshot, name string) (groupcoord.TopicInfo, bool) {
+	id, ok := s.TopicID(name)
+	if !ok {
+		return groupcoord.TopicInfo{}, false
+	}
+	n, _ := s.TopicPartitions(name)
+	return groupcoord.TopicInfo{Name: name, ID: groupcoord.TopicID(id), Partitions: n}, true
 }
 
 // offsetsLog is the groupcoord.Log of a __consumer_offsets replica: it

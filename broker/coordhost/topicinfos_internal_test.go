@@ -1,30 +1,52 @@
 package coordhost
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/minikafka/minikafka-go/groupcoord"
 	"github.com/minikafka/minikafka-go/internal/metatest"
 	"github.com/minikafka/minikafka-go/metadata"
 )
 
-// Every KIP-848 and share heartbeat lists the topics (their metadata
-// hash): names, ids and partition counts, sorted, at a cost that does not
-// grow with the partitions (it copied every topic's partitions).
-func TestTopicInfosDoNotCopyPartitions(t *testing.T) {
-	state := func(n int) *metadata.Snapshot {
-		return metatest.State(t, []metatest.Topic{{Name: "b", Partitions: 2}, {Name: "a", Partitions: n}})
+// The group coordinators read topics on every KIP-848 and share
+// heartbeat (the subscribed topics' metadata hash): a lookup by name or
+// id costs the same in a cluster of two topics as in one of thousands,
+// and no read copies a topic's partitions (it once copied every topic's).
+func TestMetaTopicsCostWhatTheyName(t *testing.T) {
+	state := func(topics, partitions int) metaTopics {
+		ts := []metatest.Topic{{Name: "b", Partitions: 2}, {Name: "a", Partitions: partitions}}
+		for i := range topics - 2 {
+			ts = append(ts, metatest.Topic{Name: fmt.Sprintf("z%04d", i), Partitions: 1})
+		}
+		s := metatest.State(t, ts)
+		return func() *metadata.Snapshot { return s }
 	}
-	small, big := state(8), state(2000)
-	got := topicInfos(big)
-	idA, _ := big.TopicID("a")
-	if len(got) != 2 || got[0].Name != "a" || got[0].Partitions != 2000 || [16]byte(got[0].ID) != [16]byte(idA) ||
-		got[1].Name != "b" || got[1].Partitions != 2 {
-		t.Fatalf("topic infos %+v", got)
+	small, big := state(2, 8), state(2000, 2000)
+	all := big.All()
+	idA, _ := big().TopicID("a")
+	if len(all) != 2000 || all[0].Name != "a" || all[0].Partitions != 2000 || [16]byte(all[0].ID) != [16]byte(idA) ||
+		all[1].Name != "b" || all[1].Partitions != 2 {
+		t.Fatalf("first topics %+v of %d", all[:2], len(all))
 	}
-	allocs := func(s *metadata.Snapshot) float64 {
-		return testing.AllocsPerRun(20, func() { topicInfos(s) })
+	if a, ok := big.TopicByID(groupcoord.TopicID(idA)); !ok || a != all[0] {
+		t.Fatalf("topic by id %+v %v, want %+v", a, ok, all[0])
 	}
-	if s, b := allocs(small), allocs(big); b > s {
-		t.Fatalf("%v allocations at 2000 partitions, %v at 8", b, s)
+	if _, ok := big.Topic("nope"); ok {
+		t.Fatal("a topic that does not exist was found")
+	}
+	lookups := func(s metaTopics) float64 {
+		id, _ := s().TopicID("a")
+		return testing.AllocsPerRun(20, func() {
+			s.Topic("a")
+			s.TopicByID(groupcoord.TopicID(id))
+		})
+	}
+	if s, b := lookups(small), lookups(big); b > s {
+		t.Fatalf("a lookup by name and by id: %v allocations among 2000 topics, %v among 2", b, s)
+	}
+	listing := func(s metaTopics) float64 { return testing.AllocsPerRun(20, func() { s.All() }) }
+	if s, b := listing(state(2, 8)), listing(state(2, 2000)); b > s {
+		t.Fatalf("listing every topic: %v allocations with 2000 partitions, %v with 8", b, s)
 	}
 }
