@@ -2,10 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/membership"
@@ -156,6 +160,40 @@ func TestControllerPairProposesFromEitherNode(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); !follower.CaughtUp(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the follower does not count as caught up within 10s")
+		}
+	}
+}
+
+// A proposal whose request has already ended (its client gave up, its
+// deadline passed) is not proposed: it answers REQUEST_TIMED_OUT and the
+// metadata never holds it, on the leader and on a follower alike. (It
+// was proposed with MinWait, so a request past its deadline went on
+// creating topics its client was no longer waiting for.)
+func TestProposeAfterTheRequestEndedProposesNothing(t *testing.T) {
+	cs := startPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ended, end := context.WithCancel(ctx)
+	end()
+	for _, c := range cs {
+		name := fmt.Sprintf("late%d", c.cfg.NodeID)
+		_, err := c.Propose(ended, metadata.CreateTopic{Name: name, Partitions: 1, ReplicationFactor: 1,
+			Assignment: [][]int32{{1}}})
+		if !errors.Is(err, kerr.RequestTimedOut) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("node %d: a proposal after its request ended gave %v", c.cfg.NodeID, err)
+		}
+	}
+	if _, err := cs[0].Propose(ctx, metadata.CreateTopic{Name: "after", Partitions: 1, ReplicationFactor: 1,
+		Assignment: [][]int32{{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		s, err := c.WaitFor(ctx, func(s *metadata.Snapshot) bool { _, ok := s.Topic("after"); return ok })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := s.TopicNames(); len(names) != 1 {
+			t.Fatalf("node %d holds topics %v, want only the one proposed in time", c.cfg.NodeID, names)
 		}
 	}
 }

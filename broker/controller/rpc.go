@@ -122,8 +122,12 @@ func aclErrorReply(err error) ACLReply {
 // Propose gets cmd applied by the metadata leader, wherever it is,
 // retrying while there is no leader, and waits until this node's copy of
 // the metadata has applied it. Kafka-level failures come back as errors
-// wrapping *kerr.Error.
+// wrapping *kerr.Error. Once ctx has ended nothing more is proposed (a
+// request past its deadline changes nothing): REQUEST_TIMED_OUT.
 func (c *Controller) Propose(ctx context.Context, cmd metadata.Command) (Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return Reply{}, fmt.Errorf("%w: %w", kerr.RequestTimedOut, err)
+	}
 	enc, err := metadata.Encode(cmd)
 	if err != nil {
 		return Reply{}, fmt.Errorf("broker: encode %T: %w", cmd, err)
