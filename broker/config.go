@@ -268,6 +268,12 @@ type Config struct {
 	// (DataDir/raftlog). Nil means the OS; tests fail the disk under a
 	// running node through it.
 	RaftLogFS pebblevfs.FS
+	// QuotaWindowNum and QuotaWindowSizeSeconds are the client quotas'
+	// sliding window: rates are measured over QuotaWindowNum windows of
+	// QuotaWindowSizeSeconds (Kafka's quota.window.num, 11, and
+	// quota.window.size.seconds, 1).
+	QuotaWindowNum         int
+	QuotaWindowSizeSeconds int
 	// ClientQuotas is where the node reads client quotas (quota.Source);
 	// nil means the metadata state's (AlterClientQuotas). Tests pass a
 	// fake.
@@ -350,6 +356,8 @@ func DefaultConfig() Config {
 		SegmentBytes:                  seglog.DefaultSegmentBytes,
 		PageCacheKeepBytes:            seglog.DefaultCacheKeepBytes,
 		ProducerWindow:                5,
+		QuotaWindowNum:                quota.DefaultSamples,
+		QuotaWindowSizeSeconds:        int(quota.DefaultWindow / time.Second),
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,
 		NodeUnavailableTimeout:        15 * time.Minute,

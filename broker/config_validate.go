@@ -165,6 +165,10 @@ func (c *Config) validateLimits() error {
 		return bad("log_page_cache_keep_bytes", c.PageCacheKeepBytes, "must be -1 (never drop) or positive")
 	case c.ProducerWindow < 1 || c.ProducerWindow > 1000:
 		return bad("producer_window", c.ProducerWindow, "must be in 1..1000")
+	case c.QuotaWindowNum < 2 || c.QuotaWindowNum > 100:
+		return bad("quota_window_num", c.QuotaWindowNum, "must be in 2..100 (windows kept per client and quota)")
+	case c.QuotaWindowSizeSeconds < 1 || c.QuotaWindowSizeSeconds > 3600:
+		return bad("quota_window_size_seconds", c.QuotaWindowSizeSeconds, "must be in 1..3600")
 	case c.MaxRequestBytes < 1<<20:
 		return bad("max_request_bytes", c.MaxRequestBytes, "must be at least 1 MiB")
 	case c.QueuedMaxRequestBytes < 2*int64(c.MaxRequestBytes):

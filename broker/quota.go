@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"time"
+
 	"github.com/minikafka/minikafka-go/internal/quota"
 	"github.com/minikafka/minikafka-go/metadata"
 	"github.com/minikafka/minikafka-go/metrics"
@@ -19,15 +21,16 @@ func (state metaQuotas) ClientQuotaScope(user, clientID, key string) (float64, b
 	return state().ClientQuotaScope(user, clientID, key)
 }
 
-// newQuotas is the node's client quota manager (Kafka's quota.window.num
-// and quota.window.size.seconds defaults), reading Config.ClientQuotas or
-// else the metadata state, with its metrics registered.
+// newQuotas is the node's client quota manager over the configured
+// window, reading Config.ClientQuotas or else the metadata state, with its
+// metrics registered.
 func (n *Node) newQuotas() *quota.Manager {
 	var src quota.Source = metaQuotas(n.meta.State)
 	if n.cfg.ClientQuotas != nil {
 		src = n.cfg.ClientQuotas
 	}
-	qm := quota.New(src, quota.Config{})
+	qm := quota.New(src, quota.Config{Samples: n.cfg.QuotaWindowNum,
+		Window: time.Duration(n.cfg.QuotaWindowSizeSeconds) * time.Second})
 	n.quotas = qm
 	n.metrics.RegisterQuotas(func() []metrics.QuotaEntity { return quotaEntities(qm.Stats()) })
 	return qm

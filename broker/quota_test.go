@@ -93,6 +93,17 @@ func (p *quotaProducer) rateOver(d time.Duration) float64 {
 	return float64(p.acked.Load()-start) / d.Seconds()
 }
 
+// quotaWindows is the settling tests' quota_window_num: windows of one
+// second, so one span of the sliding window takes quotaSpan (Kafka's 11
+// windows would make it 11 s). With the node's default the tests fail:
+// the first spans they measure would still be paying off the burst.
+const (
+	quotaWindows = 6
+	quotaSpan    = quotaWindows * time.Second
+)
+
+func withQuotaWindows(cfg *broker.Config) { cfg.QuotaWindowNum = quotaWindows }
+
 // TestClientQuotaProducerSettles: a franz-go producer whose client id has
 // producer_byte_rate=102400 settles within 10% of it on the partition
 // leader, told so by throttle_time_ms; another client id producing to the
@@ -103,12 +114,12 @@ func (p *quotaProducer) rateOver(d time.Duration) float64 {
 // behaviour check with a tolerance, not a speed benchmark: Kafka's
 // sliding window lets a fresh client burst ten windows' worth and then
 // makes it oscillate around the quota with the window's period, so the
-// rate is measured over two whole spans of the 11 windows after one span
-// of warm-up.
+// rate is measured over two whole spans of the windows after one span of
+// warm-up.
 func TestClientQuotaProducerSettles(t *testing.T) {
 	t.Parallel() // mostly waits on the quota window
 	const quota = 102400
-	c := testcluster.Start(t, 3)
+	c := testcluster.Start(t, 3, withQuotaWindows)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	adm := kadm.NewClient(c.Client(t))
@@ -118,7 +129,7 @@ func TestClientQuotaProducerSettles(t *testing.T) {
 	setClientQuota(ctx, t, adm, "throttled", "producer_byte_rate", quota, false)
 	slow := startQuotaProducer(ctx, t, c, "throttled", "quota")
 	defer func() { cancel(); <-slow.done }()
-	time.Sleep(11 * time.Second) // warm-up: one span of the quota window
+	time.Sleep(quotaSpan) // warm-up: one span of the quota window
 
 	fctx, fcancel := context.WithCancel(ctx)
 	fast := startQuotaProducer(fctx, t, c, "free", "quota")
@@ -132,7 +143,7 @@ func TestClientQuotaProducerSettles(t *testing.T) {
 	if fastRate <= quota {
 		t.Errorf("the producer of another client id ran at %.0f B/s, not above the other's quota", fastRate)
 	}
-	time.Sleep(22*time.Second - time.Since(start))
+	time.Sleep(2*quotaSpan - time.Since(start))
 	rate := float64(slow.acked.Load()-acked) / time.Since(start).Seconds()
 	if rate < quota*0.9 || rate > quota*1.1 {
 		t.Errorf("throttled producer at %.0f B/s, want within 10%% of %d", rate, quota)
@@ -184,18 +195,19 @@ func TestClientQuotaConsumerSettles(t *testing.T) {
 	const quota = 102400
 	src := &clientQuotas{}
 	src.set("reader", "consumer_byte_rate", quota, true)
-	c := testcluster.Start(t, 3, func(cfg *broker.Config) { cfg.ClientQuotas = src })
+	c := testcluster.Start(t, 3, withQuotaWindows, func(cfg *broker.Config) { cfg.ClientQuotas = src })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if _, err := kadm.NewClient(c.Client(t)).CreateTopic(ctx, 1, 3, nil, "quota-read"); err != nil {
 		t.Fatal(err)
 	}
-	// 5 MB, more than the 4.4 MB the consumer may read in 33 s, in
-	// batches of one record (a Fetch returns at least one whole batch).
+	// 2.5 MB, more than the 1.5 MB the consumer may read in three spans
+	// (12 s and a burst of three windows), in batches of one record (a
+	// Fetch returns at least one whole batch).
 	pr := c.Client(t, kgo.DefaultProduceTopic("quota-read"), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerBatchMaxBytes(16<<10))
 	value := []byte(strings.Repeat("r", 10_000))
-	for range 500 {
+	for range 250 {
 		pr.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				t.Errorf("produce: %v", err)
@@ -220,9 +232,9 @@ func TestClientQuotaConsumerSettles(t *testing.T) {
 		}
 	}()
 	defer func() { cancel(); <-done }()
-	time.Sleep(11 * time.Second)
+	time.Sleep(quotaSpan)
 	start, before := time.Now(), read.Load()
-	time.Sleep(22 * time.Second)
+	time.Sleep(2 * quotaSpan)
 	rate := float64(read.Load()-before) / time.Since(start).Seconds()
 	t.Logf("consumer: %.0f B/s, %d throttles (longest %d ms), %d B read in all", rate, hook.n.Load(), hook.maxMs.Load(), read.Load())
 	if hook.n.Load() == 0 {

@@ -69,6 +69,8 @@ func keys() []key {
 		{"log_page_cache_keep_bytes", d.PageCacheKeepBytes, "bytes of each partition's newest log data kept in the OS page cache once fsynced; older data is dropped from it so that new writes reuse its pages (-1: never drop, as Kafka)"},
 		{"partition_max_open_files", d.PartitionMaxOpenFiles, "most partition log segment and journal files the node holds open at once; past it the least recently used are closed (fsynced first if written since their last fsync) and reopened on their next use (0 = no bound; else at least 16)"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
+		{"quota_window_num", d.QuotaWindowNum, "windows over which client quotas measure a rate (quota.window.num); 2..100"},
+		{"quota_window_size_seconds", d.QuotaWindowSizeSeconds, "length of one client quota window in seconds (quota.window.size.seconds); 1..3600"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
 		{"queued_max_request_bytes", d.QueuedMaxRequestBytes, "bytes of Kafka requests read and not yet answered, node-wide, with what decoding them costs (queued.max.request.bytes); past it reading waits; at least twice max_request_bytes"},
 		{"max_connections", d.MaxConnections, "most Kafka connections served at once"},
@@ -309,6 +311,8 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.PageCacheKeepBytes = g.int64("log_page_cache_keep_bytes")
 	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
+	c.QuotaWindowNum = g.int("quota_window_num")
+	c.QuotaWindowSizeSeconds = g.int("quota_window_size_seconds")
 	mrb := g.int("max_request_bytes")
 	rangeInt("max_request_bytes", mrb, 1, 1<<31-1)
 	c.MaxRequestBytes = int32(mrb)

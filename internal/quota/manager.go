@@ -45,14 +45,13 @@ type ScopedSource interface {
 
 // Defaults, Kafka's where Kafka has one.
 const (
-	DefaultSamples     = 11            // quota.window.num
-	DefaultWindow      = time.Second   // quota.window.size.seconds
-	DefaultIdleExpiry  = time.Hour     // Kafka's InactiveSensorExpirationTimeSeconds
-	DefaultMaxEntities = 10_000        // ours: Kafka leaves it unbounded
-	sweepEvery         = time.Minute   // how often idle entities are looked for
-	fullSweepEvery     = time.Second   // how often, when MaxEntities are tracked
-	maxThrottleRequest = DefaultWindow // Kafka caps request-quota throttles at one window
-	overflowUser       = "<overflow>"  // the shared entity past MaxEntities
+	DefaultSamples     = 11           // quota.window.num
+	DefaultWindow      = time.Second  // quota.window.size.seconds
+	DefaultIdleExpiry  = time.Hour    // Kafka's InactiveSensorExpirationTimeSeconds
+	DefaultMaxEntities = 10_000       // ours: Kafka leaves it unbounded
+	sweepEvery         = time.Minute  // how often idle entities are looked for
+	fullSweepEvery     = time.Second  // how often, when MaxEntities are tracked
+	overflowUser       = "<overflow>" // the shared entity past MaxEntities
 )
 
 // Config tunes a Manager; zero fields take the defaults.
