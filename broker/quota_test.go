@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
@@ -95,8 +96,8 @@ func (p *quotaProducer) rateOver(d time.Duration) float64 {
 
 // quotaWindows is the settling tests' quota_window_num: windows of one
 // second, so one span of the sliding window takes quotaSpan (Kafka's 11
-// windows would make it 11 s). With the node's default the tests fail:
-// the first spans they measure would still be paying off the burst.
+// windows would make it 11 s). TestQuotaWindowSettingsCapAFetch shows
+// the setting reaches the node.
 const (
 	quotaWindows = 6
 	quotaSpan    = quotaWindows * time.Second
@@ -274,5 +275,51 @@ func TestClientQuotaTopicMutations(t *testing.T) {
 	other := kadm.NewClient(c.Client(t, kgo.ClientID("other")))
 	if _, err := other.CreateTopic(ctx, 3, 1, nil, "m4"); err != nil {
 		t.Fatalf("another client id: %v", err)
+	}
+}
+
+// quota_window_num and quota_window_size_seconds reach the node's quotas:
+// a Fetch of a client with consumer_byte_rate=10000 is capped at what the
+// quota allows in all but one window, 10000 × (3−1) × 2 s = 40,000 bytes
+// with three windows of two seconds (Kafka's getMaxValueInQuotaWindow),
+// not the defaults' 100,000, though it asks for a megabyte of a
+// partition holding 200 kB.
+func TestQuotaWindowSettingsCapAFetch(t *testing.T) {
+	t.Parallel()
+	src := &clientQuotas{}
+	src.set("reader", "consumer_byte_rate", 10000, true)
+	c := testcluster.Start(t, 1, func(cfg *broker.Config) {
+		cfg.ClientQuotas, cfg.QuotaWindowNum, cfg.QuotaWindowSizeSeconds = src, 3, 2
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	createTopic(t, c.Client(t), "capped", 1, 1)
+	pr := c.Client(t, kgo.DefaultProduceTopic("capped"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(16<<10))
+	value := []byte(strings.Repeat("c", 10_000))
+	for range 20 {
+		if err := pr.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := c.Client(t, kgo.ClientID("reader"))
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.SessionEpoch = 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "capped"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if err := testcluster.NameTopicsByID(ctx, cl.Broker(1), req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := req.RequestWith(ctx, cl.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.RecordBatches) == 0 || len(p.RecordBatches) > 40_000 {
+		t.Fatalf("a capped Fetch answered error %d with %d bytes of records, want 1..40000", p.ErrorCode, len(p.RecordBatches))
 	}
 }
