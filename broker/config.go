@@ -356,8 +356,6 @@ func DefaultConfig() Config {
 		SegmentBytes:                  seglog.DefaultSegmentBytes,
 		PageCacheKeepBytes:            seglog.DefaultCacheKeepBytes,
 		ProducerWindow:                5,
-		QuotaWindowNum:                quota.DefaultSamples,
-		QuotaWindowSizeSeconds:        int(quota.DefaultWindow / time.Second),
 		MaxRequestBytes:               100 << 20,
 		LeaderRebalanceInterval:       10 * time.Second,
 		NodeUnavailableTimeout:        15 * time.Minute,
@@ -386,6 +384,7 @@ func DefaultConfig() Config {
 		// (60 s) is aborted; a transaction pending for longer costs one
 		// verification round trip per interval.
 		TxnPendingOffsetsCheckInterval: 30 * time.Second,
+		QuotaWindowNum:                 quota.DefaultSamples, QuotaWindowSizeSeconds: int(quota.DefaultWindow / time.Second),
 
 		// Kafka's connection.failed.authentication.delay.ms, and a bound on
 		// the key derivations (PBKDF2) one IP can make a node do.

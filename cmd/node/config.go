@@ -69,8 +69,6 @@ func keys() []key {
 		{"log_page_cache_keep_bytes", d.PageCacheKeepBytes, "bytes of each partition's newest log data kept in the OS page cache once fsynced; older data is dropped from it so that new writes reuse its pages (-1: never drop, as Kafka)"},
 		{"partition_max_open_files", d.PartitionMaxOpenFiles, "most partition log segment and journal files the node holds open at once; past it the least recently used are closed (fsynced first if written since their last fsync) and reopened on their next use (0 = no bound; else at least 16)"},
 		{"producer_window", d.ProducerWindow, "batches remembered per producer for duplicate detection"},
-		{"quota_window_num", d.QuotaWindowNum, "windows over which client quotas measure a rate (quota.window.num); 2..100"},
-		{"quota_window_size_seconds", d.QuotaWindowSizeSeconds, "length of one client quota window in seconds (quota.window.size.seconds); 1..3600"},
 		{"max_request_bytes", int(d.MaxRequestBytes), "largest Kafka request accepted, in bytes"},
 		{"queued_max_request_bytes", d.QueuedMaxRequestBytes, "bytes of Kafka requests read and not yet answered, node-wide, with what decoding them costs (queued.max.request.bytes); past it reading waits; at least twice max_request_bytes"},
 		{"max_connections", d.MaxConnections, "most Kafka connections served at once"},
@@ -106,7 +104,7 @@ func keys() []key {
 		{"console_admin_key", "", "a secret of at least 16 characters that turns on the web console's write actions (create and delete topics, reset a group's offsets) for visitors who enter it; their ACLs still apply (empty = the console is read-only)"},
 	}
 	ks = append(append(append(ks, securityKeys()...), consumerGroupKeys()...), shareGroupKeys()...)
-	ks = append(ks, storageKeys(d.Storage)...)
+	ks = append(append(ks, storageKeys(d.Storage)...), quotaKeys(d)...)
 	return append(ks, groupKeys(d)...)
 }
 
@@ -311,8 +309,7 @@ func fromViper(v *viper.Viper) (options, error) {
 	c.PageCacheKeepBytes = g.int64("log_page_cache_keep_bytes")
 	c.PartitionMaxOpenFiles = g.int("partition_max_open_files")
 	c.ProducerWindow = g.int("producer_window")
-	c.QuotaWindowNum = g.int("quota_window_num")
-	c.QuotaWindowSizeSeconds = g.int("quota_window_size_seconds")
+	c.QuotaWindowNum, c.QuotaWindowSizeSeconds = g.int("quota_window_num"), g.int("quota_window_size_seconds")
 	mrb := g.int("max_request_bytes")
 	rangeInt("max_request_bytes", mrb, 1, 1<<31-1)
 	c.MaxRequestBytes = int32(mrb)
@@ -462,5 +459,13 @@ func consumerGroupConfig(g *getter) groupcoord.ConsumerConfig {
 		MinHeartbeatInterval: g.duration("group_consumer_min_heartbeat_interval"), MaxHeartbeatInterval: g.duration("group_consumer_max_heartbeat_interval"),
 		MaxSize: g.int("group_consumer_max_size"), Assignors: g.list("group_consumer_assignors"),
 		MigrationPolicy: g.string("group_consumer_migration_policy"),
+	}
+}
+
+// quotaKeys are the client quotas' window (Kafka's quota.window.*).
+func quotaKeys(d broker.Config) []key {
+	return []key{
+		{"quota_window_num", d.QuotaWindowNum, "windows over which client quotas measure a rate (quota.window.num); 2..100"},
+		{"quota_window_size_seconds", d.QuotaWindowSizeSeconds, "length of one client quota window in seconds (quota.window.size.seconds); 1..3600"},
 	}
 }
