@@ -13,7 +13,6 @@ var listsEverything = map[kmsg.Key]bool{
 	kmsg.Metadata:                true, // v1+: a null topic list is every topic
 	kmsg.DescribeTopicPartitions: true,
 	kmsg.ElectLeaders:            true, // null topics: every partition
-	kmsg.ListConfigResources:     true,
 }
 
 // Every API the server supports, sent at its newest version with its

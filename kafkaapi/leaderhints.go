@@ -1,6 +1,9 @@
 package kafkaapi
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // LeaderLookup is a Backend that finds one partition's leader, and the
 // brokers, without building every partition's view as Cluster does. The
@@ -19,6 +22,8 @@ type LeaderLookup interface {
 	TopicView(name string) (TopicView, bool)
 	// TopicIDByName is a topic's id; ok is false if no topic has the name.
 	TopicIDByName(name string) (id [16]byte, ok bool)
+	// TopicNames are Cluster's topics' names, sorted.
+	TopicNames() []string
 }
 
 // clusterBrokers is Cluster without its topics: a LeaderLookup backend
@@ -28,6 +33,20 @@ func (s *Server) clusterBrokers() ClusterView {
 		return l.ClusterBrokers()
 	}
 	return s.backend.Cluster()
+}
+
+// topicNames are every topic's names, sorted: a LeaderLookup backend
+// builds no partition's view for them.
+func (s *Server) topicNames() []string {
+	if l, ok := s.backend.(LeaderLookup); ok {
+		return l.TopicNames()
+	}
+	var names []string
+	for _, tv := range s.backend.Cluster().Topics {
+		names = append(names, tv.Name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // leaderHints answers partitions' leaders and the brokers for one

@@ -44,6 +44,15 @@ func (b lookupElsewhere) TopicNameByID(id [16]byte) (string, bool) {
 	return "", false
 }
 
+func (b lookupElsewhere) TopicNames() []string {
+	var names []string
+	for _, tv := range b.leaderElsewhere.Cluster().Topics {
+		names = append(names, tv.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 func (b lookupElsewhere) TopicIDByName(name string) ([16]byte, bool) {
 	t, ok := b.TopicView(name)
 	return t.ID, ok

@@ -55,26 +55,24 @@ func (s *Server) startListConfigResources(req *kmsg.ListConfigResourcesRequest, 
 				want = append(want, kmsg.ConfigResourceType(t))
 			}
 		}
-		view := s.cluster(ctx)
 		for _, t := range supported {
 			if slices.Contains(want, t) {
-				resp.ConfigResources = appendConfigResources(resp.ConfigResources, t, view)
+				resp.ConfigResources = s.appendConfigResources(ctx, resp.ConfigResources, t)
 			}
 		}
 		return resp, nil
 	}
 }
 
-// appendConfigResources adds the resources of type t in view.
-func appendConfigResources(out []kmsg.ListConfigResourcesResponseConfigResource, t kmsg.ConfigResourceType, view ClusterView) []kmsg.ListConfigResourcesResponseConfigResource {
+// appendConfigResources adds the resources of type t, reading the
+// topics' names or the brokers alone.
+func (s *Server) appendConfigResources(ctx context.Context, out []kmsg.ListConfigResourcesResponseConfigResource, t kmsg.ConfigResourceType) []kmsg.ListConfigResourcesResponseConfigResource {
 	var names []string
 	switch t {
 	case kmsg.ConfigResourceTypeTopic:
-		for _, tv := range view.Topics {
-			names = append(names, tv.Name)
-		}
-		slices.Sort(names)
+		names = s.topicNames()
 	case kmsg.ConfigResourceTypeBroker:
+		view := onConnListener(ctx, s.clusterBrokers())
 		var ids []int32
 		for _, b := range view.Brokers {
 			ids = append(ids, b.NodeID)

@@ -182,6 +182,9 @@ func (b *Backend) TopicNameByID(id [16]byte) (string, bool) {
 
 // TopicIDByName is a topic's id (kafkaapi.LeaderLookup); a topic without
 // one is not found by id either.
+// TopicNames are every topic's names, sorted (kafkaapi.LeaderLookup).
+func (b *Backend) TopicNames() []string { return b.deps.Meta.State().TopicNames() }
+
 func (b *Backend) TopicIDByName(name string) ([16]byte, bool) {
 	id, ok := b.deps.Meta.State().TopicID(name)
 	return [16]byte(id), ok && id != (metadata.TopicID{})
