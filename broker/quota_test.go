@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka-go/broker"
 	"github.com/minikafka/minikafka-go/internal/testcluster"
@@ -302,19 +301,7 @@ func TestQuotaWindowSettingsCapAFetch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cl := c.Client(t, kgo.ClientID("reader"))
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxBytes, req.SessionEpoch = 1<<20, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "capped"
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 1 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	if err := testcluster.NameTopicsByID(ctx, cl.Broker(1), req); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := req.RequestWith(ctx, cl.Broker(1))
+	resp, err := fetchFromBroker(ctx, c.Client(t, kgo.ClientID("reader")).Broker(1), "capped", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
