@@ -180,11 +180,11 @@ func (b *Backend) TopicNameByID(id [16]byte) (string, bool) {
 	return b.deps.Meta.State().TopicNameByID(metadata.TopicID(id))
 }
 
-// TopicIDByName is a topic's id (kafkaapi.LeaderLookup); a topic without
-// one is not found by id either.
 // TopicNames are every topic's names, sorted (kafkaapi.LeaderLookup).
 func (b *Backend) TopicNames() []string { return b.deps.Meta.State().TopicNames() }
 
+// TopicIDByName is a topic's id (kafkaapi.LeaderLookup); a topic without
+// one is not found by id either.
 func (b *Backend) TopicIDByName(name string) ([16]byte, bool) {
 	id, ok := b.deps.Meta.State().TopicID(name)
 	return [16]byte(id), ok && id != (metadata.TopicID{})
