@@ -19,10 +19,53 @@ import (
 // already holds, so nobody gets a topic no member was allowed to see.
 
 // regexCache holds each consumer group's resolved regexes on this
-// coordinator.
+// coordinator, and each regex's matches among every topic while a
+// VersionedTopics source says the topics did not change, so that a regex
+// member's heartbeat costs its matches, not the cluster's topics.
 type regexCache struct {
-	mu     sync.Mutex // guards groups; a leaf lock
-	groups map[string]map[string][]string
+	mu      sync.Mutex // guards groups and matches; a leaf lock
+	groups  map[string]map[string][]string
+	matches map[string]regexMatches // at most maxRegexMatches regexes
+}
+
+type regexMatches struct {
+	version uint64   // the source's Version when they were found
+	names   []string // sorted; never changed once stored
+}
+
+// maxRegexMatches bounds the regexes whose matches are kept; past it the
+// cache starts over.
+const maxRegexMatches = 1024
+
+// matching is every topic whose name re (the regex s) matches, sorted.
+func (c *Coordinator) matching(s string, re *regexp.Regexp) []string {
+	vt, versioned := c.cfg.Topics.(VersionedTopics)
+	var version uint64
+	if versioned {
+		version = vt.Version() // before All: a change after it moves Version again
+		c.regex.mu.Lock()
+		m, ok := c.regex.matches[s]
+		c.regex.mu.Unlock()
+		if ok && m.version == version {
+			return m.names
+		}
+	}
+	var names []string
+	for _, t := range c.cfg.Topics.All() {
+		if re.MatchString(t.Name) {
+			names = append(names, t.Name)
+		}
+	}
+	slices.Sort(names)
+	if versioned {
+		c.regex.mu.Lock()
+		if len(c.regex.matches) >= maxRegexMatches {
+			clear(c.regex.matches)
+		}
+		c.regex.matches[s] = regexMatches{version: version, names: names}
+		c.regex.mu.Unlock()
+	}
+	return names
 }
 
 // regexes returns a copy of a group's resolved regexes.
@@ -109,12 +152,11 @@ func (op *consumerOp) resolveSelf() {
 		return // validated when subscribed
 	}
 	var out []string
-	for _, t := range op.c.cfg.Topics.All() {
-		if re.MatchString(t.Name) && (op.canDescribe == nil || op.canDescribe(t.Name)) {
-			out = append(out, t.Name)
+	for _, name := range op.c.matching(*m.Regex, re) {
+		if op.canDescribe == nil || op.canDescribe(name) {
+			out = append(out, name)
 		}
 	}
-	slices.Sort(out)
 	op.resolved[*m.Regex] = out
 	for re := range op.resolved { // forget the regexes no member uses
 		if !slices.ContainsFunc(slices.Collect(maps.Values(op.g.Members)), func(m *ConsumerMember) bool { return deref(m.Regex) == re }) {

@@ -189,6 +189,15 @@ type TopicSource interface {
 	All() []TopicInfo
 }
 
+// VersionedTopics is a TopicSource that tells when its topics may have
+// changed: Version moves whenever a topic is created, deleted or grown
+// (it may move more often). A regex's matches among All are kept until it
+// moves.
+type VersionedTopics interface {
+	TopicSource
+	Version() uint64
+}
+
 // TopicList is a TopicSource that lists every topic and searches the list
 // for one (for tests and small clusters).
 type TopicList func() []TopicInfo

@@ -331,3 +331,32 @@ func TestConsumerRefusedGroupsLeaveNothing(t *testing.T) {
 		t.Fatalf("%d consumer group entries left behind", n)
 	}
 }
+
+// A regex member's heartbeats match its regex against every topic once
+// while the topics' version stays (the coordinator keeps the matches),
+// and again once it moves; the member's permissions still apply to each
+// heartbeat.
+func TestConsumerRegexMatchesKeptUntilTopicsChange(t *testing.T) {
+	h, _ := newConsumerHarness(t, 0)
+	h.subscribesByRegex()
+	req := hb("g", "a", 0, nil, nil)
+	req.SubscribedTopicRegex = kmsg.StringPtr("t|u")
+	resp := h.cgHeartbeat(req)
+	wantCode(t, "a joins", resp.ErrorCode, nil)
+	onlyT := func(topic string) bool { return topic == "t" }
+	for range 3 {
+		resp = h.c.ConsumerGroupHeartbeat(context.Background(), "client", "/h", onlyT, hb("g", "a", resp.MemberEpoch, nil, nil))
+		wantCode(t, "a heartbeats", resp.ErrorCode, nil)
+	}
+	if n := h.topics.listed.Load(); n != 1 {
+		t.Fatalf("four heartbeats of a regex member listed every topic %d times, want once", n)
+	}
+	if g, _ := h.view.ConsumerGroup("g"); len(g.Members["a"].Target[uID]) != 0 {
+		t.Fatalf("a's target %v holds u, which it may not describe", g.Members["a"].Target)
+	}
+	h.topics.version.Add(1)
+	h.cgHeartbeat(hb("g", "a", resp.MemberEpoch, nil, nil))
+	if n := h.topics.listed.Load(); n != 2 {
+		t.Fatalf("a heartbeat after the topics changed listed them %d times in all, want twice", n)
+	}
+}

@@ -75,7 +75,7 @@ func New(cfg Config, log Log, view *View) (*Coordinator, error) {
 
 		committing: make(map[string]int),
 		cgroups:    make(map[string]*cgLive),
-		regex:      regexCache{groups: make(map[string]map[string][]string)},
+		regex:      regexCache{groups: make(map[string]map[string][]string), matches: make(map[string]regexMatches)},
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -95,7 +95,10 @@ type countingTopics struct {
 	TopicList
 	listed  atomic.Int32
 	byRegex atomic.Bool
+	version atomic.Uint64 // VersionedTopics: the test moves it
 }
+
+func (c *countingTopics) Version() uint64 { return c.version.Load() }
 
 func (c *countingTopics) All() []TopicInfo {
 	c.listed.Add(1)

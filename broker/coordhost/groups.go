@@ -108,6 +108,10 @@ func (state metaTopics) All() []groupcoord.TopicInfo {
 	return out
 }
 
+// Version is the metadata's applied index (groupcoord.VersionedTopics):
+// no topic changes without it moving.
+func (state metaTopics) Version() uint64 { return state().AppliedIndex() }
+
 func topicInfo(s *metadata.Snapshot, name string) (groupcoord.TopicInfo, bool) {
 	id, ok := s.TopicID(name)
 	if !ok {
