@@ -108,9 +108,11 @@ func (state metaTopics) All() []groupcoord.TopicInfo {
 	return out
 }
 
-// Version is the metadata's applied index (groupcoord.VersionedTopics):
-// no topic changes without it moving.
-func (state metaTopics) Version() uint64 { return state().AppliedIndex() }
+// Version is the metadata's layout index (groupcoord.VersionedTopics): no
+// topic is created, deleted or given partitions without it moving, and
+// the leader reports that follow every fail-over leave it, and so a regex
+// subscription's matches, alone.
+func (state metaTopics) Version() uint64 { return state().LayoutIndex() }
 
 func topicInfo(s *metadata.Snapshot, name string) (groupcoord.TopicInfo, bool) {
 	id, ok := s.TopicID(name)

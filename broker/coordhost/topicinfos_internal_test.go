@@ -50,3 +50,26 @@ func TestMetaTopicsCostWhatTheyName(t *testing.T) {
 		t.Fatalf("listing every topic: %v allocations with 2000 partitions, %v with 8", b, s)
 	}
 }
+
+// A regex subscription's matches are kept while Version stands: it moves
+// with the topics a regex may match and stands through leader reports,
+// which come by the thousand after a fail-over.
+func TestMetaTopicsVersionMovesWithTheTopicsOnly(t *testing.T) {
+	base := []metatest.Topic{{Name: "a", Partitions: 2}}
+	version := func(more ...metadata.Command) uint64 {
+		s := metatest.State(t, base, more...)
+		return metaTopics(func() *metadata.Snapshot { return s }).Version()
+	}
+	v := version()
+	if got := version(metadata.SetPartitionLeader{Topic: "a", Partition: 0, Leader: 1, Epoch: 1},
+		metadata.SetPartitionLeader{Topic: "a", Partition: 1, Leader: 2, Epoch: 1}); got != v {
+		t.Fatalf("two leader reports moved the version from %d to %d", v, got)
+	}
+	created := version(metadata.CreateTopic{Name: "b", Partitions: 1, ReplicationFactor: 3, Assignment: [][]int32{{1, 2, 3}}})
+	if created == v {
+		t.Fatalf("creating a topic left the version at %d", v)
+	}
+	if got := version(metadata.DeleteTopic{Name: "a"}); got == v {
+		t.Fatalf("deleting a topic left the version at %d", v)
+	}
+}
