@@ -18,7 +18,7 @@ import (
 // a compacted head, a conflicting suffix dropped, a gap after an installed
 // snapshot, the whole log dropped) and a concurrent reader.
 func TestPebbleViewEdgesFollowTheStore(t *testing.T) {
-	v := openTestView(t, pebbleConfig{fs: vfs.Default, logger: logging.Discard()})
+	v := openTestView(t, pebbleConfig{fs: vfs.NewMem(), logger: logging.Discard()})
 
 	stop := make(chan struct{})
 	var readers sync.WaitGroup

@@ -21,9 +21,11 @@ func allAPIs() []API {
 
 // TestRoundFramesDeterministic checks that a seed, a round and a
 // connection give the same bytes every time, and other seeds others.
+// Three rounds of 25 requests: under -race a round costs about two
+// seconds, most of it copying the huge requests.
 func TestRoundFramesDeterministic(t *testing.T) {
 	apis := allAPIs()
-	for round := range 8 {
+	for round := range 3 {
 		a := roundFrames(42, round, 1, 25, apis)
 		b := roundFrames(42, round, 1, 25, apis)
 		c := roundFrames(43, round, 1, 25, apis)
@@ -44,15 +46,17 @@ func TestRoundFramesDeterministic(t *testing.T) {
 // maxRequest bounds what the filler's budget lets a request grow to.
 const maxRequest = 16 << 20
 
-// TestRoundFramesCoverEveryAPI checks that 40 rounds build
+// TestRoundFramesCoverEveryAPI checks that 30 rounds build
 // every API, versions outside the advertised range, mutated encodings
 // and huge requests (none past maxRequest), and that every request's
-// size prefix is right unless it was made to lie.
+// size prefix is right unless it was made to lie. Seed 7 has built every
+// API by its 21st round; an API added later that 30 rounds miss fails
+// here by name.
 func TestRoundFramesCoverEveryAPI(t *testing.T) {
 	apis := allAPIs()
 	seen := map[int16]bool{}
 	var outOfRange, mutated, lying, big int
-	for round := range 40 {
+	for round := range 30 {
 		for _, fr := range roundFrames(7, round, 0, 25, apis) {
 			seen[fr.key] = true
 			if !fr.inRange {
