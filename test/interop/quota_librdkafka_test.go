@@ -41,12 +41,13 @@ func TestLibrdkafkaThrottled(t *testing.T) {
 	const quota = 102400
 	c := testcluster.Start(t, 3, func(cfg *broker.Config) {
 		cfg.ClientQuotas = clientIDQuota{clientID: "rd-throttled", rate: quota}
+		cfg.QuotaWindowNum = 6 // a span of 6 s instead of Kafka's 11: a shorter test
 	})
 	createTopic(t, c, "rdkafka-quota", 1, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// 11 s of warm-up (one span of the quota window), then two spans.
-	cmd := exec.CommandContext(ctx, python, "quota_client.py", strings.Join(c.Seeds(), ","), "rdkafka-quota", "rd-throttled", "33", "11")
+	// 6 s of warm-up (one span of the quota window), then two spans.
+	cmd := exec.CommandContext(ctx, python, "quota_client.py", strings.Join(c.Seeds(), ","), "rdkafka-quota", "rd-throttled", "18", "6")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("quota_client.py: %v\n%s", err, out)
