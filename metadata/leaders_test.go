@@ -54,3 +54,25 @@ func TestSetPartitionLeadersMatchesOneAtATime(t *testing.T) {
 		t.Fatalf("%d reports: %v, want ErrTooManyLeaderReports", MaxLeaderReports+1, err)
 	}
 }
+
+// TopicLed holds once every partition of a topic has a leader, and costs
+// no copy of the topic (CreateTopics checks it on every metadata change
+// while it waits for the leaders).
+func TestTopicLed(t *testing.T) {
+	s := must(t, cluster3(t),
+		CreateTopic{Name: "t", Partitions: 2, ReplicationFactor: 2, Assignment: [][]int32{{1, 2}, {2, 3}}},
+		SetPartitionLeader{Topic: "t", Partition: 0, Leader: 1, Epoch: 1})
+	if s.TopicLed("t") {
+		t.Fatal("a topic with a partition without a leader is led")
+	}
+	if s.TopicLed("nope") {
+		t.Fatal("a topic that does not exist is led")
+	}
+	s = must(t, s, SetPartitionLeader{Topic: "t", Partition: 1, Leader: 3, Epoch: 1})
+	if !s.TopicLed("t") {
+		t.Fatal("a topic whose every partition has a leader is not led")
+	}
+	if n := testing.AllocsPerRun(10, func() { s.TopicLed("t") }); n != 0 {
+		t.Fatalf("TopicLed allocated %v times", n)
+	}
+}

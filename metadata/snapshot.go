@@ -121,6 +121,22 @@ func (s *Snapshot) TopicPartitions(name string) (int32, bool) {
 	return int32(len(t.Partitions)), true
 }
 
+// TopicLed reports whether a topic exists and every partition of it has
+// reported a leader, without copying it (CreateTopics waits for this,
+// checking on every metadata change).
+func (s *Snapshot) TopicLed(name string) bool {
+	t, ok := s.topics[name]
+	if !ok {
+		return false
+	}
+	for _, p := range t.Partitions {
+		if p.Leader < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // TopicConfigs returns a copy of a topic's configs (nil if it has none or
 // does not exist), without copying its partitions.
 func (s *Snapshot) TopicConfigs(name string) map[string]string {

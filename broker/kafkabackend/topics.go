@@ -41,14 +41,14 @@ func (b *Backend) CreateTopic(ctx context.Context, spec kafkaapi.TopicSpec, vali
 		if err != nil {
 			return kafkaapi.CreatedTopic{}, fmt.Errorf("%w: %w", controller.ErrorCode(err), err)
 		}
-		t, _ := next.Topic(spec.Name)
-		return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
+		id, _ := next.TopicID(spec.Name)
+		return kafkaapi.CreatedTopic{ID: id, Partitions: parts, ReplicationFactor: rf}, nil
 	}
 	if _, err := b.deps.Meta.Propose(ctx, cmd); err != nil {
 		return kafkaapi.CreatedTopic{}, err
 	}
-	t, _ := b.deps.Meta.State().Topic(spec.Name)
-	return kafkaapi.CreatedTopic{ID: t.ID, Partitions: parts, ReplicationFactor: rf}, nil
+	id, _ := b.deps.Meta.State().TopicID(spec.Name)
+	return kafkaapi.CreatedTopic{ID: id, Partitions: parts, ReplicationFactor: rf}, nil
 }
 
 // WaitTopicLeaders returns once every partition of the topics has a
@@ -58,14 +58,8 @@ func (b *Backend) WaitTopicLeaders(ctx context.Context, topics []string) {
 	defer cancel()
 	b.deps.Meta.WaitFor(wctx, func(s *metadata.Snapshot) bool {
 		for _, topic := range topics {
-			t, ok := s.Topic(topic)
-			if !ok {
+			if !s.TopicLed(topic) {
 				return false
-			}
-			for _, p := range t.Partitions {
-				if p.Leader < 0 {
-					return false
-				}
 			}
 		}
 		return true
