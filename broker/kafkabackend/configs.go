@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,19 +23,18 @@ import (
 // The internal topics are compacted (as Kafka creates them, with
 // cleanup.policy=compact) unless the node is told not to clean them.
 func (b *Backend) TopicConfigs(topic string) (map[string]string, error) {
-	t, ok := b.deps.Meta.State().Topic(topic)
-	if !ok {
+	state := b.deps.Meta.State()
+	if _, ok := state.TopicID(topic); !ok {
 		return nil, fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
 	}
+	configs := state.TopicConfigs(topic) // a copy, without the partitions
 	if metadata.IsInternal(topic) && b.cfg.CleanInternalTopics {
-		out := maps.Clone(t.Configs)
-		if out == nil {
-			out = map[string]string{}
+		if configs == nil {
+			configs = map[string]string{}
 		}
-		out["cleanup.policy"] = replicas.CleanupCompact
-		return out, nil
+		configs["cleanup.policy"] = replicas.CleanupCompact
 	}
-	return t.Configs, nil
+	return configs, nil
 }
 
 // ClusterConfigs returns the cluster-wide dynamic broker defaults from the

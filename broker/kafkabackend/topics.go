@@ -73,7 +73,7 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	if metadata.IsInternal(topic) {
 		return fmt.Errorf("%w: %s is internal and cannot be deleted", kerr.InvalidTopicException, topic)
 	}
-	if _, ok := b.deps.Meta.State().Topic(topic); !ok {
+	if _, ok := b.deps.Meta.State().TopicID(topic); !ok {
 		return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, topic)
 	}
 	_, err := b.deps.Meta.Propose(ctx, metadata.DeleteTopic{Name: topic})
@@ -132,7 +132,7 @@ func (b *Backend) placeTopic(state *metadata.Snapshot, name string, parts int32,
 	if !state.Initialized() {
 		return metadata.CreateTopic{}, fmt.Errorf("%w: the cluster is not formed yet", kerr.NotController)
 	}
-	if _, ok := state.Topic(name); ok {
+	if _, ok := state.TopicID(name); ok {
 		return metadata.CreateTopic{}, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, name)
 	}
 	if err := state.CheckPartitionLimit(name, int(parts), b.cfg.MaxPartitions); err != nil {

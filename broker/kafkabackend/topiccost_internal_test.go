@@ -2,7 +2,10 @@ package kafkabackend
 
 import (
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka-go/metadata"
 )
@@ -35,5 +38,23 @@ func TestWaitTopicLeadersChecksWithoutCopies(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Fatalf("one check of a 2000-partition topic's leaders allocated %v times", allocs)
+	}
+}
+
+// DescribeConfigs and AlterConfigs read a topic's configs: what that costs
+// does not grow with its partitions (it once copied every partition).
+func TestTopicConfigsCostNoPartitions(t *testing.T) {
+	allocs := func(n int) float64 {
+		b := leaderBackend(t, n)
+		if _, err := b.TopicConfigs("big"); err != nil {
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(10, func() { _, _ = b.TopicConfigs("big") })
+	}
+	if small, big := allocs(2), allocs(2000); big > small {
+		t.Fatalf("a topic's configs: %v allocations with 2000 partitions, %v with 2", big, small)
+	}
+	if _, err := leaderBackend(t, 2).TopicConfigs("nope"); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("configs of a topic that does not exist: %v", err)
 	}
 }
