@@ -14,8 +14,7 @@ import (
 
 // shortSeed is the short run's seed: make test sends the same requests
 // every time, so it fails only when the node changed (make fuzz explores
-// new seeds). Its first 49 rounds reach none of the defects of the
-// skipped regression cases; other seeds may, until those are fixed.
+// new seeds).
 const shortSeed = 1
 
 // TestReqFuzz is the short run of make test: one node process, the
