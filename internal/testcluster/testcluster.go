@@ -18,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/minikafka/minikafka-go/broker"
-	"github.com/minikafka/minikafka-go/internal/loopports"
 	"github.com/minikafka/minikafka-go/logging"
 	"github.com/minikafka/minikafka-go/multiraft"
 )
@@ -80,7 +79,6 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		for _, o := range opts {
 			o(&cfg)
 		}
-		pickPorts(t, &cfg)
 		c.cfgs = append(c.cfgs, cfg)
 		c.nodes = append(c.nodes, nil)
 		c.StartNode(i)
@@ -101,24 +99,6 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	})
 	c.WaitReady()
 	return c
-}
-
-// pickPorts gives the addresses left on port 0 a free port below Linux's
-// ephemeral range (loopports): a restart rebinds the same ports, and a
-// port the kernel handed out for the first start could meanwhile be the
-// local port of any outgoing connection on the machine.
-func pickPorts(t testing.TB, cfg *broker.Config) {
-	t.Helper()
-	for _, addr := range []*string{&cfg.KafkaAddr, &cfg.RaftAddr, &cfg.GossipAddr} {
-		if *addr != "127.0.0.1:0" {
-			continue
-		}
-		p, err := loopports.Free("127.0.0.1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		*addr = "127.0.0.1:" + strconv.Itoa(p)
-	}
 }
 
 // WaitReady waits until every running node knows the cluster and sees
