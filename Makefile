@@ -27,16 +27,18 @@ fmt-check:
 # longest first, so that no long one starts last and runs alone.
 SLOW_TEST_PKGS := ./broker ./test/e2e ./test/reqfuzz ./multiraft ./test/interop ./client ./cmd/minikafka \
 	./console ./test/jepsen ./test/readme ./test/netns ./metrics ./kafkaapi ./deploy
-# The raft patches' tests and bench's (other modules, a minute together,
-# mostly waiting) run beside the main run instead of after it; their
-# output follows the main run's.
+# The raft patches' tests (another module, half a minute, mostly waiting,
+# on ports the kernel hands out) run beside the main run, their output
+# after its. bench's tests run after it: their node processes pick ports
+# as test/e2e's do (internal/loopports), and a port is free between an
+# e2e node's kill and its restart on it.
 test: fmt-check vet test-deps
 	@side=$$(mktemp); \
-	{ (cd third_party/raft && $(GO) test -race -count=1 -run '$(RAFT_PATCH_TESTS)' .) && \
-	  (cd bench && $(GO) test -race -count=1 ./...); } >$$side 2>&1 & pid=$$!; \
+	(cd third_party/raft && $(GO) test -race -count=1 -run '$(RAFT_PATCH_TESTS)' .) >$$side 2>&1 & pid=$$!; \
 	$(GO) test -race -count=1 -p 3 -timeout 14m $(SLOW_TEST_PKGS) ./...; main=$$?; \
 	wait $$pid; rc=$$?; cat $$side; rm -f $$side; \
 	[ $$main -eq 0 ] && [ $$rc -eq 0 ]
+	cd bench && $(GO) test -race -count=1 ./...
 
 # hashicorp/raft as patched in third_party/raft (its MINIKAFKA.md): the
 # patches' own tests run in make test; make raft-test also runs raft's
