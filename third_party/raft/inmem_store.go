@@ -92,7 +92,10 @@ func (i *InmemStore) DeleteRange(min, max uint64) error {
 		i.lowIndex = max + 1
 	}
 	if max >= i.highIndex {
-		i.highIndex = min - 1
+		i.highIndex = 0 // a range from 0 takes every entry (min-1 wrapped)
+		if min > 0 {
+			i.highIndex = min - 1
+		}
 	}
 	if i.lowIndex > i.highIndex {
 		i.lowIndex = 0

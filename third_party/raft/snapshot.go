@@ -220,6 +220,12 @@ func (r *Raft) compactLogsWithTrailing(snapIdx uint64, lastLogIdx uint64, traili
 	if err != nil {
 		return fmt.Errorf("failed to get first log index: %v", err)
 	}
+	if minLog == 0 {
+		// An empty log (stale_snapshot.go: a follower that compacted it
+		// all, then installed a snapshot): nothing to delete. A range
+		// from 0 left InmemStore claiming entries it did not hold.
+		return nil
+	}
 
 	// Check if we have enough logs to truncate
 	// Use a consistent value for trailingLogs for the duration of this method

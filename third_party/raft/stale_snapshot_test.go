@@ -58,6 +58,12 @@ func (c *quiesceCluster) waitApplied(t *testing.T, i, want int) {
 // leader's replication would, and returns the answer.
 func (c *quiesceCluster) sendLeaderSnapshot(t *testing.T, f int) InstallSnapshotResponse {
 	t.Helper()
+	return c.sendLeaderSnapshotVia(t, f, c.trans[c.leader])
+}
+
+// sendLeaderSnapshotVia is sendLeaderSnapshot over the transport tr.
+func (c *quiesceCluster) sendLeaderSnapshotVia(t *testing.T, f int, tr *vouchTransport) InstallSnapshotResponse {
+	t.Helper()
 	l := c.rafts[c.leader]
 	metas, err := c.snaps[c.leader].List()
 	if err != nil || len(metas) == 0 {
@@ -74,7 +80,7 @@ func (c *quiesceCluster) sendLeaderSnapshot(t *testing.T, f int) InstallSnapshot
 		Configuration: EncodeConfiguration(meta.Configuration), ConfigurationIndex: meta.ConfigurationIndex, Size: meta.Size,
 	}
 	var resp InstallSnapshotResponse
-	if err := c.trans[c.leader].InstallSnapshot(c.rafts[f].localID, c.trans[f].LocalAddr(), req, &resp, rc); err != nil {
+	if err := tr.InstallSnapshot(c.rafts[f].localID, c.trans[f].LocalAddr(), req, &resp, rc); err != nil {
 		t.Fatal(err)
 	}
 	return resp
@@ -282,5 +288,91 @@ func TestStaleSnapshotPausedLeaderWithWritesConverges(t *testing.T) {
 			_ = f.Error() // refused: the leadership was lost
 		}
 		c.waitEqual(t, fmt.Sprintf("round %d: leader %d cut off with %d writes, snapshot after %d", round, p, len(lost), at))
+	}
+}
+
+// A follower whose log is empty (it compacted every entry into its own
+// snapshot) installs a newer snapshot of its leader's, and then takes
+// AppendEntries that repeat entries the snapshot covers. Upstream's
+// compaction after the install deleted from index 0 on the empty store,
+// which left InmemStore claiming a first index inside the snapshot; the
+// follower then refused those entries as missing ("failed to get log
+// entry") and its leader backed off, one entry per refusal.
+func TestStaleSnapshotInstalledOverAnEmptyLog(t *testing.T) {
+	c := staleSnapshotCluster(t)
+	c.applyN(t, "a", 10)
+	f := (c.leader + 1) % 3
+	c.waitApplied(t, f, len(c.fsms[c.leader].Logs()))
+	c.compact(t, f)
+	if first, _ := c.stores[f].FirstIndex(); first != 0 {
+		t.Fatalf("the follower's log starts at %d after compacting it all", first)
+	}
+	addr := c.trans[f].LocalAddr()
+	c.trans[c.leader].hold(addr)
+	c.applyN(t, "b", 10)
+	c.setTrailing(t, c.leader, 100) // the leader keeps its entries
+	if err := c.rafts[c.leader].Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	other := c.trans[3-f-c.leader] // the leader's transport holds f's calls
+	if resp := c.sendLeaderSnapshotVia(t, f, other); !resp.Success {
+		t.Fatalf("newer snapshot refused: %+v", resp)
+	}
+	snap, _ := c.rafts[f].getLastSnapshot()
+	first, _ := c.stores[f].FirstIndex()
+	last, _ := c.stores[f].LastIndex()
+	if first != 0 && first <= snap || last < first {
+		t.Fatalf("after installing snapshot %d over an empty log the store holds %d..%d", snap, first, last)
+	}
+	l := c.rafts[c.leader]
+	prev := snap - 3
+	var prevLog Log
+	if err := c.stores[c.leader].GetLog(prev, &prevLog); err != nil {
+		t.Fatal(err)
+	}
+	req := &AppendEntriesRequest{
+		RPCHeader: l.getRPCHeader(), Term: l.CurrentTerm(), Leader: c.trans[c.leader].EncodePeer(l.localID, l.localAddr),
+		PrevLogEntry: prev, PrevLogTerm: prevLog.Term, LeaderCommitIndex: l.getCommitIndex(),
+	}
+	leaderLast, _ := c.stores[c.leader].LastIndex()
+	for i := prev + 1; i <= leaderLast; i++ {
+		e := new(Log)
+		if err := c.stores[c.leader].GetLog(i, e); err != nil {
+			t.Fatal(err)
+		}
+		req.Entries = append(req.Entries, e)
+	}
+	var resp AppendEntriesResponse
+	if err := other.AppendEntries(c.rafts[f].localID, addr, req, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if !resp.Success || resp.LastLog != leaderLast {
+		t.Fatalf("entries %d..%d over snapshot %d: success %v, last %d", prev+1, leaderLast, snap, resp.Success, resp.LastLog)
+	}
+	c.trans[c.leader].release(c.rafts[f].localID, addr, func() {})
+	c.waitEqual(t, "after the install")
+}
+
+// InmemStore, the stores of these tests, deletes a range from index 0 as
+// raft-boltdb does: upstream's computed its last index as 0-1.
+func TestStaleSnapshotInmemStoreDeletesFromZero(t *testing.T) {
+	for _, held := range [][2]uint64{{0, 0}, {5, 10}} {
+		s := NewInmemStore()
+		for i := held[0]; held[0] > 0 && i <= held[1]; i++ {
+			if err := s.StoreLog(&Log{Index: i, Term: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.DeleteRange(0, 12); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.StoreLogs([]*Log{{Index: 20, Term: 2}, {Index: 21, Term: 2}}); err != nil {
+			t.Fatal(err)
+		}
+		first, _ := s.FirstIndex()
+		last, _ := s.LastIndex()
+		if first != 20 || last != 21 {
+			t.Fatalf("holding %d..%d, deleting 0..12 and storing 20..21 leaves %d..%d", held[0], held[1], first, last)
+		}
 	}
 }
