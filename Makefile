@@ -43,10 +43,13 @@ test: fmt-check vet test-deps
 # make raft-diff prints the patches against the release.
 RAFT_PATCH_TESTS := Quiesce|StaleSnapshot|LeaseVouch|CampaignGate|LeadershipTransferRacingShutdown|ApplyRacingShutdown|LogCacheDeleteRange|ParallelLeaderWrite
 RAFT_VERSION     := v1.8.0
+# Upstream's TestFileSS_BadPerm expects a read-only directory to refuse
+# writes, which root's do not (third_party/raft/MINIKAFKA.md).
+RAFT_ROOT_SKIP   := $(if $(filter 0,$(shell id -u)),-skip '^TestFileSS_BadPerm$$')
 .PHONY: raft-test raft-diff
 raft-test:
-	cd third_party/raft && $(GO) test -count=1 -run '$(RAFT_PATCH_TESTS)' -v . && $(GO) test -count=1 -timeout 20m . \
-	  && RAFT_PARALLEL_LEADER_WRITE=1 $(GO) test -count=1 -timeout 20m .
+	cd third_party/raft && $(GO) test -count=1 -run '$(RAFT_PATCH_TESTS)' -v . && $(GO) test -count=1 -timeout 20m $(RAFT_ROOT_SKIP) . \
+	  && RAFT_PARALLEL_LEADER_WRITE=1 $(GO) test -count=1 -timeout 20m $(RAFT_ROOT_SKIP) .
 raft-diff:
 	@$(GO) mod download github.com/hashicorp/raft@$(RAFT_VERSION) >/dev/null 2>&1 || true; \
 	diff -ru -x MINIKAFKA.md "$$($(GO) env GOMODCACHE)/github.com/hashicorp/raft@$(RAFT_VERSION)" third_party/raft || true
