@@ -316,8 +316,9 @@ func TestStaleSnapshotPausedLeaderWithWritesConverges(t *testing.T) {
 // AppendEntries that repeat entries the snapshot covers. Upstream's
 // compaction after the install deleted from index 0 on the empty store,
 // which left InmemStore claiming a first index inside the snapshot; the
-// follower then refused those entries as missing ("failed to get log
-// entry") and its leader backed off, one entry per refusal.
+// follower then refused those entries as missing ("failed to get previous
+// log", "failed to get log entry") and its leader walked back, one entry
+// per refusal.
 func TestStaleSnapshotInstalledOverAnEmptyLog(t *testing.T) {
 	c := staleSnapshotCluster(t)
 	c.applyN(t, "a", 10)
